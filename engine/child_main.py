@@ -1,0 +1,189 @@
+"""What runs inside an engine process; TensorFlow-free until a run has set the stage.
+
+:class:`engine.process.EngineProcess` starts :func:`run_engine` (or
+:func:`detect_devices_main`) with the ``spawn`` context. Before TensorFlow is
+imported, the process: ignores Ctrl-C (the parent decides when to stop), watches
+its parent so it never outlives it, exports TF_CONFIG, and routes its stdout and
+stderr (where TensorFlow's C++ runtime writes) into log messages.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import re
+import signal
+import sys
+import threading
+import time
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from engine.channel import Channel
+from engine.messages import DeviceInfo, DevicesDetected, RunFailed
+from engine.run_folder import write_status
+
+PARENT_POLL_S = 0.5
+# absl's prefix on TensorFlow's C++ log lines: I0000/W0000/E0000/F0000 or "... W tensorflow/...".
+_ABSL_LEVEL = re.compile(r"^([IWEF])\d{4}|^\S+ \S+: ([IWEF]) ")
+_LEVELS = {"I": "info", "W": "warning", "E": "error", "F": "error"}
+
+
+def _watch_parent() -> None:
+    """Exits this process when its parent is gone: no orphan engines, ever."""
+    parent = multiprocessing.parent_process()
+    if parent is None:
+        return
+
+    def watch() -> None:
+        while True:
+            parent.join(PARENT_POLL_S)
+            if not parent.is_alive():
+                os._exit(3)
+
+    threading.Thread(target=watch, name="parent-watchdog", daemon=True).start()
+
+
+class _OutputCapture:
+    """Sends everything written to file descriptors 1 and 2 to ``on_line``, line by line.
+
+    TensorFlow's C++ runtime writes to fd 2 directly, below Python's ``sys.stderr``,
+    so only a file-descriptor redirect catches its warnings for the log panel.
+    """
+
+    def __init__(self, on_line: Callable[[str], None]) -> None:
+        self._on_line = on_line
+        self._read_fd, write_fd = os.pipe()
+        self._saved = (os.dup(1), os.dup(2))
+        for stream in (sys.stdout, sys.stderr):
+            stream.flush()
+        os.dup2(write_fd, 1)
+        os.dup2(write_fd, 2)
+        os.close(write_fd)
+        sys.stdout.reconfigure(line_buffering=True)  # type: ignore[union-attr]
+        self._thread = threading.Thread(target=self._pump, name="output-capture", daemon=True)
+        self._thread.start()
+
+    def _pump(self) -> None:
+        buffer = b""
+        while chunk := os.read(self._read_fd, 65536):
+            buffer += chunk
+            *lines, buffer = buffer.split(b"\n")
+            for line in lines:
+                self._emit(line)
+        if buffer:
+            self._emit(buffer)
+
+    def _emit(self, raw: bytes) -> None:
+        text = raw.decode("utf-8", errors="replace").rstrip()
+        if text:
+            self._on_line(text)
+
+    def close(self) -> None:
+        """Restores the original descriptors, so the pipe ends and the pump drains it."""
+        for stream in (sys.stdout, sys.stderr):
+            stream.flush()
+        os.dup2(self._saved[0], 1)
+        os.dup2(self._saved[1], 2)
+        self._thread.join(timeout=5)
+
+
+def _tensorflow_line(channel: Channel) -> Callable[[str], None]:
+    def on_line(text: str) -> None:
+        match = _ABSL_LEVEL.match(text)
+        level = _LEVELS[(match.group(1) or match.group(2))] if match else "info"
+        if "Traceback (most recent call last)" in text or text.startswith(("Error", "Fatal")):
+            level = "error"
+        channel.log(text, level=level, source="tensorflow")
+
+    return on_line
+
+
+def run_engine(
+    project_json: str,
+    run_dir: str | None,
+    out: Any,
+    stop_event: Any,
+    task: str | None,
+    tf_config_env: str | None,
+) -> None:
+    """Runs one project and reports it; the exit code is 0 only for a clean finish or stop."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _watch_parent()
+    if tf_config_env is not None:
+        os.environ["TF_CONFIG"] = tf_config_env
+    folder = Path(run_dir) if run_dir else None
+    channel = Channel(out, task, folder)
+    capture = _OutputCapture(_tensorflow_line(channel))
+    started = time.time()
+    exit_code = 0
+    try:
+        from engine.config import load_project_text
+
+        project = load_project_text(project_json)
+        if folder is not None:
+            write_status(folder, "running", started_at=started, pid=os.getpid(), task=task)
+        from engine.training import train
+
+        result = train(project, folder, channel, stop_event.is_set)
+        if folder is not None:
+            write_status(
+                folder, result.status, started_at=started, last_step=result.last_step, task=task
+            )
+        channel.send(result)
+    except BaseException as exc:
+        exit_code = 1
+        failure = _failure_message(exc)
+        if folder is not None:
+            write_status(
+                folder,
+                "failed",
+                started_at=started,
+                error_type=failure.error_type,
+                error=failure.message,
+                last_step=failure.last_step,
+                task=task,
+            )
+        channel.log(failure.traceback or failure.message, level="error")
+        try:
+            channel.send(failure)
+        except Exception:
+            pass
+    finally:
+        capture.close()
+        channel.close()
+    sys.exit(exit_code)
+
+
+def _failure_message(exc: BaseException) -> RunFailed:
+    from engine.reporting import NonFiniteLossError
+
+    return RunFailed(
+        error_type=type(exc).__name__,
+        message=str(exc) or type(exc).__name__,
+        traceback="".join(traceback.format_exception(exc)),
+        last_step=exc.step if isinstance(exc, NonFiniteLossError) else None,
+    )
+
+
+def detect_devices_main(out: Any) -> None:
+    """Answers a device probe: which CPUs, GPUs and TPUs TensorFlow sees here."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _watch_parent()
+    channel = Channel(out, None, None)
+    capture = _OutputCapture(lambda text: None)
+    try:
+        import tensorflow as tf
+
+        devices = [
+            DeviceInfo(name=d.name, device_type=d.device_type)
+            for d in tf.config.list_physical_devices()
+        ]
+        channel.send(DevicesDetected(devices=devices, tensorflow_version=tf.__version__))
+    except Exception as exc:
+        channel.send(_failure_message(exc))
+    finally:
+        capture.close()
+        channel.close()

@@ -1,0 +1,206 @@
+"""``distloop`` subcommands that need no window: run, validate, example, devices.
+
+Errors a user can fix (a bad project, a missing file) are printed as plain
+messages with a non-zero exit; a traceback appears only for an engine failure,
+and then after the message, as the engine's own report.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from engine import __version__
+from engine.config import Project, load_project, uneven_batch_warnings
+from engine.examples import example_names, example_text, load_example
+from engine.messages import Log, RunFailed, RunFinished, RunStarted, StepMetrics
+from engine.problems import ProblemsError
+from engine.run_folder import format_loss, new_run_dir
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="distloop",
+        description="Configure and run TensorFlow distributed training with custom loops. "
+        "Without a command, opens the desktop app.",
+    )
+    parser.add_argument("--version", action="version", version=f"distloop {__version__}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    run = commands.add_parser("run", help="train a project headless, one line per step")
+    add_run_arguments(run)
+
+    validate = commands.add_parser("validate", help="check a project file and list its problems")
+    validate.add_argument("project", type=Path)
+
+    example = commands.add_parser("example", help="print a built-in example project")
+    example.add_argument("name", nargs="?", help=f"one of: {', '.join(example_names())}")
+
+    commands.add_parser("devices", help="list the devices TensorFlow sees on this machine")
+    return parser
+
+
+def add_run_arguments(parser: argparse.ArgumentParser) -> None:
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("project", nargs="?", type=Path, help="project JSON file")
+    source.add_argument("--example", metavar="NAME", help="run a built-in example instead")
+    parser.add_argument(
+        "--out", type=Path, help="run folder (default: a new folder under the user's data dir)"
+    )
+    parser.add_argument(
+        "--quiet", action="store_true", help="print only the summary, not a line per step"
+    )
+    parser.add_argument(
+        "--verbose", action="store_true", help="also print TensorFlow's log output (to stderr)"
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if args.command == "run":
+        return command_run(args)
+    if args.command == "validate":
+        return command_validate(args.project)
+    if args.command == "example":
+        return command_example(args.name)
+    if args.command == "devices":
+        return command_devices()
+    build_parser().print_help()
+    return EXIT_USAGE
+
+
+def _err(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)
+
+
+def _load(path: Path) -> Project | None:
+    try:
+        return load_project(path).resolve_paths(path.parent)
+    except ProblemsError as exc:
+        _err(f"distloop: {exc}")
+        return None
+
+
+def command_validate(path: Path) -> int:
+    project = _load(path)
+    if project is None:
+        return EXIT_FAILED
+    print(f"{path}: valid ({project.strategy.kind}, {project.total_steps() or '?'} steps)")
+    for note in uneven_batch_warnings(project):
+        print(f"note: {note}")
+    return EXIT_OK
+
+
+def command_example(name: str | None) -> int:
+    if name is None:
+        for known in example_names():
+            print(f"{known:16} {load_example(known).name}")
+        return EXIT_OK
+    try:
+        sys.stdout.write(example_text(name))
+    except KeyError:
+        _err(f"distloop: no example named {name!r}; examples: {', '.join(example_names())}")
+        return EXIT_USAGE
+    return EXIT_OK
+
+
+def command_devices() -> int:
+    from engine.process import detect_devices
+
+    try:
+        found = detect_devices()
+    except (TimeoutError, RuntimeError) as exc:
+        _err(f"distloop: {exc}")
+        return EXIT_FAILED
+    print(f"TensorFlow {found.tensorflow_version}")
+    for device in found.devices:
+        print(f"{device.device_type:6} {device.name}")
+    return EXIT_OK
+
+
+def command_run(args: argparse.Namespace) -> int:
+    if args.example:
+        try:
+            project = load_example(args.example)
+        except KeyError:
+            _err(f"distloop: no example named {args.example!r}")
+            return EXIT_USAGE
+    else:
+        project = _load(args.project)
+        if project is None:
+            return EXIT_FAILED
+    try:
+        run_dir = args.out or new_run_dir(project.name)
+        run_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        _err(f"distloop: cannot create the run folder: {exc}")
+        return EXIT_FAILED
+    return run_in_foreground(project, run_dir, quiet=args.quiet, verbose=args.verbose)
+
+
+def run_in_foreground(project: Project, run_dir: Path, *, quiet: bool, verbose: bool) -> int:
+    """Runs the engine and prints its messages; Ctrl-C stops it between steps."""
+    from engine.process import EngineProcess
+
+    engine = EngineProcess(project, run_dir)
+    try:
+        engine.start()
+    except OSError as exc:
+        _err(f"distloop: cannot start the engine: {exc}")
+        return EXIT_FAILED
+    _err(f"distloop: run folder {run_dir}")
+    interrupted = False
+    try:
+        while not engine.done:
+            try:
+                for message in engine.poll(0.5):
+                    outcome = _print_message(message, quiet=quiet, verbose=verbose)
+                    if outcome is not None:
+                        return EXIT_INTERRUPTED if interrupted and outcome == EXIT_OK else outcome
+            except KeyboardInterrupt:
+                if interrupted:
+                    _err("distloop: killing the engine")
+                    engine.kill()
+                else:
+                    interrupted = True
+                    _err("distloop: stopping after the current step (Ctrl-C again to kill)")
+                    engine.request_stop()
+    finally:
+        engine.close()
+    return EXIT_FAILED
+
+
+def _print_message(message: object, *, quiet: bool, verbose: bool) -> int | None:
+    """Prints one message; returns the exit code once the run has ended."""
+    if isinstance(message, StepMetrics):
+        if not quiet:
+            lines = (
+                f"step={step} loss={format_loss(loss)}"
+                for step, loss in zip(message.steps, message.losses, strict=True)
+            )
+            print("\n".join(lines), flush=True)
+    elif isinstance(message, RunStarted):
+        _err(
+            f"distloop: {message.strategy} with {message.num_replicas} replica(s) on "
+            f"{', '.join(message.devices)} (TensorFlow {message.tensorflow_version})"
+        )
+    elif isinstance(message, Log):
+        # Engine errors arrive again, whole, as RunFailed; only warnings need a line here.
+        if verbose or (message.source == "engine" and message.level == "warning"):
+            _err(f"[{message.source}] {message.text}")
+    elif isinstance(message, RunFinished):
+        loss = "n/a" if message.final_loss is None else format_loss(message.final_loss)
+        _err(
+            f"distloop: {message.status} after step {message.last_step}, final loss {loss}, "
+            f"{message.elapsed_s:.1f} s"
+        )
+        return EXIT_OK
+    elif isinstance(message, RunFailed):
+        _err(f"distloop: the run failed: {message.error_type}: {message.message}")
+        if message.traceback:
+            _err(message.traceback.rstrip())
+        return EXIT_FAILED
+    return None

@@ -1,0 +1,617 @@
+"""The project file: every setting of a training run, validated by pydantic.
+
+A project is JSON with ``"schema_version": 1`` and the top-level keys
+``strategy``, ``tf_config``, ``model``, ``optimizer``, ``loss``, ``data`` and
+``training``. These names are a public contract (other tools read and write
+project files), so fields are only ever added, never renamed.
+
+The models are the single source of truth for what is valid: field rules live on
+the fields, rules that join several fields live in :meth:`Project._cross_field`,
+and the CLI and GUI both show :func:`load_project`'s problems unchanged.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from engine.problems import (
+    Problem,
+    ProblemsError,
+    problems_from_validation_error,
+    raise_problems,
+    register_union_tags,
+)
+from engine.tf_config import TFConfig, strategy_problems
+
+SCHEMA_VERSION = 1
+
+
+class _Strict(BaseModel):
+    """Unknown keys are errors: a typo in a project file must not be silently ignored."""
+
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+
+# --- strategy --------------------------------------------------------------------------
+
+StrategyKind = Literal[
+    "default", "one_device", "mirrored", "multi_worker_mirrored", "parameter_server", "tpu"
+]
+STRATEGY_KINDS: tuple[str, ...] = StrategyKind.__args__  # type: ignore[attr-defined]
+
+
+class StrategyConfig(_Strict):
+    """Which ``tf.distribute`` strategy runs the loop, and on which devices."""
+
+    kind: StrategyKind = "mirrored"
+    devices: list[str] | None = Field(
+        None,
+        description="Devices to mirror over, e.g. ['/gpu:0', '/gpu:1']; all GPUs (or the CPU) "
+        "when omitted.",
+    )
+    cpu_replicas: int = Field(
+        1,
+        ge=1,
+        le=64,
+        description="Split the CPU into this many logical devices and mirror over them, so a "
+        "machine without GPUs runs real multi-replica training.",
+    )
+    cross_device_ops: Literal["auto", "nccl", "hierarchical_copy", "reduce_to_one_device"] = "auto"
+    communication: Literal["auto", "ring", "nccl"] = "auto"
+    communication_timeout_s: float | None = Field(
+        None,
+        gt=0,
+        description="Multi-worker collectives give up after this long, so a stalled worker "
+        "fails the run instead of hanging it.",
+    )
+    tpu: str | None = Field(None, description="TPU name or grpc:// address for TPUStrategy.")
+
+    def replica_count_hint(self) -> int | None:
+        """Replicas known before TensorFlow starts; None when only the devices found can tell."""
+        if self.kind in ("default", "one_device"):
+            return 1
+        if self.kind == "mirrored":
+            if self.devices:
+                return len(self.devices)
+            if self.cpu_replicas > 1:
+                return self.cpu_replicas
+        return None
+
+    def problems(self) -> list[Problem]:
+        problems = []
+        if self.cpu_replicas > 1 and self.kind != "mirrored":
+            problems.append(
+                Problem(
+                    ("cpu_replicas",), f"cpu_replicas applies only to mirrored, not {self.kind}"
+                )
+            )
+        if self.cpu_replicas > 1 and self.devices:
+            problems.append(Problem(("devices",), "give either devices or cpu_replicas, not both"))
+        if self.devices is not None:
+            if self.kind not in ("mirrored", "one_device"):
+                problems.append(
+                    Problem(
+                        ("devices",), f"devices apply to mirrored and one_device, not {self.kind}"
+                    )
+                )
+            elif self.kind == "one_device" and len(self.devices) != 1:
+                problems.append(Problem(("devices",), "one_device takes exactly one device"))
+            elif not self.devices:
+                problems.append(Problem(("devices",), "the list is empty; omit it to use all"))
+            if len(set(self.devices)) != len(self.devices):
+                problems.append(Problem(("devices",), "a device is listed twice"))
+        if self.cross_device_ops != "auto" and self.kind != "mirrored":
+            problems.append(
+                Problem(("cross_device_ops",), f"applies only to mirrored, not {self.kind}")
+            )
+        if self.communication != "auto" and self.kind != "multi_worker_mirrored":
+            problems.append(Problem(("communication",), "applies only to multi_worker_mirrored"))
+        if self.kind == "tpu" and not self.tpu:
+            problems.append(Problem(("tpu",), "tpu needs the TPU's name or address"))
+        if self.tpu and self.kind != "tpu":
+            problems.append(
+                Problem(("tpu",), f"a TPU address is only used by tpu, not {self.kind}")
+            )
+        return [Problem(("strategy", *p.loc), p.message) for p in problems]
+
+
+# --- model -----------------------------------------------------------------------------
+
+
+class Initializer(_Strict):
+    """A Keras kernel initializer; seeded from ``training.seed`` so runs repeat exactly."""
+
+    kind: Literal["glorot_uniform", "he_normal", "random_normal", "zeros", "ones", "constant"] = (
+        "glorot_uniform"
+    )
+    value: float | None = Field(None, description="The value of a constant initializer.")
+    stddev: float | None = Field(None, gt=0, description="Standard deviation of random_normal.")
+
+    @model_validator(mode="after")
+    def _check(self) -> Initializer:
+        problems = []
+        if self.kind == "constant" and self.value is None:
+            problems.append(Problem(("value",), "a constant initializer needs a value"))
+        if self.kind != "constant" and self.value is not None:
+            problems.append(Problem(("value",), f"value applies only to constant, not {self.kind}"))
+        if self.stddev is not None and self.kind != "random_normal":
+            problems.append(Problem(("stddev",), "stddev applies only to random_normal"))
+        raise_problems("Initializer", problems)
+        return self
+
+
+class Regularizer(_Strict):
+    """L1/L2 penalties; their loss is added through ``scale_regularization_loss``."""
+
+    l1: float = Field(0.0, ge=0)
+    l2: float = Field(0.0, ge=0)
+
+
+Activation = Literal[
+    "linear", "relu", "sigmoid", "tanh", "softmax", "gelu", "elu", "selu", "softplus", "swish"
+]
+ACTIVATIONS: tuple[str, ...] = Activation.__args__  # type: ignore[attr-defined]
+
+
+class DenseLayer(_Strict):
+    kind: Literal["dense"] = "dense"
+    units: int = Field(ge=1, le=1_000_000)
+    activation: Activation = "linear"
+    use_bias: bool = True
+    kernel_initializer: Initializer = Field(default_factory=Initializer)
+    kernel_regularizer: Regularizer | None = None
+
+
+class DropoutLayer(_Strict):
+    kind: Literal["dropout"] = "dropout"
+    rate: float = Field(0.5, ge=0, lt=1)
+
+
+Layer = Annotated[DenseLayer | DropoutLayer, Field(discriminator="kind")]
+
+
+class ModelConfig(_Strict):
+    """A sequential model: an input shape, then layers in order."""
+
+    input_shape: list[int] = Field(min_length=1, max_length=4)
+    layers: list[Layer] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _check(self) -> ModelConfig:
+        problems = [
+            Problem(("input_shape", i), "every dimension must be at least 1")
+            for i, dim in enumerate(self.input_shape)
+            if dim < 1
+        ]
+        if not any(isinstance(layer, DenseLayer) for layer in self.layers):
+            problems.append(Problem(("layers",), "the model needs at least one dense layer"))
+        raise_problems("ModelConfig", problems)
+        return self
+
+    @property
+    def input_size(self) -> int:
+        return math.prod(self.input_shape)
+
+    @property
+    def output_units(self) -> int:
+        """Units of the last dense layer: the width of one prediction."""
+        dense = [layer for layer in self.layers if isinstance(layer, DenseLayer)]
+        return dense[-1].units if dense else self.input_size
+
+    def parameter_count(self) -> int:
+        """Trainable parameters, computed without TensorFlow for the GUI's model form."""
+        count, width = 0, self.input_shape[-1]
+        for layer in self.layers:
+            if isinstance(layer, DenseLayer):
+                count += width * layer.units + (layer.units if layer.use_bias else 0)
+                width = layer.units
+        return count
+
+
+# --- optimizer -------------------------------------------------------------------------
+
+
+class _OptimizerBase(_Strict):
+    learning_rate: float = Field(0.01, gt=0, le=100)
+
+
+class SGDConfig(_OptimizerBase):
+    kind: Literal["sgd"] = "sgd"
+    momentum: float = Field(0.0, ge=0, lt=1)
+    nesterov: bool = False
+
+
+class AdamConfig(_OptimizerBase):
+    kind: Literal["adam"] = "adam"
+    learning_rate: float = Field(0.001, gt=0, le=100)
+    beta_1: float = Field(0.9, ge=0, lt=1)
+    beta_2: float = Field(0.999, ge=0, lt=1)
+    epsilon: float = Field(1e-7, gt=0)
+    amsgrad: bool = False
+
+
+class RMSpropConfig(_OptimizerBase):
+    kind: Literal["rmsprop"] = "rmsprop"
+    learning_rate: float = Field(0.001, gt=0, le=100)
+    rho: float = Field(0.9, ge=0, lt=1)
+    momentum: float = Field(0.0, ge=0, lt=1)
+    epsilon: float = Field(1e-7, gt=0)
+    centered: bool = False
+
+
+class AdagradConfig(_OptimizerBase):
+    kind: Literal["adagrad"] = "adagrad"
+    learning_rate: float = Field(0.001, gt=0, le=100)
+    initial_accumulator_value: float = Field(0.1, ge=0)
+    epsilon: float = Field(1e-7, gt=0)
+
+
+OptimizerConfig = Annotated[
+    SGDConfig | AdamConfig | RMSpropConfig | AdagradConfig, Field(discriminator="kind")
+]
+OPTIMIZER_KINDS: tuple[str, ...] = ("sgd", "adam", "rmsprop", "adagrad")
+
+# --- loss ------------------------------------------------------------------------------
+
+LossKind = Literal[
+    "binary_crossentropy",
+    "categorical_crossentropy",
+    "sparse_categorical_crossentropy",
+    "mean_squared_error",
+    "mean_absolute_error",
+    "huber",
+]
+LOSS_KINDS: tuple[str, ...] = LossKind.__args__  # type: ignore[attr-defined]
+CROSSENTROPY_LOSSES = (
+    "binary_crossentropy",
+    "categorical_crossentropy",
+    "sparse_categorical_crossentropy",
+)
+
+
+class LossConfig(_Strict):
+    """The per-example loss; always built with ``reduction=None`` (see engine.model)."""
+
+    kind: LossKind = "binary_crossentropy"
+    from_logits: bool = False
+    delta: float | None = Field(None, gt=0, description="Huber's delta (1.0 when omitted).")
+
+    @model_validator(mode="after")
+    def _check(self) -> LossConfig:
+        problems = []
+        if self.from_logits and self.kind not in CROSSENTROPY_LOSSES:
+            problems.append(
+                Problem(
+                    ("from_logits",), f"from_logits applies to crossentropy losses, not {self.kind}"
+                )
+            )
+        if self.delta is not None and self.kind != "huber":
+            problems.append(Problem(("delta",), "delta applies only to huber"))
+        raise_problems("LossConfig", problems)
+        return self
+
+    @property
+    def is_classification(self) -> bool:
+        return self.kind in CROSSENTROPY_LOSSES
+
+
+# --- data ------------------------------------------------------------------------------
+
+
+class _DataBase(_Strict):
+    global_batch_size: int = Field(
+        10,
+        ge=1,
+        le=10_000_000,
+        description="Examples per step across all replicas; compute_average_loss divides by it.",
+    )
+    shuffle_buffer: int = Field(0, ge=0, description="0 keeps the data in order.")
+    drop_remainder: bool = Field(
+        False, description="Drop a short last batch instead of training on it."
+    )
+
+    def example_count(self) -> int | None:
+        """Examples in one pass, when known without reading files."""
+        return None
+
+
+class ConstantData(_DataBase):
+    """The guide's data: ``from_tensors((features, labels)).repeat(examples)``."""
+
+    source: Literal["constant"] = "constant"
+    features: list[float] = Field(min_length=1)
+    labels: list[float] = Field(min_length=1)
+    examples: int = Field(1000, ge=1)
+
+    def example_count(self) -> int:
+        return self.examples
+
+
+class SyntheticClassification(_DataBase):
+    """Seeded random inputs labelled by a random linear teacher: every example differs."""
+
+    source: Literal["synthetic_classification"] = "synthetic_classification"
+    examples: int = Field(1000, ge=1, le=50_000_000)
+    num_classes: int = Field(2, ge=2, le=10_000)
+    noise: float = Field(0.0, ge=0, description="Standard deviation added to the inputs.")
+    seed: int = Field(0, ge=0)
+
+    def example_count(self) -> int:
+        return self.examples
+
+
+class SyntheticRegression(_DataBase):
+    """Seeded random inputs with targets from a random linear map plus noise."""
+
+    source: Literal["synthetic_regression"] = "synthetic_regression"
+    examples: int = Field(1000, ge=1, le=50_000_000)
+    noise: float = Field(0.1, ge=0)
+    seed: int = Field(0, ge=0)
+
+    def example_count(self) -> int:
+        return self.examples
+
+
+class NumpyData(_DataBase):
+    """An ``.npz`` file; loaded with ``Dataset.from_tensor_slices`` (the guide's numpy path)."""
+
+    source: Literal["numpy"] = "numpy"
+    path: str = Field(min_length=1)
+    features_key: str = "x"
+    labels_key: str = "y"
+
+
+class CsvData(_DataBase):
+    """A CSV file with a header row; one column holds the label, the others are features."""
+
+    source: Literal["csv"] = "csv"
+    path: str = Field(min_length=1)
+    label_column: str = Field(min_length=1)
+
+
+DataConfig = Annotated[
+    ConstantData | SyntheticClassification | SyntheticRegression | NumpyData | CsvData,
+    Field(discriminator="source"),
+]
+DATA_SOURCES: tuple[str, ...] = (
+    "constant",
+    "synthetic_classification",
+    "synthetic_regression",
+    "numpy",
+    "csv",
+)
+
+# --- training --------------------------------------------------------------------------
+
+
+class TrainingConfig(_Strict):
+    """How long to train: ``epochs`` passes over the data, or exactly ``steps`` steps."""
+
+    epochs: int | None = Field(None, ge=1, le=1_000_000)
+    steps: int | None = Field(None, ge=1, le=1_000_000_000)
+    seed: int = Field(0, ge=0, le=2**31 - 1)
+    per_replica_losses: bool = Field(
+        False, description="Also report each replica's loss (experimental_local_results)."
+    )
+    stop_on_nan: bool = Field(True, description="Stop when the loss becomes NaN or infinite.")
+
+    @model_validator(mode="after")
+    def _check(self) -> TrainingConfig:
+        if (self.epochs is None) == (self.steps is None):
+            raise_problems(
+                "TrainingConfig", [Problem(("steps",), "give exactly one of epochs or steps")]
+            )
+        return self
+
+
+# --- the project -----------------------------------------------------------------------
+
+
+class Project(_Strict):
+    """One training run, as the user describes it."""
+
+    schema_version: Literal[1] = SCHEMA_VERSION
+    name: str = Field("Untitled", max_length=200)
+    description: str = ""
+    strategy: StrategyConfig = Field(default_factory=StrategyConfig)
+    tf_config: TFConfig | None = None
+    model: ModelConfig
+    optimizer: OptimizerConfig = Field(default_factory=SGDConfig)
+    loss: LossConfig = Field(default_factory=LossConfig)
+    data: DataConfig
+    training: TrainingConfig
+
+    model_config = ConfigDict(extra="forbid", validate_assignment=False)
+
+    @model_validator(mode="after")
+    def _cross_field(self) -> Project:
+        raise_problems("Project", cross_field_problems(self))
+        return self
+
+    def steps_per_epoch(self) -> int | None:
+        """Steps in one pass over the data, when the example count is known up front."""
+        examples = self.data.example_count()
+        if examples is None:
+            return None
+        full, rest = divmod(examples, self.data.global_batch_size)
+        return full if self.data.drop_remainder or not rest else full + 1
+
+    def total_steps(self) -> int | None:
+        """Run length for progress bars; None when it depends on a file's length."""
+        if self.training.steps is not None:
+            return self.training.steps
+        per_epoch = self.steps_per_epoch()
+        return None if per_epoch is None else per_epoch * (self.training.epochs or 0)
+
+    def resolve_paths(self, base_dir: Path) -> Project:
+        """A copy whose data file path is absolute, as the engine and run folders need.
+
+        Relative paths in a project file are relative to the file, not to the
+        directory the user happened to start Distloop from.
+        """
+        if isinstance(self.data, NumpyData | CsvData):
+            path = Path(self.data.path).expanduser()
+            if not path.is_absolute():
+                data = self.data.model_copy(update={"path": str((base_dir / path).resolve())})
+                return self.model_copy(update={"data": data})
+        return self
+
+    def to_json(self) -> str:
+        return json.dumps(self.model_dump(mode="json", exclude_none=False), indent=2) + "\n"
+
+
+def cross_field_problems(project: Project) -> list[Problem]:
+    """Rules that join sections: shapes must fit, strategy and TF_CONFIG must agree."""
+    problems = project.strategy.problems()
+    problems += strategy_problems(project.tf_config, project.strategy.kind)
+    problems += _data_shape_problems(project)
+    replicas = project.strategy.replica_count_hint()
+    if project.steps_per_epoch() == 0:
+        problems.append(
+            Problem(
+                ("data", "drop_remainder"),
+                f"the data has fewer examples than one batch of {project.data.global_batch_size}, "
+                "and drop_remainder drops it: no step would run",
+            )
+        )
+    if replicas and project.data.global_batch_size < replicas:
+        problems.append(
+            Problem(
+                ("data", "global_batch_size"),
+                f"must be at least the number of replicas ({replicas}) so each gets an example",
+            )
+        )
+    return problems
+
+
+def _data_shape_problems(project: Project) -> list[Problem]:
+    data, model, loss = project.data, project.model, project.loss
+    problems = []
+    if isinstance(data, ConstantData):
+        if len(data.features) != model.input_size:
+            problems.append(
+                Problem(
+                    ("data", "features"),
+                    f"has {len(data.features)} value(s) but the model's input_shape "
+                    f"{model.input_shape} takes {model.input_size}",
+                )
+            )
+        expected = 1 if loss.kind == "sparse_categorical_crossentropy" else model.output_units
+        if len(data.labels) != expected:
+            problems.append(
+                Problem(
+                    ("data", "labels"),
+                    f"has {len(data.labels)} value(s) but the model predicts {expected} "
+                    f"per example with {loss.kind}",
+                )
+            )
+    elif isinstance(data, SyntheticClassification):
+        if not loss.is_classification:
+            problems.append(
+                Problem(
+                    ("loss", "kind"),
+                    f"{loss.kind} is a regression loss; classification data "
+                    "needs a crossentropy loss",
+                )
+            )
+        elif loss.kind == "binary_crossentropy":
+            if data.num_classes != 2:
+                problems.append(
+                    Problem(("data", "num_classes"), "binary_crossentropy needs num_classes 2")
+                )
+            if model.output_units != 1:
+                problems.append(
+                    Problem(
+                        ("model", "layers"),
+                        "binary_crossentropy needs a last dense layer of "
+                        f"1 unit, not {model.output_units}",
+                    )
+                )
+        elif model.output_units != data.num_classes:
+            problems.append(
+                Problem(
+                    ("model", "layers"),
+                    f"{loss.kind} needs a last dense layer of "
+                    f"{data.num_classes} units (num_classes), not {model.output_units}",
+                )
+            )
+    elif isinstance(data, SyntheticRegression) and loss.kind in (
+        "categorical_crossentropy",
+        "sparse_categorical_crossentropy",
+    ):
+        problems.append(
+            Problem(
+                ("loss", "kind"),
+                f"{loss.kind} needs class labels; regression data has real-valued targets",
+            )
+        )
+    return problems
+
+
+register_union_tags(["dense", "dropout", *OPTIMIZER_KINDS, *DATA_SOURCES])
+
+
+def uneven_batch_warnings(project: Project, replicas: int | None = None) -> list[str]:
+    """What users should know but that is not an error: how short or uneven batches behave."""
+    notes = []
+    replicas = replicas or project.strategy.replica_count_hint()
+    batch = project.data.global_batch_size
+    if replicas and batch % replicas:
+        notes.append(
+            f"data.global_batch_size {batch} is not divisible by {replicas} replicas: "
+            f"tf.distribute gives some replicas one example more; the loss stays exact because "
+            f"compute_average_loss divides by the global batch size {batch}"
+        )
+    examples = project.data.example_count()
+    if examples is not None and examples % batch and not project.data.drop_remainder:
+        notes.append(
+            f"the last batch of each epoch holds {examples % batch} of {batch} examples; its loss "
+            f"is still divided by {batch} (set data.drop_remainder to skip it)"
+        )
+    return notes
+
+
+def load_project_data(data: object, source: str = "project") -> Project:
+    """Validates an already-parsed project; raises ProblemsError listing every problem."""
+    if not isinstance(data, dict):
+        raise ProblemsError([Problem((), "a project must be a JSON object")], source)
+    version = data.get("schema_version")
+    if version != SCHEMA_VERSION:
+        if isinstance(version, int) and version > SCHEMA_VERSION:
+            message = (
+                f"schema_version {version} was written by a newer Distloop; this one reads "
+                f"version {SCHEMA_VERSION}"
+            )
+        else:
+            message = f"schema_version must be {SCHEMA_VERSION}, not {version!r}"
+        raise ProblemsError([Problem(("schema_version",), message)], source)
+    try:
+        return Project.model_validate(data)
+    except ValidationError as exc:
+        raise ProblemsError(problems_from_validation_error(exc), source) from None
+
+
+def load_project_text(text: str, source: str = "project") -> Project:
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ProblemsError(
+            [Problem((), f"not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}")],
+            source,
+        ) from None
+    return load_project_data(data, source)
+
+
+def load_project(path: str | Path) -> Project:
+    """Reads and validates a project file; every failure is a ProblemsError."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ProblemsError([Problem((), f"cannot read {path}: {exc}")], str(path)) from None
+    return load_project_text(text, str(path))

@@ -1,0 +1,33 @@
+"""The built-in example projects shipped in ``resources/examples``."""
+
+from __future__ import annotations
+
+from importlib import resources
+
+from engine.config import Project, load_project_text
+
+
+def _examples_dir():
+    return resources.files("resources").joinpath("examples")
+
+
+def example_names() -> list[str]:
+    """Names accepted by ``distloop example NAME``, seed first."""
+    names = sorted(
+        entry.name.removesuffix(".json")
+        for entry in _examples_dir().iterdir()
+        if entry.name.endswith(".json")
+    )
+    return sorted(names, key=lambda name: name != "seed")
+
+
+def example_text(name: str) -> str:
+    """The example's JSON exactly as shipped; KeyError for an unknown name."""
+    entry = _examples_dir().joinpath(f"{name}.json")
+    if name not in example_names():
+        raise KeyError(name)
+    return entry.read_text(encoding="utf-8")
+
+
+def load_example(name: str) -> Project:
+    return load_project_text(example_text(name), f"example {name}")

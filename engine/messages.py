@@ -1,0 +1,145 @@
+"""The engine process protocol: every message between an engine and its parent.
+
+Why a protocol: the engine runs TensorFlow in its own process (started with the
+``spawn`` context) so the GUI never loads TensorFlow, a crash in TensorFlow cannot
+take the window down, and the same engine runs headless on cluster nodes. The two
+sides share nothing but this module.
+
+Transport. Messages travel as plain dicts (``message.model_dump()``) over a
+``multiprocessing`` queue and are parsed back with :func:`parse_message`; plain
+dicts keep the wire format independent of class identity across processes. Every
+message carries ``protocol`` (:data:`PROTOCOL_VERSION`); a receiver refuses a
+message of another version instead of misreading it.
+
+Engine → parent, in the order a run produces them::
+
+    Log*            any time: engine notes and TensorFlow's own output
+    RunStarted      once the strategy exists: what really runs (replicas, devices)
+    StepMetrics*    batches of consecutive steps, each step's reduced loss
+    RunFinished     status "finished" (ran to the end) or "stopped" (asked to stop)
+  | RunFailed       an exception in the engine, with its traceback
+    DevicesDetected answer to a device probe (``engine.process.detect_devices``)
+
+A run that ends with neither RunFinished nor RunFailed died abruptly (killed,
+segfault, out of memory); :class:`engine.process.EngineProcess` then synthesizes
+a RunFailed from the exit code, so consumers handle exactly one terminal message.
+
+Parent → engine: a stop request is a ``multiprocessing.Event`` the engine checks
+between steps; it is not a message because it must work while the queue is full.
+
+``task`` names the cluster task that sent a message (``"worker:1"``), or is None
+in single-process runs, so one consumer can merge the streams of a whole cluster.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+PROTOCOL_VERSION = 1
+
+
+class _Message(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    protocol: Literal[1] = PROTOCOL_VERSION
+    task: str | None = None
+
+
+class Log(_Message):
+    """A line for the log panel: the engine's own notes or TensorFlow's output."""
+
+    type: Literal["log"] = "log"
+    level: Literal["debug", "info", "warning", "error"] = "info"
+    source: Literal["engine", "tensorflow"] = "engine"
+    text: str
+
+
+class RunStarted(_Message):
+    """What actually runs, as TensorFlow reports it once the strategy exists."""
+
+    type: Literal["run_started"] = "run_started"
+    strategy: str = Field(description="The strategy's class name, e.g. MirroredStrategy.")
+    num_replicas: int
+    devices: list[str]
+    tensorflow_version: str
+    run_dir: str | None = None
+    first_step: int = Field(1, description="Step number of the first step this run reports.")
+    total_steps: int | None = Field(None, description="Last step number, when known up front.")
+    warnings: list[str] = Field(default_factory=list)
+
+
+class StepMetrics(_Message):
+    """Consecutive steps, batched so reporting never slows training down.
+
+    ``losses[i]`` is the ``strategy.reduce(SUM)`` loss of step ``steps[i]``; as a
+    float32 widened to float, it converts back to float32 exactly.
+    ``replica_losses[i]`` holds each local replica's loss for that step when the
+    project asks for per-replica losses.
+    """
+
+    type: Literal["step_metrics"] = "step_metrics"
+    steps: list[int]
+    losses: list[float]
+    elapsed_s: list[float] = Field(description="Wall seconds since training began, per step.")
+    replica_losses: list[list[float]] | None = None
+
+
+class RunFinished(_Message):
+    """The run ended normally: it ran to the end, or stopped because it was asked to."""
+
+    type: Literal["run_finished"] = "run_finished"
+    status: Literal["finished", "stopped"]
+    last_step: int
+    final_loss: float | None
+    elapsed_s: float
+
+
+class RunFailed(_Message):
+    """The run cannot go on. ``traceback`` is empty when the process died abruptly."""
+
+    type: Literal["run_failed"] = "run_failed"
+    error_type: str
+    message: str
+    traceback: str = ""
+    last_step: int | None = None
+    exit_code: int | None = None
+
+
+class DeviceInfo(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str
+    device_type: str
+
+
+class DevicesDetected(_Message):
+    """The physical devices TensorFlow sees on this machine."""
+
+    type: Literal["devices_detected"] = "devices_detected"
+    devices: list[DeviceInfo]
+    tensorflow_version: str
+
+
+Message = Annotated[
+    Log | RunStarted | StepMetrics | RunFinished | RunFailed | DevicesDetected,
+    Field(discriminator="type"),
+]
+TERMINAL_TYPES = (RunFinished, RunFailed)
+
+_adapter: TypeAdapter[Any] = TypeAdapter(Message)
+
+
+class ProtocolError(ValueError):
+    """A message from an engine of another version, or one that is not a message."""
+
+
+def parse_message(raw: dict[str, Any]) -> Message:
+    """Parses a received dict; refuses other protocol versions with a clear reason."""
+    version = raw.get("protocol") if isinstance(raw, dict) else None
+    if version != PROTOCOL_VERSION:
+        raise ProtocolError(
+            f"engine speaks protocol {version!r}, this Distloop speaks {PROTOCOL_VERSION}"
+        )
+    return _adapter.validate_python(raw)

@@ -1,0 +1,230 @@
+"""The parent's handle on an engine process (TensorFlow-free: the GUI uses it).
+
+One :class:`EngineProcess` is one run in its own ``spawn``-ed process. The parent
+reads messages with :meth:`EngineProcess.poll` (never blocking longer than asked,
+so a GUI can call it from a worker thread) and always gets exactly one terminal
+message: the engine's own RunFinished/RunFailed, or, when the process died without
+one (SIGKILL, segfault, out of memory), a RunFailed made here from its exit code
+and the last lines of its log.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import queue
+import signal
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+from engine.child_main import detect_devices_main, run_engine
+from engine.config import Project
+from engine.fileio import atomic_write_text
+from engine.messages import (
+    TERMINAL_TYPES,
+    DevicesDetected,
+    Log,
+    Message,
+    ProtocolError,
+    RunFailed,
+    parse_message,
+)
+from engine.run_folder import PROJECT_FILE, read_status, tail_log, write_status
+from engine.tf_config import TFConfig
+
+QUEUE_SIZE = 512
+_ctx = multiprocessing.get_context("spawn")
+
+
+def describe_exit(exit_code: int | None) -> str:
+    """Says how a process ended in words a user can act on."""
+    if exit_code is None:
+        return "the engine process is still running"
+    if exit_code < 0:
+        try:
+            name = signal.Signals(-exit_code).name
+        except ValueError:
+            name = f"signal {-exit_code}"
+        hint = (
+            " (the system also does this when memory runs out)"
+            if -exit_code == signal.SIGKILL
+            else ""
+        )
+        return f"the engine process was killed by {name}{hint}"
+    return f"the engine process exited with code {exit_code} without reporting why"
+
+
+class EngineProcess:
+    def __init__(
+        self,
+        project: Project,
+        run_dir: Path | None,
+        *,
+        task: str | None = None,
+        tf_config: TFConfig | None = None,
+    ) -> None:
+        """``tf_config`` overrides the project's (one cluster, a different task per process)."""
+        self.project = project
+        self.run_dir = run_dir
+        self.task = task
+        self._tf_config = tf_config if tf_config is not None else project.tf_config
+        self._queue = _ctx.Queue(QUEUE_SIZE)
+        self._stop_event = _ctx.Event()
+        self._process: multiprocessing.process.BaseProcess | None = None
+        self._terminal: Message | None = None
+
+    def start(self) -> None:
+        """Writes the project into the run folder and starts the engine."""
+        if self.run_dir is not None:
+            self.run_dir.mkdir(parents=True, exist_ok=True)
+            atomic_write_text(self.run_dir / PROJECT_FILE, self.project.to_json())
+        self._process = _ctx.Process(
+            target=run_engine,
+            args=(
+                self.project.to_json(),
+                str(self.run_dir) if self.run_dir else None,
+                self._queue,
+                self._stop_event,
+                self.task,
+                self._tf_config.to_env() if self._tf_config else None,
+            ),
+            name=f"distloop-engine{'-' + self.task if self.task else ''}",
+        )
+        self._process.start()
+
+    @property
+    def pid(self) -> int | None:
+        return self._process.pid if self._process else None
+
+    @property
+    def exit_code(self) -> int | None:
+        return self._process.exitcode if self._process else None
+
+    @property
+    def done(self) -> bool:
+        """True once the terminal message has been handed out."""
+        return self._terminal is not None
+
+    def request_stop(self) -> None:
+        """Asks the engine to stop after the current step; it then reports "stopped"."""
+        self._stop_event.set()
+
+    def kill(self) -> None:
+        if self._process is not None and self._process.is_alive():
+            self._process.kill()
+
+    def stop(self, grace_s: float = 5.0) -> None:
+        """Asks politely, then kills: the way Stop and closing the window end a run."""
+        self.request_stop()
+        if self._process is None:
+            return
+        self._process.join(grace_s)
+        if self._process.is_alive():
+            self._process.kill()
+            self._process.join(5)
+
+    def poll(self, timeout_s: float = 0.1) -> list[Message]:
+        """Messages that arrived, waiting at most ``timeout_s`` for the first one."""
+        if self._terminal is not None or self._process is None:
+            return []
+        out: list[Message] = []
+        deadline = time.monotonic() + timeout_s
+        while True:
+            remaining = deadline - time.monotonic()
+            try:
+                raw = (
+                    self._queue.get(timeout=remaining)
+                    if remaining > 0 and not out
+                    else (self._queue.get_nowait())
+                )
+            except queue.Empty:
+                break
+            message = self._parse(raw)
+            out.append(message)
+            if isinstance(message, TERMINAL_TYPES):
+                self._terminal = message
+                self._process.join(5)
+                return out
+        if not self._process.is_alive():
+            out += self._drain_after_death()
+        return out
+
+    def _parse(self, raw: dict) -> Message:
+        try:
+            return parse_message(raw)
+        except (ProtocolError, ValueError) as exc:
+            return Log(level="error", text=f"unreadable engine message: {exc}", task=self.task)
+
+    def _drain_after_death(self) -> list[Message]:
+        """Collects what a dead engine left in the queue, then reports the death."""
+        out: list[Message] = []
+        while True:
+            try:
+                message = self._parse(self._queue.get(timeout=0.2))
+            except (queue.Empty, EOFError, OSError):
+                break
+            out.append(message)
+            if isinstance(message, TERMINAL_TYPES):
+                self._terminal = message
+                return out
+        failure = self._death_report()
+        self._terminal = failure
+        out.append(failure)
+        return out
+
+    def _death_report(self) -> RunFailed:
+        assert self._process is not None
+        self._process.join(1)
+        code = self._process.exitcode
+        reason = describe_exit(code)
+        last_lines: list[str] = []
+        last_step = None
+        if self.run_dir is not None:
+            last_lines = tail_log(self.run_dir, 10)
+            try:
+                last_step = read_status(self.run_dir).get("last_step")
+            except (OSError, ValueError):
+                pass
+            write_status(
+                self.run_dir, "failed", error_type="EngineDied", error=reason, task=self.task
+            )
+        return RunFailed(
+            error_type="EngineDied",
+            message=reason,
+            traceback="\n".join(last_lines),
+            last_step=last_step,
+            exit_code=code,
+            task=self.task,
+        )
+
+    def messages(self) -> Iterator[Message]:
+        """Every message until the terminal one, blocking: the CLI's way of listening."""
+        while not self.done:
+            yield from self.poll(0.5)
+
+    def close(self) -> None:
+        """Ends the process if it still runs and releases the queue."""
+        if self._process is not None and self._process.is_alive():
+            self.stop()
+        self._queue.close()
+        self._queue.cancel_join_thread()
+
+
+def detect_devices(timeout_s: float = 60.0) -> DevicesDetected:
+    """Asks a short-lived engine process which devices TensorFlow sees (blocking)."""
+    out = _ctx.Queue()
+    process = _ctx.Process(target=detect_devices_main, args=(out,), name="distloop-detect")
+    process.start()
+    try:
+        raw = out.get(timeout=timeout_s)
+    except queue.Empty:
+        raise TimeoutError(f"device detection took longer than {timeout_s:.0f} s") from None
+    finally:
+        process.join(5)
+        if process.is_alive():
+            process.kill()
+    message = parse_message(raw)
+    if isinstance(message, RunFailed):
+        raise RuntimeError(f"device detection failed: {message.message}")
+    assert isinstance(message, DevicesDetected)
+    return message

@@ -1,0 +1,130 @@
+"""A run's folder on disk: the project as run, every step's loss, and how it ended.
+
+Layout (one folder per run; a cluster task gets one of its own)::
+
+    project.json   the validated project exactly as it ran
+    metrics.csv    step,loss,elapsed_s[,replica_0,...]: appended and flushed as the run goes
+    status.json    running / finished / stopped / failed, with the error when failed
+    engine.log     the engine's log lines and TensorFlow's output
+
+The engine process writes all of it, so a run keeps its record when the GUI dies;
+the parent only writes ``status.json`` when the engine died too abruptly to do so.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import re
+import time
+from collections.abc import Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import Any, TextIO
+
+import numpy as np
+
+from engine.fileio import atomic_write_text
+
+PROJECT_FILE = "project.json"
+METRICS_FILE = "metrics.csv"
+STATUS_FILE = "status.json"
+LOG_FILE = "engine.log"
+METRICS_COLUMNS = ("step", "loss", "elapsed_s")
+
+
+def format_loss(value: float) -> str:
+    """The shortest text that reads back as the same float32: full precision, no noise."""
+    return str(np.float32(value))
+
+
+def default_runs_root() -> Path:
+    """Where runs go when the user names no folder: the per-user data directory."""
+    from platformdirs import user_data_dir
+
+    return Path(user_data_dir("distloop", appauthor=False)) / "runs"
+
+
+def new_run_dir(project_name: str, root: Path | None = None) -> Path:
+    """A fresh, uniquely named folder: ``20261202-130512-seed-the-guide-s-custom-loop``."""
+    root = root or default_runs_root()
+    slug = re.sub(r"[^a-z0-9]+", "-", project_name.lower()).strip("-")[:40] or "run"
+    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
+    for n in range(1000):
+        candidate = root / (f"{stamp}-{slug}" if n == 0 else f"{stamp}-{slug}-{n}")
+        try:
+            candidate.mkdir(parents=True)
+        except FileExistsError:
+            continue
+        return candidate
+    raise FileExistsError(f"no free run folder name under {root}")
+
+
+class MetricsWriter:
+    """Appends step rows to ``metrics.csv`` and flushes each batch to disk."""
+
+    def __init__(self, path: Path, replicas: int | None) -> None:
+        self._replicas = replicas
+        fresh = not path.exists() or path.stat().st_size == 0
+        self._file: TextIO = path.open("a", encoding="utf-8", newline="")
+        self._csv = csv.writer(self._file, lineterminator="\n")
+        if fresh:
+            extra = [f"replica_{i}" for i in range(replicas or 0)]
+            self._csv.writerow([*METRICS_COLUMNS, *extra])
+            self._file.flush()
+
+    def write(
+        self,
+        steps: Sequence[int],
+        losses: Sequence[float],
+        elapsed_s: Sequence[float],
+        replica_losses: Sequence[Sequence[float]] | None = None,
+    ) -> None:
+        for i, step in enumerate(steps):
+            row = [step, format_loss(losses[i]), f"{elapsed_s[i]:.6f}"]
+            if replica_losses is not None:
+                row += [format_loss(v) for v in replica_losses[i]]
+            self._csv.writerow(row)
+        self._file.flush()
+
+    def close(self) -> None:
+        self._file.close()
+
+
+def read_metrics(run_dir: str | Path) -> dict[str, list[float]]:
+    """The metrics of a run as columns; tolerates a last line cut short by a crash."""
+    path = Path(run_dir) / METRICS_FILE
+    columns: dict[str, list[float]] = {}
+    with path.open(encoding="utf-8", newline="") as handle:
+        reader = csv.reader(handle)
+        header = next(reader, None) or []
+        for name in header:
+            columns[name] = []
+        for row in reader:
+            if len(row) != len(header):
+                continue
+            try:
+                values = [float(v) for v in row]
+            except ValueError:
+                continue
+            for name, value in zip(header, values, strict=True):
+                columns[name].append(value)
+    return columns
+
+
+def write_status(run_dir: str | Path, status: str, **details: Any) -> None:
+    """Records how the run stands; atomic, so a reader never sees half a status."""
+    record = {"status": status, "updated_at": time.time(), **details}
+    atomic_write_text(Path(run_dir) / STATUS_FILE, json.dumps(record, indent=2) + "\n")
+
+
+def read_status(run_dir: str | Path) -> dict[str, Any]:
+    return json.loads((Path(run_dir) / STATUS_FILE).read_text(encoding="utf-8"))
+
+
+def tail_log(run_dir: str | Path, lines: int = 20) -> list[str]:
+    """The last lines of the engine log, for error reports after a crash."""
+    path = Path(run_dir) / LOG_FILE
+    if not path.exists():
+        return []
+    return path.read_text(encoding="utf-8", errors="replace").splitlines()[-lines:]

@@ -1,0 +1,230 @@
+"""TF_CONFIG: the cluster description every task of a multi-machine run needs.
+
+The rules here are the ones TensorFlow enforces when it parses TF_CONFIG, plus the
+mistakes it does not catch until a cluster hangs (duplicate addresses, a second
+chief, a ``ps`` job under a synchronous strategy). The GUI's editor, the project
+validator and the cluster tools all check through this module, so a TF_CONFIG is
+judged the same way everywhere.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import re
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from engine.problems import Problem, ProblemsError, problems_from_validation_error, raise_problems
+
+JobType = Literal["chief", "worker", "ps", "evaluator"]
+JOB_TYPES: tuple[str, ...] = ("chief", "worker", "ps", "evaluator")
+MULTI_MACHINE_STRATEGIES: tuple[str, ...] = ("multi_worker_mirrored", "parameter_server")
+
+_HOST_LABEL = re.compile(r"^(?!-)[A-Za-z0-9-]{1,63}(?<!-)$")
+
+
+def parse_address(address: str) -> tuple[str, int]:
+    """Splits ``host:port`` (``[v6]:port`` for IPv6) and raises ValueError saying what is wrong."""
+    if not isinstance(address, str) or not address.strip():
+        raise ValueError("address is empty (expected host:port)")
+    if address != address.strip():
+        raise ValueError(f"{address!r} has spaces around it")
+    if address.startswith("["):
+        host, sep, port_text = address[1:].partition("]:")
+        if not sep:
+            raise ValueError(f"{address!r} is not [ipv6]:port")
+        try:
+            ipaddress.IPv6Address(host)
+        except ValueError:
+            raise ValueError(f"{host!r} is not an IPv6 address") from None
+    else:
+        host, sep, port_text = address.rpartition(":")
+        if not sep:
+            raise ValueError(f"{address!r} has no port (expected host:port)")
+        if ":" in host:
+            raise ValueError(f"{address!r}: write IPv6 hosts in brackets, as [::1]:2222")
+        if not host:
+            raise ValueError(f"{address!r} has no host (expected host:port)")
+        if not _valid_hostname(host):
+            raise ValueError(f"{host!r} is not a valid host name or IPv4 address")
+    if not port_text.isdigit():
+        raise ValueError(f"port {port_text!r} of {address!r} is not a number")
+    port = int(port_text)
+    if not 1 <= port <= 65535:
+        raise ValueError(f"port {port} of {address!r} is outside 1-65535")
+    return host, port
+
+
+def _valid_hostname(host: str) -> bool:
+    if re.fullmatch(r"[0-9.]+", host):
+        try:
+            ipaddress.IPv4Address(host)
+        except ValueError:
+            return False
+        return True
+    if len(host) > 253:
+        return False
+    return all(_HOST_LABEL.match(label) for label in host.rstrip(".").split("."))
+
+
+class TaskSpec(BaseModel):
+    """Which task of the cluster this process is."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    type: JobType
+    index: int = Field(0, ge=0)
+
+    def __str__(self) -> str:
+        return f"{self.type}:{self.index}"
+
+
+class TFConfig(BaseModel):
+    """Exactly TensorFlow's TF_CONFIG structure: ``{"cluster": {...}, "task": {...}}``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    cluster: dict[str, list[str]]
+    task: TaskSpec
+
+    @model_validator(mode="after")
+    def _check_cluster(self) -> TFConfig:
+        raise_problems("TFConfig", cluster_problems(self))
+        return self
+
+    def to_env(self) -> str:
+        """The JSON string to put in the TF_CONFIG environment variable."""
+        return json.dumps(self.model_dump(), separators=(",", ":"))
+
+    def for_task(self, task_type: str, index: int) -> TFConfig:
+        """The same cluster seen from another task (each process gets its own TF_CONFIG)."""
+        return TFConfig(cluster=self.cluster, task=TaskSpec(type=task_type, index=index))
+
+    def tasks(self) -> list[TaskSpec]:
+        """Every task of the cluster, chief first, in TensorFlow's job order."""
+        return [
+            TaskSpec(type=job, index=i)
+            for job in JOB_TYPES
+            for i in range(len(self.cluster.get(job, [])))
+        ]
+
+
+def cluster_problems(config: TFConfig) -> list[Problem]:
+    """Every rule of a TF_CONFIG on its own, without knowing the strategy."""
+    problems: list[Problem] = []
+    if not config.cluster:
+        problems.append(Problem(("cluster",), "the cluster has no jobs"))
+    seen: dict[str, tuple[str, int]] = {}
+    for job, addresses in config.cluster.items():
+        if job == "master":
+            problems.append(
+                Problem(("cluster", job), "TensorFlow 2 calls this job 'chief': rename it")
+            )
+        elif job not in JOB_TYPES:
+            problems.append(
+                Problem(("cluster", job), f"unknown job type; use one of {', '.join(JOB_TYPES)}")
+            )
+        if not addresses:
+            problems.append(Problem(("cluster", job), "the job has no addresses"))
+        if job in ("chief", "evaluator") and len(addresses) > 1:
+            problems.append(
+                Problem(("cluster", job), f"a cluster has at most one {job}, not {len(addresses)}")
+            )
+        for i, address in enumerate(addresses):
+            try:
+                parse_address(address)
+            except ValueError as exc:
+                problems.append(Problem(("cluster", job, i), str(exc)))
+                continue
+            if address in seen:
+                other_job, other_i = seen[address]
+                problems.append(
+                    Problem(
+                        ("cluster", job, i),
+                        f"{address} is also {other_job}:{other_i}; each task needs its own port",
+                    )
+                )
+            else:
+                seen[address] = (job, i)
+    task = config.task
+    if task.type not in config.cluster:
+        problems.append(
+            Problem(("task", "type"), f"this task is a {task.type} but the cluster has no such job")
+        )
+    elif task.index >= len(config.cluster[task.type]):
+        problems.append(
+            Problem(
+                ("task", "index"),
+                f"{task.type} has {len(config.cluster[task.type])} task(s), "
+                f"so the index must be below that",
+            )
+        )
+    return problems
+
+
+def strategy_problems(config: TFConfig | None, strategy_kind: str) -> list[Problem]:
+    """The rules that join TF_CONFIG and the strategy (paths are relative to the project)."""
+    if config is None:
+        if strategy_kind == "parameter_server":
+            return [
+                Problem(
+                    ("tf_config",),
+                    "parameter_server needs a TF_CONFIG with a chief, workers and ps tasks",
+                )
+            ]
+        return []
+    if strategy_kind not in MULTI_MACHINE_STRATEGIES:
+        return [
+            Problem(
+                ("tf_config",),
+                f"TF_CONFIG is only used by multi_worker_mirrored and parameter_server, "
+                f"not {strategy_kind}: remove it or change the strategy",
+            )
+        ]
+    cluster = config.cluster
+    problems = []
+    if strategy_kind == "parameter_server":
+        if "chief" not in cluster:
+            problems.append(
+                Problem(
+                    ("tf_config", "cluster"), "parameter_server needs a chief (the coordinator)"
+                )
+            )
+        if not cluster.get("worker"):
+            problems.append(
+                Problem(("tf_config", "cluster"), "parameter_server needs at least one worker")
+            )
+        if not cluster.get("ps"):
+            problems.append(
+                Problem(("tf_config", "cluster"), "parameter_server needs at least one ps task")
+            )
+    elif "ps" in cluster:
+        problems.append(
+            Problem(
+                ("tf_config", "cluster", "ps"),
+                "ps tasks are only used by parameter_server; remove them or change the strategy",
+            )
+        )
+    return problems
+
+
+def parse_tf_config_text(text: str) -> TFConfig:
+    """Reads TF_CONFIG from pasted text, a file's content or the environment."""
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ProblemsError(
+            [Problem((), f"not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}")],
+            "TF_CONFIG",
+        ) from None
+    if not isinstance(data, dict):
+        raise ProblemsError(
+            [Problem((), 'TF_CONFIG must be a JSON object {"cluster": ..., "task": ...}')],
+            "TF_CONFIG",
+        )
+    try:
+        return TFConfig.model_validate(data)
+    except ValidationError as exc:
+        raise ProblemsError(problems_from_validation_error(exc), "TF_CONFIG") from None

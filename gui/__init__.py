@@ -1,0 +1,1 @@
+"""Distloop's desktop app (PySide6). Never imports TensorFlow: engines run in subprocesses."""
