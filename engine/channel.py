@@ -9,6 +9,7 @@ never blocks on the parent, except for the one final message of a run.
 
 from __future__ import annotations
 
+import contextlib
 import queue
 import time
 from pathlib import Path
@@ -53,10 +54,8 @@ class Channel:
             self._log_file.write(f"{stamp} {level[0].upper()} [{source}] {text}\n")
             self._log_file.flush()
         message = Log(level=level, source=source, text=text, task=self._task)
-        try:
+        with contextlib.suppress(queue.Full):
             self._queue.put_nowait(message.model_dump())
-        except queue.Full:
-            pass
 
     def _flush_pending(self) -> None:
         if self._pending is not None:

@@ -9,6 +9,7 @@ stderr (where TensorFlow's C++ runtime writes) into log messages.
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import os
 import re
@@ -147,10 +148,8 @@ def run_engine(
                 task=task,
             )
         channel.log(failure.traceback or failure.message, level="error")
-        try:
+        with contextlib.suppress(Exception):
             channel.send(failure)
-        except Exception:
-            pass
     finally:
         capture.close()
         channel.close()

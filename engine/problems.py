@@ -29,10 +29,10 @@ class Problem:
     @property
     def path(self) -> str:
         """The location written the way users read it: ``model.layers.0.units``."""
-        return ".".join(str(part) for part in self.loc) or "(project)"
+        return ".".join(str(part) for part in self.loc)
 
     def __str__(self) -> str:
-        return f"{self.path}: {self.message}"
+        return f"{self.path}: {self.message}" if self.loc else self.message
 
 
 class ProblemsError(ValueError):

@@ -10,6 +10,7 @@ and the last lines of its log.
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import queue
 import signal
@@ -181,10 +182,8 @@ class EngineProcess:
         last_step = None
         if self.run_dir is not None:
             last_lines = tail_log(self.run_dir, 10)
-            try:
+            with contextlib.suppress(OSError, ValueError):
                 last_step = read_status(self.run_dir).get("last_step")
-            except (OSError, ValueError):
-                pass
             write_status(
                 self.run_dir, "failed", error_type="EngineDied", error=reason, task=self.task
             )

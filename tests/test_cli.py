@@ -1,0 +1,129 @@
+"""The ``distloop`` command as a user types it: real processes, real output."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import numpy as np
+import pytest
+from distloop_testing import REPO, distloop, example_data
+
+from engine import __version__
+from engine.config import load_project
+from engine.examples import example_text, load_example
+from engine.run_folder import read_metrics
+
+
+def test_version() -> None:
+    result = distloop("--version")
+    assert result.returncode == 0
+    assert result.stdout.strip() == f"distloop {__version__}"
+
+
+def test_example_seed_prints_the_shipped_project() -> None:
+    result = distloop("example", "seed")
+    assert result.returncode == 0
+    assert json.loads(result.stdout) == json.loads(example_text("seed"))
+
+
+def test_example_list_and_unknown_name() -> None:
+    listing = distloop("example")
+    assert listing.stdout.splitlines()[0].startswith("seed")
+    unknown = distloop("example", "nope")
+    assert unknown.returncode == 2 and "no example named 'nope'" in unknown.stderr
+
+
+def test_validate_good_and_bad(tmp_path) -> None:
+    good = tmp_path / "good.json"
+    good.write_text(example_text("seed"))
+    assert distloop("validate", str(good)).returncode == 0
+
+    data = example_data()
+    data["data"]["global_batch_size"] = -1
+    data["strategy"]["kind"] = "warp_drive"
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(data))
+    result = distloop("validate", str(bad))
+    assert result.returncode == 1
+    assert "data.global_batch_size:" in result.stderr
+    assert "strategy.kind:" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_run_of_an_invalid_project_names_each_field_without_traceback(tmp_path) -> None:
+    data = example_data()
+    data["model"]["layers"][0]["units"] = 0
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(data))
+    result = distloop("run", str(bad), "--out", str(tmp_path / "run"))
+    assert result.returncode == 1
+    assert "model.layers.0.units:" in result.stderr
+    assert "Traceback" not in result.stderr + result.stdout
+
+
+@pytest.mark.slow
+def test_run_seed_prints_every_step_and_writes_the_run_folder(tmp_path) -> None:
+    project = tmp_path / "seed.json"
+    project.write_text(example_text("seed"))
+    out = tmp_path / "run"
+    result = distloop("run", str(project), "--out", str(out))
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert len(lines) == 100
+    assert lines[0].startswith("step=1 loss=")
+    printed = [(int(a[5:]), np.float32(b[5:])) for a, b in (line.split() for line in lines)]
+    metrics = read_metrics(out)
+    assert [s for s, _ in printed] == metrics["step"] == list(range(1, 101))
+    np.testing.assert_array_equal([v for _, v in printed], np.float32(metrics["loss"]))
+    assert (out / "metrics.csv").read_text().splitlines()[0] == "step,loss,elapsed_s"
+    assert load_project(out / "project.json") == load_example("seed")
+    assert "MirroredStrategy with 1 replica" in result.stderr
+
+
+@pytest.mark.slow
+def test_python_dash_m_engine_behaves_like_run(tmp_path) -> None:
+    import subprocess
+
+    project = tmp_path / "p.json"
+    data = example_data()
+    data["training"] = {"steps": 5, "seed": 0}
+    project.write_text(json.dumps(data))
+    result = subprocess.run(
+        [sys.executable, "-m", "engine", str(project), "--out", str(tmp_path / "r"), "--quiet"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == ""
+    assert "finished after step 5" in result.stderr
+    assert read_metrics(tmp_path / "r")["step"] == [1, 2, 3, 4, 5]
+
+
+@pytest.mark.slow
+def test_run_without_out_uses_the_user_data_dir(tmp_path) -> None:
+    import os
+
+    data = example_data()
+    data["training"] = {"steps": 2, "seed": 0}
+    project = tmp_path / "p.json"
+    project.write_text(json.dumps(data))
+    env = {**os.environ, "XDG_DATA_HOME": str(tmp_path / "data")}
+    result = distloop("run", str(project), "--quiet", env=env)
+    assert result.returncode == 0, result.stderr
+    (run_dir,) = (tmp_path / "data" / "distloop" / "runs").iterdir()
+    assert read_metrics(run_dir)["step"] == [1, 2]
+
+
+@pytest.mark.slow
+def test_failed_run_exits_non_zero_with_the_reason(tmp_path) -> None:
+    data = example_data("regression")
+    data["data"] = {"source": "csv", "path": "nowhere.csv", "label_column": "y"}
+    project = tmp_path / "p.json"
+    project.write_text(json.dumps(data))
+    result = distloop("run", str(project), "--out", str(tmp_path / "r"))
+    assert result.returncode == 1
+    assert "the run failed: DataError" in result.stderr
+    assert str(tmp_path / "nowhere.csv") in result.stderr

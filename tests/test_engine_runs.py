@@ -1,0 +1,220 @@
+"""Real engine processes running real TensorFlow: the guide's promises, checked."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+from distloop_testing import REPO, example_data, run_engine
+
+from engine.config import load_project_data
+from engine.examples import load_example
+from engine.messages import RunFailed, RunStarted
+from engine.process import EngineProcess
+from engine.run_folder import read_metrics, read_status
+
+pytestmark = pytest.mark.slow
+
+
+def synthetic_project(cpu_replicas: int, batch: int = 32, steps: int = 60, **training) -> dict:
+    """Examples that all differ, shuffled, with regularization: invariance is not trivial."""
+    return {
+        "schema_version": 1,
+        "name": f"invariance x{cpu_replicas}",
+        "strategy": {"kind": "mirrored", "cpu_replicas": cpu_replicas},
+        "model": {
+            "input_shape": [6],
+            "layers": [
+                {
+                    "kind": "dense",
+                    "units": 16,
+                    "activation": "tanh",
+                    "kernel_regularizer": {"l1": 0.0, "l2": 0.001},
+                },
+                {"kind": "dense", "units": 3},
+            ],
+        },
+        "optimizer": {"kind": "sgd", "learning_rate": 0.1, "momentum": 0.5},
+        "loss": {"kind": "sparse_categorical_crossentropy", "from_logits": True},
+        "data": {
+            "source": "synthetic_classification",
+            "examples": 512,
+            "num_classes": 3,
+            "global_batch_size": batch,
+            "shuffle_buffer": 512,
+            "seed": 3,
+        },
+        "training": {"steps": steps, "seed": 5, **training},
+    }
+
+
+def test_seed_example_matches_the_hand_written_guide_program(tmp_path) -> None:
+    reference = subprocess.run(
+        [sys.executable, str(REPO / "tests" / "reference_guide_loop.py")],
+        capture_output=True,
+        text=True,
+        timeout=240,
+        check=True,
+    )
+    expected = np.array([float(line) for line in reference.stdout.split()], dtype=np.float32)
+    assert len(expected) == 100
+
+    run = run_engine(load_example("seed"), tmp_path)
+    assert run["terminal"].status == "finished"
+    assert run["steps"] == list(range(1, 101))
+    np.testing.assert_allclose(run["losses"], expected, rtol=1e-6)
+    assert run["started"].strategy == "MirroredStrategy"
+
+    on_disk = read_metrics(tmp_path)
+    assert on_disk["step"] == list(range(1, 101))
+    np.testing.assert_array_equal(np.float32(on_disk["loss"]), run["losses"])
+    assert np.all(np.diff(on_disk["elapsed_s"]) >= 0)
+    assert read_status(tmp_path)["status"] == "finished"
+
+
+def test_loss_trace_does_not_depend_on_the_replica_count(tmp_path) -> None:
+    """The guide's central promise: fixed global batch, 1, 2 and 4 replicas, same losses."""
+    traces = {}
+    for replicas in (1, 2, 4):
+        data = synthetic_project(replicas, per_replica_losses=True)
+        run = run_engine(load_project_data(data), tmp_path / f"x{replicas}")
+        assert run["terminal"].status == "finished", run["terminal"]
+        assert run["started"].num_replicas == replicas
+        traces[replicas] = run["losses"]
+        # per-replica losses are each replica's share: they add up to the reduced loss
+        assert run["replica_losses"].shape == (60, replicas)
+        np.testing.assert_allclose(run["replica_losses"].sum(axis=1), run["losses"], rtol=1e-5)
+    assert len(traces[1]) == 60
+    assert traces[1][-1] < traces[1][0]
+    np.testing.assert_allclose(traces[2], traces[1], rtol=1e-5)
+    np.testing.assert_allclose(traces[4], traces[1], rtol=1e-5)
+
+
+def test_uneven_split_across_replicas_still_gives_the_same_trace(tmp_path) -> None:
+    """30 examples over 4 replicas split 8/8/7/7: an explicit global batch keeps it exact."""
+    one = run_engine(load_project_data(synthetic_project(1, batch=30, steps=40)), None)
+    four = run_engine(load_project_data(synthetic_project(4, batch=30, steps=40)), tmp_path)
+    assert any("not divisible by 4" in w for w in four["started"].warnings)
+    np.testing.assert_allclose(four["losses"], one["losses"], rtol=1e-5)
+
+
+def test_same_seed_same_trace_run_after_run() -> None:
+    project = load_project_data(synthetic_project(2, steps=30))
+    first = run_engine(project, None)["losses"]
+    second = run_engine(project, None)["losses"]
+    np.testing.assert_array_equal(first, second)
+
+
+def test_stop_request_ends_between_steps_and_keeps_the_record(tmp_path) -> None:
+    project = load_project_data(synthetic_project(1, steps=1_000_000))
+    engine = EngineProcess(project, tmp_path)
+    engine.start()
+    seen = []
+    try:
+        while len(seen) < 20:
+            for message in engine.poll(0.5):
+                seen += getattr(message, "steps", [])
+        engine.request_stop()
+        messages = []
+        deadline = time.monotonic() + 30
+        while not engine.done and time.monotonic() < deadline:
+            messages += engine.poll(0.5)
+    finally:
+        engine.close()
+    final = messages[-1]
+    assert final.type == "run_finished" and final.status == "stopped"
+    recorded = read_metrics(tmp_path)["step"]
+    assert recorded[-1] == final.last_step
+    assert recorded == list(range(1, final.last_step + 1))
+    assert read_status(tmp_path)["status"] == "stopped"
+    assert engine.exit_code == 0
+
+
+def test_killed_engine_is_reported_within_seconds(tmp_path) -> None:
+    project = load_project_data(synthetic_project(1, steps=1_000_000))
+    engine = EngineProcess(project, tmp_path)
+    engine.start()
+    try:
+        steps = 0
+        while steps < 10:
+            steps += sum(len(getattr(m, "steps", [])) for m in engine.poll(0.5))
+        os.kill(engine.pid, signal.SIGKILL)
+        killed_at = time.monotonic()
+        messages = []
+        while not engine.done:
+            messages += engine.poll(0.2)
+        reported_after = time.monotonic() - killed_at
+    finally:
+        engine.close()
+    failure = messages[-1]
+    assert isinstance(failure, RunFailed)
+    assert "SIGKILL" in failure.message
+    assert failure.exit_code == -signal.SIGKILL
+    assert reported_after < 3
+    assert read_status(tmp_path)["status"] == "failed"
+    assert len(read_metrics(tmp_path)["step"]) >= 10
+
+
+def test_missing_data_file_fails_with_a_clear_message(tmp_path) -> None:
+    data = example_data("regression")
+    data["data"] = {
+        "source": "numpy",
+        "path": str(tmp_path / "missing.npz"),
+        "global_batch_size": 10,
+    }
+    run = run_engine(load_project_data(data), tmp_path / "run")
+    failure = run["terminal"]
+    assert isinstance(failure, RunFailed)
+    assert failure.error_type == "DataError"
+    assert "missing.npz" in failure.message and "data.path" in failure.message
+    assert run["exit_code"] == 1
+
+
+def test_nan_loss_stops_the_run_naming_the_step(tmp_path) -> None:
+    data = example_data("regression")
+    data["optimizer"] = {"kind": "sgd", "learning_rate": 90.0}
+    data["model"]["layers"] = [{"kind": "dense", "units": 1, "activation": "linear"}]
+    run = run_engine(load_project_data(data), tmp_path)
+    failure = run["terminal"]
+    assert isinstance(failure, RunFailed) and failure.error_type == "NonFiniteLossError"
+    assert f"at step {failure.last_step}" in failure.message
+    assert not np.isfinite(run["losses"][failure.last_step - 1])
+    assert np.all(np.isfinite(run["losses"][: failure.last_step - 1]))
+
+
+def test_numpy_and_csv_sources_train(tmp_path) -> None:
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((200, 4)).astype(np.float32)
+    y = (x @ np.array([1.0, -2.0, 0.5, 0.0], np.float32))[:, None]
+    np.savez(tmp_path / "d.npz", x=x, y=y)
+    header = "a,b,c,d,target"
+    np.savetxt(tmp_path / "d.csv", np.hstack([x, y]), delimiter=",", header=header, comments="")
+    base = example_data("regression")
+    base["model"]["layers"] = [{"kind": "dense", "units": 1}]
+    base["training"] = {"epochs": 2, "seed": 0}
+    traces = []
+    for source in (
+        {"source": "numpy", "path": str(tmp_path / "d.npz")},
+        {"source": "csv", "path": str(tmp_path / "d.csv"), "label_column": "target"},
+    ):
+        base["data"] = {**source, "global_batch_size": 50}
+        run = run_engine(load_project_data(base), None)
+        assert run["terminal"].status == "finished"
+        assert run["steps"] == list(range(1, 9))
+        traces.append(run["losses"])
+    np.testing.assert_allclose(traces[0], traces[1], rtol=1e-6)
+
+
+def test_run_started_reports_what_really_runs() -> None:
+    data = synthetic_project(2, steps=2)
+    data["strategy"] = {"kind": "one_device"}
+    run = run_engine(load_project_data(data), None)
+    started: RunStarted = run["started"]
+    assert started.strategy == "OneDeviceStrategy" and started.num_replicas == 1
+    assert started.tensorflow_version.startswith("2.")
+    assert any("CPU" in d.upper() for d in started.devices)
