@@ -1,0 +1,42 @@
+"""Starts the desktop app: a QApplication whose event loop also runs asyncio (qasync)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+
+import qasync
+from PySide6.QtWidgets import QApplication
+
+from gui.settings import APPLICATION, ORGANIZATION
+
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="distloop", description="Distloop: TensorFlow distributed training, with a GUI."
+    )
+    parser.add_argument("file", nargs="?", help="a project file to open")
+    parser.add_argument("--project", dest="project_option", help="a project file to open")
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str]) -> int:
+    """Shows the main window until it closes; the exit code is Qt's."""
+    args = parse_args(argv)
+    app = QApplication.instance() or QApplication([sys.argv[0]])
+    app.setOrganizationName(ORGANIZATION)
+    app.setApplicationName(APPLICATION)
+    app.setApplicationDisplayName("Distloop")
+    app.setStyle("Fusion")
+    loop = qasync.QEventLoop(app)
+    asyncio.set_event_loop(loop)
+
+    from gui.main_window import MainWindow
+
+    window = MainWindow()
+    app.aboutToQuit.connect(window.controller.shutdown)
+    window.show()
+    window.open_startup_project(args.project_option or args.file)
+    with loop:
+        return int(loop.run_forever())

@@ -1,0 +1,82 @@
+"""A form for some fields of one pydantic model: a label and an editor per field.
+
+The optimizer pages, the data source pages, the loss and the training settings are
+all plain field lists, so they are generated from their models instead of being
+laid out by hand; a new optimizer field appears in the GUI without GUI code.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterable, Mapping
+from typing import Any
+
+from pydantic import BaseModel
+from PySide6.QtCore import QSignalBlocker, Signal
+from PySide6.QtWidgets import QFormLayout, QWidget
+
+from gui.field_editors import editor_for, label_for
+
+
+class AutoForm(QWidget):
+    """Edits ``fields`` of ``model``; ``edited`` fires on user edits, not on ``set_value``."""
+
+    edited = Signal()
+
+    def __init__(
+        self,
+        model: type[BaseModel],
+        fields: Iterable[str],
+        *,
+        custom: Mapping[str, QWidget] | None = None,
+        labels: Mapping[str, str] | None = None,
+        initial: Mapping[str, float] | None = None,
+    ) -> None:
+        super().__init__()
+        self.model = model
+        self.editors: dict[str, Any] = {}
+        self._layout = QFormLayout(self)
+        self._layout.setContentsMargins(0, 0, 0, 0)
+        self._layout.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.AllNonFixedFieldsGrow)
+        for name in fields:
+            if custom and name in custom:
+                editor = custom[name]
+            else:
+                editor = editor_for(model, name, initial=(initial or {}).get(name, 1.0))
+            editor.edited.connect(self.edited)
+            self._layout.addRow((labels or {}).get(name) or label_for(name), editor)
+            self.editors[name] = editor
+
+    def value(self) -> dict[str, Any]:
+        return {name: editor.value() for name, editor in self.editors.items()}
+
+    def set_value(self, data: BaseModel | Mapping[str, Any]) -> None:
+        """Shows ``data``'s values for this form's fields (others are ignored)."""
+        values = data.model_dump() if isinstance(data, BaseModel) else data
+        with QSignalBlocker(self):
+            for name, editor in self.editors.items():
+                if name in values:
+                    editor.set_value(values[name])
+
+    def reset(self) -> None:
+        """Back to the model's defaults (fields without one keep their value)."""
+        defaults = {
+            name: info.get_default(call_default_factory=True)
+            for name, info in self.model.model_fields.items()
+            if not info.is_required()
+        }
+        self.set_value(defaults)
+
+    def enable_applicable(self, applicable: Collection[str]) -> None:
+        """Greys out fields that do not apply, unless they hold a value to take back.
+
+        A field that does not apply but was set stays editable: the model reports
+        it, and the user must be able to clear it.
+        """
+        for name, editor in self.editors.items():
+            info = self.model.model_fields[name]
+            default = None if info.is_required() else info.get_default(call_default_factory=True)
+            enabled = name in applicable or editor.value() != default
+            editor.setEnabled(enabled)
+            label = self._layout.labelForField(editor)
+            if label is not None:
+                label.setEnabled(enabled)

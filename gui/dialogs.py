@@ -1,0 +1,69 @@
+"""The window's modal questions and reports, in one place so tests can answer them."""
+
+from __future__ import annotations
+
+import enum
+
+from PySide6.QtWidgets import QMessageBox, QWidget
+
+from engine.problems import Problem
+
+MAX_LISTED = 15
+
+
+class Unsaved(enum.Enum):
+    SAVE = "save"
+    DISCARD = "discard"
+    CANCEL = "cancel"
+
+
+def show_problems(parent: QWidget, title: str, text: str, problems: list[Problem]) -> None:
+    """Lists the model's problems (the first few inline, all under "Show Details")."""
+    listed = [f"• {problem}" for problem in problems[:MAX_LISTED]]
+    if len(problems) > MAX_LISTED:
+        listed.append(f"… and {len(problems) - MAX_LISTED} more")
+    box = QMessageBox(QMessageBox.Icon.Warning, title, text, QMessageBox.StandardButton.Ok, parent)
+    box.setInformativeText("\n".join(listed))
+    if len(problems) > MAX_LISTED:
+        box.setDetailedText("\n".join(str(problem) for problem in problems))
+    box.exec()
+
+
+def show_error(parent: QWidget, title: str, text: str, details: str = "") -> None:
+    box = QMessageBox(QMessageBox.Icon.Critical, title, text, QMessageBox.StandardButton.Ok, parent)
+    if details:
+        box.setDetailedText(details)
+    box.exec()
+
+
+def ask_unsaved(parent: QWidget, name: str) -> Unsaved:
+    answer = QMessageBox.question(
+        parent,
+        "Unsaved changes",
+        f"“{name}” has changes that are not saved. Save them first?",
+        QMessageBox.StandardButton.Save
+        | QMessageBox.StandardButton.Discard
+        | QMessageBox.StandardButton.Cancel,
+        QMessageBox.StandardButton.Save,
+    )
+    if answer == QMessageBox.StandardButton.Save:
+        return Unsaved.SAVE
+    if answer == QMessageBox.StandardButton.Discard:
+        return Unsaved.DISCARD
+    return Unsaved.CANCEL
+
+
+def confirm_stop_run(parent: QWidget) -> bool:
+    """Closing during a run stops it; the user must agree."""
+    answer = QMessageBox.question(
+        parent,
+        "A run is in progress",
+        "Closing Distloop stops the run (its folder keeps the steps done so far). Close anyway?",
+        QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.No,
+        QMessageBox.StandardButton.No,
+    )
+    return answer == QMessageBox.StandardButton.Yes
+
+
+def about(parent: QWidget, html: str) -> None:
+    QMessageBox.about(parent, "About Distloop", html)

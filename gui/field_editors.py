@@ -1,0 +1,334 @@
+"""One editor widget per project field, built from the pydantic field it edits.
+
+Ranges, choices, length limits and tooltips come from the field's own metadata
+(``ge``/``gt``/``le``/``lt``, ``Literal`` values, ``max_length``, ``description``),
+so a form cannot hold a number the model would reject and the GUI never restates
+a rule the engine already states. Every editor has the same small interface:
+``value()``, ``set_value(v)`` and an ``edited`` signal.
+"""
+
+from __future__ import annotations
+
+import re
+import types
+import typing
+from typing import Any, Literal, Union
+
+from annotated_types import Ge, Gt, Le, Lt, MaxLen
+from pydantic import BaseModel
+from pydantic.fields import FieldInfo
+from PySide6.QtCore import Signal
+from PySide6.QtGui import QValidator
+from PySide6.QtWidgets import (
+    QAbstractSpinBox,
+    QCheckBox,
+    QComboBox,
+    QDoubleSpinBox,
+    QFileDialog,
+    QHBoxLayout,
+    QLineEdit,
+    QPushButton,
+    QSpinBox,
+    QWidget,
+)
+
+INT_MIN, INT_MAX = -(2**31), 2**31 - 1  # what a QSpinBox holds
+DECIMALS = 12
+FLOAT_STEP = 10.0**-DECIMALS
+FLOAT_LIMIT = 1e12  # bound for floats the model leaves open; far beyond any sensible setting
+_PARTIAL_FLOAT = re.compile(r"^[+-]?(\d*\.?\d*)?([eE][+-]?\d*)?$")
+
+
+def _bounds(info: FieldInfo) -> tuple[float | None, float | None, bool, bool]:
+    """The field's (low, high, low_exclusive, high_exclusive) constraints."""
+    low = high = None
+    low_open = high_open = False
+    for item in info.metadata:
+        if isinstance(item, Ge):
+            low = item.ge
+        elif isinstance(item, Gt):
+            low, low_open = item.gt, True
+        elif isinstance(item, Le):
+            high = item.le
+        elif isinstance(item, Lt):
+            high, high_open = item.lt, True
+    return low, high, low_open, high_open
+
+
+def describe_bounds(info: FieldInfo) -> str:
+    """The constraints in words for a tooltip: ``at least 1, at most 64``."""
+    low, high, low_open, high_open = _bounds(info)
+    parts = []
+    if low is not None:
+        parts.append(f"{'above' if low_open else 'at least'} {low:g}")
+    if high is not None:
+        parts.append(f"{'below' if high_open else 'at most'} {high:g}")
+    return ", ".join(parts)
+
+
+def int_range(info: FieldInfo) -> tuple[int, int]:
+    low, high, low_open, high_open = _bounds(info)
+    minimum = INT_MIN if low is None else int(low) + (1 if low_open else 0)
+    maximum = INT_MAX if high is None else int(high) - (1 if high_open else 0)
+    return max(minimum, INT_MIN), min(maximum, INT_MAX)
+
+
+def float_range(info: FieldInfo) -> tuple[float, float]:
+    """Closed spin-box bounds inside the model's (possibly open) interval."""
+    low, high, low_open, high_open = _bounds(info)
+    minimum = -FLOAT_LIMIT if low is None else float(low) + (FLOAT_STEP if low_open else 0.0)
+    maximum = FLOAT_LIMIT if high is None else float(high) - (FLOAT_STEP if high_open else 0.0)
+    return minimum, maximum
+
+
+class IntEdit(QSpinBox):
+    """An integer field clamped to the model's range."""
+
+    edited = Signal()
+
+    def __init__(self, minimum: int = INT_MIN, maximum: int = INT_MAX) -> None:
+        super().__init__()
+        self.setRange(minimum, maximum)
+        self.setAccelerated(True)
+        self.valueChanged.connect(self.edited)
+
+    def set_value(self, value: int) -> None:
+        self.setValue(int(value))
+
+
+class FloatEdit(QDoubleSpinBox):
+    """A float field that shows values like ``1e-07`` exactly, clamped to the model's range.
+
+    QDoubleSpinBox's fixed-decimals text would show a learning rate of 1e-7 as
+    0.00; here the text is Python's shortest repr, and steps adapt to the
+    magnitude (0.01 steps by 0.001).
+    """
+
+    edited = Signal()
+
+    def __init__(self, minimum: float = -FLOAT_LIMIT, maximum: float = FLOAT_LIMIT) -> None:
+        super().__init__()
+        self.setDecimals(DECIMALS)
+        self.setRange(minimum, maximum)
+        self.setStepType(QAbstractSpinBox.StepType.AdaptiveDecimalStepType)
+        self.setAccelerated(True)
+        self.valueChanged.connect(self.edited)
+
+    def textFromValue(self, value: float) -> str:
+        return repr(float(value))
+
+    def valueFromText(self, text: str) -> float:
+        try:
+            return float(text.strip())
+        except ValueError:
+            return self.value()
+
+    def validate(self, text: str, pos: int) -> tuple[QValidator.State, str, int]:
+        stripped = text.strip()
+        try:
+            value = float(stripped)
+        except ValueError:
+            state = (
+                QValidator.State.Intermediate
+                if _PARTIAL_FLOAT.match(stripped)
+                else QValidator.State.Invalid
+            )
+            return state, text, pos
+        inside = self.minimum() <= value <= self.maximum()
+        return (QValidator.State.Acceptable if inside else QValidator.State.Intermediate), text, pos
+
+    def set_value(self, value: float) -> None:
+        self.setValue(float(value))
+
+
+class OptionalFloatEdit(QWidget):
+    """A float the model allows to be left out (None): a checkbox turns it on."""
+
+    edited = Signal()
+
+    def __init__(self, minimum: float, maximum: float, initial: float) -> None:
+        super().__init__()
+        self.checkbox = QCheckBox()
+        self.checkbox.setToolTip("Unchecked: leave it out and use the default")
+        self.spin = FloatEdit(minimum, maximum)
+        self.spin.setValue(initial)
+        self.spin.setEnabled(False)
+        layout = QHBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(self.checkbox)
+        layout.addWidget(self.spin, 1)
+        self.checkbox.toggled.connect(self.spin.setEnabled)
+        self.checkbox.toggled.connect(self.edited)
+        self.spin.edited.connect(self.edited)
+
+    def value(self) -> float | None:
+        return self.spin.value() if self.checkbox.isChecked() else None
+
+    def set_value(self, value: float | None) -> None:
+        if value is not None:
+            self.spin.setValue(float(value))
+        self.checkbox.setChecked(value is not None)
+
+
+class BoolEdit(QCheckBox):
+    edited = Signal()
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.toggled.connect(self.edited)
+
+    def value(self) -> bool:
+        return self.isChecked()
+
+    def set_value(self, value: bool) -> None:
+        self.setChecked(bool(value))
+
+
+class ChoiceEdit(QComboBox):
+    """One of a fixed set of words; shows them as the project file spells them."""
+
+    edited = Signal()
+
+    def __init__(self, choices: typing.Sequence[str]) -> None:
+        super().__init__()
+        self.addItems(list(choices))
+        self.currentIndexChanged.connect(self.edited)
+
+    def value(self) -> str:
+        return self.currentText()
+
+    def set_value(self, value: str) -> None:
+        index = self.findText(value)
+        if index < 0:
+            raise ValueError(f"{value!r} is not one of the choices")
+        self.setCurrentIndex(index)
+
+
+class TextEdit(QLineEdit):
+    """Text; ``optional`` turns an empty box into None (the model's "not given")."""
+
+    edited = Signal()
+
+    def __init__(self, optional: bool = False, max_length: int | None = None) -> None:
+        super().__init__()
+        self._optional = optional
+        if max_length is not None:
+            self.setMaxLength(max_length)
+        if optional:
+            self.setPlaceholderText("(none)")
+        self.textChanged.connect(self.edited)
+
+    def value(self) -> str | None:
+        text = self.text()
+        return None if self._optional and not text.strip() else text
+
+    def set_value(self, value: str | None) -> None:
+        self.setText(value or "")
+
+
+class ListEdit(QLineEdit):
+    """A list typed as comma-separated items, e.g. ``28, 28`` or ``/gpu:0, /gpu:1``.
+
+    Items go to the model as typed text: pydantic converts numbers and reports an
+    item that is not one under that item's own path (``data.features.2``), in its
+    own words.
+    """
+
+    edited = Signal()
+
+    def __init__(self, optional: bool = False) -> None:
+        super().__init__()
+        self._optional = optional
+        self.textChanged.connect(self.edited)
+
+    def value(self) -> list[str] | None:
+        text = self.text().strip()
+        if not text:
+            return None if self._optional else []
+        return [item.strip() for item in text.split(",")]
+
+    def set_value(self, value: typing.Sequence[Any] | None) -> None:
+        self.setText(", ".join(str(item) for item in value or []))
+
+
+class PathEdit(QWidget):
+    """A file path with a Browse button."""
+
+    edited = Signal()
+
+    def __init__(self, file_filter: str) -> None:
+        super().__init__()
+        self._filter = file_filter
+        self.line = QLineEdit()
+        self.line.setPlaceholderText("relative paths start at the project file's folder")
+        self.button = QPushButton("Browse…")
+        self.button.clicked.connect(self._browse)
+        layout = QHBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(self.line, 1)
+        layout.addWidget(self.button)
+        self.line.textChanged.connect(self.edited)
+
+    def value(self) -> str:
+        return self.line.text()
+
+    def set_value(self, value: str) -> None:
+        self.line.setText(value)
+
+    def _browse(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(
+            self, "Choose a data file", self.line.text(), self._filter
+        )
+        if path:
+            self.line.setText(path)
+
+
+def _unwrap_optional(annotation: Any) -> tuple[Any, bool]:
+    if typing.get_origin(annotation) in (Union, types.UnionType):
+        args = [arg for arg in typing.get_args(annotation) if arg is not type(None)]
+        if len(args) == 1:
+            return args[0], True
+    return annotation, False
+
+
+def editor_for(model: type[BaseModel], name: str, initial: float = 1.0) -> QWidget:
+    """The editor for ``model.name``, with the field's range, default and description.
+
+    ``initial`` is what an optional float shows before it is first turned on.
+    """
+    info = model.model_fields[name]
+    annotation, optional = _unwrap_optional(info.annotation)
+    origin = typing.get_origin(annotation)
+    editor: QWidget
+    if annotation is bool:
+        editor = BoolEdit()
+    elif annotation is int and not optional:
+        editor = IntEdit(*int_range(info))
+    elif annotation is float and optional:
+        low, high = float_range(info)
+        editor = OptionalFloatEdit(low, high, initial=max(low, min(high, initial)))
+    elif annotation is float:
+        editor = FloatEdit(*float_range(info))
+    elif origin is Literal:
+        editor = ChoiceEdit([str(arg) for arg in typing.get_args(annotation)])
+    elif annotation is str:
+        max_length = next((m.max_length for m in info.metadata if isinstance(m, MaxLen)), None)
+        editor = TextEdit(optional=optional, max_length=max_length)
+    elif origin is list:
+        editor = ListEdit(optional=optional)
+    else:
+        raise TypeError(f"no editor for {model.__name__}.{name}: {info.annotation}")
+    if not info.is_required():
+        editor.set_value(info.get_default(call_default_factory=True))
+    tooltip = " ".join(part for part in (info.description, describe_bounds(info)) if part)
+    if tooltip:
+        editor.setToolTip(tooltip[0].upper() + tooltip[1:])
+    return editor
+
+
+def label_for(name: str) -> str:
+    """``communication_timeout_s`` → ``Communication timeout (s)``."""
+    text = name.replace("_", " ")
+    if text.endswith(" s"):
+        text = text[:-2] + " (s)"
+    return text[0].upper() + text[1:] + ":"

@@ -1,0 +1,288 @@
+"""The live loss plot: raw loss per step, a smoothed curve and, if reported, each replica's loss.
+
+Built to stay smooth for a million steps: data lives in growing numpy buffers,
+curves are redrawn at most ~30 times a second and only when new data arrived,
+and pyqtgraph draws only the visible range, peak-downsampled to the pixel width.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pyqtgraph as pg
+from numpy.typing import NDArray
+from PySide6.QtCore import QPointF, Qt, QTimer
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QHBoxLayout,
+    QLabel,
+    QPushButton,
+    QSlider,
+    QVBoxLayout,
+    QWidget,
+)
+
+from engine.run_folder import format_loss
+from gui.series import GrowingArray, Smoother
+
+REDRAW_INTERVAL_MS = 33
+DEFAULT_SMOOTHING = 0.6
+SLIDER_STEPS = 1000  # the slider's weight runs from 0 to 0.999
+RAW_PEN = pg.mkPen(color=(31, 119, 180, 90), width=1)
+SMOOTH_PEN = pg.mkPen(color=(31, 119, 180), width=2)
+REPLICA_COLORS = [
+    (255, 127, 14),
+    (44, 160, 44),
+    (214, 39, 40),
+    (148, 103, 189),
+    (140, 86, 75),
+    (227, 119, 194),
+    (127, 127, 127),
+    (188, 189, 34),
+    (23, 190, 207),
+]
+EMPTY_HINT = "The loss of each step appears here once a run starts (Run: Ctrl+R)."
+
+
+def _curve(pen: pg.QtGui.QPen, name: str) -> pg.PlotDataItem:
+    curve = pg.PlotDataItem(pen=pen, name=name)
+    curve.setDownsampling(auto=True, method="peak")
+    curve.setClipToView(True)
+    return curve
+
+
+class LossPlot(QWidget):
+    """Appends steps as they come; ``steps()``/``losses()`` expose exactly what is plotted."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._steps = GrowingArray()
+        self._losses = GrowingArray()
+        self._smoothed = GrowingArray()
+        self._replicas: list[GrowingArray] = []
+        self._smoother = Smoother(DEFAULT_SMOOTHING)
+        self._dirty = False
+        self.redraw_count = 0
+
+        self.plot_widget = pg.PlotWidget(background="w")
+        self.plot_item = self.plot_widget.getPlotItem()
+        self.plot_item.showGrid(x=True, y=True, alpha=0.2)
+        self.plot_item.setLabel("bottom", "step")
+        self.plot_item.setLabel("left", "loss")
+        self.plot_item.addLegend(offset=(-10, 10))
+        self.plot_item.setMouseEnabled(x=True, y=True)
+        self.raw_curve = _curve(RAW_PEN, "loss")
+        self.smooth_curve = _curve(SMOOTH_PEN, "smoothed")
+        self.plot_item.addItem(self.raw_curve)
+        self.plot_item.addItem(self.smooth_curve)
+        self.replica_curves: list[pg.PlotDataItem] = []
+        self._build_crosshair()
+
+        self.hint = pg.TextItem(EMPTY_HINT, color=(120, 120, 120), anchor=(0.5, 0.5))
+        self.plot_item.addItem(self.hint, ignoreBounds=True)
+        self._show_hint()
+
+        self.smooth_checkbox = QCheckBox("Smoothing")
+        self.smooth_checkbox.setChecked(True)
+        self.smooth_checkbox.setToolTip("Exponential moving average (TensorBoard's, debiased)")
+        self.smooth_slider = QSlider(Qt.Orientation.Horizontal)
+        self.smooth_slider.setRange(0, SLIDER_STEPS - 1)
+        self.smooth_slider.setValue(round(DEFAULT_SMOOTHING * SLIDER_STEPS))
+        self.smooth_slider.setMaximumWidth(160)
+        self.smooth_slider.setToolTip("Smoothing weight: 0 follows the loss, 0.999 averages long")
+        self.smooth_value = QLabel(f"{DEFAULT_SMOOTHING:.3f}")
+        self.log_checkbox = QCheckBox("Log scale")
+        self.replica_checkbox = QCheckBox("Replicas")
+        self.replica_checkbox.setChecked(True)
+        self.replica_checkbox.setEnabled(False)
+        self.replica_checkbox.setToolTip(
+            "Each replica's own loss (enable training.per_replica_losses to get them)"
+        )
+        self.auto_range_button = QPushButton("Auto-range")
+        self.auto_range_button.setToolTip("Fit the view to all the data and follow new steps")
+        self.readout = QLabel()
+        self.readout.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+
+        controls = QHBoxLayout()
+        controls.addWidget(self.smooth_checkbox)
+        controls.addWidget(self.smooth_slider)
+        controls.addWidget(self.smooth_value)
+        controls.addSpacing(12)
+        controls.addWidget(self.log_checkbox)
+        controls.addWidget(self.replica_checkbox)
+        controls.addStretch(1)
+        controls.addWidget(self.auto_range_button)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addLayout(controls)
+        layout.addWidget(self.plot_widget, 1)
+        layout.addWidget(self.readout)
+
+        self.smooth_checkbox.toggled.connect(self._on_smoothing_toggled)
+        self.smooth_slider.valueChanged.connect(self._on_slider)
+        self.log_checkbox.toggled.connect(lambda on: self.plot_item.setLogMode(y=on))
+        self.replica_checkbox.toggled.connect(self._on_replicas_toggled)
+        self.auto_range_button.clicked.connect(self.auto_range)
+
+        self._timer = QTimer(self)
+        self._timer.setInterval(REDRAW_INTERVAL_MS)
+        self._timer.timeout.connect(self._on_timer)
+        self._timer.start()
+
+    # --- data ---------------------------------------------------------------------------
+
+    def append(
+        self,
+        steps: Sequence[int] | NDArray[np.float64],
+        losses: Sequence[float] | NDArray[np.float64],
+        replica_losses: Sequence[Sequence[float]] | None = None,
+    ) -> None:
+        """Adds a batch of steps; the next timer tick draws it."""
+        if len(steps) != len(losses):
+            raise ValueError(f"{len(steps)} steps but {len(losses)} losses")
+        if not len(steps):
+            return
+        self._steps.extend(steps)
+        self._losses.extend(losses)
+        self._smoothed.extend(self._smoother.extend(losses))
+        if replica_losses is not None:
+            self._append_replicas(np.asarray(replica_losses, dtype=np.float64))
+        self._dirty = True
+        self.hint.setVisible(False)
+
+    def _append_replicas(self, table: NDArray[np.float64]) -> None:
+        while len(self._replicas) < table.shape[1]:
+            buffer = GrowingArray()
+            buffer.extend(np.full(len(self._steps) - len(table), np.nan))  # steps before it
+            self._replicas.append(buffer)
+            color = REPLICA_COLORS[(len(self._replicas) - 1) % len(REPLICA_COLORS)]
+            curve = _curve(pg.mkPen(color=color, width=1), f"replica {len(self._replicas) - 1}")
+            curve.setVisible(self.replica_checkbox.isChecked())
+            self.plot_item.addItem(curve)
+            self.replica_curves.append(curve)
+        for index, buffer in enumerate(self._replicas):
+            column = table[:, index] if index < table.shape[1] else np.full(len(table), np.nan)
+            buffer.extend(column)
+        self.replica_checkbox.setEnabled(True)
+
+    def clear(self) -> None:
+        """Empties the plot for a new run (smoothing settings stay)."""
+        for buffer in (self._steps, self._losses, self._smoothed):
+            buffer.clear()
+        self._replicas = []
+        for curve in self.replica_curves:
+            self.plot_item.removeItem(curve)
+        self.replica_curves = []
+        self.replica_checkbox.setEnabled(False)
+        self._smoother = Smoother(self.smoothing_weight())
+        self.readout.clear()
+        self._dirty = True
+        self.redraw()
+        self._show_hint()
+
+    def steps(self) -> NDArray[np.float64]:
+        return self._steps.view()
+
+    def losses(self) -> NDArray[np.float64]:
+        return self._losses.view()
+
+    def smoothed(self) -> NDArray[np.float64]:
+        return self._smoothed.view()
+
+    def replica_losses(self) -> list[NDArray[np.float64]]:
+        return [buffer.view() for buffer in self._replicas]
+
+    # --- drawing ------------------------------------------------------------------------
+
+    def _on_timer(self) -> None:
+        if self._dirty:
+            self.redraw()
+
+    def redraw(self) -> None:
+        """Hands the buffers to the curves now (the timer calls this when data arrived)."""
+        self._dirty = False
+        self.redraw_count += 1
+        steps = self._steps.view()
+        self.raw_curve.setData(steps, self._losses.view())
+        if self.smooth_curve.isVisible():
+            self.smooth_curve.setData(steps, self._smoothed.view())
+        if self.replica_checkbox.isChecked():
+            for curve, buffer in zip(self.replica_curves, self._replicas, strict=True):
+                curve.setData(steps, buffer.view())
+
+    def _show_hint(self) -> None:
+        """An empty plot says what will appear in it, centred in a unit view."""
+        self.plot_item.setRange(xRange=(0, 1), yRange=(0, 1), padding=0.05)
+        self.hint.setPos(0.5, 0.5)
+        self.hint.setVisible(True)
+        self.plot_item.enableAutoRange()
+
+    def auto_range(self) -> None:
+        self.plot_item.enableAutoRange()
+
+    def smoothing_weight(self) -> float:
+        return self.smooth_slider.value() / SLIDER_STEPS
+
+    def set_smoothing_weight(self, weight: float) -> None:
+        self.smooth_slider.setValue(round(weight * SLIDER_STEPS))
+
+    def _on_slider(self, value: int) -> None:
+        """A new weight recomputes the whole curve: only appends must never rewrite it."""
+        weight = value / SLIDER_STEPS
+        self.smooth_value.setText(f"{weight:.3f}")
+        self._smoother = Smoother(weight)
+        self._smoothed.clear()
+        self._smoothed.extend(self._smoother.extend(self._losses.view()))
+        self._dirty = True
+
+    def _on_smoothing_toggled(self, on: bool) -> None:
+        self.smooth_curve.setVisible(on)
+        self.smooth_slider.setEnabled(on)
+        self._dirty = True
+
+    def _on_replicas_toggled(self, on: bool) -> None:
+        for curve in self.replica_curves:
+            curve.setVisible(on)
+        self._dirty = True
+
+    # --- crosshair ----------------------------------------------------------------------
+
+    def _build_crosshair(self) -> None:
+        pen = pg.mkPen(color=(120, 120, 120), style=Qt.PenStyle.DashLine)
+        self.v_line = pg.InfiniteLine(angle=90, movable=False, pen=pen)
+        self.h_line = pg.InfiniteLine(angle=0, movable=False, pen=pen)
+        for line in (self.v_line, self.h_line):
+            line.setVisible(False)
+            self.plot_item.addItem(line, ignoreBounds=True)
+        self.plot_widget.scene().sigMouseMoved.connect(self._on_mouse_moved)
+
+    def _on_mouse_moved(self, position: QPointF) -> None:
+        view = self.plot_item.vb
+        inside = self.plot_item.sceneBoundingRect().contains(position)
+        if not inside or not len(self._steps):
+            self.v_line.setVisible(False)
+            self.h_line.setVisible(False)
+            return
+        self.show_readout(view.mapSceneToView(position).x())
+
+    def show_readout(self, x: float) -> None:
+        """Snaps the crosshair to the step nearest ``x`` and writes its values."""
+        steps = self._steps.view()
+        index = int(np.clip(np.searchsorted(steps, x), 1, len(steps) - 1)) if len(steps) > 1 else 0
+        if index and abs(steps[index - 1] - x) <= abs(steps[index] - x):
+            index -= 1
+        loss = float(self._losses.view()[index])
+        self.v_line.setPos(steps[index])
+        log = self.log_checkbox.isChecked()
+        self.h_line.setPos(np.log10(loss) if log and loss > 0 else loss)
+        self.v_line.setVisible(True)
+        self.h_line.setVisible(not log or loss > 0)
+        parts = [f"step {int(steps[index])}", f"loss {format_loss(loss)}"]
+        if self.smooth_checkbox.isChecked():
+            parts.append(f"smoothed {self._smoothed.view()[index]:.6g}")
+        parts += [
+            f"replica {i}: {format_loss(float(buffer.view()[index]))}"
+            for i, buffer in enumerate(self._replicas)
+        ]
+        self.readout.setText("   ".join(parts))

@@ -1,0 +1,545 @@
+"""The main window: settings on the left, the live run (plot, status, log) on the right.
+
+The window owns the document (the project file being edited, its path and
+whether it changed) and wires the forms, the validator and the run controller
+together; it keeps no rule of its own. Validation runs the engine's loader on the
+forms' content after every edit, and Run is enabled only when that loader
+accepts it.
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+from collections.abc import Callable
+from pathlib import Path
+
+import pyqtgraph as pg
+import PySide6
+from PySide6.QtCore import QSettings, Qt, QUrl, qVersion
+from PySide6.QtGui import QAction, QCloseEvent, QDesktopServices, QKeySequence
+from PySide6.QtWidgets import QFileDialog, QLabel, QMainWindow, QSplitter, QStyle, QToolBar
+
+import engine
+from engine.config import Project, load_project
+from engine.examples import example_names, example_text, load_example
+from engine.fileio import atomic_write_text
+from engine.messages import DevicesDetected, RunFailed, RunFinished, RunStarted, StepMetrics
+from engine.problems import ProblemsError
+from engine.process import EngineProcess, detect_devices
+from engine.run_folder import format_loss, new_run_dir
+from gui import dialogs, settings
+from gui.log_panel import LogPanel
+from gui.loss_plot import LossPlot
+from gui.problems_panel import ProblemsPanel
+from gui.project_editor import ProjectEditor
+from gui.run_controller import EngineFactory, RunController, RunState
+from gui.status_panel import StatusPanel
+from gui.validation import Validation, differences, validate
+
+DEFAULT_SIZE = (1400, 900)
+FILE_FILTER = "Distloop projects (*.json);;All files (*)"
+STARTER_EXAMPLE = "seed"
+
+
+class MainWindow(QMainWindow):
+    """One project at a time; one run at a time."""
+
+    def __init__(
+        self,
+        engine_factory: EngineFactory = EngineProcess,
+        detect: Callable[[float], DevicesDetected] = detect_devices,
+        runs_root: Path | None = None,
+    ) -> None:
+        super().__init__()
+        self._runs_root = runs_root
+        self._path: Path | None = None
+        self._title = ""
+        self._saved_data: dict[str, object] = {}
+        self._validation = Validation(None)
+        self._tensorflow_version: str | None = None
+        self._last_run_dir: Path | None = None
+        self._close_confirmed = False
+        self._close_after_run = False
+
+        self.editor = ProjectEditor(detect)
+        self.problems_panel = ProblemsPanel()
+        self.plot = LossPlot()
+        self.status_panel = StatusPanel()
+        self.log_panel = LogPanel()
+        self.controller = RunController(engine_factory, parent=self)
+        self.validity = QLabel()
+
+        self._build_layout()
+        self._build_actions()
+        self._build_menus()
+        self._build_toolbar()
+        self.statusBar().addPermanentWidget(self.validity)
+        self._connect()
+        self._restore_settings()
+        self._set_document(load_example(STARTER_EXAMPLE), None, STARTER_EXAMPLE)
+
+    # --- construction -------------------------------------------------------------------
+
+    def _build_layout(self) -> None:
+        self.left_splitter = QSplitter(Qt.Orientation.Vertical)
+        self.left_splitter.addWidget(self.editor)
+        self.left_splitter.addWidget(self.problems_panel)
+        self.left_splitter.setStretchFactor(0, 4)
+        self.left_splitter.setStretchFactor(1, 1)
+        self.right_splitter = QSplitter(Qt.Orientation.Vertical)
+        self.right_splitter.addWidget(self.plot)
+        self.right_splitter.addWidget(self.status_panel)
+        self.right_splitter.addWidget(self.log_panel)
+        self.right_splitter.setStretchFactor(0, 5)
+        self.right_splitter.setStretchFactor(1, 0)
+        self.right_splitter.setStretchFactor(2, 2)
+        self.main_splitter = QSplitter(Qt.Orientation.Horizontal)
+        self.main_splitter.addWidget(self.left_splitter)
+        self.main_splitter.addWidget(self.right_splitter)
+        self.main_splitter.setStretchFactor(0, 2)
+        self.main_splitter.setStretchFactor(1, 3)
+        self.main_splitter.setSizes([580, 820])
+        self.left_splitter.setSizes([700, 160])
+        self.right_splitter.setSizes([520, self.status_panel.sizeHint().height(), 240])
+        self.setCentralWidget(self.main_splitter)
+        self.resize(*DEFAULT_SIZE)
+
+    def _action(
+        self,
+        text: str,
+        slot: Callable[[], object],
+        shortcut: QKeySequence | QKeySequence.StandardKey | str | None = None,
+        icon: QStyle.StandardPixmap | None = None,
+        tip: str = "",
+    ) -> QAction:
+        action = QAction(text, self)
+        if shortcut is not None:
+            action.setShortcut(QKeySequence(shortcut))
+        if icon is not None:
+            action.setIcon(self.style().standardIcon(icon))
+        if tip:
+            action.setStatusTip(tip)
+            action.setToolTip(tip)
+        action.triggered.connect(lambda _checked=False: slot())
+        return action
+
+    def _build_actions(self) -> None:
+        pixmap = QStyle.StandardPixmap
+        self.new_action = self._action(
+            "&New",
+            self.new_project,
+            QKeySequence.StandardKey.New,
+            pixmap.SP_FileIcon,
+            "Start a new project from the seed example",
+        )
+        self.open_action = self._action(
+            "&Open…",
+            self.open_project,
+            QKeySequence.StandardKey.Open,
+            pixmap.SP_DialogOpenButton,
+            "Open a project file",
+        )
+        self.save_action = self._action(
+            "&Save",
+            self.save,
+            QKeySequence.StandardKey.Save,
+            pixmap.SP_DialogSaveButton,
+            "Save the project",
+        )
+        self.save_as_action = self._action(
+            "Save &As…",
+            self.save_as,
+            QKeySequence.StandardKey.SaveAs,
+            None,
+            "Save the project under a new name",
+        )
+        self.quit_action = self._action("&Quit", self.close, QKeySequence.StandardKey.Quit)
+        self.run_action = self._action(
+            "&Run", self.run, "Ctrl+R", pixmap.SP_MediaPlay, "Train the project (Ctrl+R)"
+        )
+        self.stop_action = self._action(
+            "S&top",
+            self.stop,
+            "Ctrl+.",
+            pixmap.SP_MediaStop,
+            "Stop after the current step; kill the engine if it does not stop within 5 s",
+        )
+        self.detect_action = self._action(
+            "&Detect Devices",
+            self.editor.strategy.start_detection,
+            None,
+            None,
+            "List the devices TensorFlow sees on this machine",
+        )
+        self.open_run_folder_action = self._action(
+            "Open Run &Folder",
+            self.open_run_folder,
+            None,
+            pixmap.SP_DirOpenIcon,
+            "Show the last run's folder (project, metrics.csv, status, engine log)",
+        )
+        self.open_run_folder_action.setEnabled(False)
+        self.auto_range_action = self._action("&Auto-Range Plot", self.plot.auto_range, "Ctrl+0")
+        self.log_scale_action = QAction("&Log Scale", self, checkable=True)
+        self.log_scale_action.toggled.connect(self.plot.log_checkbox.setChecked)
+        self.plot.log_checkbox.toggled.connect(self.log_scale_action.setChecked)
+        self.clear_log_action = self._action("&Clear Log", self.log_panel.text.clear)
+        self.about_action = self._action("&About Distloop", self.show_about)
+
+    def _build_menus(self) -> None:
+        bar = self.menuBar()
+        file_menu = bar.addMenu("&File")
+        file_menu.addAction(self.new_action)
+        file_menu.addAction(self.open_action)
+        self.recent_menu = file_menu.addMenu("Open &Recent")
+        self.recent_menu.aboutToShow.connect(self._fill_recent_menu)
+        self.examples_menu = file_menu.addMenu("&Examples")
+        for name in example_names():
+            title = json.loads(example_text(name)).get("name", name)
+            action = self.examples_menu.addAction(f"{name}: {title}")
+            action.triggered.connect(lambda _checked=False, n=name: self.open_example(n))
+        file_menu.addSeparator()
+        file_menu.addAction(self.save_action)
+        file_menu.addAction(self.save_as_action)
+        file_menu.addSeparator()
+        file_menu.addAction(self.quit_action)
+        run_menu = bar.addMenu("&Run")
+        for action in (self.run_action, self.stop_action):
+            run_menu.addAction(action)
+        run_menu.addSeparator()
+        run_menu.addAction(self.detect_action)
+        run_menu.addAction(self.open_run_folder_action)
+        view_menu = bar.addMenu("&View")
+        for action in (self.auto_range_action, self.log_scale_action, self.clear_log_action):
+            view_menu.addAction(action)
+        help_menu = bar.addMenu("&Help")
+        help_menu.addAction(self.about_action)
+
+    def _build_toolbar(self) -> None:
+        toolbar = QToolBar("Main")
+        toolbar.setObjectName("mainToolbar")
+        toolbar.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
+        for action in (self.new_action, self.open_action, self.save_action):
+            toolbar.addAction(action)
+        toolbar.addSeparator()
+        toolbar.addAction(self.run_action)
+        toolbar.addAction(self.stop_action)
+        self.addToolBar(toolbar)
+
+    def _connect(self) -> None:
+        self.editor.edited.connect(self._revalidate)
+        self.editor.devices_detected.connect(self._on_devices_detected)
+        self.problems_panel.problem_activated.connect(self.editor.reveal)
+        controller = self.controller
+        controller.state_changed.connect(self._on_state)
+        controller.log.connect(self.log_panel.add_message)
+        controller.started.connect(self._on_started)
+        controller.metrics.connect(self._on_metrics)
+        controller.finished.connect(self._on_finished)
+        controller.failed.connect(self._on_failed)
+        controller.idle.connect(self._on_idle)
+
+    # --- the document -------------------------------------------------------------------
+
+    @property
+    def path(self) -> Path | None:
+        return self._path
+
+    @property
+    def validation(self) -> Validation:
+        return self._validation
+
+    def is_modified(self) -> bool:
+        return self.editor.data() != self._saved_data
+
+    def _set_document(self, project: Project, path: Path | None, title: str) -> None:
+        self.editor.set_project(project)
+        self._path = path
+        self._title = title
+        self._saved_data = self.editor.data()
+        self._revalidate()
+        shown = self._validation.project
+        changed = differences(
+            shown.model_dump(mode="json") if shown else {}, project.model_dump(mode="json")
+        )
+        if changed:
+            self.log_panel.add(
+                "these values are outside what the forms can show and were changed: "
+                + ", ".join(changed),
+                "warning",
+            )
+
+    def _revalidate(self) -> None:
+        self._validation = validate(self.editor.data())
+        self.editor.show_validation(self._validation)
+        self.problems_panel.show_validation(self._validation)
+        self.validity.setText(self._validation.summary())
+        self._update_actions()
+        self.setWindowModified(self.is_modified())
+        self.setWindowTitle(f"{self._title}[*] — Distloop")
+
+    def _update_actions(self) -> None:
+        active = self.controller.active
+        valid = self._validation.valid
+        self.run_action.setEnabled(valid and not active)
+        self.run_action.setToolTip(
+            "A run is in progress"
+            if active
+            else ("Train the project (Ctrl+R)" if valid else self._validation.summary())
+        )
+        self.stop_action.setEnabled(active and self.controller.state is not RunState.STOPPING)
+
+    def _maybe_save(self) -> bool:
+        """Asks about unsaved changes; False means the user cancelled."""
+        if not self.is_modified():
+            return True
+        answer = dialogs.ask_unsaved(self, self._title)
+        if answer is dialogs.Unsaved.SAVE:
+            return self.save()
+        return answer is dialogs.Unsaved.DISCARD
+
+    def new_project(self) -> None:
+        if not self._maybe_save():
+            return
+        seed = load_example(STARTER_EXAMPLE)
+        project = seed.model_copy(update={"name": "Untitled", "description": ""})
+        self._set_document(project, None, "Untitled")
+
+    def open_example(self, name: str) -> None:
+        if self._maybe_save():
+            self._set_document(load_example(name), None, name)
+
+    def open_project(self, path: str | Path | None = None) -> bool:
+        """Opens a project file; a bad one is reported and the current project stays."""
+        if not self._maybe_save():
+            return False
+        if path is None:
+            start = str(self._path.parent) if self._path else ""
+            chosen, _ = QFileDialog.getOpenFileName(self, "Open project", start, FILE_FILTER)
+            if not chosen:
+                return False
+            path = chosen
+        path = Path(path)
+        try:
+            project = load_project(path)
+        except ProblemsError as exc:
+            count = len(exc.problems)
+            dialogs.show_problems(
+                self,
+                "Cannot open project",
+                f"{path.name} has {count} problem{'s' if count != 1 else ''}; "
+                "the current project is unchanged.",
+                exc.problems,
+            )
+            if not path.is_file():
+                settings.remove_recent_file(path)
+            return False
+        self._set_document(project, path, path.name)
+        settings.add_recent_file(path)
+        settings.set_last_project(path)
+        return True
+
+    def open_startup_project(self, path: str | None) -> None:
+        """The project named on the command line, else the last one, else the seed."""
+        if path:
+            self.open_project(path)
+            return
+        last = settings.last_project()
+        if last is None:
+            return
+        try:
+            self._set_document(load_project(last), last, last.name)
+        except ProblemsError as exc:
+            self.log_panel.add(f"the last project could not be reopened: {exc}", "warning")
+
+    def save(self) -> bool:
+        return self._write(self._path) if self._path else self.save_as()
+
+    def save_as(self) -> bool:
+        suggested = str(self._path) if self._path else f"{self._title or 'project'}.json"
+        chosen, _ = QFileDialog.getSaveFileName(self, "Save project", suggested, FILE_FILTER)
+        if not chosen:
+            return False
+        path = Path(chosen)
+        return self._write(path if path.suffix else path.with_suffix(".json"))
+
+    def _write(self, path: Path) -> bool:
+        project = self._validation.project
+        if project is None:
+            dialogs.show_problems(
+                self,
+                "Cannot save",
+                "A project file must be valid so every tool can read it; fix these first.",
+                self._validation.problems,
+            )
+            return False
+        try:
+            atomic_write_text(path, project.to_json())
+        except OSError as exc:
+            dialogs.show_error(self, "Cannot save", f"Saving {path} failed: {exc}")
+            return False
+        self._path = path
+        self._title = path.name
+        self._saved_data = self.editor.data()
+        settings.add_recent_file(path)
+        settings.set_last_project(path)
+        self._revalidate()
+        self.statusBar().showMessage(f"Saved {path}", 5000)
+        return True
+
+    def _fill_recent_menu(self) -> None:
+        self.recent_menu.clear()
+        files = settings.recent_files()
+        for index, file in enumerate(files, start=1):
+            action = self.recent_menu.addAction(f"&{index} {file}")
+            action.triggered.connect(lambda _checked=False, f=file: self.open_project(f))
+        if files:
+            self.recent_menu.addSeparator()
+        clear = self.recent_menu.addAction("Clear Recent Files")
+        clear.setEnabled(bool(files))
+        clear.triggered.connect(settings.clear_recent_files)
+
+    # --- running ------------------------------------------------------------------------
+
+    def run(self) -> None:
+        """Starts the project as the forms show it, in a fresh run folder."""
+        project = self._validation.project
+        if project is None or self.controller.active:
+            return
+        base = self._path.parent if self._path else Path.cwd()
+        project = project.resolve_paths(base)
+        try:
+            run_dir = new_run_dir(project.name, self._runs_root)
+        except OSError as exc:
+            dialogs.show_error(self, "Cannot run", f"No run folder could be made: {exc}")
+            return
+        self._last_run_dir = run_dir
+        self.open_run_folder_action.setEnabled(True)
+        self.plot.clear()
+        self.status_panel.start(project.total_steps(), str(run_dir))
+        self.log_panel.add(f"run folder: {run_dir}")
+        self.controller.start(project, run_dir)
+
+    def stop(self) -> None:
+        self.controller.stop()
+
+    def open_run_folder(self) -> None:
+        if self._last_run_dir is not None:
+            QDesktopServices.openUrl(QUrl.fromLocalFile(str(self._last_run_dir)))
+
+    def _on_state(self, state: RunState) -> None:
+        self._update_actions()
+        if state is RunState.STOPPING:
+            self.status_panel.stopping()
+
+    def _on_started(self, message: RunStarted) -> None:
+        self.status_panel.run_started(message)
+        self._tensorflow_version = message.tensorflow_version
+        devices = ", ".join(message.devices)
+        self.log_panel.add(
+            f"{message.strategy} with {message.num_replicas} replica(s) on {devices} "
+            f"(TensorFlow {message.tensorflow_version})"
+        )
+        for warning in message.warnings:
+            self.log_panel.add(warning, "warning")
+
+    def _on_metrics(self, message: StepMetrics) -> None:
+        self.plot.append(message.steps, message.losses, message.replica_losses)
+        self.status_panel.metrics(message)
+
+    def _on_finished(self, message: RunFinished) -> None:
+        self.status_panel.finished(message)
+        loss = (
+            "" if message.final_loss is None else f", final loss {format_loss(message.final_loss)}"
+        )
+        took = f"{message.elapsed_s:.1f} s"
+        self.log_panel.add(f"run {message.status} at step {message.last_step} after {took}{loss}")
+
+    def _on_failed(self, message: RunFailed) -> None:
+        self.status_panel.failed(message)
+        self.log_panel.add(f"{message.error_type}: {message.message}", "error")
+        if message.traceback:
+            self.log_panel.add(message.traceback, "error")
+        if self.controller.stop_requested and self.controller.killed:
+            return  # the user asked for the stop; the log says it was forced
+        dialogs.show_error(
+            self,
+            "The run failed",
+            f"{message.error_type}: {message.message}",
+            message.traceback,
+        )
+
+    def _on_idle(self) -> None:
+        self._update_actions()
+        if self._close_after_run:
+            self.close()
+
+    def _on_devices_detected(self, found: DevicesDetected) -> None:
+        self._tensorflow_version = found.tensorflow_version
+        self.status_panel.set_tensorflow_version(found.tensorflow_version)
+        names = ", ".join(f"{d.name} ({d.device_type})" for d in found.devices)
+        self.log_panel.add(f"TensorFlow {found.tensorflow_version} sees: {names}")
+
+    # --- about, settings, closing -------------------------------------------------------
+
+    def about_text(self) -> str:
+        tensorflow = self._tensorflow_version or (
+            "shown after a run or device detection (only engine processes load it)"
+        )
+        return (
+            f"<h3>Distloop {engine.__version__}</h3>"
+            "<p>TensorFlow distributed training with custom training loops.</p>"
+            f"<p>Qt {qVersion()}<br>PySide6 {PySide6.__version__}<br>"
+            f"pyqtgraph {pg.__version__}<br>Python {platform.python_version()}<br>"
+            f"TensorFlow: {tensorflow}</p>"
+        )
+
+    def show_about(self) -> None:
+        dialogs.about(self, self.about_text())
+
+    def _restore_settings(self) -> None:
+        store = QSettings()
+        geometry = store.value("window/geometry")
+        if geometry is not None:
+            self.restoreGeometry(geometry)
+        state = store.value("window/state")
+        if state is not None:
+            self.restoreState(state)
+        for key, splitter in self._splitters().items():
+            saved = store.value(f"window/{key}")
+            if saved is not None:
+                splitter.restoreState(saved)
+
+    def _save_settings(self) -> None:
+        store = QSettings()
+        store.setValue("window/geometry", self.saveGeometry())
+        store.setValue("window/state", self.saveState())
+        for key, splitter in self._splitters().items():
+            store.setValue(f"window/{key}", splitter.saveState())
+        settings.set_last_project(self._path)
+
+    def _splitters(self) -> dict[str, QSplitter]:
+        return {
+            "mainSplitter": self.main_splitter,
+            "leftSplitter": self.left_splitter,
+            "rightSplitter": self.right_splitter,
+        }
+
+    def closeEvent(self, event: QCloseEvent) -> None:
+        """Unsaved changes and a running engine both need the user's word before closing."""
+        if not self._close_confirmed:
+            if not self._maybe_save() or (
+                self.controller.active and not dialogs.confirm_stop_run(self)
+            ):
+                event.ignore()
+                return
+            self._close_confirmed = True
+        if self.controller.active:
+            self._close_after_run = True
+            self.controller.stop()
+            self.statusBar().showMessage("Stopping the run before closing…")
+            event.ignore()
+            return
+        self._save_settings()
+        event.accept()

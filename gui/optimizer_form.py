@@ -1,0 +1,70 @@
+"""The optimizer: its kind switches a page of that optimizer's own settings."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from PySide6.QtCore import QSignalBlocker, Signal
+from PySide6.QtWidgets import QFormLayout, QStackedWidget, QVBoxLayout, QWidget
+
+from engine.config import OPTIMIZER_KINDS, AdagradConfig, AdamConfig, RMSpropConfig, SGDConfig
+from engine.problems import Loc
+from gui.auto_form import AutoForm
+from gui.field_editors import ChoiceEdit
+
+OPTIMIZER_MODELS = {
+    "sgd": SGDConfig,
+    "adam": AdamConfig,
+    "rmsprop": RMSpropConfig,
+    "adagrad": AdagradConfig,
+}
+
+
+class OptimizerForm(QWidget):
+    """Edits ``optimizer``; each kind keeps its own values while another is shown."""
+
+    edited = Signal()
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.kind = ChoiceEdit(OPTIMIZER_KINDS)
+        self.kind.setToolTip("The Keras optimizer, created inside the strategy's scope")
+        self.pages = {
+            kind: AutoForm(model, [name for name in model.model_fields if name != "kind"])
+            for kind, model in OPTIMIZER_MODELS.items()
+        }
+        self.stack = QStackedWidget()
+        for kind in OPTIMIZER_KINDS:
+            self.stack.addWidget(self.pages[kind])
+            self.pages[kind].edited.connect(self.edited)
+        form = QFormLayout()
+        form.setContentsMargins(0, 0, 0, 0)
+        form.addRow("Kind:", self.kind)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addLayout(form)
+        layout.addWidget(self.stack)
+        self.kind.edited.connect(self._show_page)
+        self.kind.edited.connect(self.edited)
+
+    def value(self) -> dict[str, Any]:
+        kind = self.kind.value()
+        return {"kind": kind, **self.pages[kind].value()}
+
+    def set_value(self, optimizer: Any) -> None:
+        """Shows ``optimizer``; the other kinds' pages go back to their defaults."""
+        with QSignalBlocker(self):
+            for page in self.pages.values():
+                page.reset()
+            self.kind.set_value(optimizer.kind)
+            self.pages[optimizer.kind].set_value(optimizer)
+        self._show_page()
+
+    def targets(self) -> dict[Loc, QWidget]:
+        targets: dict[Loc, QWidget] = {("optimizer", "kind"): self.kind}
+        for name, editor in self.pages[self.kind.value()].editors.items():
+            targets[("optimizer", name)] = editor
+        return targets
+
+    def _show_page(self) -> None:
+        self.stack.setCurrentWidget(self.pages[self.kind.value()])

@@ -1,0 +1,63 @@
+"""Every problem of the current project in one list, plus notes that are not errors."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import QLabel, QListWidget, QListWidgetItem, QStyle, QVBoxLayout, QWidget
+
+from engine.problems import Problem
+from gui.validation import Validation
+
+
+class ProblemsPanel(QWidget):
+    """Activating a problem asks the window to show its widget (``problem_activated``)."""
+
+    problem_activated = Signal(object)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.summary = QLabel()
+        self.summary.setWordWrap(True)
+        self.list = QListWidget()
+        self.list.setWordWrap(True)
+        self.list.setAlternatingRowColors(True)
+        self.list.itemActivated.connect(self._on_item)
+        self.list.itemClicked.connect(self._on_item)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(self.summary)
+        layout.addWidget(self.list, 1)
+
+    def show_validation(self, validation: Validation) -> None:
+        self.list.clear()
+        style = self.style()
+        error = style.standardIcon(QStyle.StandardPixmap.SP_MessageBoxWarning)
+        info = style.standardIcon(QStyle.StandardPixmap.SP_MessageBoxInformation)
+        for problem in validation.problems:
+            item = QListWidgetItem(error, str(problem))
+            item.setData(Qt.ItemDataRole.UserRole, problem)
+            item.setToolTip("Click to go to the setting")
+            self.list.addItem(item)
+        for note in validation.notes:
+            item = QListWidgetItem(info, note)
+            item.setFlags(item.flags() & ~Qt.ItemFlag.ItemIsSelectable)
+            self.list.addItem(item)
+        if validation.valid:
+            self.summary.setText("<span style='color:#2e7d32'>✓ No problems: ready to run</span>")
+        else:
+            self.summary.setText(
+                f"<span style='color:#c62828'><b>{validation.summary()}</b></span>"
+                " — click one to go to its setting:"
+            )
+
+    def problems(self) -> list[Problem]:
+        return [
+            data
+            for row in range(self.list.count())
+            if isinstance(data := self.list.item(row).data(Qt.ItemDataRole.UserRole), Problem)
+        ]
+
+    def _on_item(self, item: QListWidgetItem) -> None:
+        problem = item.data(Qt.ItemDataRole.UserRole)
+        if isinstance(problem, Problem):
+            self.problem_activated.emit(problem)

@@ -1,0 +1,229 @@
+"""Every setting of the project file, one tab per section, and where each problem shows.
+
+The editor holds no project object of its own: :meth:`ProjectEditor.data` reads
+the forms into the project file's dict, which the main window validates with the
+engine's models. Problems come back with their locations and are marked on the
+widget that owns each one; the tab holding a problem gets a warning icon.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from PySide6.QtCore import QSignalBlocker, Signal
+from PySide6.QtGui import QIcon
+from PySide6.QtWidgets import (
+    QFrame,
+    QGroupBox,
+    QPlainTextEdit,
+    QScrollArea,
+    QStyle,
+    QTabWidget,
+    QVBoxLayout,
+    QWidget,
+)
+
+from engine.config import SCHEMA_VERSION, Project
+from engine.messages import DevicesDetected
+from engine.problems import Loc, Problem
+from engine.process import detect_devices
+from gui.auto_form import AutoForm
+from gui.data_form import DataForm
+from gui.loss_form import LossForm
+from gui.model_form import ModelForm
+from gui.optimizer_form import OptimizerForm
+from gui.problem_marks import owner, route, set_problems
+from gui.project_summary import ProjectSummary
+from gui.strategy_form import StrategyForm
+from gui.tf_config_editor import TFConfigEditor
+from gui.training_form import TrainingForm
+from gui.validation import Validation
+
+
+class DescriptionEdit(QPlainTextEdit):
+    """The project's free-text description (several lines)."""
+
+    edited = Signal()
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.setTabChangesFocus(True)
+        self.setFixedHeight(110)
+        self.textChanged.connect(self.edited)
+
+    def value(self) -> str:
+        return self.toPlainText()
+
+    def set_value(self, value: str) -> None:
+        self.setPlainText(value)
+
+
+def _scrolled(*widgets: QWidget) -> QScrollArea:
+    page = QWidget()
+    layout = QVBoxLayout(page)
+    for widget in widgets:
+        layout.addWidget(widget)
+    layout.addStretch(1)
+    area = QScrollArea()
+    area.setWidgetResizable(True)
+    area.setFrameShape(QFrame.Shape.NoFrame)
+    area.setWidget(page)
+    return area
+
+
+def _boxed(title: str, widget: QWidget) -> QGroupBox:
+    box = QGroupBox(title)
+    QVBoxLayout(box).addWidget(widget)
+    return box
+
+
+class ProjectEditor(QTabWidget):
+    """The settings side of the window; ``edited`` fires on every user edit."""
+
+    edited = Signal()
+    devices_detected = Signal(object)
+
+    def __init__(self, detect: Callable[[float], DevicesDetected] = detect_devices) -> None:
+        super().__init__()
+        self.setDocumentMode(True)
+        self.general = AutoForm(
+            Project,
+            ["name", "description"],
+            custom={"description": DescriptionEdit()},
+        )
+        self.strategy = StrategyForm(detect)
+        self.tf_config = TFConfigEditor()
+        self.model = ModelForm()
+        self.data_form = DataForm()
+        self.optimizer = OptimizerForm()
+        self.loss = LossForm()
+        self.training = TrainingForm()
+
+        self.summary = ProjectSummary()
+        self.addTab(_scrolled(self.general, self.summary), "Project")
+        self.addTab(_scrolled(self.strategy), "Strategy")
+        self.addTab(self.tf_config, "TF_CONFIG")
+        self.addTab(_scrolled(self.model), "Model")
+        self.addTab(_scrolled(self.data_form), "Data")
+        self.addTab(
+            _scrolled(_boxed("Optimizer", self.optimizer), _boxed("Loss", self.loss)),
+            "Optimizer && loss",
+        )
+        self.addTab(_scrolled(self.training), "Training")
+        self._base_tips = [self.tabToolTip(i) for i in range(self.count())]
+        self._sections: dict[str, QWidget] = {
+            "name": self.general,
+            "description": self.general,
+            "schema_version": self.general,
+            "strategy": self.strategy,
+            "tf_config": self.tf_config,
+            "model": self.model,
+            "data": self.data_form,
+            "optimizer": self.optimizer,
+            "loss": self.loss,
+            "training": self.training,
+        }
+        self._marked: set[QWidget] = set()
+
+        for form in (
+            self.general,
+            self.strategy,
+            self.model,
+            self.data_form,
+            self.optimizer,
+            self.loss,
+            self.training,
+        ):
+            form.edited.connect(self.edited)
+        self.tf_config.changed.connect(self.edited)
+        self.strategy.kind_changed.connect(self.tf_config.set_strategy_kind)
+        self.strategy.devices_detected.connect(self.devices_detected)
+
+    def set_project(self, project: Project) -> None:
+        """Shows ``project``; loading is not an edit, so ``edited`` does not fire."""
+        with QSignalBlocker(self):
+            self.general.set_value(project)
+            self.strategy.set_value(project.strategy)
+            self.tf_config.set_strategy_kind(project.strategy.kind)
+            self.tf_config.set_tf_config(project.tf_config)
+            self.model.set_value(project.model)
+            self.data_form.set_value(project.data)
+            self.optimizer.set_value(project.optimizer)
+            self.loss.set_value(project.loss)
+            self.training.set_value(project.training)
+
+    def data(self) -> dict[str, Any]:
+        """The project file's dict as the forms show it, valid or not."""
+        return {
+            "schema_version": SCHEMA_VERSION,
+            **self.general.value(),
+            "strategy": self.strategy.value(),
+            "tf_config": self.tf_config.tf_config_data(),
+            "model": self.model.value(),
+            "optimizer": self.optimizer.value(),
+            "loss": self.loss.value(),
+            "data": self.data_form.value(),
+            "training": self.training.value(),
+        }
+
+    def targets(self) -> dict[Loc, QWidget]:
+        """The widget owning each location of the project file."""
+        targets: dict[Loc, QWidget] = {
+            ("name",): self.general.editors["name"],
+            ("description",): self.general.editors["description"],
+        }
+        for form in (
+            self.strategy,
+            self.model,
+            self.data_form,
+            self.optimizer,
+            self.loss,
+            self.training,
+        ):
+            targets.update(form.targets())
+        return targets
+
+    def show_validation(self, validation: Validation) -> None:
+        """Marks each problem's widget and each tab that holds one; updates the summary."""
+        self.summary.show_project(validation.project)
+        problems = validation.problems
+        outside_tf = [p for p in problems if p.loc[:1] != ("tf_config",)]
+        owned, _ = route(outside_tf, self.targets())
+        for widget in self._marked - owned.keys():
+            set_problems(widget, [])
+        for widget, messages in owned.items():
+            set_problems(widget, messages)
+        self._marked = set(owned)
+        self.tf_config.mark_problems(problems)
+
+        per_tab: dict[int, list[str]] = {}
+        for problem in problems:
+            per_tab.setdefault(self.tab_of(problem), []).append(str(problem))
+        warning = self.style().standardIcon(QStyle.StandardPixmap.SP_MessageBoxWarning)
+        for index in range(self.count()):
+            messages = per_tab.get(index, [])
+            self.setTabIcon(index, warning if messages else QIcon())
+            self.setTabToolTip(index, "\n".join(messages) or self._base_tips[index])
+
+    def tab_of(self, problem: Problem) -> int:
+        """The tab that shows ``problem``: its widget's tab, else its section's."""
+        widget = owner(problem.loc, self.targets()) if problem.loc[:1] != ("tf_config",) else None
+        if widget is None:
+            section = str(problem.loc[0]) if problem.loc else "name"
+            widget = self._sections.get(section, self.general)
+        for index in range(self.count()):
+            page = self.widget(index)
+            if page is widget or page.isAncestorOf(widget):
+                return index
+        return 0
+
+    def reveal(self, problem: Problem) -> None:
+        """Shows the tab of ``problem`` and puts the focus on its widget."""
+        self.setCurrentIndex(self.tab_of(problem))
+        widget = owner(problem.loc, self.targets())
+        if widget is not None and problem.loc[:1] != ("tf_config",):
+            page = self.currentWidget()
+            if isinstance(page, QScrollArea):
+                page.ensureWidgetVisible(widget)
+            widget.setFocus()

@@ -1,0 +1,185 @@
+"""Where the run stands: step, loss, speed, time, progress, and what TensorFlow really runs."""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+
+from PySide6.QtCore import Qt, QTimer
+from PySide6.QtWidgets import QGridLayout, QLabel, QProgressBar, QVBoxLayout, QWidget
+
+from engine.messages import RunFailed, RunFinished, RunStarted, StepMetrics
+from engine.run_folder import format_loss
+
+RATE_WINDOW_S = 5.0  # steps/s over the last seconds, so the ETA follows speed changes
+
+
+def format_duration(seconds: float) -> str:
+    """``75`` → ``1:15``; ``3725`` → ``1:02:05``."""
+    whole = max(0, round(seconds))
+    hours, rest = divmod(whole, 3600)
+    minutes, secs = divmod(rest, 60)
+    return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"
+
+
+class StatusPanel(QWidget):
+    """Fed by the run's messages; shows the numbers a user watches during training."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._total: int | None = None
+        self._first_step = 1
+        self._last_step: int | None = None
+        self._started_at: float | None = None
+        self._ended_at: float | None = None
+        self._rate_points: deque[tuple[float, int]] = deque()
+
+        self.state = QLabel("Idle")
+        self.state.setStyleSheet("font-weight: bold;")
+        self.progress = QProgressBar()
+        self.progress.setTextVisible(True)
+        self.progress.setRange(0, 1)
+        self.progress.setValue(0)
+        self.progress.setFormat("")
+        self.values: dict[str, QLabel] = {}
+        grid = QGridLayout()
+        grid.setHorizontalSpacing(12)
+        fields = [
+            ("step", "Step"),
+            ("loss", "Loss"),
+            ("rate", "Steps/s"),
+            ("elapsed", "Elapsed"),
+            ("eta", "ETA"),
+            ("strategy", "Strategy"),
+            ("replicas", "Replicas"),
+            ("devices", "Devices"),
+            ("tensorflow", "TensorFlow"),
+            ("run_dir", "Run folder"),
+        ]
+        for index, (key, title) in enumerate(fields):
+            label = QLabel("—")
+            label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+            self.values[key] = label
+            row, column = (index, 0) if index < 5 else (index - 5, 2)
+            caption = QLabel(f"{title}:")
+            caption.setStyleSheet("color: palette(dark);")
+            grid.addWidget(caption, row, column)
+            grid.addWidget(label, row, column + 1)
+        grid.setColumnStretch(1, 1)
+        grid.setColumnStretch(3, 3)
+        self.values["devices"].setWordWrap(True)
+        self.values["run_dir"].setWordWrap(True)
+
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(4, 4, 4, 4)
+        layout.addWidget(self.state)
+        layout.addWidget(self.progress)
+        layout.addLayout(grid)
+        self.setMaximumHeight(self.sizeHint().height())
+
+        self._clock = QTimer(self)
+        self._clock.setInterval(1000)
+        self._clock.timeout.connect(self._update_times)
+
+    def start(self, total_steps: int | None, run_dir: str) -> None:
+        """A run was asked for: reset everything and start the clock."""
+        self._total = total_steps
+        self._first_step = 1
+        self._last_step = None
+        self._started_at = time.monotonic()
+        self._ended_at = None
+        self._rate_points.clear()
+        for key in ("step", "loss", "rate", "eta", "strategy", "replicas", "devices"):
+            self.values[key].setText("—")
+        self.values["run_dir"].setText(run_dir)
+        self.state.setText("Starting… (TensorFlow loads in the engine process)")
+        self._set_progress()
+        self._update_times()
+        self._clock.start()
+
+    def run_started(self, message: RunStarted) -> None:
+        self._first_step = message.first_step
+        if message.total_steps is not None:
+            self._total = message.total_steps
+        self.state.setText("Running")
+        self.values["strategy"].setText(message.strategy)
+        self.values["replicas"].setText(str(message.num_replicas))
+        self.values["devices"].setText(", ".join(message.devices) or "—")
+        self.set_tensorflow_version(message.tensorflow_version)
+        self._set_progress()
+
+    def metrics(self, message: StepMetrics) -> None:
+        if not message.steps:
+            return
+        self._last_step = message.steps[-1]
+        self.values["step"].setText(self._step_text())
+        self.values["loss"].setText(format_loss(message.losses[-1]))
+        if not self._rate_points:
+            self._rate_points.append((message.elapsed_s[0], message.steps[0]))
+        self._rate_points.append((message.elapsed_s[-1], message.steps[-1]))
+        while len(self._rate_points) > 2 and (
+            self._rate_points[-1][0] - self._rate_points[1][0] >= RATE_WINDOW_S
+        ):
+            self._rate_points.popleft()
+        self._set_progress()
+        self._update_times()
+
+    def stopping(self) -> None:
+        self.state.setText("Stopping… (the engine stops after the current step)")
+
+    def finished(self, message: RunFinished) -> None:
+        self._last_step = message.last_step if message.last_step else self._last_step
+        words = "Finished" if message.status == "finished" else "Stopped"
+        loss = (
+            "" if message.final_loss is None else f", final loss {format_loss(message.final_loss)}"
+        )
+        self.state.setText(f"{words} at step {message.last_step}{loss}")
+        self._end()
+
+    def failed(self, message: RunFailed) -> None:
+        self.state.setText(f"<span style='color:#c62828'>Failed: {message.error_type}</span>")
+        self._end()
+
+    def set_tensorflow_version(self, version: str) -> None:
+        self.values["tensorflow"].setText(version)
+
+    def rate(self) -> float | None:
+        """Steps per second over the last few seconds of training."""
+        if len(self._rate_points) < 2:
+            return None
+        (t0, s0), (t1, s1) = self._rate_points[0], self._rate_points[-1]
+        return (s1 - s0) / (t1 - t0) if t1 > t0 else None
+
+    def _end(self) -> None:
+        self._ended_at = time.monotonic()
+        self._clock.stop()
+        self.values["eta"].setText("—")
+        self.values["step"].setText(self._step_text())
+        self._update_times()
+
+    def _step_text(self) -> str:
+        if self._last_step is None:
+            return "—"
+        return f"{self._last_step:,} / {self._total:,}" if self._total else f"{self._last_step:,}"
+
+    def _set_progress(self) -> None:
+        if self._total:
+            done = 0 if self._last_step is None else self._last_step - self._first_step + 1
+            span = self._total - self._first_step + 1
+            self.progress.setRange(0, max(span, 1))
+            self.progress.setValue(max(0, min(done, span)))
+            self.progress.setFormat("%p%")
+        else:
+            self.progress.setRange(0, 0 if self._ended_at is None and self._started_at else 1)
+            self.progress.setFormat("")
+
+    def _update_times(self) -> None:
+        if self._started_at is None:
+            return
+        end = self._ended_at if self._ended_at is not None else time.monotonic()
+        self.values["elapsed"].setText(format_duration(end - self._started_at))
+        rate = self.rate()
+        if rate:
+            self.values["rate"].setText(f"{rate:,.1f}")
+        if self._ended_at is None and rate and self._total and self._last_step is not None:
+            self.values["eta"].setText(format_duration((self._total - self._last_step) / rate))

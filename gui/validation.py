@@ -1,0 +1,59 @@
+"""Judging the forms' content exactly as the CLI judges a project file."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from engine.config import Project, load_project_data, uneven_batch_warnings
+from engine.problems import Problem, ProblemsError
+
+
+@dataclass(frozen=True)
+class Validation:
+    """The project the forms describe, or the problems that keep it from being one."""
+
+    project: Project | None
+    problems: list[Problem] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def valid(self) -> bool:
+        return self.project is not None
+
+    def summary(self) -> str:
+        """The status line's words: why Run is disabled, or that it is not."""
+        if self.valid:
+            return "Ready to run"
+        count = len(self.problems)
+        return f"Cannot run: {count} problem{'s' if count != 1 else ''}"
+
+
+def validate(data: dict[str, Any]) -> Validation:
+    """Runs the engine's own loader on the forms' dict: same rules, same messages."""
+    try:
+        project = load_project_data(data, "the project")
+    except ProblemsError as exc:
+        return Validation(None, exc.problems)
+    return Validation(project, [], uneven_batch_warnings(project))
+
+
+def differences(shown: Any, loaded: Any, path: str = "") -> list[str]:
+    """Paths where the forms show something else than the file holds.
+
+    A spin box holds 32-bit integers and twelve decimals; a file may hold more.
+    Listing what changed on loading keeps such a change from passing unnoticed.
+    """
+    if isinstance(shown, dict) and isinstance(loaded, dict):
+        return [
+            found
+            for key in sorted(shown.keys() | loaded.keys())
+            for found in differences(shown.get(key), loaded.get(key), f"{path}.{key}".lstrip("."))
+        ]
+    if isinstance(shown, list) and isinstance(loaded, list) and len(shown) == len(loaded):
+        return [
+            found
+            for index, (a, b) in enumerate(zip(shown, loaded, strict=True))
+            for found in differences(a, b, f"{path}.{index}")
+        ]
+    return [] if shown == loaded else [path or "(project)"]

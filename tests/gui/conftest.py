@@ -1,0 +1,117 @@
+"""GUI test setup: offscreen Qt, throw-away settings, an asyncio loop on Qt's, canned dialogs."""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+import asyncio
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import qasync
+from PySide6.QtCore import QCoreApplication, QSettings
+from PySide6.QtWidgets import QApplication
+
+from gui import dialogs
+from gui.main_window import MainWindow
+
+
+@pytest.fixture(autouse=True)
+def isolated_settings(qapp: QApplication, tmp_path: Path) -> Iterator[None]:
+    """Every test gets empty settings in its own folder, never the user's."""
+    QSettings.setDefaultFormat(QSettings.Format.IniFormat)
+    QSettings.setPath(
+        QSettings.Format.IniFormat, QSettings.Scope.UserScope, str(tmp_path / "settings")
+    )
+    QCoreApplication.setOrganizationName("DistloopTests")
+    QCoreApplication.setApplicationName("DistloopTests")
+    QSettings().clear()
+    yield
+    QSettings().clear()
+
+
+@pytest.fixture
+def qloop(qapp: QApplication) -> Iterator[qasync.QEventLoop]:
+    """asyncio running on Qt's event loop, as in the app; qtbot's waits drive both."""
+    loop = qasync.QEventLoop(qapp, already_running=True)
+    asyncio.set_event_loop(loop)
+    yield loop
+    loop.stop()
+    asyncio.events._set_running_loop(None)
+    loop.close()
+    asyncio.set_event_loop(None)
+
+
+class DialogRecorder:
+    """Stands in for the modal dialogs: records what would be shown, answers as told."""
+
+    def __init__(self) -> None:
+        self.shown: list[tuple[str, str, str]] = []  # (kind, title, text)
+        self.problems: list[list[object]] = []
+        self.unsaved_answer = dialogs.Unsaved.DISCARD
+        self.confirm_stop = True
+
+    def kinds(self) -> list[str]:
+        return [kind for kind, _, _ in self.shown]
+
+
+@pytest.fixture
+def dialog_recorder(monkeypatch: pytest.MonkeyPatch) -> DialogRecorder:
+    recorder = DialogRecorder()
+
+    def show_problems(_parent: object, title: str, text: str, problems: list[object]) -> None:
+        recorder.shown.append(("problems", title, text))
+        recorder.problems.append(list(problems))
+
+    def show_error(_parent: object, title: str, text: str, details: str = "") -> None:
+        recorder.shown.append(("error", title, f"{text}\n{details}"))
+
+    def ask_unsaved(_parent: object, name: str) -> dialogs.Unsaved:
+        recorder.shown.append(("unsaved", name, ""))
+        return recorder.unsaved_answer
+
+    def confirm_stop_run(_parent: object) -> bool:
+        recorder.shown.append(("confirm_stop", "", ""))
+        return recorder.confirm_stop
+
+    def about(_parent: object, html: str) -> None:
+        recorder.shown.append(("about", "About Distloop", html))
+
+    for name, function in {
+        "show_problems": show_problems,
+        "show_error": show_error,
+        "ask_unsaved": ask_unsaved,
+        "confirm_stop_run": confirm_stop_run,
+        "about": about,
+    }.items():
+        monkeypatch.setattr(dialogs, name, function)
+    return recorder
+
+
+@pytest.fixture
+def make_window(
+    qtbot, qloop: qasync.QEventLoop, tmp_path: Path, dialog_recorder: DialogRecorder
+) -> Iterator[object]:
+    """Builds main windows whose runs go under ``tmp_path``; ends their runs afterwards."""
+    windows: list[MainWindow] = []
+
+    def make(**kwargs: object) -> MainWindow:
+        kwargs.setdefault("runs_root", tmp_path / "runs")
+        window = MainWindow(**kwargs)  # type: ignore[arg-type]
+        qtbot.addWidget(window)
+        windows.append(window)
+        return window
+
+    yield make
+    for window in windows:
+        if window.controller.active:
+            window.controller.stop()
+            qtbot.waitUntil(lambda w=window: not w.controller.active, timeout=30_000)
+
+
+@pytest.fixture
+def window(make_window: object) -> MainWindow:
+    return make_window()  # type: ignore[operator]
