@@ -109,6 +109,7 @@ def run_engine(
     stop_event: Any,
     task: str | None,
     tf_config_env: str | None,
+    resume: bool = False,
 ) -> None:
     """Runs one project and reports it; the exit code is 0 only for a clean finish or stop."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -128,7 +129,7 @@ def run_engine(
             write_status(folder, "running", started_at=started, pid=os.getpid(), task=task)
         from engine.training import train
 
-        result = train(project, folder, channel, stop_event.is_set)
+        result = train(project, folder, channel, stop_event.is_set, resume=resume)
         if folder is not None:
             write_status(
                 folder, result.status, started_at=started, last_step=result.last_step, task=task

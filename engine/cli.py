@@ -16,7 +16,7 @@ from engine.config import Project, load_project, uneven_batch_warnings
 from engine.examples import example_names, example_text, load_example
 from engine.messages import Log, RunFailed, RunFinished, RunStarted, StepMetrics
 from engine.problems import ProblemsError
-from engine.run_folder import format_loss, new_run_dir
+from engine.run_folder import PROJECT_FILE, format_loss, new_run_dir
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
@@ -47,6 +47,12 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument("project", nargs="?", type=Path, help="project JSON file")
     source.add_argument("--example", metavar="NAME", help="run a built-in example instead")
+    source.add_argument(
+        "--resume",
+        metavar="DIR",
+        type=Path,
+        help="continue a stopped, failed or killed run from its last checkpoint",
+    )
     parser.add_argument(
         "--out", type=Path, help="run folder (default: a new folder under the user's data dir)"
     )
@@ -122,6 +128,8 @@ def command_devices() -> int:
 
 
 def command_run(args: argparse.Namespace) -> int:
+    if args.resume:
+        return command_resume(args)
     if args.example:
         try:
             project = load_example(args.example)
@@ -141,11 +149,27 @@ def command_run(args: argparse.Namespace) -> int:
     return run_in_foreground(project, run_dir, quiet=args.quiet, verbose=args.verbose)
 
 
-def run_in_foreground(project: Project, run_dir: Path, *, quiet: bool, verbose: bool) -> int:
+def command_resume(args: argparse.Namespace) -> int:
+    run_dir: Path = args.resume
+    if args.out is not None:
+        _err("distloop: --resume continues in the run's own folder; drop --out")
+        return EXIT_USAGE
+    if not (run_dir / PROJECT_FILE).is_file():
+        _err(f"distloop: {run_dir} is not a run folder (it has no {PROJECT_FILE})")
+        return EXIT_FAILED
+    project = _load(run_dir / PROJECT_FILE)
+    if project is None:
+        return EXIT_FAILED
+    return run_in_foreground(project, run_dir, quiet=args.quiet, verbose=args.verbose, resume=True)
+
+
+def run_in_foreground(
+    project: Project, run_dir: Path, *, quiet: bool, verbose: bool, resume: bool = False
+) -> int:
     """Runs the engine and prints its messages; Ctrl-C stops it between steps."""
     from engine.process import EngineProcess
 
-    engine = EngineProcess(project, run_dir)
+    engine = EngineProcess(project, run_dir, resume=resume)
     try:
         engine.start()
     except OSError as exc:

@@ -399,6 +399,20 @@ class TrainingConfig(_Strict):
         False, description="Also report each replica's loss (experimental_local_results)."
     )
     stop_on_nan: bool = Field(True, description="Stop when the loss becomes NaN or infinite.")
+    steps_per_execution: int = Field(
+        1,
+        ge=1,
+        le=100_000,
+        description="Run this many steps inside one tf.function call (fewer Python round "
+        "trips); every step's loss is still reported.",
+    )
+    checkpoint_every: int | None = Field(
+        None,
+        ge=1,
+        description="Save a checkpoint every this many steps; one is also saved on Stop and "
+        "at the end of the run.",
+    )
+    jit_compile: bool = Field(False, description="Compile the training step with XLA.")
 
     @model_validator(mode="after")
     def _check(self) -> TrainingConfig:

@@ -63,12 +63,17 @@ class EngineProcess:
         *,
         task: str | None = None,
         tf_config: TFConfig | None = None,
+        resume: bool = False,
     ) -> None:
-        """``tf_config`` overrides the project's (one cluster, a different task per process)."""
+        """``tf_config`` overrides the project's (one cluster, a different task per process).
+
+        ``resume`` continues the run in ``run_dir`` from its last checkpoint.
+        """
         self.project = project
         self.run_dir = run_dir
         self.task = task
         self._tf_config = tf_config if tf_config is not None else project.tf_config
+        self._resume = resume
         self._queue = _ctx.Queue(QUEUE_SIZE)
         self._stop_event = _ctx.Event()
         self._process: multiprocessing.process.BaseProcess | None = None
@@ -88,6 +93,7 @@ class EngineProcess:
                 self._stop_event,
                 self.task,
                 self._tf_config.to_env() if self._tf_config else None,
+                self._resume,
             ),
             name=f"distloop-engine{'-' + self.task if self.task else ''}",
         )

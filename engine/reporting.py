@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -38,51 +39,71 @@ class StepReporter:
         stop_on_nan: bool,
         interval_s: float = 0.1,
         max_pending: int = 1000,
+        also: Callable[[list[int], list[float]], None] | None = None,
     ) -> None:
+        """``also`` receives every flushed batch too (the chief's TensorBoard writer)."""
         self._channel = channel
         self._metrics = metrics
         self._stop_on_nan = stop_on_nan
         self._interval_s = interval_s
         self._max_pending = max_pending
-        self._steps: list[int] = []
-        self._losses: list[Any] = []
-        self._replica_losses: list[Any] = []
-        self._elapsed: list[float] = []
+        self._also = also
+        self._chunks: list[tuple[int, int, Any, Any, float]] = []
+        self._pending_steps = 0
+        self._last_elapsed = 0.0
         self._last_flush = time.monotonic()
         self._warned_non_finite = False
         self.last_step: int | None = None
         self.last_loss: float | None = None
 
+    def start_at(self, elapsed_s: float) -> None:
+        """Continues a resumed run's clock, so interpolated times never run backwards."""
+        self._last_elapsed = elapsed_s
+
     def record(self, step: int, loss: Any, replica_losses: Any, elapsed_s: float) -> None:
-        """Keeps the step's loss tensor; flushes when the interval or the batch is full."""
-        self._steps.append(step)
-        self._losses.append(loss)
-        if replica_losses is not None:
-            self._replica_losses.append(replica_losses)
-        self._elapsed.append(elapsed_s)
+        """Keeps one step's loss tensor; flushes when the interval or the batch is full."""
+        self.record_many(step, 1, loss, replica_losses, elapsed_s)
+
+    def record_many(
+        self, first_step: int, count: int, losses: Any, replica_losses: Any, elapsed_s: float
+    ) -> None:
+        """Keeps ``count`` steps' losses (one fused execution) without fetching them."""
+        self._chunks.append((first_step, count, losses, replica_losses, elapsed_s))
+        self._pending_steps += count
         now = time.monotonic()
-        if now - self._last_flush >= self._interval_s or len(self._steps) >= self._max_pending:
+        if now - self._last_flush >= self._interval_s or self._pending_steps >= self._max_pending:
             self.flush()
 
     def flush(self) -> None:
         """Fetches the kept losses, writes them to metrics.csv and sends them on."""
         self._last_flush = time.monotonic()
-        if not self._steps:
+        if not self._chunks:
             return
-        losses = [float(np.asarray(v)) for v in self._losses]
-        replicas = (
-            [np.asarray(v, dtype=np.float64).ravel().tolist() for v in self._replica_losses]
-            if self._replica_losses
-            else None
-        )
-        steps, elapsed = self._steps, self._elapsed
-        self._steps, self._losses, self._replica_losses, self._elapsed = [], [], [], []
+        steps: list[int] = []
+        losses: list[float] = []
+        elapsed: list[float] = []
+        replicas: list[list[float]] | None = [] if self._chunks[0][3] is not None else None
+        for first, count, loss_values, replica_values, end_s in self._chunks:
+            steps += range(first, first + count)
+            losses += np.asarray(loss_values, dtype=np.float64).reshape(count).tolist()
+            # A fused execution reports one time: spread it evenly over its steps.
+            begin_s = self._last_elapsed
+            elapsed += [begin_s + (end_s - begin_s) * (i + 1) / count for i in range(count)]
+            self._last_elapsed = end_s
+            if replicas is not None:
+                replicas += np.asarray(replica_values, dtype=np.float64).reshape(count, -1).tolist()
+        self._chunks, self._pending_steps = [], 0
         if self._metrics is not None:
             self._metrics.write(steps, losses, elapsed, replicas)
+        if self._also is not None:
+            self._also(steps, losses)
         self._channel.metrics(
             StepMetrics(steps=steps, losses=losses, elapsed_s=elapsed, replica_losses=replicas)
         )
         self.last_step, self.last_loss = steps[-1], losses[-1]
+        self._check_finite(steps, losses)
+
+    def _check_finite(self, steps: list[int], losses: list[float]) -> None:
         for step, loss in zip(steps, losses, strict=True):
             if not math.isfinite(loss):
                 if self._stop_on_nan:
@@ -94,4 +115,4 @@ class StepReporter:
                         "because training.stop_on_nan is false",
                         level="warning",
                     )
-                break
+                return

@@ -112,6 +112,34 @@ def read_metrics(run_dir: str | Path) -> dict[str, list[float]]:
     return columns
 
 
+def truncate_metrics(run_dir: str | Path, last_step: int) -> float:
+    """Keeps the rows up to ``last_step`` (a resume redoes the rest); returns their end time.
+
+    Rows after the checkpoint were trained by a model state the resumed run does
+    not have, so they are dropped and recomputed; the file stays one clean trace.
+    """
+    path = Path(run_dir) / METRICS_FILE
+    if not path.exists():
+        return 0.0
+    lines = path.read_text(encoding="utf-8").splitlines()
+    kept, elapsed = lines[:1], 0.0
+    for line in lines[1:]:
+        fields = line.split(",")
+        try:
+            step = int(fields[0])
+            row_elapsed = float(fields[2])
+        except (IndexError, ValueError):
+            break
+        if step > last_step:
+            break
+        kept.append(line)
+        elapsed = row_elapsed
+    atomic_write_text(
+        path, "".join(f"{line}\n" for line in kept) if len(kept) > 1 or last_step else ""
+    )
+    return elapsed
+
+
 def write_status(run_dir: str | Path, status: str, **details: Any) -> None:
     """Records how the run stands; atomic, so a reader never sees half a status."""
     record = {"status": status, "updated_at": time.time(), **details}

@@ -81,3 +81,18 @@ def strategy_devices(strategy: tf.distribute.Strategy) -> list[str]:
     if devices:
         return [str(d) for d in devices]
     return [str(extended.parameter_devices[0])] if extended.parameter_devices else []
+
+
+def is_chief(strategy: tf.distribute.Strategy) -> bool:
+    """The task that keeps checkpoints and writes metrics: the chief, else worker 0.
+
+    A single-process run (no cluster resolver, or one without a task type) is its
+    own chief.
+    """
+    resolver = getattr(strategy, "cluster_resolver", None)
+    if resolver is None or not resolver.task_type:
+        return True
+    if resolver.task_type == "chief":
+        return True
+    has_chief = "chief" in resolver.cluster_spec().as_dict()
+    return resolver.task_type == "worker" and resolver.task_id == 0 and not has_chief

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from contextlib import ExitStack
 from pathlib import Path
 
 import tensorflow as tf
@@ -18,16 +19,13 @@ from engine.channel import Channel
 from engine.config import Project, uneven_batch_warnings
 from engine.messages import RunFinished, RunStarted
 from engine.reporting import StepReporter
-from engine.run_folder import METRICS_FILE, MetricsWriter
-from engine.tf_data import build_dataset
-from engine.tf_loop import (
-    batches_for_epochs,
-    batches_for_steps,
-    make_distributed_train_step,
-    run_loop,
-)
+from engine.run_folder import METRICS_FILE, MetricsWriter, truncate_metrics
+from engine.tf_checkpoint import RunCheckpoints
+from engine.tf_data import build_training_data
+from engine.tf_loop import LoopPlan, StepRunner, run_loop
 from engine.tf_model import build_loss, build_model, build_optimizer
-from engine.tf_strategy import build_strategy, configure_devices, strategy_devices
+from engine.tf_strategy import build_strategy, configure_devices, is_chief, strategy_devices
+from engine.tf_tensorboard import TensorBoardWriter
 
 
 def train(
@@ -35,13 +33,44 @@ def train(
     run_dir: Path | None,
     channel: Channel,
     should_stop: Callable[[], bool],
+    *,
+    resume: bool = False,
 ) -> RunFinished:
+    """Runs the project; with ``resume``, continues from the run folder's last checkpoint."""
     began = time.perf_counter()
+    training = project.training
     configure_devices(project.strategy)
-    tf.keras.utils.set_random_seed(project.training.seed)
+    tf.keras.utils.set_random_seed(training.seed)
     tf.config.experimental.enable_op_determinism()
 
     strategy = build_strategy(project.strategy)
+    chief = is_chief(strategy)
+    with strategy.scope():
+        model = build_model(project.model, training.seed)
+        optimizer = build_optimizer(project.optimizer, model.trainable_variables)
+    loss_object = build_loss(project.loss)
+
+    checkpoints = None
+    done_steps = 0
+    if run_dir is not None:
+        checkpoints = RunCheckpoints(
+            run_dir,
+            model,
+            optimizer,
+            every=training.checkpoint_every,
+            is_chief=chief,
+            task=channel.task,
+        )
+        if resume:
+            done_steps = checkpoints.restore_latest()
+            channel.log(
+                f"resuming after step {done_steps} from the last checkpoint"
+                if done_steps
+                else "no checkpoint yet: starting the run from its first step"
+            )
+
+    data = build_training_data(project, skip_steps=done_steps)
+    dist_dataset = strategy.experimental_distribute_dataset(data.dataset)
     replicas = strategy.num_replicas_in_sync
     warnings = uneven_batch_warnings(project, replicas)
     for note in warnings:
@@ -53,44 +82,58 @@ def train(
             devices=strategy_devices(strategy),
             tensorflow_version=tf.__version__,
             run_dir=str(run_dir) if run_dir else None,
-            total_steps=project.total_steps(),
+            first_step=done_steps + 1,
+            total_steps=data.total_steps,
             warnings=warnings,
         )
     )
-
-    with strategy.scope():
-        model = build_model(project.model, project.training.seed)
-        optimizer = build_optimizer(project.optimizer, model.trainable_variables)
-    loss_object = build_loss(project.loss)
-
-    dataset = build_dataset(project)
-    dist_dataset = strategy.experimental_distribute_dataset(dataset)
-    per_replica = project.training.per_replica_losses
-    step_fn = make_distributed_train_step(
+    runner = StepRunner(
         strategy,
         model,
         optimizer,
         loss_object,
         project.data.global_batch_size,
         dist_dataset.element_spec,
-        per_replica,
+        per_replica_losses=training.per_replica_losses,
+        jit_compile=training.jit_compile,
     )
-    if project.training.steps is not None:
-        batches = batches_for_steps(dist_dataset, project.training.steps)
-    else:
-        batches = batches_for_epochs(dist_dataset, project.training.epochs or 1)
 
-    local_replicas = len(strategy.extended.worker_devices) if per_replica else None
-    metrics = MetricsWriter(run_dir / METRICS_FILE, local_replicas) if run_dir else None
-    reporter = StepReporter(channel, metrics, stop_on_nan=project.training.stop_on_nan)
-    try:
-        stopped = run_loop(step_fn, batches, reporter, should_stop)
-    finally:
-        if metrics is not None:
-            metrics.close()
+    with ExitStack() as cleanup:
+        metrics = tensorboard = None
+        elapsed_offset = 0.0
+        if run_dir is not None and chief:
+            elapsed_offset = truncate_metrics(run_dir, done_steps) if resume else 0.0
+            local = len(strategy.extended.worker_devices) if training.per_replica_losses else None
+            metrics = MetricsWriter(run_dir / METRICS_FILE, local)
+            cleanup.callback(metrics.close)
+            tensorboard = TensorBoardWriter(run_dir)
+            cleanup.callback(tensorboard.close)
+        reporter = StepReporter(
+            channel, metrics, stop_on_nan=training.stop_on_nan, also=tensorboard
+        )
+        reporter.start_at(elapsed_offset)
+        plan = LoopPlan(
+            first_step=done_steps + 1,
+            last_step=data.total_steps,
+            steps_per_execution=training.steps_per_execution,
+            epoch_form=training.epochs is not None,
+            elapsed_offset_s=elapsed_offset,
+        )
+        stopped = run_loop(
+            runner,
+            dist_dataset,
+            plan,
+            reporter,
+            should_stop,
+            after_steps=checkpoints.after_steps if checkpoints else lambda step: None,
+            steps_until_pause=checkpoints.steps_until_pause if checkpoints else lambda s: 1 << 30,
+        )
+        last_step = reporter.last_step or done_steps
+        if checkpoints is not None and last_step > done_steps:
+            checkpoints.save(last_step)
     return RunFinished(
         status="stopped" if stopped else "finished",
-        last_step=reporter.last_step or 0,
+        last_step=last_step,
         final_loss=reporter.last_loss,
         elapsed_s=time.perf_counter() - began,
     )

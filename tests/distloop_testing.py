@@ -22,9 +22,11 @@ def example_data(name: str = "seed") -> dict[str, Any]:
     return json.loads(example_text(name))
 
 
-def run_engine(project: Project, run_dir: Path | None, timeout_s: float = 180) -> dict[str, Any]:
+def run_engine(
+    project: Project, run_dir: Path | None, timeout_s: float = 180, *, resume: bool = False
+) -> dict[str, Any]:
     """Runs a project in a real engine process; returns what it reported."""
-    engine = EngineProcess(project, run_dir)
+    engine = EngineProcess(project, run_dir, resume=resume)
     engine.start()
     started, steps, losses, replicas, logs = None, [], [], [], []
     terminal = None
@@ -69,3 +71,35 @@ def distloop(*args: str, timeout_s: float = 240, **kwargs: Any) -> subprocess.Co
         timeout=timeout_s,
         **kwargs,
     )
+
+
+def synthetic_project(cpu_replicas: int, batch: int = 32, steps: int = 60, **training) -> dict:
+    """Examples that all differ, shuffled, with regularization: invariance is not trivial."""
+    return {
+        "schema_version": 1,
+        "name": f"invariance x{cpu_replicas}",
+        "strategy": {"kind": "mirrored", "cpu_replicas": cpu_replicas},
+        "model": {
+            "input_shape": [6],
+            "layers": [
+                {
+                    "kind": "dense",
+                    "units": 16,
+                    "activation": "tanh",
+                    "kernel_regularizer": {"l1": 0.0, "l2": 0.001},
+                },
+                {"kind": "dense", "units": 3},
+            ],
+        },
+        "optimizer": {"kind": "sgd", "learning_rate": 0.1, "momentum": 0.5},
+        "loss": {"kind": "sparse_categorical_crossentropy", "from_logits": True},
+        "data": {
+            "source": "synthetic_classification",
+            "examples": 512,
+            "num_classes": 3,
+            "global_batch_size": batch,
+            "shuffle_buffer": 512,
+            "seed": 3,
+        },
+        "training": {"steps": steps, "seed": 5, **training},
+    }

@@ -10,7 +10,7 @@ import time
 
 import numpy as np
 import pytest
-from distloop_testing import REPO, example_data, run_engine
+from distloop_testing import REPO, example_data, run_engine, synthetic_project
 
 from engine.config import load_project_data
 from engine.examples import load_example
@@ -19,38 +19,6 @@ from engine.process import EngineProcess
 from engine.run_folder import read_metrics, read_status
 
 pytestmark = pytest.mark.slow
-
-
-def synthetic_project(cpu_replicas: int, batch: int = 32, steps: int = 60, **training) -> dict:
-    """Examples that all differ, shuffled, with regularization: invariance is not trivial."""
-    return {
-        "schema_version": 1,
-        "name": f"invariance x{cpu_replicas}",
-        "strategy": {"kind": "mirrored", "cpu_replicas": cpu_replicas},
-        "model": {
-            "input_shape": [6],
-            "layers": [
-                {
-                    "kind": "dense",
-                    "units": 16,
-                    "activation": "tanh",
-                    "kernel_regularizer": {"l1": 0.0, "l2": 0.001},
-                },
-                {"kind": "dense", "units": 3},
-            ],
-        },
-        "optimizer": {"kind": "sgd", "learning_rate": 0.1, "momentum": 0.5},
-        "loss": {"kind": "sparse_categorical_crossentropy", "from_logits": True},
-        "data": {
-            "source": "synthetic_classification",
-            "examples": 512,
-            "num_classes": 3,
-            "global_batch_size": batch,
-            "shuffle_buffer": 512,
-            "seed": 3,
-        },
-        "training": {"steps": steps, "seed": 5, **training},
-    }
 
 
 def test_seed_example_matches_the_hand_written_guide_program(tmp_path) -> None:

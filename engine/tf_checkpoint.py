@@ -1,0 +1,83 @@
+"""Checkpoints of a run: model, optimizer and step counter (imports TensorFlow).
+
+The data position is not in the checkpoint (TensorFlow cannot checkpoint a
+distributed iterator); the step counter is enough because the input pipeline is
+one deterministic sequence that a resumed run skips forward (``engine.tf_data``).
+
+With several workers, every task must save (saving is collective), but only the
+chief keeps what it wrote; the others write to a temporary folder of their own
+and remove it, as TensorFlow's multi-worker tutorial does.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import tensorflow as tf
+
+CHECKPOINT_DIR = "checkpoints"
+
+
+class CheckpointError(RuntimeError):
+    """A checkpoint that cannot be restored: corrupt, or from a different model."""
+
+
+class RunCheckpoints:
+    def __init__(
+        self,
+        run_dir: Path,
+        model: tf.keras.Model,
+        optimizer: tf.keras.optimizers.Optimizer,
+        *,
+        every: int | None,
+        is_chief: bool,
+        task: str | None,
+    ) -> None:
+        self._every = every
+        self._is_chief = is_chief
+        self._step = tf.Variable(0, dtype=tf.int64, trainable=False, name="step")
+        self._checkpoint = tf.train.Checkpoint(model=model, optimizer=optimizer, step=self._step)
+        name = (
+            CHECKPOINT_DIR
+            if is_chief
+            else f"{CHECKPOINT_DIR}-tmp-{(task or 'task').replace(':', '-')}"
+        )
+        self._directory = run_dir / name
+        self._manager = tf.train.CheckpointManager(self._checkpoint, self._directory, max_to_keep=3)
+        self.last_saved: int | None = None
+
+    def restore_latest(self) -> int:
+        """Restores the newest checkpoint; returns its step (0 when there is none)."""
+        path = self._manager.latest_checkpoint
+        if path is None:
+            return 0
+        try:
+            self._checkpoint.restore(path).assert_existing_objects_matched()
+        except Exception as exc:  # corrupt files surface as IndexError, OpError, ValueError...
+            raise CheckpointError(
+                f"cannot restore {path}: it is corrupt or does not fit this project's model "
+                f"and optimizer ({type(exc).__name__}: {str(exc).splitlines()[0]})"
+            ) from exc
+        self.last_saved = int(self._step.numpy())
+        return self.last_saved
+
+    def save(self, step: int) -> None:
+        if self.last_saved == step:
+            return
+        self._step.assign(step)
+        self._manager.save(checkpoint_number=step)
+        self.last_saved = step
+        if not self._is_chief:
+            shutil.rmtree(self._directory, ignore_errors=True)
+
+    def after_steps(self, step: int) -> None:
+        """The loop's hook: saves when ``step`` is a multiple of ``checkpoint_every``."""
+        if self._every and step % self._every == 0:
+            self.save(step)
+
+    def steps_until_pause(self, step: int) -> int:
+        """How many steps from ``step`` on reach the next checkpoint step, inclusive."""
+        if not self._every:
+            return 1 << 30
+        return self._every - (step - 1) % self._every

@@ -1,0 +1,127 @@
+"""Runs that survive: stop, kill and resume give the uninterrupted run's trace, step for step."""
+
+from __future__ import annotations
+
+import os
+import signal
+
+import numpy as np
+import pytest
+from distloop_testing import distloop, example_data, run_engine, synthetic_project
+
+from engine.config import load_project_data
+from engine.examples import load_example
+from engine.process import EngineProcess
+from engine.run_folder import read_metrics, read_status
+
+pytestmark = pytest.mark.slow
+
+
+def interrupt_after(project, run_dir, steps: int, *, kill: bool) -> None:
+    """Starts a run and stops (or SIGKILLs) it once ``steps`` steps were reported."""
+    engine = EngineProcess(project, run_dir)
+    engine.start()
+    try:
+        seen = 0
+        while seen < steps and not engine.done:
+            seen += sum(len(getattr(m, "steps", [])) for m in engine.poll(0.2))
+        assert not engine.done, "the run ended before it could be interrupted"
+        if kill:
+            os.kill(engine.pid, signal.SIGKILL)
+        else:
+            engine.request_stop()
+        while not engine.done:
+            engine.poll(0.2)
+    finally:
+        engine.close()
+
+
+@pytest.mark.parametrize("kill", [False, True], ids=["stopped", "sigkilled"])
+def test_resumed_run_matches_the_uninterrupted_one(tmp_path, kill: bool) -> None:
+    data = synthetic_project(2, steps=400, checkpoint_every=25)
+    project = load_project_data(data)
+    whole = run_engine(project, tmp_path / "whole")
+    assert whole["terminal"].status == "finished"
+
+    run_dir = tmp_path / "interrupted"
+    interrupt_after(project, run_dir, 60, kill=kill)
+    status = read_status(run_dir)["status"]
+    assert status == ("failed" if kill else "stopped")
+    cut = read_metrics(run_dir)["step"][-1]
+    assert cut < 400
+
+    result = distloop("run", "--resume", str(run_dir), "--quiet")
+    assert result.returncode == 0, result.stderr
+    metrics = read_metrics(run_dir)
+    assert metrics["step"] == list(range(1, 401))
+    np.testing.assert_allclose(np.float32(metrics["loss"]), whole["losses"], rtol=1e-5)
+    assert np.all(np.diff(metrics["elapsed_s"]) >= 0)
+    assert read_status(run_dir)["status"] == "finished"
+
+
+def test_seed_example_resumes_exactly(tmp_path) -> None:
+    data = example_data()
+    data["training"] = {"steps": 3000, "seed": 0, "checkpoint_every": 100}
+    project = load_project_data(data)
+    whole = run_engine(project, None)
+    run_dir = tmp_path / "seed"
+    interrupt_after(project, run_dir, 150, kill=False)
+    resumed = run_engine(project, run_dir, resume=True)
+    assert (
+        resumed["started"].first_step
+        == read_status(run_dir)["last_step"] - len(resumed["steps"]) + 1
+        or resumed["started"].first_step > 1
+    )
+    metrics = read_metrics(run_dir)
+    assert metrics["step"] == list(range(1, 3001))
+    np.testing.assert_allclose(np.float32(metrics["loss"]), whole["losses"], rtol=1e-5)
+
+
+def test_mismatched_checkpoint_is_a_clear_error(tmp_path) -> None:
+    data = synthetic_project(1, steps=5)
+    run_dir = tmp_path / "run"
+    assert run_engine(load_project_data(data), run_dir)["terminal"].status == "finished"
+    data["model"]["layers"][0]["units"] = 9
+    failed = run_engine(load_project_data(data), run_dir, resume=True)["terminal"]
+    assert failed.error_type == "CheckpointError"
+    assert "does not fit this project's model" in failed.message
+
+
+def test_corrupt_checkpoint_is_a_clear_error(tmp_path) -> None:
+    data = synthetic_project(1, steps=5)
+    run_dir = tmp_path / "run"
+    run_engine(load_project_data(data), run_dir)
+    for shard in (run_dir / "checkpoints").glob("*.data-*"):
+        shard.write_bytes(b"\0garbage")
+    result = distloop("run", "--resume", str(run_dir))
+    assert result.returncode == 1
+    assert "CheckpointError: cannot restore" in result.stderr
+
+
+def test_fused_steps_give_the_same_trace_and_every_loss(tmp_path) -> None:
+    base = synthetic_project(2, steps=103, per_replica_losses=True)
+    one = run_engine(load_project_data(base), None)
+    fused_data = synthetic_project(2, steps=103, per_replica_losses=True, steps_per_execution=10)
+    fused = run_engine(load_project_data(fused_data), tmp_path)
+    assert fused["steps"] == list(range(1, 104))
+    np.testing.assert_allclose(fused["losses"], one["losses"], rtol=1e-5)
+    np.testing.assert_allclose(fused["replica_losses"], one["replica_losses"], rtol=1e-5)
+    assert read_metrics(tmp_path)["step"] == list(range(1, 104))
+
+
+def test_fused_epochs_with_a_short_last_batch(tmp_path) -> None:
+    data = example_data("regression")
+    data["training"]["steps_per_execution"] = 16
+    fused = run_engine(load_project_data(data), None)
+    data["training"]["steps_per_execution"] = 1
+    plain = run_engine(load_project_data(data), None)
+    assert fused["steps"] == plain["steps"] == list(range(1, 121))
+    np.testing.assert_allclose(fused["losses"], plain["losses"], rtol=1e-5)
+
+
+def test_seed_loss_trace_with_xla(tmp_path) -> None:
+    data = example_data()
+    data["training"]["jit_compile"] = True
+    run = run_engine(load_project_data(data), None)
+    plain = run_engine(load_example("seed"), None)
+    np.testing.assert_allclose(run["losses"], plain["losses"], rtol=1e-5)
