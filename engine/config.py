@@ -618,6 +618,8 @@ def load_project_text(text: str, source: str = "project") -> Project:
             [Problem((), f"not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}")],
             source,
         ) from None
+    except (ValueError, RecursionError) as exc:  # huge integers, absurd nesting
+        raise ProblemsError([Problem((), f"not readable as JSON: {exc}")], source) from None
     return load_project_data(data, source)
 
 

@@ -17,6 +17,8 @@ from pydantic import ValidationError
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
 Loc = tuple[str | int, ...]
+RULE_ERROR_TYPE = "distloop_rule"
+"""pydantic error type of the rules raised by :func:`raise_problems` (not shape errors)."""
 
 
 @dataclass(frozen=True)
@@ -81,7 +83,7 @@ def raise_problems(title: str, problems: Sequence[Problem]) -> None:
         title,
         [
             InitErrorDetails(
-                type=PydanticCustomError("distloop_rule", "{message}", {"message": p.message}),
+                type=PydanticCustomError(RULE_ERROR_TYPE, "{message}", {"message": p.message}),
                 loc=p.loc,
                 input=None,
             )

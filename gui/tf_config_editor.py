@@ -42,7 +42,13 @@ from PySide6.QtWidgets import (
 )
 
 from engine.config import STRATEGY_KINDS
-from engine.problems import Loc, Problem, ProblemsError, problems_from_validation_error
+from engine.problems import (
+    RULE_ERROR_TYPE,
+    Loc,
+    Problem,
+    ProblemsError,
+    problems_from_validation_error,
+)
 from engine.tf_config import (
     JOB_TYPES,
     TaskSpec,
@@ -53,10 +59,9 @@ from engine.tf_config import (
 )
 from gui.tf_config_table import JobTable, mark_widget
 
-# engine.problems.raise_problems reports cross-field rules under this pydantic error
-# type. Only those errors can be shown in the tables; any other error means the text
-# has a shape the editor cannot hold (a number where an address goes, a missing task).
-_RULE_ERROR_TYPE = "distloop_rule"
+# Only rule errors (RULE_ERROR_TYPE) can be shown in the tables; any other error means
+# the text has a shape the editor cannot hold (a number where an address goes).
+
 _FIRST_LOCAL_PORT = 12345
 _MAX_TASK_INDEX = 2**31 - 1  # what a QSpinBox can show
 _MAX_LISTED_PROBLEMS = 20
@@ -451,7 +456,7 @@ class TFConfigEditor(QWidget):
             config = TFConfig.model_validate(data)
         except ValidationError as exc:
             problems = problems_from_validation_error(exc)
-            rules_only = all(err["type"] == _RULE_ERROR_TYPE for err in exc.errors())
+            rules_only = all(err["type"] == RULE_ERROR_TYPE for err in exc.errors())
         else:
             self._import(config.cluster, config.task)
             return True
