@@ -47,6 +47,18 @@ def _watch_parent() -> None:
     threading.Thread(target=watch, name="parent-watchdog", daemon=True).start()
 
 
+def _stop_on_sigterm() -> threading.Event:
+    """SIGTERM (a scheduler preempting the job, ``kill``) stops the run like Stop does.
+
+    The run then ends between steps with a checkpoint, so it can be resumed. The
+    handler only sets a thread-local event: touching the multiprocessing Event
+    from a signal handler could deadlock on its lock.
+    """
+    terminated = threading.Event()
+    signal.signal(signal.SIGTERM, lambda signum, frame: terminated.set())
+    return terminated
+
+
 class _OutputCapture:
     """Sends everything written to file descriptors 1 and 2 to ``on_line``, line by line.
 
@@ -113,6 +125,7 @@ def run_engine(
 ) -> None:
     """Runs one project and reports it; the exit code is 0 only for a clean finish or stop."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    terminated = _stop_on_sigterm()
     _watch_parent()
     if tf_config_env is not None:
         os.environ["TF_CONFIG"] = tf_config_env
@@ -129,7 +142,13 @@ def run_engine(
             write_status(folder, "running", started_at=started, pid=os.getpid(), task=task)
         from engine.training import train
 
-        result = train(project, folder, channel, stop_event.is_set, resume=resume)
+        result = train(
+            project,
+            folder,
+            channel,
+            lambda: terminated.is_set() or stop_event.is_set(),
+            resume=resume,
+        )
         if folder is not None:
             write_status(
                 folder, result.status, started_at=started, last_step=result.last_step, task=task

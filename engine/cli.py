@@ -173,7 +173,7 @@ def run_in_foreground(
     try:
         engine.start()
     except OSError as exc:
-        _err(f"distloop: cannot start the engine: {exc}")
+        _err(f"distloop: cannot start the run in {run_dir}: {exc.strerror or exc}")
         return EXIT_FAILED
     _err(f"distloop: run folder {run_dir}")
     interrupted = False

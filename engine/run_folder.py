@@ -60,18 +60,25 @@ def new_run_dir(project_name: str, root: Path | None = None) -> Path:
     raise FileExistsError(f"no free run folder name under {root}")
 
 
+class RunFolderError(OSError):
+    """The run folder cannot be written (full disk, no permission): the run must stop."""
+
+
 class MetricsWriter:
     """Appends step rows to ``metrics.csv`` and flushes each batch to disk."""
 
     def __init__(self, path: Path, replicas: int | None) -> None:
-        self._replicas = replicas
+        self._path = path
         fresh = not path.exists() or path.stat().st_size == 0
         self._file: TextIO = path.open("a", encoding="utf-8", newline="")
         self._csv = csv.writer(self._file, lineterminator="\n")
         if fresh:
             extra = [f"replica_{i}" for i in range(replicas or 0)]
-            self._csv.writerow([*METRICS_COLUMNS, *extra])
-            self._file.flush()
+            try:
+                self._csv.writerow([*METRICS_COLUMNS, *extra])
+                self._file.flush()
+            except OSError as exc:
+                raise RunFolderError(f"cannot write {path}: {exc.strerror or exc}") from exc
 
     def write(
         self,
@@ -80,15 +87,25 @@ class MetricsWriter:
         elapsed_s: Sequence[float],
         replica_losses: Sequence[Sequence[float]] | None = None,
     ) -> None:
-        for i, step in enumerate(steps):
-            row = [step, format_loss(losses[i]), f"{elapsed_s[i]:.6f}"]
-            if replica_losses is not None:
-                row += [format_loss(v) for v in replica_losses[i]]
-            self._csv.writerow(row)
-        self._file.flush()
+        try:
+            for i, step in enumerate(steps):
+                row = [step, format_loss(losses[i]), f"{elapsed_s[i]:.6f}"]
+                if replica_losses is not None:
+                    row += [format_loss(v) for v in replica_losses[i]]
+                self._csv.writerow(row)
+            self._file.flush()
+        except OSError as exc:
+            raise RunFolderError(
+                f"cannot write {self._path}: {exc.strerror or exc}; the steps before "
+                f"step {steps[0]} are recorded"
+            ) from exc
 
     def close(self) -> None:
-        self._file.close()
+        # Closing flushes: on a full disk that fails again, and the write already said so.
+        try:
+            self._file.close()
+        except OSError:
+            pass
 
 
 def read_metrics(run_dir: str | Path) -> dict[str, list[float]]:
