@@ -13,6 +13,7 @@ the parent only writes ``status.json`` when the engine died too abruptly to do s
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import json
 import re
@@ -102,10 +103,8 @@ class MetricsWriter:
 
     def close(self) -> None:
         # Closing flushes: on a full disk that fails again, and the write already said so.
-        try:
+        with contextlib.suppress(OSError):
             self._file.close()
-        except OSError:
-            pass
 
 
 def read_metrics(run_dir: str | Path) -> dict[str, list[float]]:
