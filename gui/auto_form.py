@@ -12,7 +12,7 @@ from typing import Any
 
 from pydantic import BaseModel
 from PySide6.QtCore import QSignalBlocker, Signal
-from PySide6.QtWidgets import QFormLayout, QWidget
+from PySide6.QtWidgets import QFormLayout, QSizePolicy, QStackedWidget, QWidget
 
 from gui.field_editors import editor_for, label_for
 
@@ -80,3 +80,13 @@ class AutoForm(QWidget):
             label = self._layout.labelForField(editor)
             if label is not None:
                 label.setEnabled(enabled)
+
+
+def show_page(stack: QStackedWidget, page: QWidget) -> None:
+    """Shows ``page`` and sizes the stack to it, not to its tallest page."""
+    for index in range(stack.count()):
+        other = stack.widget(index)
+        vertical = QSizePolicy.Policy.Preferred if other is page else QSizePolicy.Policy.Ignored
+        other.setSizePolicy(QSizePolicy.Policy.Preferred, vertical)
+    stack.setCurrentWidget(page)
+    stack.adjustSize()

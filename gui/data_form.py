@@ -16,7 +16,7 @@ from engine.config import (
     SyntheticRegression,
 )
 from engine.problems import Loc
-from gui.auto_form import AutoForm
+from gui.auto_form import AutoForm, show_page
 from gui.field_editors import ChoiceEdit, PathEdit
 
 # What a source's page shows before the user fills it in (fields without a model default).
@@ -96,6 +96,7 @@ class DataForm(QWidget):
         self.source.edited.connect(self._show_page)
         self.source.edited.connect(self.edited)
         self._reset_pages()
+        self._show_page()
 
     def value(self) -> dict[str, Any]:
         source = self.source.value()
@@ -124,4 +125,4 @@ class DataForm(QWidget):
             page.set_value(_REQUIRED_STARTS.get(source, {}))
 
     def _show_page(self) -> None:
-        self.stack.setCurrentWidget(self.pages[self.source.value()])
+        show_page(self.stack, self.pages[self.source.value()])

@@ -20,16 +20,19 @@ from PySide6.QtWidgets import (
 from engine.config import DenseLayer, DropoutLayer, Initializer, Regularizer
 from engine.problems import Loc
 from gui.applicability import applicable_fields
-from gui.auto_form import AutoForm
+from gui.auto_form import AutoForm, show_page
 from gui.field_editors import ChoiceEdit, editor_for
 
 LAYER_KINDS = ("dense", "dropout")
 NO_REGULARIZER, L1_L2 = "none", "l1_l2"
 
 
+NEW_DENSE_UNITS = 16
+
+
 def new_layer(kind: str) -> DenseLayer | DropoutLayer:
     """The layer "Add" creates: a small dense layer, or the model's default dropout."""
-    return DenseLayer(units=16) if kind == "dense" else DropoutLayer()
+    return DenseLayer(units=NEW_DENSE_UNITS) if kind == "dense" else DropoutLayer()
 
 
 class LayerCard(QFrame):
@@ -124,18 +127,19 @@ class LayerCard(QFrame):
         return button
 
     def set_layer(self, layer: DenseLayer | DropoutLayer) -> None:
+        """Shows ``layer``; the other kind's page starts from what "Add" would create."""
+        dense = layer if isinstance(layer, DenseLayer) else DenseLayer(units=NEW_DENSE_UNITS)
+        dropout = layer if isinstance(layer, DropoutLayer) else DropoutLayer()
         with QSignalBlocker(self):
             self.kind.set_value(layer.kind)
-            if isinstance(layer, DenseLayer):
-                self.dense.set_value(layer)
-                self.initializer.set_value(layer.kernel_initializer)
-                regularizer = layer.kernel_regularizer
-                self.regularizer_kind.set_value(L1_L2 if regularizer else NO_REGULARIZER)
-                if regularizer is not None:
-                    self.l1.set_value(regularizer.l1)
-                    self.l2.set_value(regularizer.l2)
-            else:
-                self.dropout.set_value(layer)
+            self.dense.set_value(dense)
+            self.initializer.set_value(dense.kernel_initializer)
+            regularizer = dense.kernel_regularizer
+            self.regularizer_kind.set_value(L1_L2 if regularizer else NO_REGULARIZER)
+            if regularizer is not None:
+                self.l1.set_value(regularizer.l1)
+                self.l2.set_value(regularizer.l2)
+            self.dropout.set_value(dropout)
         self._on_kind()
 
     def value(self) -> dict[str, Any]:
@@ -173,7 +177,7 @@ class LayerCard(QFrame):
         return targets
 
     def _on_kind(self) -> None:
-        self.pages.setCurrentIndex(LAYER_KINDS.index(self.kind.value()))
+        show_page(self.pages, self.pages.widget(LAYER_KINDS.index(self.kind.value())))
         self._refresh()
 
     def _refresh(self) -> None:

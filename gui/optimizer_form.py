@@ -9,7 +9,7 @@ from PySide6.QtWidgets import QFormLayout, QStackedWidget, QVBoxLayout, QWidget
 
 from engine.config import OPTIMIZER_KINDS, AdagradConfig, AdamConfig, RMSpropConfig, SGDConfig
 from engine.problems import Loc
-from gui.auto_form import AutoForm
+from gui.auto_form import AutoForm, show_page
 from gui.field_editors import ChoiceEdit
 
 OPTIMIZER_MODELS = {
@@ -46,6 +46,7 @@ class OptimizerForm(QWidget):
         layout.addWidget(self.stack)
         self.kind.edited.connect(self._show_page)
         self.kind.edited.connect(self.edited)
+        self._show_page()
 
     def value(self) -> dict[str, Any]:
         kind = self.kind.value()
@@ -67,4 +68,4 @@ class OptimizerForm(QWidget):
         return targets
 
     def _show_page(self) -> None:
-        self.stack.setCurrentWidget(self.pages[self.kind.value()])
+        show_page(self.stack, self.pages[self.kind.value()])

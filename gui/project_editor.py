@@ -59,6 +59,17 @@ class DescriptionEdit(QPlainTextEdit):
         self.setPlainText(value)
 
 
+# Fusion's own tabs clip descenders ("Strategy", "TF_CONFIG") with some fonts; styled
+# tabs size their text from the font's full height.
+TAB_STYLE = """
+QTabBar::tab { padding: 4px 10px 5px 10px; border: 1px solid palette(mid); border-bottom: none;
+  border-top-left-radius: 3px; border-top-right-radius: 3px; background: palette(button);
+  margin-right: 1px; }
+QTabBar::tab:selected { background: palette(base); }
+QTabBar::tab:!selected { margin-top: 2px; }
+"""
+
+
 def _scrolled(*widgets: QWidget) -> QScrollArea:
     page = QWidget()
     layout = QVBoxLayout(page)
@@ -87,6 +98,7 @@ class ProjectEditor(QTabWidget):
     def __init__(self, detect: Callable[[float], DevicesDetected] = detect_devices) -> None:
         super().__init__()
         self.setDocumentMode(True)
+        self.tabBar().setStyleSheet(TAB_STYLE)
         self.general = AutoForm(
             Project,
             ["name", "description"],

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from collections import deque
+from pathlib import Path
 
 from PySide6.QtCore import Qt, QTimer
 from PySide6.QtWidgets import QGridLayout, QLabel, QProgressBar, QVBoxLayout, QWidget
@@ -91,7 +92,8 @@ class StatusPanel(QWidget):
         self._rate_points.clear()
         for key in ("step", "loss", "rate", "eta", "strategy", "replicas", "devices"):
             self.values[key].setText("—")
-        self.values["run_dir"].setText(run_dir)
+        self.values["run_dir"].setText(Path(run_dir).name)
+        self.values["run_dir"].setToolTip(run_dir)
         self.state.setText("Starting… (TensorFlow loads in the engine process)")
         self._set_progress()
         self._update_times()

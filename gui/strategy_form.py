@@ -77,7 +77,7 @@ class StrategyForm(QWidget):
         )
         self.kind_note = QLabel()
         self.kind_note.setWordWrap(True)
-        self.kind_note.setStyleSheet("color: palette(mid);")
+        self.kind_note.setStyleSheet("color: #555555;")
 
         self.detect_button = QPushButton("Detect devices")
         self.detect_button.setToolTip(

@@ -1,0 +1,121 @@
+"""Editors take their ranges from the model fields, so a form cannot hold a rejected value."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from engine.config import (
+    AdamConfig,
+    ConstantData,
+    DropoutLayer,
+    LossConfig,
+    SGDConfig,
+    StrategyConfig,
+    TrainingConfig,
+)
+from gui.field_editors import (
+    DECIMALS,
+    BoolEdit,
+    ChoiceEdit,
+    FloatEdit,
+    IntEdit,
+    ListEdit,
+    OptionalFloatEdit,
+    TextEdit,
+    editor_for,
+    label_for,
+)
+
+
+def test_int_ranges_come_from_the_model(qtbot) -> None:
+    replicas = editor_for(StrategyConfig, "cpu_replicas")
+    batch = editor_for(ConstantData, "global_batch_size")
+    assert isinstance(replicas, IntEdit)
+    assert (replicas.minimum(), replicas.maximum()) == (1, 64)
+    assert (batch.minimum(), batch.maximum()) == (1, 10_000_000)
+    batch.setValue(0)
+    assert batch.value() == 1  # clamped: a batch of 0 cannot even be typed
+
+
+def test_open_float_bounds_stay_inside(qtbot) -> None:
+    rate = editor_for(DropoutLayer, "rate")
+    learning_rate = editor_for(SGDConfig, "learning_rate")
+    assert isinstance(rate, FloatEdit)
+    assert rate.minimum() == 0.0 and rate.maximum() < 1.0
+    assert 0.0 < learning_rate.minimum() < 1e-9 and learning_rate.maximum() == 100.0
+    rate.set_value(1.0)
+    DropoutLayer(rate=rate.value())  # the clamped value is one the model accepts
+
+
+def test_defaults_and_descriptions(qtbot) -> None:
+    adam = editor_for(AdamConfig, "learning_rate")
+    assert adam.value() == 0.001
+    batch = editor_for(ConstantData, "global_batch_size")
+    assert "compute_average_loss" in batch.toolTip() and "at least 1" in batch.toolTip()
+
+
+def test_float_text_is_exact_for_small_values(qtbot) -> None:
+    epsilon = editor_for(AdamConfig, "epsilon")
+    assert epsilon.value() == 1e-7
+    assert epsilon.text() == "1e-07"
+    epsilon.lineEdit().setText("2.5e-8")
+    epsilon.interpretText()
+    assert epsilon.value() == 2.5e-8
+
+
+# Each example builds its own editor; the shared fixtures (QApplication, settings) hold no state.
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(st.floats(min_value=1e-6, max_value=100.0))
+def test_float_edit_keeps_values_to_twelve_decimals(qtbot, value: float) -> None:
+    editor = editor_for(SGDConfig, "learning_rate")
+    editor.set_value(value)
+    assert abs(editor.value() - value) <= 10.0**-DECIMALS
+
+
+def test_optional_float_is_none_until_checked(qtbot) -> None:
+    delta = editor_for(LossConfig, "delta")
+    assert isinstance(delta, OptionalFloatEdit)
+    assert delta.value() is None
+    delta.set_value(2.5)
+    assert delta.value() == 2.5 and delta.checkbox.isChecked()
+    delta.set_value(None)
+    assert delta.value() is None and not delta.spin.isEnabled()
+
+
+def test_choice_text_and_list_editors(qtbot) -> None:
+    kind = editor_for(StrategyConfig, "kind")
+    assert isinstance(kind, ChoiceEdit)
+    assert [kind.itemText(i) for i in range(kind.count())][:3] == [
+        "default",
+        "one_device",
+        "mirrored",
+    ]
+    with pytest.raises(ValueError):
+        kind.set_value("nonsense")
+    tpu = editor_for(StrategyConfig, "tpu")
+    assert isinstance(tpu, TextEdit) and tpu.value() is None
+    devices = editor_for(StrategyConfig, "devices")
+    assert isinstance(devices, ListEdit) and devices.value() is None
+    devices.setText(" /gpu:0 ,/gpu:1")
+    assert devices.value() == ["/gpu:0", "/gpu:1"]
+    features = editor_for(ConstantData, "features")
+    features.set_value([1.0, -2.5])
+    assert features.value() == ["1.0", "-2.5"]
+    features.setText("")
+    assert features.value() == []
+    assert isinstance(editor_for(TrainingConfig, "stop_on_nan"), BoolEdit)
+
+
+def test_every_edit_emits_edited(qtbot) -> None:
+    units = editor_for(StrategyConfig, "cpu_replicas")
+    with qtbot.waitSignal(units.edited, timeout=1000):
+        units.setValue(3)
+
+
+def test_labels() -> None:
+    assert label_for("communication_timeout_s") == "Communication timeout (s):"
+    assert label_for("global_batch_size") == "Global batch size:"

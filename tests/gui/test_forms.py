@@ -1,0 +1,150 @@
+"""The forms show every setting of a project, and reading them back gives the same project."""
+
+from __future__ import annotations
+
+import pytest
+
+from engine.config import Project
+from engine.examples import example_names, load_example
+from gui.project_editor import ProjectEditor
+from gui.validation import differences, validate
+
+
+def _variant(**sections: object) -> Project:
+    """The seed example with whole sections replaced."""
+    return Project.model_validate({**load_example("seed").model_dump(mode="json"), **sections})
+
+
+VARIANTS = {
+    "adam": _variant(optimizer={"kind": "adam", "learning_rate": 3e-4, "amsgrad": True}),
+    "rmsprop": _variant(optimizer={"kind": "rmsprop", "centered": True, "rho": 0.8}),
+    "adagrad": _variant(optimizer={"kind": "adagrad", "epsilon": 1e-6}),
+    "huber": _variant(
+        loss={"kind": "huber", "delta": 2.0},
+    ),
+    "numpy": _variant(
+        data={"source": "numpy", "path": "data/train.npz", "features_key": "f", "labels_key": "l"},
+    ),
+    "csv": _variant(
+        data={
+            "source": "csv",
+            "path": "/tmp/d.csv",
+            "label_column": "y",
+            "global_batch_size": 32,
+            "shuffle_buffer": 100,
+            "drop_remainder": True,
+        },
+    ),
+    "steps": _variant(
+        training={"steps": 12345, "seed": 7, "per_replica_losses": True, "stop_on_nan": False},
+    ),
+    "one_device": _variant(strategy={"kind": "one_device", "devices": ["/cpu:0"]}),
+    "mirrored_cpu": _variant(
+        strategy={"kind": "mirrored", "cpu_replicas": 4, "cross_device_ops": "nccl"}
+    ),
+    "multi_worker": _variant(
+        strategy={
+            "kind": "multi_worker_mirrored",
+            "communication": "ring",
+            "communication_timeout_s": 30.0,
+        },
+        tf_config={
+            "cluster": {"worker": ["host1:2222", "host2:2222"]},
+            "task": {"type": "worker", "index": 1},
+        },
+    ),
+    "tpu": _variant(strategy={"kind": "tpu", "tpu": "grpc://10.0.0.2:8470"}),
+    "layers": _variant(
+        model={
+            "input_shape": [1],
+            "layers": [
+                {
+                    "kind": "dense",
+                    "units": 8,
+                    "activation": "gelu",
+                    "use_bias": False,
+                    "kernel_initializer": {"kind": "random_normal", "stddev": 0.2},
+                },
+                {"kind": "dropout", "rate": 0.25},
+                {
+                    "kind": "dense",
+                    "units": 1,
+                    "kernel_initializer": {"kind": "constant", "value": -0.5},
+                    "kernel_regularizer": {"l1": 0.001, "l2": 0.0},
+                },
+            ],
+        },
+    ),
+    "described": _variant(name="x" * 200, description="two\nlines"),
+}
+
+
+@pytest.fixture
+def editor(qtbot) -> ProjectEditor:
+    editor = ProjectEditor()
+    qtbot.addWidget(editor)
+    return editor
+
+
+@pytest.mark.parametrize("name", example_names())
+def test_examples_round_trip(editor: ProjectEditor, name: str) -> None:
+    project = load_example(name)
+    editor.set_project(project)
+    assert validate(editor.data()).project == project
+
+
+@pytest.mark.parametrize("name", sorted(VARIANTS))
+def test_every_setting_round_trips(editor: ProjectEditor, name: str) -> None:
+    project = VARIANTS[name]
+    editor.set_project(project)
+    shown = validate(editor.data())
+    assert shown.problems == []
+    assert shown.project == project
+
+
+def test_loading_a_project_is_not_an_edit(qtbot, editor: ProjectEditor) -> None:
+    with qtbot.assertNotEmitted(editor.edited):
+        editor.set_project(VARIANTS["layers"])
+
+
+def test_switching_kinds_keeps_each_kinds_values(editor: ProjectEditor) -> None:
+    editor.set_project(load_example("seed"))
+    optimizer = editor.optimizer
+    optimizer.kind.set_value("adam")
+    optimizer.pages["adam"].editors["learning_rate"].set_value(0.005)
+    optimizer.kind.set_value("sgd")
+    assert editor.data()["optimizer"]["learning_rate"] == 0.01
+    optimizer.kind.set_value("adam")
+    assert editor.data()["optimizer"] == {**ADAM_DEFAULTS, "learning_rate": 0.005}
+
+
+ADAM_DEFAULTS = {
+    "kind": "adam",
+    "learning_rate": 0.001,
+    "beta_1": 0.9,
+    "beta_2": 0.999,
+    "epsilon": 1e-7,
+    "amsgrad": False,
+}
+
+
+def test_fields_that_do_not_apply_are_greyed_out(editor: ProjectEditor) -> None:
+    editor.set_project(load_example("seed"))
+    fields = editor.strategy.fields.editors
+    assert fields["cpu_replicas"].isEnabled()  # mirrored uses it
+    fields["kind"].set_value("one_device")
+    assert not fields["cpu_replicas"].isEnabled()
+    assert fields["devices"].isEnabled()
+    fields["kind"].set_value("mirrored")
+    fields["cpu_replicas"].set_value(2)
+    fields["kind"].set_value("one_device")
+    assert fields["cpu_replicas"].isEnabled()  # set, so it stays editable to be cleared
+    loss = editor.loss.fields.editors
+    assert loss["from_logits"].isEnabled() and not loss["delta"].isEnabled()
+
+
+def test_out_of_range_values_on_load_are_reported() -> None:
+    loaded = {"data": {"seed": 2**40}, "name": "a"}
+    shown = {"data": {"seed": 2**31 - 1}, "name": "a"}
+    assert differences(shown, loaded) == ["data.seed"]
+    assert differences(loaded, loaded) == []

@@ -1,0 +1,113 @@
+"""Live validation: each problem marks the widget that owns it, in the model's own words."""
+
+from __future__ import annotations
+
+from engine.config import load_project_data
+from engine.problems import ProblemsError
+from gui.main_window import MainWindow
+from gui.problem_marks import is_marked, problem_tooltip
+
+
+def _engine_problems(window: MainWindow) -> list[str]:
+    """What the engine's own loader (the CLI's) says about the forms' content."""
+    try:
+        load_project_data(window.editor.data())
+    except ProblemsError as exc:
+        return [problem.message for problem in exc.problems]
+    return []
+
+
+def test_feature_count_mismatch_marks_the_features_field(window: MainWindow) -> None:
+    features = window.editor.data_form.pages["constant"].editors["features"]
+    features.setText("1.0, 2.0")
+    message = "has 2 value(s) but the model's input_shape [1] takes 1"
+    assert message in _engine_problems(window)
+    assert is_marked(features)
+    assert message in problem_tooltip(features)
+    assert not window.run_action.isEnabled()
+    assert window.validity.text() == "Cannot run: 1 problem"
+    assert [str(p) for p in window.problems_panel.problems()] == [f"data.features: {message}"]
+    assert window.is_modified() and window.isWindowModified()
+
+    features.setText("1.0")
+    assert not is_marked(features)
+    assert "has 2 value(s)" not in problem_tooltip(features)
+    assert window.run_action.isEnabled()
+    assert window.validity.text() == "Ready to run"
+    assert not window.is_modified()
+
+
+def test_cpu_replicas_with_one_device_marks_cpu_replicas(window: MainWindow) -> None:
+    fields = window.editor.strategy.fields.editors
+    fields["cpu_replicas"].set_value(2)
+    assert window.run_action.isEnabled()  # mirrored over 2 CPU replicas is fine
+    fields["kind"].set_value("one_device")
+    assert is_marked(fields["cpu_replicas"])
+    assert "cpu_replicas applies only to mirrored, not one_device" in problem_tooltip(
+        fields["cpu_replicas"]
+    )
+    assert not is_marked(fields["kind"])
+    assert not window.run_action.isEnabled()
+    fields["cpu_replicas"].set_value(1)
+    assert not is_marked(fields["cpu_replicas"])
+    assert window.run_action.isEnabled()
+
+
+def test_text_that_is_not_a_number_is_reported_by_pydantic(window: MainWindow) -> None:
+    features = window.editor.data_form.pages["constant"].editors["features"]
+    features.setText("abc")
+    problems = window.problems_panel.problems()
+    assert [p.path for p in problems] == ["data.features.0"]
+    assert "valid number" in problems[0].message
+    assert is_marked(features)
+
+
+def test_layer_problem_marks_the_layer_field(window: MainWindow) -> None:
+    window.editor.model.cards[0].initializer.editors["kind"].set_value("constant")
+    value = window.editor.model.cards[0].initializer.editors["value"]
+    assert is_marked(value)
+    assert "a constant initializer needs a value" in problem_tooltip(value)
+    value.set_value(0.5)
+    assert not is_marked(value) and window.validation.valid
+
+
+def test_problem_tab_gets_an_icon_and_clicking_a_problem_shows_it(window: MainWindow) -> None:
+    editor = window.editor
+    data_tab = editor.indexOf(editor.data_form.parentWidget().parentWidget().parentWidget())
+    assert editor.tabIcon(data_tab).isNull()
+    editor.data_form.batching.editors["global_batch_size"].set_value(1)
+    editor.strategy.fields.editors["cpu_replicas"].set_value(2)
+    problems = window.problems_panel.problems()
+    assert [p.path for p in problems] == ["data.global_batch_size"]
+    assert not editor.tabIcon(data_tab).isNull()
+    editor.setCurrentIndex(0)
+    window.problems_panel.problem_activated.emit(problems[0])
+    assert editor.currentIndex() == data_tab
+
+
+def test_tf_config_problems_reach_the_tf_config_tab(window: MainWindow) -> None:
+    editor = window.editor
+    editor.strategy.fields.editors["kind"].set_value("parameter_server")
+    problems = window.problems_panel.problems()
+    assert [p.path for p in problems] == ["tf_config"]
+    tf_tab = editor.indexOf(editor.tf_config)
+    assert editor.tab_of(problems[0]) == tf_tab
+    assert not editor.tabIcon(tf_tab).isNull()
+    assert not window.run_action.isEnabled()
+
+
+def test_summary_follows_the_project(window: MainWindow) -> None:
+    summary = window.editor.summary.values
+    assert summary["Model"].text() == "input [1], 1 layer (1 dense), 2 parameters"
+    assert summary["Training"].text() == "1 epoch = 100 steps, seed 0"
+    window.editor.data_form.batching.editors["global_batch_size"].set_value(0)  # clamped to 1
+    assert window.editor.data()["data"]["global_batch_size"] == 1
+    assert summary["Training"].text() == "1 epoch = 1,000 steps, seed 0"
+
+
+def test_uneven_batches_are_notes_not_problems(window: MainWindow) -> None:
+    window.editor.data_form.batching.editors["global_batch_size"].set_value(300)
+    assert window.validation.valid
+    assert window.validation.notes
+    assert window.problems_panel.list.count() == len(window.validation.notes)
+    assert window.run_action.isEnabled()
