@@ -24,6 +24,7 @@ from engine.tf_checkpoint import RunCheckpoints
 from engine.tf_data import build_training_data
 from engine.tf_loop import LoopPlan, StepRunner, run_loop
 from engine.tf_model import build_loss, build_model, build_optimizer
+from engine.tf_ps_loop import train_parameter_server
 from engine.tf_strategy import build_strategy, configure_devices, is_chief, strategy_devices
 from engine.tf_tensorboard import TensorBoardWriter
 
@@ -37,6 +38,8 @@ def train(
     resume: bool = False,
 ) -> RunFinished:
     """Runs the project; with ``resume``, continues from the run folder's last checkpoint."""
+    if project.strategy.kind == "parameter_server":
+        return train_parameter_server(project, run_dir, channel, should_stop, resume=resume)
     began = time.perf_counter()
     training = project.training
     configure_devices(project.strategy)
@@ -93,7 +96,6 @@ def train(
         optimizer,
         loss_object,
         project.data.global_batch_size,
-        dist_dataset.element_spec,
         per_replica_losses=training.per_replica_losses,
         jit_compile=training.jit_compile,
     )
@@ -129,6 +131,7 @@ def train(
             steps_until_pause=checkpoints.steps_until_pause if checkpoints else lambda s: 1 << 30,
         )
         last_step = reporter.last_step or done_steps
+        channel.log(f"the step function was traced {runner.traces()} time(s)", level="debug")
         if checkpoints is not None and last_step > done_steps:
             checkpoints.save(last_step)
     return RunFinished(

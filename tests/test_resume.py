@@ -125,3 +125,13 @@ def test_seed_loss_trace_with_xla(tmp_path) -> None:
     run = run_engine(load_project_data(data), None)
     plain = run_engine(load_example("seed"), None)
     np.testing.assert_allclose(run["losses"], plain["losses"], rtol=1e-5)
+
+
+def test_short_last_batches_do_not_retrace_every_epoch() -> None:
+    data = example_data()
+    data["data"]["examples"] = 1005
+    data["training"] = {"epochs": 3, "seed": 0}
+    run = run_engine(load_project_data(data), None)
+    assert run["steps"] == list(range(1, 304))
+    (note,) = [m.text for m in run["logs"] if "traced" in m.text]
+    assert note == "the step function was traced 2 time(s)"

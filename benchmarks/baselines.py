@@ -1,0 +1,98 @@
+"""The baselines the engine is measured against, each run in a fresh process.
+
+``plain``: the guide's loop written by hand (no app, no reporting, no run folder)
+on the seed example's model, timing steps after a warm-up, as a user's own
+script would run it. ``fit``: Keras ``model.fit`` on the MLP workload with the
+same strategy and ``steps_per_execution``.
+
+Usage: python -m benchmarks.baselines plain STEPS WARMUP
+       python -m benchmarks.baselines fit STEPS WARMUP STEPS_PER_EXECUTION
+Prints one number: steps per second (plain) or examples per second (fit).
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+
+import numpy as np
+
+
+def plain(steps: int, warmup: int) -> float:
+    import tensorflow as tf
+
+    tf.keras.utils.set_random_seed(0)
+    strategy = tf.distribute.MirroredStrategy()
+    batch = 10
+    with strategy.scope():
+        model = tf.keras.Sequential(
+            [tf.keras.Input((1,)), tf.keras.layers.Dense(1, kernel_regularizer="l2")]
+        )
+        optimizer = tf.keras.optimizers.SGD()
+        optimizer.build(model.trainable_variables)
+    dataset = tf.data.Dataset.from_tensors(([1.0], [1.0])).repeat().batch(batch)
+    dist_dataset = strategy.experimental_distribute_dataset(dataset)
+    loss_object = tf.keras.losses.BinaryCrossentropy(from_logits=True, reduction=None)
+
+    def train_step(inputs):
+        features, labels = inputs
+        with tf.GradientTape() as tape:
+            predictions = model(features, training=True)
+            loss = tf.nn.compute_average_loss(loss_object(labels, predictions))
+            loss += tf.nn.scale_regularization_loss(tf.add_n(model.losses))
+        gradients = tape.gradient(loss, model.trainable_variables)
+        optimizer.apply_gradients(zip(gradients, model.trainable_variables))
+        return loss
+
+    @tf.function
+    def distributed_train_step(dist_inputs):
+        per_replica = strategy.run(train_step, args=(dist_inputs,))
+        return strategy.reduce(tf.distribute.ReduceOp.SUM, per_replica, axis=None)
+
+    iterator = iter(dist_dataset)
+    losses = []
+    for _ in range(warmup):
+        losses.append(distributed_train_step(next(iterator)))
+    float(losses[-1])
+    start = time.perf_counter()
+    for _ in range(steps - warmup):
+        losses.append(distributed_train_step(next(iterator)))
+    float(losses[-1])
+    return (steps - warmup) / (time.perf_counter() - start)
+
+
+def fit(steps: int, warmup: int, steps_per_execution: int) -> float:
+    import tensorflow as tf
+
+    tf.keras.utils.set_random_seed(0)
+    strategy = tf.distribute.MirroredStrategy()
+    batch = 256
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((batch * 64, 784)).astype(np.float32)
+    y = rng.integers(0, 10, batch * 64).astype(np.int32)
+    dataset = tf.data.Dataset.from_tensor_slices((x, y)).batch(batch, drop_remainder=True)
+    dataset = dataset.repeat().prefetch(tf.data.AUTOTUNE)
+    with strategy.scope():
+        model = tf.keras.Sequential(
+            [
+                tf.keras.Input((784,)),
+                tf.keras.layers.Dense(512, activation="relu"),
+                tf.keras.layers.Dense(512, activation="relu"),
+                tf.keras.layers.Dense(10),
+            ]
+        )
+        model.compile(
+            optimizer=tf.keras.optimizers.Adam(1e-3),
+            loss=tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+            steps_per_execution=steps_per_execution,
+        )
+    model.fit(dataset, steps_per_epoch=warmup, epochs=1, verbose=0)
+    start = time.perf_counter()
+    model.fit(dataset, steps_per_epoch=steps - warmup, epochs=1, verbose=0)
+    return (steps - warmup) * batch / (time.perf_counter() - start)
+
+
+if __name__ == "__main__":
+    kind, *numbers = sys.argv[1:]
+    values = [int(n) for n in numbers]
+    print(plain(*values) if kind == "plain" else fit(*values))
