@@ -41,7 +41,7 @@ def plain(steps: int, warmup: int) -> float:
             loss = tf.nn.compute_average_loss(loss_object(labels, predictions))
             loss += tf.nn.scale_regularization_loss(tf.add_n(model.losses))
         gradients = tape.gradient(loss, model.trainable_variables)
-        optimizer.apply_gradients(zip(gradients, model.trainable_variables))
+        optimizer.apply_gradients(zip(gradients, model.trainable_variables, strict=True))
         return loss
 
     @tf.function
