@@ -29,6 +29,9 @@ between steps; it is not a message because it must work while the queue is full.
 
 ``task`` names the cluster task that sent a message (``"worker:1"``), or is None
 in single-process runs, so one consumer can merge the streams of a whole cluster.
+:class:`engine.cluster.LocalCluster` does that merge: its stream reads like one
+run's (one RunStarted and the steps of the chief, exactly one terminal message,
+which names the failed task when a task failed) with every task's log lines.
 """
 
 from __future__ import annotations
@@ -68,6 +71,12 @@ class RunStarted(_Message):
     first_step: int = Field(1, description="Step number of the first step this run reports.")
     total_steps: int | None = Field(None, description="Last step number, when known up front.")
     warnings: list[str] = Field(default_factory=list)
+    serving: str | None = Field(
+        None,
+        description="Set only by the ps and worker tasks of a parameter-server cluster, which "
+        "run no loop: the gRPC target they serve on until the coordinator is done. Such a task "
+        "reports no steps; its RunFinished has last_step 0.",
+    )
 
 
 class StepMetrics(_Message):

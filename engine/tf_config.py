@@ -9,9 +9,12 @@ judged the same way everywhere.
 
 from __future__ import annotations
 
+import contextlib
 import ipaddress
 import json
+import os
 import re
+from collections.abc import Mapping
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -109,6 +112,17 @@ class TFConfig(BaseModel):
             for job in JOB_TYPES
             for i in range(len(self.cluster.get(job, [])))
         ]
+
+    def address(self, task: TaskSpec) -> str:
+        """The ``host:port`` a task serves on."""
+        return self.cluster[task.type][task.index]
+
+    def chief_task(self) -> TaskSpec:
+        """The task that reports for the cluster: the chief, or worker 0 when there is none.
+
+        This is TensorFlow's own rule for who saves checkpoints and writes summaries.
+        """
+        return TaskSpec(type="chief" if "chief" in self.cluster else "worker", index=0)
 
 
 def cluster_problems(config: TFConfig) -> list[Problem]:
@@ -228,3 +242,32 @@ def parse_tf_config_text(text: str) -> TFConfig:
         return TFConfig.model_validate(data)
     except ValidationError as exc:
         raise ProblemsError(problems_from_validation_error(exc), "TF_CONFIG") from None
+
+
+def parse_task(text: str) -> TaskSpec:
+    """Reads a task as the command line names it, ``TYPE:INDEX`` (``worker:1``)."""
+    job, sep, index = text.strip().partition(":")
+    if not sep or job not in JOB_TYPES or not index.isdigit():
+        raise ValueError(
+            f"{text!r} is not a task; write TYPE:INDEX with TYPE one of "
+            f"{', '.join(JOB_TYPES)}, e.g. worker:1"
+        )
+    return TaskSpec(type=job, index=int(index))
+
+
+def tf_config_from_env(environ: Mapping[str, str] | None = None) -> TFConfig | None:
+    """The TF_CONFIG a cluster manager (Kubeflow's TFJob, a launch script) put in the
+    environment, validated like any other; None when the variable is unset or blank.
+
+    TFJob adds ``"environment": "cloud"``, a key only TensorFlow's retired Estimator
+    read; it is dropped here so such a TF_CONFIG imports as the cluster it describes.
+    """
+    text = (os.environ if environ is None else environ).get("TF_CONFIG", "")
+    if not text.strip():
+        return None
+    with contextlib.suppress(ValueError, RecursionError):  # parse_tf_config_text says why
+        data = json.loads(text)
+        if isinstance(data, dict) and "environment" in data:
+            del data["environment"]
+            text = json.dumps(data)
+    return parse_tf_config_text(text)
