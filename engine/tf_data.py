@@ -79,5 +79,10 @@ def build_training_data(project: Project, skip_steps: int = 0) -> TrainingData:
         dataset = dataset.skip(skip_steps)
     options = tf.data.Options()
     options.deterministic = True
+    # A multi-worker strategy splits every global batch into per-replica batches and
+    # gives each worker its replicas' share, element by element (DATA sharding): the
+    # workers together train on exactly the batches of a single process. AUTO would
+    # first try to shard by input file, giving each worker whole files.
+    options.experimental_distribute.auto_shard_policy = tf.data.experimental.AutoShardPolicy.DATA
     dataset = dataset.with_options(options).prefetch(tf.data.AUTOTUNE)
     return TrainingData(dataset, examples, total)
