@@ -1,4 +1,4 @@
-"""``distloop`` subcommands that need no window: run, validate, example, devices.
+"""``distloop`` subcommands that need no window: run, cluster, export, validate, example, devices.
 
 Errors a user can fix (a bad project, a missing file) are printed as plain
 messages with a non-zero exit; a traceback appears only for an engine failure,
@@ -10,11 +10,12 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import Protocol
 
 from engine import __version__
 from engine.config import Project, load_project, uneven_batch_warnings
 from engine.examples import example_names, example_text, load_example
-from engine.messages import Log, RunFailed, RunFinished, RunStarted, StepMetrics
+from engine.messages import Log, Message, RunFailed, RunFinished, RunStarted, StepMetrics
 from engine.problems import ProblemsError
 from engine.run_folder import PROJECT_FILE, format_loss, new_run_dir
 
@@ -32,6 +33,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     run = commands.add_parser("run", help="train a project headless, one line per step")
     add_run_arguments(run)
+    run.add_argument(
+        "--task",
+        metavar="TYPE:INDEX",
+        help="run this task (e.g. worker:1) of the cluster in the project's tf_config or "
+        "in TF_CONFIG (which wins when set)",
+    )
+    add_cluster_commands(commands)
 
     validate = commands.add_parser("validate", help="check a project file and list its problems")
     validate.add_argument("project", type=Path)
@@ -68,6 +76,10 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.command == "run":
         return command_run(args)
+    if args.command == "cluster":
+        return command_cluster(args)
+    if args.command == "export":
+        return command_export(args)
     if args.command == "validate":
         return command_validate(args.project)
     if args.command == "example":
@@ -140,6 +152,13 @@ def command_run(args: argparse.Namespace) -> int:
         project = _load(args.project)
         if project is None:
             return EXIT_FAILED
+    from engine.cluster import tf_config_for_run
+
+    try:
+        project = project.model_copy(update={"tf_config": tf_config_for_run(project, args.task)})
+    except ProblemsError as exc:
+        _err(f"distloop: {exc}")
+        return EXIT_FAILED
     try:
         run_dir = args.out or new_run_dir(project.name)
         run_dir.mkdir(parents=True, exist_ok=True)
@@ -170,6 +189,28 @@ def run_in_foreground(
     from engine.process import EngineProcess
 
     engine = EngineProcess(project, run_dir, resume=resume)
+    return follow(engine, run_dir, quiet=quiet, verbose=verbose)
+
+
+class Run(Protocol):
+    """What :func:`follow` drives: one engine process, or a whole local cluster."""
+
+    @property
+    def done(self) -> bool: ...
+
+    def start(self) -> None: ...
+
+    def poll(self, timeout_s: float = 0.1) -> list[Message]: ...
+
+    def request_stop(self) -> None: ...
+
+    def kill(self) -> None: ...
+
+    def close(self) -> None: ...
+
+
+def follow(engine: Run, run_dir: Path, *, quiet: bool, verbose: bool) -> int:
+    """Starts the run and prints its messages until it ends; Ctrl-C stops it between steps."""
     try:
         engine.start()
     except OSError as exc:
@@ -207,14 +248,18 @@ def _print_message(message: object, *, quiet: bool, verbose: bool) -> int | None
             )
             print("\n".join(lines), flush=True)
     elif isinstance(message, RunStarted):
-        _err(
-            f"distloop: {message.strategy} with {message.num_replicas} replica(s) on "
-            f"{', '.join(message.devices)} (TensorFlow {message.tensorflow_version})"
-        )
+        if message.serving:
+            _err(f"distloop: serving {message.serving} until the coordinator is done")
+        else:
+            _err(
+                f"distloop: {message.strategy} with {message.num_replicas} replica(s) on "
+                f"{', '.join(message.devices)} (TensorFlow {message.tensorflow_version})"
+            )
     elif isinstance(message, Log):
         # Engine errors arrive again, whole, as RunFailed; only warnings need a line here.
         if verbose or (message.source == "engine" and message.level == "warning"):
-            _err(f"[{message.source}] {message.text}")
+            task = f"{message.task} " if message.task else ""
+            _err(f"[{task}{message.source}] {message.text}")
     elif isinstance(message, RunFinished):
         loss = "n/a" if message.final_loss is None else format_loss(message.final_loss)
         _err(
@@ -228,3 +273,100 @@ def _print_message(message: object, *, quiet: bool, verbose: bool) -> int | None
             _err(message.traceback.rstrip())
         return EXIT_FAILED
     return None
+
+
+# --- clusters: distloop cluster / export -------------------------------------------------
+
+
+def add_cluster_commands(commands: argparse._SubParsersAction) -> None:
+    cluster = commands.add_parser(
+        "cluster",
+        help="run every task of a multi-worker or parameter-server project on this machine",
+    )
+    cluster.add_argument("project", type=Path, help="project JSON file")
+    cluster.add_argument(
+        "--out", type=Path, help="run folder (default: a new folder under the user's data dir)"
+    )
+    cluster.add_argument(
+        "--workers",
+        type=int,
+        metavar="N",
+        help="number of worker tasks (default: the project's tf_config, else 2)",
+    )
+    cluster.add_argument(
+        "--quiet", action="store_true", help="print only the summary, not a line per step"
+    )
+    cluster.add_argument(
+        "--verbose", action="store_true", help="also print every task's log output (to stderr)"
+    )
+
+    from engine.export import DEFAULT_IMAGE, FORMATS
+
+    export = commands.add_parser(
+        "export", help="write the TF_CONFIG of every task, launch scripts or Kubernetes manifests"
+    )
+    export.add_argument("project", type=Path, help="project JSON file")
+    export.add_argument("--format", required=True, choices=FORMATS)
+    export.add_argument("--out", type=Path, required=True, help="folder to write into")
+    export.add_argument(
+        "--tf-config",
+        type=Path,
+        metavar="FILE",
+        help="take the cluster from this TF_CONFIG JSON file instead of the project",
+    )
+    export.add_argument(
+        "--image",
+        default=DEFAULT_IMAGE,
+        help=f"image with Distloop installed, for k8s and tfjob (default {DEFAULT_IMAGE})",
+    )
+
+
+def command_cluster(args: argparse.Namespace) -> int:
+    from engine.cluster import LocalCluster
+
+    project = _load(args.project)
+    if project is None:
+        return EXIT_FAILED
+    if args.workers is not None and args.workers < 1:
+        _err("distloop: --workers must be at least 1")
+        return EXIT_USAGE
+    try:
+        run_dir = args.out or new_run_dir(project.name)
+        cluster = LocalCluster(project, run_dir, workers=args.workers)
+    except ProblemsError as exc:
+        if args.out is None:
+            run_dir.rmdir()
+        _err(f"distloop: {exc}")
+        return EXIT_FAILED
+    except OSError as exc:
+        _err(f"distloop: cannot create the run folder: {exc}")
+        return EXIT_FAILED
+    for task in cluster.tasks():
+        _err(f"distloop: {task.name} at {task.address}, folder {task.run_dir}")
+    return follow(cluster, run_dir, quiet=args.quiet, verbose=args.verbose)
+
+
+def command_export(args: argparse.Namespace) -> int:
+    from engine.export import SECURITY_NOTE, export_cluster
+    from engine.tf_config import parse_tf_config_text
+
+    project = _load(args.project)
+    if project is None:
+        return EXIT_FAILED
+    try:
+        tf_config = None
+        if args.tf_config is not None:
+            tf_config = parse_tf_config_text(args.tf_config.read_text(encoding="utf-8"))
+        files = export_cluster(
+            project, args.out, args.format, tf_config=tf_config, image=args.image
+        )
+    except ProblemsError as exc:
+        _err(f"distloop: {exc}")
+        return EXIT_FAILED
+    except (OSError, UnicodeDecodeError) as exc:
+        _err(f"distloop: {exc}")
+        return EXIT_FAILED
+    for path in files:
+        print(path)
+    _err(f"distloop: {SECURITY_NOTE}")
+    return EXIT_OK

@@ -17,6 +17,8 @@ TF_FREE = [
     "engine.examples",
     "engine.run_folder",
     "engine.cli",
+    "engine.cluster",
+    "engine.export",
 ]
 
 

@@ -1,0 +1,571 @@
+"""A whole cluster on this machine, and the TF_CONFIG of each task (TensorFlow-free).
+
+``distloop cluster`` and the GUI start every task of a ``multi_worker_mirrored``
+or ``parameter_server`` project as its own engine process
+(:class:`engine.process.EngineProcess`) with its own TF_CONFIG, so a
+multi-machine program can be tried on one machine before it goes to real hosts.
+:class:`LocalCluster` merges the tasks' message streams into one that reads like
+a single run's (see ``engine.messages``) and fails the whole run, naming the
+task, as soon as any task fails or dies: a cluster never hangs silently.
+
+Run folder (the top level is what ``distloop run`` writes, for the chief)::
+
+    project.json   the chief's project, with the TF_CONFIG it ran with
+    metrics.csv    the chief's trace (worker 0's when there is no chief)
+    status.json    the cluster's status; a failure names the task that failed
+    engine.log     the launcher's notes and every task's warnings and errors
+    tasks/worker-1/  each task's own run folder (project.json, status.json, engine.log, ...)
+
+Security: TensorFlow's gRPC servers are unauthenticated, and they listen on every
+network interface whatever host TF_CONFIG names (TensorFlow has no setting for the
+bind address). The launcher gives every task a ``127.0.0.1`` address, so the
+cluster talks over loopback only, but its ports are open to the network while the
+run lasts: run it on a trusted network or behind a firewall.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ipaddress
+import socket
+import time
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal, TextIO
+
+from pydantic import ValidationError
+
+from engine.config import Project
+from engine.fileio import atomic_write_text
+from engine.messages import Log, Message, RunFailed, RunFinished, RunStarted, StepMetrics
+from engine.problems import Problem, ProblemsError, problems_from_validation_error
+from engine.process import EngineProcess
+from engine.run_folder import LOG_FILE, METRICS_FILE, PROJECT_FILE, MetricsWriter, write_status
+from engine.tf_config import (
+    JOB_TYPES,
+    MULTI_MACHINE_STRATEGIES,
+    TaskSpec,
+    TFConfig,
+    parse_address,
+    parse_task,
+    strategy_problems,
+    tf_config_from_env,
+)
+
+TASKS_DIR = "tasks"
+DEFAULT_WORKERS = 2
+DEFAULT_COMMUNICATION_TIMEOUT_S = 60.0
+"""Given to multi_worker_mirrored tasks whose project sets none: without it, a worker
+that stalls (rather than dies) leaves its peers waiting in a collective forever."""
+FAILURE_GRACE_S = 2.0
+"""After a task failed, the others get this long to end before they are killed
+(synchronous peers are usually stuck in a collective waiting for the failed one)."""
+STOP_GRACE_S = 10.0
+"""After a stop request, tasks get this long to end between steps before they are killed."""
+LOOPBACK_HOSTS = ("localhost",)
+PEER_ERRORS = ("UnavailableError", "DeadlineExceededError", "CancelledError", "AbortedError")
+"""TensorFlow's errors for a peer that went away or stopped answering."""
+
+
+def task_dir_name(task: TaskSpec) -> str:
+    """``worker-1``: a task's folder under ``tasks/`` (no colon, for every file system)."""
+    return f"{task.type}-{task.index}"
+
+
+def run_problems(config: TFConfig, strategy_kind: str) -> list[Problem]:
+    """What stops this TF_CONFIG from running under Distloop with this strategy."""
+    problems = strategy_problems(config, strategy_kind)
+    if "evaluator" in config.cluster:
+        problems.append(
+            Problem(
+                ("tf_config", "cluster", "evaluator"),
+                "Distloop's loops only train; no task would run an evaluator: remove the job",
+            )
+        )
+    return problems
+
+
+def _raise_if(problems: list[Problem], what: str) -> None:
+    if problems:
+        raise ProblemsError(problems, what)
+
+
+def _is_loopback(address: str) -> bool:
+    host, _ = parse_address(address)
+    if host in LOOPBACK_HOSTS:
+        return True
+    with contextlib.suppress(ValueError):
+        return ipaddress.ip_address(host).is_loopback
+    return False
+
+
+def free_local_ports(count: int) -> list[int]:
+    """Ports the system says are free on 127.0.0.1, all different.
+
+    Each socket stays bound until every port is chosen, so the system cannot hand
+    out the same port twice; they are released just before the tasks bind them.
+    """
+    sockets = []
+    try:
+        for _ in range(count):
+            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            sockets.append(sock)
+            sock.bind(("127.0.0.1", 0))
+        return [sock.getsockname()[1] for sock in sockets]
+    finally:
+        for sock in sockets:
+            sock.close()
+
+
+def local_cluster_config(project: Project, workers: int | None = None) -> TFConfig:
+    """The cluster to start here: the project's jobs (or ``workers`` workers), on 127.0.0.1.
+
+    The project's own addresses are kept when they are all loopback ones; any other
+    host gets replaced by a free local port, so a project written for real hosts
+    runs unchanged on this machine. The returned config's task is the chief's.
+    """
+    kind = project.strategy.kind
+    if kind not in MULTI_MACHINE_STRATEGIES:
+        raise ProblemsError(
+            [
+                Problem(
+                    ("strategy", "kind"),
+                    f"a cluster runs multi_worker_mirrored or parameter_server, not {kind}",
+                )
+            ],
+            "project",
+        )
+    given = project.tf_config
+    if (
+        given is not None
+        and workers is None
+        and all(_is_loopback(a) for addresses in given.cluster.values() for a in addresses)
+    ):
+        cluster = given.cluster
+    else:
+        sizes = {job: len(addresses) for job, addresses in (given.cluster if given else {}).items()}
+        sizes["worker"] = workers or sizes.get("worker") or DEFAULT_WORKERS
+        ports = iter(free_local_ports(sum(sizes.values())))
+        cluster = {
+            job: [f"127.0.0.1:{next(ports)}" for _ in range(sizes[job])]
+            for job in JOB_TYPES
+            if job in sizes
+        }
+    chief = TaskSpec(type="chief" if "chief" in cluster else "worker", index=0)
+    config = _validated(cluster, chief, "cluster")
+    _raise_if(run_problems(config, kind), "cluster")
+    return config
+
+
+def _validated(cluster: dict[str, list[str]], task: TaskSpec, what: str) -> TFConfig:
+    try:
+        return TFConfig.model_validate({"cluster": cluster, "task": task.model_dump()})
+    except ValidationError as exc:
+        raise ProblemsError(problems_from_validation_error(exc, ("tf_config",)), what) from None
+
+
+def tf_config_for_run(
+    project: Project, task: str | None, environ: Mapping[str, str] | None = None
+) -> TFConfig | None:
+    """The TF_CONFIG ``distloop run`` gives its engine, for one task of a real cluster.
+
+    A TF_CONFIG in the environment (set by Kubeflow's TFJob or a launch script)
+    wins over the project's; ``task`` (``worker:1``) then picks this process's
+    task in that cluster. Strategies that need no cluster ignore the environment.
+    """
+    kind = project.strategy.kind
+    if kind not in MULTI_MACHINE_STRATEGIES:
+        if task is not None:
+            raise ProblemsError(
+                [
+                    Problem(
+                        ("strategy", "kind"), f"--task needs a multi-machine strategy, not {kind}"
+                    )
+                ],
+                "--task",
+            )
+        return project.tf_config
+    config = tf_config_from_env(environ) or project.tf_config
+    if task is not None:
+        if config is None:
+            raise ProblemsError(
+                [
+                    Problem(
+                        ("tf_config",),
+                        "--task needs a cluster: set the project's tf_config, or TF_CONFIG "
+                        "in the environment",
+                    )
+                ],
+                "--task",
+            )
+        try:
+            spec = parse_task(task)
+        except ValueError as exc:
+            raise ProblemsError([Problem((), str(exc))], "--task") from None
+        config = _validated(config.cluster, spec, "--task")
+    if config is not None:
+        _raise_if(run_problems(config, kind), "TF_CONFIG")
+    return config
+
+
+TaskState = Literal["starting", "running", "serving", "finished", "stopped", "failed"]
+
+
+@dataclass(frozen=True)
+class TaskInfo:
+    """One task as a cluster panel shows it."""
+
+    name: str
+    address: str
+    state: TaskState
+    pid: int | None
+    last_line: str
+    last_step: int | None
+    run_dir: Path
+
+
+class _Task:
+    def __init__(self, spec: TaskSpec, address: str, engine: EngineProcess, server: bool) -> None:
+        self.spec = spec
+        self.name = str(spec)
+        self.address = address
+        self.engine = engine
+        self.server = server
+        self.state: TaskState = "starting"
+        self.last_line = ""
+        self.last_step: int | None = None
+        self.terminal: RunFinished | RunFailed | None = None
+
+
+Ending = Literal["finished", "stopped", "failed"]
+
+
+class LocalCluster:
+    """Every task of a project's cluster as an engine process on this machine.
+
+    Drive it like one :class:`EngineProcess`: :meth:`start`, then :meth:`poll`
+    until :attr:`done`; :meth:`request_stop` / :meth:`stop` / :meth:`kill` /
+    :meth:`close`. :meth:`poll` returns one run's stream: the reporting task's
+    RunStarted and StepMetrics (the chief, else worker 0), every task's Log lines
+    tagged with its task, and, last, exactly one RunFinished or RunFailed for the
+    whole cluster. :meth:`tasks` gives each task's state, pid and last log line.
+
+    The run ends when the trainers are done (every task under
+    multi_worker_mirrored; the chief coordinator under parameter_server, whose ps
+    and worker servers are then stopped). When any task fails or dies first, the
+    run fails, naming it, and the other tasks are stopped, then killed.
+    """
+
+    def __init__(self, project: Project, run_dir: Path, *, workers: int | None = None) -> None:
+        """Lays the cluster out (free ports, TF_CONFIGs); raises ProblemsError if it cannot."""
+        self.tf_config = local_cluster_config(project, workers)
+        self.run_dir = run_dir
+        strategy = project.strategy
+        if strategy.kind == "multi_worker_mirrored" and strategy.communication_timeout_s is None:
+            strategy = strategy.model_copy(
+                update={"communication_timeout_s": DEFAULT_COMMUNICATION_TIMEOUT_S}
+            )
+        self.reporting_task = str(self.tf_config.chief_task())
+        servers = ("ps", "worker") if strategy.kind == "parameter_server" else ()
+        self._tasks: list[_Task] = []
+        for spec in self.tf_config.tasks():
+            task_project = project.model_copy(
+                update={
+                    "strategy": strategy,
+                    "tf_config": self.tf_config.for_task(spec.type, spec.index),
+                }
+            )
+            engine = EngineProcess(
+                task_project, run_dir / TASKS_DIR / task_dir_name(spec), task=str(spec)
+            )
+            self._tasks.append(
+                _Task(spec, self.tf_config.address(spec), engine, spec.type in servers)
+            )
+        self._reporter = next(t for t in self._tasks if t.name == self.reporting_task)
+        self.project = self._reporter.engine.project
+        self._ending: Ending | None = None
+        self._failures: list[RunFailed] = []
+        self._killed: list[str] = []
+        self._servers_asked = False
+        self._kill_at: float | None = None
+        self._done = False
+        self._started_at = 0.0
+        self._began = 0.0
+        self._last_loss: float | None = None
+        self._metrics: MetricsWriter | None = None
+        self._log: TextIO | None = None
+        self._outbox: list[Message] = []
+
+    # --- control ---------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Writes the run folder's top level and starts every task (ps first: they serve)."""
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(self.run_dir / PROJECT_FILE, self.project.to_json())
+        self._log = (self.run_dir / LOG_FILE).open("a", encoding="utf-8")
+        self._started_at, self._began = time.time(), time.monotonic()
+        try:
+            for task in self._tasks:
+                task.engine.start()
+                self._note(f"{task.name} at {task.address}: pid {task.engine.pid}")
+        except BaseException:
+            for task in self._tasks:
+                task.engine.kill()
+                task.engine.close()
+            raise
+        write_status(
+            self.run_dir,
+            "running",
+            started_at=self._started_at,
+            tasks={
+                t.name: {
+                    "address": t.address,
+                    "pid": t.engine.pid,
+                    "run_dir": str(Path(TASKS_DIR) / task_dir_name(t.spec)),
+                }
+                for t in self._tasks
+            },
+        )
+
+    @property
+    def done(self) -> bool:
+        """True once the cluster's one terminal message has been handed out."""
+        return self._done
+
+    def tasks(self) -> list[TaskInfo]:
+        return [
+            TaskInfo(
+                name=t.name,
+                address=t.address,
+                state=t.state,
+                pid=t.engine.pid,
+                last_line=t.last_line,
+                last_step=t.last_step,
+                run_dir=self.run_dir / TASKS_DIR / task_dir_name(t.spec),
+            )
+            for t in self._tasks
+        ]
+
+    def request_stop(self) -> None:
+        """Asks the trainers to stop between steps; stragglers are killed after a grace.
+
+        Synchronous peers cannot all stop after the same step (each sees the request
+        on its own), so one may be left waiting in a collective: it is killed after
+        :data:`STOP_GRACE_S`, and the trace is the chief's, complete to its last step.
+        """
+        if self._ending is None:
+            self._end("stopped")
+
+    def kill(self) -> None:
+        """Kills every task now (a second Ctrl-C)."""
+        for task in self._tasks:
+            task.engine.kill()
+
+    def stop(self, grace_s: float = STOP_GRACE_S) -> None:
+        """Asks politely, then kills; returns once every task has ended."""
+        self.request_stop()
+        deadline = time.monotonic() + grace_s
+        while not self._done and time.monotonic() < deadline:
+            self.poll(0.2)
+        if not self._done:
+            self.kill()
+            while not self._done:
+                self.poll(0.2)
+
+    def close(self) -> None:
+        """Ends whatever still runs and releases every task's resources."""
+        if self._began and not self._done:
+            self.stop()
+        for task in self._tasks:
+            task.engine.close()
+        self._close_files()
+
+    # --- messages --------------------------------------------------------------------
+
+    def poll(self, timeout_s: float = 0.1) -> list[Message]:
+        """Messages of every task, waiting at most ``timeout_s`` for the first one."""
+        if self._done or not self._began:
+            return []
+        deadline = time.monotonic() + timeout_s
+        while True:
+            for task in self._tasks:
+                if not task.engine.done:
+                    for message in task.engine.poll(0):
+                        self._handle(task, message)
+            self._advance()
+            remaining = deadline - time.monotonic()
+            if self._outbox or self._done or remaining <= 0:
+                out, self._outbox = self._outbox, []
+                return out
+            time.sleep(min(0.05, remaining))
+
+    def messages(self) -> Iterator[Message]:
+        """Every message until the terminal one, blocking."""
+        while not self._done:
+            yield from self.poll(0.5)
+
+    def _handle(self, task: _Task, message: Message) -> None:
+        """Updates the task's state and passes on what belongs in the cluster's stream."""
+        reporter = task is self._reporter
+        if isinstance(message, Log):
+            task.last_line = message.text
+            if message.level in ("warning", "error"):
+                self._write_log(message.level, f"[{task.name}] {message.text}")
+            self._outbox.append(message)
+        elif isinstance(message, RunStarted):
+            task.state = "serving" if message.serving else "running"
+            if reporter:
+                self._outbox.append(message.model_copy(update={"run_dir": str(self.run_dir)}))
+            else:
+                what = f"serves {message.serving}" if message.serving else "started its loop"
+                self._note(f"{task.name} {what}", task=task.name)
+        elif isinstance(message, StepMetrics):
+            task.last_step = message.steps[-1]
+            if reporter:
+                self._record(message)
+                self._outbox.append(message)
+        elif isinstance(message, RunFinished):
+            task.state, task.terminal = message.status, message
+            self._note(f"{task.name} {message.status}", task=task.name)
+        elif isinstance(message, RunFailed):
+            task.state, task.terminal = "failed", message
+            if task.name not in self._killed:
+                self._failures.append(message)
+            self._note(
+                f"{task.name} failed: {message.error_type}: {message.message}",
+                level="error",
+                task=task.name,
+            )
+
+    def _record(self, message: StepMetrics) -> None:
+        if self._metrics is None:
+            replicas = len(message.replica_losses[0]) if message.replica_losses else None
+            self._metrics = MetricsWriter(self.run_dir / METRICS_FILE, replicas)
+        self._metrics.write(
+            message.steps, message.losses, message.elapsed_s, message.replica_losses
+        )
+        self._last_loss = message.losses[-1]
+
+    # --- how the run ends ------------------------------------------------------------
+
+    def _trainers(self) -> list[_Task]:
+        return [t for t in self._tasks if not t.server]
+
+    def _advance(self) -> None:
+        now = time.monotonic()
+        if self._ending is None:
+            ended = [t for t in self._tasks if t.server and isinstance(t.terminal, RunFinished)]
+            if ended:
+                self._failures.append(
+                    RunFailed(
+                        error_type="TaskEnded",
+                        message="it ended while the coordinator was still training",
+                        task=ended[0].name,
+                    )
+                )
+            if self._failures:
+                self._end("failed")
+            elif all(t.terminal for t in self._trainers()):
+                self._end("finished")
+        if self._ending is None:
+            return
+        if not self._servers_asked and all(t.engine.done for t in self._trainers()):
+            self._servers_asked = True
+            for task in self._tasks:
+                if task.server:
+                    task.engine.request_stop()
+            self._kill_at = max(self._kill_at or now, now + FAILURE_GRACE_S)
+        if self._kill_at is not None and now >= self._kill_at:
+            for task in self._tasks:
+                if not task.engine.done and task.engine.exit_code is None:
+                    self._note(f"killing {task.name}: it did not end in time", task=task.name)
+                    self._killed.append(task.name)
+                    task.engine.kill()
+            self._kill_at = None
+        if all(t.engine.done for t in self._tasks):
+            self._outbox.append(self._final())
+
+    def _end(self, ending: Ending) -> None:
+        self._ending = ending
+        if ending == "failed":
+            self._note(f"{self._failures[0].task} failed: stopping the other tasks", level="error")
+            for task in self._tasks:
+                task.engine.request_stop()
+            self._kill_at = time.monotonic() + FAILURE_GRACE_S
+        elif ending == "stopped":
+            self._note("stop requested: stopping the trainers between steps")
+            for task in self._trainers():
+                task.engine.request_stop()
+            self._kill_at = time.monotonic() + STOP_GRACE_S
+
+    def _final(self) -> RunFinished | RunFailed:
+        self._done = True
+        reporter = self._reporter
+        last_step = reporter.last_step
+        final: RunFinished | RunFailed
+        if self._ending == "failed":
+            failure = self._cause()
+            killed = (
+                f" (killed for not ending when asked: {', '.join(self._killed)})"
+                if self._killed
+                else ""
+            )
+            final = RunFailed(
+                error_type=failure.error_type,
+                message=f"{failure.task} failed{killed}: {failure.message}",
+                traceback=failure.traceback,
+                last_step=last_step,
+                exit_code=failure.exit_code,
+                task=failure.task,
+            )
+            details = {"error_type": final.error_type, "error": final.message, "task": final.task}
+            status = "failed"
+        else:
+            if isinstance(reporter.terminal, RunFinished):
+                final = reporter.terminal
+            else:  # the reporting task was killed on its way to a stop
+                final = RunFinished(
+                    status="stopped",
+                    last_step=last_step or 0,
+                    final_loss=self._last_loss,
+                    elapsed_s=time.monotonic() - self._began,
+                    task=reporter.name,
+                )
+            details, status = {}, final.status
+        write_status(
+            self.run_dir, status, started_at=self._started_at, last_step=last_step, **details
+        )
+        self._note(f"the cluster run {status}")
+        self._close_files()
+        return final
+
+    def _cause(self) -> RunFailed:
+        """The failure to blame: a task that died, else one that failed on its own.
+
+        When one task of a synchronous cluster dies, its peers fail too, often first,
+        with communication errors (the connection was reset); those are consequences.
+        """
+        died = [f for f in self._failures if f.error_type == "EngineDied"]
+        own = [f for f in self._failures if f.error_type not in PEER_ERRORS]
+        return (died or own or self._failures)[0]
+
+    # --- the top-level log -----------------------------------------------------------
+
+    def _note(self, text: str, *, level: str = "info", task: str | None = None) -> None:
+        """The launcher's own line: into the top-level engine.log and the message stream."""
+        self._write_log(level, text)
+        self._outbox.append(Log(level=level, source="engine", text=text, task=task))
+
+    def _write_log(self, level: str, text: str) -> None:
+        if self._log is not None:
+            self._log.write(f"{time.strftime('%H:%M:%S')} {level[0].upper()} [cluster] {text}\n")
+            self._log.flush()
+
+    def _close_files(self) -> None:
+        if self._metrics is not None:
+            self._metrics.close()
+            self._metrics = None
+        if self._log is not None:
+            self._log.close()
+            self._log = None

@@ -1,0 +1,530 @@
+"""A project's cluster as files for real hosts: TF_CONFIGs, scripts, Kubernetes (TF-free).
+
+``distloop export`` writes one format per folder, all from the same validated
+:class:`engine.tf_config.TFConfig`:
+
+``json``
+    ``tf_config/<type>-<index>.json``: each task's TF_CONFIG.
+``shell``
+    ``run-<host>.sh``: per host, a script that starts that host's tasks, each as
+    ``TF_CONFIG=... distloop run project.json --task TYPE:INDEX``.
+``k8s``
+    ``kubernetes.yaml``: a ConfigMap with the project, a headless Service that gives
+    every pod a DNS name, a NetworkPolicy that admits only the cluster's own pods,
+    and one Job per task with its TF_CONFIG in the pod's environment.
+``tfjob``
+    ``tfjob.yaml``: a Kubeflow ``TFJob`` (``kubeflow.org/v1``) with Chief, Worker and
+    PS replica specs; the training operator sets TF_CONFIG itself.
+
+Every folder also gets ``project.json`` (its ``tf_config`` is the exported
+cluster) and a ``README.md``. YAML is written by a small emitter here (PyYAML is
+not a dependency); every string is double-quoted, so no value changes type.
+
+Security: TensorFlow's gRPC servers are unauthenticated, so every file that can
+carry a comment, and every README, says so (:data:`SECURITY_NOTE`).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+from pathlib import Path
+from typing import Any
+
+from engine.cluster import run_problems, task_dir_name
+from engine.config import CsvData, NumpyData, Project
+from engine.fileio import atomic_write_text
+from engine.problems import Problem, ProblemsError
+from engine.run_folder import PROJECT_FILE
+from engine.tf_config import JOB_TYPES, TaskSpec, TFConfig, parse_address
+
+FORMATS = ("json", "shell", "k8s", "tfjob")
+DEFAULT_IMAGE = "distloop:latest"
+K8S_PORT = 2222
+"""The port every pod serves on: TFJob's default, kept for the plain manifests too."""
+PROJECT_MOUNT = "/etc/distloop"
+RUNS_MOUNT = "/var/lib/distloop/runs"
+SECURITY_NOTE = (
+    "SECURITY: TensorFlow's gRPC servers are unauthenticated and unencrypted: anyone who "
+    "can reach a task's port can run code in it. They listen on every network interface, "
+    "whatever host TF_CONFIG names. Run the cluster only on a trusted network (a private "
+    "subnet, a VPN, a Kubernetes namespace whose NetworkPolicy admits only the cluster's "
+    "own pods), never on ports reachable from the internet."
+)
+_TFJOB_REPLICAS = {"chief": "Chief", "worker": "Worker", "ps": "PS"}
+
+
+def export_cluster(
+    project: Project,
+    out_dir: Path,
+    fmt: str,
+    *,
+    tf_config: TFConfig | None = None,
+    image: str = DEFAULT_IMAGE,
+) -> list[Path]:
+    """Writes ``fmt``'s files for the project's cluster (or ``tf_config``'s) into ``out_dir``.
+
+    Returns the files written. Raises ProblemsError when there is no cluster to
+    export or it cannot run under the project's strategy, ValueError for an
+    unknown format.
+    """
+    if fmt not in FORMATS:
+        raise ValueError(f"unknown export format {fmt!r}; use one of {', '.join(FORMATS)}")
+    config = tf_config or project.tf_config
+    if config is None:
+        raise ProblemsError(
+            [
+                Problem(
+                    ("tf_config",),
+                    "export needs a cluster: set the project's tf_config, or pass a TF_CONFIG file",
+                )
+            ],
+            "export",
+        )
+    chief = config.chief_task()
+    config = config.for_task(chief.type, chief.index)
+    problems = run_problems(config, project.strategy.kind)
+    if problems:
+        raise ProblemsError(problems, "export")
+    name = cluster_name(project)
+    if fmt == "k8s":
+        config = kubernetes_tf_config(config, name)
+    exported = project.model_copy(update={"tf_config": config})
+    files: dict[str, str] = {PROJECT_FILE: exported.to_json()}
+    if fmt == "json":
+        usage = _json_files(config, files)
+    elif fmt == "shell":
+        usage = _shell_files(config, files)
+    elif fmt == "k8s":
+        files["kubernetes.yaml"] = kubernetes_manifests(exported, config, name, image)
+        usage = _K8S_USAGE.format(name=name)
+    else:
+        files["tfjob.yaml"] = tfjob_manifest(exported, config, name, image)
+        usage = _TFJOB_USAGE.format(name=name)
+    files["README.md"] = _readme(exported, config, fmt, usage)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    written = []
+    for relative, text in files.items():
+        path = out_dir / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(path, text)
+        if relative.endswith(".sh"):
+            path.chmod(0o755)
+        written.append(path)
+    return written
+
+
+def cluster_name(project: Project) -> str:
+    """A Kubernetes name for the project's cluster: ``distloop-<project-name>``.
+
+    Short enough (at most 50 characters) that ``<name>-worker-99`` is a valid
+    label value and DNS label (63 characters).
+    """
+    slug = re.sub(r"[^a-z0-9]+", "-", project.name.lower()).strip("-")[:41].strip("-")
+    return f"distloop-{slug}" if slug else "distloop"
+
+
+def kubernetes_tf_config(config: TFConfig, name: str) -> TFConfig:
+    """The same cluster with pod DNS names: ``worker-1.<name>:2222`` (the headless Service)."""
+    cluster = {
+        job: [f"{job}-{i}.{name}:{K8S_PORT}" for i in range(len(addresses))]
+        for job, addresses in config.cluster.items()
+    }
+    return TFConfig(cluster=cluster, task=config.task)
+
+
+# --- json and shell --------------------------------------------------------------------
+
+
+def _json_files(config: TFConfig, files: dict[str, str]) -> str:
+    for task in config.tasks():
+        files[f"tf_config/{task_dir_name(task)}.json"] = _task_env(config, task) + "\n"
+    return _JSON_USAGE
+
+
+def _task_env(config: TFConfig, task: TaskSpec) -> str:
+    return config.for_task(task.type, task.index).to_env()
+
+
+def _shell_files(config: TFConfig, files: dict[str, str]) -> str:
+    by_host: dict[str, list[TaskSpec]] = {}
+    for task in config.tasks():
+        host, _ = parse_address(config.address(task))
+        by_host.setdefault(host, []).append(task)
+    for host, tasks in by_host.items():
+        files[f"run-{_file_safe(host)}.sh"] = _shell_script(config, host, tasks)
+    return _SHELL_USAGE
+
+
+def _file_safe(host: str) -> str:
+    return re.sub(r"[^A-Za-z0-9.-]", "_", host)
+
+
+def _shell_script(config: TFConfig, host: str, tasks: list[TaskSpec]) -> str:
+    names = ", ".join(str(t) for t in tasks)
+    lines = [
+        "#!/usr/bin/env bash",
+        f"# Distloop: the tasks of this cluster that run on {host}: {names}.",
+        "# Copy this folder to the host and run: bash " + f"run-{_file_safe(host)}.sh",
+        "# Each task's run folder is runs/<type>-<index>/ beside this script.",
+        "#",
+        *_comment_lines(SECURITY_NOTE, "# "),
+        "set -euo pipefail",
+        'cd "$(dirname "$0")"',
+        "pids=()",
+        "# Ctrl-C or a failed task ends every task this script started.",
+        "trap 'kill \"${pids[@]}\" 2>/dev/null || true' EXIT",
+    ]
+    for task in tasks:
+        lines += [
+            f"TF_CONFIG={shlex.quote(_task_env(config, task))} \\",
+            f"  distloop run {PROJECT_FILE} --task {task} --out runs/{task_dir_name(task)} &",
+            "pids+=($!)",
+        ]
+    lines += [
+        "status=0",
+        'for pid in "${pids[@]}"; do',
+        '  wait "$pid" || status=$?',
+        "done",
+        'exit "$status"',
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def _comment_lines(text: str, prefix: str, width: int = 88) -> list[str]:
+    lines, line = [], ""
+    for word in text.split():
+        if line and len(line) + 1 + len(word) > width:
+            lines.append(prefix + line)
+            line = word
+        else:
+            line = f"{line} {word}" if line else word
+    return [*lines, prefix + line]
+
+
+# --- Kubernetes ------------------------------------------------------------------------
+
+
+def _labels(name: str, task: TaskSpec | None = None) -> dict[str, str]:
+    labels = {"app.kubernetes.io/name": "distloop", "distloop/cluster": name}
+    if task is not None:
+        labels["distloop/task"] = task_dir_name(task)
+    return labels
+
+
+def _pod_volumes(name: str) -> list[dict[str, Any]]:
+    return [
+        {"name": "project", "configMap": {"name": f"{name}-project"}},
+        {"name": "runs", "emptyDir": {}},
+    ]
+
+
+def _config_map(project: Project, name: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": f"{name}-project", "labels": _labels(name)},
+        "data": {PROJECT_FILE: project.to_json()},
+    }
+
+
+def _network_policy(name: str) -> dict[str, Any]:
+    """Admits only the cluster's own pods: the gRPC servers have no authentication."""
+    return {
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "NetworkPolicy",
+        "metadata": {"name": name, "labels": _labels(name)},
+        "spec": {
+            "podSelector": {"matchLabels": {"distloop/cluster": name}},
+            "policyTypes": ["Ingress"],
+            "ingress": [{"from": [{"podSelector": {"matchLabels": {"distloop/cluster": name}}}]}],
+        },
+    }
+
+
+def _container(
+    name: str, image: str, command: list[str], port_name: str, env: list[dict[str, str]]
+) -> dict[str, Any]:
+    container: dict[str, Any] = {
+        "name": name,
+        "image": image,
+        "command": command,
+        "ports": [{"name": port_name, "containerPort": K8S_PORT}],
+        "volumeMounts": [
+            {"name": "project", "mountPath": PROJECT_MOUNT, "readOnly": True},
+            {"name": "runs", "mountPath": RUNS_MOUNT},
+        ],
+    }
+    if env:
+        container["env"] = env
+    return container
+
+
+def kubernetes_manifests(project: Project, config: TFConfig, name: str, image: str) -> str:
+    """ConfigMap, headless Service, NetworkPolicy and one Job per task, as YAML documents."""
+    documents: list[dict[str, Any]] = [
+        _config_map(project, name),
+        {
+            "apiVersion": "v1",
+            "kind": "Service",
+            "metadata": {"name": name, "labels": _labels(name)},
+            "spec": {
+                "clusterIP": "None",
+                # Pods must resolve each other while TensorFlow starts, before any is ready.
+                "publishNotReadyAddresses": True,
+                "selector": {"distloop/cluster": name},
+                "ports": [{"name": "grpc", "port": K8S_PORT, "targetPort": K8S_PORT}],
+            },
+        },
+        _network_policy(name),
+    ]
+    for task in config.tasks():
+        hostname = task_dir_name(task)
+        command = [
+            "distloop",
+            "run",
+            f"{PROJECT_MOUNT}/{PROJECT_FILE}",
+            "--task",
+            str(task),
+            "--out",
+            f"{RUNS_MOUNT}/{hostname}",
+        ]
+        env = [{"name": "TF_CONFIG", "value": _task_env(config, task)}]
+        documents.append(
+            {
+                "apiVersion": "batch/v1",
+                "kind": "Job",
+                "metadata": {"name": f"{name}-{hostname}", "labels": _labels(name, task)},
+                "spec": {
+                    "backoffLimit": 0,
+                    "template": {
+                        "metadata": {"labels": _labels(name, task)},
+                        "spec": {
+                            "hostname": hostname,
+                            "subdomain": name,
+                            "restartPolicy": "Never",
+                            "containers": [_container("distloop", image, command, "grpc", env)],
+                            "volumes": _pod_volumes(name),
+                        },
+                    },
+                },
+            }
+        )
+    return _yaml_header() + "---\n".join(to_yaml(document) for document in documents)
+
+
+def tfjob_manifest(project: Project, config: TFConfig, name: str, image: str) -> str:
+    """A Kubeflow TFJob; the training operator gives each pod its TF_CONFIG."""
+    command = ["distloop", "run", f"{PROJECT_MOUNT}/{PROJECT_FILE}", "--out", RUNS_MOUNT]
+    replica_specs = {}
+    for job in JOB_TYPES:
+        if job not in config.cluster:
+            continue
+        replica_specs[_TFJOB_REPLICAS[job]] = {
+            "replicas": len(config.cluster[job]),
+            "restartPolicy": "Never",
+            "template": {
+                "metadata": {"labels": _labels(name)},
+                "spec": {
+                    # TFJob finds the training container by this name and port name.
+                    "containers": [_container("tensorflow", image, command, "tfjob-port", [])],
+                    "volumes": _pod_volumes(name),
+                },
+            },
+        }
+    tfjob = {
+        "apiVersion": "kubeflow.org/v1",
+        "kind": "TFJob",
+        "metadata": {"name": name, "labels": _labels(name)},
+        "spec": {"runPolicy": {"cleanPodPolicy": "Running"}, "tfReplicaSpecs": replica_specs},
+    }
+    documents = [_config_map(project, name), _network_policy(name), tfjob]
+    return _yaml_header() + "---\n".join(to_yaml(document) for document in documents)
+
+
+def _yaml_header() -> str:
+    return "\n".join(
+        [
+            "# Generated by distloop export.",
+            *_comment_lines(SECURITY_NOTE, "# "),
+            "",
+        ]
+    )
+
+
+# --- YAML ------------------------------------------------------------------------------
+
+_PLAIN_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_./-]*")
+_RESERVED_WORDS = {"true", "false", "yes", "no", "on", "off", "null", "y", "n"}
+_LITERAL = re.compile("[\t\n\x20-\x7e\xa0-\ud7ff\ue000-\ufefe\uff00-\ufffd\U00010000-\U0010ffff]*")
+"""What a literal block may hold as is: printable text whose only line break is ``\\n``."""
+
+
+def to_yaml(value: dict[str, Any]) -> str:
+    """Block-style YAML for dicts, lists, strings, numbers, booleans and None.
+
+    Strings are double-quoted, so ``"no"`` or ``"2.10"`` stay strings; multi-line
+    strings become literal blocks when they hold nothing a literal block cannot.
+    """
+    return "\n".join(_mapping_lines(value, 0)) + "\n"
+
+
+def _key(key: str) -> str:
+    plain = _PLAIN_KEY.fullmatch(key) and key.lower() not in _RESERVED_WORDS
+    return key if plain else _quoted(key)
+
+
+def _quoted(text: str) -> str:
+    """A double-quoted YAML string in plain ASCII: every other character is escaped.
+
+    JSON's escapes would write characters beyond U+FFFF as surrogate pairs, which
+    YAML reads back as two broken characters; YAML's own ``\\U`` escape does not.
+    """
+    out = []
+    for char in text:
+        code = ord(char)
+        if char in '"\\':
+            out.append("\\" + char)
+        elif 0x20 <= code < 0x7F:
+            out.append(char)
+        elif code <= 0xFF:
+            out.append(f"\\x{code:02x}")
+        elif code <= 0xFFFF:
+            out.append(f"\\u{code:04x}")
+        else:
+            out.append(f"\\U{code:08x}")
+    return '"' + "".join(out) + '"'
+
+
+def _scalar(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, dict | list):
+        if value:
+            raise ValueError("only empty collections are written inline")
+        return "{}" if isinstance(value, dict) else "[]"
+    if isinstance(value, str):
+        return _quoted(value)
+    return json.dumps(value)
+
+
+def _is_block(value: Any) -> bool:
+    return isinstance(value, dict | list) and bool(value)
+
+
+def _mapping_lines(mapping: dict[str, Any], indent: int) -> list[str]:
+    pad = " " * indent
+    lines = []
+    for key, value in mapping.items():
+        head = f"{pad}{_key(key)}:"
+        if _is_block(value):
+            lines.append(head)
+            lines += (
+                _mapping_lines(value, indent + 2)
+                if isinstance(value, dict)
+                else _sequence_lines(value, indent + 2)
+            )
+        elif isinstance(value, str) and "\n" in value.rstrip("\n") and _LITERAL.fullmatch(value):
+            lines += _literal_lines(head, value, indent + 2)
+        else:
+            lines.append(f"{head} {_scalar(value)}")
+    return lines
+
+
+def _sequence_lines(items: list[Any], indent: int) -> list[str]:
+    pad = " " * indent
+    lines = []
+    for item in items:
+        if isinstance(item, dict) and item:
+            nested = _mapping_lines(item, indent + 2)
+            lines.append(f"{pad}- {nested[0].lstrip()}")
+            lines += nested[1:]
+        elif isinstance(item, list) and item:
+            lines.append(f"{pad}-")
+            lines += _sequence_lines(item, indent + 2)
+        else:
+            lines.append(f"{pad}- {_scalar(item)}")
+    return lines
+
+
+def _literal_lines(head: str, text: str, indent: int) -> list[str]:
+    """``key: |`` with the text indented; the chomping indicator keeps its final newlines."""
+    body = text.rstrip("\n")
+    trailing = len(text) - len(body)
+    chomp = "-" if trailing == 0 else "" if trailing == 1 else "+"
+    pad = " " * indent
+    # An explicit indentation indicator lets the first line start with spaces.
+    lines = [f"{head} |2{chomp}"]
+    lines += [f"{pad}{line}" if line else "" for line in body.split("\n")]
+    lines += [""] * (trailing - 1)
+    return lines
+
+
+# --- README ----------------------------------------------------------------------------
+
+
+def _readme(project: Project, config: TFConfig, fmt: str, usage: str) -> str:
+    tasks = "\n".join(f"- `{task}`: {config.address(task)}" for task in config.tasks())
+    data_note = ""
+    if isinstance(project.data, NumpyData | CsvData):
+        data_note = (
+            f"\nThe data file `{project.data.path}` must exist at that path on every host "
+            "(or in the image).\n"
+        )
+    return (
+        f"# Distloop cluster export: {project.name}\n\n"
+        f"Strategy `{project.strategy.kind}`, format `{fmt}`. Tasks:\n\n{tasks}\n\n"
+        f"{usage}\n{data_note}\n## Security\n\n{SECURITY_NOTE}\n"
+    )
+
+
+_JSON_USAGE = """\
+`tf_config/<type>-<index>.json` holds each task's TF_CONFIG. On each host, for each
+of its tasks:
+
+```sh
+TF_CONFIG="$(cat tf_config/worker-1.json)" distloop run project.json
+```
+
+A TF_CONFIG in the environment wins over the project's `tf_config`, and its `task`
+says which task the process is.
+"""
+
+_SHELL_USAGE = """\
+`run-<host>.sh` starts the tasks that live on that host. Copy this folder to every
+host, then run each host's script (in any order: tasks wait for each other):
+
+```sh
+bash run-<host>.sh
+```
+
+Each task writes its run folder under `runs/`. The run's trace is the chief's
+(worker 0's when there is no chief). Ctrl-C stops the script's tasks.
+"""
+
+_K8S_USAGE = """\
+`kubernetes.yaml` holds a ConfigMap with the project, a headless Service `{name}`
+(every pod is reachable as `<type>-<index>.{name}`), a NetworkPolicy admitting only
+the cluster's own pods, and one Job per task with its TF_CONFIG in the environment.
+The image must have Distloop installed (`pip install distloop`).
+
+```sh
+kubectl apply -f kubernetes.yaml
+kubectl logs -f job/{name}-chief-0   # or job/{name}-worker-0 when there is no chief
+```
+"""
+
+_TFJOB_USAGE = """\
+`tfjob.yaml` holds a ConfigMap with the project, a NetworkPolicy admitting only the
+cluster's own pods, and a Kubeflow `TFJob` `{name}` (needs the Kubeflow training
+operator). The operator sets each pod's TF_CONFIG itself, from the replica counts;
+its addresses are not the ones in `project.json`.
+
+```sh
+kubectl apply -f tfjob.yaml
+kubectl get tfjob {name}
+```
+"""

@@ -1,0 +1,357 @@
+"""Clusters: real tasks on localhost (and across network namespaces), each its own process."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+from distloop_testing import REPO, distloop, example_data, run_engine, synthetic_project
+
+from engine.cluster import (
+    DEFAULT_COMMUNICATION_TIMEOUT_S,
+    LocalCluster,
+    local_cluster_config,
+    tf_config_for_run,
+)
+from engine.config import load_project, load_project_data
+from engine.messages import RunFailed, RunFinished, RunStarted, StepMetrics
+from engine.problems import ProblemsError
+from engine.run_folder import read_metrics, read_status
+
+STEP_LINE = re.compile(r"^step=(\d+) loss=(\S+)$", re.MULTILINE)
+
+
+def multi_worker(steps: int = 20, tf_config: dict | None = None) -> dict:
+    data = synthetic_project(1, steps=steps)
+    data["name"] = "cluster test"
+    data["strategy"] = {"kind": "multi_worker_mirrored"}
+    data["tf_config"] = tf_config
+    return data
+
+
+def parameter_server(steps: int = 30) -> dict:
+    data = synthetic_project(1, steps=steps)
+    data["name"] = "ps test"
+    data["strategy"] = {"kind": "parameter_server"}
+    data["tf_config"] = {
+        "cluster": {
+            "chief": ["coordinator.example:2222"],
+            "worker": ["w0.example:2222", "w1.example:2222"],
+            "ps": ["ps0.example:2222"],
+        },
+        "task": {"type": "chief", "index": 0},
+    }
+    return data
+
+
+def step_lines(text: str) -> tuple[list[int], np.ndarray]:
+    found = STEP_LINE.findall(text)
+    return [int(s) for s, _ in found], np.array([float(v) for _, v in found], np.float32)
+
+
+# --- layout and TF_CONFIG rules (no TensorFlow) ------------------------------------------
+
+
+def test_local_layout_keeps_loopback_ports_and_replaces_remote_hosts() -> None:
+    local = {"worker": ["127.0.0.1:23001", "localhost:23002"]}
+    config = local_cluster_config(
+        load_project_data(multi_worker(tf_config={"cluster": local, "task": {"type": "worker"}}))
+    )
+    assert config.cluster == local
+
+    remote = local_cluster_config(load_project_data(parameter_server()))
+    assert [str(t) for t in remote.tasks()] == ["chief:0", "worker:0", "worker:1", "ps:0"]
+    addresses = [a for job in remote.cluster.values() for a in job]
+    assert all(a.startswith("127.0.0.1:") for a in addresses)
+    assert len(set(addresses)) == 4
+    assert str(remote.task) == "chief:0"
+
+    three = local_cluster_config(load_project_data(multi_worker()), workers=3)
+    assert list(three.cluster) == ["worker"] and len(three.cluster["worker"]) == 3
+
+
+def test_local_layout_refuses_what_cannot_run() -> None:
+    with pytest.raises(ProblemsError, match="not mirrored"):
+        local_cluster_config(load_project_data(example_data("seed")))
+    data = multi_worker(
+        tf_config={
+            "cluster": {"worker": ["a:1", "b:1"], "evaluator": ["c:1"]},
+            "task": {"type": "worker"},
+        }
+    )
+    with pytest.raises(ProblemsError, match="evaluator"):
+        local_cluster_config(load_project_data(data))
+
+
+def test_run_task_takes_the_environment_s_tf_config_over_the_project_s() -> None:
+    project = load_project_data(parameter_server())
+    picked = tf_config_for_run(project, "worker:1")
+    assert str(picked.task) == "worker:1" and picked.cluster == project.tf_config.cluster
+
+    env_cluster = {"chief": ["c:1"], "worker": ["w:1"], "ps": ["p:1"]}
+    environ = {
+        "TF_CONFIG": json.dumps(
+            # Kubeflow's TFJob adds "environment"; it must not stop the import.
+            {"cluster": env_cluster, "task": {"type": "ps", "index": 0}, "environment": "cloud"}
+        )
+    }
+    from_env = tf_config_for_run(project, None, environ)
+    assert from_env.cluster == env_cluster and str(from_env.task) == "ps:0"
+    assert str(tf_config_for_run(project, "worker:0", environ).task) == "worker:0"
+
+    with pytest.raises(ProblemsError, match="index"):
+        tf_config_for_run(project, "worker:5", environ)
+    with pytest.raises(ProblemsError, match="TYPE:INDEX"):
+        tf_config_for_run(project, "boss:1")
+    with pytest.raises(ProblemsError, match="multi-machine"):
+        tf_config_for_run(load_project_data(example_data("seed")), "worker:0")
+    # Strategies that need no cluster ignore a TF_CONFIG left in the environment.
+    assert tf_config_for_run(load_project_data(example_data("seed")), None, environ) is None
+
+
+def test_run_with_a_bad_task_says_why_before_starting(tmp_path) -> None:
+    seed = tmp_path / "seed.json"
+    seed.write_text(json.dumps(example_data("seed")))
+    result = distloop("run", str(seed), "--task", "worker:0", "--out", str(tmp_path / "run"))
+    assert result.returncode == 1
+    assert "--task needs a multi-machine strategy" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+# --- real clusters -----------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_two_workers_give_the_single_process_trace_and_the_cli_prints_it(tmp_path) -> None:
+    """MultiWorkerMirrored over 2 processes, global batch fixed: the losses of one process."""
+    path = tmp_path / "project.json"
+    path.write_text(json.dumps(multi_worker()))
+    out = tmp_path / "run"
+    cluster = distloop("cluster", str(path), "--out", str(out))
+    single_data = multi_worker()
+    single_data["strategy"] = {"kind": "one_device"}
+    single = run_engine(load_project_data(single_data), None)
+
+    assert cluster.returncode == 0, cluster.stderr[-3000:]
+    steps, losses = step_lines(cluster.stdout)
+    assert steps == list(range(1, 21))
+    assert single["steps"] == steps
+    np.testing.assert_allclose(losses, single["losses"], rtol=1e-5)
+
+    # The top level is what `distloop run` writes; each task has its own folder.
+    np.testing.assert_allclose(np.float32(read_metrics(out)["loss"]), losses, rtol=1e-6)
+    assert read_status(out)["status"] == "finished"
+    ran = load_project(out / "project.json")
+    assert ran.strategy.communication_timeout_s == DEFAULT_COMMUNICATION_TIMEOUT_S
+    assert str(ran.tf_config.task) == "worker:0"
+    for task in ("worker-0", "worker-1"):
+        assert read_status(out / "tasks" / task)["status"] == "finished"
+    assert "worker:1 at 127.0.0.1:" in cluster.stderr
+
+
+@pytest.mark.slow
+def test_parameter_server_cluster_trains(tmp_path) -> None:
+    cluster = LocalCluster(load_project_data(parameter_server()), tmp_path)
+    cluster.start()
+    started, steps, losses, terminal = None, [], [], None
+    try:
+        deadline = time.monotonic() + 180
+        for message in cluster.messages():
+            assert time.monotonic() < deadline, "the cluster run timed out"
+            if isinstance(message, RunStarted):
+                started = message
+            elif isinstance(message, StepMetrics):
+                steps += message.steps
+                losses += message.losses
+            elif isinstance(message, RunFinished | RunFailed):
+                terminal = message
+    finally:
+        cluster.close()
+    assert isinstance(terminal, RunFinished) and terminal.status == "finished", terminal
+    assert started.strategy.startswith("ParameterServerStrategy")
+    assert steps == list(range(1, 31))
+    assert np.mean(losses[-5:]) < 0.8 * np.mean(losses[:5])
+    states = {task.name: task.state for task in cluster.tasks()}
+    assert states == {
+        "chief:0": "finished",
+        "worker:0": "stopped",
+        "worker:1": "stopped",
+        "ps:0": "stopped",
+    }
+    assert read_metrics(tmp_path)["step"] == steps
+    assert read_status(tmp_path / "tasks" / "ps-0")["status"] == "stopped"
+
+
+@pytest.mark.slow
+def test_a_killed_worker_fails_the_run_naming_it(tmp_path) -> None:
+    cluster = LocalCluster(load_project_data(multi_worker(steps=1_000_000)), tmp_path)
+    cluster.start()
+    messages, killed_at = [], None
+    try:
+        deadline = time.monotonic() + 180
+        while not cluster.done:
+            assert time.monotonic() < deadline, "the cluster run timed out"
+            for message in cluster.poll(0.2):
+                messages.append(message)
+                if isinstance(message, StepMetrics) and killed_at is None:
+                    pid = next(t.pid for t in cluster.tasks() if t.name == "worker:1")
+                    os.kill(pid, signal.SIGKILL)
+                    killed_at = time.monotonic()
+        reported_after = time.monotonic() - killed_at
+    finally:
+        cluster.close()
+    failure = messages[-1]
+    assert isinstance(failure, RunFailed)
+    assert failure.task == "worker:1"
+    assert failure.message.startswith("worker:1 failed:") and "SIGKILL" in failure.message
+    assert reported_after < 20, f"took {reported_after:.1f} s"
+    status = read_status(tmp_path)
+    assert status["status"] == "failed" and status["task"] == "worker:1"
+    assert {t.state for t in cluster.tasks()} <= {"failed", "stopped"}
+
+
+@pytest.mark.slow
+def test_a_server_task_ends_when_its_coordinator_is_gone(tmp_path) -> None:
+    """`distloop run --task ps:0` on a real cluster: it serves until the chief is gone."""
+    coordinator = socket.create_server(("127.0.0.1", 0))
+    ports = [coordinator.getsockname()[1], *_free_ports(3)]
+    project = parameter_server()
+    project["tf_config"]["cluster"] = {
+        "chief": [f"127.0.0.1:{ports[0]}"],
+        "worker": [f"127.0.0.1:{ports[1]}", f"127.0.0.1:{ports[2]}"],
+        "ps": [f"127.0.0.1:{ports[3]}"],
+    }
+    path = tmp_path / "project.json"
+    path.write_text(json.dumps(project))
+    server = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "engine",
+            str(path),
+            "--task",
+            "ps:0",
+            "--out",
+            str(tmp_path / "ps"),
+        ],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert server.stderr is not None
+        for line in server.stderr:
+            if "serving grpc://" in line:
+                break
+        time.sleep(2)  # the server sees its coordinator at least once
+        coordinator.close()
+        gone_at = time.monotonic()
+        _, err = server.communicate(timeout=60)
+        ended_after = time.monotonic() - gone_at
+    finally:
+        coordinator.close()
+        if server.poll() is None:
+            server.kill()
+            server.wait()
+    assert server.returncode == 0, err[-2000:]
+    assert 5 < ended_after < 30
+    assert read_status(tmp_path / "ps")["status"] == "finished"
+
+
+def _free_ports(count: int) -> list[int]:
+    sockets = [socket.create_server(("127.0.0.1", 0)) for _ in range(count)]
+    ports = [s.getsockname()[1] for s in sockets]
+    for s in sockets:
+        s.close()
+    return ports
+
+
+# --- across a real network interface -----------------------------------------------------
+
+
+def _ip(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(["ip", *args], capture_output=True, text=True, timeout=30)
+
+
+@pytest.mark.slow
+def test_two_tasks_in_two_network_namespaces_train_over_a_veth_pair(tmp_path) -> None:
+    """Each worker in its own network namespace: the collectives really cross an interface."""
+    if shutil.which("ip") is None:
+        pytest.skip("the `ip` command (iproute2) is not installed")
+    if os.geteuid() != 0:
+        pytest.skip("creating network namespaces needs root")
+    suffix = str(os.getpid())
+    spaces = (f"dl{suffix}a", f"dl{suffix}b")
+    links = (f"dlv{suffix}a", f"dlv{suffix}b")
+    addresses = ("10.251.0.1", "10.251.0.2")
+    processes: list[subprocess.Popen] = []
+    created: list[str] = []
+    try:
+        for space in spaces:
+            made = _ip("netns", "add", space)
+            if made.returncode != 0:
+                pytest.skip(f"cannot create a network namespace: {made.stderr.strip()}")
+            created.append(space)
+        setup = [
+            ("link", "add", links[0], "type", "veth", "peer", "name", links[1]),
+            *[
+                ("link", "set", link, "netns", space)
+                for link, space in zip(links, spaces, strict=True)
+            ],
+            *[
+                cmd
+                for link, space, address in zip(links, spaces, addresses, strict=True)
+                for cmd in (
+                    ("-n", space, "addr", "add", f"{address}/24", "dev", link),
+                    ("-n", space, "link", "set", link, "up"),
+                    ("-n", space, "link", "set", "lo", "up"),
+                )
+            ],
+        ]
+        for args in setup:
+            done = _ip(*args)
+            if done.returncode != 0:
+                pytest.skip(f"cannot set up the veth pair (ip {' '.join(args)}): {done.stderr}")
+
+        cluster = {"worker": [f"{address}:2222" for address in addresses]}
+        path = tmp_path / "project.json"
+        path.write_text(
+            json.dumps(multi_worker(tf_config={"cluster": cluster, "task": {"type": "worker"}}))
+        )
+        for index, space in enumerate(spaces):
+            command = ["ip", "netns", "exec", space, sys.executable, "-m", "engine", str(path)]
+            command += ["--task", f"worker:{index}", "--out", str(tmp_path / f"w{index}")]
+            processes.append(
+                subprocess.Popen(
+                    command, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+                )
+            )
+        outputs = [process.communicate(timeout=240) for process in processes]
+        sent = json.loads(_ip("-n", spaces[0], "-j", "-s", "link", "show", links[0]).stdout)
+    finally:
+        for process in processes:
+            if process.poll() is None:
+                process.kill()
+                process.wait()
+        for space in created:
+            _ip("netns", "del", space)
+
+    for process, (_, err) in zip(processes, outputs, strict=True):
+        assert process.returncode == 0, err[-3000:]
+    traces = [step_lines(out) for out, _ in outputs]
+    assert traces[0][0] == list(range(1, 21))
+    np.testing.assert_array_equal(traces[0][1], traces[1][1])
+    assert traces[0][1][-1] < traces[0][1][0]
+    # The gradients' all-reduce went over the veth pair, not loopback.
+    assert sent[0]["stats64"]["tx"]["bytes"] > 10_000
+    assert read_status(tmp_path / "w0")["status"] == "finished"

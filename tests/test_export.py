@@ -1,0 +1,218 @@
+"""distloop export: every format parses, and every task gets its own, correct TF_CONFIG."""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+import subprocess
+
+import pytest
+import yaml
+from distloop_testing import distloop, synthetic_project
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from engine.config import load_project, load_project_data
+from engine.export import (
+    DEFAULT_IMAGE,
+    FORMATS,
+    K8S_PORT,
+    SECURITY_NOTE,
+    cluster_name,
+    export_cluster,
+    to_yaml,
+)
+from engine.problems import ProblemsError
+from engine.tf_config import parse_tf_config_text
+
+CLUSTER = {
+    "chief": ["head.example.org:2222"],
+    "worker": ["node1.example.org:2222", "node2.example.org:2222"],
+    "ps": ["node1.example.org:2223"],
+}
+TASKS = ["chief:0", "worker:0", "worker:1", "ps:0"]
+
+
+def ps_project_data() -> dict:
+    data = synthetic_project(1, steps=10)
+    data["name"] = "Export test: PS"
+    data["strategy"] = {"kind": "parameter_server"}
+    data["tf_config"] = {"cluster": CLUSTER, "task": {"type": "chief", "index": 0}}
+    return data
+
+
+@pytest.fixture
+def project():
+    return load_project_data(ps_project_data())
+
+
+def tasks_of(configs: list[str]) -> dict[str, dict]:
+    """TF_CONFIG texts by task name, each checked by the same rules as any other."""
+    parsed = [parse_tf_config_text(text) for text in configs]
+    return {str(c.task): c.cluster for c in parsed}
+
+
+def test_json_gives_one_tf_config_per_task(project, tmp_path) -> None:
+    files = export_cluster(project, tmp_path, "json")
+    configs = sorted((tmp_path / "tf_config").glob("*.json"))
+    assert [p.name for p in configs] == sorted(
+        ["chief-0.json", "worker-0.json", "worker-1.json", "ps-0.json"]
+    )
+    found = tasks_of([p.read_text() for p in configs])
+    assert sorted(found) == sorted(TASKS)
+    assert all(cluster == CLUSTER for cluster in found.values())
+    assert tmp_path / "README.md" in files
+    exported = load_project(tmp_path / "project.json")
+    assert exported.tf_config.cluster == CLUSTER
+
+
+def test_shell_scripts_run_each_host_s_tasks_and_pass_bash_n(project, tmp_path) -> None:
+    export_cluster(project, tmp_path, "shell")
+    scripts = sorted(tmp_path.glob("run-*.sh"))
+    assert [p.name for p in scripts] == [
+        "run-head.example.org.sh",
+        "run-node1.example.org.sh",
+        "run-node2.example.org.sh",
+    ]
+    configs, per_script = [], {}
+    for script in scripts:
+        subprocess.run(["bash", "-n", str(script)], check=True, timeout=30)
+        text = script.read_text()
+        assert text.startswith("#!/usr/bin/env bash")
+        assert script.stat().st_mode & 0o111
+        found = re.findall(
+            r"^TF_CONFIG=(\S+) \\\n  distloop run project.json --task (\S+)", text, re.M
+        )
+        per_script[script.name] = [task for _, task in found]
+        for value, task in found:
+            (config,) = shlex.split(value)
+            configs.append(config)
+            assert str(parse_tf_config_text(config).task) == task
+    assert per_script["run-node1.example.org.sh"] == ["worker:0", "ps:0"]
+    assert sorted(tasks_of(configs)) == sorted(TASKS)
+
+
+def test_kubernetes_manifests_parse_and_give_each_pod_its_tf_config(project, tmp_path) -> None:
+    export_cluster(project, tmp_path, "k8s", image="registry.example/distloop:1.0")
+    documents = list(yaml.safe_load_all((tmp_path / "kubernetes.yaml").read_text()))
+    kinds = [d["kind"] for d in documents]
+    assert kinds == ["ConfigMap", "Service", "NetworkPolicy", "Job", "Job", "Job", "Job"]
+    name = cluster_name(project)
+    assert name == "distloop-export-test-ps"
+
+    config_map, service, policy, *jobs = documents
+    assert load_project_data(json.loads(config_map["data"]["project.json"])).name == project.name
+    assert service["spec"]["clusterIP"] == "None"
+    assert service["metadata"]["name"] == name
+    selector = policy["spec"]["podSelector"]["matchLabels"]
+    assert policy["spec"]["ingress"] == [{"from": [{"podSelector": {"matchLabels": selector}}]}]
+
+    configs = []
+    for job in jobs:
+        pod = job["spec"]["template"]
+        assert pod["metadata"]["labels"]["distloop/cluster"] == name
+        assert pod["spec"]["subdomain"] == name
+        (container,) = pod["spec"]["containers"]
+        assert container["image"] == "registry.example/distloop:1.0"
+        (env,) = container["env"]
+        config = parse_tf_config_text(env["value"])
+        configs.append(env["value"])
+        task = str(config.task)
+        assert container["command"][:5] == [
+            "distloop",
+            "run",
+            "/etc/distloop/project.json",
+            "--task",
+            task,
+        ]
+        assert pod["spec"]["hostname"] == task.replace(":", "-")
+        assert job["metadata"]["name"] == f"{name}-{task.replace(':', '-')}"
+    found = tasks_of(configs)
+    assert sorted(found) == sorted(TASKS)
+    expected = {
+        job: [f"{job}-{i}.{name}:{K8S_PORT}" for i in range(len(hosts))]
+        for job, hosts in CLUSTER.items()
+    }
+    assert all(cluster == expected for cluster in found.values())
+
+
+def test_tfjob_manifest_has_the_replica_counts(project, tmp_path) -> None:
+    export_cluster(project, tmp_path, "tfjob")
+    documents = list(yaml.safe_load_all((tmp_path / "tfjob.yaml").read_text()))
+    tfjob = documents[-1]
+    assert (tfjob["apiVersion"], tfjob["kind"]) == ("kubeflow.org/v1", "TFJob")
+    specs = tfjob["spec"]["tfReplicaSpecs"]
+    assert {kind: spec["replicas"] for kind, spec in specs.items()} == {
+        "Chief": 1,
+        "Worker": 2,
+        "PS": 1,
+    }
+    for spec in specs.values():
+        (container,) = spec["template"]["spec"]["containers"]
+        assert container["name"] == "tensorflow"  # the operator looks for this name
+        assert container["image"] == DEFAULT_IMAGE
+        assert "env" not in container  # the operator sets TF_CONFIG itself
+    assert [d["kind"] for d in documents[:-1]] == ["ConfigMap", "NetworkPolicy"]
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_every_file_but_json_carries_the_security_note(project, tmp_path, fmt) -> None:
+    files = export_cluster(project, tmp_path, fmt)
+    for path in files:
+        if path.suffix != ".json":
+            flat = " ".join(path.read_text().replace("#", " ").split())
+            assert SECURITY_NOTE in flat, path.name
+
+
+def test_export_needs_a_runnable_cluster(tmp_path) -> None:
+    data = synthetic_project(1)
+    data["strategy"] = {"kind": "multi_worker_mirrored"}
+    with pytest.raises(ProblemsError, match="export needs a cluster"):
+        export_cluster(load_project_data(data), tmp_path, "json")
+    data["tf_config"] = {
+        "cluster": {"worker": ["a:1"], "evaluator": ["b:1"]},
+        "task": {"type": "worker"},
+    }
+    with pytest.raises(ProblemsError, match="evaluator"):
+        export_cluster(load_project_data(data), tmp_path, "shell")
+
+
+def test_cli_export_with_an_imported_tf_config(tmp_path) -> None:
+    data = synthetic_project(1)
+    data["strategy"] = {"kind": "multi_worker_mirrored"}
+    project = tmp_path / "project.json"
+    project.write_text(json.dumps(data))
+    tf_config = tmp_path / "tf_config.json"
+    cluster = {"worker": ["10.0.0.1:2222", "10.0.0.2:2222"]}
+    tf_config.write_text(json.dumps({"cluster": cluster, "task": {"type": "worker", "index": 1}}))
+
+    result = distloop(
+        "export", str(project), "--format", "shell", "--out", str(tmp_path / "out"),
+        "--tf-config", str(tf_config),
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert "unauthenticated" in result.stderr
+    written = result.stdout.split()
+    assert str(tmp_path / "out" / "run-10.0.0.2.sh") in written
+    assert load_project(tmp_path / "out" / "project.json").tf_config.cluster == cluster
+
+    missing = distloop("export", str(project), "--format", "k8s", "--out", str(tmp_path / "k"))
+    assert missing.returncode == 1 and "export needs a cluster" in missing.stderr
+    assert "Traceback" not in missing.stderr
+
+
+_text = st.text(st.characters(exclude_categories=("Cs",)), max_size=30)
+_lines = st.lists(_text, min_size=2, max_size=4).map("\n".join)  # literal blocks, or not
+_scalars = st.none() | st.booleans() | st.integers() | _text | _lines
+_values = st.recursive(
+    _scalars,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(_text, inner, max_size=4),
+    max_leaves=20,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.dictionaries(_text | _lines, _values, max_size=5))
+def test_yaml_emitter_round_trips_through_a_yaml_parser(document) -> None:
+    assert yaml.safe_load(to_yaml(document)) == (document or None)
