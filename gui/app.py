@@ -9,6 +9,7 @@ import sys
 import qasync
 from PySide6.QtWidgets import QApplication
 
+from gui.refcount_guard import protect_singletons
 from gui.settings import APPLICATION, ORGANIZATION
 
 
@@ -24,6 +25,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 def main(argv: list[str]) -> int:
     """Shows the main window until it closes; the exit code is Qt's."""
     args = parse_args(argv)
+    protect_singletons()
     app = QApplication.instance() or QApplication([sys.argv[0]])
     app.setOrganizationName(ORGANIZATION)
     app.setApplicationName(APPLICATION)

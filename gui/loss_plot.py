@@ -27,6 +27,7 @@ from engine.run_folder import format_loss
 from gui.series import GrowingArray, Smoother
 
 REDRAW_INTERVAL_MS = 33
+DOWNSAMPLE_FACTOR = 2.0  # samples per pixel column kept by peak downsampling
 DEFAULT_SMOOTHING = 0.6
 SLIDER_STEPS = 1000  # the slider's weight runs from 0 to 0.999
 RAW_PEN = pg.mkPen(color=(31, 119, 180, 90), width=1)
@@ -46,10 +47,8 @@ EMPTY_HINT = "The loss of each step appears here once a run starts (Run: Ctrl+R)
 
 
 def _curve(pen: pg.QtGui.QPen, name: str) -> pg.PlotDataItem:
-    curve = pg.PlotDataItem(pen=pen, name=name)
-    curve.setDownsampling(auto=True, method="peak")
-    curve.setClipToView(True)
-    return curve
+    """A curve; the plot item gives it its downsampling and clipping when it is added."""
+    return pg.PlotDataItem(pen=pen, name=name, autoDownsampleFactor=DOWNSAMPLE_FACTOR)
 
 
 class LossPlot(QWidget):
@@ -72,6 +71,9 @@ class LossPlot(QWidget):
         self.plot_item.setLabel("left", "loss")
         self.plot_item.addLegend(offset=(-10, 10))
         self.plot_item.setMouseEnabled(x=True, y=True)
+        # The plot item imposes these on every curve it holds (its context menu edits them).
+        self.plot_item.setDownsampling(auto=True, mode="peak")
+        self.plot_item.setClipToView(True)
         self.raw_curve = _curve(RAW_PEN, "loss")
         self.smooth_curve = _curve(SMOOTH_PEN, "smoothed")
         self.plot_item.addItem(self.raw_curve)

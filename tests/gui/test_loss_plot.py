@@ -1,0 +1,100 @@
+"""The loss plot keeps exact values, smooths incrementally and stays fast at a million points."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+
+from gui.loss_plot import REDRAW_INTERVAL_MS, LossPlot
+
+
+@pytest.fixture
+def plot(qtbot) -> LossPlot:
+    plot = LossPlot()
+    plot.resize(900, 500)
+    plot.show()
+    qtbot.addWidget(plot)
+    return plot
+
+
+def test_million_points_keep_exact_values_and_redraw_fast(plot: LossPlot) -> None:
+    rng = np.random.default_rng(0)
+    losses = rng.random(1_000_000).astype(np.float32).astype(np.float64)
+    steps = np.arange(1, len(losses) + 1)
+    started = time.perf_counter()
+    for begin in range(0, len(losses), 10_000):
+        plot.append(steps[begin : begin + 10_000], losses[begin : begin + 10_000])
+    appended = time.perf_counter() - started
+    started = time.perf_counter()
+    plot.redraw()
+    plot.plot_widget.grab()  # forces the paint, with downsampling and clipping
+    redrawn = time.perf_counter() - started
+    assert np.array_equal(plot.steps(), steps)
+    assert np.array_equal(plot.losses(), losses)
+    assert np.array_equal(plot.losses().astype(np.float32), losses.astype(np.float32))
+    x, y = plot.raw_curve.getOriginalDataset()
+    assert np.array_equal(x, steps) and np.array_equal(y, losses)  # the curve holds it all
+    shown, _ = plot.raw_curve.getData()
+    assert len(shown) < 20_000  # and draws a peak-downsampled few thousand points
+    assert appended < 10 and redrawn < 10, (appended, redrawn)
+    print(f"append 1M in 100 batches: {appended:.3f} s, redraw+paint: {redrawn:.3f} s")
+
+
+def test_appending_never_changes_earlier_smoothed_values(plot: LossPlot) -> None:
+    rng = np.random.default_rng(1)
+    plot.append(np.arange(1, 501), rng.random(500))
+    before = plot.smoothed().copy()
+    plot.append(np.arange(501, 1001), rng.random(500) * 10)
+    assert np.array_equal(plot.smoothed()[:500], before)
+    assert len(plot.smoothed()) == 1000
+
+
+def test_slider_recomputes_and_off_hides(qtbot, plot: LossPlot) -> None:
+    plot.append([1, 2, 3], [1.0, 0.0, 1.0])
+    plot.set_smoothing_weight(0.0)
+    assert np.array_equal(plot.smoothed(), [1.0, 0.0, 1.0])
+    plot.set_smoothing_weight(0.5)
+    assert plot.smoothed()[1] == pytest.approx(1 / 3)
+    plot.smooth_checkbox.setChecked(False)
+    assert not plot.smooth_curve.isVisible() and not plot.smooth_slider.isEnabled()
+
+
+def test_redraws_at_a_bounded_rate_only_when_data_arrived(qtbot, plot: LossPlot) -> None:
+    plot.redraw_count = 0
+    qtbot.wait(200)
+    assert plot.redraw_count == 0  # nothing new, nothing drawn
+    started = time.perf_counter()
+    for step in range(1, 201):
+        plot.append([step], [1.0 / step])
+        qtbot.wait(1)
+    elapsed = time.perf_counter() - started
+    assert 1 <= plot.redraw_count <= elapsed / (REDRAW_INTERVAL_MS / 1000) + 2
+    assert plot.redraw_count < 200  # never one redraw per append
+    qtbot.waitUntil(lambda: len(plot.raw_curve.getData()[0]) == 200, timeout=1000)
+
+
+def test_replica_curves_and_readout(plot: LossPlot) -> None:
+    plot.append([1, 2], [0.5, 0.25], [[0.2, 0.3], [0.1, 0.15]])
+    assert plot.replica_checkbox.isEnabled()
+    assert len(plot.replica_curves) == 2
+    assert np.array_equal(plot.replica_losses()[1], [0.3, 0.15])
+    plot.redraw()
+    plot.show_readout(1.9)
+    assert plot.readout.text().startswith("step 2   loss 0.25")
+    assert "replica 1: 0.15" in plot.readout.text()
+    plot.log_checkbox.setChecked(True)
+    assert plot.plot_item.ctrl.logYCheck.isChecked()
+    plot.show_readout(1.0)
+    assert plot.h_line.value() == pytest.approx(np.log10(0.5))
+
+
+def test_clear_starts_over(plot: LossPlot) -> None:
+    plot.append([1, 2], [0.5, 0.25], [[0.2, 0.3], [0.1, 0.15]])
+    plot.clear()
+    assert len(plot.steps()) == 0 and plot.replica_curves == []
+    assert not plot.replica_checkbox.isEnabled()
+    assert plot.hint.isVisible()
+    with pytest.raises(ValueError):
+        plot.append([1, 2], [0.5])
