@@ -300,7 +300,10 @@ class LocalCluster:
     # --- control ---------------------------------------------------------------------
 
     def start(self) -> None:
-        """Writes the run folder's top level and starts every task (ps first: they serve)."""
+        """Writes the run folder's top level and starts every task at once.
+
+        Order does not matter: TensorFlow's tasks wait for each other to come up.
+        """
         self.run_dir.mkdir(parents=True, exist_ok=True)
         atomic_write_text(self.run_dir / PROJECT_FILE, self.project.to_json())
         self._log = (self.run_dir / LOG_FILE).open("a", encoding="utf-8")
@@ -313,6 +316,8 @@ class LocalCluster:
             for task in self._tasks:
                 task.engine.kill()
                 task.engine.close()
+            self._done = True
+            self._close_files()
             raise
         write_status(
             self.run_dir,
