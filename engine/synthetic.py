@@ -29,35 +29,57 @@ class DataError(ValueError):
 def classification_arrays(
     data: SyntheticClassification, model: ModelConfig, loss: LossConfig
 ) -> tuple[np.ndarray, np.ndarray]:
-    rng = np.random.default_rng(data.seed)
-    x = rng.standard_normal((data.examples, *model.input_shape)).astype(np.float32)
-    flat = x.reshape(data.examples, -1)
-    teacher = rng.standard_normal((flat.shape[1], data.num_classes)).astype(np.float32)
-    classes = np.argmax(flat @ teacher, axis=1)
-    if data.noise:
-        x = x + (data.noise * rng.standard_normal(x.shape)).astype(np.float32)
-    return x, _labels_for(classes, data.num_classes, loss)
+    return make_classification(
+        data.examples, model.input_shape, data.num_classes, data.noise, data.seed, loss.kind
+    )
 
 
 def regression_arrays(
     data: SyntheticRegression, model: ModelConfig
 ) -> tuple[np.ndarray, np.ndarray]:
-    rng = np.random.default_rng(data.seed)
-    x = rng.standard_normal((data.examples, *model.input_shape)).astype(np.float32)
-    flat = x.reshape(data.examples, -1)
-    teacher = rng.standard_normal((flat.shape[1], model.output_units)).astype(np.float32)
+    return make_regression(
+        data.examples, model.input_shape, model.output_units, data.noise, data.seed
+    )
+
+
+# The two generators below take plain values and use numpy only, so that "Export as
+# script" can copy their source into a standalone script: same code, same examples.
+
+
+def make_classification(
+    examples: int,
+    input_shape: list[int],
+    num_classes: int,
+    noise: float,
+    seed: int,
+    loss_kind: str,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Random inputs labelled by a random linear teacher, labels shaped for the loss."""
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((examples, *input_shape)).astype(np.float32)
+    flat = x.reshape(examples, -1)
+    teacher = rng.standard_normal((flat.shape[1], num_classes)).astype(np.float32)
+    classes = np.argmax(flat @ teacher, axis=1)
+    if noise:
+        x = x + (noise * rng.standard_normal(x.shape)).astype(np.float32)
+    if loss_kind == "sparse_categorical_crossentropy":
+        return x, classes.astype(np.int32)
+    if loss_kind == "binary_crossentropy" and num_classes == 2:
+        return x, classes.astype(np.float32).reshape(-1, 1)
+    return x, np.eye(num_classes, dtype=np.float32)[classes]
+
+
+def make_regression(
+    examples: int, input_shape: list[int], outputs: int, noise: float, seed: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Random inputs with targets from a random linear map plus Gaussian noise."""
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((examples, *input_shape)).astype(np.float32)
+    flat = x.reshape(examples, -1)
+    teacher = rng.standard_normal((flat.shape[1], outputs)).astype(np.float32)
     teacher /= np.sqrt(flat.shape[1])
-    y = flat @ teacher + data.noise * rng.standard_normal((data.examples, model.output_units))
+    y = flat @ teacher + noise * rng.standard_normal((examples, outputs))
     return x, y.astype(np.float32)
-
-
-def _labels_for(classes: np.ndarray, num_classes: int, loss: LossConfig) -> np.ndarray:
-    """Class indices in the form the loss expects."""
-    if loss.kind == "sparse_categorical_crossentropy":
-        return classes.astype(np.int32)
-    if loss.kind == "binary_crossentropy" and num_classes == 2:
-        return classes.astype(np.float32).reshape(-1, 1)
-    return np.eye(num_classes, dtype=np.float32)[classes]
 
 
 def numpy_arrays(data: NumpyData, model: ModelConfig) -> tuple[np.ndarray, np.ndarray]:

@@ -1,0 +1,84 @@
+"""Export as script: the standalone program reproduces the engine's loss trace."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from distloop_testing import example_data, run_engine
+
+from engine.config import load_project_data
+from engine.script_export import ExportError, render_script
+
+
+def run_script(path) -> tuple[list[int], np.ndarray]:
+    result = subprocess.run(
+        [sys.executable, str(path)], capture_output=True, text=True, timeout=240, check=True
+    )
+    pairs = [line.split() for line in result.stdout.splitlines() if line.startswith("step=")]
+    steps = [int(a.removeprefix("step=")) for a, _ in pairs]
+    return steps, np.array([float(b.removeprefix("loss=")) for _, b in pairs], np.float32)
+
+
+def regression_on_csv(tmp_path) -> dict:
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((120, 3)).astype(np.float32)
+    y = x @ np.array([[0.5], [-1.0], [2.0]], np.float32)
+    np.savetxt(tmp_path / "t.csv", np.hstack([x, y]), delimiter=",", header="a,b,c,y", comments="")
+    data = example_data("regression")
+    data["model"]["input_shape"] = [3]
+    data["data"] = {
+        "source": "csv",
+        "path": str(tmp_path / "t.csv"),
+        "label_column": "y",
+        "global_batch_size": 25,
+        "shuffle_buffer": 50,
+    }
+    data["training"] = {"epochs": 2, "seed": 1}
+    return data
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["seed", "classification", "regression", "csv"])
+def test_exported_script_gives_the_engines_loss_trace(tmp_path, name: str) -> None:
+    data = regression_on_csv(tmp_path) if name == "csv" else example_data(name)
+    if name == "classification":
+        data["training"]["steps"] = 60  # enough to compare, quicker than the example's 300
+    project = load_project_data(data)
+    script = tmp_path / "exported.py"
+    script.write_text(render_script(project))
+    steps, losses = run_script(script)
+    engine = run_engine(project, None)
+    assert steps == engine["steps"]
+    np.testing.assert_allclose(losses, engine["losses"], rtol=1e-5)
+
+
+def test_script_is_standalone_and_readable() -> None:
+    text = render_script(load_project_data(example_data("classification")))
+    assert "distloop" not in text.split('"""', 2)[2].split("# The Distloop project")[0].lower()
+    assert "strategy.scope()" in text and "tf.nn.compute_average_loss" in text
+    assert "def make_classification(" in text
+    compile(text, "exported.py", "exec")
+
+
+def test_tf_config_is_set_before_tensorflow_starts() -> None:
+    data = example_data()
+    data["strategy"] = {"kind": "multi_worker_mirrored"}
+    data["tf_config"] = {"cluster": {"worker": ["h1:2222", "h2:2222"]}, "task": {"type": "worker"}}
+    text = render_script(load_project_data(data))
+    assert text.index('os.environ.setdefault("TF_CONFIG"') < text.index("import tensorflow")
+    assert json.loads(text.split('os.environ.setdefault("TF_CONFIG", \'')[1].split("')")[0])
+
+
+def test_parameter_server_is_refused_with_a_reason() -> None:
+    data = example_data()
+    data["strategy"] = {"kind": "parameter_server"}
+    data["tf_config"] = {
+        "cluster": {"chief": ["h0:1"], "worker": ["h1:1"], "ps": ["h2:1"]},
+        "task": {"type": "chief"},
+    }
+    with pytest.raises(ExportError, match="coordinator"):
+        render_script(load_project_data(data))
