@@ -150,11 +150,11 @@ class MainWindow(QMainWindow):
         self.save_as_action = self._action(
             "Save &As…",
             self.save_as,
-            QKeySequence.StandardKey.SaveAs,
+            "Ctrl+Shift+S",
             None,
             "Save the project under a new name",
         )
-        self.quit_action = self._action("&Quit", self.close, QKeySequence.StandardKey.Quit)
+        self.quit_action = self._action("&Quit", self.close, "Ctrl+Q")
         self.run_action = self._action(
             "&Run", self.run, "Ctrl+R", pixmap.SP_MediaPlay, "Train the project (Ctrl+R)"
         )

@@ -42,7 +42,9 @@ def qloop(qapp: QApplication) -> Iterator[qasync.QEventLoop]:
     loop = qasync.QEventLoop(qapp, already_running=True)
     asyncio.set_event_loop(loop)
     yield loop
-    loop.stop()
+    # Not loop.stop(): it calls QCoreApplication.exit(), which outside exec() leaves Qt's
+    # "quit now" flag set, and every later QEventLoop.exec (qtbot.wait) returns at once.
+    loop._QEventLoop__is_running = False  # type: ignore[attr-defined]
     asyncio.events._set_running_loop(None)
     loop.close()
     asyncio.set_event_loop(None)

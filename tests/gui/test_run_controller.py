@@ -1,0 +1,130 @@
+"""The run session logic with a scripted engine: signals, stop, kill, failures."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from gui_fakes import FakeEngine, factory, seed_run
+
+from engine.examples import load_example
+from engine.messages import RunFailed, RunFinished, StepMetrics
+from gui.run_controller import RunController, RunState
+
+
+class Recorder:
+    def __init__(self, controller: RunController) -> None:
+        self.events: list[tuple[str, object]] = []
+        for name in ("state_changed", "log", "started", "metrics", "finished", "failed"):
+            getattr(controller, name).connect(lambda value, n=name: self.events.append((n, value)))
+        controller.idle.connect(lambda: self.events.append(("idle", None)))
+
+    def names(self) -> list[str]:
+        return [name for name, _ in self.events if name != "state_changed"]
+
+    def of(self, name: str) -> list[object]:
+        return [value for n, value in self.events if n == name]
+
+
+@pytest.fixture
+def run_dir(tmp_path: Path) -> Path:
+    return tmp_path / "run"
+
+
+def _run(qtbot, controller: RunController, run_dir: Path) -> None:
+    controller.start(load_example("seed"), run_dir)
+    qtbot.waitUntil(lambda: not controller.active, timeout=10_000)
+
+
+def test_a_run_reports_every_message_in_order(qtbot, qloop, run_dir: Path) -> None:
+    engine = FakeEngine(seed_run(steps=20, batch=5))
+    made: list = []
+    controller = RunController(factory(engine, made))
+    events = Recorder(controller)
+    _run(qtbot, controller, run_dir)
+    assert events.names() == ["log", "started"] + ["metrics"] * 4 + ["finished", "idle"]
+    steps = [s for m in events.of("metrics") for s in m.steps]  # type: ignore[attr-defined]
+    assert steps == list(range(1, 21))
+    assert events.of("state_changed") == [RunState.STARTING, RunState.RUNNING, RunState.IDLE]
+    assert made == [(load_example("seed"), run_dir)]
+    assert engine.started and engine.closed and controller.engine is None
+
+
+def test_stop_asks_and_the_engine_stops(qtbot, qloop, run_dir: Path) -> None:
+    engine = FakeEngine(seed_run()[:3], endless=True)
+    controller = RunController(factory(engine), kill_after_s=5)
+    events = Recorder(controller)
+    controller.start(load_example("seed"), run_dir)
+    qtbot.waitUntil(lambda: len(events.of("metrics")) >= 3, timeout=5000)
+    controller.stop()
+    assert controller.state is RunState.STOPPING
+    qtbot.waitUntil(lambda: not controller.active, timeout=5000)
+    finished = events.of("finished")
+    assert len(finished) == 1 and isinstance(finished[0], RunFinished)
+    assert finished[0].status == "stopped"
+    assert engine.stop_requested and not engine.killed and not controller.killed
+
+
+def test_an_engine_that_ignores_stop_is_killed(qtbot, qloop, run_dir: Path) -> None:
+    engine = FakeEngine([], endless=True, stubborn=True)
+    controller = RunController(factory(engine), kill_after_s=0.3)
+    events = Recorder(controller)
+    controller.start(load_example("seed"), run_dir)
+    qtbot.waitUntil(lambda: len(events.of("metrics")) >= 2, timeout=5000)
+    controller.stop()
+    qtbot.waitUntil(lambda: not controller.active, timeout=5000)
+    assert engine.killed and controller.killed and controller.stop_requested
+    failed = events.of("failed")
+    assert len(failed) == 1 and isinstance(failed[0], RunFailed)
+    assert any("did not stop within 0.3 s" in log.text for log in events.of("log"))  # type: ignore[attr-defined]
+
+
+def test_engine_failure_is_one_failed_signal(qtbot, qloop, run_dir: Path) -> None:
+    failure = RunFailed(error_type="ValueError", message="bad shape", traceback="Traceback...")
+    engine = FakeEngine([*seed_run()[:3], [failure]])
+    controller = RunController(factory(engine))
+    events = Recorder(controller)
+    _run(qtbot, controller, run_dir)
+    assert events.of("failed") == [failure]
+    assert events.names()[-2:] == ["failed", "idle"]
+
+
+def test_an_engine_that_cannot_start(qtbot, qloop, run_dir: Path) -> None:
+    engine = FakeEngine([], start_error=OSError("no more processes"))
+    controller = RunController(factory(engine))
+    events = Recorder(controller)
+    controller.start(load_example("seed"), run_dir)
+    assert not controller.active
+    failed = events.of("failed")
+    assert len(failed) == 1 and "no more processes" in failed[0].message  # type: ignore[attr-defined]
+    assert events.names()[-1] == "idle"
+
+
+def test_a_broken_queue_ends_the_run_and_kills_the_engine(qtbot, qloop, run_dir: Path) -> None:
+    engine = FakeEngine(seed_run()[:2], poll_error=EOFError("queue closed"))
+    controller = RunController(factory(engine))
+    events = Recorder(controller)
+    _run(qtbot, controller, run_dir)
+    failed = events.of("failed")
+    assert len(failed) == 1 and "lost contact" in failed[0].message  # type: ignore[attr-defined]
+    assert engine.killed and engine.closed
+
+
+def test_one_run_at_a_time_and_shutdown(qtbot, qloop, run_dir: Path) -> None:
+    engine = FakeEngine([], endless=True, stubborn=True)
+    controller = RunController(factory(engine))
+    controller.start(load_example("seed"), run_dir)
+    with pytest.raises(RuntimeError):
+        controller.start(load_example("seed"), run_dir)
+    controller.shutdown()
+    assert engine.killed and engine.done
+    qtbot.waitUntil(lambda: not controller.active, timeout=5000)
+
+
+def test_metrics_are_messages_not_copies(qtbot, qloop, run_dir: Path) -> None:
+    engine = FakeEngine(seed_run(steps=3, batch=3))
+    controller = RunController(factory(engine))
+    events = Recorder(controller)
+    _run(qtbot, controller, run_dir)
+    (metrics,) = events.of("metrics")
+    assert isinstance(metrics, StepMetrics) and metrics.losses == [1.0, 0.5, 1.0 / 3]

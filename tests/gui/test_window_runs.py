@@ -1,0 +1,95 @@
+"""Run, Stop, failures and closing, with a scripted engine behind the real window."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+from gui_fakes import FakeEngine, factory, seed_run
+
+from engine.examples import load_example
+from engine.messages import RunFailed
+from gui.main_window import MainWindow
+from gui.run_controller import RunState
+
+
+def test_run_fills_plot_status_and_log(qtbot, make_window, tmp_path: Path) -> None:
+    made: list = []
+    window: MainWindow = make_window(engine_factory=factory(FakeEngine(seed_run(20, 5)), made))
+    assert window.run_action.isEnabled()
+    window.run_action.trigger()
+    assert not window.run_action.isEnabled() and window.stop_action.isEnabled()
+    qtbot.waitUntil(lambda: not window.controller.active, timeout=10_000)
+    window.plot.redraw()
+    assert np.array_equal(window.plot.steps(), np.arange(1, 21))
+    assert np.array_equal(window.plot.losses(), [1.0 / n for n in range(1, 21)])
+    values = window.status_panel.values
+    assert values["step"].text() == "20 / 20"
+    assert values["strategy"].text() == "MirroredStrategy"
+    assert values["tensorflow"].text() == "2.99.0-fake"
+    assert window.status_panel.progress.value() == window.status_panel.progress.maximum()
+    assert window.status_panel.state.text().startswith("Finished at step 20")
+    assert any("run finished at step 20" in line for line in window.log_panel.lines())
+    assert "2.99.0-fake" in window.about_text()
+    ((project, run_dir),) = made
+    assert project == load_example("seed") and run_dir.parent == tmp_path / "runs"
+    assert window.run_action.isEnabled() and not window.stop_action.isEnabled()
+
+
+def test_failure_is_shown_and_the_window_stays_usable(qtbot, make_window, dialog_recorder) -> None:
+    failure = RunFailed(
+        error_type="InvalidArgumentError", message="shapes differ", traceback="Traceback: here"
+    )
+    engine = FakeEngine([*seed_run(20, 5)[:3], [failure]])
+    window: MainWindow = make_window(engine_factory=factory(engine))
+    window.run()
+    qtbot.waitUntil(lambda: not window.controller.active, timeout=10_000)
+    assert dialog_recorder.kinds() == ["error"]
+    _, _, text = dialog_recorder.shown[0]
+    assert "InvalidArgumentError: shapes differ" in text and "Traceback: here" in text
+    assert any("Traceback: here" in line for line in window.log_panel.lines())
+    assert "Failed" in window.status_panel.state.text()
+    assert window.run_action.isEnabled()
+    window.editor.data_form.batching.editors["global_batch_size"].set_value(20)
+    assert window.validation.valid
+
+
+def test_stop_button_stops_the_run(qtbot, make_window) -> None:
+    engine = FakeEngine(seed_run()[:2], endless=True)
+    window: MainWindow = make_window(engine_factory=factory(engine))
+    window.run()
+    qtbot.waitUntil(lambda: len(window.plot.steps()) >= 3, timeout=5000)
+    window.stop_action.trigger()
+    assert window.controller.state is RunState.STOPPING
+    assert not window.stop_action.isEnabled()
+    qtbot.waitUntil(lambda: not window.controller.active, timeout=5000)
+    assert window.status_panel.state.text().startswith("Stopped at step")
+
+
+def test_closing_during_a_run_asks_then_stops_then_closes(
+    qtbot, make_window, dialog_recorder
+) -> None:
+    engine = FakeEngine(seed_run()[:2], endless=True)
+    window: MainWindow = make_window(engine_factory=factory(engine))
+    window.show()
+    window.run()
+    qtbot.waitUntil(lambda: len(window.plot.steps()) >= 2, timeout=5000)
+    dialog_recorder.confirm_stop = False
+    assert not window.close()
+    assert window.controller.active and not engine.stop_requested
+    dialog_recorder.confirm_stop = True
+    window.close()
+    assert engine.stop_requested
+    qtbot.waitUntil(lambda: not window.isVisible(), timeout=5000)
+    assert not window.controller.active and engine.closed
+    assert dialog_recorder.kinds() == ["confirm_stop", "confirm_stop"]
+
+
+def test_run_is_refused_while_invalid(make_window) -> None:
+    made: list = []
+    window: MainWindow = make_window(engine_factory=factory(FakeEngine(seed_run()), made))
+    window.editor.data_form.pages["constant"].editors["labels"].setText("1, 2")
+    assert not window.run_action.isEnabled()
+    assert window.run_action.toolTip() == "Cannot run: 1 problem"
+    window.run()
+    assert made == [] and not window.controller.active
