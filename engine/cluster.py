@@ -442,6 +442,8 @@ class LocalCluster:
                 level="error",
                 task=task.name,
             )
+        elif reporter:  # what a later protocol adds (within version 1) is the chief's to say
+            self._outbox.append(message)
 
     def _record(self, message: StepMetrics) -> None:
         if self._metrics is None:

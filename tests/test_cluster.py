@@ -206,6 +206,7 @@ def test_a_killed_worker_fails_the_run_naming_it(tmp_path) -> None:
                     pid = next(t.pid for t in cluster.tasks() if t.name == "worker:1")
                     os.kill(pid, signal.SIGKILL)
                     killed_at = time.monotonic()
+        assert killed_at is not None, f"the run ended before its first step: {messages[-1]}"
         reported_after = time.monotonic() - killed_at
     finally:
         cluster.close()
