@@ -1,14 +1,18 @@
 """The engine's sending side of the protocol (see ``engine.messages``).
 
 The queue to the parent is bounded so that a slow or frozen GUI cannot make the
-engine's memory grow; when it is full, step metrics wait here and merge into the
-next batch (nothing is dropped, ``metrics.csv`` has every step anyway) and log
-lines are dropped from the queue (they are still in ``engine.log``). Training
-never blocks on the parent, except for the one final message of a run.
+engine's memory grow, and training never waits for the parent: what does not
+fit waits here, in order. Consecutive step batches that wait merge into one
+(nothing is dropped; ``metrics.csv`` has every step anyway), and log lines that
+find the queue busy are dropped from it (they are still in ``engine.log``). Only
+:meth:`Channel.close`, at the very end of a run, waits until everything is
+delivered: a frozen parent that recovers still learns how the run ended, and a
+dead one ends this process anyway (the parent watchdog in ``engine.child_main``).
 """
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import queue
 import time
@@ -23,29 +27,25 @@ class Channel:
     def __init__(self, out: Any, task: str | None, run_dir: Path | None) -> None:
         self._queue = out
         self._task = task
-        self._pending: StepMetrics | None = None
+        self._waiting: collections.deque[_Message] = collections.deque()
         self._log_file = (run_dir / LOG_FILE).open("a", encoding="utf-8") if run_dir else None
 
     @property
     def task(self) -> str | None:
         return self._task
 
-    def send(self, message: _Message, *, timeout_s: float = 10.0) -> None:
-        """Sends a message that must arrive (run started, finished, failed)."""
-        self._flush_pending()
-        self._queue.put(
-            message.model_copy(update={"task": self._task}).model_dump(), timeout=timeout_s
-        )
+    def send(self, message: _Message) -> None:
+        """Queues a message that must arrive (run started, finished, failed), in order."""
+        self._waiting.append(message.model_copy(update={"task": self._task}))
+        self._deliver(block=False)
 
     def metrics(self, message: StepMetrics) -> None:
-        """Sends step metrics without ever blocking; merges them while the queue is full."""
-        if self._pending is not None:
-            message = _merge(self._pending, message)
-            self._pending = None
-        try:
-            self._queue.put_nowait(message.model_copy(update={"task": self._task}).model_dump())
-        except queue.Full:
-            self._pending = message
+        """Sends step metrics without blocking; merges them with a batch still waiting."""
+        message = message.model_copy(update={"task": self._task})
+        if self._waiting and isinstance(self._waiting[-1], StepMetrics):
+            message = _merge(self._waiting.pop(), message)
+        self._waiting.append(message)
+        self._deliver(block=False)
 
     def log(self, text: str, level: str = "info", source: str = "engine") -> None:
         """Writes the line to ``engine.log`` and passes it on when the queue has room."""
@@ -53,20 +53,23 @@ class Channel:
             stamp = time.strftime("%H:%M:%S")
             self._log_file.write(f"{stamp} {level[0].upper()} [{source}] {text}\n")
             self._log_file.flush()
+        if self._waiting:
+            return
         message = Log(level=level, source=source, text=text, task=self._task)
         with contextlib.suppress(queue.Full):
             self._queue.put_nowait(message.model_dump())
 
-    def _flush_pending(self) -> None:
-        if self._pending is not None:
-            pending, self._pending = self._pending, None
-            self._queue.put(
-                pending.model_copy(update={"task": self._task}).model_dump(), timeout=10
-            )
+    def _deliver(self, *, block: bool) -> None:
+        while self._waiting:
+            try:
+                self._queue.put(self._waiting[0].model_dump(), block=block)
+            except queue.Full:
+                return
+            self._waiting.popleft()
 
     def close(self) -> None:
-        """Delivers what is still pending and waits for the queue's feeder to finish."""
-        self._flush_pending()
+        """Delivers everything still waiting, however long the parent takes to read."""
+        self._deliver(block=True)
         if self._log_file is not None:
             self._log_file.close()
             self._log_file = None
@@ -80,9 +83,16 @@ def _merge(first: StepMetrics, second: StepMetrics) -> StepMetrics:
     replicas = None
     if first.replica_losses is not None and second.replica_losses is not None:
         replicas = first.replica_losses + second.replica_losses
+    named = None
+    if first.named_losses is not None and second.named_losses is not None:
+        named = {
+            name: values + second.named_losses[name] for name, values in first.named_losses.items()
+        }
     return StepMetrics(
+        task=first.task,
         steps=first.steps + second.steps,
         losses=first.losses + second.losses,
         elapsed_s=first.elapsed_s + second.elapsed_s,
         replica_losses=replicas,
+        named_losses=named,
     )

@@ -186,3 +186,39 @@ def test_run_started_reports_what_really_runs() -> None:
     assert started.strategy == "OneDeviceStrategy" and started.num_replicas == 1
     assert started.tensorflow_version.startswith("2.")
     assert any("CPU" in d.upper() for d in started.devices)
+
+
+def test_a_frozen_parent_neither_stalls_training_nor_loses_steps(tmp_path, monkeypatch) -> None:
+    """The GUI reads nothing while the run trains: the engine finishes on its own, and
+    the steps that did not fit the (small) queue arrive merged, every one of them."""
+    import engine.process
+
+    monkeypatch.setattr(engine.process, "QUEUE_SIZE", 8)
+    data = example_data()
+    data["training"] = {"steps": 6000, "seed": 0, "steps_per_execution": 20}
+    engine_process = EngineProcess(load_project_data(data), tmp_path)
+    engine_process.start()
+    try:
+        deadline = time.monotonic() + 120
+        while (status := _status(tmp_path)) != "finished":
+            assert status != "failed", (tmp_path / "engine.log").read_text()[-2000:]
+            assert time.monotonic() < deadline, "training stalled while nobody read its messages"
+            time.sleep(0.2)
+        steps, batches = [], 0
+        while not engine_process.done:
+            for message in engine_process.poll(0.5):
+                if message.type == "step_metrics":
+                    steps += message.steps
+                    batches += 1
+    finally:
+        engine_process.close()
+    assert steps == list(range(1, 6001))
+    assert batches <= 8 + 1
+    assert read_metrics(tmp_path)["step"] == steps
+
+
+def _status(run_dir) -> str | None:
+    try:
+        return read_status(run_dir)["status"]
+    except (OSError, ValueError):
+        return None
