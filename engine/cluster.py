@@ -514,13 +514,13 @@ class LocalCluster:
         if self._ending == "failed":
             failure = self._cause()
             killed = (
-                f" (killed for not ending when asked: {', '.join(self._killed)})"
+                f" (then stopped by force, not having ended when asked: {', '.join(self._killed)})"
                 if self._killed
                 else ""
             )
             final = RunFailed(
                 error_type=failure.error_type,
-                message=f"{failure.task} failed{killed}: {failure.message}",
+                message=f"{failure.task} failed: {failure.message}{killed}",
                 traceback=failure.traceback,
                 last_step=last_step,
                 exit_code=failure.exit_code,
