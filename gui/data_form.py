@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from pydantic import BaseModel
 from PySide6.QtCore import QSignalBlocker, Signal
 from PySide6.QtWidgets import QFormLayout, QGroupBox, QStackedWidget, QVBoxLayout, QWidget
 
@@ -27,43 +28,53 @@ _REQUIRED_STARTS: dict[str, dict[str, Any]] = {
 }
 
 
-def _source_pages() -> dict[str, AutoForm]:
-    return {
-        "constant": AutoForm(
-            ConstantData,
-            ["features", "labels", "examples"],
-            labels={"features": "Features:", "labels": "Labels:"},
-        ),
-        "synthetic_classification": AutoForm(
-            SyntheticClassification, ["examples", "num_classes", "noise", "seed"]
-        ),
-        "synthetic_regression": AutoForm(SyntheticRegression, ["examples", "noise", "seed"]),
-        "numpy": AutoForm(
-            NumpyData,
-            ["path", "features_key", "labels_key"],
-            custom={"path": PathEdit("NumPy archives (*.npz);;All files (*)")},
-        ),
-        "csv": AutoForm(
-            CsvData,
-            ["path", "label_column"],
-            custom={"path": PathEdit("CSV files (*.csv);;All files (*)")},
-        ),
-    }
+SOURCE_MODELS: dict[str, type[BaseModel]] = {
+    "constant": ConstantData,
+    "synthetic_classification": SyntheticClassification,
+    "synthetic_regression": SyntheticRegression,
+    "numpy": NumpyData,
+    "csv": CsvData,
+}
+# The fields every source shares (batching), in the models' order.
+BATCHING_FIELDS = [
+    name
+    for name in ConstantData.model_fields
+    if name != "source" and all(name in model.model_fields for model in SOURCE_MODELS.values())
+]
+FILE_FILTERS = {
+    "numpy": "NumPy archives (*.npz);;All files (*)",
+    "csv": "CSV files (*.csv);;All files (*)",
+}
+
+
+def _source_page(source: str) -> AutoForm:
+    """The settings only ``source`` has (file sources get a Browse button)."""
+    model = SOURCE_MODELS[source]
+    return AutoForm(
+        model,
+        [name for name in model.model_fields if name != "source" and name not in BATCHING_FIELDS],
+        custom={"path": PathEdit(FILE_FILTERS[source])} if source in FILE_FILTERS else None,
+    )
 
 
 class DataForm(QWidget):
-    """Edits ``data``: the source combo switches the page; batching is shared by all."""
+    """Edits a data section: the source combo switches the page; batching is shared by all.
+
+    ``prefix`` is the section's location: ``("data",)``, or ``("evaluation", "source")``
+    for separate validation data.
+    """
 
     edited = Signal()
 
-    def __init__(self) -> None:
+    def __init__(self, prefix: Loc = ("data",)) -> None:
         super().__init__()
+        self.prefix = prefix
         self.source = ChoiceEdit(DATA_SOURCES)
         self.source.setToolTip(
             "constant: the guide's from_tensors(...).repeat(examples); synthetic: seeded random "
             "data; numpy: an .npz file; csv: a CSV file with a header row"
         )
-        self.pages = _source_pages()
+        self.pages = {source: _source_page(source) for source in DATA_SOURCES}
         for page in self.pages.values():
             page.edited.connect(self.edited)
         self.pages["constant"].editors["features"].setToolTip(
@@ -75,9 +86,7 @@ class DataForm(QWidget):
         self.stack = QStackedWidget()
         for source in DATA_SOURCES:
             self.stack.addWidget(self.pages[source])
-        self.batching = AutoForm(
-            ConstantData, ["global_batch_size", "shuffle_buffer", "drop_remainder"]
-        )
+        self.batching = AutoForm(ConstantData, BATCHING_FIELDS)
         self.batching.edited.connect(self.edited)
 
         source_form = QFormLayout()
@@ -112,11 +121,11 @@ class DataForm(QWidget):
         self._show_page()
 
     def targets(self) -> dict[Loc, QWidget]:
-        targets: dict[Loc, QWidget] = {("data", "source"): self.source}
+        targets: dict[Loc, QWidget] = {(*self.prefix, "source"): self.source}
         for name, editor in self.pages[self.source.value()].editors.items():
-            targets[("data", name)] = editor
+            targets[(*self.prefix, name)] = editor
         for name, editor in self.batching.editors.items():
-            targets[("data", name)] = editor
+            targets[(*self.prefix, name)] = editor
         return targets
 
     def _reset_pages(self) -> None:

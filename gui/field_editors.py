@@ -161,12 +161,49 @@ class OptionalFloatEdit(QWidget):
         self.checkbox.toggled.connect(self.edited)
         self.spin.edited.connect(self.edited)
 
+    @property
+    def mark_target(self) -> QWidget:
+        return self.spin
+
     def value(self) -> float | None:
         return self.spin.value() if self.checkbox.isChecked() else None
 
     def set_value(self, value: float | None) -> None:
         if value is not None:
             self.spin.setValue(float(value))
+        self.checkbox.setChecked(value is not None)
+
+
+class OptionalIntEdit(QWidget):
+    """An integer the model allows to be left out (None): a checkbox turns it on."""
+
+    edited = Signal()
+
+    def __init__(self, minimum: int, maximum: int, initial: int) -> None:
+        super().__init__()
+        self.checkbox = QCheckBox()
+        self.checkbox.setToolTip("Unchecked: leave it out")
+        self.spin = IntEdit(minimum, maximum)
+        self.spin.setValue(initial)
+        self.spin.setEnabled(False)
+        layout = QHBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(self.checkbox)
+        layout.addWidget(self.spin, 1)
+        self.checkbox.toggled.connect(self.spin.setEnabled)
+        self.checkbox.toggled.connect(self.edited)
+        self.spin.edited.connect(self.edited)
+
+    @property
+    def mark_target(self) -> QWidget:
+        return self.spin
+
+    def value(self) -> int | None:
+        return self.spin.value() if self.checkbox.isChecked() else None
+
+    def set_value(self, value: int | None) -> None:
+        if value is not None:
+            self.spin.setValue(int(value))
         self.checkbox.setChecked(value is not None)
 
 
@@ -269,6 +306,10 @@ class PathEdit(QWidget):
         layout.addWidget(self.button)
         self.line.textChanged.connect(self.edited)
 
+    @property
+    def mark_target(self) -> QWidget:
+        return self.line
+
     def value(self) -> str:
         return self.line.text()
 
@@ -294,7 +335,7 @@ def _unwrap_optional(annotation: Any) -> tuple[Any, bool]:
 def editor_for(model: type[BaseModel], name: str, initial: float = 1.0) -> QWidget:
     """The editor for ``model.name``, with the field's range, default and description.
 
-    ``initial`` is what an optional float shows before it is first turned on.
+    ``initial`` is what an optional number shows before it is first turned on.
     """
     info = model.model_fields[name]
     annotation, optional = _unwrap_optional(info.annotation)
@@ -302,7 +343,10 @@ def editor_for(model: type[BaseModel], name: str, initial: float = 1.0) -> QWidg
     editor: QWidget
     if annotation is bool:
         editor = BoolEdit()
-    elif annotation is int and not optional:
+    elif annotation is int and optional:
+        low, high = int_range(info)
+        editor = OptionalIntEdit(low, high, initial=max(low, min(high, round(initial))))
+    elif annotation is int:
         editor = IntEdit(*int_range(info))
     elif annotation is float and optional:
         low, high = float_range(info)

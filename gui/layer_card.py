@@ -25,6 +25,8 @@ from gui.field_editors import ChoiceEdit, editor_for
 
 LAYER_KINDS = ("dense", "dropout")
 NO_REGULARIZER, L1_L2 = "none", "l1_l2"
+# Dense fields with editors of their own below the plain ones.
+DENSE_NESTED = ("kind", "kernel_initializer", "kernel_regularizer")
 
 
 NEW_DENSE_UNITS = 16
@@ -71,7 +73,9 @@ class LayerCard(QFrame):
             header.addWidget(button)
 
         self.dense = AutoForm(
-            DenseLayer, ["units", "activation", "use_bias"], labels={"use_bias": "Use bias:"}
+            DenseLayer,
+            [name for name in DenseLayer.model_fields if name not in DENSE_NESTED],
+            labels={"use_bias": "Use bias:"},
         )
         self.initializer = AutoForm(
             Initializer,
@@ -99,7 +103,11 @@ class LayerCard(QFrame):
         regularizer_form.addRow("Regularizer:", regularizer_row)
         dense_layout.addLayout(regularizer_form)
 
-        self.dropout = AutoForm(DropoutLayer, ["rate"], labels={"rate": "Dropout rate:"})
+        self.dropout = AutoForm(
+            DropoutLayer,
+            [name for name in DropoutLayer.model_fields if name != "kind"],
+            labels={"rate": "Dropout rate:"},
+        )
         self.pages = QStackedWidget()
         self.pages.addWidget(dense_page)
         self.pages.addWidget(self.dropout)

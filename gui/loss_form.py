@@ -22,7 +22,7 @@ class LossForm(QWidget):
         super().__init__()
         self.fields = AutoForm(
             LossConfig,
-            ["kind", "from_logits", "delta"],
+            list(LossConfig.model_fields),
             labels={"from_logits": "From logits:"},
         )
         self.fields.editors["from_logits"].setToolTip(

@@ -1,4 +1,8 @@
-"""The live loss plot: raw loss per step, a smoothed curve and, if reported, each replica's loss.
+"""The live loss plot: the loss per step, a smoothed curve, and what else a run reports.
+
+Besides the primary loss it draws each replica's loss (``per_replica_losses``),
+each named loss of custom step code (a GAN's generator and discriminator), and
+the validation loss of each evaluation.
 
 Built to stay smooth for a million steps: data lives in growing numpy buffers,
 curves are redrawn at most ~30 times a second and only when new data arrived,
@@ -7,7 +11,7 @@ and pyqtgraph draws only the visible range, peak-downsampled to the pixel width.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pyqtgraph as pg
@@ -32,7 +36,8 @@ DEFAULT_SMOOTHING = 0.6
 SLIDER_STEPS = 1000  # the slider's weight runs from 0 to 0.999
 RAW_PEN = pg.mkPen(color=(31, 119, 180, 90), width=1)
 SMOOTH_PEN = pg.mkPen(color=(31, 119, 180), width=2)
-REPLICA_COLORS = [
+EVAL_COLOR = (214, 39, 40)
+SERIES_COLORS = [
     (255, 127, 14),
     (44, 160, 44),
     (214, 39, 40),
@@ -51,6 +56,15 @@ def _curve(pen: pg.QtGui.QPen, name: str) -> pg.PlotDataItem:
     return pg.PlotDataItem(pen=pen, name=name, autoDownsampleFactor=DOWNSAMPLE_FACTOR)
 
 
+class _Series:
+    """One extra per-step curve (a replica's or a named loss) and its buffer."""
+
+    def __init__(self, curve: pg.PlotDataItem, missing_steps: int) -> None:
+        self.curve = curve
+        self.buffer = GrowingArray()
+        self.buffer.extend(np.full(missing_steps, np.nan))  # steps before it was reported
+
+
 class LossPlot(QWidget):
     """Appends steps as they come; ``steps()``/``losses()`` expose exactly what is plotted."""
 
@@ -59,7 +73,10 @@ class LossPlot(QWidget):
         self._steps = GrowingArray()
         self._losses = GrowingArray()
         self._smoothed = GrowingArray()
-        self._replicas: list[GrowingArray] = []
+        self._replicas: list[_Series] = []
+        self._named: dict[str, _Series] = {}
+        self._eval_steps = GrowingArray()
+        self._eval_losses = GrowingArray()
         self._smoother = Smoother(DEFAULT_SMOOTHING)
         self._dirty = False
         self.redraw_count = 0
@@ -78,7 +95,14 @@ class LossPlot(QWidget):
         self.smooth_curve = _curve(SMOOTH_PEN, "smoothed")
         self.plot_item.addItem(self.raw_curve)
         self.plot_item.addItem(self.smooth_curve)
-        self.replica_curves: list[pg.PlotDataItem] = []
+        self.eval_curve = pg.PlotDataItem(
+            pen=pg.mkPen(color=EVAL_COLOR, width=1, style=Qt.PenStyle.DashLine),
+            symbol="o",
+            symbolSize=6,
+            symbolBrush=EVAL_COLOR,
+            symbolPen=None,
+            name="val_loss",
+        )
         self._build_crosshair()
 
         self.hint = pg.TextItem(EMPTY_HINT, color=(120, 120, 120), anchor=(0.5, 0.5))
@@ -139,6 +163,7 @@ class LossPlot(QWidget):
         steps: Sequence[int] | NDArray[np.float64],
         losses: Sequence[float] | NDArray[np.float64],
         replica_losses: Sequence[Sequence[float]] | None = None,
+        named_losses: Mapping[str, Sequence[float]] | None = None,
     ) -> None:
         """Adds a batch of steps; the next timer tick draws it."""
         if len(steps) != len(losses):
@@ -149,33 +174,52 @@ class LossPlot(QWidget):
         self._losses.extend(losses)
         self._smoothed.extend(self._smoother.extend(losses))
         if replica_losses is not None:
-            self._append_replicas(np.asarray(replica_losses, dtype=np.float64))
+            table = np.asarray(replica_losses, dtype=np.float64)
+            while len(self._replicas) < table.shape[1]:
+                name = f"replica {len(self._replicas)}"
+                self._replicas.append(self._new_series(name, 1, len(steps)))
+            for index, series in enumerate(self._replicas):
+                column = table[:, index] if index < table.shape[1] else np.nan
+                series.buffer.extend(np.broadcast_to(column, (len(steps),)))
+            self.replica_checkbox.setEnabled(True)
+        if named_losses is not None:
+            for name in named_losses:
+                if name not in self._named:
+                    self._named[name] = self._new_series(name, 2, len(steps))
+            for name, series in self._named.items():
+                series.buffer.extend(named_losses.get(name, np.full(len(steps), np.nan)))
         self._dirty = True
         self.hint.setVisible(False)
 
-    def _append_replicas(self, table: NDArray[np.float64]) -> None:
-        while len(self._replicas) < table.shape[1]:
-            buffer = GrowingArray()
-            buffer.extend(np.full(len(self._steps) - len(table), np.nan))  # steps before it
-            self._replicas.append(buffer)
-            color = REPLICA_COLORS[(len(self._replicas) - 1) % len(REPLICA_COLORS)]
-            curve = _curve(pg.mkPen(color=color, width=1), f"replica {len(self._replicas) - 1}")
+    def _new_series(self, name: str, width: int, new_steps: int) -> _Series:
+        color = SERIES_COLORS[(len(self._replicas) + len(self._named)) % len(SERIES_COLORS)]
+        curve = _curve(pg.mkPen(color=color, width=width), name)
+        self.plot_item.addItem(curve)
+        series = _Series(curve, len(self._steps) - new_steps)
+        if name.startswith("replica"):
             curve.setVisible(self.replica_checkbox.isChecked())
-            self.plot_item.addItem(curve)
-            self.replica_curves.append(curve)
-        for index, buffer in enumerate(self._replicas):
-            column = table[:, index] if index < table.shape[1] else np.full(len(table), np.nan)
-            buffer.extend(column)
-        self.replica_checkbox.setEnabled(True)
+        return series
+
+    def add_evaluation(self, step: int, val_loss: float) -> None:
+        """Adds an evaluation's validation loss as a marker on its step."""
+        if not self._eval_steps:
+            self.plot_item.addItem(self.eval_curve)
+        self._eval_steps.extend([step])
+        self._eval_losses.extend([val_loss])
+        self._dirty = True
 
     def clear(self) -> None:
         """Empties the plot for a new run (smoothing settings stay)."""
         for buffer in (self._steps, self._losses, self._smoothed):
             buffer.clear()
+        for series in [*self._replicas, *self._named.values()]:
+            self.plot_item.removeItem(series.curve)
         self._replicas = []
-        for curve in self.replica_curves:
-            self.plot_item.removeItem(curve)
-        self.replica_curves = []
+        self._named = {}
+        if self._eval_steps:
+            self.plot_item.removeItem(self.eval_curve)
+        self._eval_steps.clear()
+        self._eval_losses.clear()
         self.replica_checkbox.setEnabled(False)
         self._smoother = Smoother(self.smoothing_weight())
         self.readout.clear()
@@ -193,7 +237,18 @@ class LossPlot(QWidget):
         return self._smoothed.view()
 
     def replica_losses(self) -> list[NDArray[np.float64]]:
-        return [buffer.view() for buffer in self._replicas]
+        return [series.buffer.view() for series in self._replicas]
+
+    def named_losses(self) -> dict[str, NDArray[np.float64]]:
+        return {name: series.buffer.view() for name, series in self._named.items()}
+
+    def evaluations(self) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """(steps, val_loss) of every evaluation so far."""
+        return self._eval_steps.view(), self._eval_losses.view()
+
+    @property
+    def replica_curves(self) -> list[pg.PlotDataItem]:
+        return [series.curve for series in self._replicas]
 
     # --- drawing ------------------------------------------------------------------------
 
@@ -209,9 +264,11 @@ class LossPlot(QWidget):
         self.raw_curve.setData(steps, self._losses.view())
         if self.smooth_curve.isVisible():
             self.smooth_curve.setData(steps, self._smoothed.view())
-        if self.replica_checkbox.isChecked():
-            for curve, buffer in zip(self.replica_curves, self._replicas, strict=True):
-                curve.setData(steps, buffer.view())
+        for series in [*self._replicas, *self._named.values()]:
+            if series.curve.isVisible():
+                series.curve.setData(steps, series.buffer.view())
+        if self._eval_steps:
+            self.eval_curve.setData(self._eval_steps.view(), self._eval_losses.view())
 
     def _show_hint(self) -> None:
         """An empty plot says what will appear in it, centred in a unit view."""
@@ -244,8 +301,8 @@ class LossPlot(QWidget):
         self._dirty = True
 
     def _on_replicas_toggled(self, on: bool) -> None:
-        for curve in self.replica_curves:
-            curve.setVisible(on)
+        for series in self._replicas:
+            series.curve.setVisible(on)
         self._dirty = True
 
     # --- crosshair ----------------------------------------------------------------------
@@ -283,8 +340,10 @@ class LossPlot(QWidget):
         parts = [f"step {int(steps[index])}", f"loss {format_loss(loss)}"]
         if self.smooth_checkbox.isChecked():
             parts.append(f"smoothed {self._smoothed.view()[index]:.6g}")
+        extras = {f"replica {i}": series for i, series in enumerate(self._replicas)}
+        extras.update(self._named)
         parts += [
-            f"replica {i}: {format_loss(float(buffer.view()[index]))}"
-            for i, buffer in enumerate(self._replicas)
+            f"{name}: {format_loss(float(series.buffer.view()[index]))}"
+            for name, series in extras.items()
         ]
         self.readout.setText("   ".join(parts))

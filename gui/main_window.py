@@ -18,13 +18,29 @@ import pyqtgraph as pg
 import PySide6
 from PySide6.QtCore import QSettings, Qt, QUrl, qVersion
 from PySide6.QtGui import QAction, QCloseEvent, QDesktopServices, QKeySequence
-from PySide6.QtWidgets import QFileDialog, QLabel, QMainWindow, QSplitter, QStyle, QToolBar
+from PySide6.QtWidgets import (
+    QFileDialog,
+    QLabel,
+    QMainWindow,
+    QSplitter,
+    QStyle,
+    QToolBar,
+    QVBoxLayout,
+    QWidget,
+)
 
 import engine
 from engine.config import Project, load_project
 from engine.examples import example_names, example_text, load_example
 from engine.fileio import atomic_write_text
-from engine.messages import DevicesDetected, RunFailed, RunFinished, RunStarted, StepMetrics
+from engine.messages import (
+    DevicesDetected,
+    EvalMetrics,
+    RunFailed,
+    RunFinished,
+    RunStarted,
+    StepMetrics,
+)
 from engine.problems import ProblemsError
 from engine.process import EngineProcess, detect_devices
 from engine.run_folder import format_loss, new_run_dir
@@ -82,11 +98,11 @@ class MainWindow(QMainWindow):
     # --- construction -------------------------------------------------------------------
 
     def _build_layout(self) -> None:
-        self.left_splitter = QSplitter(Qt.Orientation.Vertical)
-        self.left_splitter.addWidget(self.editor)
-        self.left_splitter.addWidget(self.problems_panel)
-        self.left_splitter.setStretchFactor(0, 4)
-        self.left_splitter.setStretchFactor(1, 1)
+        settings_side = QWidget()
+        left = QVBoxLayout(settings_side)
+        left.setContentsMargins(0, 0, 4, 4)
+        left.addWidget(self.editor, 1)
+        left.addWidget(self.problems_panel)
         self.right_splitter = QSplitter(Qt.Orientation.Vertical)
         self.right_splitter.addWidget(self.plot)
         self.right_splitter.addWidget(self.status_panel)
@@ -95,12 +111,11 @@ class MainWindow(QMainWindow):
         self.right_splitter.setStretchFactor(1, 0)
         self.right_splitter.setStretchFactor(2, 2)
         self.main_splitter = QSplitter(Qt.Orientation.Horizontal)
-        self.main_splitter.addWidget(self.left_splitter)
+        self.main_splitter.addWidget(settings_side)
         self.main_splitter.addWidget(self.right_splitter)
         self.main_splitter.setStretchFactor(0, 2)
         self.main_splitter.setStretchFactor(1, 3)
         self.main_splitter.setSizes([580, 820])
-        self.left_splitter.setSizes([700, 160])
         self.right_splitter.setSizes([520, self.status_panel.sizeHint().height(), 240])
         self.setCentralWidget(self.main_splitter)
         self.resize(*DEFAULT_SIZE)
@@ -236,6 +251,7 @@ class MainWindow(QMainWindow):
         controller.log.connect(self.log_panel.add_message)
         controller.started.connect(self._on_started)
         controller.metrics.connect(self._on_metrics)
+        controller.evaluated.connect(self._on_evaluated)
         controller.finished.connect(self._on_finished)
         controller.failed.connect(self._on_failed)
         controller.idle.connect(self._on_idle)
@@ -249,6 +265,11 @@ class MainWindow(QMainWindow):
     @property
     def validation(self) -> Validation:
         return self._validation
+
+    @property
+    def last_run_dir(self) -> Path | None:
+        """The folder of the latest run (project.json, metrics.csv, status.json, engine.log)."""
+        return self._last_run_dir
 
     def is_modified(self) -> bool:
         return self.editor.data() != self._saved_data
@@ -274,7 +295,6 @@ class MainWindow(QMainWindow):
         self._validation = validate(self.editor.data())
         self.editor.show_validation(self._validation)
         self.problems_panel.show_validation(self._validation)
-        self.validity.setText(self._validation.summary())
         self._update_actions()
         self.setWindowModified(self.is_modified())
         self.setWindowTitle(f"{self._title}[*] — Distloop")
@@ -289,6 +309,7 @@ class MainWindow(QMainWindow):
             else ("Train the project (Ctrl+R)" if valid else self._validation.summary())
         )
         self.stop_action.setEnabled(active and self.controller.state is not RunState.STOPPING)
+        self.validity.setText("Run in progress" if active else self._validation.summary())
 
     def _maybe_save(self) -> bool:
         """Asks about unsaved changes; False means the user cancelled."""
@@ -445,8 +466,19 @@ class MainWindow(QMainWindow):
             self.log_panel.add(warning, "warning")
 
     def _on_metrics(self, message: StepMetrics) -> None:
-        self.plot.append(message.steps, message.losses, message.replica_losses)
+        self.plot.append(
+            message.steps, message.losses, message.replica_losses, message.named_losses
+        )
         self.status_panel.metrics(message)
+
+    def _on_evaluated(self, message: EvalMetrics) -> None:
+        if "val_loss" in message.metrics:
+            self.plot.add_evaluation(message.step, message.metrics["val_loss"])
+        self.status_panel.evaluation(message)
+        values = ", ".join(f"{name}={value:.6g}" for name, value in message.metrics.items())
+        self.log_panel.add(
+            f"evaluation after step {message.step} on {message.examples} examples: {values}"
+        )
 
     def _on_finished(self, message: RunFinished) -> None:
         self.status_panel.finished(message)
@@ -522,7 +554,6 @@ class MainWindow(QMainWindow):
     def _splitters(self) -> dict[str, QSplitter]:
         return {
             "mainSplitter": self.main_splitter,
-            "leftSplitter": self.left_splitter,
             "rightSplitter": self.right_splitter,
         }
 

@@ -21,12 +21,13 @@ class ProblemsPanel(QWidget):
         self.list = QListWidget()
         self.list.setWordWrap(True)
         self.list.setAlternatingRowColors(True)
+        self.list.setMaximumHeight(150)
         self.list.itemActivated.connect(self._on_item)
         self.list.itemClicked.connect(self._on_item)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(self.summary)
-        layout.addWidget(self.list, 1)
+        layout.addWidget(self.list)
 
     def show_validation(self, validation: Validation) -> None:
         self.list.clear()
@@ -42,6 +43,7 @@ class ProblemsPanel(QWidget):
             item = QListWidgetItem(info, note)
             item.setFlags(item.flags() & ~Qt.ItemFlag.ItemIsSelectable)
             self.list.addItem(item)
+        self.list.setVisible(self.list.count() > 0)
         if validation.valid:
             self.summary.setText("<span style='color:#2e7d32'>✓ No problems: ready to run</span>")
         else:

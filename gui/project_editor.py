@@ -29,7 +29,9 @@ from engine.messages import DevicesDetected
 from engine.problems import Loc, Problem
 from engine.process import detect_devices
 from gui.auto_form import AutoForm
+from gui.custom_code_form import CustomCodeForm
 from gui.data_form import DataForm
+from gui.evaluation_form import EvaluationForm
 from gui.loss_form import LossForm
 from gui.model_form import ModelForm
 from gui.optimizer_form import OptimizerForm
@@ -111,6 +113,8 @@ class ProjectEditor(QTabWidget):
         self.optimizer = OptimizerForm()
         self.loss = LossForm()
         self.training = TrainingForm()
+        self.custom_code = CustomCodeForm()
+        self.evaluation = EvaluationForm()
 
         self.summary = ProjectSummary()
         self.addTab(_scrolled(self.general, self.summary), "Project")
@@ -122,7 +126,11 @@ class ProjectEditor(QTabWidget):
             _scrolled(_boxed("Optimizer", self.optimizer), _boxed("Loss", self.loss)),
             "Optimizer && loss",
         )
-        self.addTab(_scrolled(self.training), "Training")
+        self.addTab(
+            _scrolled(_boxed("Training", self.training), _boxed("Step code", self.custom_code)),
+            "Training",
+        )
+        self.addTab(_scrolled(self.evaluation), "Evaluation")
         self._base_tips = [self.tabToolTip(i) for i in range(self.count())]
         self._sections: dict[str, QWidget] = {
             "name": self.general,
@@ -135,6 +143,8 @@ class ProjectEditor(QTabWidget):
             "optimizer": self.optimizer,
             "loss": self.loss,
             "training": self.training,
+            "custom_code": self.custom_code,
+            "evaluation": self.evaluation,
         }
         self._marked: set[QWidget] = set()
 
@@ -146,6 +156,8 @@ class ProjectEditor(QTabWidget):
             self.optimizer,
             self.loss,
             self.training,
+            self.custom_code,
+            self.evaluation,
         ):
             form.edited.connect(self.edited)
         self.tf_config.changed.connect(self.edited)
@@ -164,6 +176,8 @@ class ProjectEditor(QTabWidget):
             self.optimizer.set_value(project.optimizer)
             self.loss.set_value(project.loss)
             self.training.set_value(project.training)
+            self.custom_code.set_value(project.custom_code)
+            self.evaluation.set_value(project.evaluation)
 
     def data(self) -> dict[str, Any]:
         """The project file's dict as the forms show it, valid or not."""
@@ -177,6 +191,8 @@ class ProjectEditor(QTabWidget):
             "loss": self.loss.value(),
             "data": self.data_form.value(),
             "training": self.training.value(),
+            "custom_code": self.custom_code.value(),
+            "evaluation": self.evaluation.value(),
         }
 
     def targets(self) -> dict[Loc, QWidget]:
@@ -192,6 +208,8 @@ class ProjectEditor(QTabWidget):
             self.optimizer,
             self.loss,
             self.training,
+            self.custom_code,
+            self.evaluation,
         ):
             targets.update(form.targets())
         return targets

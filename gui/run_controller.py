@@ -20,7 +20,15 @@ from typing import Protocol
 from PySide6.QtCore import QObject, QTimer, Signal
 
 from engine.config import Project
-from engine.messages import Log, Message, RunFailed, RunFinished, RunStarted, StepMetrics
+from engine.messages import (
+    EvalMetrics,
+    Log,
+    Message,
+    RunFailed,
+    RunFinished,
+    RunStarted,
+    StepMetrics,
+)
 from engine.process import EngineProcess
 
 KILL_AFTER_S = 5.0
@@ -63,6 +71,7 @@ class RunController(QObject):
     log = Signal(object)  # engine.messages.Log
     started = Signal(object)  # RunStarted
     metrics = Signal(object)  # StepMetrics
+    evaluated = Signal(object)  # EvalMetrics
     finished = Signal(object)  # RunFinished
     failed = Signal(object)  # RunFailed
     idle = Signal()  # the engine is closed; a new run may start
@@ -168,6 +177,8 @@ class RunController(QObject):
             self.log.emit(message)
         elif isinstance(message, StepMetrics):
             self.metrics.emit(message)
+        elif isinstance(message, EvalMetrics):
+            self.evaluated.emit(message)
         elif isinstance(message, RunStarted):
             if self._state is RunState.STARTING:
                 self._set_state(RunState.RUNNING)

@@ -9,9 +9,10 @@ from pathlib import Path
 from PySide6.QtCore import Qt, QTimer
 from PySide6.QtWidgets import QGridLayout, QLabel, QProgressBar, QVBoxLayout, QWidget
 
-from engine.messages import RunFailed, RunFinished, RunStarted, StepMetrics
+from engine.messages import EvalMetrics, RunFailed, RunFinished, RunStarted, StepMetrics
 from engine.run_folder import format_loss
 
+LEFT_ROWS = 6  # step .. validation on the left; what runs, on the right
 RATE_WINDOW_S = 5.0  # steps/s over the last seconds, so the ETA follows speed changes
 
 
@@ -51,6 +52,7 @@ class StatusPanel(QWidget):
             ("rate", "Steps/s"),
             ("elapsed", "Elapsed"),
             ("eta", "ETA"),
+            ("validation", "Validation"),
             ("strategy", "Strategy"),
             ("replicas", "Replicas"),
             ("devices", "Devices"),
@@ -61,9 +63,9 @@ class StatusPanel(QWidget):
             label = QLabel("—")
             label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
             self.values[key] = label
-            row, column = (index, 0) if index < 5 else (index - 5, 2)
+            row, column = (index, 0) if index < LEFT_ROWS else (index - LEFT_ROWS, 2)
             caption = QLabel(f"{title}:")
-            caption.setStyleSheet("color: palette(dark);")
+            caption.setStyleSheet("color: #555555;")
             grid.addWidget(caption, row, column)
             grid.addWidget(label, row, column + 1)
         grid.setColumnStretch(1, 1)
@@ -90,7 +92,7 @@ class StatusPanel(QWidget):
         self._started_at = time.monotonic()
         self._ended_at = None
         self._rate_points.clear()
-        for key in ("step", "loss", "rate", "eta", "strategy", "replicas", "devices"):
+        for key in ("step", "loss", "rate", "eta", "validation", "strategy", "replicas", "devices"):
             self.values[key].setText("—")
         self.values["run_dir"].setText(Path(run_dir).name)
         self.values["run_dir"].setToolTip(run_dir)
@@ -125,6 +127,11 @@ class StatusPanel(QWidget):
             self._rate_points.popleft()
         self._set_progress()
         self._update_times()
+
+    def evaluation(self, message: EvalMetrics) -> None:
+        """The latest validation metrics, e.g. ``val_loss 0.31, val_accuracy 0.94 (step 500)``."""
+        values = ", ".join(f"{name} {value:.6g}" for name, value in message.metrics.items())
+        self.values["validation"].setText(f"{values} (step {message.step:,})")
 
     def stopping(self) -> None:
         self.state.setText("Stopping… (the engine stops after the current step)")

@@ -60,15 +60,7 @@ class StrategyForm(QWidget):
         self._detect_task: asyncio.Task[None] | None = None
         self.fields = AutoForm(
             StrategyConfig,
-            [
-                "kind",
-                "devices",
-                "cpu_replicas",
-                "cross_device_ops",
-                "communication",
-                "communication_timeout_s",
-                "tpu",
-            ],
+            list(StrategyConfig.model_fields),
             labels={"cpu_replicas": "CPU replicas:", "tpu": "TPU:"},
             initial={"communication_timeout_s": 300.0},
         )

@@ -34,8 +34,13 @@ class TrainingForm(QWidget):
         self.epochs_radio.setChecked(True)
         self.rest = AutoForm(
             TrainingConfig,
-            ["seed", "per_replica_losses", "stop_on_nan"],
-            labels={"per_replica_losses": "Per-replica losses:", "stop_on_nan": "Stop on NaN:"},
+            [name for name in fields if name not in ("epochs", "steps")],
+            labels={
+                "per_replica_losses": "Per-replica losses:",
+                "stop_on_nan": "Stop on NaN:",
+                "jit_compile": "XLA (jit_compile):",
+            },
+            initial={"checkpoint_every": 1000},
         )
         self.rest.editors["seed"].setToolTip(
             "Seeds initializers, shuffling and dropout so a run repeats exactly"

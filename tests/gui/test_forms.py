@@ -4,8 +4,22 @@ from __future__ import annotations
 
 import pytest
 
-from engine.config import Project
+from engine.config import (
+    CustomCode,
+    DenseLayer,
+    DropoutLayer,
+    EvaluationConfig,
+    Initializer,
+    LossConfig,
+    ModelConfig,
+    Project,
+    Regularizer,
+    StrategyConfig,
+    TrainingConfig,
+)
 from engine.examples import example_names, load_example
+from gui.data_form import SOURCE_MODELS
+from gui.optimizer_form import OPTIMIZER_MODELS
 from gui.project_editor import ProjectEditor
 from gui.validation import differences, validate
 
@@ -76,6 +90,32 @@ VARIANTS = {
         },
     ),
     "described": _variant(name="x" * 200, description="two\nlines"),
+    "training_extras": _variant(
+        training={
+            "epochs": 2,
+            "steps_per_execution": 8,
+            "checkpoint_every": 50,
+            "jit_compile": True,
+        }
+    ),
+    "evaluation_split": _variant(
+        data={"source": "synthetic_regression", "examples": 500, "global_batch_size": 10},
+        loss={"kind": "mean_squared_error"},
+        evaluation={"every": 25, "split": 0.2},
+    ),
+    "evaluation_source": _variant(
+        evaluation={
+            "every": 10,
+            "source": {
+                "source": "constant",
+                "features": [2.0],
+                "labels": [1.0],
+                "examples": 40,
+                "global_batch_size": 8,
+            },
+        },
+    ),
+    "custom_code": _variant(custom_code={"path": "steps/my_step.py"}),
 }
 
 
@@ -148,3 +188,39 @@ def test_out_of_range_values_on_load_are_reported() -> None:
     shown = {"data": {"seed": 2**31 - 1}, "name": "a"}
     assert differences(shown, loaded) == ["data.seed"]
     assert differences(loaded, loaded) == []
+
+
+def _keys(section: object) -> set[str]:
+    assert isinstance(section, dict)
+    return set(section)
+
+
+def test_the_forms_hold_every_field_of_the_project_file(editor: ProjectEditor) -> None:
+    """A field added to a model must get an editor: this fails until it does."""
+    editor.set_project(VARIANTS["layers"])
+    data = editor.data()
+    assert _keys(data) == set(Project.model_fields)
+    for section, model in {
+        "strategy": StrategyConfig,
+        "model": ModelConfig,
+        "loss": LossConfig,
+        "training": TrainingConfig,
+    }.items():
+        assert _keys(data[section]) == set(model.model_fields), section
+    dense, dropout, last = data["model"]["layers"]
+    assert _keys(dense) == set(DenseLayer.model_fields)
+    assert _keys(dropout) == set(DropoutLayer.model_fields)
+    assert _keys(dense["kernel_initializer"]) == set(Initializer.model_fields)
+    assert _keys(last["kernel_regularizer"]) == set(Regularizer.model_fields)
+    for kind, model in OPTIMIZER_MODELS.items():
+        editor.optimizer.kind.set_value(kind)
+        assert _keys(editor.data()["optimizer"]) == set(model.model_fields), kind
+    for source, model in SOURCE_MODELS.items():
+        editor.data_form.source.set_value(source)
+        assert _keys(editor.data()["data"]) == set(model.model_fields), source
+    editor.set_project(VARIANTS["evaluation_source"])
+    evaluation = editor.data()["evaluation"]
+    assert _keys(evaluation) == set(EvaluationConfig.model_fields)
+    assert _keys(evaluation["source"]) == set(SOURCE_MODELS["constant"].model_fields)
+    editor.set_project(VARIANTS["custom_code"])
+    assert _keys(editor.data()["custom_code"]) == set(CustomCode.model_fields)

@@ -98,3 +98,31 @@ def test_clear_starts_over(plot: LossPlot) -> None:
     assert plot.hint.isVisible()
     with pytest.raises(ValueError):
         plot.append([1, 2], [0.5])
+
+
+def test_named_losses_get_curves_of_their_own(plot: LossPlot) -> None:
+    plot.append(
+        [1, 2], [3.0, 2.5], named_losses={"generator": [1.0, 0.5], "discriminator": [2.0, 2.0]}
+    )
+    plot.append([3], [2.0], named_losses={"generator": [0.25], "discriminator": [1.75]})
+    named = plot.named_losses()
+    assert list(named) == ["generator", "discriminator"]
+    assert np.array_equal(named["generator"], [1.0, 0.5, 0.25])
+    plot.redraw()
+    names = [item.name() for item in plot.plot_item.listDataItems()]
+    assert {"loss", "smoothed", "generator", "discriminator"} <= set(names)
+    plot.show_readout(3)
+    assert "generator: 0.25" in plot.readout.text()
+
+
+def test_evaluations_are_markers_on_their_steps(plot: LossPlot) -> None:
+    plot.append(np.arange(1, 101), np.linspace(1, 0.1, 100))
+    plot.add_evaluation(50, 0.6)
+    plot.add_evaluation(100, 0.2)
+    steps, losses = plot.evaluations()
+    assert np.array_equal(steps, [50, 100]) and np.array_equal(losses, [0.6, 0.2])
+    plot.redraw()
+    assert np.array_equal(plot.eval_curve.getData()[1], [0.6, 0.2])
+    plot.clear()
+    assert len(plot.evaluations()[0]) == 0
+    assert plot.eval_curve not in plot.plot_item.listDataItems()

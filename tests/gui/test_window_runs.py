@@ -8,7 +8,7 @@ import numpy as np
 from gui_fakes import FakeEngine, factory, seed_run
 
 from engine.examples import load_example
-from engine.messages import RunFailed
+from engine.messages import EvalMetrics, RunFailed, RunFinished, StepMetrics
 from gui.main_window import MainWindow
 from gui.run_controller import RunState
 
@@ -93,3 +93,28 @@ def test_run_is_refused_while_invalid(make_window) -> None:
     assert window.run_action.toolTip() == "Cannot run: 1 problem"
     window.run()
     assert made == [] and not window.controller.active
+
+
+def test_named_losses_and_evaluations_reach_plot_status_and_log(qtbot, make_window) -> None:
+    batches = [
+        *seed_run(4, 4)[:2],
+        [
+            StepMetrics(
+                steps=[1, 2],
+                losses=[2.0, 1.5],
+                elapsed_s=[0.1, 0.2],
+                named_losses={"generator": [1.2, 0.9], "discriminator": [0.8, 0.6]},
+            )
+        ],
+        [EvalMetrics(step=2, metrics={"val_loss": 1.25, "val_mae": 0.5}, examples=64)],
+        [RunFinished(status="finished", last_step=2, final_loss=1.5, elapsed_s=0.3)],
+    ]
+    window: MainWindow = make_window(engine_factory=factory(FakeEngine(batches)))
+    window.run()
+    qtbot.waitUntil(lambda: not window.controller.active, timeout=10_000)
+    assert np.array_equal(window.plot.named_losses()["discriminator"], [0.8, 0.6])
+    assert np.array_equal(window.plot.evaluations()[1], [1.25])
+    assert window.status_panel.values["validation"].text() == "val_loss 1.25, val_mae 0.5 (step 2)"
+    assert any(
+        "evaluation after step 2 on 64 examples" in line for line in window.log_panel.lines()
+    )

@@ -1,0 +1,69 @@
+"""The real thing: Run and Stop in the window with a real engine process (TensorFlow)."""
+
+from __future__ import annotations
+
+import multiprocessing
+
+import numpy as np
+import pytest
+
+from engine.messages import StepMetrics
+from engine.run_folder import read_metrics, read_status
+from gui.main_window import MainWindow
+
+pytestmark = pytest.mark.slow
+RUN_TIMEOUT_MS = 180_000  # TensorFlow's import alone takes 8-10 s on a quiet machine
+
+
+def _reported(window: MainWindow) -> list[StepMetrics]:
+    reported: list[StepMetrics] = []
+    window.controller.metrics.connect(reported.append)
+    return reported
+
+
+def test_seed_run_plots_exactly_what_the_engine_reported(
+    qtbot, window: MainWindow, dialog_recorder
+) -> None:
+    reported = _reported(window)
+    window.run_action.trigger()
+    qtbot.waitUntil(lambda: not window.controller.active, timeout=RUN_TIMEOUT_MS)
+    assert dialog_recorder.shown == [], dialog_recorder.shown
+
+    run_dir = window.last_run_dir
+    assert run_dir is not None and read_status(run_dir)["status"] == "finished"
+    metrics = read_metrics(run_dir)
+    steps = [step for message in reported for step in message.steps]
+    losses = [loss for message in reported for loss in message.losses]
+    assert steps == list(range(1, 101))
+    assert np.array_equal(window.plot.steps(), np.arange(1, 101))
+    assert np.array_equal(window.plot.losses(), losses)  # exactly what the engine sent
+    assert np.array_equal(
+        window.plot.losses().astype(np.float32), np.asarray(metrics["loss"], dtype=np.float32)
+    )
+    assert window.status_panel.values["step"].text() == "100 / 100"
+    assert window.status_panel.values["strategy"].text() == "MirroredStrategy"
+    assert window.status_panel.values["tensorflow"].text()[0].isdigit()
+    assert multiprocessing.active_children() == []
+
+
+def test_stop_ends_a_long_run_cleanly(qtbot, window: MainWindow, dialog_recorder) -> None:
+    window.editor.training.steps_radio.setChecked(True)
+    window.editor.training.steps.setValue(1_000_000)
+    assert window.validation.valid
+    window.run()
+    qtbot.waitUntil(lambda: len(window.plot.steps()) >= 50, timeout=RUN_TIMEOUT_MS)
+    window.stop_action.trigger()
+    qtbot.waitUntil(lambda: not window.controller.active, timeout=30_000)
+    assert dialog_recorder.shown == [] and not window.controller.killed
+
+    run_dir = window.last_run_dir
+    assert run_dir is not None and read_status(run_dir)["status"] == "stopped"
+    metrics = read_metrics(run_dir)
+    last = int(metrics["step"][-1])
+    assert 50 <= last < 1_000_000
+    assert np.array_equal(window.plot.steps(), np.arange(1, last + 1))
+    assert np.array_equal(
+        window.plot.losses().astype(np.float32), np.asarray(metrics["loss"], dtype=np.float32)
+    )
+    assert window.status_panel.state.text().startswith(f"Stopped at step {last}")
+    assert multiprocessing.active_children() == []

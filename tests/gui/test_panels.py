@@ -1,0 +1,135 @@
+"""Status panel numbers, the log panel, and device detection in the strategy tab."""
+
+from __future__ import annotations
+
+import pytest
+
+from engine.messages import (
+    DeviceInfo,
+    DevicesDetected,
+    Log,
+    RunFailed,
+    RunFinished,
+    RunStarted,
+    StepMetrics,
+)
+from gui.log_panel import LEVEL_COLORS, MAX_LINES, LogPanel
+from gui.main_window import MainWindow
+from gui.status_panel import StatusPanel, format_duration
+from gui.strategy_form import logical_device
+
+
+def test_format_duration() -> None:
+    assert format_duration(0) == "0:00"
+    assert format_duration(75.4) == "1:15"
+    assert format_duration(3725) == "1:02:05"
+
+
+def test_status_panel_rate_progress_and_eta(qtbot) -> None:
+    panel = StatusPanel()
+    qtbot.addWidget(panel)
+    panel.start(1000, "/runs/20260101-seed")
+    assert panel.values["run_dir"].text() == "20260101-seed"
+    panel.run_started(
+        RunStarted(
+            strategy="MirroredStrategy",
+            num_replicas=2,
+            devices=["/cpu:0", "/cpu:1"],
+            tensorflow_version="2.21.0",
+        )
+    )
+    for first in range(1, 201, 50):
+        steps = list(range(first, first + 50))
+        panel.metrics(
+            StepMetrics(steps=steps, losses=[0.5] * 50, elapsed_s=[s / 100 for s in steps])
+        )
+    assert panel.rate() == pytest.approx(100.0)
+    assert panel.values["step"].text() == "200 / 1,000"
+    assert panel.values["rate"].text() == "100.0"
+    assert panel.values["eta"].text() == "0:08"  # 800 steps at 100 steps/s
+    assert panel.progress.value() == 200 and panel.progress.maximum() == 1000
+    assert panel.values["devices"].text() == "/cpu:0, /cpu:1"
+    panel.finished(RunFinished(status="stopped", last_step=200, final_loss=0.5, elapsed_s=2))
+    assert panel.state.text() == "Stopped at step 200, final loss 0.5"
+    assert panel.values["eta"].text() == "—"
+
+
+def test_status_panel_without_a_known_length(qtbot) -> None:
+    panel = StatusPanel()
+    qtbot.addWidget(panel)
+    panel.start(None, "/runs/x")
+    assert panel.progress.maximum() == 0  # busy indicator
+    panel.metrics(StepMetrics(steps=[1, 2], losses=[1.0, 0.9], elapsed_s=[0.1, 0.2]))
+    assert panel.values["step"].text() == "2"
+    panel.failed(RunFailed(error_type="EngineDied", message="killed"))
+    assert "EngineDied" in panel.state.text()
+
+
+def test_log_panel_levels_and_limit(qtbot) -> None:
+    panel = LogPanel()
+    qtbot.addWidget(panel)
+    panel.add_message(Log(level="warning", source="tensorflow", text="W0000 slow\nsecond line"))
+    panel.add_message(Log(level="error", text="boom", task="worker:1"))
+    lines = panel.lines()
+    assert lines[0].endswith("WARNING [tf] W0000 slow")
+    assert lines[1].endswith("WARNING [tf] second line")
+    assert lines[2].endswith("ERROR   [engine worker:1] boom")
+    block = panel.text.document().findBlockByNumber(2)
+    color = block.begin().fragment().charFormat().foreground().color()
+    assert color == LEVEL_COLORS["error"]
+    assert panel.text.maximumBlockCount() == MAX_LINES
+    for index in range(MAX_LINES + 50):
+        panel.add(f"line {index}")
+    assert len(panel.lines()) == MAX_LINES
+    assert panel.lines()[-1].endswith(f"line {MAX_LINES + 49}")
+
+
+FOUND = DevicesDetected(
+    devices=[
+        DeviceInfo(name="/physical_device:CPU:0", device_type="CPU"),
+        DeviceInfo(name="/physical_device:GPU:0", device_type="GPU"),
+        DeviceInfo(name="/physical_device:GPU:1", device_type="GPU"),
+    ],
+    tensorflow_version="2.21.0",
+)
+
+
+def test_logical_device_names() -> None:
+    assert logical_device("/physical_device:GPU:1") == "/gpu:1"
+    assert logical_device("/physical_device:CPU:0") == "/cpu:0"
+
+
+def test_detect_devices_runs_in_the_background(qtbot, make_window) -> None:
+    calls: list[float] = []
+
+    def detect(timeout_s: float) -> DevicesDetected:
+        calls.append(timeout_s)
+        return FOUND
+
+    window: MainWindow = make_window(detect=detect)
+    strategy = window.editor.strategy
+    window.detect_action.trigger()
+    assert not strategy.detect_button.isEnabled()
+    qtbot.waitUntil(lambda: not strategy.detection_running(), timeout=5000)
+    assert strategy.detect_button.isEnabled() and calls
+    assert strategy.device_list.count() == 3
+    assert strategy.detect_status.text() == "TensorFlow 2.21.0 sees 1 CPU, 2 GPU."
+    assert window.status_panel.values["tensorflow"].text() == "2.21.0"
+    assert "2.21.0" in window.about_text()
+    for row in (1, 2):
+        strategy.device_list.item(row).setSelected(True)
+    strategy.use_button.click()
+    assert window.editor.data()["strategy"]["devices"] == ["/gpu:0", "/gpu:1"]
+    assert window.validation.valid  # mirrored over two named devices
+
+
+def test_detection_failure_is_reported_in_place(qtbot, make_window) -> None:
+    def detect(timeout_s: float) -> DevicesDetected:
+        raise TimeoutError("device detection took longer than 120 s")
+
+    window: MainWindow = make_window(detect=detect)
+    strategy = window.editor.strategy
+    strategy.start_detection()
+    qtbot.waitUntil(lambda: not strategy.detection_running(), timeout=5000)
+    assert "took longer than 120 s" in strategy.detect_status.text()
+    assert strategy.detect_button.isEnabled()
