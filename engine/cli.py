@@ -15,7 +15,15 @@ from typing import Protocol
 from engine import __version__
 from engine.config import Project, load_project, uneven_batch_warnings
 from engine.examples import example_names, example_text, load_example
-from engine.messages import Log, Message, RunFailed, RunFinished, RunStarted, StepMetrics
+from engine.messages import (
+    EvalMetrics,
+    Log,
+    Message,
+    RunFailed,
+    RunFinished,
+    RunStarted,
+    StepMetrics,
+)
 from engine.problems import ProblemsError
 from engine.run_folder import PROJECT_FILE, format_loss, new_run_dir
 
@@ -242,11 +250,17 @@ def _print_message(message: object, *, quiet: bool, verbose: bool) -> int | None
     """Prints one message; returns the exit code once the run has ended."""
     if isinstance(message, StepMetrics):
         if not quiet:
+            named = {k: v for k, v in (message.named_losses or {}).items() if k != "loss"}
             lines = (
                 f"step={step} loss={format_loss(loss)}"
-                for step, loss in zip(message.steps, message.losses, strict=True)
+                + "".join(f" {name}={format_loss(values[i])}" for name, values in named.items())
+                for i, (step, loss) in enumerate(zip(message.steps, message.losses, strict=True))
             )
             print("\n".join(lines), flush=True)
+    elif isinstance(message, EvalMetrics):
+        if not quiet:
+            values = "".join(f" {k}={format_loss(v)}" for k, v in message.metrics.items())
+            print(f"eval step={message.step}{values}", flush=True)
     elif isinstance(message, RunStarted):
         if message.serving:
             _err(f"distloop: serving {message.serving} until the coordinator is done")
@@ -303,11 +317,15 @@ def add_cluster_commands(commands: argparse._SubParsersAction) -> None:
     from engine.export import DEFAULT_IMAGE, FORMATS
 
     export = commands.add_parser(
-        "export", help="write the TF_CONFIG of every task, launch scripts or Kubernetes manifests"
+        "export",
+        help="write a standalone training script, the TF_CONFIG of every task, launch scripts "
+        "or Kubernetes manifests",
     )
     export.add_argument("project", type=Path, help="project JSON file")
-    export.add_argument("--format", required=True, choices=FORMATS)
-    export.add_argument("--out", type=Path, required=True, help="folder to write into")
+    export.add_argument("--format", required=True, choices=(*FORMATS, "script"))
+    export.add_argument(
+        "--out", type=Path, required=True, help="folder to write into (script: the .py file)"
+    )
     export.add_argument(
         "--tf-config",
         type=Path,
@@ -353,6 +371,8 @@ def command_export(args: argparse.Namespace) -> int:
     project = _load(args.project)
     if project is None:
         return EXIT_FAILED
+    if args.format == "script":
+        return export_script(project, args.out)
     try:
         tf_config = None
         if args.tf_config is not None:
@@ -369,4 +389,21 @@ def command_export(args: argparse.Namespace) -> int:
     for path in files:
         print(path)
     _err(f"distloop: {SECURITY_NOTE}")
+    return EXIT_OK
+
+
+def export_script(project: Project, out: Path) -> int:
+    """``distloop export --format script``: the run as a standalone TensorFlow program."""
+    from engine.fileio import atomic_write_text
+    from engine.script_export import ExportError, render_script
+
+    try:
+        atomic_write_text(out, render_script(project))
+    except ExportError as exc:
+        _err(f"distloop: cannot export {project.name!r} as a script: {exc}")
+        return EXIT_FAILED
+    except OSError as exc:
+        _err(f"distloop: cannot write {out}: {exc.strerror or exc}")
+        return EXIT_FAILED
+    print(out)
     return EXIT_OK

@@ -8,9 +8,10 @@ import sys
 
 import numpy as np
 import pytest
-from distloop_testing import example_data, run_engine
+from distloop_testing import distloop, example_data, run_engine
 
 from engine.config import load_project_data
+from engine.examples import example_text
 from engine.script_export import ExportError, render_script
 
 
@@ -82,3 +83,13 @@ def test_parameter_server_is_refused_with_a_reason() -> None:
     }
     with pytest.raises(ExportError, match="coordinator"):
         render_script(load_project_data(data))
+
+
+def test_cli_writes_the_script(tmp_path) -> None:
+    project = tmp_path / "seed.json"
+    project.write_text(example_text("seed"))
+    out = tmp_path / "seed_loop.py"
+    result = distloop("export", str(project), "--format", "script", "--out", str(out))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == str(out)
+    compile(out.read_text(), str(out), "exec")
