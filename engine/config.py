@@ -2,8 +2,9 @@
 
 A project is JSON with ``"schema_version": 1`` and the top-level keys
 ``strategy``, ``tf_config``, ``model``, ``optimizer``, ``loss``, ``data`` and
-``training``. These names are a public contract (other tools read and write
-project files), so fields are only ever added, never renamed.
+``training``, plus the optional ``custom_code`` and ``evaluation``. These names
+are a public contract (other tools read and write project files), so fields are
+only ever added, never renamed.
 
 The models are the single source of truth for what is valid: field rules live on
 the fields, rules that join several fields live in :meth:`Project._cross_field`,
@@ -15,7 +16,7 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
@@ -423,6 +424,53 @@ class TrainingConfig(_Strict):
         return self
 
 
+# --- custom step code and evaluation ----------------------------------------------------
+
+
+class CustomCode(_Strict):
+    """A user Python file with the run's step (and optionally models and data).
+
+    Only the engine process loads it, and only to run: opening or validating a
+    project never executes it. ``engine.user_code`` documents what it may define.
+    """
+
+    path: str = Field(
+        min_length=1,
+        description="The .py file; a relative path is relative to the project file.",
+    )
+
+
+SPLIT_SOURCES = ("synthetic_classification", "synthetic_regression", "numpy", "csv")
+
+
+class EvaluationConfig(_Strict):
+    """Validation data, evaluated under the strategy every ``every`` steps.
+
+    ``split`` holds out a fraction of the training examples (which changes which
+    examples train); ``source`` is separate data, shaped like ``data``, that
+    leaves training exactly as it is without evaluation.
+    """
+
+    every: int = Field(100, ge=1, le=1_000_000_000, description="Evaluate after every N steps.")
+    split: float | None = Field(
+        None,
+        gt=0,
+        lt=1,
+        description="Hold out this fraction of the training examples (array-based sources).",
+    )
+    source: DataConfig | None = Field(
+        None, description="Separate validation data; its global_batch_size batches evaluation."
+    )
+
+    @model_validator(mode="after")
+    def _check(self) -> EvaluationConfig:
+        if (self.split is None) == (self.source is None):
+            raise_problems(
+                "EvaluationConfig", [Problem(("split",), "give exactly one of split or source")]
+            )
+        return self
+
+
 # --- the project -----------------------------------------------------------------------
 
 
@@ -439,6 +487,12 @@ class Project(_Strict):
     loss: LossConfig = Field(default_factory=LossConfig)
     data: DataConfig
     training: TrainingConfig
+    custom_code: CustomCode | None = Field(
+        None, description="A Python file with the training step; null runs the guide's step."
+    )
+    evaluation: EvaluationConfig | None = Field(
+        None, description="Validation data evaluated every N steps; null evaluates nothing."
+    )
 
     model_config = ConfigDict(extra="forbid", validate_assignment=False)
 
@@ -447,9 +501,16 @@ class Project(_Strict):
         raise_problems("Project", cross_field_problems(self))
         return self
 
+    def training_example_count(self) -> int | None:
+        """Examples that train in one pass: the data's, less those an evaluation split holds out."""
+        examples = self.data.example_count()
+        if examples is None or self.evaluation is None or self.evaluation.split is None:
+            return examples
+        return split_counts(examples, self.evaluation.split)[0]
+
     def steps_per_epoch(self) -> int | None:
         """Steps in one pass over the data, when the example count is known up front."""
-        examples = self.data.example_count()
+        examples = self.training_example_count()
         if examples is None:
             return None
         full, rest = divmod(examples, self.data.global_batch_size)
@@ -463,29 +524,59 @@ class Project(_Strict):
         return None if per_epoch is None else per_epoch * (self.training.epochs or 0)
 
     def resolve_paths(self, base_dir: Path) -> Project:
-        """A copy whose data file path is absolute, as the engine and run folders need.
+        """A copy whose file paths are absolute, as the engine and run folders need.
 
-        Relative paths in a project file are relative to the file, not to the
-        directory the user happened to start Distloop from.
+        Relative paths in a project file (data files, the evaluation source's file,
+        the custom code) are relative to the file, not to the directory the user
+        happened to start Distloop from.
         """
-        if isinstance(self.data, NumpyData | CsvData):
-            path = Path(self.data.path).expanduser()
-            if not path.is_absolute():
-                data = self.data.model_copy(update={"path": str((base_dir / path).resolve())})
-                return self.model_copy(update={"data": data})
-        return self
+        update: dict[str, object] = {}
+        data = _with_absolute_path(self.data, base_dir)
+        if data is not self.data:
+            update["data"] = data
+        if self.evaluation is not None and self.evaluation.source is not None:
+            source = _with_absolute_path(self.evaluation.source, base_dir)
+            if source is not self.evaluation.source:
+                update["evaluation"] = self.evaluation.model_copy(update={"source": source})
+        if self.custom_code is not None:
+            code = _with_absolute_path(self.custom_code, base_dir)
+            if code is not self.custom_code:
+                update["custom_code"] = code
+        return self.model_copy(update=update) if update else self
 
     def to_json(self) -> str:
         return json.dumps(self.model_dump(mode="json", exclude_none=False), indent=2) + "\n"
+
+
+_PathT = TypeVar("_PathT", bound=BaseModel)
+
+
+def _with_absolute_path(section: _PathT, base_dir: Path) -> _PathT:
+    """``section`` itself, or a copy whose relative ``path`` is made absolute."""
+    path_text = getattr(section, "path", None)
+    if path_text is None:
+        return section
+    path = Path(path_text).expanduser()
+    if path.is_absolute():
+        return section
+    return section.model_copy(update={"path": str((base_dir / path).resolve())})
+
+
+def split_counts(examples: int, split: float) -> tuple[int, int]:
+    """(training, held-out) examples of an evaluation split: at least one held out."""
+    held_out = max(1, round(examples * split))
+    return examples - held_out, held_out
 
 
 def cross_field_problems(project: Project) -> list[Problem]:
     """Rules that join sections: shapes must fit, strategy and TF_CONFIG must agree."""
     problems = project.strategy.problems()
     problems += strategy_problems(project.tf_config, project.strategy.kind)
-    problems += _data_shape_problems(project)
+    problems += _data_shape_problems(project.data, project, ("data",))
+    problems += _custom_code_problems(project)
+    problems += _evaluation_problems(project)
     replicas = project.strategy.replica_count_hint()
-    if project.steps_per_epoch() == 0:
+    if project.steps_per_epoch() == 0 and project.training_example_count():
         problems.append(
             Problem(
                 ("data", "drop_remainder"),
@@ -503,14 +594,68 @@ def cross_field_problems(project: Project) -> list[Problem]:
     return problems
 
 
-def _data_shape_problems(project: Project) -> list[Problem]:
-    data, model, loss = project.data, project.model, project.loss
+def _custom_code_problems(project: Project) -> list[Problem]:
+    if project.custom_code is None:
+        return []
+    problems = []
+    if not project.custom_code.path.endswith(".py"):
+        problems.append(Problem(("custom_code", "path"), "must name a Python file (.py)"))
+    if project.strategy.kind == "parameter_server":
+        problems.append(
+            Problem(
+                ("custom_code",),
+                "parameter_server runs the built-in step only; custom step code runs with "
+                "the synchronous strategies",
+            )
+        )
+    return problems
+
+
+def _evaluation_problems(project: Project) -> list[Problem]:
+    evaluation = project.evaluation
+    if evaluation is None:
+        return []
+    problems = []
+    if project.strategy.kind == "parameter_server":
+        problems.append(
+            Problem(("evaluation",), "parameter_server runs do not evaluate; set it to null")
+        )
+    if evaluation.split is not None:
+        if project.data.source not in SPLIT_SOURCES:
+            problems.append(
+                Problem(
+                    ("evaluation", "split"),
+                    f"a split holds out examples of {', '.join(SPLIT_SOURCES)} data, not "
+                    f"{project.data.source}; give a separate evaluation source instead",
+                )
+            )
+        examples = project.data.example_count()
+        if examples is not None and split_counts(examples, evaluation.split)[0] < 1:
+            problems.append(
+                Problem(
+                    ("evaluation", "split"),
+                    f"holds out all {examples} example(s); none would be left to train on",
+                )
+            )
+    if evaluation.source is not None:
+        loc = ("evaluation", "source")
+        for problem in _data_shape_problems(evaluation.source, project, loc):
+            if problem.loc[: len(loc)] == loc:
+                problems.append(problem)
+            else:  # a rule joining data, model and loss: the source is what does not fit
+                problems.append(Problem(loc, f"does not fit {problem.path}: {problem.message}"))
+    return problems
+
+
+def _data_shape_problems(data: DataConfig, project: Project, loc: tuple[str, ...]) -> list[Problem]:
+    """Whether ``data`` (the training data, or the evaluation source at ``loc``) fits."""
+    model, loss = project.model, project.loss
     problems = []
     if isinstance(data, ConstantData):
         if len(data.features) != model.input_size:
             problems.append(
                 Problem(
-                    ("data", "features"),
+                    (*loc, "features"),
                     f"has {len(data.features)} value(s) but the model's input_shape "
                     f"{model.input_shape} takes {model.input_size}",
                 )
@@ -519,7 +664,7 @@ def _data_shape_problems(project: Project) -> list[Problem]:
         if len(data.labels) != expected:
             problems.append(
                 Problem(
-                    ("data", "labels"),
+                    (*loc, "labels"),
                     f"has {len(data.labels)} value(s) but the model predicts {expected} "
                     f"per example with {loss.kind}",
                 )
@@ -536,7 +681,7 @@ def _data_shape_problems(project: Project) -> list[Problem]:
         elif loss.kind == "binary_crossentropy":
             if data.num_classes != 2:
                 problems.append(
-                    Problem(("data", "num_classes"), "binary_crossentropy needs num_classes 2")
+                    Problem((*loc, "num_classes"), "binary_crossentropy needs num_classes 2")
                 )
             if model.output_units != 1:
                 problems.append(
@@ -581,7 +726,7 @@ def uneven_batch_warnings(project: Project, replicas: int | None = None) -> list
             f"tf.distribute gives some replicas one example more; the loss stays exact because "
             f"compute_average_loss divides by the global batch size {batch}"
         )
-    examples = project.data.example_count()
+    examples = project.training_example_count()
     if examples is not None and examples % batch and not project.data.drop_remainder:
         notes.append(
             f"the last batch of each epoch holds {examples % batch} of {batch} examples; its loss "

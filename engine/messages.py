@@ -16,6 +16,7 @@ Engine → parent, in the order a run produces them::
     Log*            any time: engine notes and TensorFlow's own output
     RunStarted      once the strategy exists: what really runs (replicas, devices)
     StepMetrics*    batches of consecutive steps, each step's reduced loss
+    EvalMetrics*    with ``evaluation`` set: validation metrics after every N steps
     RunFinished     status "finished" (ran to the end) or "stopped" (asked to stop)
   | RunFailed       an exception in the engine, with its traceback
     DevicesDetected answer to a device probe (``engine.process.detect_devices``)
@@ -26,6 +27,11 @@ a RunFailed from the exit code, so consumers handle exactly one terminal message
 
 Parent → engine: a stop request is a ``multiprocessing.Event`` the engine checks
 between steps; it is not a message because it must work while the queue is full.
+
+Additions within protocol 1 are optional fields and new message types only
+(``StepMetrics.named_losses`` and :class:`EvalMetrics`, for custom step code and
+evaluation): the engine and its parent always come from the same installation,
+and a consumer that ignores them still reads every run correctly.
 
 ``task`` names the cluster task that sent a message (``"worker:1"``), or is None
 in single-process runs, so one consumer can merge the streams of a whole cluster.
@@ -86,6 +92,14 @@ class StepMetrics(_Message):
     float32 widened to float, it converts back to float32 exactly.
     ``replica_losses[i]`` holds each local replica's loss for that step when the
     project asks for per-replica losses.
+
+    ``named_losses`` is set when custom step code returns a dict of named losses
+    (``{"generator": g, "discriminator": d}``): one list per name, in the order
+    the step returned them, ``named_losses[name][i]`` being step ``steps[i]``'s
+    ``strategy.reduce(SUM)`` value. ``losses`` then stays the one primary loss:
+    the dict's ``"loss"`` entry when it has one, else the float32 sum of the named
+    losses, so every consumer of ``losses`` (plots, NaN checks, ``final_loss``)
+    works unchanged. Per-replica losses are the primary loss's.
     """
 
     type: Literal["step_metrics"] = "step_metrics"
@@ -93,6 +107,23 @@ class StepMetrics(_Message):
     losses: list[float]
     elapsed_s: list[float] = Field(description="Wall seconds since training began, per step.")
     replica_losses: list[list[float]] | None = None
+    named_losses: dict[str, list[float]] | None = None
+
+
+class EvalMetrics(_Message):
+    """Validation metrics of the model after step ``step``, over the whole validation data.
+
+    ``metrics`` holds ``val_loss`` (the project's loss, averaged over the validation
+    examples, without regularization) and ``val_accuracy`` for crossentropy losses
+    or ``val_mae`` for regression losses. Every value is a global sum over all
+    replicas (``strategy.reduce(SUM)``) divided by the global count, so it does not
+    depend on how many replicas evaluated. Sent after the StepMetrics of ``step``.
+    """
+
+    type: Literal["eval_metrics"] = "eval_metrics"
+    step: int
+    metrics: dict[str, float]
+    examples: int = Field(description="Validation examples evaluated.")
 
 
 class RunFinished(_Message):
@@ -132,7 +163,7 @@ class DevicesDetected(_Message):
 
 
 Message = Annotated[
-    Log | RunStarted | StepMetrics | RunFinished | RunFailed | DevicesDetected,
+    Log | RunStarted | StepMetrics | EvalMetrics | RunFinished | RunFailed | DevicesDetected,
     Field(discriminator="type"),
 ]
 TERMINAL_TYPES = (RunFinished, RunFailed)
