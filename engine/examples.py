@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from importlib import resources
+from pathlib import Path
 
 from engine.config import Project, load_project_text
 
 
-def _examples_dir():
+def _examples_dir() -> resources.abc.Traversable:
     return resources.files("resources").joinpath("examples")
 
 
@@ -30,4 +31,7 @@ def example_text(name: str) -> str:
 
 
 def load_example(name: str) -> Project:
-    return load_project_text(example_text(name), f"example {name}")
+    """The example, with its relative paths (custom code) resolved against the examples folder."""
+    project = load_project_text(example_text(name), f"example {name}")
+    # An installed package's folder is a real directory; resolve_paths needs a Path.
+    return project.resolve_paths(Path(str(_examples_dir())))

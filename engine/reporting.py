@@ -3,13 +3,17 @@
 Fetching a loss forces TensorFlow to finish the step, so losses are kept as
 tensors and fetched together every ``interval_s``: the training loop never waits
 for the plot, and the GUI gets about ten updates a second however fast steps are.
+
+A step's loss is one tensor, or, for custom step code that returns named losses,
+a dict of them; the primary loss of such a step is its ``"loss"`` entry, else the
+float32 sum of its named losses (see ``engine.messages.StepMetrics``).
 """
 
 from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
@@ -30,6 +34,16 @@ class NonFiniteLossError(ArithmeticError):
         )
 
 
+def primary_loss(named: Mapping[str, np.ndarray]) -> np.ndarray:
+    """The loss that stands for named losses: the ``"loss"`` entry, else their float32 sum."""
+    if "loss" in named:
+        return named["loss"]
+    total = np.zeros_like(next(iter(named.values())), dtype=np.float32)
+    for value in named.values():
+        total = total + value
+    return total
+
+
 class StepReporter:
     def __init__(
         self,
@@ -39,7 +53,7 @@ class StepReporter:
         stop_on_nan: bool,
         interval_s: float = 0.1,
         max_pending: int = 1000,
-        also: Callable[[list[int], list[float]], None] | None = None,
+        also: Callable[[list[int], list[float], dict[str, list[float]] | None], None] | None = None,
     ) -> None:
         """``also`` receives every flushed batch too (the chief's TensorBoard writer)."""
         self._channel = channel
@@ -83,9 +97,21 @@ class StepReporter:
         losses: list[float] = []
         elapsed: list[float] = []
         replicas: list[list[float]] | None = [] if self._chunks[0][3] is not None else None
+        named: dict[str, list[float]] | None = None
         for first, count, loss_values, replica_values, end_s in self._chunks:
             steps += range(first, first + count)
-            losses += np.asarray(loss_values, dtype=np.float64).reshape(count).tolist()
+            if isinstance(loss_values, Mapping):
+                values = {
+                    name: np.asarray(value, dtype=np.float32).reshape(count)
+                    for name, value in loss_values.items()
+                }
+                if named is None:
+                    named = {name: [] for name in values}
+                for name, value in values.items():
+                    named[name] += value.astype(np.float64).tolist()
+                losses += primary_loss(values).astype(np.float64).tolist()
+            else:
+                losses += np.asarray(loss_values, dtype=np.float64).reshape(count).tolist()
             # A fused execution reports one time: spread it evenly over its steps.
             begin_s = self._last_elapsed
             elapsed += [begin_s + (end_s - begin_s) * (i + 1) / count for i in range(count)]
@@ -94,11 +120,17 @@ class StepReporter:
                 replicas += np.asarray(replica_values, dtype=np.float64).reshape(count, -1).tolist()
         self._chunks, self._pending_steps = [], 0
         if self._metrics is not None:
-            self._metrics.write(steps, losses, elapsed, replicas)
+            self._metrics.write(steps, losses, elapsed, replicas, named)
         if self._also is not None:
-            self._also(steps, losses)
+            self._also(steps, losses, named)
         self._channel.metrics(
-            StepMetrics(steps=steps, losses=losses, elapsed_s=elapsed, replica_losses=replicas)
+            StepMetrics(
+                steps=steps,
+                losses=losses,
+                elapsed_s=elapsed,
+                replica_losses=replicas,
+                named_losses=named,
+            )
         )
         self.last_step, self.last_loss = steps[-1], losses[-1]
         self._check_finite(steps, losses)

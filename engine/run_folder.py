@@ -3,7 +3,9 @@
 Layout (one folder per run; a cluster task gets one of its own)::
 
     project.json   the validated project exactly as it ran
-    metrics.csv    step,loss,elapsed_s[,replica_0,...]: appended and flushed as the run goes
+    metrics.csv    step,loss,elapsed_s[,<named loss>,...][,replica_0,...]: appended and flushed
+                   as the run goes; one column per named loss of custom step code
+    eval.csv       step,val_loss,val_accuracy|val_mae: one row per evaluation, when evaluating
     status.json    running / finished / stopped / failed, with the error when failed
     engine.log     the engine's log lines and TensorFlow's output
 
@@ -18,7 +20,7 @@ import csv
 import json
 import re
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any, TextIO
@@ -29,6 +31,7 @@ from engine.fileio import atomic_write_text
 
 PROJECT_FILE = "project.json"
 METRICS_FILE = "metrics.csv"
+EVAL_FILE = "eval.csv"
 STATUS_FILE = "status.json"
 LOG_FILE = "engine.log"
 METRICS_COLUMNS = ("step", "loss", "elapsed_s")
@@ -66,15 +69,20 @@ class RunFolderError(OSError):
 
 
 class MetricsWriter:
-    """Appends step rows to ``metrics.csv`` and flushes each batch to disk."""
+    """Appends step rows to ``metrics.csv`` and flushes each batch to disk.
 
-    def __init__(self, path: Path, replicas: int | None) -> None:
+    ``named`` are the named losses of custom step code, one column each after
+    ``elapsed_s`` (a loss named ``loss`` is the ``loss`` column itself).
+    """
+
+    def __init__(self, path: Path, replicas: int | None, named: Sequence[str] = ()) -> None:
         self._path = path
+        self._named = [name for name in named if name != "loss"]
         fresh = not path.exists() or path.stat().st_size == 0
         self._file: TextIO = path.open("a", encoding="utf-8", newline="")
         self._csv = csv.writer(self._file, lineterminator="\n")
         if fresh:
-            extra = [f"replica_{i}" for i in range(replicas or 0)]
+            extra = [*self._named, *(f"replica_{i}" for i in range(replicas or 0))]
             try:
                 self._csv.writerow([*METRICS_COLUMNS, *extra])
                 self._file.flush()
@@ -87,10 +95,13 @@ class MetricsWriter:
         losses: Sequence[float],
         elapsed_s: Sequence[float],
         replica_losses: Sequence[Sequence[float]] | None = None,
+        named_losses: Mapping[str, Sequence[float]] | None = None,
     ) -> None:
         try:
             for i, step in enumerate(steps):
                 row = [step, format_loss(losses[i]), f"{elapsed_s[i]:.6f}"]
+                if named_losses is not None:
+                    row += [format_loss(named_losses[name][i]) for name in self._named]
                 if replica_losses is not None:
                     row += [format_loss(v) for v in replica_losses[i]]
                 self._csv.writerow(row)
@@ -107,9 +118,59 @@ class MetricsWriter:
             self._file.close()
 
 
+class EvalWriter:
+    """Writes ``eval.csv``: one row per evaluation, flushed at once (evaluations are rare)."""
+
+    def __init__(self, path: Path, metric_names: Sequence[str]) -> None:
+        self._path = path
+        self._names = list(metric_names)
+        fresh = not path.exists() or path.stat().st_size == 0
+        self._file: TextIO = path.open("a", encoding="utf-8", newline="")
+        self._csv = csv.writer(self._file, lineterminator="\n")
+        if fresh:
+            self._write_row(["step", *self._names])
+
+    def write(self, step: int, metrics: Mapping[str, float]) -> None:
+        self._write_row([step, *(format_loss(metrics[name]) for name in self._names)])
+
+    def _write_row(self, row: list[object]) -> None:
+        try:
+            self._csv.writerow(row)
+            self._file.flush()
+        except OSError as exc:
+            raise RunFolderError(f"cannot write {self._path}: {exc.strerror or exc}") from exc
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            self._file.close()
+
+
+def truncate_eval(run_dir: str | Path, last_step: int) -> None:
+    """Keeps the evaluations up to ``last_step``: a resume redoes the later ones."""
+    path = Path(run_dir) / EVAL_FILE
+    if not path.exists():
+        return
+    lines = path.read_text(encoding="utf-8").splitlines()
+    kept = lines[:1]
+    for line in lines[1:]:
+        step = line.split(",", 1)[0]
+        if not step.isdigit() or int(step) > last_step:
+            break
+        kept.append(line)
+    atomic_write_text(path, "".join(f"{line}\n" for line in kept))
+
+
 def read_metrics(run_dir: str | Path) -> dict[str, list[float]]:
     """The metrics of a run as columns; tolerates a last line cut short by a crash."""
-    path = Path(run_dir) / METRICS_FILE
+    return _read_columns(Path(run_dir) / METRICS_FILE)
+
+
+def read_eval(run_dir: str | Path) -> dict[str, list[float]]:
+    """The evaluations of a run as columns (``step`` and one per metric)."""
+    return _read_columns(Path(run_dir) / EVAL_FILE)
+
+
+def _read_columns(path: Path) -> dict[str, list[float]]:
     columns: dict[str, list[float]] = {}
     with path.open(encoding="utf-8", newline="") as handle:
         reader = csv.reader(handle)

@@ -27,13 +27,14 @@ class RunCheckpoints:
     def __init__(
         self,
         run_dir: Path,
-        model: tf.keras.Model,
-        optimizer: tf.keras.optimizers.Optimizer,
+        model: tf.keras.Model | dict[str, tf.keras.Model],
+        optimizer: tf.keras.optimizers.Optimizer | dict[str, tf.keras.optimizers.Optimizer],
         *,
         every: int | None,
         is_chief: bool,
         task: str | None,
     ) -> None:
+        """``model`` and ``optimizer`` are dicts by name when custom code trains several."""
         self._every = every
         self._is_chief = is_chief
         self._step = tf.Variable(0, dtype=tf.int64, trainable=False, name="step")

@@ -6,6 +6,11 @@ the one dataset (``repeat``), so the stream of batches is a single deterministic
 sequence: a resumed run skips the batches it already trained on and sees exactly
 what the uninterrupted run would have seen next. (TensorFlow cannot checkpoint a
 distributed iterator: ``DistributedIterator`` is not trackable.)
+
+Evaluation data (``project.evaluation``) is a pipeline of its own, one pass in
+order, so evaluating never moves the training stream or its shuffling. An
+evaluation ``split`` holds out a seeded random choice (``training.seed``) of the
+data's examples; the rest train, in their original order.
 """
 
 from __future__ import annotations
@@ -18,12 +23,22 @@ import tensorflow as tf
 from engine.config import (
     ConstantData,
     CsvData,
+    DataConfig,
     NumpyData,
     Project,
     SyntheticClassification,
     SyntheticRegression,
+    split_counts,
 )
-from engine.synthetic import classification_arrays, csv_arrays, numpy_arrays, regression_arrays
+from engine.synthetic import (
+    DataError,
+    classification_arrays,
+    csv_arrays,
+    numpy_arrays,
+    regression_arrays,
+)
+
+Arrays = tuple[np.ndarray, np.ndarray]
 
 
 @dataclass(frozen=True)
@@ -33,24 +48,53 @@ class TrainingData:
     total_steps: int
 
 
-def _examples(project: Project) -> tuple[tf.data.Dataset, int]:
-    data, model, loss = project.data, project.model, project.loss
+def _dataset_of(data: DataConfig, project: Project) -> tuple[tf.data.Dataset, int]:
+    """The examples of ``data`` (the training data or an evaluation source), unbatched."""
     if isinstance(data, ConstantData):
+        model, loss = project.model, project.loss
         features = np.asarray(data.features, np.float32).reshape(model.input_shape)
         label_type = np.int32 if loss.kind == "sparse_categorical_crossentropy" else np.float32
         labels = np.asarray(data.labels, label_type)
         return tf.data.Dataset.from_tensors((features, labels)).repeat(data.examples), data.examples
-    if isinstance(data, SyntheticClassification):
-        arrays = classification_arrays(data, model, loss)
-    elif isinstance(data, SyntheticRegression):
-        arrays = regression_arrays(data, model)
-    elif isinstance(data, NumpyData):
-        arrays = numpy_arrays(data, model)
-    elif isinstance(data, CsvData):
-        arrays = csv_arrays(data, model)
-    else:
-        raise ValueError(f"unknown data source {data!r}")
+    arrays = _arrays(data, project)
     return tf.data.Dataset.from_tensor_slices(arrays), len(arrays[0])
+
+
+def _arrays(data: DataConfig, project: Project) -> Arrays:
+    model, loss = project.model, project.loss
+    if isinstance(data, SyntheticClassification):
+        return classification_arrays(data, model, loss)
+    if isinstance(data, SyntheticRegression):
+        return regression_arrays(data, model)
+    if isinstance(data, NumpyData):
+        return numpy_arrays(data, model)
+    if isinstance(data, CsvData):
+        return csv_arrays(data, model)
+    raise ValueError(f"no arrays for data source {data!r}")
+
+
+def _split(project: Project) -> tuple[Arrays, Arrays]:
+    """(training, held-out) arrays of an evaluation split; training keeps its order."""
+    assert project.evaluation is not None and project.evaluation.split is not None
+    x, y = _arrays(project.data, project)
+    train_count, held_count = split_counts(len(x), project.evaluation.split)
+    if train_count < 1:
+        raise DataError(
+            f"evaluation.split: holding out {held_count} of {len(x)} example(s) leaves none "
+            "to train on"
+        )
+    held = np.zeros(len(x), dtype=bool)
+    held[np.random.default_rng(project.training.seed).permutation(len(x))[:held_count]] = True
+    return (x[~held], y[~held]), (x[held], y[held])
+
+
+def _examples(project: Project) -> tuple[tf.data.Dataset, int]:
+    """The training examples: the data's, less what an evaluation split holds out."""
+    evaluation = project.evaluation
+    if evaluation is None or evaluation.split is None:
+        return _dataset_of(project.data, project)
+    (x, y), _ = _split(project)
+    return tf.data.Dataset.from_tensor_slices((x, y)), len(x)
 
 
 def build_training_data(project: Project, skip_steps: int = 0) -> TrainingData:
@@ -64,6 +108,29 @@ def build_training_data(project: Project, skip_steps: int = 0) -> TrainingData:
     dataset = dataset.batch(data.global_batch_size, drop_remainder=data.drop_remainder)
     full, rest = divmod(examples, data.global_batch_size)
     per_epoch = full if data.drop_remainder or not rest else full + 1
+    return _training_pipeline(dataset, examples, per_epoch, project, skip_steps)
+
+
+def custom_training_data(
+    batches: tf.data.Dataset, project: Project, skip_steps: int = 0
+) -> TrainingData:
+    """Custom code's dataset of global batches, repeated and finished like the project's."""
+    per_epoch = int(batches.cardinality())
+    if project.training.epochs is not None and per_epoch < 0:
+        raise DataError(
+            "build_dataset returned a dataset of "
+            f"{'infinite' if per_epoch == tf.data.INFINITE_CARDINALITY else 'unknown'} length; "
+            "training.epochs needs a finite one of known length (or give training.steps)"
+        )
+    examples = max(per_epoch, 0) * project.data.global_batch_size
+    return _training_pipeline(batches, examples, per_epoch, project, skip_steps)
+
+
+def _training_pipeline(
+    dataset: tf.data.Dataset, examples: int, per_epoch: int, project: Project, skip_steps: int
+) -> TrainingData:
+    """Repeats the batches for the run's length, skips trained ones, and fixes the options."""
+    data, training = project.data, project.training
     if training.steps is not None:
         total = training.steps
         dataset = dataset.repeat()
@@ -77,6 +144,30 @@ def build_training_data(project: Project, skip_steps: int = 0) -> TrainingData:
         )
     if skip_steps:
         dataset = dataset.skip(skip_steps)
+    dataset = dataset.with_options(_options()).prefetch(tf.data.AUTOTUNE)
+    return TrainingData(dataset, examples, total)
+
+
+def build_eval_data(project: Project) -> tuple[tf.data.Dataset, int]:
+    """One pass over the evaluation data in global batches, and its example count.
+
+    A separate source is batched by its own ``global_batch_size``; a split by the
+    training data's. Short last batches are kept: every example is evaluated.
+    """
+    evaluation = project.evaluation
+    assert evaluation is not None
+    if evaluation.source is not None:
+        dataset, examples = _dataset_of(evaluation.source, project)
+        batch = evaluation.source.global_batch_size
+    else:
+        _, (x, y) = _split(project)
+        dataset, examples = tf.data.Dataset.from_tensor_slices((x, y)), len(x)
+        batch = project.data.global_batch_size
+    dataset = dataset.batch(batch).with_options(_options()).prefetch(tf.data.AUTOTUNE)
+    return dataset, examples
+
+
+def _options() -> tf.data.Options:
     options = tf.data.Options()
     options.deterministic = True
     # A multi-worker strategy splits every global batch into per-replica batches and
@@ -84,5 +175,4 @@ def build_training_data(project: Project, skip_steps: int = 0) -> TrainingData:
     # workers together train on exactly the batches of a single process. AUTO would
     # first try to shard by input file, giving each worker whole files.
     options.experimental_distribute.auto_shard_policy = tf.data.experimental.AutoShardPolicy.DATA
-    dataset = dataset.with_options(options).prefetch(tf.data.AUTOTUNE)
-    return TrainingData(dataset, examples, total)
+    return options

@@ -5,6 +5,10 @@ As in TensorFlow's Orbit, the *step* (what one batch does to the model,
 report, checkpoint or stop, :func:`run_loop`), so the same step runs in every
 loop form: the guide's ``for dist_inputs in dist_dataset``, its explicit
 ``next(iterator)``, and fused executions of K steps in one ``tf.function`` call.
+
+:class:`ReplicaStepRunner` runs any per-replica step that way; the guide's step
+(:class:`StepRunner`) and custom step code (``engine.tf_user_code``) are both
+run by it, so user code gets exactly the distribution the built-in step gets.
 """
 
 from __future__ import annotations
@@ -19,7 +23,111 @@ import tensorflow as tf
 from engine.reporting import StepReporter
 
 
-class StepRunner:
+class ReplicaStepRunner:
+    """The guide's ``distributed_train_step`` around any per-replica step, plus a fused form.
+
+    ``train_step(inputs)`` runs on every replica (``strategy.run``) and returns a
+    scalar loss, or a dict of named scalar losses; each is reduced with
+    ``strategy.reduce(SUM)`` inside ``tf.function``. With per-replica losses, the
+    local replicas' values of the primary loss come back too (the ``"loss"`` entry
+    of a dict, else the sum of its entries, as ``engine.reporting`` reports).
+    """
+
+    def __init__(
+        self,
+        strategy: tf.distribute.Strategy,
+        train_step: Callable[[Any], Any],
+        *,
+        per_replica_losses: bool,
+        single_loss: bool = False,
+    ) -> None:
+        """``single_loss`` says the step returns one tensor, so its output needs no trace."""
+        self._strategy = strategy
+        self._per_replica = per_replica_losses
+        self._structure_known = single_loss
+        self._names: list[str] | None = None
+        sum_op = tf.distribute.ReduceOp.SUM
+
+        def local_primary(per_replica: Any) -> tf.Tensor:
+            if not isinstance(per_replica, dict):
+                return tf.stack(strategy.experimental_local_results(per_replica))
+            if "loss" in per_replica:
+                return tf.stack(strategy.experimental_local_results(per_replica["loss"]))
+            return tf.add_n(
+                [tf.stack(strategy.experimental_local_results(v)) for v in per_replica.values()]
+            )
+
+        def distributed_step(dist_inputs: Any) -> tuple[Any, tf.Tensor]:
+            per_replica = strategy.run(train_step, args=(dist_inputs,))
+            # Runs while tracing: what the step returns is known from its first trace on.
+            self._structure_known = True
+            # (No annotations in here: AutoGraph cannot convert annotated assignments.)
+            if isinstance(per_replica, dict):
+                self._names = list(per_replica)
+                reduced = {
+                    name: strategy.reduce(sum_op, value, axis=None)
+                    for name, value in per_replica.items()
+                }
+            else:
+                reduced = strategy.reduce(sum_op, per_replica, axis=None)
+            if per_replica_losses:
+                return reduced, local_primary(per_replica)
+            return reduced, tf.zeros([0])
+
+        # reduce_retracing: a short last batch retraces once into a shape-generic
+        # function, never once per epoch. (An input_signature does the same but made
+        # every call of a small model ~40% slower: measured, see benchmarks/RESULTS.md.)
+        self._one = tf.function(distributed_step, reduce_retracing=True)
+
+        @tf.function
+        def fused_steps(iterator: Any, count: tf.Tensor) -> tuple[Any, tf.Tensor]:
+            names = self._names  # None for a single loss, else one TensorArray per name
+            losses = tuple(tf.TensorArray(tf.float32, size=count) for _ in names or [None])
+            replicas = tf.TensorArray(tf.float32, size=count, infer_shape=False)
+            for i in tf.range(count):
+                loss, local = distributed_step(next(iterator))
+                values = [loss[name] for name in names] if names else [loss]
+                losses = tuple(
+                    array.write(i, value) for array, value in zip(losses, values, strict=True)
+                )
+                replicas = replicas.write(i, local)
+            stacked = [array.stack() for array in losses]
+            return (dict(zip(names, stacked, strict=True)) if names else stacked[0]), (
+                replicas.stack()
+            )
+
+        self._fused = fused_steps
+
+    def loss_names(self, element_spec: Any) -> list[str] | None:
+        """The step's named losses in the order it returns them; None for a single loss.
+
+        Traces the one-step function for ``element_spec`` (the distributed
+        dataset's) when no trace has told yet; the loop's first call reuses it.
+        """
+        if not self._structure_known:
+            self._one.get_concrete_function(element_spec)
+        return self._names
+
+    def traces(self) -> int:
+        """How often the step functions were traced (retracing costs seconds, not micro)."""
+        return self._one.experimental_get_tracing_count() + (
+            self._fused.experimental_get_tracing_count()
+        )
+
+    def run_one(self, dist_inputs: Any) -> tuple[Any, tf.Tensor | None]:
+        """One step: the reduced loss(es), and the local replicas' losses when asked for."""
+        loss, replicas = self._one(dist_inputs)
+        return loss, replicas if self._per_replica else None
+
+    def run_many(self, iterator: Any, count: int) -> tuple[Any, tf.Tensor | None]:
+        """``count`` steps in one call (a ``tf.range`` loop); every step's loss comes back."""
+        # The fused loop keeps one TensorArray per named loss: it must know the names.
+        self.loss_names(iterator.element_spec)
+        losses, replicas = self._fused(iterator, tf.constant(count, tf.int32))
+        return losses, replicas if self._per_replica else None
+
+
+class StepRunner(ReplicaStepRunner):
     """The guide's ``train_step`` / ``distributed_train_step``, plus a fused K-step form."""
 
     def __init__(
@@ -33,9 +141,6 @@ class StepRunner:
         per_replica_losses: bool,
         jit_compile: bool = False,
     ) -> None:
-        self._strategy = strategy
-        self._per_replica = per_replica_losses
-
         def loss_and_gradients(inputs: Any) -> tuple[tf.Tensor, list[tf.Tensor]]:
             features, labels = inputs
             with tf.GradientTape() as tape:
@@ -60,45 +165,9 @@ class StepRunner:
             optimizer.apply_gradients(zip(gradients, model.trainable_variables, strict=True))
             return loss
 
-        def distributed_step(dist_inputs: Any) -> tuple[tf.Tensor, tf.Tensor]:
-            per_replica = strategy.run(train_step, args=(dist_inputs,))
-            reduced = strategy.reduce(tf.distribute.ReduceOp.SUM, per_replica, axis=None)
-            if per_replica_losses:
-                return reduced, tf.stack(strategy.experimental_local_results(per_replica))
-            return reduced, tf.zeros([0])
-
-        # reduce_retracing: a short last batch retraces once into a shape-generic
-        # function, never once per epoch. (An input_signature does the same but made
-        # every call of a small model ~40% slower: measured, see benchmarks/RESULTS.md.)
-        self._one = tf.function(distributed_step, reduce_retracing=True)
-
-        @tf.function
-        def fused_steps(iterator: Any, count: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
-            losses = tf.TensorArray(tf.float32, size=count)
-            replicas = tf.TensorArray(tf.float32, size=count, infer_shape=False)
-            for i in tf.range(count):
-                loss, local = distributed_step(next(iterator))
-                losses = losses.write(i, loss)
-                replicas = replicas.write(i, local)
-            return losses.stack(), replicas.stack()
-
-        self._fused = fused_steps
-
-    def traces(self) -> int:
-        """How often the step functions were traced (retracing costs seconds, not micro)."""
-        return self._one.experimental_get_tracing_count() + (
-            self._fused.experimental_get_tracing_count()
+        super().__init__(
+            strategy, train_step, per_replica_losses=per_replica_losses, single_loss=True
         )
-
-    def run_one(self, dist_inputs: Any) -> tuple[tf.Tensor, tf.Tensor | None]:
-        """One step: the reduced loss, and the local replicas' losses when asked for."""
-        loss, replicas = self._one(dist_inputs)
-        return loss, replicas if self._per_replica else None
-
-    def run_many(self, iterator: Any, count: int) -> tuple[tf.Tensor, tf.Tensor | None]:
-        """``count`` steps in one call (a ``tf.range`` loop); every step's loss comes back."""
-        losses, replicas = self._fused(iterator, tf.constant(count, tf.int32))
-        return losses, replicas if self._per_replica else None
 
 
 @dataclass(frozen=True)
@@ -113,7 +182,7 @@ class LoopPlan:
 
 
 def run_loop(
-    runner: StepRunner,
+    runner: ReplicaStepRunner,
     dist_dataset: Any,
     plan: LoopPlan,
     reporter: StepReporter,

@@ -4,6 +4,10 @@ Order matters and follows the guide: devices and seeds first, then the strategy,
 then model and optimizer inside ``strategy.scope()``, then the distributed
 dataset, then the loop. TF_CONFIG is already in the environment (the process
 entry point sets it before TensorFlow is imported).
+
+A project with ``custom_code`` runs the same program with the user's builders and
+step in place of the built-in ones (``engine.user_code``); one with
+``evaluation`` evaluates under the same strategy every N steps (``engine.tf_eval``).
 """
 
 from __future__ import annotations
@@ -19,14 +23,30 @@ from engine.channel import Channel
 from engine.config import Project, uneven_batch_warnings
 from engine.messages import RunFinished, RunStarted
 from engine.reporting import StepReporter
-from engine.run_folder import METRICS_FILE, MetricsWriter, truncate_metrics
+from engine.run_folder import (
+    EVAL_FILE,
+    METRICS_FILE,
+    EvalWriter,
+    MetricsWriter,
+    truncate_eval,
+    truncate_metrics,
+)
 from engine.tf_checkpoint import RunCheckpoints
-from engine.tf_data import build_training_data
-from engine.tf_loop import LoopPlan, StepRunner, run_loop
+from engine.tf_data import build_training_data, custom_training_data
+from engine.tf_eval import EvalReporter, Evaluator
+from engine.tf_loop import LoopPlan, ReplicaStepRunner, StepRunner, run_loop
 from engine.tf_model import build_loss, build_model, build_optimizer
 from engine.tf_ps_loop import train_parameter_server
 from engine.tf_strategy import build_strategy, configure_devices, is_chief, strategy_devices
 from engine.tf_tensorboard import TensorBoardWriter
+from engine.tf_user_code import (
+    StepContext,
+    build_dataset,
+    build_models,
+    build_optimizers,
+    replica_step,
+)
+from engine.user_code import UserCode, UserCodeError, load_user_code
 
 
 def train(
@@ -46,20 +66,29 @@ def train(
     tf.keras.utils.set_random_seed(training.seed)
     tf.config.experimental.enable_op_determinism()
 
+    # Loaded before the strategy exists, so a broken file fails the run at once.
+    code = load_user_code(project.custom_code.path) if project.custom_code else None
     strategy = build_strategy(project.strategy)
     chief = is_chief(strategy)
     with strategy.scope():
-        model = build_model(project.model, training.seed)
-        optimizer = build_optimizer(project.optimizer, model.trainable_variables)
+        if code is None:
+            model = build_model(project.model, training.seed)
+            optimizer = build_optimizer(project.optimizer, model.trainable_variables)
+            models, optimizers = {"model": model}, {"model": optimizer}
+        else:
+            models = build_models(code, project)
+            optimizers = build_optimizers(code, project, models)
     loss_object = build_loss(project.loss)
 
     checkpoints = None
     done_steps = 0
     if run_dir is not None:
+        # One model and optimizer are checkpointed as the built-in run does; several by name.
+        single = list(models) == ["model"] and list(optimizers) == ["model"]
         checkpoints = RunCheckpoints(
             run_dir,
-            model,
-            optimizer,
+            models["model"] if single else models,
+            optimizers["model"] if single else optimizers,
             every=training.checkpoint_every,
             is_chief=chief,
             task=channel.task,
@@ -72,7 +101,16 @@ def train(
                 else "no checkpoint yet: starting the run from its first step"
             )
 
-    data = build_training_data(project, skip_steps=done_steps)
+    if code is not None and code.build_dataset is not None:
+        if project.evaluation is not None and project.evaluation.split is not None:
+            raise UserCodeError(
+                f"{code.where('build_dataset')} builds its own data, so evaluation.split "
+                "cannot hold examples out of it; give evaluation.source instead"
+            )
+        batches = build_dataset(code, project)
+        data = custom_training_data(batches, project, skip_steps=done_steps)
+    else:
+        data = build_training_data(project, skip_steps=done_steps)
     dist_dataset = strategy.experimental_distribute_dataset(data.dataset)
     replicas = strategy.num_replicas_in_sync
     warnings = uneven_batch_warnings(project, replicas)
@@ -90,30 +128,90 @@ def train(
             warnings=warnings,
         )
     )
-    runner = StepRunner(
-        strategy,
-        model,
-        optimizer,
-        loss_object,
-        project.data.global_batch_size,
-        per_replica_losses=training.per_replica_losses,
-        jit_compile=training.jit_compile,
+    runner: ReplicaStepRunner
+    if code is None:
+        runner = StepRunner(
+            strategy,
+            model,
+            optimizer,
+            loss_object,
+            project.data.global_batch_size,
+            per_replica_losses=training.per_replica_losses,
+            jit_compile=training.jit_compile,
+        )
+    else:
+        context = StepContext(
+            models=models,
+            optimizers=optimizers,
+            loss_object=loss_object,
+            global_batch_size=project.data.global_batch_size,
+            num_replicas=replicas,
+            strategy=strategy,
+            project=project,
+        )
+        runner = ReplicaStepRunner(
+            strategy,
+            replica_step(code, context),
+            per_replica_losses=training.per_replica_losses,
+        )
+        if training.jit_compile:
+            channel.log(
+                "training.jit_compile applies to the built-in step only; compile parts of a "
+                "custom train_step with tf.function(jit_compile=True)",
+                level="warning",
+            )
+    # Traces a custom step now: its losses name the metrics.csv columns, and a step that
+    # returns the wrong thing fails here, before the first step.
+    loss_names = runner.loss_names(dist_dataset.element_spec) if code else None
+    evaluator = (
+        Evaluator(strategy, _evaluated_model(code, models), loss_object, project)
+        if project.evaluation is not None
+        else None
     )
 
     with ExitStack() as cleanup:
-        metrics = tensorboard = None
+        metrics = tensorboard = eval_writer = None
         elapsed_offset = 0.0
         if run_dir is not None and chief:
             elapsed_offset = truncate_metrics(run_dir, done_steps) if resume else 0.0
             local = len(strategy.extended.worker_devices) if training.per_replica_losses else None
-            metrics = MetricsWriter(run_dir / METRICS_FILE, local)
+            metrics = MetricsWriter(run_dir / METRICS_FILE, local, named=loss_names or ())
             cleanup.callback(metrics.close)
             tensorboard = TensorBoardWriter(run_dir)
             cleanup.callback(tensorboard.close)
+            if evaluator is not None:
+                if resume:
+                    truncate_eval(run_dir, done_steps)
+                eval_writer = EvalWriter(run_dir / EVAL_FILE, evaluator.names)
+                cleanup.callback(eval_writer.close)
         reporter = StepReporter(
             channel, metrics, stop_on_nan=training.stop_on_nan, also=tensorboard
         )
         reporter.start_at(elapsed_offset)
+        evaluation = (
+            EvalReporter(
+                evaluator,
+                channel,
+                reporter.flush,
+                eval_writer,
+                also=tensorboard.evaluation if tensorboard else None,
+            )
+            if evaluator is not None
+            else None
+        )
+
+        def after_steps(step: int) -> None:
+            if checkpoints is not None:
+                checkpoints.after_steps(step)
+            if evaluation is not None:
+                evaluation.after_steps(step)
+
+        def steps_until_pause(step: int) -> int:
+            return min(
+                checkpoints.steps_until_pause(step) if checkpoints else 1 << 30,
+                evaluator.steps_until_pause(step) if evaluator else 1 << 30,
+            )
+
         plan = LoopPlan(
             first_step=done_steps + 1,
             last_step=data.total_steps,
@@ -127,8 +225,8 @@ def train(
             plan,
             reporter,
             should_stop,
-            after_steps=checkpoints.after_steps if checkpoints else lambda step: None,
-            steps_until_pause=checkpoints.steps_until_pause if checkpoints else lambda s: 1 << 30,
+            after_steps=after_steps,
+            steps_until_pause=steps_until_pause,
         )
         last_step = reporter.last_step or done_steps
         channel.log(f"the step function was traced {runner.traces()} time(s)", level="debug")
@@ -140,3 +238,15 @@ def train(
         final_loss=reporter.last_loss,
         elapsed_s=time.perf_counter() - began,
     )
+
+
+def _evaluated_model(code: UserCode | None, models: dict[str, tf.keras.Model]) -> tf.keras.Model:
+    """Evaluation runs the project's loss on the model named ``model``."""
+    if "model" not in models:
+        assert code is not None  # the built-in run has exactly that model
+        raise UserCodeError(
+            f"{code.where('build_models')} returned {', '.join(models)}; evaluation runs the "
+            "project's loss on the model named 'model', so name the evaluated model 'model' "
+            "or set evaluation to null"
+        )
+    return models["model"]

@@ -12,7 +12,7 @@ import numpy as np
 
 from engine.config import Project
 from engine.examples import example_text
-from engine.messages import RunFailed, RunFinished, RunStarted, StepMetrics
+from engine.messages import EvalMetrics, RunFailed, RunFinished, RunStarted, StepMetrics
 from engine.process import EngineProcess
 
 REPO = Path(__file__).resolve().parents[1]
@@ -29,6 +29,8 @@ def run_engine(
     engine = EngineProcess(project, run_dir, resume=resume)
     engine.start()
     started, steps, losses, replicas, logs = None, [], [], [], []
+    named: dict[str, list[float]] = {}
+    evals: list[EvalMetrics] = []
     terminal = None
     try:
         import time
@@ -44,6 +46,10 @@ def run_engine(
                     losses += message.losses
                     if message.replica_losses is not None:
                         replicas += message.replica_losses
+                    for name, values in (message.named_losses or {}).items():
+                        named.setdefault(name, []).extend(values)
+                elif isinstance(message, EvalMetrics):
+                    evals.append(message)
                 elif isinstance(message, RunFinished | RunFailed):
                     terminal = message
                 else:
@@ -55,6 +61,8 @@ def run_engine(
         "steps": steps,
         "losses": np.asarray(losses, dtype=np.float32),
         "replica_losses": np.asarray(replicas, dtype=np.float32),
+        "named_losses": {name: np.asarray(v, dtype=np.float32) for name, v in named.items()},
+        "evals": evals,
         "terminal": terminal,
         "logs": logs,
         "exit_code": engine.exit_code,

@@ -1,0 +1,151 @@
+"""Evaluation on validation data every N steps, under the run's strategy (imports TF).
+
+The eval step is distributed like the training step: ``strategy.run`` computes
+each replica's *sums* (loss, correct predictions or absolute errors, and counts)
+over its share of a global batch, ``strategy.reduce(SUM)`` adds them across
+replicas, and the totals over the whole validation data are divided by the total
+counts at the end. Sums rather than per-replica means make the result exact with
+uneven splits and independent of the replica count.
+
+Evaluation calls the model with ``training=False`` on a dataset of its own, so it
+draws no random numbers (no dropout) and takes no batch from the training stream:
+a run's loss trace is the same with evaluation on or off (for a separate source;
+a split changes which examples train).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import tensorflow as tf
+
+from engine.channel import Channel
+from engine.config import LossConfig, Project
+from engine.messages import EvalMetrics
+from engine.run_folder import EvalWriter
+from engine.tf_data import build_eval_data
+
+
+def metric_names(loss: LossConfig) -> list[str]:
+    """``val_loss`` and the metric that fits the loss: accuracy or mean absolute error."""
+    return ["val_loss", "val_accuracy" if loss.is_classification else "val_mae"]
+
+
+def _metric_sums(loss: LossConfig) -> Callable[[tf.Tensor, tf.Tensor], tuple[tf.Tensor, tf.Tensor]]:
+    """(sum, count) of the metric over one replica's batch, for the project's loss."""
+
+    def binary_accuracy(labels: tf.Tensor, predictions: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
+        threshold = 0.0 if loss.from_logits else 0.5  # a logit of 0 is a probability of 0.5
+        labels = tf.reshape(tf.cast(labels, predictions.dtype), tf.shape(predictions))
+        correct = tf.equal(predictions > threshold, labels > 0.5)
+        return tf.reduce_sum(tf.cast(correct, tf.float32)), tf.cast(tf.size(correct), tf.float32)
+
+    def categorical_accuracy(labels: tf.Tensor, predictions: tf.Tensor) -> tuple[Any, Any]:
+        correct = tf.equal(tf.argmax(predictions, -1), tf.argmax(labels, -1))
+        return tf.reduce_sum(tf.cast(correct, tf.float32)), tf.cast(tf.size(correct), tf.float32)
+
+    def sparse_accuracy(labels: tf.Tensor, predictions: tf.Tensor) -> tuple[Any, Any]:
+        classes = tf.reshape(tf.cast(labels, tf.int64), [-1])
+        correct = tf.equal(tf.argmax(predictions, -1), classes)
+        return tf.reduce_sum(tf.cast(correct, tf.float32)), tf.cast(tf.size(correct), tf.float32)
+
+    def absolute_error(labels: tf.Tensor, predictions: tf.Tensor) -> tuple[Any, Any]:
+        labels = tf.reshape(tf.cast(labels, predictions.dtype), tf.shape(predictions))
+        errors = tf.abs(predictions - labels)
+        return tf.reduce_sum(errors), tf.cast(tf.size(errors), tf.float32)
+
+    return {
+        "binary_crossentropy": binary_accuracy,
+        "categorical_crossentropy": categorical_accuracy,
+        "sparse_categorical_crossentropy": sparse_accuracy,
+    }.get(loss.kind, absolute_error)
+
+
+class Evaluator:
+    """Evaluates ``model`` after every ``evaluation.every`` steps and reports the metrics."""
+
+    def __init__(
+        self,
+        strategy: tf.distribute.Strategy,
+        model: tf.keras.Model,
+        loss_object: tf.keras.losses.Loss,
+        project: Project,
+    ) -> None:
+        assert project.evaluation is not None
+        self.every = project.evaluation.every
+        self.names = metric_names(project.loss)
+        dataset, self.examples = build_eval_data(project)
+        self._dataset = strategy.experimental_distribute_dataset(dataset)
+        metric_sums = _metric_sums(project.loss)
+        sum_op = tf.distribute.ReduceOp.SUM
+
+        def replica_sums(inputs: Any) -> tuple[tf.Tensor, ...]:
+            features, labels = inputs
+            predictions = model(features, training=False)
+            per_example_loss = loss_object(labels, predictions)
+            metric_sum, metric_count = metric_sums(labels, predictions)
+            return (
+                tf.reduce_sum(per_example_loss),
+                tf.cast(tf.size(per_example_loss), tf.float32),
+                metric_sum,
+                metric_count,
+            )
+
+        def eval_step(dist_inputs: Any) -> tuple[tf.Tensor, ...]:
+            per_replica = strategy.run(replica_sums, args=(dist_inputs,))
+            return tuple(strategy.reduce(sum_op, value, axis=None) for value in per_replica)
+
+        # reduce_retracing: the short last batch retraces once, not at every evaluation.
+        self._step = tf.function(eval_step, reduce_retracing=True)
+
+    def evaluate(self) -> dict[str, float]:
+        """One pass over the validation data; float64 totals of the per-batch sums."""
+        totals = np.zeros(4, dtype=np.float64)
+        for dist_inputs in self._dataset:
+            totals += np.asarray([float(value) for value in self._step(dist_inputs)])
+        loss_sum, examples, metric_sum, metric_count = totals
+        return {
+            self.names[0]: loss_sum / examples if examples else float("nan"),
+            self.names[1]: metric_sum / metric_count if metric_count else float("nan"),
+        }
+
+    def steps_until_pause(self, step: int) -> int:
+        """Steps from ``step`` on up to the next evaluation step, inclusive (caps fused runs)."""
+        return self.every - (step - 1) % self.every
+
+
+class EvalReporter:
+    """Runs an evaluation when one is due and hands its metrics to every consumer.
+
+    Pending step metrics are flushed first, so a consumer sees the losses of step
+    N before the evaluation after step N.
+    """
+
+    def __init__(
+        self,
+        evaluator: Evaluator,
+        channel: Channel,
+        flush_steps: Callable[[], None],
+        writer: EvalWriter | None,
+        also: Callable[[int, dict[str, float]], None] | None = None,
+    ) -> None:
+        self._evaluator = evaluator
+        self._channel = channel
+        self._flush_steps = flush_steps
+        self._writer = writer
+        self._also = also
+
+    def after_steps(self, step: int) -> None:
+        if step % self._evaluator.every:
+            return
+        self._flush_steps()
+        metrics = self._evaluator.evaluate()
+        if self._writer is not None:
+            self._writer.write(step, metrics)
+        if self._also is not None:
+            self._also(step, metrics)
+        self._channel.send(
+            EvalMetrics(step=step, metrics=metrics, examples=self._evaluator.examples)
+        )
