@@ -100,7 +100,7 @@ class MainWindow(QMainWindow):
     def _build_layout(self) -> None:
         settings_side = QWidget()
         left = QVBoxLayout(settings_side)
-        left.setContentsMargins(0, 0, 4, 4)
+        left.setContentsMargins(4, 0, 4, 4)
         left.addWidget(self.editor, 1)
         left.addWidget(self.problems_panel)
         self.right_splitter = QSplitter(Qt.Orientation.Vertical)

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from PySide6.QtWidgets import QFrame, QGroupBox, QWidget
+from PySide6.QtGui import QColor, QPalette
+from PySide6.QtWidgets import QAbstractScrollArea, QFrame, QGroupBox, QWidget
 
 from engine.problems import Loc, Problem
 
@@ -54,29 +55,38 @@ def _styled(widget: QWidget) -> QWidget:
 def set_problems(widget: QWidget, messages: list[str]) -> None:
     """Marks ``widget`` with ``messages`` (its tooltip lists them); none clears the mark.
 
-    The style names the widget's own class so it does not cascade into children: a
-    combo box's popup or a group box's fields keep their normal look. Containers
-    get a red border only, so the fields inside stay readable.
+    Editors get a red palette, so spin box arrows, combo arrows and check marks
+    keep their native drawing; containers (a layer's card, a group) get a red
+    border from a style rule that matches the marked widget only, not its children.
     """
     target = _styled(widget)
     if target.property(_BASE_TOOLTIP) is None:
         target.setProperty(_BASE_TOOLTIP, target.toolTip())
     base = str(target.property(_BASE_TOOLTIP))
     target.setProperty(_MARKED, bool(messages))
+    if isinstance(target, QFrame | QGroupBox) and not isinstance(target, QAbstractScrollArea):
+        name = target.metaObject().className()
+        target.setStyleSheet(
+            f'{name}[{_MARKED}="true"] {{ border: 2px solid {BAD_BORDER}; border-radius: 3px; }}'
+            if messages
+            else ""
+        )
+    else:
+        target.setPalette(_bad_palette(target) if messages else QPalette())
     if not messages:
-        target.setStyleSheet("")
         target.setToolTip(base)
         return
-    name = target.metaObject().className()
-    if isinstance(target, QFrame | QGroupBox):
-        target.setStyleSheet(f"{name} {{ border: 2px solid {BAD_BORDER}; border-radius: 3px; }}")
-    else:
-        target.setStyleSheet(
-            f"{name} {{ background-color: {BAD_BACKGROUND}; color: #000000;"
-            f" border: 1px solid {BAD_BORDER}; }}"
-        )
     listed = "\n".join(f"• {message}" for message in messages)
     target.setToolTip(f"{listed}\n\n{base}" if base else listed)
+
+
+def _bad_palette(widget: QWidget) -> QPalette:
+    palette = QPalette(widget.palette())
+    for role in (QPalette.ColorRole.Base, QPalette.ColorRole.Button):
+        palette.setColor(role, QColor(BAD_BACKGROUND))
+    for role in (QPalette.ColorRole.Text, QPalette.ColorRole.ButtonText):
+        palette.setColor(role, QColor("#000000"))
+    return palette
 
 
 def is_marked(widget: QWidget) -> bool:
