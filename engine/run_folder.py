@@ -218,9 +218,24 @@ def truncate_metrics(run_dir: str | Path, last_step: int) -> float:
 
 
 def write_status(run_dir: str | Path, status: str, **details: Any) -> None:
-    """Records how the run stands; atomic, so a reader never sees half a status."""
-    record = {"status": status, "updated_at": time.time(), **details}
-    atomic_write_text(Path(run_dir) / STATUS_FILE, json.dumps(record, indent=2) + "\n")
+    """Records how the run stands; atomic, so a reader never sees half a status.
+
+    Earlier details are kept (the start time, the strategy and replicas the engine
+    reported), so the run history can summarize any run from this one file; an
+    error is kept only while the run stays failed (a resumed run clears it).
+    """
+    path = Path(run_dir) / STATUS_FILE
+    try:
+        record = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        record = {}
+    if not isinstance(record, dict):
+        record = {}
+    if status != "failed":
+        record.pop("error", None)
+        record.pop("error_type", None)
+    record.update(status=status, updated_at=time.time(), **details)
+    atomic_write_text(path, json.dumps(record, indent=2) + "\n")
 
 
 def read_status(run_dir: str | Path) -> dict[str, Any]:

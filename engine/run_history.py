@@ -1,0 +1,128 @@
+"""Every past run, read back from the run folders on disk (TensorFlow-free).
+
+The history is the folders themselves, not a database: a run's summary comes
+from its ``project.json``, ``status.json`` and ``metrics.csv``, so it survives
+restarts, crashes and copying runs between machines. A display name given by
+the user lives in ``label.txt`` beside them; the folder is never renamed, so a
+run that is still writing is never moved under the engine's feet.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+from engine.fileio import atomic_write_text
+from engine.run_folder import (
+    METRICS_FILE,
+    PROJECT_FILE,
+    STATUS_FILE,
+    default_runs_root,
+    read_metrics,
+)
+
+LABEL_FILE = "label.txt"
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    """One row of the runs panel."""
+
+    path: Path
+    name: str
+    started_at: float | None
+    strategy: str | None
+    num_replicas: int | None
+    steps: int
+    final_loss: float | None
+    best_loss: float | None
+    duration_s: float | None
+    status: str
+    error: str | None
+
+
+def is_run_folder(path: Path) -> bool:
+    return (path / PROJECT_FILE).is_file()
+
+
+def summarize(run_dir: Path) -> RunSummary:
+    """The run's summary; tolerates missing or half-written files (a crashed run)."""
+    status = _read_json(run_dir / STATUS_FILE)
+    project = _read_json(run_dir / PROJECT_FILE)
+    name = _label(run_dir) or str(project.get("name") or run_dir.name)
+    steps, final, best, elapsed = 0, None, None, None
+    if (run_dir / METRICS_FILE).is_file():
+        try:
+            metrics = read_metrics(run_dir)
+        except (OSError, UnicodeDecodeError):
+            metrics = {}
+        losses = [v for v in metrics.get("loss", []) if math.isfinite(v)]
+        if metrics.get("step"):
+            steps = int(metrics["step"][-1])
+            final = metrics["loss"][-1]
+            elapsed = metrics.get("elapsed_s", [None])[-1]
+        best = min(losses) if losses else None
+    started = _number(status.get("started_at"))
+    updated = _number(status.get("updated_at"))
+    duration = updated - started if started is not None and updated is not None else elapsed
+    replicas = status.get("num_replicas")
+    return RunSummary(
+        path=run_dir,
+        name=name,
+        started_at=started,
+        strategy=status.get("strategy") or (project.get("strategy") or {}).get("kind"),
+        num_replicas=replicas if isinstance(replicas, int) else None,
+        steps=steps,
+        final_loss=final,
+        best_loss=best,
+        duration_s=duration,
+        status=str(status.get("status", "unknown")),
+        error=status.get("error"),
+    )
+
+
+def list_runs(root: Path | None = None) -> list[RunSummary]:
+    """Every run folder under ``root`` (the user's runs folder by default), newest first."""
+    root = root or default_runs_root()
+    if not root.is_dir():
+        return []
+    runs = [summarize(path) for path in root.iterdir() if path.is_dir() and is_run_folder(path)]
+    return sorted(runs, key=lambda run: (run.started_at or 0.0, run.path.name), reverse=True)
+
+
+def rename_run(run_dir: Path, name: str) -> None:
+    """Gives the run a display name; an empty name goes back to the project's."""
+    label = run_dir / LABEL_FILE
+    if name.strip():
+        atomic_write_text(label, name.strip() + "\n")
+    else:
+        label.unlink(missing_ok=True)
+
+
+def delete_run(run_dir: Path) -> None:
+    """Removes the run folder, refusing anything that is not one (a safety net)."""
+    if not is_run_folder(run_dir):
+        raise ValueError(f"{run_dir} is not a run folder; nothing was deleted")
+    shutil.rmtree(run_dir)
+
+
+def _label(run_dir: Path) -> str | None:
+    try:
+        return (run_dir / LABEL_FILE).read_text(encoding="utf-8").strip() or None
+    except OSError:
+        return None
+
+
+def _read_json(path: Path) -> dict:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _number(value: object) -> float | None:
+    return float(value) if isinstance(value, int | float) else None
