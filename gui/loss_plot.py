@@ -34,7 +34,7 @@ REDRAW_INTERVAL_MS = 33
 DOWNSAMPLE_FACTOR = 2.0  # samples per pixel column kept by peak downsampling
 DEFAULT_SMOOTHING = 0.6
 SLIDER_STEPS = 1000  # the slider's weight runs from 0 to 0.999
-RAW_PEN = pg.mkPen(color=(31, 119, 180, 90), width=1)
+RAW_PEN = pg.mkPen(color=(31, 119, 180, 140), width=1)
 SMOOTH_PEN = pg.mkPen(color=(31, 119, 180), width=2)
 EVAL_COLOR = (214, 39, 40)
 SERIES_COLORS = [

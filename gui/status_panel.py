@@ -108,7 +108,9 @@ class StatusPanel(QWidget):
         self.state.setText("Running")
         self.values["strategy"].setText(message.strategy)
         self.values["replicas"].setText(str(message.num_replicas))
-        self.values["devices"].setText(", ".join(message.devices) or "—")
+        short = [device.rsplit("/device:", 1)[-1] for device in message.devices]
+        self.values["devices"].setText(", ".join(short) or "—")
+        self.values["devices"].setToolTip("\n".join(message.devices))
         self.set_tensorflow_version(message.tensorflow_version)
         self._set_progress()
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from engine.messages import StepMetrics
-from engine.run_folder import read_metrics, read_status
+from engine.run_folder import read_eval, read_metrics, read_status
 from gui.main_window import MainWindow
 
 pytestmark = pytest.mark.slow
@@ -67,3 +67,19 @@ def test_stop_ends_a_long_run_cleanly(qtbot, window: MainWindow, dialog_recorder
     )
     assert window.status_panel.state.text().startswith(f"Stopped at step {last}")
     assert multiprocessing.active_children() == []
+
+
+def test_evaluation_markers_match_the_run_folder(qtbot, window: MainWindow, dialog_recorder):
+    window.open_example("regression")
+    window.editor.evaluation.enabled.setChecked(True)
+    window.editor.evaluation.every.set_value(40)
+    assert window.validation.valid, window.validation.problems
+    window.run()
+    qtbot.waitUntil(lambda: not window.controller.active, timeout=RUN_TIMEOUT_MS)
+    assert dialog_recorder.shown == []
+    assert window.last_run_dir is not None
+    evaluations = read_eval(window.last_run_dir)
+    steps, losses = window.plot.evaluations()
+    assert list(steps) == evaluations["step"] == [40.0, 80.0]
+    assert np.array_equal(losses.astype(np.float32), np.float32(evaluations["val_loss"]))
+    assert window.status_panel.values["validation"].text().endswith("(step 80)")
