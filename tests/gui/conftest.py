@@ -7,8 +7,9 @@ import os
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 import asyncio
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import qasync
@@ -99,13 +100,13 @@ def dialog_recorder(monkeypatch: pytest.MonkeyPatch) -> DialogRecorder:
 @pytest.fixture
 def make_window(
     qtbot, qloop: qasync.QEventLoop, tmp_path: Path, dialog_recorder: DialogRecorder
-) -> Iterator[object]:
+) -> Iterator[Callable[..., MainWindow]]:
     """Builds main windows whose runs go under ``tmp_path``; ends their runs afterwards."""
     windows: list[MainWindow] = []
 
-    def make(**kwargs: object) -> MainWindow:
+    def make(**kwargs: Any) -> MainWindow:
         kwargs.setdefault("runs_root", tmp_path / "runs")
-        window = MainWindow(**kwargs)  # type: ignore[arg-type]
+        window = MainWindow(**kwargs)
         qtbot.addWidget(window)
         windows.append(window)
         return window
@@ -118,5 +119,5 @@ def make_window(
 
 
 @pytest.fixture
-def window(make_window: object) -> MainWindow:
-    return make_window()  # type: ignore[operator]
+def window(make_window: Callable[..., MainWindow]) -> MainWindow:
+    return make_window()
