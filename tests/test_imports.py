@@ -19,6 +19,7 @@ TF_FREE = [
     "engine.cli",
     "engine.cluster",
     "engine.export",
+    "engine.user_code",
 ]
 
 
