@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from distloop_testing import REPO, distloop, example_data, run_engine, synthetic_project
+from test_resume import interrupt_after
 
 from engine.config import load_project, load_project_data
 from engine.examples import load_example
@@ -226,3 +227,20 @@ def test_user_step_on_two_replicas_fused_gives_the_built_in_trace(tmp_path) -> N
     assert np.all(named["data"] < named["loss"])  # the regularization is left out
     columns = list(read_metrics(tmp_path / "run"))
     assert columns == ["step", "loss", "elapsed_s", "data", "replica_0", "replica_1"]
+
+
+@pytest.mark.slow
+def test_stopped_gan_resumes_to_the_uninterrupted_trace(tmp_path) -> None:
+    """Both models and both optimizers are checkpointed (by name) and restored."""
+    project = load_project(gan_copy(tmp_path, steps=60, checkpoint_every=10))
+    project = project.resolve_paths(tmp_path)
+    whole = run_engine(project, tmp_path / "whole")
+    interrupt_after(project, tmp_path / "cut", 25, kill=False)
+    assert read_metrics(tmp_path / "cut")["step"][-1] < 60
+    result = distloop("run", "--resume", str(tmp_path / "cut"), "--quiet")
+    assert result.returncode == 0, result.stderr
+    resumed = read_metrics(tmp_path / "cut")
+    assert resumed["step"] == list(range(1, 61))
+    for name in ("loss", "generator", "discriminator"):
+        expected = whole["losses"] if name == "loss" else whole["named_losses"][name]
+        np.testing.assert_allclose(np.float32(resumed[name]), expected, rtol=1e-6)
