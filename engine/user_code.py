@@ -48,6 +48,7 @@ out falls back to the project's own settings::
         optimizer.apply_gradients(zip(gradients, model.trainable_variables))
         return loss  # or {"name": loss, ...}: every named loss is reported as its own curve
 
+The file may import modules kept beside it (its folder is put on ``sys.path``).
 A step may do anything a round of training needs (several updates of several
 models, e.g. two generator steps per discriminator step) and returns either one
 scalar loss or a dict of named scalar losses. Names are letters, digits and
@@ -181,6 +182,9 @@ def _execute(path: Path, code: Any) -> ModuleType:
     module = importlib.util.module_from_spec(spec)
     # Registered while it runs: dataclasses and pickling look modules up by name.
     sys.modules[MODULE_NAME] = module
+    # Its folder is importable, so the file may import helper modules kept beside it.
+    if str(path.parent) not in sys.path:
+        sys.path.insert(0, str(path.parent))
     try:
         exec(code, module.__dict__)
     except Exception as exc:
