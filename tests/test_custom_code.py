@@ -92,6 +92,15 @@ def test_loader_accepts_defaults_and_leaves_builders_optional(tmp_path) -> None:
     assert code.build_models is None and code.build_optimizers is None
 
 
+def test_the_file_may_import_modules_beside_it(tmp_path) -> None:
+    write(tmp_path, "SCALE = 2.0\n", "distloop_test_helpers.py")
+    path = write(
+        tmp_path,
+        "from distloop_test_helpers import SCALE\ndef train_step(step, inputs):\n    pass\n",
+    )
+    assert load_user_code(path).train_step is not None
+
+
 def test_missing_file_is_named(tmp_path) -> None:
     with pytest.raises(UserCodeError, match=r"missing\.py does not exist"):
         load_user_code(tmp_path / "missing.py")
