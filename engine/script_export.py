@@ -9,7 +9,9 @@ not Distloop: synthetic data generators are copied in from ``engine.synthetic``
 the engine uses, so the script's loss trace equals the engine's.
 
 Fused steps (``steps_per_execution``) are left out on purpose: they change speed,
-not the trace, and the one-call-per-step loop is the guide's form.
+not the trace, and the one-call-per-step loop is the guide's form. Evaluation on a
+separate source is left out too (it does not change training); projects with
+custom step code or an evaluation split are refused with the reason.
 """
 
 from __future__ import annotations
@@ -46,6 +48,16 @@ def render_script(project: Project) -> str:
         raise ExportError(
             "parameter_server runs need a coordinator and server tasks; export the cluster "
             "with `distloop export --format shell` instead of a single script"
+        )
+    if project.custom_code is not None:
+        raise ExportError(
+            "the project runs custom step code from "
+            f"{project.custom_code.path}; a standalone script cannot contain it"
+        )
+    if project.evaluation is not None and project.evaluation.split is not None:
+        raise ExportError(
+            "evaluation.split holds training examples out, which the script does not do; "
+            "use a separate evaluation source (the script then trains the same way)"
         )
     sections = [
         _header(project),

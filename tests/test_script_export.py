@@ -93,3 +93,14 @@ def test_cli_writes_the_script(tmp_path) -> None:
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == str(out)
     compile(out.read_text(), str(out), "exec")
+
+
+def test_custom_code_and_evaluation_split_are_refused() -> None:
+    data = example_data("regression")
+    data["evaluation"] = {"every": 10, "split": 0.1}
+    with pytest.raises(ExportError, match="split"):
+        render_script(load_project_data(data))
+    data = example_data()
+    data["custom_code"] = {"path": "/tmp/step.py"}
+    with pytest.raises(ExportError, match="custom step code"):
+        render_script(load_project_data(data))
