@@ -78,7 +78,7 @@ class TaskSpec(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     type: JobType
-    index: int = Field(0, ge=0)
+    index: int = Field(0, ge=0, le=65535)
 
     def __str__(self) -> str:
         return f"{self.type}:{self.index}"
@@ -208,11 +208,15 @@ def strategy_problems(config: TFConfig | None, strategy_kind: str) -> list[Probl
             )
         if not cluster.get("worker"):
             problems.append(
-                Problem(("tf_config", "cluster"), "parameter_server needs at least one worker")
+                Problem(
+                    ("tf_config", "cluster", "worker"), "parameter_server needs at least one worker"
+                )
             )
         if not cluster.get("ps"):
             problems.append(
-                Problem(("tf_config", "cluster"), "parameter_server needs at least one ps task")
+                Problem(
+                    ("tf_config", "cluster", "ps"), "parameter_server needs at least one ps task"
+                )
             )
     elif "ps" in cluster:
         problems.append(
@@ -233,6 +237,8 @@ def parse_tf_config_text(text: str) -> TFConfig:
             [Problem((), f"not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}")],
             "TF_CONFIG",
         ) from None
+    except (ValueError, RecursionError) as exc:  # huge integers, absurd nesting
+        raise ProblemsError([Problem((), f"not readable as JSON: {exc}")], "TF_CONFIG") from None
     if not isinstance(data, dict):
         raise ProblemsError(
             [Problem((), 'TF_CONFIG must be a JSON object {"cluster": ..., "task": ...}')],

@@ -1,0 +1,334 @@
+"""GUI benchmarks (issue 6): window start, plot frames, event-loop and step latency, memory.
+
+Run with ``python -m benchmarks.gui_bench`` from the repository root (offscreen
+Qt, so it runs on a machine without a display). Every line prints a ratio
+against a baseline measured in the same run:
+
+- start: the Distloop window vs a bare PySide6 QMainWindow, each a fresh process;
+- plot frame: Distloop's plot (peak downsampling, clip to view) vs a plain
+  pyqtgraph plot of the same 10^6 points;
+- event loop: timer lateness while a run streams 5,000 steps/s vs an idle loop;
+- step to screen: how long after a step was computed it is handed to the plot;
+- memory: resident memory with 10^6 plotted points vs the empty window.
+
+The stream comes from an engine stand-in that produces real StepMetrics messages
+the way the engine batches them (every ``engine.reporting.REPORT_INTERVAL_S``)
+from a thread: no TensorFlow process reaches 5,000 steps/s on these machines, and
+this measures the GUI, not training.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import queue
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+import numpy as np
+
+from engine.messages import Message, RunFinished, RunStarted, StepMetrics
+from engine.reporting import REPORT_INTERVAL_S
+
+ROOT = Path(__file__).resolve().parents[1]
+STEPS_PER_S = 5000
+STREAM_S = 8.0
+
+_WINDOW_PROBE = """
+import os, sys, time
+os.environ["QT_QPA_PLATFORM"] = "offscreen"
+began = float(sys.argv[1])
+from PySide6.QtWidgets import QApplication
+app = QApplication([])
+if sys.argv[2] == "distloop":
+    from gui.refcount_guard import protect_singletons
+    protect_singletons()
+    from gui.main_window import MainWindow
+    window = MainWindow()
+else:
+    from PySide6.QtWidgets import QMainWindow
+    window = QMainWindow()
+window.resize(1400, 900)
+window.show()
+app.processEvents()
+print(time.time() - began)
+"""
+
+
+def window_start(kind: str) -> float:
+    """Seconds from starting the interpreter to a shown window (best of three)."""
+    times = []
+    for _ in range(3):
+        result = subprocess.run(
+            [sys.executable, "-c", _WINDOW_PROBE, repr(time.time()), kind],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        times.append(float(result.stdout.split()[-1]))
+    return min(times)
+
+
+def plot_frames(app, points: int = 1_000_000) -> tuple[float, float]:
+    """Median ms per frame while panning over ``points`` points: ours, plain pyqtgraph."""
+    import pyqtgraph as pg
+
+    from gui.loss_plot import LossPlot
+
+    steps = np.arange(1, points + 1, dtype=np.float64)
+    losses = 1 / np.sqrt(steps) + 0.05 * np.random.default_rng(0).standard_normal(points)
+
+    ours = LossPlot()
+    ours.resize(1200, 700)
+    ours.show()
+    for start in range(0, points, 10_000):
+        ours.append(steps[start : start + 10_000], losses[start : start + 10_000])
+    ours.redraw()
+
+    plain = pg.PlotWidget()
+    plain.resize(1200, 700)
+    plain.show()
+    plain.plot(steps, losses)
+
+    def frames(widget, view) -> float:
+        timings = []
+        for i in range(30):
+            left = (i % 10) * points / 20
+            view.setXRange(left, left + points / 2, padding=0)
+            app.processEvents()
+            began = time.perf_counter()
+            widget.grab()  # renders the whole widget now, as a repaint on screen would
+            timings.append(1000 * (time.perf_counter() - began))
+        return statistics.median(timings)
+
+    result = frames(ours, ours.plot_item), frames(plain, plain.getPlotItem())
+    for widget in (ours, plain):
+        widget.close()
+        widget.deleteLater()
+    app.processEvents()
+    return result
+
+
+class StreamingEngine:
+    """Produces StepMetrics at STEPS_PER_S in REPORT_INTERVAL_S batches, as the engine does.
+
+    Records when each step was "computed", so the plot's redraws can be timed
+    against it.
+    """
+
+    def __init__(self, project, run_dir) -> None:
+        self._queue: queue.SimpleQueue[Message] = queue.SimpleQueue()
+        self.step_times: dict[int, float] = {}
+        self.done = False
+        self._stop = threading.Event()
+
+    def start(self) -> None:
+        self._queue.put(
+            RunStarted(
+                strategy="MirroredStrategy",
+                num_replicas=1,
+                devices=["/cpu:0"],
+                tensorflow_version="benchmark",
+                total_steps=int(STEPS_PER_S * STREAM_S),
+            )
+        )
+        threading.Thread(target=self._produce, daemon=True).start()
+
+    def _produce(self) -> None:
+        began, step = time.perf_counter(), 0
+        total = int(STEPS_PER_S * STREAM_S)
+        while step < total and not self._stop.is_set():
+            time.sleep(REPORT_INTERVAL_S)
+            now = time.perf_counter()
+            due = min(total, int((now - began) * STEPS_PER_S))
+            numbers = list(range(step + 1, due + 1))
+            span = now - (began + step / STEPS_PER_S)
+            for i, n in enumerate(numbers):
+                self.step_times[n] = now - span + span * (i + 1) / max(1, len(numbers))
+            self._queue.put(
+                StepMetrics(
+                    steps=numbers,
+                    losses=[1 / np.sqrt(n) for n in numbers],
+                    elapsed_s=[n / STEPS_PER_S for n in numbers],
+                )
+            )
+            step = due
+        self._queue.put(RunFinished(status="finished", last_step=step, final_loss=0.0, elapsed_s=1))
+
+    def poll(self, timeout_s: float = 0.1) -> list[Message]:
+        out: list[Message] = []
+        try:
+            out.append(self._queue.get(timeout=timeout_s))
+            while True:
+                out.append(self._queue.get_nowait())
+        except queue.Empty:
+            pass
+        if any(isinstance(m, RunFinished) for m in out):
+            self.done = True
+        return out
+
+    def request_stop(self) -> None:
+        self._stop.set()
+
+    def kill(self) -> None:
+        self._stop.set()
+
+    def stop(self, grace_s: float = 0) -> None:
+        self._stop.set()
+
+    def close(self) -> None:
+        self._stop.set()
+
+
+def rss_mb() -> float:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+class LatenessProbe:
+    """Lateness (ms) of a 10 ms timer: how long the event loop keeps callbacks waiting."""
+
+    def __init__(self) -> None:
+        from PySide6.QtCore import QElapsedTimer, Qt, QTimer
+
+        self.late: list[float] = []
+        self._clock = QElapsedTimer()
+        self._expected = 10.0
+        self._timer = QTimer()
+        self._timer.setTimerType(Qt.TimerType.PreciseTimer)
+        self._timer.setInterval(10)
+        self._timer.timeout.connect(self._tick)
+
+    def _tick(self) -> None:
+        now = self._clock.nsecsElapsed() / 1e6
+        self.late.append(max(0.0, now - self._expected))
+        self._expected = now + 10
+
+    def start(self) -> None:
+        self._clock.start()
+        self._timer.start()
+
+    def stop(self) -> list[float]:
+        self._timer.stop()
+        return self.late
+
+
+def streaming(app, tmp: Path) -> tuple[float, float, float, float, float]:
+    """p99 timer lateness idle and streaming, p95 step-to-screen, RSS empty and at 10^6."""
+    import qasync
+
+    from gui.main_window import MainWindow
+
+    loop = qasync.QEventLoop(app)
+    asyncio.set_event_loop(loop)
+    engines: list[StreamingEngine] = []
+
+    def factory(project, run_dir):
+        engines.append(StreamingEngine(project, run_dir))
+        return engines[-1]
+
+    window = MainWindow(engine_factory=factory, runs_root=tmp)
+    window.resize(1400, 900)
+    window.show()
+    app.processEvents()
+    empty_rss = rss_mb()
+
+    drawn: dict[int, float] = {}
+    original_redraw = window.plot.redraw
+
+    def timed_redraw() -> None:
+        original_redraw()
+        now = time.perf_counter()
+        steps = window.plot.steps()
+        if len(steps):
+            for n in range(len(drawn) + 1, int(steps[-1]) + 1):
+                drawn[n] = now
+
+    window.plot.redraw = timed_redraw
+    window.open_example("seed")
+
+    async def measure() -> tuple[list[float], list[float]]:
+        idle_probe = LatenessProbe()
+        idle_probe.start()
+        await asyncio.sleep(2.0)
+        idle = idle_probe.stop()
+        busy_probe = LatenessProbe()
+        busy_probe.start()
+        window.run()
+        while window.controller.active:
+            await asyncio.sleep(0.05)
+        return idle, busy_probe.stop()
+
+    with loop:
+        idle, busy = loop.run_until_complete(measure())
+    engine = engines[0]
+    latencies = [1000 * (drawn[n] - engine.step_times[n]) for n in drawn if n in engine.step_times]
+
+    window.plot.clear()
+    points = 1_000_000
+    steps = np.arange(1, points + 1, dtype=np.float64)
+    for start in range(0, points, 50_000):
+        chunk = steps[start : start + 50_000]
+        window.plot.append(chunk, 1 / np.sqrt(chunk))
+    original_redraw()
+    app.processEvents()
+    full_rss = rss_mb()
+    window.plot.redraw = original_redraw
+    window.close()
+    window.deleteLater()
+    app.processEvents()
+    return (
+        float(np.percentile(idle, 99)),
+        float(np.percentile(busy, 99)),
+        float(np.percentile(latencies, 95)),
+        empty_rss,
+        full_rss,
+    )
+
+
+def main() -> None:
+    import tempfile
+
+    from PySide6.QtWidgets import QApplication
+
+    from gui.refcount_guard import protect_singletons
+
+    ours_start, bare_start = window_start("distloop"), window_start("bare")
+    print(
+        f"4a. window start: Distloop {ours_start:.2f} s, bare QMainWindow {bare_start:.2f} s, "
+        f"ratio {ours_start / bare_start:.2f} (goal: under 1.5 s)"
+    )
+    protect_singletons()
+    app = QApplication.instance() or QApplication([])
+    ours_frame, plain_frame = plot_frames(app)
+    print(
+        f"4b. plot frame at 10^6 points: {ours_frame:.1f} ms median, plain pyqtgraph "
+        f"{plain_frame:.1f} ms, ratio {ours_frame / plain_frame:.2f} (goal: under 16 ms)"
+    )
+    with tempfile.TemporaryDirectory() as tmp:
+        idle, busy, to_screen, empty_rss, full_rss = streaming(app, Path(tmp))
+    print(
+        f"4c. event loop p99 lateness: {busy:.1f} ms streaming {STEPS_PER_S} steps/s, "
+        f"{idle:.1f} ms idle, difference {busy - idle:.1f} ms (goal: p99 under 50 ms)"
+    )
+    print(
+        f"4d. step to screen p95: {to_screen:.0f} ms, of which up to "
+        f"{1000 * REPORT_INTERVAL_S:.0f} ms is the engine's batching (goal: under 100 ms)"
+    )
+    print(
+        f"5a. GUI memory: {full_rss:.0f} MB with 10^6 points, {empty_rss:.0f} MB empty, "
+        f"ratio {full_rss / empty_rss:.2f} (goal: under 400 MB)"
+    )
+
+
+if __name__ == "__main__":
+    main()
