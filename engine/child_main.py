@@ -50,7 +50,10 @@ def _watch_parent() -> None:
 def _stop_on_sigterm() -> threading.Event:
     """SIGTERM (a scheduler preempting the job, ``kill``) stops the run like Stop does.
 
-    The run then ends between steps with a checkpoint, so it can be resumed. The
+    The run then ends between steps with a checkpoint, so it can be resumed. A
+    multi-worker task passes the request to its whole cluster, which stops after
+    one step every task agrees on (``engine.tf_preemption``; TensorFlow's own SIGTERM
+    handler, installed with the strategy, is replaced by this one again). The
     handler only sets a thread-local event: touching the multiprocessing Event
     from a signal handler could deadlock on its lock.
     """

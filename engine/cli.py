@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from engine import __version__
 from engine.config import Project, load_project, uneven_batch_warnings
@@ -26,6 +26,9 @@ from engine.messages import (
 )
 from engine.problems import ProblemsError
 from engine.run_folder import PROJECT_FILE, format_loss, new_run_dir
+
+if TYPE_CHECKING:
+    from engine.cluster import LocalCluster
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
@@ -184,6 +187,11 @@ def command_resume(args: argparse.Namespace) -> int:
     if not (run_dir / PROJECT_FILE).is_file():
         _err(f"distloop: {run_dir} is not a run folder (it has no {PROJECT_FILE})")
         return EXIT_FAILED
+    from engine.cluster import TASKS_DIR
+
+    if (run_dir / TASKS_DIR).is_dir():
+        _err(f"distloop: {run_dir} is a cluster run: use distloop cluster --resume {run_dir}")
+        return EXIT_USAGE
     project = _load(run_dir / PROJECT_FILE)
     if project is None:
         return EXIT_FAILED
@@ -297,7 +305,15 @@ def add_cluster_commands(commands: argparse._SubParsersAction) -> None:
         "cluster",
         help="run every task of a multi-worker or parameter-server project on this machine",
     )
-    cluster.add_argument("project", type=Path, help="project JSON file")
+    source = cluster.add_mutually_exclusive_group(required=True)
+    source.add_argument("project", nargs="?", type=Path, help="project JSON file")
+    source.add_argument(
+        "--resume",
+        metavar="DIR",
+        type=Path,
+        help="continue a stopped, failed or killed multi-worker cluster run, every task from "
+        "the chief's last checkpoint",
+    )
     cluster.add_argument(
         "--out", type=Path, help="run folder (default: a new folder under the user's data dir)"
     )
@@ -342,6 +358,8 @@ def add_cluster_commands(commands: argparse._SubParsersAction) -> None:
 def command_cluster(args: argparse.Namespace) -> int:
     from engine.cluster import LocalCluster
 
+    if args.resume is not None:
+        return command_cluster_resume(args)
     project = _load(args.project)
     if project is None:
         return EXIT_FAILED
@@ -359,9 +377,38 @@ def command_cluster(args: argparse.Namespace) -> int:
     except OSError as exc:
         _err(f"distloop: cannot create the run folder: {exc}")
         return EXIT_FAILED
+    return follow_cluster(cluster, args)
+
+
+def command_cluster_resume(args: argparse.Namespace) -> int:
+    """``distloop cluster --resume DIR``: the same tasks, each in its own folder."""
+    from engine.cluster import TASKS_DIR, LocalCluster
+
+    run_dir: Path = args.resume
+    if args.out is not None or args.workers is not None:
+        _err("distloop: --resume continues the cluster's tasks in its folder; drop --out/--workers")
+        return EXIT_USAGE
+    if not (run_dir / PROJECT_FILE).is_file() or not (run_dir / TASKS_DIR).is_dir():
+        _err(
+            f"distloop: {run_dir} is not a cluster run folder (it needs {PROJECT_FILE} "
+            f"and {TASKS_DIR}/)"
+        )
+        return EXIT_FAILED
+    project = _load(run_dir / PROJECT_FILE)
+    if project is None:
+        return EXIT_FAILED
+    try:
+        cluster = LocalCluster(project, run_dir, resume=True)
+    except ProblemsError as exc:
+        _err(f"distloop: {exc}")
+        return EXIT_FAILED
+    return follow_cluster(cluster, args)
+
+
+def follow_cluster(cluster: LocalCluster, args: argparse.Namespace) -> int:
     for task in cluster.tasks():
         _err(f"distloop: {task.name} at {task.address}, folder {task.run_dir}")
-    return follow(cluster, run_dir, quiet=args.quiet, verbose=args.verbose)
+    return follow(cluster, cluster.run_dir, quiet=args.quiet, verbose=args.verbose)
 
 
 def command_export(args: argparse.Namespace) -> int:

@@ -16,6 +16,10 @@ Run folder (the top level is what ``distloop run`` writes, for the chief)::
     engine.log     the launcher's notes and every task's warnings and errors
     tasks/worker-1/  each task's own run folder (project.json, status.json, engine.log, ...)
 
+A stopped, failed or killed ``multi_worker_mirrored`` run resumes with
+``LocalCluster(..., resume=True)`` (``distloop cluster --resume DIR``): every task
+restarts in its own folder from the chief's last checkpoint, on new ports.
+
 Security: TensorFlow's gRPC servers are unauthenticated, and they listen on every
 network interface whatever host TF_CONFIG names (TensorFlow has no setting for the
 bind address). The launcher gives every task a ``127.0.0.1`` address, so the
@@ -27,6 +31,7 @@ from __future__ import annotations
 
 import contextlib
 import ipaddress
+import shutil
 import socket
 import time
 from collections.abc import Iterator, Mapping
@@ -41,7 +46,15 @@ from engine.fileio import atomic_write_text
 from engine.messages import Log, Message, RunFailed, RunFinished, RunStarted, StepMetrics
 from engine.problems import Problem, ProblemsError, problems_from_validation_error
 from engine.process import EngineProcess
-from engine.run_folder import LOG_FILE, METRICS_FILE, PROJECT_FILE, MetricsWriter, write_status
+from engine.run_folder import (
+    CHECKPOINT_DIR,
+    LOG_FILE,
+    METRICS_FILE,
+    PROJECT_FILE,
+    MetricsWriter,
+    truncate_metrics,
+    write_status,
+)
 from engine.tf_config import (
     JOB_TYPES,
     MULTI_MACHINE_STRATEGIES,
@@ -118,12 +131,15 @@ def free_local_ports(count: int) -> list[int]:
             sock.close()
 
 
-def local_cluster_config(project: Project, workers: int | None = None) -> TFConfig:
+def local_cluster_config(
+    project: Project, workers: int | None = None, *, fresh_ports: bool = False
+) -> TFConfig:
     """The cluster to start here: the project's jobs (or ``workers`` workers), on 127.0.0.1.
 
-    The project's own addresses are kept when they are all loopback ones; any other
-    host gets replaced by a free local port, so a project written for real hosts
-    runs unchanged on this machine. The returned config's task is the chief's.
+    The project's own addresses are kept when they are all loopback ones (unless
+    ``fresh_ports``); any other host gets replaced by a free local port, so a project
+    written for real hosts runs unchanged on this machine. The returned config's
+    task is the chief's.
     """
     kind = project.strategy.kind
     if kind not in MULTI_MACHINE_STRATEGIES:
@@ -140,6 +156,7 @@ def local_cluster_config(project: Project, workers: int | None = None) -> TFConf
     if (
         given is not None
         and workers is None
+        and not fresh_ports
         and all(_is_loopback(a) for addresses in given.cluster.values() for a in addresses)
     ):
         cluster = given.cluster
@@ -257,10 +274,35 @@ class LocalCluster:
     run fails, naming it, and the other tasks are stopped, then killed.
     """
 
-    def __init__(self, project: Project, run_dir: Path, *, workers: int | None = None) -> None:
-        """Lays the cluster out (free ports, TF_CONFIGs); raises ProblemsError if it cannot."""
-        self.tf_config = local_cluster_config(project, workers)
+    def __init__(
+        self,
+        project: Project,
+        run_dir: Path,
+        *,
+        workers: int | None = None,
+        resume: bool = False,
+    ) -> None:
+        """Lays the cluster out (free ports, TF_CONFIGs); raises ProblemsError if it cannot.
+
+        ``resume`` continues the cluster run in ``run_dir`` (``project`` is its
+        ``project.json``): the same tasks, each from the chief's last checkpoint, on
+        new ports (nothing in a checkpoint depends on them, and the old ones may be
+        taken by now).
+        """
+        if resume and project.strategy.kind == "parameter_server":
+            raise ProblemsError(
+                [
+                    Problem(
+                        ("strategy", "kind"),
+                        "a parameter_server run cannot resume: its training is asynchronous "
+                        "and its coordinator keeps no checkpoint; start it again",
+                    )
+                ],
+                "resume",
+            )
+        self.tf_config = local_cluster_config(project, workers, fresh_ports=resume)
         self.run_dir = run_dir
+        self._resume = resume
         strategy = project.strategy
         if strategy.kind == "multi_worker_mirrored" and strategy.communication_timeout_s is None:
             strategy = strategy.model_copy(
@@ -277,7 +319,10 @@ class LocalCluster:
                 }
             )
             engine = EngineProcess(
-                task_project, run_dir / TASKS_DIR / task_dir_name(spec), task=str(spec)
+                task_project,
+                run_dir / TASKS_DIR / task_dir_name(spec),
+                task=str(spec),
+                resume=resume,
             )
             self._tasks.append(
                 _Task(spec, self.tf_config.address(spec), engine, spec.type in servers)
@@ -305,6 +350,8 @@ class LocalCluster:
         Order does not matter: TensorFlow's tasks wait for each other to come up.
         """
         self.run_dir.mkdir(parents=True, exist_ok=True)
+        if self._resume:
+            self._share_chief_checkpoint()
         atomic_write_text(self.run_dir / PROJECT_FILE, self.project.to_json())
         self._log = (self.run_dir / LOG_FILE).open("a", encoding="utf-8")
         self._started_at, self._began = time.time(), time.monotonic()
@@ -333,6 +380,23 @@ class LocalCluster:
             },
         )
 
+    def _share_chief_checkpoint(self) -> None:
+        """Copies the chief's checkpoints into every other trainer's folder.
+
+        Only the chief keeps checkpoints, but every task restores from its own
+        folder (``engine.tf_checkpoint``), and all must start from the same step
+        with the same weights. Without a chief checkpoint, all start from step 1.
+        """
+        tasks_dir = self.run_dir / TASKS_DIR
+        source = tasks_dir / task_dir_name(self._reporter.spec) / CHECKPOINT_DIR
+        for task in self._trainers():
+            if task is self._reporter:
+                continue
+            target = tasks_dir / task_dir_name(task.spec) / CHECKPOINT_DIR
+            shutil.rmtree(target, ignore_errors=True)
+            if source.is_dir():
+                shutil.copytree(source, target)
+
     @property
     def done(self) -> bool:
         """True once the cluster's one terminal message has been handed out."""
@@ -355,9 +419,10 @@ class LocalCluster:
     def request_stop(self) -> None:
         """Asks the trainers to stop between steps; stragglers are killed after a grace.
 
-        Synchronous peers cannot all stop after the same step (each sees the request
-        on its own), so one may be left waiting in a collective: it is killed after
-        :data:`STOP_GRACE_S`, and the trace is the chief's, complete to its last step.
+        ``multi_worker_mirrored`` tasks agree on the step to stop after and all save
+        a checkpoint there (``engine.tf_preemption``), as they do when one of them
+        gets SIGTERM. A task that has not ended after :data:`STOP_GRACE_S` is
+        killed; the trace is the chief's, complete to its last step.
         """
         if self._ending is None:
             self._end("stopped")
@@ -421,6 +486,8 @@ class LocalCluster:
         elif isinstance(message, RunStarted):
             task.state = "serving" if message.serving else "running"
             if reporter:
+                if self._resume:  # the steps after the checkpoint are trained again
+                    truncate_metrics(self.run_dir, message.first_step - 1)
                 self._outbox.append(message.model_copy(update={"run_dir": str(self.run_dir)}))
             else:
                 what = f"serves {message.serving}" if message.serving else "started its loop"

@@ -8,6 +8,8 @@ Layout (one folder per run; a cluster task gets one of its own)::
     eval.csv       step,val_loss,val_accuracy|val_mae: one row per evaluation, when evaluating
     status.json    running / finished / stopped / failed, with the error when failed
     engine.log     the engine's log lines and TensorFlow's output
+    checkpoints/   model, optimizer and step counter (``engine.tf_checkpoint``); in a cluster,
+                   the chief's (copied to the other tasks when the run resumes)
 
 The engine process writes all of it, so a run keeps its record when the GUI dies;
 the parent only writes ``status.json`` when the engine died too abruptly to do so.
@@ -34,6 +36,7 @@ METRICS_FILE = "metrics.csv"
 EVAL_FILE = "eval.csv"
 STATUS_FILE = "status.json"
 LOG_FILE = "engine.log"
+CHECKPOINT_DIR = "checkpoints"
 METRICS_COLUMNS = ("step", "loss", "elapsed_s")
 
 

@@ -6,7 +6,10 @@ one deterministic sequence that a resumed run skips forward (``engine.tf_data``)
 
 With several workers, every task must save (saving is collective), but only the
 chief keeps what it wrote; the others write to a temporary folder of their own
-and remove it, as TensorFlow's multi-worker tutorial does.
+and remove it, as TensorFlow's multi-worker tutorial does. Every task restores
+from its own folder's ``checkpoints/``: on a resume, every task must start from
+the chief's checkpoint, so the launcher copies it there first
+(``engine.cluster.LocalCluster``; on real hosts, copy it or share the folder).
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from pathlib import Path
 
 import tensorflow as tf
 
-CHECKPOINT_DIR = "checkpoints"
+from engine.run_folder import CHECKPOINT_DIR
 
 
 class CheckpointError(RuntimeError):
@@ -44,13 +47,15 @@ class RunCheckpoints:
             if is_chief
             else f"{CHECKPOINT_DIR}-tmp-{(task or 'task').replace(':', '-')}"
         )
-        self._directory = run_dir / name
-        self._manager = tf.train.CheckpointManager(self._checkpoint, self._directory, max_to_keep=3)
+        self._restore_from = run_dir / CHECKPOINT_DIR
+        self.directory = run_dir / name
+        """Where this task writes its checkpoints (a temporary folder unless it is the chief)."""
+        self._manager = tf.train.CheckpointManager(self._checkpoint, self.directory, max_to_keep=3)
         self.last_saved: int | None = None
 
     def restore_latest(self) -> int:
         """Restores the newest checkpoint; returns its step (0 when there is none)."""
-        path = self._manager.latest_checkpoint
+        path = tf.train.latest_checkpoint(str(self._restore_from))
         if path is None:
             return 0
         try:
@@ -70,7 +75,7 @@ class RunCheckpoints:
         self._manager.save(checkpoint_number=step)
         self.last_saved = step
         if not self._is_chief:
-            shutil.rmtree(self._directory, ignore_errors=True)
+            shutil.rmtree(self.directory, ignore_errors=True)
 
     def after_steps(self, step: int) -> None:
         """The loop's hook: saves when ``step`` is a multiple of ``checkpoint_every``."""

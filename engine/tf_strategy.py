@@ -6,6 +6,8 @@ logical CPU split and GPU memory growth cannot be changed afterwards.
 
 from __future__ import annotations
 
+import signal
+
 import tensorflow as tf
 
 from engine.config import StrategyConfig
@@ -57,7 +59,14 @@ def build_strategy(config: StrategyConfig) -> tf.distribute.Strategy:
             implementation=_COMMUNICATION[config.communication],
             timeout_seconds=config.communication_timeout_s,
         )
-        return tf.distribute.MultiWorkerMirroredStrategy(communication_options=options)
+        sigterm = signal.getsignal(signal.SIGTERM)
+        strategy = tf.distribute.MultiWorkerMirroredStrategy(communication_options=options)
+        # With a cluster, its coordination agent installs TensorFlow's C++ SIGTERM handler
+        # (a preemption notifier that only logs here) over the engine's; put the engine's
+        # back, so SIGTERM still stops the run (engine.child_main, engine.tf_preemption).
+        if sigterm is not None:  # None: a handler set outside Python, none of the engine's
+            signal.signal(signal.SIGTERM, sigterm)
+        return strategy
     if kind == "tpu":
         resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu=config.tpu)
         tf.config.experimental_connect_to_cluster(resolver)

@@ -36,6 +36,7 @@ from engine.tf_data import build_training_data, custom_training_data
 from engine.tf_eval import EvalReporter, Evaluator
 from engine.tf_loop import LoopPlan, ReplicaStepRunner, StepRunner, run_loop
 from engine.tf_model import build_loss, build_model, build_optimizer
+from engine.tf_preemption import AlignedStop, ClusterStop
 from engine.tf_ps_loop import train_parameter_server
 from engine.tf_strategy import build_strategy, configure_devices, is_chief, strategy_devices
 from engine.tf_tensorboard import TensorBoardWriter
@@ -200,11 +201,21 @@ def train(
             else None
         )
 
+        # A multi-worker run stops after a step all its tasks agree on, not where one of
+        # them was asked to: each step is a collective, a lone stop would hang the rest.
+        aligned = (
+            ClusterStop(strategy, checkpoints, should_stop, done_steps, data.total_steps)
+            if checkpoints is not None and project.strategy.kind == "multi_worker_mirrored"
+            else None
+        )
+
         def after_steps(step: int) -> None:
             if checkpoints is not None:
                 checkpoints.after_steps(step)
             if evaluation is not None:
                 evaluation.after_steps(step)
+            if aligned is not None:  # last: a stop comes after this step's evaluation
+                aligned.after_steps(step)
 
         def steps_until_pause(step: int) -> int:
             return min(
@@ -219,15 +230,18 @@ def train(
             epoch_form=training.epochs is not None,
             elapsed_offset_s=elapsed_offset,
         )
-        stopped = run_loop(
-            runner,
-            dist_dataset,
-            plan,
-            reporter,
-            should_stop,
-            after_steps=after_steps,
-            steps_until_pause=steps_until_pause,
-        )
+        try:
+            stopped = run_loop(
+                runner,
+                dist_dataset,
+                plan,
+                reporter,
+                should_stop if aligned is None else aligned.loop_should_stop,
+                after_steps=after_steps,
+                steps_until_pause=steps_until_pause,
+            )
+        except AlignedStop:
+            stopped = True
         last_step = reporter.last_step or done_steps
         channel.log(f"the step function was traced {runner.traces()} time(s)", level="debug")
         if checkpoints is not None and last_step > done_steps:

@@ -1,0 +1,85 @@
+"""SIGTERM to one task of a multi-worker cluster: every task stops at one step, and it resumes."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+
+import numpy as np
+import pytest
+from distloop_testing import distloop, run_engine, synthetic_project
+
+from engine.cluster import LocalCluster
+from engine.config import load_project_data
+from engine.messages import RunFailed, RunFinished, StepMetrics
+from engine.run_folder import read_metrics, read_status
+
+pytestmark = pytest.mark.slow
+
+STEPS = 500
+FUSED = 5
+
+
+def cluster_project(kind: str = "multi_worker_mirrored") -> dict:
+    """Shuffled, regularized, checkpointed every 25 steps, 5 steps fused per call."""
+    data = synthetic_project(1, steps=STEPS, checkpoint_every=25, steps_per_execution=FUSED)
+    data["name"] = "preemption test"
+    data["strategy"] = {"kind": kind}
+    return data
+
+
+def test_sigterm_to_one_worker_stops_every_task_at_one_step_and_the_run_resumes(
+    tmp_path,
+) -> None:
+    run_dir = tmp_path / "cluster"
+    cluster = LocalCluster(load_project_data(cluster_project()), run_dir)
+    cluster.start()
+    terminal, signalled_at = None, None
+    try:
+        deadline = time.monotonic() + 180
+        while not cluster.done:
+            assert time.monotonic() < deadline, "the cluster run timed out"
+            for message in cluster.poll(0.2):
+                if isinstance(message, StepMetrics) and signalled_at is None:
+                    if message.steps[-1] >= 30:  # past the first periodic checkpoint
+                        pid = next(t.pid for t in cluster.tasks() if t.name == "worker:1")
+                        os.kill(pid, signal.SIGTERM)
+                        signalled_at = time.monotonic()
+                elif isinstance(message, RunFinished | RunFailed):
+                    terminal = message
+        stopped_after = time.monotonic() - (signalled_at or 0)
+    finally:
+        cluster.close()
+
+    assert signalled_at is not None, f"the run ended before the signal: {terminal}"
+    assert isinstance(terminal, RunFinished) and terminal.status == "stopped", terminal
+    assert stopped_after < 20, f"took {stopped_after:.1f} s"
+    step = terminal.last_step
+    assert 30 <= step < STEPS and step % FUSED == 0
+    assert {t.name: t.state for t in cluster.tasks()} == {
+        "worker:0": "stopped",
+        "worker:1": "stopped",
+    }
+    tasks = run_dir / "tasks"
+    for task in ("worker-0", "worker-1"):
+        status = read_status(tasks / task)
+        assert (status["status"], status["last_step"]) == ("stopped", step), task
+    assert read_status(run_dir)["status"] == "stopped"
+    assert read_metrics(run_dir)["step"][-1] == step
+    assert (tasks / "worker-0" / "checkpoints" / f"ckpt-{step}.index").exists()
+    assert sorted(p.name for p in (tasks / "worker-1").iterdir() if p.is_dir()) == []
+
+    single = distloop("run", "--resume", str(run_dir))
+    assert single.returncode == 2 and "distloop cluster --resume" in single.stderr
+
+    resumed = distloop("cluster", "--resume", str(run_dir), "--quiet")
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    metrics = read_metrics(run_dir)
+    assert metrics["step"] == list(range(1, STEPS + 1))
+    whole = run_engine(load_project_data(cluster_project("one_device")), None)
+    np.testing.assert_allclose(np.float32(metrics["loss"]), whole["losses"], rtol=1e-5)
+    assert np.all(np.diff(metrics["elapsed_s"]) >= 0)
+    assert read_status(run_dir)["status"] == "finished"
+    for task in ("worker-0", "worker-1"):
+        assert read_status(tasks / task)["status"] == "finished"
