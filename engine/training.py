@@ -30,6 +30,7 @@ from engine.run_folder import (
     MetricsWriter,
     truncate_eval,
     truncate_metrics,
+    write_status,
 )
 from engine.tf_checkpoint import RunCheckpoints
 from engine.tf_data import build_training_data, custom_training_data
@@ -117,18 +118,24 @@ def train(
     warnings = uneven_batch_warnings(project, replicas)
     for note in warnings:
         channel.log(note, level="warning")
-    channel.send(
-        RunStarted(
-            strategy=type(strategy).__name__,
-            num_replicas=replicas,
-            devices=strategy_devices(strategy),
-            tensorflow_version=tf.__version__,
-            run_dir=str(run_dir) if run_dir else None,
-            first_step=done_steps + 1,
-            total_steps=data.total_steps,
-            warnings=warnings,
-        )
+    started = RunStarted(
+        strategy=type(strategy).__name__,
+        num_replicas=replicas,
+        devices=strategy_devices(strategy),
+        tensorflow_version=tf.__version__,
+        run_dir=str(run_dir) if run_dir else None,
+        first_step=done_steps + 1,
+        total_steps=data.total_steps,
+        warnings=warnings,
     )
+    channel.send(started)
+    if run_dir is not None:
+        write_status(
+            run_dir,
+            "running",
+            **started.model_dump(include={"strategy", "num_replicas", "devices", "total_steps"}),
+            tensorflow_version=tf.__version__,
+        )
     runner: ReplicaStepRunner
     if code is None:
         runner = StepRunner(
