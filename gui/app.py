@@ -5,8 +5,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
+from importlib import resources
 
 import qasync
+from PySide6.QtGui import QIcon, QPixmap
 from PySide6.QtWidgets import QApplication
 
 from gui.refcount_guard import protect_singletons
@@ -22,6 +24,24 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
+def app_icon() -> QIcon:
+    """Distloop's icon from ``resources/icons`` (every size there); empty when none ships.
+
+    Read through importlib.resources, so it is found in a checkout, a wheel and the
+    frozen bundle alike.
+    """
+    icon = QIcon()
+    folder = resources.files("resources") / "icons"
+    if not folder.is_dir():
+        return icon
+    for entry in sorted(folder.iterdir(), key=lambda item: item.name):
+        if entry.name.startswith("distloop") and entry.name.endswith((".png", ".svg")):
+            pixmap = QPixmap()
+            if pixmap.loadFromData(entry.read_bytes()):
+                icon.addPixmap(pixmap)
+    return icon
+
+
 def main(argv: list[str]) -> int:
     """Shows the main window until it closes; the exit code is Qt's."""
     args = parse_args(argv)
@@ -31,6 +51,7 @@ def main(argv: list[str]) -> int:
     app.setApplicationName(APPLICATION)
     app.setApplicationDisplayName("Distloop")
     app.setStyle("Fusion")
+    app.setWindowIcon(app_icon())
     loop = qasync.QEventLoop(app)
     asyncio.set_event_loop(loop)
 

@@ -2,7 +2,8 @@
 
 Besides the primary loss it draws each replica's loss (``per_replica_losses``),
 each named loss of custom step code (a GAN's generator and discriminator), and
-the validation loss of each evaluation.
+the validation loss of each evaluation. Past runs can be overlaid for comparison:
+they live beside the run's own curves, so comparing never disturbs a live run.
 
 Built to stay smooth for a million steps: data lives in growing numpy buffers,
 curves are redrawn at most ~30 times a second and only when new data arrived,
@@ -48,10 +49,11 @@ SERIES_COLORS = [
     (188, 189, 34),
     (23, 190, 207),
 ]
+COMPARE_RAW_ALPHA = 60  # a compared run's raw loss is faint; its smoothed curve is the line
 EMPTY_HINT = "The loss of each step appears here once a run starts (Run: Ctrl+R)."
 
 
-def _curve(pen: pg.QtGui.QPen, name: str) -> pg.PlotDataItem:
+def _curve(pen: pg.QtGui.QPen, name: str | None) -> pg.PlotDataItem:
     """A curve; the plot item gives it its downsampling and clipping when it is added."""
     return pg.PlotDataItem(pen=pen, name=name, autoDownsampleFactor=DOWNSAMPLE_FACTOR)
 
@@ -63,6 +65,33 @@ class _Series:
         self.curve = curve
         self.buffer = GrowingArray()
         self.buffer.extend(np.full(missing_steps, np.nan))  # steps before it was reported
+
+
+class _Comparison:
+    """A past run overlaid on the plot: its exact losses, a faint raw curve and a solid one.
+
+    The solid curve is the one named in the legend; it follows the plot's smoothing
+    (or shows the raw loss when smoothing is off), like the run's own curves.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        steps: Sequence[float] | NDArray[np.float64],
+        losses: Sequence[float] | NDArray[np.float64],
+        color: tuple[int, int, int],
+    ) -> None:
+        self.name = name
+        self.color = color
+        self.steps = np.array(steps, dtype=np.float64)
+        self.losses = np.array(losses, dtype=np.float64)
+        if len(self.steps) != len(self.losses):
+            raise ValueError(f"{len(self.steps)} steps but {len(self.losses)} losses")
+        for values in (self.steps, self.losses):
+            values.flags.writeable = False
+        # Unnamed: the plot would list them; the legend lists ``curve`` under ``name`` instead.
+        self.raw_curve = _curve(pg.mkPen(color=(*color, COMPARE_RAW_ALPHA), width=1), None)
+        self.curve = _curve(pg.mkPen(color=color, width=2), None)
 
 
 class LossPlot(QWidget):
@@ -77,6 +106,7 @@ class LossPlot(QWidget):
         self._named: dict[str, _Series] = {}
         self._eval_steps = GrowingArray()
         self._eval_losses = GrowingArray()
+        self._comparisons: dict[str, _Comparison] = {}
         self._smoother = Smoother(DEFAULT_SMOOTHING)
         self._dirty = False
         self.redraw_count = 0
@@ -86,7 +116,7 @@ class LossPlot(QWidget):
         self.plot_item.showGrid(x=True, y=True, alpha=0.2)
         self.plot_item.setLabel("bottom", "step")
         self.plot_item.setLabel("left", "loss")
-        self.plot_item.addLegend(offset=(-10, 10))
+        self.legend = self.plot_item.addLegend(offset=(-10, 10))
         self.plot_item.setMouseEnabled(x=True, y=True)
         # The plot item imposes these on every curve it holds (its context menu edits them).
         self.plot_item.setDownsampling(auto=True, mode="peak")
@@ -108,6 +138,7 @@ class LossPlot(QWidget):
         self.hint = pg.TextItem(EMPTY_HINT, color=(120, 120, 120), anchor=(0.5, 0.5))
         self.plot_item.addItem(self.hint, ignoreBounds=True)
         self._show_hint()
+        self._rebuild_legend()
 
         self.smooth_checkbox = QCheckBox("Smoothing")
         self.smooth_checkbox.setChecked(True)
@@ -170,6 +201,7 @@ class LossPlot(QWidget):
             raise ValueError(f"{len(steps)} steps but {len(losses)} losses")
         if not len(steps):
             return
+        legend_entries = (bool(len(self._steps)), len(self._replicas) + len(self._named))
         self._steps.extend(steps)
         self._losses.extend(losses)
         self._smoothed.extend(self._smoother.extend(losses))
@@ -190,6 +222,8 @@ class LossPlot(QWidget):
                 series.buffer.extend(named_losses.get(name, np.full(len(steps), np.nan)))
         self._dirty = True
         self.hint.setVisible(False)
+        if legend_entries != (True, len(self._replicas) + len(self._named)):
+            self._rebuild_legend()
 
     def _new_series(self, name: str, width: int, new_steps: int) -> _Series:
         color = SERIES_COLORS[(len(self._replicas) + len(self._named)) % len(SERIES_COLORS)]
@@ -202,14 +236,124 @@ class LossPlot(QWidget):
 
     def add_evaluation(self, step: int, val_loss: float) -> None:
         """Adds an evaluation's validation loss as a marker on its step."""
-        if not self._eval_steps:
+        first = not self._eval_steps
+        if first:
             self.plot_item.addItem(self.eval_curve)
         self._eval_steps.extend([step])
         self._eval_losses.extend([val_loss])
         self._dirty = True
+        if first:
+            self._rebuild_legend()
+
+    def truncate_after(self, last_step: int) -> None:
+        """Drops everything after ``last_step``: a resumed run redoes those steps.
+
+        The engine restarts from its last checkpoint and trains the later steps
+        again, so the plot keeps exactly the steps the run folder keeps.
+        """
+        keep = int(np.searchsorted(self._steps.view(), last_step, side="right"))
+        kept_evals = int(np.searchsorted(self._eval_steps.view(), last_step, side="right"))
+        if keep == len(self._steps) and kept_evals == len(self._eval_steps):
+            return
+        for buffer in (self._steps, self._losses, *self._series_buffers()):
+            buffer.truncate(keep)
+        self._eval_steps.truncate(kept_evals)
+        self._eval_losses.truncate(kept_evals)
+        self._resmooth()
+        self._dirty = True
+
+    def _series_buffers(self) -> list[GrowingArray]:
+        return [series.buffer for series in [*self._replicas, *self._named.values()]]
+
+    def _resmooth(self) -> None:
+        """Smooths every loss again from the first: only appends may continue the average."""
+        self._smoother = Smoother(self.smoothing_weight())
+        self._smoothed.clear()
+        self._smoothed.extend(self._smoother.extend(self._losses.view()))
+
+    # --- comparison with past runs --------------------------------------------------------
+
+    def add_comparison(
+        self,
+        key: str,
+        name: str,
+        steps: Sequence[float] | NDArray[np.float64],
+        losses: Sequence[float] | NDArray[np.float64],
+    ) -> None:
+        """Overlays a past run in a colour of its own, named ``name`` in the legend.
+
+        ``key`` (the run folder) identifies the run: comparing it again replaces
+        its curves instead of stacking a copy.
+        """
+        self.remove_comparison(key)
+        used = {comparison.color for comparison in self._comparisons.values()}
+        free = [color for color in SERIES_COLORS if color not in used]
+        color = free[0] if free else SERIES_COLORS[len(self._comparisons) % len(SERIES_COLORS)]
+        comparison = _Comparison(name, steps, losses, color)
+        self.plot_item.addItem(comparison.raw_curve)
+        self.plot_item.addItem(comparison.curve)
+        self._comparisons[key] = comparison
+        self._draw_comparison(comparison)
+        self.hint.setVisible(False)
+        self._rebuild_legend()
+        self.plot_item.enableAutoRange()
+
+    def remove_comparison(self, key: str) -> None:
+        comparison = self._comparisons.pop(key, None)
+        if comparison is not None:
+            self.plot_item.removeItem(comparison.raw_curve)
+            self.plot_item.removeItem(comparison.curve)
+            self._rebuild_legend()
+
+    def clear_comparisons(self) -> None:
+        """Removes every compared run; the run's own curves stay."""
+        for key in list(self._comparisons):
+            self.remove_comparison(key)
+        if not len(self._steps):
+            self._show_hint()
+
+    def comparisons(self) -> dict[str, tuple[NDArray[np.float64], NDArray[np.float64]]]:
+        """(steps, losses) of each compared run by its legend name, exactly as given."""
+        return {c.name: (c.steps, c.losses) for c in self._comparisons.values()}
+
+    def comparison_names(self) -> dict[str, str]:
+        """The legend name of each compared run, by its key."""
+        return {key: comparison.name for key, comparison in self._comparisons.items()}
+
+    def legend_names(self) -> list[str]:
+        """The names the legend lists, top to bottom."""
+        return [label.text for _sample, label in self.legend.items]
+
+    def _draw_comparison(self, comparison: _Comparison) -> None:
+        smoothing = self.smooth_checkbox.isChecked()
+        comparison.raw_curve.setVisible(smoothing)
+        if smoothing:
+            comparison.raw_curve.setData(comparison.steps, comparison.losses)
+            smoothed = Smoother(self.smoothing_weight()).extend(comparison.losses)
+            comparison.curve.setData(comparison.steps, smoothed)
+        else:
+            comparison.curve.setData(comparison.steps, comparison.losses)
+
+    def _rebuild_legend(self) -> None:
+        """Lists only curves that hold data: the run's own, then the compared runs."""
+        self.legend.clear()
+        curves: list[pg.PlotDataItem] = []
+        if len(self._steps):
+            curves += [self.raw_curve, self.smooth_curve]
+            curves += [series.curve for series in [*self._replicas, *self._named.values()]]
+        if self._eval_steps:
+            curves.append(self.eval_curve)
+        for curve in curves:
+            self.legend.addItem(curve, curve.name())
+        for comparison in self._comparisons.values():
+            self.legend.addItem(comparison.curve, comparison.name)
+
+    def set_caption(self, text: str) -> None:
+        """Names what the plot shows (a past run, a resumed one) above it; empty hides it."""
+        self.plot_item.setTitle(text or None)
 
     def clear(self) -> None:
-        """Empties the plot for a new run (smoothing settings stay)."""
+        """Empties the plot for a new run (smoothing settings and compared runs stay)."""
         for buffer in (self._steps, self._losses, self._smoothed):
             buffer.clear()
         for series in [*self._replicas, *self._named.values()]:
@@ -223,9 +367,14 @@ class LossPlot(QWidget):
         self.replica_checkbox.setEnabled(False)
         self._smoother = Smoother(self.smoothing_weight())
         self.readout.clear()
+        self.set_caption("")
         self._dirty = True
         self.redraw()
-        self._show_hint()
+        self._rebuild_legend()
+        if self._comparisons:
+            self.plot_item.enableAutoRange()
+        else:
+            self._show_hint()
 
     def steps(self) -> NDArray[np.float64]:
         return self._steps.view()
@@ -288,16 +437,17 @@ class LossPlot(QWidget):
 
     def _on_slider(self, value: int) -> None:
         """A new weight recomputes the whole curve: only appends must never rewrite it."""
-        weight = value / SLIDER_STEPS
-        self.smooth_value.setText(f"{weight:.3f}")
-        self._smoother = Smoother(weight)
-        self._smoothed.clear()
-        self._smoothed.extend(self._smoother.extend(self._losses.view()))
+        self.smooth_value.setText(f"{value / SLIDER_STEPS:.3f}")
+        self._resmooth()
+        for comparison in self._comparisons.values():
+            self._draw_comparison(comparison)
         self._dirty = True
 
     def _on_smoothing_toggled(self, on: bool) -> None:
         self.smooth_curve.setVisible(on)
         self.smooth_slider.setEnabled(on)
+        for comparison in self._comparisons.values():
+            self._draw_comparison(comparison)
         self._dirty = True
 
     def _on_replicas_toggled(self, on: bool) -> None:

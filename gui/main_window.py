@@ -19,6 +19,8 @@ import PySide6
 from PySide6.QtCore import QSettings, Qt, QUrl, qVersion
 from PySide6.QtGui import QAction, QCloseEvent, QDesktopServices, QKeySequence
 from PySide6.QtWidgets import (
+    QApplication,
+    QDockWidget,
     QFileDialog,
     QLabel,
     QMainWindow,
@@ -44,18 +46,23 @@ from engine.messages import (
 from engine.problems import ProblemsError
 from engine.process import EngineProcess, detect_devices
 from engine.run_folder import format_loss, new_run_dir
+from engine.run_history import RunSummary
 from gui import dialogs, settings
+from gui.exports import save_plot_as, save_script_as
 from gui.log_panel import LogPanel
 from gui.loss_plot import LossPlot
+from gui.past_runs import plot_run, resume_project, resume_refusal
 from gui.problems_panel import ProblemsPanel
 from gui.project_editor import ProjectEditor
-from gui.run_controller import EngineFactory, RunController, RunState
+from gui.run_controller import EngineFactory, ResumeFactory, RunController, RunState
+from gui.runs_panel import RunsPanel
 from gui.status_panel import StatusPanel
 from gui.validation import Validation, differences, validate
 
 DEFAULT_SIZE = (1400, 900)
 FILE_FILTER = "Distloop projects (*.json);;All files (*)"
 STARTER_EXAMPLE = "seed"
+RUNS_DOCK_HEIGHT = 190  # pixels: a handful of runs, and the plot keeps most of the height
 
 
 class MainWindow(QMainWindow):
@@ -66,6 +73,7 @@ class MainWindow(QMainWindow):
         engine_factory: EngineFactory = EngineProcess,
         detect: Callable[[float], DevicesDetected] = detect_devices,
         runs_root: Path | None = None,
+        resume_factory: ResumeFactory = EngineProcess,
     ) -> None:
         super().__init__()
         self._runs_root = runs_root
@@ -83,7 +91,8 @@ class MainWindow(QMainWindow):
         self.plot = LossPlot()
         self.status_panel = StatusPanel()
         self.log_panel = LogPanel()
-        self.controller = RunController(engine_factory, parent=self)
+        self.runs_panel = RunsPanel(self.plot, runs_root)
+        self.controller = RunController(engine_factory, resume_factory=resume_factory, parent=self)
         self.validity = QLabel()
 
         self._build_layout()
@@ -118,7 +127,12 @@ class MainWindow(QMainWindow):
         self.main_splitter.setSizes([580, 820])
         self.right_splitter.setSizes([520, self.status_panel.sizeHint().height(), 240])
         self.setCentralWidget(self.main_splitter)
+        self.runs_dock = QDockWidget("Runs", self)
+        self.runs_dock.setObjectName("runsDock")  # saveState keeps its place and visibility
+        self.runs_dock.setWidget(self.runs_panel)
+        self.addDockWidget(Qt.DockWidgetArea.BottomDockWidgetArea, self.runs_dock)
         self.resize(*DEFAULT_SIZE)
+        self.resizeDocks([self.runs_dock], [RUNS_DOCK_HEIGHT], Qt.Orientation.Vertical)
 
     def _action(
         self,
@@ -201,6 +215,31 @@ class MainWindow(QMainWindow):
         self.plot.log_checkbox.toggled.connect(self.log_scale_action.setChecked)
         self.clear_log_action = self._action("&Clear Log", self.log_panel.text.clear)
         self.about_action = self._action("&About Distloop", self.show_about)
+        self.export_script_action = self._action(
+            "Export as &Script…",
+            self.export_script,
+            "Ctrl+Shift+E",
+            None,
+            "Write the project as a standalone TensorFlow program that needs no Distloop",
+        )
+        self.export_plot_action = self._action(
+            "Export &Plot…",
+            self.export_plot,
+            "Ctrl+Shift+P",
+            None,
+            "Save the loss plot as a PNG or SVG image",
+        )
+        self.copy_json_action = self._action(
+            "Copy Project &JSON",
+            self.copy_project_json,
+            "Ctrl+Shift+J",
+            None,
+            "Copy the project file's text to the clipboard",
+        )
+        self.resume_action = self.runs_panel.resume_action
+        self.runs_panel_action = self.runs_dock.toggleViewAction()
+        self.runs_panel_action.setText("&Runs Panel")
+        self.runs_panel_action.setShortcut(QKeySequence("Ctrl+Shift+H"))
 
     def _build_menus(self) -> None:
         bar = self.menuBar()
@@ -218,9 +257,12 @@ class MainWindow(QMainWindow):
         file_menu.addAction(self.save_action)
         file_menu.addAction(self.save_as_action)
         file_menu.addSeparator()
+        for action in (self.export_script_action, self.export_plot_action, self.copy_json_action):
+            file_menu.addAction(action)
+        file_menu.addSeparator()
         file_menu.addAction(self.quit_action)
         run_menu = bar.addMenu("&Run")
-        for action in (self.run_action, self.stop_action):
+        for action in (self.run_action, self.stop_action, self.resume_action):
             run_menu.addAction(action)
         run_menu.addSeparator()
         run_menu.addAction(self.detect_action)
@@ -228,6 +270,9 @@ class MainWindow(QMainWindow):
         view_menu = bar.addMenu("&View")
         for action in (self.auto_range_action, self.log_scale_action, self.clear_log_action):
             view_menu.addAction(action)
+        view_menu.addSeparator()
+        view_menu.addAction(self.runs_panel_action)
+        view_menu.addAction(self.runs_panel.clear_comparison_action)
         help_menu = bar.addMenu("&Help")
         help_menu.addAction(self.about_action)
 
@@ -250,6 +295,9 @@ class MainWindow(QMainWindow):
         controller.state_changed.connect(self._on_state)
         controller.log.connect(self.log_panel.add_message)
         controller.started.connect(self._on_started)
+        controller.started.connect(self._drop_redone_steps)
+        controller.state_changed.connect(self._sync_runs_panel)
+        self.runs_panel.resume_requested.connect(self.resume_run)
         controller.metrics.connect(self._on_metrics)
         controller.evaluated.connect(self._on_evaluated)
         controller.finished.connect(self._on_finished)
@@ -449,6 +497,53 @@ class MainWindow(QMainWindow):
         if self._last_run_dir is not None:
             QDesktopServices.openUrl(QUrl.fromLocalFile(str(self._last_run_dir)))
 
+    def resume_run(self, run: RunSummary) -> None:
+        """Continues a stopped or failed run in its own folder from its last checkpoint.
+
+        The plot first shows the steps already in ``metrics.csv``; the engine then
+        reports from the step after its checkpoint, and the plot drops the steps it
+        redoes (:meth:`_drop_redone_steps`), so no step is drawn twice.
+        """
+        if self.controller.active:
+            return
+        try:
+            project = resume_project(run.path)
+        except ProblemsError as exc:
+            dialogs.show_problems(
+                self, "Cannot resume", f"{run.name}: its project.json has problems.", exc.problems
+            )
+            return
+        refusal = resume_refusal(project, run.path)
+        if refusal is not None:
+            dialogs.show_error(self, "Cannot resume", f"{run.name}: {refusal}")
+            return
+        self._last_run_dir = run.path
+        self.open_run_folder_action.setEnabled(True)
+        self.plot.clear()
+        try:
+            plot_run(self.plot, run.path)
+        except OSError as exc:  # no metrics yet: the plot starts empty, the engine from step 1
+            self.log_panel.add(f"no earlier steps to show: {exc}", "warning")
+        self.plot.set_caption(f"{run.name} (resumed)")
+        self.status_panel.start(project.total_steps(), str(run.path))
+        self.log_panel.add(f"resuming {run.name} from its last checkpoint in {run.path}")
+        self.controller.start(project, run.path, resume=True)
+
+    def _drop_redone_steps(self, message: RunStarted) -> None:
+        """A run reports from ``first_step``: anything plotted from there on is redone."""
+        self.plot.truncate_after(message.first_step - 1)
+
+    def _sync_runs_panel(self, state: RunState) -> None:
+        """The runs list follows the run: it appears running, then ends selected."""
+        active = state is not RunState.IDLE
+        self.runs_panel.set_active_run(self._last_run_dir if active else None)
+        if state is RunState.RUNNING:
+            self.runs_panel.refresh()
+        elif state is RunState.IDLE:
+            self.runs_panel.refresh()
+            if self._last_run_dir is not None:
+                self.runs_panel.select_paths([self._last_run_dir])
+
     def _on_state(self, state: RunState) -> None:
         self._update_actions()
         if state is RunState.STOPPING:
@@ -513,6 +608,41 @@ class MainWindow(QMainWindow):
         names = ", ".join(f"{d.name} ({d.device_type})" for d in found.devices)
         self.log_panel.add(f"TensorFlow {found.tensorflow_version} sees: {names}")
 
+    # --- exports ------------------------------------------------------------------------
+
+    def _export_dir(self) -> Path:
+        return self._path.parent if self._path else Path.home()
+
+    def export_script(self) -> None:
+        """File ▸ Export as Script: the project as a program that trains without Distloop."""
+        project = self._validation.project
+        if project is None:
+            dialogs.show_problems(
+                self,
+                "Cannot export as script",
+                "The script is made from the project, so it must be valid; fix these first.",
+                self._validation.problems,
+            )
+            return
+        base = self._path.parent if self._path else Path.cwd()
+        written = save_script_as(self, project.resolve_paths(base), self._export_dir())
+        if written is not None:
+            self.statusBar().showMessage(f"Exported {written}", 5000)
+
+    def export_plot(self) -> None:
+        written = save_plot_as(self, self.plot, self._export_dir())
+        if written is not None:
+            self.statusBar().showMessage(f"Exported {written}", 5000)
+
+    def copy_project_json(self) -> None:
+        """The project file's text, ready to paste into an issue or a chat."""
+        project = self._validation.project
+        if project is None:
+            self.statusBar().showMessage(f"Not copied: {self._validation.summary()}", 5000)
+            return
+        QApplication.clipboard().setText(project.to_json())
+        self.statusBar().showMessage("Copied the project as JSON", 5000)
+
     # --- about, settings, closing -------------------------------------------------------
 
     def about_text(self) -> str:
@@ -542,6 +672,7 @@ class MainWindow(QMainWindow):
             saved = store.value(f"window/{key}")
             if saved is not None:
                 splitter.restoreState(saved)
+        self.runs_panel.restore_settings()
 
     def _save_settings(self) -> None:
         store = QSettings()
@@ -549,6 +680,7 @@ class MainWindow(QMainWindow):
         store.setValue("window/state", self.saveState())
         for key, splitter in self._splitters().items():
             store.setValue(f"window/{key}", splitter.saveState())
+        self.runs_panel.save_settings()
         settings.set_last_project(self._path)
 
     def _splitters(self) -> dict[str, QSplitter]:

@@ -57,6 +57,12 @@ class Engine(Protocol):
 EngineFactory = Callable[[Project, Path], Engine]
 
 
+class ResumeFactory(Protocol):
+    """Makes an engine that continues the run in ``run_dir`` from its last checkpoint."""
+
+    def __call__(self, project: Project, run_dir: Path, *, resume: bool) -> Engine: ...
+
+
 class RunState(enum.Enum):
     IDLE = "idle"
     STARTING = "starting"  # the engine process is loading TensorFlow
@@ -80,12 +86,15 @@ class RunController(QObject):
         self,
         engine_factory: EngineFactory = EngineProcess,
         *,
+        resume_factory: ResumeFactory = EngineProcess,
         kill_after_s: float = KILL_AFTER_S,
         poll_s: float = POLL_S,
         parent: QObject | None = None,
     ) -> None:
         super().__init__(parent)
         self._factory = engine_factory
+        # Its own factory: a resumed run is always one engine process in an existing folder.
+        self._resume_factory = resume_factory
         self._poll_s = poll_s
         self._engine: Engine | None = None
         self._task: asyncio.Task[None] | None = None
@@ -110,14 +119,21 @@ class RunController(QObject):
     def engine(self) -> Engine | None:
         return self._engine
 
-    def start(self, project: Project, run_dir: Path) -> None:
-        """Starts an engine for ``project``; failures to start arrive as ``failed``."""
+    def start(self, project: Project, run_dir: Path, *, resume: bool = False) -> None:
+        """Starts an engine for ``project``; failures to start arrive as ``failed``.
+
+        ``resume`` continues the run already in ``run_dir`` from its last checkpoint.
+        """
         if self.active:
             raise RuntimeError("a run is already active")
         loop = asyncio.get_running_loop()
         self.stop_requested = False
         self.killed = False
-        engine = self._factory(project, run_dir)
+        engine = (
+            self._resume_factory(project, run_dir, resume=True)
+            if resume
+            else self._factory(project, run_dir)
+        )
         self._engine = engine
         self._set_state(RunState.STARTING)
         try:

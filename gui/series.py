@@ -49,6 +49,10 @@ class GrowingArray:
     def clear(self) -> None:
         self._size = 0
 
+    def truncate(self, size: int) -> None:
+        """Keeps the first ``size`` values (a resumed run drops the steps it redoes)."""
+        self._size = max(0, min(size, self._size))
+
 
 def _raw_ema(values: NDArray[np.float64], weight: float, start: float) -> NDArray[np.float64]:
     """``s_k = weight * s_{k-1} + (1 - weight) * x_k`` from ``s_{-1} = start``, vectorized.

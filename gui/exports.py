@@ -1,0 +1,145 @@
+"""Files the window writes for the user: a run's metrics, the plot, the project as a script.
+
+Every export replaces its target in one step (a temporary file renamed over it),
+so a full disk or a crash never leaves half a CSV or a truncated PNG where the
+user expects a whole one. The ``save_*_as`` flows ask for the file themselves
+and report failures in a message box, so the window only has to call them.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pyqtgraph as pg
+from pyqtgraph.exporters import ImageExporter
+from PySide6.QtCore import QBuffer, QByteArray, QIODevice, QRectF, QSaveFile
+from PySide6.QtGui import QColor, QImage, QPainter
+from PySide6.QtSvg import QSvgGenerator
+from PySide6.QtWidgets import QFileDialog, QWidget
+
+from engine.config import Project
+from engine.fileio import atomic_write_text
+from engine.run_folder import METRICS_FILE
+from engine.script_export import ExportError, render_script
+from gui import dialogs
+from gui.loss_plot import LossPlot
+
+IMAGE_SUFFIXES = (".png", ".svg")
+PLOT_FILTER = "PNG image (*.png);;SVG image (*.svg)"
+CSV_FILTER = "CSV files (*.csv);;All files (*)"
+SCRIPT_FILTER = "Python scripts (*.py);;All files (*)"
+MIN_IMAGE_WIDTH = 1200  # pixels: sharp in a report even when the plot is small on screen
+
+
+def copy_metrics(run_dir: Path, target: Path) -> None:
+    """Copies the run's ``metrics.csv`` to ``target`` byte for byte."""
+    _write_bytes(target, (run_dir / METRICS_FILE).read_bytes())
+
+
+def export_plot(plot_item: pg.PlotItem, target: Path) -> None:
+    """Writes the plot as PNG or SVG, chosen by ``target``'s suffix.
+
+    Raises ValueError for another suffix and OSError when the file cannot be written.
+    """
+    suffix = target.suffix.lower()
+    if suffix == ".svg":
+        _write_bytes(target, _svg_bytes(plot_item))
+    elif suffix == ".png":
+        exporter = ImageExporter(plot_item)
+        width = max(int(plot_item.sceneBoundingRect().width()), MIN_IMAGE_WIDTH)
+        exporter.parameters()["width"] = width
+        _write_bytes(target, _png_bytes(exporter.export(toBytes=True)))
+    else:
+        raise ValueError(f"plots export as {' or '.join(IMAGE_SUFFIXES)}, not {suffix or '?'}")
+
+
+def save_plot_as(parent: QWidget, plot: LossPlot, suggested_dir: Path) -> Path | None:
+    """Asks where to save the plot (PNG or SVG) and writes it; returns the file written."""
+    chosen, chosen_filter = QFileDialog.getSaveFileName(
+        parent, "Export plot", str(suggested_dir / "loss.png"), PLOT_FILTER
+    )
+    if not chosen:
+        return None
+    target = Path(chosen)
+    if target.suffix.lower() not in IMAGE_SUFFIXES:
+        target = target.with_name(target.name + (".svg" if "svg" in chosen_filter else ".png"))
+    plot.redraw()  # what arrived since the last timer tick belongs in the picture too
+    try:
+        export_plot(plot.plot_item, target)
+    except OSError as exc:
+        dialogs.show_error(parent, "Cannot export the plot", f"Writing {target} failed: {exc}")
+        return None
+    return target
+
+
+def save_script_as(parent: QWidget, project: Project, suggested_dir: Path) -> Path | None:
+    """Renders the project as a standalone TensorFlow script, asks where, and writes it.
+
+    The script is rendered first, so a project a script cannot reproduce is
+    explained before the user picks a file.
+    """
+    try:
+        script = render_script(project)
+    except ExportError as exc:
+        dialogs.show_error(parent, "Cannot export as script", str(exc))
+        return None
+    slug = re.sub(r"[^a-z0-9]+", "_", project.name.lower()).strip("_") or "train"
+    chosen, _ = QFileDialog.getSaveFileName(
+        parent, "Export as script", str(suggested_dir / f"{slug}.py"), SCRIPT_FILTER
+    )
+    if not chosen:
+        return None
+    target = Path(chosen) if Path(chosen).suffix else Path(chosen).with_suffix(".py")
+    try:
+        atomic_write_text(target, script)
+    except OSError as exc:
+        dialogs.show_error(parent, "Cannot export as script", f"Writing {target} failed: {exc}")
+        return None
+    return target
+
+
+def _png_bytes(image: QImage) -> bytes:
+    data = QByteArray()
+    buffer = QBuffer(data)
+    buffer.open(QIODevice.OpenModeFlag.WriteOnly)
+    if not image.save(buffer, "PNG"):
+        raise OSError("the plot could not be encoded as PNG")
+    buffer.close()
+    return bytes(data.data())
+
+
+def _svg_bytes(plot_item: pg.PlotItem) -> bytes:
+    """The plot drawn by Qt's SVG generator, on the plot's white background.
+
+    Not pyqtgraph's SVGExporter: with Qt 6 it fails on every closed path (the
+    view box's outline, round symbols; pyqtgraph issue 3495).
+    """
+    source = plot_item.sceneBoundingRect()
+    target = QRectF(0, 0, source.width(), source.height())
+    data = QByteArray()
+    buffer = QBuffer(data)
+    buffer.open(QIODevice.OpenModeFlag.WriteOnly)
+    generator = QSvgGenerator()
+    generator.setOutputDevice(buffer)
+    generator.setSize(source.size().toSize())
+    generator.setViewBox(target)
+    generator.setTitle("Distloop loss plot")
+    painter = QPainter(generator)
+    try:
+        painter.fillRect(target, QColor("white"))
+        plot_item.scene().render(painter, target, source)
+    finally:
+        painter.end()
+    buffer.close()
+    return bytes(data.data())
+
+
+def _write_bytes(target: Path, payload: bytes) -> None:
+    """Qt's atomic file: written beside ``target`` and renamed over it on commit."""
+    file = QSaveFile(str(target))
+    if not file.open(QIODevice.OpenModeFlag.WriteOnly):
+        raise OSError(f"cannot write {target}: {file.errorString()}")
+    file.write(payload)
+    if not file.commit():
+        raise OSError(f"cannot write {target}: {file.errorString()}")

@@ -1,0 +1,178 @@
+"""The runs table's model: one row per run folder, shown as text and sorted by value.
+
+Display text and sort keys differ (``1:02:05`` sorts as seconds, a missing loss
+sorts last), so every cell also answers :data:`SORT_ROLE` with a number or a
+string the proxy compares. Editing a name renames the run (``label.txt``); the
+folder itself is never renamed.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+from datetime import datetime
+from pathlib import Path
+
+from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, Qt
+from PySide6.QtGui import QBrush, QColor
+
+from engine.run_folder import format_loss
+from engine.run_history import RunSummary, rename_run, summarize
+from gui.status_panel import format_duration
+
+SORT_ROLE = Qt.ItemDataRole.UserRole
+Index = QModelIndex | QPersistentModelIndex
+STATUS_COLORS = {
+    "failed": QColor(198, 40, 40),
+    "running": QColor(21, 101, 192),
+    "stopped": QColor(230, 81, 0),
+}
+
+
+class Column(enum.IntEnum):
+    NAME = 0
+    STARTED = 1
+    STRATEGY = 2
+    REPLICAS = 3
+    STEPS = 4
+    FINAL_LOSS = 5
+    BEST_LOSS = 6
+    DURATION = 7
+    STATUS = 8
+
+
+HEADERS = {
+    Column.NAME: "Name",
+    Column.STARTED: "Started",
+    Column.STRATEGY: "Strategy",
+    Column.REPLICAS: "Replicas",
+    Column.STEPS: "Steps",
+    Column.FINAL_LOSS: "Final loss",
+    Column.BEST_LOSS: "Best loss",
+    Column.DURATION: "Duration",
+    Column.STATUS: "Status",
+}
+NUMERIC = {Column.REPLICAS, Column.STEPS, Column.FINAL_LOSS, Column.BEST_LOSS, Column.DURATION}
+
+
+def format_started(timestamp: float | None) -> str:
+    return (
+        "—" if timestamp is None else datetime.fromtimestamp(timestamp).strftime("%Y-%m-%d %H:%M")
+    )
+
+
+def _loss_text(value: float | None) -> str:
+    return "—" if value is None else format_loss(value)
+
+
+def _number_key(value: float | None) -> float:
+    """Missing and NaN values sort after every number, ascending."""
+    return math.inf if value is None or math.isnan(value) else float(value)
+
+
+class RunsTableModel(QAbstractTableModel):
+    """The runs as :func:`engine.run_history.list_runs` summarizes them."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._runs: list[RunSummary] = []
+
+    def set_runs(self, runs: list[RunSummary]) -> None:
+        self.beginResetModel()
+        self._runs = list(runs)
+        self.endResetModel()
+
+    def run(self, row: int) -> RunSummary:
+        return self._runs[row]
+
+    def runs(self) -> list[RunSummary]:
+        return list(self._runs)
+
+    def row_of(self, path: Path) -> int | None:
+        return next((row for row, run in enumerate(self._runs) if run.path == path), None)
+
+    def rowCount(self, parent: Index = QModelIndex()) -> int:  # noqa: B008 (Qt's signature)
+        return 0 if parent.isValid() else len(self._runs)
+
+    def columnCount(self, parent: Index = QModelIndex()) -> int:  # noqa: B008
+        return 0 if parent.isValid() else len(Column)
+
+    def headerData(
+        self, section: int, orientation: Qt.Orientation, role: int = Qt.ItemDataRole.DisplayRole
+    ) -> object:
+        if orientation is Qt.Orientation.Horizontal and role == Qt.ItemDataRole.DisplayRole:
+            return HEADERS[Column(section)]
+        return None
+
+    def flags(self, index: Index) -> Qt.ItemFlag:
+        flags = super().flags(index)
+        return flags | Qt.ItemFlag.ItemIsEditable if index.column() == Column.NAME else flags
+
+    def data(self, index: Index, role: int = Qt.ItemDataRole.DisplayRole) -> object:
+        if not index.isValid():
+            return None
+        run = self._runs[index.row()]
+        column = Column(index.column())
+        if role in (Qt.ItemDataRole.DisplayRole, Qt.ItemDataRole.EditRole):
+            return run.name if role == Qt.ItemDataRole.EditRole else self._text(run, column)
+        if role == SORT_ROLE:
+            return self._sort_key(run, column)
+        if role == Qt.ItemDataRole.ToolTipRole:
+            return self._tooltip(run, column)
+        if role == Qt.ItemDataRole.TextAlignmentRole and column in NUMERIC:
+            return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+        if role == Qt.ItemDataRole.ForegroundRole and column == Column.STATUS:
+            color = STATUS_COLORS.get(run.status)
+            return QBrush(color) if color is not None else None
+        return None
+
+    def setData(self, index: Index, value: object, role: int = Qt.ItemDataRole.EditRole) -> bool:
+        """A new name is written to the run folder at once; an empty one restores the project's.
+
+        Raises OSError when the folder cannot be written, so the caller can say why.
+        """
+        if role != Qt.ItemDataRole.EditRole or index.column() != Column.NAME:
+            return False
+        run = self._runs[index.row()]
+        rename_run(run.path, str(value))
+        self._runs[index.row()] = summarize(run.path)
+        self.dataChanged.emit(self.index(index.row(), 0), self.index(index.row(), len(Column) - 1))
+        return True
+
+    @staticmethod
+    def _text(run: RunSummary, column: Column) -> str:
+        texts = {
+            Column.NAME: run.name,
+            Column.STARTED: format_started(run.started_at),
+            Column.STRATEGY: run.strategy or "—",
+            Column.REPLICAS: "—" if run.num_replicas is None else str(run.num_replicas),
+            Column.STEPS: f"{run.steps:,}",
+            Column.FINAL_LOSS: _loss_text(run.final_loss),
+            Column.BEST_LOSS: _loss_text(run.best_loss),
+            Column.DURATION: "—" if run.duration_s is None else format_duration(run.duration_s),
+            Column.STATUS: run.status,
+        }
+        return texts[column]
+
+    @staticmethod
+    def _sort_key(run: RunSummary, column: Column) -> object:
+        keys: dict[Column, object] = {
+            Column.NAME: run.name.casefold(),
+            Column.STARTED: run.started_at or 0.0,
+            Column.STRATEGY: (run.strategy or "").casefold(),
+            Column.REPLICAS: run.num_replicas or 0,
+            Column.STEPS: run.steps,
+            Column.FINAL_LOSS: _number_key(run.final_loss),
+            Column.BEST_LOSS: _number_key(run.best_loss),
+            Column.DURATION: _number_key(run.duration_s),
+            Column.STATUS: run.status,
+        }
+        return keys[column]
+
+    @staticmethod
+    def _tooltip(run: RunSummary, column: Column) -> str | None:
+        if run.status == "failed":
+            return f"Failed: {run.error}" if run.error else "Failed (no error was recorded)"
+        if column == Column.NAME:
+            return str(run.path)
+        return None

@@ -1,0 +1,431 @@
+"""The runs panel: every past run, newest first, to reopen, compare, rename, delete or resume.
+
+The list is the run folders themselves (:mod:`engine.run_history`), so runs made
+from the command line or copied from another machine appear beside the window's
+own. It is read again when a run starts or ends, on Refresh (F5), and when a
+folder appears in or leaves the runs folder.
+
+Showing a run draws it in the loss plot; while a run is going on, a shown run is
+compared instead, so the live curves are never replaced. Questions (delete?)
+and file choices go through methods a test can replace.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from pathlib import Path
+
+from PySide6.QtCore import (
+    QFileSystemWatcher,
+    QItemSelectionModel,
+    QPoint,
+    QSettings,
+    QSortFilterProxyModel,
+    Qt,
+    QTimer,
+    QUrl,
+    Signal,
+)
+from PySide6.QtGui import QAction, QDesktopServices, QKeySequence
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QFileDialog,
+    QHeaderView,
+    QMenu,
+    QMessageBox,
+    QStyle,
+    QTableView,
+    QToolBar,
+    QVBoxLayout,
+    QWidget,
+)
+
+from engine.run_folder import default_runs_root
+from engine.run_history import RunSummary, delete_run, list_runs
+from gui import dialogs
+from gui.exports import CSV_FILTER, copy_metrics
+from gui.loss_plot import LossPlot
+from gui.past_runs import can_resume, compare_runs, plot_run
+from gui.runs_model import SORT_ROLE, Column, RunsTableModel
+
+HEADER_KEY = "runsPanel/header"
+WATCH_DELAY_MS = 300  # a new run folder fills within moments; read it once it settled
+DEFAULT_WIDTHS = {Column.NAME: 240, Column.STARTED: 120, Column.STRATEGY: 170}
+
+
+class RunsPanel(QWidget):
+    """A sortable table of the runs under ``runs_root`` and what can be done with them."""
+
+    resume_requested = Signal(object)  # RunSummary: the window owns the run controller
+
+    def __init__(
+        self, plot: LossPlot, runs_root: Path | None = None, parent: QWidget | None = None
+    ) -> None:
+        super().__init__(parent)
+        self._plot = plot
+        self._root = runs_root or default_runs_root()
+        self._active_run: Path | None = None
+
+        self.model = RunsTableModel()
+        self.proxy = QSortFilterProxyModel(self)
+        self.proxy.setSourceModel(self.model)
+        self.proxy.setSortRole(SORT_ROLE)
+        self.table = QTableView()
+        self.table.setModel(self.proxy)
+        self.table.setSortingEnabled(True)
+        self.table.sortByColumn(Column.STARTED, Qt.SortOrder.DescendingOrder)
+        self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.table.setSelectionMode(QAbstractItemView.SelectionMode.ExtendedSelection)
+        self.table.setEditTriggers(QAbstractItemView.EditTrigger.EditKeyPressed)
+        self.table.setAlternatingRowColors(True)
+        self.table.setWordWrap(False)
+        self.table.verticalHeader().setVisible(False)
+        self.table.verticalHeader().setDefaultSectionSize(self.fontMetrics().height() + 8)
+        header = self.table.horizontalHeader()
+        header.setSectionsMovable(True)
+        header.setStretchLastSection(True)
+        header.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
+        for column, width in DEFAULT_WIDTHS.items():
+            header.resizeSection(column, width)
+        self.table.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
+
+        self._build_actions()
+        self.toolbar = QToolBar("Runs")
+        self.toolbar.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
+        for action in (
+            self.refresh_action,
+            self.show_action,
+            self.compare_action,
+            self.clear_comparison_action,
+            self.resume_action,
+            self.delete_action,
+        ):
+            self.toolbar.addAction(action)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.setSpacing(0)
+        layout.addWidget(self.toolbar)
+        layout.addWidget(self.table, 1)
+
+        self._watcher = QFileSystemWatcher(self)
+        self._watch_timer = QTimer(self)
+        self._watch_timer.setSingleShot(True)
+        self._watch_timer.setInterval(WATCH_DELAY_MS)
+        self._watch_timer.timeout.connect(self.refresh)
+        self._watcher.directoryChanged.connect(lambda _path: self._watch_timer.start())
+
+        self.table.doubleClicked.connect(lambda _index: self.show_selected())
+        self.table.customContextMenuRequested.connect(self._context_menu)
+        self.table.selectionModel().selectionChanged.connect(self._update_actions)
+        self.refresh()
+
+    # --- construction -------------------------------------------------------------------
+
+    def _action(
+        self,
+        text: str,
+        slot: Callable[[], object],
+        shortcut: QKeySequence | QKeySequence.StandardKey | str | None,
+        tip: str,
+        icon: QStyle.StandardPixmap | None = None,
+        *,
+        local: bool = True,
+    ) -> QAction:
+        """An action of the panel.
+
+        A ``local`` shortcut works only while the table itself has the focus: not
+        while a name is edited in it, where Return and Delete belong to the editor.
+        """
+        action = QAction(text, self)
+        if shortcut is not None:
+            action.setShortcut(QKeySequence(shortcut))
+            if local:
+                action.setShortcutContext(Qt.ShortcutContext.WidgetShortcut)
+        if icon is not None:
+            action.setIcon(self.style().standardIcon(icon))
+        shown = action.shortcut().toString(QKeySequence.SequenceFormat.NativeText)
+        action.setToolTip(f"{tip} ({shown})" if shown else tip)
+        action.setStatusTip(tip)
+        action.triggered.connect(lambda _checked=False: slot())
+        (self.table if local else self).addAction(action)
+        return action
+
+    def _build_actions(self) -> None:
+        pixmap = QStyle.StandardPixmap
+        self.refresh_action = self._action(
+            "Refresh", self.refresh, "F5", "Read the runs folder again", pixmap.SP_BrowserReload
+        )
+        self.show_action = self._action(
+            "Show",
+            self.show_selected,
+            "Return",
+            "Draw the selected run in the loss plot (compared instead while a run is going on)",
+            pixmap.SP_FileDialogContentsView,
+        )
+        self.compare_action = self._action(
+            "Compare",
+            self.compare_selected,
+            "Ctrl+Return",
+            "Overlay the selected runs' losses on the plot, each in its own colour",
+        )
+        self.clear_comparison_action = self._action(
+            "Clear Comparison",
+            self.clear_comparison,
+            "Ctrl+Shift+Backspace",
+            "Remove the compared runs from the plot",
+            local=False,
+        )
+        self.rename_action = self._action(
+            "Rename", self.rename_selected, "F2", "Give the selected run a name of its own"
+        )
+        self.delete_action = self._action(
+            "Delete…",
+            self.delete_selected,
+            QKeySequence.StandardKey.Delete,
+            "Delete the selected runs' folders from disk",
+            pixmap.SP_TrashIcon,
+        )
+        self.export_csv_action = self._action(
+            "Export Metrics as CSV…",
+            self.export_selected_metrics,
+            "Ctrl+E",
+            "Save a copy of the selected run's metrics.csv",
+        )
+        self.open_folder_action = self._action(
+            "Open Folder",
+            self.open_selected_folder,
+            None,
+            "Show the selected run's folder",
+            pixmap.SP_DirOpenIcon,
+        )
+        self.resume_action = self._action(
+            "Resume Run",
+            self.resume_selected,
+            "Ctrl+Shift+R",
+            "Continue the selected stopped or failed run from its last checkpoint",
+            pixmap.SP_MediaSeekForward,
+            local=False,
+        )
+        self._update_actions()
+
+    def _context_menu(self, position: QPoint) -> None:
+        menu = QMenu(self)
+        for action in (self.show_action, self.compare_action, self.clear_comparison_action):
+            menu.addAction(action)
+        menu.addSeparator()
+        menu.addAction(self.resume_action)
+        menu.addSeparator()
+        for action in (self.rename_action, self.export_csv_action, self.open_folder_action):
+            menu.addAction(action)
+        menu.addSeparator()
+        menu.addAction(self.delete_action)
+        menu.addAction(self.refresh_action)
+        menu.exec(self.table.viewport().mapToGlobal(position))
+
+    # --- the list -----------------------------------------------------------------------
+
+    @property
+    def runs_root(self) -> Path:
+        return self._root
+
+    def refresh(self) -> None:
+        """Reads every run folder again, keeping the selection and the sort order."""
+        selected = [run.path for run in self.selected_runs()]
+        self.model.set_runs(list_runs(self._root))
+        self.select_paths(selected)
+        if self._root.is_dir() and str(self._root) not in self._watcher.directories():
+            self._watcher.addPath(str(self._root))
+        self._update_actions()
+
+    def runs(self) -> list[RunSummary]:
+        """Every run in the order the table shows them."""
+        return [self.model.run(self._source_row(row)) for row in range(self.proxy.rowCount())]
+
+    def selected_runs(self) -> list[RunSummary]:
+        """The selected runs in the order the table shows them."""
+        rows = sorted(index.row() for index in self.table.selectionModel().selectedRows())
+        return [self.model.run(self._source_row(row)) for row in rows]
+
+    def select_paths(self, paths: list[Path]) -> None:
+        """Selects the runs in ``paths`` (the first one current); unknown ones are skipped."""
+        selection = self.table.selectionModel()
+        selection.clearSelection()
+        flags = QItemSelectionModel.SelectionFlag.Select | QItemSelectionModel.SelectionFlag.Rows
+        for number, path in enumerate(paths):
+            row = self.model.row_of(path)
+            if row is None:
+                continue
+            index = self.proxy.mapFromSource(self.model.index(row, 0))
+            if number == 0:
+                selection.setCurrentIndex(index, flags)
+                self.table.scrollTo(index)
+            else:
+                selection.select(index, flags)
+
+    def set_active_run(self, run_dir: Path | None) -> None:
+        """The folder a run is writing now (None when idle): it cannot be deleted or resumed."""
+        self._active_run = run_dir
+        self._update_actions()
+
+    def _source_row(self, proxy_row: int) -> int:
+        return self.proxy.mapToSource(self.proxy.index(proxy_row, 0)).row()
+
+    def _single(self) -> RunSummary | None:
+        runs = self.selected_runs()
+        return runs[0] if len(runs) == 1 else None
+
+    def _update_actions(self) -> None:
+        runs = self.selected_runs()
+        single = runs[0] if len(runs) == 1 else None
+        for action in (
+            self.show_action,
+            self.rename_action,
+            self.export_csv_action,
+            self.open_folder_action,
+        ):
+            action.setEnabled(single is not None)
+        self.compare_action.setEnabled(bool(runs))
+        self.delete_action.setEnabled(bool(runs))
+        self.resume_action.setEnabled(
+            single is not None and self._active_run is None and can_resume(single)
+        )
+
+    # --- what can be done with a run ---------------------------------------------------
+
+    def show_selected(self) -> None:
+        """Draws the selected run in the plot; compares it while a run is going on."""
+        run = self._single()
+        if run is None:
+            return
+        if self._active_run is not None:
+            self._compare([run])
+            return
+        self._plot.clear()
+        try:
+            plot_run(self._plot, run.path)
+        except OSError as exc:
+            dialogs.show_error(self, "Cannot show the run", f"{run.name}: {exc}")
+            return
+        self._plot.set_caption(run.name)
+        self._plot.auto_range()
+
+    def compare_selected(self) -> None:
+        self._compare(self.selected_runs())
+
+    def _compare(self, runs: list[RunSummary]) -> None:
+        problems = compare_runs(self._plot, runs)
+        if problems:
+            dialogs.show_error(
+                self,
+                "Cannot compare every run",
+                "These runs have no readable metrics:",
+                "\n".join(problems),
+            )
+
+    def clear_comparison(self) -> None:
+        self._plot.clear_comparisons()
+
+    def rename_selected(self) -> None:
+        """Starts editing the selected run's name in place (Enter keeps it, Esc cancels)."""
+        run = self._single()
+        if run is None:
+            return
+        row = self.model.row_of(run.path)
+        if row is not None:
+            self.table.edit(self.proxy.mapFromSource(self.model.index(row, Column.NAME)))
+
+    def rename(self, run: RunSummary, name: str) -> bool:
+        """Gives ``run`` a display name; an empty name goes back to the project's."""
+        row = self.model.row_of(run.path)
+        if row is None:
+            return False
+        return self.proxy.setData(
+            self.proxy.mapFromSource(self.model.index(row, Column.NAME)), name
+        )
+
+    def delete_selected(self) -> None:
+        """Deletes the selected runs' folders after asking; never the run going on now."""
+        runs = self.selected_runs()
+        if not runs:
+            return
+        if any(run.path == self._active_run for run in runs):
+            dialogs.show_error(
+                self,
+                "Cannot delete a running run",
+                "The run going on now writes into its folder; stop it first.",
+            )
+            return
+        if not self.confirm_delete(runs):
+            return
+        failures = []
+        for run in runs:
+            self._plot.remove_comparison(str(run.path))
+            try:
+                delete_run(run.path)
+            except (OSError, ValueError) as exc:
+                failures.append(f"{run.name}: {exc}")
+        self.refresh()
+        if failures:
+            dialogs.show_error(self, "Some runs were not deleted", "\n".join(failures[:10]))
+
+    def confirm_delete(self, runs: list[RunSummary]) -> bool:
+        """Asks before deleting (tests replace this method)."""
+        names = "\n".join(f"• {run.name} ({run.path.name})" for run in runs[:10])
+        more = f"\n… and {len(runs) - 10} more" if len(runs) > 10 else ""
+        still = [run for run in runs if run.status == "running"]
+        warning = (
+            "\n\nA run whose status says running may still be training from the command "
+            "line; deleting its folder makes it fail."
+            if still
+            else ""
+        )
+        answer = QMessageBox.question(
+            self,
+            "Delete runs",
+            f"Delete {'this run' if len(runs) == 1 else f'these {len(runs)} runs'} and "
+            f"everything in {'its folder' if len(runs) == 1 else 'their folders'} "
+            f"(metrics, checkpoints, logs)? This cannot be undone.\n\n{names}{more}{warning}",
+            QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.No,
+            QMessageBox.StandardButton.No,
+        )
+        return answer == QMessageBox.StandardButton.Yes
+
+    def export_selected_metrics(self) -> None:
+        """Saves a copy of the selected run's ``metrics.csv`` where the user says."""
+        run = self._single()
+        if run is None:
+            return
+        slug = re.sub(r"[^A-Za-z0-9]+", "-", run.name).strip("-").lower() or "run"
+        chosen, _ = QFileDialog.getSaveFileName(
+            self, "Export metrics", str(Path.home() / f"{slug}-metrics.csv"), CSV_FILTER
+        )
+        if not chosen:
+            return
+        target = Path(chosen) if Path(chosen).suffix else Path(chosen).with_suffix(".csv")
+        try:
+            copy_metrics(run.path, target)
+        except OSError as exc:
+            dialogs.show_error(self, "Cannot export the metrics", f"{target}: {exc}")
+
+    def open_selected_folder(self) -> None:
+        run = self._single()
+        if run is not None:
+            QDesktopServices.openUrl(QUrl.fromLocalFile(str(run.path)))
+
+    def resume_selected(self) -> None:
+        run = self._single()
+        if run is not None and self._active_run is None and can_resume(run):
+            self.resume_requested.emit(run)
+
+    # --- settings -----------------------------------------------------------------------
+
+    def save_settings(self) -> None:
+        QSettings().setValue(HEADER_KEY, self.table.horizontalHeader().saveState())
+
+    def restore_settings(self) -> None:
+        """Column widths, order and the sort the user chose last time."""
+        state = QSettings().value(HEADER_KEY)
+        header = self.table.horizontalHeader()
+        if state is not None and header.restoreState(state):
+            self.table.sortByColumn(header.sortIndicatorSection(), header.sortIndicatorOrder())

@@ -1,0 +1,503 @@
+"""The runs panel in the window: listing, showing, comparing, renaming, deleting, exporting."""
+
+from __future__ import annotations
+
+import json
+import time
+import xml.etree.ElementTree as ET
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pytest
+from gui_fakes import FakeEngine, factory, seed_run
+from PySide6.QtCore import QSettings, Qt
+from PySide6.QtTest import QTest
+from PySide6.QtWidgets import QApplication, QFileDialog
+
+from engine.config import Project, load_project
+from engine.examples import load_example
+from engine.run_folder import EvalWriter, MetricsWriter, read_eval, read_metrics, write_status
+from engine.run_history import LABEL_FILE, summarize
+from engine.script_export import ExportError
+from gui.app import app_icon
+from gui.main_window import MainWindow
+from gui.past_runs import resume_refusal
+from gui.runs_model import Column
+from gui.runs_panel import HEADER_KEY, RunsPanel
+
+HOUR = 3600.0
+
+
+def fake_run(
+    root: Path,
+    folder: str,
+    *,
+    name: str,
+    started: float,
+    losses: list[float],
+    status: str = "finished",
+    error: str | None = None,
+    replicas: int | None = None,
+    named: dict[str, list[float]] | None = None,
+    evaluations: dict[int, float] | None = None,
+) -> Path:
+    """A run folder as the engine leaves one, written without TensorFlow."""
+    run_dir = root / folder
+    run_dir.mkdir(parents=True)
+    project = load_example("seed").model_copy(update={"name": name})
+    (run_dir / "project.json").write_text(project.to_json(), encoding="utf-8")
+    writer = MetricsWriter(run_dir / "metrics.csv", replicas, named=list(named or ()))
+    steps = list(range(1, len(losses) + 1))
+    writer.write(
+        steps,
+        losses,
+        [0.25 * step for step in steps],
+        [[loss + r for r in range(replicas)] for loss in losses] if replicas else None,
+        named,
+    )
+    writer.close()
+    if evaluations:
+        eval_writer = EvalWriter(run_dir / "eval.csv", ["val_loss"])
+        for step, val_loss in evaluations.items():
+            eval_writer.write(step, {"val_loss": val_loss})
+        eval_writer.close()
+    write_status(
+        run_dir, "running", started_at=started, strategy="MirroredStrategy", num_replicas=2
+    )
+    details = {"error_type": "InvalidArgumentError", "error": error} if error else {}
+    write_status(run_dir, status, last_step=len(losses), **details)
+    return run_dir
+
+
+@pytest.fixture
+def runs_root(tmp_path: Path) -> Path:
+    return tmp_path / "runs"
+
+
+@pytest.fixture
+def three_runs(runs_root: Path) -> dict[str, Path]:
+    now = time.time()
+    return {
+        "old": fake_run(runs_root, "a-old", name="old", started=now - 3 * HOUR, losses=[3, 2, 2.5]),
+        "failed": fake_run(
+            runs_root,
+            "b-failed",
+            name="failed",
+            started=now - 2 * HOUR,
+            losses=[1.5, 1.25],
+            status="failed",
+            error="shapes (2,) and (3,) differ",
+        ),
+        "new": fake_run(
+            runs_root,
+            "c-new",
+            name="new",
+            started=now - HOUR,
+            losses=[1.0, 0.5, 0.75, 0.25],
+            status="stopped",
+            replicas=2,
+            named={"generator": [2.0, 1.5, 1.0, 0.5]},
+            evaluations={2: 0.875, 4: 0.625},
+        ),
+    }
+
+
+def _text(panel: RunsPanel, row: int, column: Column) -> str:
+    return panel.proxy.index(row, column).data()
+
+
+def _select(panel: RunsPanel, *run_dirs: Path) -> None:
+    panel.select_paths(list(run_dirs))
+
+
+def test_runs_are_listed_newest_first_with_their_numbers(make_window, three_runs) -> None:
+    panel = make_window().runs_panel
+    assert [run.name for run in panel.runs()] == ["new", "failed", "old"]
+    assert [_text(panel, 0, column) for column in Column] == [
+        "new",
+        _text(panel, 0, Column.STARTED),
+        "MirroredStrategy",
+        "2",
+        "4",
+        "0.25",
+        "0.25",
+        _text(panel, 0, Column.DURATION),
+        "stopped",
+    ]
+    assert (_text(panel, 2, Column.FINAL_LOSS), _text(panel, 2, Column.BEST_LOSS)) == ("2.5", "2.0")
+    assert _text(panel, 2, Column.STEPS) == "3"
+    assert _text(panel, 0, Column.DURATION).count(":") in (1, 2)
+    started = [_text(panel, row, Column.STARTED) for row in range(3)]
+    assert started == sorted(started, reverse=True)
+
+
+def test_a_failed_run_shows_its_error_in_a_tooltip(make_window, three_runs) -> None:
+    panel = make_window().runs_panel
+    row = [run.name for run in panel.runs()].index("failed")
+    tooltip = panel.proxy.index(row, Column.STATUS).data(Qt.ItemDataRole.ToolTipRole)
+    assert tooltip == "Failed: shapes (2,) and (3,) differ"
+    assert panel.proxy.index(row, Column.NAME).data(Qt.ItemDataRole.ToolTipRole) == tooltip
+
+
+def test_columns_sort_by_value_and_refresh_finds_new_runs(make_window, three_runs, runs_root):
+    panel = make_window().runs_panel
+    panel.table.sortByColumn(Column.BEST_LOSS, Qt.SortOrder.AscendingOrder)
+    assert [run.name for run in panel.runs()] == ["new", "failed", "old"]
+    panel.table.sortByColumn(Column.STEPS, Qt.SortOrder.DescendingOrder)
+    assert [run.name for run in panel.runs()] == ["new", "old", "failed"]
+    fake_run(runs_root, "d-later", name="later", started=time.time(), losses=[9.0] * 10)
+    _select(panel, three_runs["old"])
+    panel.refresh_action.trigger()
+    assert [run.name for run in panel.runs()] == ["later", "new", "old", "failed"]
+    assert [run.name for run in panel.selected_runs()] == ["old"]  # the selection stays
+
+
+def test_double_click_shows_the_run_exactly_as_its_files_hold_it(
+    qtbot, make_window, three_runs
+) -> None:
+    window: MainWindow = make_window()
+    window.show()
+    qtbot.waitExposed(window)
+    panel = window.runs_panel
+    row = [run.name for run in panel.runs()].index("new")
+    rect = panel.table.visualRect(panel.proxy.index(row, Column.STEPS))
+    viewport = panel.table.viewport()
+    qtbot.mouseClick(viewport, Qt.MouseButton.LeftButton, pos=rect.center())  # Qt's order
+    qtbot.mouseDClick(viewport, Qt.MouseButton.LeftButton, pos=rect.center())
+    metrics = read_metrics(three_runs["new"])
+    plot = window.plot
+    assert np.array_equal(plot.steps(), metrics["step"])
+    assert np.array_equal(plot.losses(), metrics["loss"])  # the very values of metrics.csv
+    assert np.array_equal(plot.named_losses()["generator"], metrics["generator"])
+    assert [list(v) for v in plot.replica_losses()] == [metrics["replica_0"], metrics["replica_1"]]
+    evaluations = read_eval(three_runs["new"])
+    assert list(plot.evaluations()[0]) == evaluations["step"]
+    assert list(plot.evaluations()[1]) == evaluations["val_loss"]
+    assert plot.plot_item.titleLabel.text == "new"
+
+    _select(panel, three_runs["old"])
+    panel.show_action.trigger()  # another run replaces it
+    assert list(plot.steps()) == [1, 2, 3] and list(plot.losses()) == [3.0, 2.0, 2.5]
+    assert plot.replica_losses() == [] and plot.named_losses() == {}
+
+
+def test_compare_two_runs_then_clear(make_window, three_runs) -> None:
+    window: MainWindow = make_window()
+    panel = window.runs_panel
+    _select(panel, three_runs["old"], three_runs["new"])
+    assert panel.compare_action.isEnabled() and not panel.show_action.isEnabled()
+    panel.compare_action.trigger()
+    compared = window.plot.comparisons()
+    assert sorted(compared) == ["new", "old"]
+    for name in ("old", "new"):
+        metrics = read_metrics(three_runs[name])
+        assert np.array_equal(compared[name][0], metrics["step"])
+        assert np.array_equal(compared[name][1], metrics["loss"])
+    assert sorted(window.plot.legend_names()) == ["new", "old"]
+    colours = {sample.item.opts["pen"].color().name() for sample, _ in window.plot.legend.items}
+    assert len(colours) == 2
+
+    panel.clear_comparison_action.trigger()
+    assert window.plot.comparisons() == {} and window.plot.legend_names() == []
+
+
+def test_runs_with_the_same_name_are_told_apart(make_window, runs_root) -> None:
+    now = time.time()
+    first = fake_run(runs_root, "x-1", name="same", started=now - 10, losses=[1.0])
+    second = fake_run(runs_root, "x-2", name="same", started=now, losses=[2.0])
+    window: MainWindow = make_window()
+    _select(window.runs_panel, first, second)
+    window.runs_panel.compare_action.trigger()
+    assert sorted(window.plot.comparisons()) == ["same", "same (x-1)"]
+
+
+def test_show_during_a_live_run_compares_instead(qtbot, make_window, three_runs) -> None:
+    engine = FakeEngine(seed_run()[:2], endless=True)
+    window: MainWindow = make_window(engine_factory=factory(engine))
+    window.run()
+    qtbot.waitUntil(lambda: len(window.plot.steps()) >= 3, timeout=5000)
+    panel = window.runs_panel
+    _select(panel, three_runs["old"])
+    panel.show_action.trigger()
+    assert list(window.plot.comparisons()) == ["old"]
+    assert set(window.plot.losses()) == {0.5}  # the live curves are untouched
+    window.stop()
+    qtbot.waitUntil(lambda: not window.controller.active, timeout=5000)
+
+
+def test_rename_inline_writes_the_label(make_window, three_runs) -> None:
+    panel = make_window().runs_panel
+    _select(panel, three_runs["old"])
+    panel.rename_action.trigger()
+    assert panel.table.state() == panel.table.State.EditingState
+    row = [run.name for run in panel.runs()].index("old")
+    assert panel.proxy.setData(panel.proxy.index(row, Column.NAME), "baseline, lr 0.01")
+    assert (three_runs["old"] / LABEL_FILE).read_text(encoding="utf-8") == "baseline, lr 0.01\n"
+    assert _text(panel, row, Column.NAME) == "baseline, lr 0.01"
+    panel.refresh()
+    assert "baseline, lr 0.01" in [run.name for run in panel.runs()]
+    assert panel.rename(summarize(three_runs["old"]), "")
+    assert summarize(three_runs["old"]).name == "old"
+
+
+def test_keys_act_on_the_table_but_not_on_a_name_being_edited(
+    qtbot, make_window, three_runs, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    window: MainWindow = make_window()
+    window.show()
+    window.activateWindow()
+    qtbot.waitActive(window)
+    panel = window.runs_panel
+    fired: list[str] = []
+    for name in ("show_action", "compare_action", "refresh_action", "delete_action"):
+        getattr(panel, name).triggered.connect(lambda *_args, n=name: fired.append(n))
+    monkeypatch.setattr(panel, "confirm_delete", lambda runs: False)
+    _select(panel, three_runs["old"])
+    panel.table.setFocus()
+    qtbot.waitUntil(panel.table.hasFocus, timeout=2000)
+    keyboard = window.windowHandle()  # through Qt's shortcut map, like a real key press
+    for key, modifier in [
+        (Qt.Key.Key_Return, Qt.KeyboardModifier.NoModifier),
+        (Qt.Key.Key_Return, Qt.KeyboardModifier.ControlModifier),
+        (Qt.Key.Key_F5, Qt.KeyboardModifier.NoModifier),
+        (Qt.Key.Key_Delete, Qt.KeyboardModifier.NoModifier),
+    ]:
+        QTest.keyClick(keyboard, key, modifier)
+    assert fired == ["show_action", "compare_action", "refresh_action", "delete_action"]
+
+    fired.clear()
+    QTest.keyClick(keyboard, Qt.Key.Key_F2)
+    assert panel.table.state() == panel.table.State.EditingState
+    for key in (Qt.Key.Key_B, Qt.Key.Key_X, Qt.Key.Key_Left, Qt.Key.Key_Delete):
+        QTest.keyClick(keyboard, key)
+    QTest.keyClick(keyboard, Qt.Key.Key_Return)
+    assert fired == [] and panel.table.state() == panel.table.State.NoState
+    assert summarize(three_runs["old"]).name == "b"
+
+
+def test_delete_asks_first_and_declining_keeps_the_folder(
+    make_window, three_runs, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    window: MainWindow = make_window()
+    panel = window.runs_panel
+    asked: list[list[str]] = []
+    answer = {"yes": False}
+
+    def confirm(runs) -> bool:
+        asked.append([run.name for run in runs])
+        return answer["yes"]
+
+    monkeypatch.setattr(panel, "confirm_delete", confirm)
+    _select(panel, three_runs["old"], three_runs["failed"])
+    panel.compare_action.trigger()
+    panel.delete_action.trigger()
+    assert asked == [["failed", "old"]]
+    assert three_runs["old"].is_dir() and len(panel.runs()) == 3
+    answer["yes"] = True
+    panel.delete_action.trigger()
+    assert not three_runs["old"].exists() and not three_runs["failed"].exists()
+    assert [run.name for run in panel.runs()] == ["new"]
+    assert window.plot.comparisons() == {}  # a deleted run leaves the plot too
+
+
+def test_the_running_run_cannot_be_deleted_or_resumed(
+    qtbot, make_window, dialog_recorder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    engine = FakeEngine(seed_run()[:2], endless=True)
+    window: MainWindow = make_window(engine_factory=factory(engine))
+    panel = window.runs_panel
+    monkeypatch.setattr(panel, "confirm_delete", lambda runs: pytest.fail("must not ask"))
+    window.run()
+    qtbot.waitUntil(lambda: len(window.plot.steps()) >= 2, timeout=5000)
+    assert window.last_run_dir is not None
+    # What EngineProcess.start and the engine write first, which the fake leaves out.
+    (window.last_run_dir / "project.json").write_text(load_example("seed").to_json())
+    write_status(window.last_run_dir, "running", started_at=time.time())
+    panel.refresh()
+    assert panel.runs()[0].status == "running"
+    _select(panel, window.last_run_dir)
+    assert not window.resume_action.isEnabled()
+    panel.delete_action.trigger()
+    assert dialog_recorder.kinds() == ["error"] and window.last_run_dir.is_dir()
+    window.stop()
+    qtbot.waitUntil(lambda: not window.controller.active, timeout=5000)
+
+
+def test_export_metrics_as_csv_copies_the_file(
+    make_window, three_runs, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    panel = make_window().runs_panel
+    target = tmp_path / "out" / "new-metrics"
+    target.parent.mkdir()
+    monkeypatch.setattr(
+        QFileDialog, "getSaveFileName", staticmethod(lambda *a, **k: (str(target), ""))
+    )
+    _select(panel, three_runs["new"])
+    panel.export_csv_action.trigger()
+    written = target.with_suffix(".csv")
+    assert written.read_bytes() == (three_runs["new"] / "metrics.csv").read_bytes()
+    assert list(written.parent.iterdir()) == [written]  # no temporary file left behind
+
+
+def test_export_plot_as_png_and_svg(
+    make_window, three_runs, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    window: MainWindow = make_window()
+    _select(window.runs_panel, three_runs["new"])
+    window.runs_panel.show_action.trigger()
+    _select(window.runs_panel, three_runs["old"])
+    window.runs_panel.compare_action.trigger()
+    answers = iter(
+        [(str(tmp_path / "plot"), "PNG image (*.png)"), (str(tmp_path / "plot.svg"), "")]
+    )
+    monkeypatch.setattr(QFileDialog, "getSaveFileName", staticmethod(lambda *a, **k: next(answers)))
+    window.export_plot_action.trigger()
+    window.export_plot_action.trigger()
+    png = (tmp_path / "plot.png").read_bytes()
+    assert png.startswith(b"\x89PNG\r\n\x1a\n") and len(png) > 1000
+    root = ET.parse(tmp_path / "plot.svg").getroot()
+    assert root.tag.endswith("svg") and len(list(root.iter())) > 20
+
+
+def test_export_as_script_writes_a_program_that_compiles(
+    make_window, dialog_recorder, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    window: MainWindow = make_window()
+    target = tmp_path / "train"
+    monkeypatch.setattr(
+        QFileDialog, "getSaveFileName", staticmethod(lambda *a, **k: (str(target), ""))
+    )
+    window.export_script_action.trigger()
+    script = target.with_suffix(".py").read_text(encoding="utf-8")
+    compile(script, "train.py", "exec")
+    assert "distributed_train_step" in script and dialog_recorder.shown == []
+
+
+def test_export_as_script_explains_what_cannot_be_exported(
+    make_window, dialog_recorder, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    window: MainWindow = make_window()
+
+    def refuse(_project: Project) -> str:
+        raise ExportError("parameter_server runs need a coordinator")
+
+    monkeypatch.setattr("gui.exports.render_script", refuse)
+    monkeypatch.setattr(
+        QFileDialog, "getSaveFileName", staticmethod(lambda *a, **k: pytest.fail("no dialog"))
+    )
+    window.export_script_action.trigger()
+    assert dialog_recorder.shown == [
+        ("error", "Cannot export as script", "parameter_server runs need a coordinator\n")
+    ]
+    assert list(tmp_path.glob("*.py")) == []
+
+
+def test_copy_project_json(make_window) -> None:
+    window: MainWindow = make_window()
+    window.copy_json_action.trigger()
+    copied = QApplication.clipboard().text()
+    assert json.loads(copied) == json.loads(load_example("seed").to_json())
+
+
+def test_resume_plots_the_old_steps_then_the_new_ones_without_duplicates(
+    qtbot, make_window, runs_root: Path
+) -> None:
+    losses = [1.0, 0.875, 0.75, 0.625, 0.5, 0.4375, 0.375, 0.3125]
+    run_dir = fake_run(
+        runs_root, "r", name="to resume", started=time.time(), losses=losses, status="stopped"
+    )
+    finished = fake_run(runs_root, "f", name="done", started=time.time() - HOUR, losses=[1.0])
+    checkpoint = 5  # the engine saved its last checkpoint after step 5; 6..8 are redone
+    redone = list(range(checkpoint + 1, 13))
+    engine = FakeEngine(
+        [
+            [seed_run()[1][0].model_copy(update={"first_step": checkpoint + 1, "total_steps": 12})],
+            [
+                seed_run()[2][0].model_copy(
+                    update={
+                        "steps": redone,
+                        "losses": [0.01 * step for step in redone],
+                        "elapsed_s": [0.1 * step for step in redone],
+                    }
+                )
+            ],
+            [seed_run(12)[-1][0]],
+        ]
+    )
+    made: list[tuple[Path, bool]] = []
+
+    def resume_factory(project, folder, *, resume):
+        made.append((folder, resume))
+        assert project == load_project(run_dir / "project.json")
+        return engine
+
+    window: MainWindow = make_window(
+        engine_factory=factory(FakeEngine([])), resume_factory=resume_factory
+    )
+    panel = window.runs_panel
+    _select(panel, finished)
+    assert not window.resume_action.isEnabled()  # a finished run has nothing left
+    _select(panel, run_dir)
+    assert window.resume_action.isEnabled()
+    window.resume_action.trigger()
+    assert made == [(run_dir, True)] and window.last_run_dir == run_dir
+    assert not window.resume_action.isEnabled()
+    qtbot.waitUntil(lambda: not window.controller.active, timeout=10_000)
+    assert list(window.plot.steps()) == list(range(1, 13))
+    assert list(window.plot.losses()) == losses[:checkpoint] + [0.01 * s for s in redone]
+    assert window.plot.plot_item.titleLabel.text == "to resume (resumed)"
+    assert window.status_panel.values["step"].text() == "12 / 12"
+    assert [run.path for run in panel.selected_runs()] == [run_dir]
+
+
+def test_cluster_runs_are_not_resumed_here(tmp_path: Path) -> None:
+    seed = load_example("seed")
+    assert resume_refusal(seed, tmp_path) is None
+    cluster = seed.model_copy(
+        update={"strategy": seed.strategy.model_copy(update={"kind": "multi_worker_mirrored"})}
+    )
+    assert f"distloop cluster --resume {tmp_path}" in (resume_refusal(cluster, tmp_path) or "")
+
+
+def test_panel_visibility_and_columns_are_remembered(qtbot, make_window) -> None:
+    first: MainWindow = make_window()
+    first.show()
+    header = first.runs_panel.table.horizontalHeader()
+    header.resizeSection(Column.NAME, 333)
+    first.runs_panel_action.trigger()
+    assert not first.runs_dock.isVisible()
+    first.close()
+    assert QSettings().value(HEADER_KEY) is not None
+    second: MainWindow = make_window()
+    second.show()
+    assert second.runs_panel.table.horizontalHeader().sectionSize(Column.NAME) == 333
+    assert not second.runs_dock.isVisible()
+    second.runs_panel_action.trigger()
+    assert second.runs_dock.isVisible()
+
+
+def test_new_actions_have_distinct_shortcuts(make_window) -> None:
+    window: MainWindow = make_window()
+    expected: dict[str, Callable[[MainWindow], object]] = {
+        "Ctrl+Shift+R": lambda w: w.resume_action,
+        "Ctrl+Shift+E": lambda w: w.export_script_action,
+        "Ctrl+Shift+P": lambda w: w.export_plot_action,
+        "Ctrl+Shift+J": lambda w: w.copy_json_action,
+        "Ctrl+Shift+H": lambda w: w.runs_panel_action,
+        "F5": lambda w: w.runs_panel.refresh_action,
+        "F2": lambda w: w.runs_panel.rename_action,
+    }
+    for keys, action in expected.items():
+        assert action(window).shortcut().toString() == keys
+    menus = [action for menu in window.menuBar().actions() for action in menu.menu().actions()]
+    shortcuts = [a.shortcut().toString() for a in menus if not a.shortcut().isEmpty()]
+    assert len(shortcuts) == len(set(shortcuts)), shortcuts
+
+
+def test_the_app_icon_comes_from_the_resources_package() -> None:
+    from importlib import resources
+
+    folder = resources.files("resources") / "icons"
+    shipped = folder.is_dir() and any(item.name.endswith(".png") for item in folder.iterdir())
+    assert app_icon().isNull() is not shipped
