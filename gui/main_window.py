@@ -32,6 +32,7 @@ from PySide6.QtWidgets import (
 )
 
 import engine
+from engine.cluster import LocalCluster
 from engine.config import Project, load_project
 from engine.examples import example_names, example_text, load_example
 from engine.fileio import atomic_write_text
@@ -48,6 +49,9 @@ from engine.process import EngineProcess, detect_devices
 from engine.run_folder import format_loss, new_run_dir
 from engine.run_history import RunSummary
 from gui import dialogs, settings
+from gui.cluster_controller import ClusterController, ClusterFactory, cluster_plan
+from gui.cluster_panel import ClusterPanel
+from gui.export_dialog import ExportDialog
 from gui.exports import save_plot_as, save_script_as
 from gui.log_panel import LogPanel
 from gui.loss_plot import LossPlot
@@ -73,6 +77,7 @@ class MainWindow(QMainWindow):
         engine_factory: EngineFactory = EngineProcess,
         detect: Callable[[float], DevicesDetected] = detect_devices,
         runs_root: Path | None = None,
+        cluster_factory: ClusterFactory = LocalCluster,
         resume_factory: ResumeFactory = EngineProcess,
     ) -> None:
         super().__init__()
@@ -92,7 +97,12 @@ class MainWindow(QMainWindow):
         self.status_panel = StatusPanel()
         self.log_panel = LogPanel()
         self.runs_panel = RunsPanel(self.plot, runs_root)
-        self.controller = RunController(engine_factory, resume_factory=resume_factory, parent=self)
+        # Multi-machine strategies run as a local cluster, driven like one engine.
+        self.cluster_controller = ClusterController(engine_factory, cluster_factory, parent=self)
+        self.controller = RunController(
+            self.cluster_controller.make_engine, resume_factory=resume_factory, parent=self
+        )
+        self.cluster_panel = ClusterPanel(self.cluster_controller, self.controller, self)
         self.validity = QLabel()
 
         self._build_layout()
@@ -131,6 +141,9 @@ class MainWindow(QMainWindow):
         self.runs_dock.setObjectName("runsDock")  # saveState keeps its place and visibility
         self.runs_dock.setWidget(self.runs_panel)
         self.addDockWidget(Qt.DockWidgetArea.BottomDockWidgetArea, self.runs_dock)
+        # A tab beside Runs, hidden until a cluster run starts (or View ▸ Cluster).
+        self.tabifyDockWidget(self.runs_dock, self.cluster_panel)
+        self.cluster_panel.hide()
         self.resize(*DEFAULT_SIZE)
         self.resizeDocks([self.runs_dock], [RUNS_DOCK_HEIGHT], Qt.Orientation.Vertical)
 
@@ -182,6 +195,14 @@ class MainWindow(QMainWindow):
             "Ctrl+Shift+S",
             None,
             "Save the project under a new name",
+        )
+        self.export_cluster_action = self._action(
+            "Export &Cluster Setup…",
+            self.export_cluster_setup,
+            None,
+            None,
+            "Write the files that start this project's cluster on real hosts: TF_CONFIGs, "
+            "shell scripts, Kubernetes manifests or a Kubeflow TFJob",
         )
         self.quit_action = self._action("&Quit", self.close, "Ctrl+Q")
         self.run_action = self._action(
@@ -259,6 +280,7 @@ class MainWindow(QMainWindow):
         file_menu.addSeparator()
         for action in (self.export_script_action, self.export_plot_action, self.copy_json_action):
             file_menu.addAction(action)
+        file_menu.addAction(self.export_cluster_action)
         file_menu.addSeparator()
         file_menu.addAction(self.quit_action)
         run_menu = bar.addMenu("&Run")
@@ -273,6 +295,7 @@ class MainWindow(QMainWindow):
         view_menu.addSeparator()
         view_menu.addAction(self.runs_panel_action)
         view_menu.addAction(self.runs_panel.clear_comparison_action)
+        view_menu.addAction(self.cluster_panel.toggleViewAction())
         help_menu = bar.addMenu("&Help")
         help_menu.addAction(self.about_action)
 
@@ -349,15 +372,16 @@ class MainWindow(QMainWindow):
 
     def _update_actions(self) -> None:
         active = self.controller.active
-        valid = self._validation.valid
+        plan = cluster_plan(self._validation.project)  # None: the project runs as one process
+        valid = self._validation.valid and (plan is None or plan.runnable)
+        summary = self._validation.summary() if plan is None else plan.summary()
+        single_tip = "Train the project (Ctrl+R)" if valid else summary
+        tip = single_tip if plan is None else plan.describe()
+        self.run_action.setText("&Run" if plan is None else "&Run Cluster")
         self.run_action.setEnabled(valid and not active)
-        self.run_action.setToolTip(
-            "A run is in progress"
-            if active
-            else ("Train the project (Ctrl+R)" if valid else self._validation.summary())
-        )
+        self.run_action.setToolTip("A run is in progress" if active else tip)
         self.stop_action.setEnabled(active and self.controller.state is not RunState.STOPPING)
-        self.validity.setText("Run in progress" if active else self._validation.summary())
+        self.validity.setText("Run in progress" if active else summary)
 
     def _maybe_save(self) -> bool:
         """Asks about unsaved changes; False means the user cancelled."""
@@ -468,6 +492,20 @@ class MainWindow(QMainWindow):
         clear = self.recent_menu.addAction("Clear Recent Files")
         clear.setEnabled(bool(files))
         clear.triggered.connect(settings.clear_recent_files)
+
+    def export_cluster_setup(self) -> None:
+        """File ▸ Export Cluster Setup: the files that start this cluster on real hosts."""
+        project = self._validation.project
+        if project is None:
+            dialogs.show_problems(
+                self,
+                "Cannot export the cluster setup",
+                "The export includes the project, so it must be valid; fix these first.",
+                self._validation.problems,
+            )
+            return
+        base = self._path.parent if self._path else Path.cwd()
+        ExportDialog(project.resolve_paths(base), base, self).exec()
 
     # --- running ------------------------------------------------------------------------
 

@@ -148,7 +148,10 @@ class StatusPanel(QWidget):
         self._end()
 
     def failed(self, message: RunFailed) -> None:
-        self.state.setText(f"<span style='color:#c62828'>Failed: {message.error_type}</span>")
+        where = f" in {message.task}" if message.task else ""  # the cluster task that failed
+        self.state.setText(
+            f"<span style='color:#c62828'>Failed: {message.error_type}{where}</span>"
+        )
         self._end()
 
     def set_tensorflow_version(self, version: str) -> None:

@@ -1,0 +1,256 @@
+"""The Cluster dock: one row per task of a local cluster run, and each task's own log.
+
+The plot, status and log panels show a cluster run as one run (the chief's
+metrics, every task's log lines tagged with the task). What only a cluster has
+lives here: each task's address, process, state and progress, so a stalled or
+failed worker is visible at a glance, and the log of the selected task alone,
+since the shared log interleaves every task's lines.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+
+from PySide6.QtCore import Qt, QUrl
+from PySide6.QtGui import QBrush, QColor, QDesktopServices, QFontDatabase
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QDockWidget,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QPlainTextEdit,
+    QPushButton,
+    QSplitter,
+    QTableWidget,
+    QTableWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
+
+from engine.cluster import TaskInfo
+from engine.messages import Log, RunFailed, RunFinished
+from engine.run_folder import LOG_FILE
+from gui.cluster_controller import ClusterController
+from gui.run_controller import RunController
+
+COLUMNS = ("Task", "Address", "State", "PID", "Last step", "Last log line")
+LAST_LINE_COLUMN = COLUMNS.index("Last log line")
+STATE_COLUMN = COLUMNS.index("State")
+MAX_TASK_LINES = 5_000
+STATE_COLORS = {
+    "starting": QColor("#757575"),
+    "failed": QColor("#c62828"),
+    "finished": QColor("#2e7d32"),
+    "stopped": QColor("#b26a00"),
+}
+IDLE_HINT = (
+    "Run starts a multi_worker_mirrored or parameter_server project as a local cluster: "
+    "every task its own engine process on this machine. Its tasks appear here."
+)
+SECURITY_TIP = (
+    "The tasks talk over 127.0.0.1, but TensorFlow's gRPC servers are unauthenticated and "
+    "listen on every network interface: their ports are open to the network while the run "
+    "lasts. Run clusters on a trusted network only."
+)
+
+
+class ClusterPanel(QDockWidget):
+    """Follows the cluster controller's tasks and the run's messages while a cluster runs."""
+
+    def __init__(
+        self, clusters: ClusterController, runs: RunController, parent: QWidget | None = None
+    ) -> None:
+        super().__init__("Cluster", parent)
+        self.setObjectName("clusterDock")
+        self._following = False  # True from a cluster's start until its run is idle
+        self._tasks: list[TaskInfo] = []
+        self._logs: dict[str, deque[str]] = {}
+
+        self.hint = QLabel(IDLE_HINT)
+        self.hint.setWordWrap(True)
+        self.hint.setToolTip(SECURITY_TIP)
+        self.hint.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.table = QTableWidget(0, len(COLUMNS))
+        self.table.setHorizontalHeaderLabels(list(COLUMNS))
+        self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+        self.table.verticalHeader().setVisible(False)
+        self.table.setWordWrap(False)
+        header = self.table.horizontalHeader()
+        for column in range(LAST_LINE_COLUMN):
+            header.setSectionResizeMode(column, QHeaderView.ResizeMode.ResizeToContents)
+        header.setStretchLastSection(True)
+        self.table.itemSelectionChanged.connect(self._show_selected_log)
+        self.table.cellDoubleClicked.connect(lambda _row, _column: self.open_task_log())
+
+        self.log_title = QLabel("Select a task to see its log")
+        self.task_log = QPlainTextEdit()
+        self.task_log.setReadOnly(True)
+        self.task_log.setMaximumBlockCount(MAX_TASK_LINES)
+        self.task_log.setLineWrapMode(QPlainTextEdit.LineWrapMode.NoWrap)
+        self.task_log.setFont(QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont))
+        self.open_log_button = QPushButton("Open engine.log")
+        self.open_log_button.setToolTip(
+            "Open the selected task's engine.log from its run folder (tasks/<type>-<index>/), "
+            "with everything it logged (also a double-click on its row)"
+        )
+        self.open_log_button.setEnabled(False)
+        self.open_log_button.clicked.connect(self.open_task_log)
+
+        title_row = QHBoxLayout()
+        title_row.addWidget(self.log_title, 1)
+        title_row.addWidget(self.open_log_button)
+        log_side = QWidget()
+        log_layout = QVBoxLayout(log_side)
+        log_layout.setContentsMargins(0, 0, 0, 0)
+        log_layout.addLayout(title_row)
+        log_layout.addWidget(self.task_log, 1)
+        self.splitter = QSplitter(Qt.Orientation.Horizontal)
+        self.splitter.addWidget(self.table)
+        self.splitter.addWidget(log_side)
+        self.splitter.setStretchFactor(0, 3)
+        self.splitter.setStretchFactor(1, 2)
+        body = QWidget()
+        layout = QVBoxLayout(body)
+        layout.setContentsMargins(4, 2, 4, 4)
+        layout.addWidget(self.hint)
+        layout.addWidget(self.splitter, 1)
+        self.setWidget(body)
+
+        clusters.cluster_started.connect(self._on_cluster_started)
+        clusters.tasks_changed.connect(self.show_tasks)
+        runs.log.connect(self.add_log)
+        runs.finished.connect(self._on_finished)
+        runs.failed.connect(self._on_failed)
+        runs.idle.connect(self._on_idle)
+
+    # --- what the table shows -----------------------------------------------------------
+
+    def tasks(self) -> list[TaskInfo]:
+        return list(self._tasks)
+
+    def show_tasks(self, tasks: list[TaskInfo]) -> None:
+        """Updates the rows in place, so the selection and scroll position stay."""
+        if [t.name for t in tasks] != [t.name for t in self._tasks]:
+            self.table.setRowCount(len(tasks))
+        self._tasks = list(tasks)
+        for row, task in enumerate(tasks):
+            values = (
+                task.name,
+                task.address,
+                task.state,
+                "" if task.pid is None else str(task.pid),
+                "" if task.last_step is None else f"{task.last_step:,}",
+                task.last_line,
+            )
+            for column, value in enumerate(values):
+                self._set_cell(row, column, value)
+            color = STATE_COLORS.get(task.state)
+            self.table.item(row, STATE_COLUMN).setData(
+                Qt.ItemDataRole.ForegroundRole, QBrush(color) if color else None
+            )
+            self.table.item(row, LAST_LINE_COLUMN).setToolTip(task.last_line)
+        if tasks and not self.table.selectedItems():
+            self.table.selectRow(0)
+        self._show_log_title()
+
+    def _set_cell(self, row: int, column: int, text: str) -> None:
+        item = self.table.item(row, column)
+        if item is None:
+            item = QTableWidgetItem()
+            if column in (COLUMNS.index("PID"), COLUMNS.index("Last step")):
+                item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+            self.table.setItem(row, column, item)
+        if item.text() != text:
+            item.setText(text)
+
+    def cell(self, task: str, column: str) -> str:
+        """The text shown for ``task`` under ``column`` (``"State"``)."""
+        row = [t.name for t in self._tasks].index(task)
+        return self.table.item(row, COLUMNS.index(column)).text()
+
+    # --- each task's log ----------------------------------------------------------------
+
+    def selected_task(self) -> TaskInfo | None:
+        rows = {index.row() for index in self.table.selectedIndexes()}
+        return self._tasks[min(rows)] if rows else None
+
+    def add_log(self, message: Log) -> None:
+        """Keeps a cluster task's line for its own log view."""
+        if not self._following or message.task is None:
+            return
+        line = f"{time.strftime('%H:%M:%S')} {message.level.upper():<7} {message.text}"
+        self._logs.setdefault(message.task, deque(maxlen=MAX_TASK_LINES)).append(line)
+        selected = self.selected_task()
+        if selected is not None and selected.name == message.task:
+            self.task_log.appendPlainText(line)
+
+    def task_lines(self, task: str) -> list[str]:
+        return list(self._logs.get(task, ()))
+
+    def _show_selected_log(self) -> None:
+        task = self.selected_task()
+        self.open_log_button.setEnabled(task is not None)
+        self._show_log_title()
+        if task is None:
+            self.task_log.clear()
+            return
+        self.task_log.setPlainText("\n".join(self._logs.get(task.name, ())))
+        bar = self.task_log.verticalScrollBar()
+        bar.setValue(bar.maximum())
+
+    def _show_log_title(self) -> None:
+        """The pid arrives with the first refresh after the processes started."""
+        task = self.selected_task()
+        self.log_title.setText(
+            "Select a task to see its log"
+            if task is None
+            else f"Log of {task.name} (pid {task.pid or '—'})"
+        )
+
+    def open_task_log(self) -> None:
+        """Shows the selected task's engine.log in the system's viewer."""
+        task = self.selected_task()
+        if task is not None:
+            QDesktopServices.openUrl(QUrl.fromLocalFile(str(task.run_dir / LOG_FILE)))
+
+    # --- the run ------------------------------------------------------------------------
+
+    def _on_cluster_started(self, tasks: list[TaskInfo]) -> None:
+        self._following = True
+        self._logs.clear()
+        self._tasks = []
+        self.table.setRowCount(0)
+        self.task_log.clear()
+        self.show_tasks(tasks)
+        names = ", ".join(f"{task.name} ({task.address})" for task in tasks)
+        self._set_hint(f"Local cluster on this machine: {names}.")
+        self.show()
+        self.raise_()
+
+    def _on_finished(self, message: RunFinished) -> None:
+        if self._following:
+            self._set_hint(f"The cluster run {message.status} at step {message.last_step}.")
+
+    def _on_failed(self, message: RunFailed) -> None:
+        if not self._following:
+            return
+        if message.task is None:
+            text = f"The cluster run failed: {message.error_type}: {message.message}"
+        else:
+            detail = message.message.removeprefix(f"{message.task} failed: ")
+            text = (
+                f"{message.task} failed: {message.error_type}: {detail}. "
+                "The other tasks were stopped."
+            )
+        self._set_hint(text, "#c62828")
+
+    def _on_idle(self) -> None:
+        self._following = False
+
+    def _set_hint(self, text: str, color: str | None = None) -> None:
+        self.hint.setText(text)
+        self.hint.setStyleSheet(f"color: {color}; font-weight: bold;" if color else "")

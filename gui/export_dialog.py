@@ -1,0 +1,241 @@
+"""File ▸ Export Cluster Setup: the project's cluster as files for real hosts.
+
+A local cluster only tries a project out; a real one needs each host to start its
+tasks with the right TF_CONFIG. This dialog writes those files with
+:func:`engine.export.export_cluster` (the same code as ``distloop export``), from
+the project as the forms show it, whose ``tf_config`` is the TF_CONFIG tab's.
+It stays open after writing, listing the files, so the user can export another
+format, and it always shows the security note: the exported cluster's gRPC
+servers accept anyone who can reach them.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from PySide6.QtCore import Qt, QUrl
+from PySide6.QtGui import QDesktopServices
+from PySide6.QtWidgets import (
+    QComboBox,
+    QDialog,
+    QDialogButtonBox,
+    QFileDialog,
+    QFormLayout,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QListWidget,
+    QPushButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+from engine.config import Project
+from engine.export import DEFAULT_IMAGE, FORMATS, SECURITY_NOTE, export_cluster
+from engine.problems import Problem, ProblemsError
+from engine.tf_config import MULTI_MACHINE_STRATEGIES
+
+FORMAT_DESCRIPTIONS = {
+    "json": "tf_config/<type>-<index>.json: each task's TF_CONFIG, for your own launcher",
+    "shell": "run-<host>.sh: per host, a script that starts that host's tasks",
+    "k8s": "kubernetes.yaml: ConfigMap, headless Service, NetworkPolicy and one Job per task",
+    "tfjob": "tfjob.yaml: a Kubeflow TFJob (kubeflow.org/v1); the operator sets TF_CONFIG",
+}
+IMAGE_FORMATS = ("k8s", "tfjob")
+
+
+def cluster_problems(project: Project) -> list[Problem]:
+    """Why there is no cluster to export yet, in the window's terms (empty: try it)."""
+    kind = project.strategy.kind
+    if kind not in MULTI_MACHINE_STRATEGIES:
+        return [
+            Problem(
+                ("strategy", "kind"),
+                f"a cluster setup is for multi_worker_mirrored and parameter_server projects, "
+                f"not {kind}: choose one in the Strategy tab",
+            )
+        ]
+    if project.tf_config is None:
+        return [
+            Problem(
+                ("tf_config",),
+                "the project has no TF_CONFIG: give the cluster's hosts in the TF_CONFIG tab",
+            )
+        ]
+    return []
+
+
+class ExportDialog(QDialog):
+    """Format, folder and image in; the written files (or every problem) out."""
+
+    def __init__(self, project: Project, base_dir: Path, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setWindowTitle("Export Cluster Setup")
+        self._project = project
+        self._base_dir = base_dir
+        self._folder_chosen = False
+        self.written: list[Path] = []
+
+        self.cluster_label = QLabel(self._describe_cluster())
+        self.cluster_label.setWordWrap(True)
+        self.format_combo = QComboBox()
+        for fmt in FORMATS:
+            self.format_combo.addItem(fmt, fmt)
+            self.format_combo.setItemData(
+                self.format_combo.count() - 1, FORMAT_DESCRIPTIONS[fmt], Qt.ItemDataRole.ToolTipRole
+            )
+        self.format_description = QLabel()
+        self.format_description.setStyleSheet("color: #555555;")
+        format_column = QVBoxLayout()
+        format_column.addWidget(self.format_combo)
+        format_column.addWidget(self.format_description)
+        self.folder_edit = QLineEdit()
+        self.folder_edit.textEdited.connect(self._on_folder_edited)
+        browse = QPushButton("Browse…")
+        browse.clicked.connect(self._on_browse)
+        folder_row = QHBoxLayout()
+        folder_row.addWidget(self.folder_edit, 1)
+        folder_row.addWidget(browse)
+        self.image_edit = QLineEdit(DEFAULT_IMAGE)
+        self.image_edit.setToolTip(
+            "A container image with Distloop installed; the pods run distloop from it"
+        )
+        form = QFormLayout()
+        form.addRow("Format:", format_column)
+        form.addRow("Output folder:", folder_row)
+        form.addRow("Image:", self.image_edit)
+
+        self.security_label = QLabel(SECURITY_NOTE)
+        self.security_label.setWordWrap(True)
+        self.security_label.setStyleSheet(
+            "color: #8a4b00; background: #fff4e5; border: 1px solid #f0b060; padding: 6px;"
+        )
+        self.result_label = QLabel()
+        self.result_label.setWordWrap(True)
+        self.result_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.files_list = QListWidget()
+        self.files_list.setVisible(False)
+
+        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close)
+        self.export_button = buttons.addButton("Export", QDialogButtonBox.ButtonRole.ActionRole)
+        self.export_button.setDefault(True)
+        self.export_button.clicked.connect(self.export)
+        self.open_folder_button = buttons.addButton(
+            "Open Folder", QDialogButtonBox.ButtonRole.ActionRole
+        )
+        self.open_folder_button.setEnabled(False)
+        self.open_folder_button.clicked.connect(self._open_folder)
+        buttons.rejected.connect(self.reject)
+
+        layout = QVBoxLayout(self)
+        layout.addWidget(self.cluster_label)
+        layout.addLayout(form)
+        layout.addWidget(self.security_label)
+        layout.addWidget(self.result_label)
+        layout.addWidget(self.files_list, 1)
+        layout.addWidget(buttons)
+        self.format_combo.currentIndexChanged.connect(self._on_format_changed)
+        self._on_format_changed()
+        problems = cluster_problems(project)
+        if problems:
+            self._show_problems(problems)
+            self.export_button.setEnabled(False)
+        self.resize(640, 460)
+
+    # --- choices ------------------------------------------------------------------------
+
+    def fmt(self) -> str:
+        return str(self.format_combo.currentData())
+
+    def folder(self) -> Path | None:
+        text = self.folder_edit.text().strip()
+        return Path(text).expanduser() if text else None
+
+    def set_folder(self, folder: str | Path) -> None:
+        """A folder the user chose: it stays when the format changes."""
+        self._folder_chosen = True
+        self.folder_edit.setText(str(folder))
+
+    def choose_folder(self) -> str | None:
+        """The folder the user picks, or None if they cancel (a method, so tests can answer)."""
+        chosen = QFileDialog.getExistingDirectory(
+            self, "Export cluster setup into", self.folder_edit.text() or str(self._base_dir)
+        )
+        return chosen or None
+
+    # --- writing ------------------------------------------------------------------------
+
+    def export(self) -> list[Path]:
+        """Writes the chosen format; shows the files, or why nothing was written."""
+        folder = self.folder()
+        if folder is None:
+            self._show_error("Choose an output folder first.")
+            return []
+        try:
+            written = export_cluster(
+                self._project,
+                folder,
+                self.fmt(),
+                image=self.image_edit.text().strip() or DEFAULT_IMAGE,
+            )
+        except ProblemsError as exc:
+            self._show_problems(exc.problems)
+            return []
+        except OSError as exc:
+            self._show_error(f"Writing into {folder} failed: {exc}")
+            return []
+        self.written = written
+        self.result_label.setStyleSheet("")
+        self.result_label.setText(
+            f"Wrote {len(written)} file(s) into {folder} ({self.fmt()}); its README.md says "
+            "how to start the cluster:"
+        )
+        self.files_list.clear()
+        self.files_list.addItems([str(path.relative_to(folder)) for path in written])
+        self.files_list.setVisible(True)
+        self.open_folder_button.setEnabled(True)
+        return written
+
+    def _describe_cluster(self) -> str:
+        config = self._project.tf_config
+        if config is None:
+            return f"Project “{self._project.name}” ({self._project.strategy.kind})."
+        tasks = ", ".join(f"{task} at {config.address(task)}" for task in config.tasks())
+        return (
+            f"Project “{self._project.name}” ({self._project.strategy.kind}), with the cluster "
+            f"of its TF_CONFIG tab: {tasks}."
+        )
+
+    def _show_problems(self, problems: list[Problem]) -> None:
+        listed = "\n".join(f"• {problem}" for problem in problems)
+        count = len(problems)
+        self._show_error(
+            f"Nothing was written: the cluster has {count} problem{'s' if count != 1 else ''}:"
+            f"\n{listed}"
+        )
+
+    def _show_error(self, text: str) -> None:
+        self.result_label.setStyleSheet("color: #c62828;")
+        self.result_label.setText(text)
+        self.files_list.setVisible(False)
+        self.open_folder_button.setEnabled(False)
+
+    def _on_format_changed(self) -> None:
+        fmt = self.fmt()
+        self.format_description.setText(FORMAT_DESCRIPTIONS[fmt])
+        self.image_edit.setEnabled(fmt in IMAGE_FORMATS)
+        if not self._folder_chosen:
+            self.folder_edit.setText(str(self._base_dir / f"cluster-{fmt}"))
+
+    def _on_folder_edited(self, _text: str) -> None:
+        self._folder_chosen = True
+
+    def _on_browse(self) -> None:
+        chosen = self.choose_folder()
+        if chosen:
+            self.set_folder(chosen)
+
+    def _open_folder(self) -> None:
+        folder = self.folder()
+        if folder is not None:
+            QDesktopServices.openUrl(QUrl.fromLocalFile(str(folder)))

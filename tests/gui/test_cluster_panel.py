@@ -1,0 +1,323 @@
+"""Local clusters in the window: the Run choice, the task table, task logs, failures, Stop."""
+
+from __future__ import annotations
+
+import dataclasses
+import multiprocessing
+from pathlib import Path
+
+import numpy as np
+import pytest
+from gui_fakes import FakeEngine, factory, seed_run
+
+from engine.cluster import TaskInfo
+from engine.config import Project, load_project_data
+from engine.examples import load_example
+from engine.messages import Log, Message, RunFailed, RunFinished, RunStarted, StepMetrics
+from engine.run_folder import read_metrics, read_status
+from gui.cluster_controller import ClusterController, cluster_plan
+from gui.main_window import MainWindow
+from gui.run_controller import RunController
+
+TASKS = ("worker:0", "worker:1")
+RUN_TIMEOUT_MS = 180_000
+
+
+class FakeCluster(FakeEngine):
+    """A scripted cluster: task states follow its messages the way LocalCluster's do."""
+
+    def __init__(self, batches: list[list[Message]], run_dir: Path, **options: bool) -> None:
+        super().__init__(batches, **options)
+        self.infos = {
+            name: TaskInfo(
+                name=name,
+                address=f"127.0.0.1:{23000 + index}",
+                state="starting",
+                pid=4000 + index,
+                last_line="",
+                last_step=None,
+                run_dir=run_dir / "tasks" / name.replace(":", "-"),
+            )
+            for index, name in enumerate(TASKS)
+        }
+
+    def tasks(self) -> list[TaskInfo]:
+        return list(self.infos.values())
+
+    def _update(self, name: str, **changes: object) -> None:
+        self.infos[name] = dataclasses.replace(self.infos[name], **changes)  # type: ignore[arg-type]
+
+    def poll(self, timeout_s: float = 0.1) -> list[Message]:
+        batch = super().poll(timeout_s)
+        for message in batch:
+            if isinstance(message, Log) and message.task:
+                self._update(message.task, last_line=message.text)
+            elif isinstance(message, RunStarted):
+                for name in TASKS:
+                    self._update(name, state="running")
+            elif isinstance(message, StepMetrics):
+                for name in TASKS:
+                    self._update(name, last_step=message.steps[-1])
+            elif isinstance(message, RunFinished):
+                for name in TASKS:
+                    self._update(name, state=message.status)
+            elif isinstance(message, RunFailed):
+                for name in TASKS:
+                    failed = name == (message.task or TASKS[0])
+                    self._update(name, state="failed" if failed else "stopped")
+        return batch
+
+
+def cluster_run(steps: int = 20, batch: int = 5) -> list[list[Message]]:
+    """seed_run's messages with every task's log lines, as LocalCluster merges them."""
+    batches = seed_run(steps, batch)
+    return [
+        [Log(text="engine starting", task="worker:0"), Log(text="serving", task="worker:1")],
+        *batches[1:-1],
+        [Log(text="worker:1 finished", task="worker:1")],
+        batches[-1],
+    ]
+
+
+def multi_worker(project: Project | None = None) -> Project:
+    project = project or load_example("seed")
+    return project.model_copy(
+        update={"strategy": project.strategy.model_copy(update={"kind": "multi_worker_mirrored"})}
+    )
+
+
+def cluster_window(make_window, cluster_batches: list[list[Message]], **options: bool):
+    """A window whose runs of multi-machine projects get a FakeCluster; the project is one."""
+    made: list[FakeCluster] = []
+
+    def make_cluster(project: Project, run_dir: Path) -> FakeCluster:
+        made.append(FakeCluster(cluster_batches, run_dir, **options))
+        return made[-1]
+
+    window: MainWindow = make_window(cluster_factory=make_cluster)
+    window.editor.strategy.fields.editors["kind"].set_value("multi_worker_mirrored")
+    assert window.validation.valid, window.validation.problems
+    return window, made
+
+
+# --- which runs are clusters ------------------------------------------------------------
+
+
+def test_plan_follows_the_strategy_and_the_tf_config() -> None:
+    assert cluster_plan(None) is None
+    assert cluster_plan(load_example("seed")) is None
+    plan = cluster_plan(multi_worker())
+    assert plan is not None and plan.runnable and plan.tasks == list(TASKS)
+    assert "worker:0, worker:1" in plan.describe() and "127.0.0.1" in plan.describe()
+    data = multi_worker().model_dump(mode="json")
+    data["tf_config"] = {
+        "cluster": {"worker": ["a.example:2222", "b.example:2222", "c.example:2222"]},
+        "task": {"type": "worker", "index": 0},
+    }
+    three = cluster_plan(load_project_data(data))
+    assert three is not None and three.tasks == ["worker:0", "worker:1", "worker:2"]
+    data["tf_config"]["cluster"]["evaluator"] = ["d.example:2222"]
+    refused = cluster_plan(load_project_data(data))
+    assert refused is not None and not refused.runnable
+    assert "evaluator" in refused.describe()
+    assert refused.summary() == "Cannot run as a local cluster: 1 problem"
+
+
+def test_run_becomes_run_cluster_and_says_what_it_starts(make_window) -> None:
+    window, _ = cluster_window(make_window, [])
+    assert window.run_action.text() == "&Run Cluster" and window.run_action.isEnabled()
+    assert "worker:0, worker:1" in window.run_action.toolTip()
+    assert window.validity.text() == "Ready to run a local cluster: worker:0, worker:1"
+    window.editor.strategy.fields.editors["kind"].set_value("mirrored")
+    assert window.run_action.text() == "&Run"
+    assert window.run_action.toolTip() == "Train the project (Ctrl+R)"
+
+
+def test_a_tf_config_the_launcher_refuses_disables_run(make_window) -> None:
+    window, _ = cluster_window(make_window, [])
+    window.editor.tf_config.import_text(
+        '{"cluster": {"worker": ["127.0.0.1:23001", "127.0.0.1:23002"], '
+        '"evaluator": ["127.0.0.1:23003"]}, "task": {"type": "worker", "index": 0}}'
+    )
+    assert window.validation.valid
+    assert not window.run_action.isEnabled()
+    assert "evaluator" in window.run_action.toolTip()
+    assert window.validity.text().startswith("Cannot run as a local cluster")
+
+
+# --- the controller ---------------------------------------------------------------------
+
+
+def test_controller_picks_the_engine_and_follows_the_tasks(qtbot, qloop, tmp_path: Path) -> None:
+    single = FakeEngine(seed_run())
+    clusters: list[FakeCluster] = []
+
+    def make_cluster(project: Project, run_dir: Path) -> FakeCluster:
+        clusters.append(FakeCluster(cluster_run(), run_dir))
+        return clusters[-1]
+
+    controller = ClusterController(factory(single), make_cluster, refresh_ms=20)
+    updates: list[list[TaskInfo]] = []
+    started: list[list[TaskInfo]] = []
+    controller.tasks_changed.connect(updates.append)
+    controller.cluster_started.connect(started.append)
+    assert controller.make_engine(load_example("seed"), tmp_path / "a") is single
+    assert controller.cluster is None and started == []
+
+    runs = RunController(controller.make_engine)
+    runs.start(multi_worker(), tmp_path / "b")
+    (cluster,) = clusters
+    assert controller.cluster is cluster
+    assert [[t.state for t in tasks] for tasks in started] == [["starting", "starting"]]
+    qtbot.waitUntil(lambda: not runs.active, timeout=10_000)
+    qtbot.waitUntil(lambda: [t.state for t in updates[-1]] == ["finished"] * 2, timeout=5_000)
+    assert [t.last_step for t in updates[-1]] == [20, 20]
+    assert updates[-1][1].last_line == "worker:1 finished"
+    seen = len(updates)
+    qtbot.wait(100)
+    assert len(updates) == seen  # no refreshes once the cluster is done
+
+
+# --- the window -------------------------------------------------------------------------
+
+
+def test_cluster_run_fills_the_table_the_task_logs_and_the_plot(qtbot, make_window) -> None:
+    window, made = cluster_window(make_window, cluster_run(20, 5))
+    panel = window.cluster_panel
+    assert not panel.isVisible()
+    window.show()
+    window.run_action.trigger()
+    qtbot.waitUntil(lambda: not window.controller.active, timeout=10_000)
+    qtbot.waitUntil(lambda: panel.cell("worker:1", "State") == "finished", timeout=5_000)
+    (cluster,) = made
+    assert cluster.started and cluster.closed
+    assert panel.isVisible() and panel.table.rowCount() == 2
+    assert panel.cell("worker:0", "State") == "finished"
+    assert panel.cell("worker:0", "Address") == "127.0.0.1:23000"
+    assert panel.cell("worker:1", "PID") == "4001"
+    assert panel.cell("worker:1", "Last step") == "20"
+    assert panel.cell("worker:1", "Last log line") == "worker:1 finished"
+    assert panel.hint.text() == "The cluster run finished at step 20."
+
+    selected = panel.selected_task()
+    assert selected is not None and selected.name == "worker:0"  # the chief, selected
+    assert panel.task_log.toPlainText().endswith("engine starting")
+    panel.table.selectRow(1)
+    assert panel.log_title.text() == "Log of worker:1 (pid 4001)"
+    lines = panel.task_log.toPlainText().splitlines()
+    assert [line.split(maxsplit=2)[-1] for line in lines] == ["serving", "worker:1 finished"]
+    assert any("[engine worker:1] serving" in line for line in window.log_panel.lines())
+
+    window.plot.redraw()
+    assert np.array_equal(window.plot.steps(), np.arange(1, 21))
+    assert window.status_panel.state.text().startswith("Finished at step 20")
+
+
+def test_a_failed_task_fails_the_run_visibly(qtbot, make_window, dialog_recorder) -> None:
+    failure = RunFailed(
+        error_type="EngineDied",
+        message="worker:1 failed: the engine process was killed by SIGKILL",
+        task="worker:1",
+        exit_code=-9,
+    )
+    window, _ = cluster_window(make_window, [*cluster_run()[:3], [failure]])
+    window.run()
+    qtbot.waitUntil(lambda: not window.controller.active, timeout=10_000)
+    panel = window.cluster_panel
+    qtbot.waitUntil(lambda: panel.cell("worker:1", "State") == "failed", timeout=5_000)
+    assert panel.cell("worker:0", "State") == "stopped"
+    assert panel.hint.text().startswith("worker:1 failed: EngineDied: the engine process was")
+    assert "Failed: EngineDied in worker:1" in window.status_panel.state.text()
+    assert dialog_recorder.kinds() == ["error"]
+    assert "worker:1 failed" in dialog_recorder.shown[0][2]
+    assert any("worker:1 failed" in line for line in window.log_panel.lines())
+    assert window.run_action.isEnabled()
+
+
+def test_stop_stops_every_task(qtbot, make_window, dialog_recorder) -> None:
+    window, made = cluster_window(make_window, cluster_run()[:3], endless=True)
+    window.run()
+    qtbot.waitUntil(lambda: len(window.plot.steps()) >= 10, timeout=10_000)
+    window.stop_action.trigger()
+    qtbot.waitUntil(lambda: not window.controller.active, timeout=10_000)
+    panel = window.cluster_panel
+    qtbot.waitUntil(lambda: panel.cell("worker:1", "State") == "stopped", timeout=5_000)
+    (cluster,) = made
+    assert cluster.stop_requested and not cluster.killed and cluster.closed
+    assert panel.cell("worker:0", "State") == "stopped"
+    assert dialog_recorder.shown == []
+
+
+def test_a_cluster_that_ignores_stop_is_killed(qtbot, qloop, tmp_path: Path) -> None:
+    clusters: list[FakeCluster] = []
+
+    def make_cluster(project: Project, run_dir: Path) -> FakeCluster:
+        clusters.append(FakeCluster([], run_dir, endless=True, stubborn=True))
+        return clusters[-1]
+
+    controller = ClusterController(cluster_factory=make_cluster, refresh_ms=20)
+    runs = RunController(controller.make_engine, kill_after_s=0.3)
+    runs.start(multi_worker(), tmp_path / "run")
+    qtbot.wait(100)
+    runs.stop()
+    qtbot.waitUntil(lambda: not runs.active, timeout=5_000)
+    (cluster,) = clusters
+    assert cluster.stop_requested and cluster.killed and runs.killed
+
+
+def test_closing_during_a_cluster_run_asks_then_stops_everything(
+    qtbot, make_window, dialog_recorder
+) -> None:
+    window, made = cluster_window(make_window, cluster_run()[:3], endless=True)
+    window.show()
+    window.run()
+    qtbot.waitUntil(lambda: window.controller.engine is not None, timeout=5_000)
+    dialog_recorder.confirm_stop = False
+    window.close()
+    assert dialog_recorder.kinds() == ["unsaved", "confirm_stop"]
+    assert window.isVisible() and window.controller.active
+    dialog_recorder.confirm_stop = True
+    window.close()
+    qtbot.waitUntil(lambda: not window.controller.active, timeout=10_000)
+    (cluster,) = made
+    assert cluster.stop_requested and cluster.closed
+    assert not window.isVisible()
+
+
+# --- the real thing ---------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_real_two_worker_cluster_from_the_window(qtbot, window: MainWindow, dialog_recorder):
+    reported: list[StepMetrics] = []
+    window.controller.metrics.connect(reported.append)
+    window.editor.strategy.fields.editors["kind"].set_value("multi_worker_mirrored")
+    window.editor.training.steps_radio.setChecked(True)
+    window.editor.training.steps.setValue(8)
+    assert window.validation.valid and window.run_action.text() == "&Run Cluster"
+    window.run_action.trigger()
+    qtbot.waitUntil(lambda: not window.controller.active, timeout=RUN_TIMEOUT_MS)
+    panel = window.cluster_panel
+    qtbot.waitUntil(lambda: panel.cell("worker:1", "State") == "finished", timeout=5_000)
+    assert dialog_recorder.shown == [], dialog_recorder.shown
+
+    run_dir = window.last_run_dir
+    assert run_dir is not None and read_status(run_dir)["status"] == "finished"
+    metrics = read_metrics(run_dir)
+    assert metrics["step"] == [float(step) for step in range(1, 9)]
+    assert np.array_equal(window.plot.steps(), np.arange(1, 9))
+    assert np.array_equal(
+        window.plot.losses().astype(np.float32), np.asarray(metrics["loss"], dtype=np.float32)
+    )
+    assert [s for m in reported for s in m.steps] == list(range(1, 9))
+    assert window.status_panel.values["strategy"].text().endswith("Strategy")
+    assert window.status_panel.values["replicas"].text() == "2"
+
+    assert [t.name for t in panel.tasks()] == list(TASKS)
+    assert [panel.cell(name, "State") for name in TASKS] == ["finished", "finished"]
+    assert [panel.cell(name, "Last step") for name in TASKS] == ["8", "8"]
+    assert all(panel.cell(name, "PID").isdigit() for name in TASKS)
+    assert all(panel.cell(name, "Address").startswith("127.0.0.1:") for name in TASKS)
+    assert panel.task_lines("worker:1"), "worker:1's log lines reach its log view"
+    assert all((task.run_dir / "engine.log").is_file() for task in panel.tasks())
+    assert multiprocessing.active_children() == []
