@@ -274,6 +274,10 @@ class LocalCluster:
     run fails, naming it, and the other tasks are stopped, then killed.
     """
 
+    stop_grace_s: float = STOP_GRACE_S
+    """How long a requested stop may take before the cluster kills its own stragglers:
+    a multi-worker stop first agrees on a step and saves a checkpoint there."""
+
     def __init__(
         self,
         project: Project,

@@ -113,7 +113,6 @@ class LossPlot(QWidget):
 
         self.plot_widget = pg.PlotWidget(background="w")
         self.plot_item = self.plot_widget.getPlotItem()
-        self.plot_item.showGrid(x=True, y=True, alpha=0.2)
         self.plot_item.setLabel("bottom", "step")
         self.plot_item.setLabel("left", "loss")
         self.legend = self.plot_item.addLegend(offset=(-10, 10))
@@ -150,6 +149,11 @@ class LossPlot(QWidget):
         self.smooth_slider.setToolTip("Smoothing weight: 0 follows the loss, 0.999 averages long")
         self.smooth_value = QLabel(f"{DEFAULT_SMOOTHING:.3f}")
         self.log_checkbox = QCheckBox("Log scale")
+        # Off by default: pyqtgraph replays the grid's lines on every frame, which cost
+        # ~15 ms a frame here and pushed the event loop's p99 latency past 100 ms while a
+        # run streamed 5,000 steps/s (benchmarks/gui_bench.py).
+        self.grid_checkbox = QCheckBox("Grid")
+        self.grid_checkbox.setToolTip("Grid lines (they make every frame slower to draw)")
         self.replica_checkbox = QCheckBox("Replicas")
         self.replica_checkbox.setChecked(True)
         self.replica_checkbox.setEnabled(False)
@@ -167,6 +171,7 @@ class LossPlot(QWidget):
         controls.addWidget(self.smooth_value)
         controls.addSpacing(12)
         controls.addWidget(self.log_checkbox)
+        controls.addWidget(self.grid_checkbox)
         controls.addWidget(self.replica_checkbox)
         controls.addStretch(1)
         controls.addWidget(self.auto_range_button)
@@ -179,6 +184,9 @@ class LossPlot(QWidget):
         self.smooth_checkbox.toggled.connect(self._on_smoothing_toggled)
         self.smooth_slider.valueChanged.connect(self._on_slider)
         self.log_checkbox.toggled.connect(lambda on: self.plot_item.setLogMode(y=on))
+        self.grid_checkbox.toggled.connect(
+            lambda on: self.plot_item.showGrid(x=on, y=on, alpha=0.2)
+        )
         self.replica_checkbox.toggled.connect(self._on_replicas_toggled)
         self.auto_range_button.clicked.connect(self.auto_range)
 

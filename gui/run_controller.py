@@ -103,7 +103,8 @@ class RunController(QObject):
         self.killed = False
         self._kill_timer = QTimer(self)
         self._kill_timer.setSingleShot(True)
-        self._kill_timer.setInterval(round(kill_after_s * 1000))
+        self._kill_after_ms = round(kill_after_s * 1000)
+        self._kill_timer.setInterval(self._kill_after_ms)
         self._kill_timer.timeout.connect(self._kill_if_running)
 
     @property
@@ -159,7 +160,13 @@ class RunController(QObject):
         self.stop_requested = True
         self._engine.request_stop()
         self._set_state(RunState.STOPPING)
-        self._kill_timer.start()
+        # An engine that ends its own stragglers (a local cluster, which first saves an
+        # agreed checkpoint) gets its grace and a little more before the window kills.
+        own_grace_s = getattr(self._engine, "stop_grace_s", None)
+        if own_grace_s is None:
+            self._kill_timer.start(self._kill_after_ms)
+        else:
+            self._kill_timer.start(max(self._kill_after_ms, round((own_grace_s + 2) * 1000)))
 
     def shutdown(self, grace_s: float = KILL_AFTER_S) -> None:
         """Blocking last resort when the app quits: no engine may outlive the window."""

@@ -128,3 +128,19 @@ def test_metrics_are_messages_not_copies(qtbot, qloop, run_dir: Path) -> None:
     _run(qtbot, controller, run_dir)
     (metrics,) = events.of("metrics")
     assert isinstance(metrics, StepMetrics) and metrics.losses == [1.0, 0.5, 1.0 / 3]
+
+
+def test_an_engine_with_its_own_stop_grace_gets_it(qtbot, qloop, run_dir: Path) -> None:
+    """A local cluster first saves an agreed checkpoint, then kills its own stragglers."""
+    engine = FakeEngine([], endless=True, stubborn=True)
+    engine.stop_grace_s = 1.0  # type: ignore[attr-defined]
+    controller = RunController(factory(engine), kill_after_s=0.3)
+    events = Recorder(controller)
+    controller.start(load_example("seed"), run_dir)
+    qtbot.waitUntil(lambda: len(events.of("metrics")) >= 2, timeout=5000)
+    controller.stop()
+    qtbot.wait(1000)
+    assert not engine.killed
+    qtbot.waitUntil(lambda: not controller.active, timeout=5000)
+    assert engine.killed
+    assert any("did not stop within 3 s" in log.text for log in events.of("log"))  # type: ignore[attr-defined]
