@@ -227,6 +227,7 @@ def dir_size(path: Path) -> int:
 
 
 def mib(size: int) -> str:
+    """Bytes as MiB for the report."""
     return f"{size / 2**20:,.0f} MiB"
 
 
@@ -234,6 +235,7 @@ def mib(size: int) -> str:
 
 
 def debian_arch() -> str:
+    """This machine's Debian architecture (amd64, arm64, ...)."""
     return run(["dpkg", "--print-architecture"], capture_output=True).stdout.strip()
 
 
@@ -440,6 +442,7 @@ def make_tarball(bundle: Path, out: Path, name: str) -> Path:
 
 
 def _reset_owner(info: tarfile.TarInfo) -> tarfile.TarInfo:
+    """Tar entries owned by root, not by whoever built."""
     info.uid = info.gid = 0
     info.uname = info.gname = "root"
     return info
@@ -595,6 +598,7 @@ def build_windows_installer(bundle: Path, out: Path) -> Path:
 
 
 def report(paths: Iterable[Path], bundle: Path, seconds: float) -> None:
+    """Prints the bundle's and the outputs' sizes and the time taken."""
     print(f"\nbundle  {bundle}  {mib(dir_size(bundle))}")
     for path in paths:
         print(f"output  {path}  {mib(path.stat().st_size)}")
@@ -602,6 +606,7 @@ def report(paths: Iterable[Path], bundle: Path, seconds: float) -> None:
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    """The command line of build.py."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--dist", type=Path, default=ROOT / "dist", help="output folder")
     parser.add_argument(

@@ -51,6 +51,7 @@ class Renderer:
     """Renders the SVG master at any square size with QSvgRenderer."""
 
     def __init__(self, svg: Path) -> None:
+        """Loads the SVG (headless QGuiApplication on the offscreen platform)."""
         os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
         from PySide6.QtGui import QGuiApplication
         from PySide6.QtSvg import QSvgRenderer

@@ -134,6 +134,7 @@ def build_deb() -> Path:
 
 
 def package_installed() -> bool:
+    """Whether dpkg has a distloop package installed."""
     result = subprocess.run(
         ["dpkg-query", "-W", "-f", "${Status}", "distloop"],
         capture_output=True,
@@ -174,12 +175,14 @@ def deb() -> Iterator[Path]:
 
 @pytest.fixture()
 def home(tmp_path: Path) -> Path:
+    """An empty home folder, so no settings or runs of this machine's user leak in."""
     folder = tmp_path / "home"
     folder.mkdir()
     return folder
 
 
 def test_package_layout_and_metadata(deb: Path) -> None:
+    """Bundle under /opt, command, desktop entry, icons, Version and Qt's Depends."""
     assert INSTALLED.is_symlink() and INSTALLED.resolve() == Path("/opt/distloop/distloop")
     assert Path("/opt/distloop/_internal/resources/examples/seed.json").is_file()
     assert Path("/usr/share/applications/distloop.desktop").is_file()
@@ -200,6 +203,7 @@ def test_package_layout_and_metadata(deb: Path) -> None:
 
 
 def test_version_and_subcommands(deb: Path, home: Path, tmp_path: Path) -> None:
+    """--version, example, validate and devices answer from the installed copy."""
     version = run_installed(["--version"], home, tmp_path)
     assert version.returncode == 0, version.stderr
     assert version.stdout.strip() == f"distloop {__version__}"
@@ -217,11 +221,13 @@ def test_version_and_subcommands(deb: Path, home: Path, tmp_path: Path) -> None:
 
 
 def losses(run_dir: Path) -> list[str]:
+    """The loss column of a run folder's metrics.csv."""
     with (run_dir / "metrics.csv").open(newline="") as handle:
         return [row["loss"] for row in csv.DictReader(handle)]
 
 
 def test_headless_seed_run_matches_the_source_engine(deb: Path, home: Path, tmp_path: Path) -> None:
+    """A frozen engine process trains the seed exactly as the source engine does."""
     out = tmp_path / "frozen"
     result = run_installed(["run", "--example", "seed", "--out", str(out)], home, tmp_path)
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
@@ -246,6 +252,7 @@ def test_headless_seed_run_matches_the_source_engine(deb: Path, home: Path, tmp_
     reason="needs xvfb-run, imagemagick's import and x11-utils' xwininfo",
 )
 def test_gui_starts_and_runs_the_seed(deb: Path, home: Path, tmp_path: Path) -> None:
+    """The installed GUI opens under Xvfb and runs the seed through a frozen engine."""
     shots = Path(os.environ.get("DISTLOOP_PACKAGING_ARTIFACTS", REPO / "build" / "packaging-test"))
     shots.mkdir(parents=True, exist_ok=True)
     for old in shots.glob("gui*"):
