@@ -188,7 +188,10 @@ def test_cluster_run_fills_the_table_the_task_logs_and_the_plot(qtbot, make_wind
     window.show()
     window.run_action.trigger()
     qtbot.waitUntil(lambda: not window.controller.active, timeout=10_000)
-    qtbot.waitUntil(lambda: panel.cell("worker:1", "State") == "finished", timeout=5_000)
+    qtbot.waitUntil(
+        lambda: [panel.cell(name, "State") for name in TASKS] == ["finished", "finished"],
+        timeout=5_000,
+    )
     (cluster,) = made
     assert cluster.started and cluster.closed
     assert panel.isVisible() and panel.table.rowCount() == 2
@@ -298,7 +301,10 @@ def test_real_two_worker_cluster_from_the_window(qtbot, window: MainWindow, dial
     window.run_action.trigger()
     qtbot.waitUntil(lambda: not window.controller.active, timeout=RUN_TIMEOUT_MS)
     panel = window.cluster_panel
-    qtbot.waitUntil(lambda: panel.cell("worker:1", "State") == "finished", timeout=5_000)
+    qtbot.waitUntil(
+        lambda: [panel.cell(name, "State") for name in TASKS] == ["finished", "finished"],
+        timeout=5_000,
+    )
     assert dialog_recorder.shown == [], dialog_recorder.shown
 
     run_dir = window.last_run_dir
