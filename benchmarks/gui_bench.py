@@ -47,8 +47,6 @@ began = float(sys.argv[1])
 from PySide6.QtWidgets import QApplication
 app = QApplication([])
 if sys.argv[2] == "distloop":
-    from gui.refcount_guard import protect_singletons
-    protect_singletons()
     from gui.main_window import MainWindow
     window = MainWindow()
 else:
@@ -300,14 +298,11 @@ def main() -> None:
 
     from PySide6.QtWidgets import QApplication
 
-    from gui.refcount_guard import protect_singletons
-
     ours_start, bare_start = window_start("distloop"), window_start("bare")
     print(
         f"4a. window start: Distloop {ours_start:.2f} s, bare QMainWindow {bare_start:.2f} s, "
         f"ratio {ours_start / bare_start:.2f} (goal: under 1.5 s)"
     )
-    protect_singletons()
     app = QApplication.instance() or QApplication([])
     ours_frame, plain_frame = plot_frames(app)
     print(

@@ -11,7 +11,6 @@ import qasync
 from PySide6.QtGui import QIcon, QPixmap
 from PySide6.QtWidgets import QApplication
 
-from gui.refcount_guard import protect_singletons
 from gui.settings import APPLICATION, ORGANIZATION
 
 
@@ -45,7 +44,6 @@ def app_icon() -> QIcon:
 def main(argv: list[str]) -> int:
     """Shows the main window until it closes; the exit code is Qt's."""
     args = parse_args(argv)
-    protect_singletons()
     app = QApplication.instance() or QApplication([sys.argv[0]])
     app.setOrganizationName(ORGANIZATION)
     app.setApplicationName(APPLICATION)

@@ -18,9 +18,6 @@ from PySide6.QtWidgets import QApplication
 
 from gui import dialogs
 from gui.main_window import MainWindow
-from gui.refcount_guard import protect_singletons
-
-protect_singletons()  # PySide6 6.12 on Python 3.11 drops references to None (see the module)
 
 
 @pytest.fixture(autouse=True)
