@@ -141,17 +141,17 @@ class FloatEdit(QDoubleSpinBox):
         self.setValue(float(value))
 
 
-class OptionalFloatEdit(QWidget):
-    """A float the model allows to be left out (None): a checkbox turns it on."""
+class _OptionalEdit(QWidget):
+    """A number the model allows to be left out (None): a checkbox turns it on."""
 
     edited = Signal()
 
-    def __init__(self, minimum: float, maximum: float, initial: float) -> None:
+    def __init__(self, spin: FloatEdit | IntEdit, initial: float, tooltip: str) -> None:
         super().__init__()
         self.checkbox = QCheckBox()
-        self.checkbox.setToolTip("Unchecked: leave it out and use the default")
-        self.spin = FloatEdit(minimum, maximum)
-        self.spin.setValue(initial)
+        self.checkbox.setToolTip(tooltip)
+        self.spin = spin
+        self.spin.set_value(initial)
         self.spin.setEnabled(False)
         layout = QHBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
@@ -170,41 +170,20 @@ class OptionalFloatEdit(QWidget):
 
     def set_value(self, value: float | None) -> None:
         if value is not None:
-            self.spin.setValue(float(value))
+            self.spin.set_value(value)
         self.checkbox.setChecked(value is not None)
 
 
-class OptionalIntEdit(QWidget):
-    """An integer the model allows to be left out (None): a checkbox turns it on."""
+class OptionalFloatEdit(_OptionalEdit):
+    def __init__(self, minimum: float, maximum: float, initial: float) -> None:
+        super().__init__(
+            FloatEdit(minimum, maximum), initial, "Unchecked: leave it out and use the default"
+        )
 
-    edited = Signal()
 
+class OptionalIntEdit(_OptionalEdit):
     def __init__(self, minimum: int, maximum: int, initial: int) -> None:
-        super().__init__()
-        self.checkbox = QCheckBox()
-        self.checkbox.setToolTip("Unchecked: leave it out")
-        self.spin = IntEdit(minimum, maximum)
-        self.spin.setValue(initial)
-        self.spin.setEnabled(False)
-        layout = QHBoxLayout(self)
-        layout.setContentsMargins(0, 0, 0, 0)
-        layout.addWidget(self.checkbox)
-        layout.addWidget(self.spin, 1)
-        self.checkbox.toggled.connect(self.spin.setEnabled)
-        self.checkbox.toggled.connect(self.edited)
-        self.spin.edited.connect(self.edited)
-
-    @property
-    def mark_target(self) -> QWidget:
-        return self.spin
-
-    def value(self) -> int | None:
-        return self.spin.value() if self.checkbox.isChecked() else None
-
-    def set_value(self, value: int | None) -> None:
-        if value is not None:
-            self.spin.setValue(int(value))
-        self.checkbox.setChecked(value is not None)
+        super().__init__(IntEdit(minimum, maximum), initial, "Unchecked: leave it out")
 
 
 class BoolEdit(QCheckBox):

@@ -148,8 +148,8 @@ class ProjectEditor(QTabWidget):
         }
         self._marked: set[QWidget] = set()
 
-        for form in (
-            self.general,
+        # Every form but the general one owns project paths it can be marked at.
+        self._forms = (
             self.strategy,
             self.model,
             self.data_form,
@@ -158,7 +158,8 @@ class ProjectEditor(QTabWidget):
             self.training,
             self.custom_code,
             self.evaluation,
-        ):
+        )
+        for form in (self.general, *self._forms):
             form.edited.connect(self.edited)
         self.tf_config.changed.connect(self.edited)
         self.strategy.kind_changed.connect(self.tf_config.set_strategy_kind)
@@ -201,16 +202,7 @@ class ProjectEditor(QTabWidget):
             ("name",): self.general.editors["name"],
             ("description",): self.general.editors["description"],
         }
-        for form in (
-            self.strategy,
-            self.model,
-            self.data_form,
-            self.optimizer,
-            self.loss,
-            self.training,
-            self.custom_code,
-            self.evaluation,
-        ):
+        for form in self._forms:
             targets.update(form.targets())
         return targets
 
