@@ -315,6 +315,18 @@ class _DataBase(_Strict):
     drop_remainder: bool = Field(
         False, description="Drop a short last batch instead of training on it."
     )
+    cache: bool = Field(
+        False,
+        description="Keep the data in memory after its first pass, so later passes skip "
+        "loading and batching (the unshuffled batches, or the examples before shuffling).",
+    )
+    prefetch: int | None = Field(
+        None,
+        ge=0,
+        le=10_000,
+        description="Batches prepared ahead of the step; left out, tf.data tunes it "
+        "(AUTOTUNE); 0 prepares none.",
+    )
 
     def example_count(self) -> int | None:
         """Examples in one pass, when known without reading files."""
@@ -389,6 +401,8 @@ DATA_SOURCES: tuple[str, ...] = (
 
 # --- training --------------------------------------------------------------------------
 
+InputDistribution = Literal["auto", "split_on_host", "distributed_dataset"]
+
 
 class TrainingConfig(_Strict):
     """How long to train: ``epochs`` passes over the data, or exactly ``steps`` steps."""
@@ -414,6 +428,13 @@ class TrainingConfig(_Strict):
         "at the end of the run.",
     )
     jit_compile: bool = Field(False, description="Compile the training step with XLA.")
+    input_distribution: InputDistribution = Field(
+        "auto",
+        description="How each global batch reaches the replicas: split_on_host (one host "
+        "pipeline, sliced in the step; fastest on CPUs), distributed_dataset (the guide's "
+        "experimental_distribute_dataset, prefetching to GPUs and TPUs), or auto (split_on_host "
+        "when every replica is a CPU).",
+    )
 
     @model_validator(mode="after")
     def _check(self) -> TrainingConfig:

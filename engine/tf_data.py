@@ -1,7 +1,8 @@
 """Builds the project's ``tf.data`` pipeline, batched by the global batch size (imports TF).
 
-The dataset yields *global* batches; ``strategy.experimental_distribute_dataset``
-then splits each one across the replicas, as the guide does. Every epoch is in
+The dataset yields *global* batches; ``engine.tf_input`` then splits each one
+across the replicas (with ``strategy.experimental_distribute_dataset``, as the
+guide does, or on the host). Every epoch is in
 the one dataset (``repeat``), so the stream of batches is a single deterministic
 sequence: a resumed run skips the batches it already trained on and sees exactly
 what the uninterrupted run would have seen next. (TensorFlow cannot checkpoint a
@@ -102,10 +103,14 @@ def build_training_data(project: Project, skip_steps: int = 0) -> TrainingData:
     data, training = project.data, project.training
     dataset, examples = _examples(project)
     if data.shuffle_buffer:
+        # Cached before shuffling: a cache after it would replay the first epoch's order.
+        dataset = dataset.cache() if data.cache else dataset
         dataset = dataset.shuffle(
             data.shuffle_buffer, seed=training.seed, reshuffle_each_iteration=True
         )
     dataset = dataset.batch(data.global_batch_size, drop_remainder=data.drop_remainder)
+    if data.cache and not data.shuffle_buffer:
+        dataset = dataset.cache()
     full, rest = divmod(examples, data.global_batch_size)
     per_epoch = full if data.drop_remainder or not rest else full + 1
     return _training_pipeline(dataset, examples, per_epoch, project, skip_steps)
@@ -123,6 +128,8 @@ def custom_training_data(
             "training.epochs needs a finite one of known length (or give training.steps)"
         )
     examples = max(per_epoch, 0) * project.data.global_batch_size
+    if project.data.cache:
+        batches = batches.cache()
     return _training_pipeline(batches, examples, per_epoch, project, skip_steps)
 
 
@@ -144,8 +151,7 @@ def _training_pipeline(
         )
     if skip_steps:
         dataset = dataset.skip(skip_steps)
-    dataset = dataset.with_options(_options()).prefetch(tf.data.AUTOTUNE)
-    return TrainingData(dataset, examples, total)
+    return TrainingData(_finished(dataset, data), examples, total)
 
 
 def build_eval_data(project: Project) -> tuple[tf.data.Dataset, int]:
@@ -158,13 +164,23 @@ def build_eval_data(project: Project) -> tuple[tf.data.Dataset, int]:
     assert evaluation is not None
     if evaluation.source is not None:
         dataset, examples = _dataset_of(evaluation.source, project)
-        batch = evaluation.source.global_batch_size
+        source = evaluation.source
     else:
         _, (x, y) = _split(project)
         dataset, examples = tf.data.Dataset.from_tensor_slices((x, y)), len(x)
-        batch = project.data.global_batch_size
-    dataset = dataset.batch(batch).with_options(_options()).prefetch(tf.data.AUTOTUNE)
-    return dataset, examples
+        source = project.data
+    dataset = dataset.batch(source.global_batch_size)
+    if source.cache:  # every evaluation reads the same batches again
+        dataset = dataset.cache()
+    return _finished(dataset, source), examples
+
+
+def _finished(dataset: tf.data.Dataset, data: DataConfig) -> tf.data.Dataset:
+    """The pipeline's options, and the batches prepared ahead of the step."""
+    dataset = dataset.with_options(_options())
+    if data.prefetch == 0:
+        return dataset
+    return dataset.prefetch(tf.data.AUTOTUNE if data.prefetch is None else data.prefetch)
 
 
 def _options() -> tf.data.Options:

@@ -26,6 +26,7 @@ from engine.config import LossConfig, Project
 from engine.messages import EvalMetrics
 from engine.run_folder import EvalWriter
 from engine.tf_data import build_eval_data
+from engine.tf_input import distribute_input
 
 
 def metric_names(loss: LossConfig) -> list[str]:
@@ -77,7 +78,9 @@ class Evaluator:
         self.every = project.evaluation.every
         self.names = metric_names(project.loss)
         dataset, self.examples = build_eval_data(project)
-        self._dataset = strategy.experimental_distribute_dataset(dataset)
+        replica_input = distribute_input(strategy, dataset, project.training.input_distribution)
+        self._dataset = replica_input.dataset
+        to_replicas = replica_input.to_replicas
         metric_sums = _metric_sums(project.loss)
         sum_op = tf.distribute.ReduceOp.SUM
 
@@ -93,8 +96,8 @@ class Evaluator:
                 metric_count,
             )
 
-        def eval_step(dist_inputs: Any) -> tuple[tf.Tensor, ...]:
-            per_replica = strategy.run(replica_sums, args=(dist_inputs,))
+        def eval_step(element: Any) -> tuple[tf.Tensor, ...]:
+            per_replica = strategy.run(replica_sums, args=(to_replicas(element),))
             return tuple(strategy.reduce(sum_op, value, axis=None) for value in per_replica)
 
         # reduce_retracing: the short last batch retraces once, not at every evaluation.
@@ -103,8 +106,8 @@ class Evaluator:
     def evaluate(self) -> dict[str, float]:
         """One pass over the validation data; float64 totals of the per-batch sums."""
         totals = np.zeros(4, dtype=np.float64)
-        for dist_inputs in self._dataset:
-            totals += np.asarray([float(value) for value in self._step(dist_inputs)])
+        for element in self._dataset:
+            totals += np.asarray([float(value) for value in self._step(element)])
         loss_sum, examples, metric_sum, metric_count = totals
         return {
             self.names[0]: loss_sum / examples if examples else float("nan"),

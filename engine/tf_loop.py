@@ -26,7 +26,8 @@ from engine.reporting import StepReporter
 class ReplicaStepRunner:
     """The guide's ``distributed_train_step`` around any per-replica step, plus a fused form.
 
-    ``train_step(inputs)`` runs on every replica (``strategy.run``) and returns a
+    ``train_step(inputs)`` runs on every replica (``strategy.run``) on what
+    ``to_replicas`` makes of the loop's element (``engine.tf_input``) and returns a
     scalar loss, or a dict of named scalar losses; each is reduced with
     ``strategy.reduce(SUM)`` inside ``tf.function``. With per-replica losses, the
     local replicas' values of the primary loss come back too (the ``"loss"`` entry
@@ -39,6 +40,7 @@ class ReplicaStepRunner:
         train_step: Callable[[Any], Any],
         *,
         per_replica_losses: bool,
+        to_replicas: Callable[[Any], Any],
         single_loss: bool = False,
     ) -> None:
         """``single_loss`` says the step returns one tensor, so its output needs no trace."""
@@ -57,8 +59,8 @@ class ReplicaStepRunner:
                 [tf.stack(strategy.experimental_local_results(v)) for v in per_replica.values()]
             )
 
-        def distributed_step(dist_inputs: Any) -> tuple[Any, tf.Tensor]:
-            per_replica = strategy.run(train_step, args=(dist_inputs,))
+        def distributed_step(element: Any) -> tuple[Any, tf.Tensor]:
+            per_replica = strategy.run(train_step, args=(to_replicas(element),))
             # Runs while tracing: what the step returns is known from its first trace on.
             self._structure_known = True
             # (No annotations in here: AutoGraph cannot convert annotated assignments.)
@@ -101,8 +103,8 @@ class ReplicaStepRunner:
     def loss_names(self, element_spec: Any) -> list[str] | None:
         """The step's named losses in the order it returns them; None for a single loss.
 
-        Traces the one-step function for ``element_spec`` (the distributed
-        dataset's) when no trace has told yet; the loop's first call reuses it.
+        Traces the one-step function for ``element_spec`` (the loop's dataset's) when
+        no trace has told yet; the loop's first call reuses it.
         """
         if not self._structure_known:
             self._one.get_concrete_function(element_spec)
@@ -114,9 +116,9 @@ class ReplicaStepRunner:
             self._fused.experimental_get_tracing_count()
         )
 
-    def run_one(self, dist_inputs: Any) -> tuple[Any, tf.Tensor | None]:
+    def run_one(self, element: Any) -> tuple[Any, tf.Tensor | None]:
         """One step: the reduced loss(es), and the local replicas' losses when asked for."""
-        loss, replicas = self._one(dist_inputs)
+        loss, replicas = self._one(element)
         return loss, replicas if self._per_replica else None
 
     def run_many(self, iterator: Any, count: int) -> tuple[Any, tf.Tensor | None]:
@@ -139,6 +141,7 @@ class StepRunner(ReplicaStepRunner):
         global_batch_size: int,
         *,
         per_replica_losses: bool,
+        to_replicas: Callable[[Any], Any],
         jit_compile: bool = False,
     ) -> None:
         def loss_and_gradients(inputs: Any) -> tuple[tf.Tensor, list[tf.Tensor]]:
@@ -166,7 +169,11 @@ class StepRunner(ReplicaStepRunner):
             return loss
 
         super().__init__(
-            strategy, train_step, per_replica_losses=per_replica_losses, single_loss=True
+            strategy,
+            train_step,
+            per_replica_losses=per_replica_losses,
+            to_replicas=to_replicas,
+            single_loss=True,
         )
 
 
@@ -183,7 +190,7 @@ class LoopPlan:
 
 def run_loop(
     runner: ReplicaStepRunner,
-    dist_dataset: Any,
+    dataset: Any,
     plan: LoopPlan,
     reporter: StepReporter,
     should_stop: Callable[[], bool],
@@ -201,17 +208,17 @@ def run_loop(
     step = plan.first_step
     try:
         if plan.steps_per_execution == 1 and plan.epoch_form:
-            for dist_inputs in dist_dataset:
+            for element in dataset:
                 if step > plan.last_step:
                     break
                 if should_stop():
                     return True
-                loss, replicas = runner.run_one(dist_inputs)
+                loss, replicas = runner.run_one(element)
                 reporter.record(step, loss, replicas, time.perf_counter() - start)
                 after_steps(step)
                 step += 1
             return False
-        iterator = iter(dist_dataset)
+        iterator = iter(dataset)
         while step <= plan.last_step:
             if should_stop():
                 return True

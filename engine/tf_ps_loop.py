@@ -108,6 +108,7 @@ def coordinate(
         loss_object,
         project.data.global_batch_size,
         per_replica_losses=False,
+        to_replicas=lambda inputs: inputs,  # each worker's dataset is already its replica's
         jit_compile=training.jit_compile,
     )
 
@@ -181,6 +182,11 @@ def _ignored_settings(project: Project) -> list[str]:
     if training.checkpoint_every is not None:
         notes.append(
             "training.checkpoint_every is ignored: parameter_server runs keep no checkpoint"
+        )
+    if training.input_distribution != "auto":
+        notes.append(
+            "training.input_distribution is ignored: each parameter-server worker reads "
+            "its own dataset (distribute_datasets_from_function)"
         )
     return notes
 

@@ -35,6 +35,7 @@ from engine.run_folder import (
 from engine.tf_checkpoint import RunCheckpoints
 from engine.tf_data import build_training_data, custom_training_data
 from engine.tf_eval import EvalReporter, Evaluator
+from engine.tf_input import distribute_input
 from engine.tf_loop import LoopPlan, ReplicaStepRunner, StepRunner, run_loop
 from engine.tf_model import build_loss, build_model, build_optimizer
 from engine.tf_preemption import AlignedStop, ClusterStop
@@ -113,7 +114,12 @@ def train(
         data = custom_training_data(batches, project, skip_steps=done_steps)
     else:
         data = build_training_data(project, skip_steps=done_steps)
-    dist_dataset = strategy.experimental_distribute_dataset(data.dataset)
+    replica_input = distribute_input(strategy, data.dataset, training.input_distribution)
+    channel.log(
+        f"input distribution: {replica_input.method} "
+        f"(training.input_distribution is {training.input_distribution})",
+        level="debug",
+    )
     replicas = strategy.num_replicas_in_sync
     warnings = uneven_batch_warnings(project, replicas)
     for note in warnings:
@@ -145,6 +151,7 @@ def train(
             loss_object,
             project.data.global_batch_size,
             per_replica_losses=training.per_replica_losses,
+            to_replicas=replica_input.to_replicas,
             jit_compile=training.jit_compile,
         )
     else:
@@ -161,6 +168,7 @@ def train(
             strategy,
             replica_step(code, context),
             per_replica_losses=training.per_replica_losses,
+            to_replicas=replica_input.to_replicas,
         )
         if training.jit_compile:
             channel.log(
@@ -170,7 +178,7 @@ def train(
             )
     # Traces a custom step now: its losses name the metrics.csv columns, and a step that
     # returns the wrong thing fails here, before the first step.
-    loss_names = runner.loss_names(dist_dataset.element_spec) if code else None
+    loss_names = runner.loss_names(replica_input.element_spec) if code else None
     evaluator = (
         Evaluator(strategy, _evaluated_model(code, models), loss_object, project)
         if project.evaluation is not None
@@ -240,7 +248,7 @@ def train(
         try:
             stopped = run_loop(
                 runner,
-                dist_dataset,
+                replica_input.dataset,
                 plan,
                 reporter,
                 should_stop if aligned is None else aligned.loop_should_stop,

@@ -158,6 +158,31 @@ def test_two_workers_give_the_single_process_trace_and_the_cli_prints_it(tmp_pat
     assert "worker:1 at 127.0.0.1:" in cluster.stderr
 
 
+def test_workers_keep_the_same_share_of_each_batch_with_either_input_distribution(
+    tmp_path,
+) -> None:
+    """Splitting on the host must cut each worker's share as TensorFlow's DATA sharding does.
+
+    Batches of 7 over 2 workers (4/3) and a short batch of 2 every 5 steps (1/1); the
+    chief's own replica loss is compared, not only the reduced loss.
+    """
+    metrics = {}
+    for method in ("split_on_host", "distributed_dataset"):
+        data = multi_worker(steps=12)
+        data["data"].update(examples=30, global_batch_size=7, shuffle_buffer=30)
+        data["training"].update(per_replica_losses=True, input_distribution=method)
+        path = tmp_path / f"{method}.json"
+        path.write_text(json.dumps(data))
+        cluster = distloop("cluster", str(path), "--out", str(tmp_path / method))
+        assert cluster.returncode == 0, cluster.stderr[-3000:]
+        metrics[method] = read_metrics(tmp_path / method)
+    host, dataset = metrics["split_on_host"], metrics["distributed_dataset"]
+    assert host["step"] == dataset["step"] == list(range(1, 13))
+    for column in ("loss", "replica_0"):
+        np.testing.assert_allclose(host[column], dataset[column], rtol=1e-6)
+    assert not np.allclose(host["replica_0"], host["loss"])  # a share, not the whole batch
+
+
 @pytest.mark.slow
 def test_parameter_server_cluster_trains(tmp_path) -> None:
     cluster = LocalCluster(load_project_data(parameter_server()), tmp_path)
