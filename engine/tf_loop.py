@@ -76,10 +76,11 @@ class ReplicaStepRunner:
                 return reduced, local_primary(per_replica)
             return reduced, tf.zeros([0])
 
-        # reduce_retracing: a short last batch retraces once into a shape-generic
-        # function, never once per epoch. (An input_signature does the same but made
-        # every call of a small model ~40% slower: measured, see benchmarks/RESULTS.md.)
+        # Until bind_input fixes the signature (and where nothing does: a parameter-server
+        # step runs inside the coordinator's function), a short last batch retraces once
+        # into a shape-generic function, never once per epoch.
         self._one = tf.function(distributed_step, reduce_retracing=True)
+        self._call_one: Callable[[Any], tuple[Any, tf.Tensor]] = self._one
 
         @tf.function
         def fused_steps(iterator: Any, count: tf.Tensor) -> tuple[Any, tf.Tensor]:
@@ -100,6 +101,16 @@ class ReplicaStepRunner:
 
         self._fused = fused_steps
 
+    def bind_input(self, element_spec: Any) -> None:
+        """Traces the one-step function once, for the loop's dataset's ``element_spec``.
+
+        The spec is the step's input signature: its batch dimension is unknown unless
+        the data drops short batches, so a short last batch runs the same trace.
+        Calling that traced (concrete) function also skips ``tf.function``'s per-call
+        dispatch, about a fifth of the seed model's step here (benchmarks/RESULTS.md).
+        """
+        self._call_one = self._one.get_concrete_function(element_spec)
+
     def loss_names(self, element_spec: Any) -> list[str] | None:
         """The step's named losses in the order it returns them; None for a single loss.
 
@@ -118,7 +129,7 @@ class ReplicaStepRunner:
 
     def run_one(self, element: Any) -> tuple[Any, tf.Tensor | None]:
         """One step: the reduced loss(es), and the local replicas' losses when asked for."""
-        loss, replicas = self._one(element)
+        loss, replicas = self._call_one(element)
         return loss, replicas if self._per_replica else None
 
     def run_many(self, iterator: Any, count: int) -> tuple[Any, tf.Tensor | None]:

@@ -176,8 +176,9 @@ def train(
                 "custom train_step with tf.function(jit_compile=True)",
                 level="warning",
             )
-    # Traces a custom step now: its losses name the metrics.csv columns, and a step that
-    # returns the wrong thing fails here, before the first step.
+    # Traces the step now: a custom step's losses name the metrics.csv columns, and one
+    # that returns the wrong thing fails here, before the first step.
+    runner.bind_input(replica_input.element_spec)
     loss_names = runner.loss_names(replica_input.element_spec) if code else None
     evaluator = (
         Evaluator(strategy, _evaluated_model(code, models), loss_object, project)
