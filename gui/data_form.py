@@ -95,7 +95,7 @@ class DataForm(QWidget):
         source_layout = QVBoxLayout(source_box)
         source_layout.addLayout(source_form)
         source_layout.addWidget(self.stack)
-        batching_box = QGroupBox("Batching")
+        batching_box = QGroupBox("Batching and pipeline")
         QVBoxLayout(batching_box).addWidget(self.batching)
 
         layout = QVBoxLayout(self)

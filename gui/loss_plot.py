@@ -7,7 +7,10 @@ they live beside the run's own curves, so comparing never disturbs a live run.
 
 Built to stay smooth for a million steps: data lives in growing numpy buffers,
 curves are redrawn at most ~30 times a second and only when new data arrived,
-and pyqtgraph draws only the visible range, peak-downsampled to the pixel width.
+and pyqtgraph draws only the visible range, downsampled to one bin per pixel
+column: a raw loss keeps each column's minimum and maximum (peak), a smoothed
+curve, which has no spikes to lose, its mean (a plain polyline, drawn about
+three times faster; benchmarks/gui_bench.py).
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ from engine.run_folder import format_loss
 from gui.series import GrowingArray, Smoother
 
 REDRAW_INTERVAL_MS = 33
-DOWNSAMPLE_FACTOR = 2.0  # samples per pixel column kept by peak downsampling
+DOWNSAMPLE_FACTOR = 1.0  # downsampling bins per pixel column: finer adds nothing visible
 DEFAULT_SMOOTHING = 0.6
 SLIDER_STEPS = 1000  # the slider's weight runs from 0 to 0.999
 RAW_PEN = pg.mkPen(color=(31, 119, 180, 140), width=1)
@@ -56,6 +59,11 @@ EMPTY_HINT = "The loss of each step appears here once a run starts (Run: Ctrl+R)
 def _curve(pen: pg.QtGui.QPen, name: str | None) -> pg.PlotDataItem:
     """A curve; the plot item gives it its downsampling and clipping when it is added."""
     return pg.PlotDataItem(pen=pen, name=name, autoDownsampleFactor=DOWNSAMPLE_FACTOR)
+
+
+def _downsample_as(curve: pg.PlotDataItem, *, smoothed: bool) -> None:
+    """Means for a smoothed curve, peaks (the plot item's default) for a raw one."""
+    curve.setDownsampling(auto=True, method="mean" if smoothed else "peak")
 
 
 class _Series:
@@ -124,6 +132,7 @@ class LossPlot(QWidget):
         self.smooth_curve = _curve(SMOOTH_PEN, "smoothed")
         self.plot_item.addItem(self.raw_curve)
         self.plot_item.addItem(self.smooth_curve)
+        _downsample_as(self.smooth_curve, smoothed=True)
         self.eval_curve = pg.PlotDataItem(
             pen=pg.mkPen(color=EVAL_COLOR, width=1, style=Qt.PenStyle.DashLine),
             symbol="o",
@@ -335,6 +344,7 @@ class LossPlot(QWidget):
     def _draw_comparison(self, comparison: _Comparison) -> None:
         smoothing = self.smooth_checkbox.isChecked()
         comparison.raw_curve.setVisible(smoothing)
+        _downsample_as(comparison.curve, smoothed=smoothing)
         if smoothing:
             comparison.raw_curve.setData(comparison.steps, comparison.losses)
             smoothed = Smoother(self.smoothing_weight()).extend(comparison.losses)

@@ -42,6 +42,28 @@ def test_million_points_keep_exact_values_and_redraw_fast(plot: LossPlot) -> Non
     print(f"append 1M in 100 batches: {appended:.3f} s, redraw+paint: {redrawn:.3f} s")
 
 
+def test_downsampling_keeps_a_one_step_spike_and_thins_the_smoothed_curve(plot: LossPlot) -> None:
+    """Raw losses keep each pixel column's extremes; the smoothed curve one mean per column."""
+    losses = np.ones(1_000_000)
+    losses[654_321] = 50.0
+    plot.append(np.arange(1, len(losses) + 1), losses)
+    plot.redraw()
+    plot.plot_widget.grab()
+    raw_x, raw_y = plot.raw_curve.getData()
+    assert raw_y.max() == 50.0  # one step in a million, still drawn
+    smooth_x, smooth_y = plot.smooth_curve.getData()
+    columns = plot.plot_item.vb.width()
+    assert columns / 2 < len(smooth_x) <= columns + 2
+    assert 2 * len(smooth_x) - 4 <= len(raw_x) <= 2 * len(smooth_x) + 4  # min and max
+    assert smooth_y.max() < plot.smoothed().max()  # means, not peaks
+    plot.smooth_checkbox.setChecked(False)
+    plot.add_comparison("past", "past", np.arange(1, 1001), np.linspace(1, 0, 1000))
+    (comparison,) = plot._comparisons.values()
+    assert comparison.curve.opts["downsampleMethod"] == "peak"  # raw losses when not smoothed
+    plot.smooth_checkbox.setChecked(True)
+    assert comparison.curve.opts["downsampleMethod"] == "mean"
+
+
 def test_appending_never_changes_earlier_smoothed_values(plot: LossPlot) -> None:
     rng = np.random.default_rng(1)
     plot.append(np.arange(1, 501), rng.random(500))
