@@ -9,8 +9,8 @@ Two ways, chosen by ``training.input_distribution``:
   capped a fused loop of the seed model at ~2,000 steps/s.
 - ``split_on_host``: one ordinary iterator over the global batches; inside the step
   function each replica takes its slice of the batch
-  (``experimental_distribute_values_from_function``). The same fused loop ran
-  ~5,400 steps/s (benchmarks/RESULTS.md).
+  (``experimental_distribute_values_from_function``). The same fused loop runs
+  ~6,000 steps/s (benchmarks/RESULTS.md).
 
 The slices are the ones TensorFlow's distributed dataset cuts: a batch of ``b``
 examples gives every replica ``ceil(b / N)`` of them in replica order, so the
