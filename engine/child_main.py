@@ -30,11 +30,15 @@ PARENT_POLL_S = 0.5
 # absl's prefix on TensorFlow's C++ log lines: I0000/W0000/E0000/F0000 or "... W tensorflow/...".
 _ABSL_LEVEL = re.compile(r"^([IWEF])\d{4}|^\S+ \S+: ([IWEF]) ")
 _LEVELS = {"I": "info", "W": "warning", "E": "error", "F": "error"}
-# TensorFlow warnings that describe expected behaviour, logged at debug level instead.
-_EXPECTED_WARNINGS = (
+# TensorFlow warnings and errors that describe expected behaviour, and the level they
+# get instead: a red ERROR on every healthy run would teach users to ignore the log.
+_EXPECTED_LINES = {
     # data.cache: a run that ends inside its first pass drops the partial cache.
-    "did not fully read the dataset being cached",
-)
+    "did not fully read the dataset being cached": "debug",
+    # TensorFlow's CUDA build probing a machine without an NVIDIA driver; the run's
+    # device list (the status panel, `distloop devices`) says which devices it has.
+    "failed call to cuInit": "info",
+}
 
 
 def _watch_parent() -> None:
@@ -117,8 +121,8 @@ def _tensorflow_line(channel: Channel) -> Callable[[str], None]:
         level = _LEVELS[(match.group(1) or match.group(2))] if match else "info"
         if "Traceback (most recent call last)" in text or text.startswith(("Error", "Fatal")):
             level = "error"
-        elif any(expected in text for expected in _EXPECTED_WARNINGS):
-            level = "debug"
+        else:
+            level = next((lv for part, lv in _EXPECTED_LINES.items() if part in text), level)
         channel.log(text, level=level, source="tensorflow")
 
     return on_line

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from distloop_testing import REPO, distloop, example_data, run_engine, synthetic_project
 
+from engine.child_main import _tensorflow_line
 from engine.config import load_project_data
 from engine.messages import RunFailed
 from engine.process import EngineProcess
@@ -129,3 +130,20 @@ def test_nan_can_be_allowed_to_continue(tmp_path) -> None:
     assert run["terminal"].status == "finished"
     assert len(run["steps"]) == 40
     assert any("continuing because training.stop_on_nan is false" in m.text for m in run["logs"])
+
+
+def test_tensorflow_lines_keep_their_level_unless_they_describe_expected_behaviour() -> None:
+    """A healthy CPU run must not show a red ERROR: TensorFlow's CUDA probe is news, not failure."""
+    logged: list[tuple[str, str]] = []  # (level, text)
+
+    class Recorder:
+        def log(self, text: str, level: str = "info", source: str = "engine") -> None:
+            logged.append((level, text))
+
+    on_line = _tensorflow_line(Recorder())  # type: ignore[arg-type]
+    on_line("E0000 00:00:1.0 1 cuda_platform.cc:52] failed call to cuInit: UNKNOWN ERROR (303)")
+    on_line("W0000 00:00:1.0 1 cache.cc:9] did not fully read the dataset being cached")
+    on_line("E0000 00:00:1.0 1 collective_ops.cc:1] Collective ops is aborted")
+    on_line("W0000 00:00:1.0 1 something.cc:1] slow")
+    on_line("Traceback (most recent call last):")
+    assert [level for level, _ in logged] == ["info", "debug", "error", "warning", "error"]
