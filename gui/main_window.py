@@ -457,15 +457,23 @@ class MainWindow(QMainWindow):
         path = Path(chosen)
         return self._write(path if path.suffix else path.with_suffix(".json"))
 
-    def _write(self, path: Path) -> bool:
+    def _valid_project(self, title: str, why: str) -> Project | None:
+        """The project, or None after showing the problems under ``title``, ``why`` first."""
         project = self._validation.project
         if project is None:
-            dialogs.show_problems(
-                self,
-                "Cannot save",
-                "A project file must be valid so every tool can read it; fix these first.",
-                self._validation.problems,
-            )
+            dialogs.show_problems(self, title, why, self._validation.problems)
+        return project
+
+    def _base_dir(self) -> Path:
+        """Where the project's relative paths start: its file's folder, else the working one."""
+        return self._path.parent if self._path else Path.cwd()
+
+    def _write(self, path: Path) -> bool:
+        project = self._valid_project(
+            "Cannot save",
+            "A project file must be valid so every tool can read it; fix these first.",
+        )
+        if project is None:
             return False
         try:
             atomic_write_text(path, project.to_json())
@@ -495,16 +503,13 @@ class MainWindow(QMainWindow):
 
     def export_cluster_setup(self) -> None:
         """File ▸ Export Cluster Setup: the files that start this cluster on real hosts."""
-        project = self._validation.project
+        project = self._valid_project(
+            "Cannot export the cluster setup",
+            "The export includes the project, so it must be valid; fix these first.",
+        )
         if project is None:
-            dialogs.show_problems(
-                self,
-                "Cannot export the cluster setup",
-                "The export includes the project, so it must be valid; fix these first.",
-                self._validation.problems,
-            )
             return
-        base = self._path.parent if self._path else Path.cwd()
+        base = self._base_dir()
         ExportDialog(project.resolve_paths(base), base, self).exec()
 
     # --- running ------------------------------------------------------------------------
@@ -514,8 +519,7 @@ class MainWindow(QMainWindow):
         project = self._validation.project
         if project is None or self.controller.active:
             return
-        base = self._path.parent if self._path else Path.cwd()
-        project = project.resolve_paths(base)
+        project = project.resolve_paths(self._base_dir())
         try:
             run_dir = new_run_dir(project.name, self._runs_root)
         except OSError as exc:
@@ -653,17 +657,13 @@ class MainWindow(QMainWindow):
 
     def export_script(self) -> None:
         """File ▸ Export as Script: the project as a program that trains without Distloop."""
-        project = self._validation.project
+        project = self._valid_project(
+            "Cannot export as script",
+            "The script is made from the project, so it must be valid; fix these first.",
+        )
         if project is None:
-            dialogs.show_problems(
-                self,
-                "Cannot export as script",
-                "The script is made from the project, so it must be valid; fix these first.",
-                self._validation.problems,
-            )
             return
-        base = self._path.parent if self._path else Path.cwd()
-        written = save_script_as(self, project.resolve_paths(base), self._export_dir())
+        written = save_script_as(self, project.resolve_paths(self._base_dir()), self._export_dir())
         if written is not None:
             self.statusBar().showMessage(f"Exported {written}", 5000)
 
