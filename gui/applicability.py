@@ -43,9 +43,14 @@ def _objections(model: type[BaseModel], data: dict[str, Any]) -> list[Loc]:
 
 @cache
 def applicable_fields(model: type[BaseModel], kind: str) -> frozenset[str]:
-    """The probed fields of ``model`` that ``kind`` uses."""
-    return frozenset(
+    """The probed fields of ``model`` that ``kind`` uses, and ``kind`` itself.
+
+    ``kind`` always applies: it is how the user leaves this kind, so greying it out
+    (as happened to the Strategy's under its default, ``mirrored``) locks the section.
+    """
+    used = {
         name
         for name, probe in _PROBES[model].items()
         if not any(loc[:1] == (name,) for loc in _objections(model, {"kind": kind, name: probe}))
-    )
+    }
+    return frozenset({"kind", *used})

@@ -190,7 +190,7 @@ class LayerCard(QFrame):
 
     def _refresh(self) -> None:
         kind = self.initializer.editors["kind"].value()
-        self.initializer.enable_applicable({"kind"} | applicable_fields(Initializer, kind))
+        self.initializer.enable_applicable(applicable_fields(Initializer, kind))
         with_regularizer = self.regularizer_kind.value() == L1_L2
         self.l1.setEnabled(with_regularizer)
         self.l2.setEnabled(with_regularizer)

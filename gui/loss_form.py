@@ -48,4 +48,4 @@ class LossForm(QWidget):
 
     def _refresh(self) -> None:
         kind = self.fields.editors["kind"].value()
-        self.fields.enable_applicable({"kind"} | applicable_fields(LossConfig, kind))
+        self.fields.enable_applicable(applicable_fields(LossConfig, kind))

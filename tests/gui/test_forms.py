@@ -18,7 +18,9 @@ from engine.config import (
     TrainingConfig,
 )
 from engine.examples import example_names, load_example
+from engine.problems import Loc
 from gui.data_form import SOURCE_MODELS
+from gui.field_editors import ChoiceEdit
 from gui.optimizer_form import OPTIMIZER_MODELS
 from gui.project_editor import ProjectEditor
 from gui.validation import differences, validate
@@ -224,3 +226,28 @@ def test_the_forms_hold_every_field_of_the_project_file(editor: ProjectEditor) -
     assert _keys(evaluation["source"]) == set(SOURCE_MODELS["constant"].model_fields)
     editor.set_project(VARIANTS["custom_code"])
     assert _keys(editor.data()["custom_code"]) == set(CustomCode.model_fields)
+
+
+def _kind_selectors(editor: ProjectEditor) -> dict[Loc, ChoiceEdit]:
+    """Every choice that picks what a section is: a kind, a layer's initializer, a data source."""
+    return {
+        loc: widget
+        for loc, widget in editor.targets().items()
+        if isinstance(widget, ChoiceEdit)
+        and (loc[-1] == "kind" or loc[-1] == "kernel_initializer" or loc == ("data", "source"))
+    }
+
+
+@pytest.mark.parametrize("name", example_names())
+def test_every_kind_selector_stays_enabled_for_every_kind(editor: ProjectEditor, name: str) -> None:
+    """Greying out what a kind ignores once greyed out the Strategy kind itself (mirrored)."""
+    editor.set_project(load_example(name))
+    selectors = _kind_selectors(editor)
+    assert {loc[0] for loc in selectors} == {"strategy", "model", "data", "optimizer", "loss"}
+    for loc, selector in selectors.items():
+        for index in range(selector.count()):
+            selector.setCurrentIndex(index)  # as a user's pick: the form refreshes
+            disabled = [
+                other for other, widget in _kind_selectors(editor).items() if not widget.isEnabled()
+            ]
+            assert disabled == [], f"{'.'.join(map(str, loc))} = {selector.currentText()}"
