@@ -21,11 +21,13 @@ import numpy as np
 import pyqtgraph as pg
 from numpy.typing import NDArray
 from PySide6.QtCore import QPointF, Qt, QTimer
+from PySide6.QtGui import QResizeEvent
 from PySide6.QtWidgets import (
     QCheckBox,
     QHBoxLayout,
     QLabel,
     QPushButton,
+    QSizePolicy,
     QSlider,
     QVBoxLayout,
     QWidget,
@@ -102,6 +104,43 @@ class _Comparison:
         self.curve = _curve(pg.mkPen(color=color, width=2), None)
 
 
+class _Caption(QLabel):
+    """One line above the plot, shortened with "…" to the width it gets; the tooltip has it all.
+
+    Not pyqtgraph's plot title: that one sets the plot's minimum width to the whole
+    text, so a long run name pushed the plot (and its legend) past the widget that
+    shows it, and kept it there after the title was cleared. Here the text never
+    asks for width (horizontal policy Ignored), so the plot's size ignores it.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._full = ""
+        self.setTextFormat(Qt.TextFormat.PlainText)  # a run's name, never markup
+        self.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self.setStyleSheet("color: #555555;")
+        self.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Fixed)
+        self.setVisible(False)
+
+    def full_text(self) -> str:
+        return self._full
+
+    def set_full_text(self, text: str) -> None:
+        self._full = text
+        self.setToolTip(text)
+        self.setVisible(bool(text))
+        self._elide()
+
+    def resizeEvent(self, event: QResizeEvent) -> None:
+        super().resizeEvent(event)
+        self._elide()
+
+    def _elide(self) -> None:
+        """Middle elision: a run's name and a "(resumed)" after it keep both ends."""
+        width = self.contentsRect().width()
+        self.setText(self.fontMetrics().elidedText(self._full, Qt.TextElideMode.ElideMiddle, width))
+
+
 class LossPlot(QWidget):
     """Appends steps as they come; ``steps()``/``losses()`` expose exactly what is plotted."""
 
@@ -171,6 +210,7 @@ class LossPlot(QWidget):
         )
         self.auto_range_button = QPushButton("Auto-range")
         self.auto_range_button.setToolTip("Fit the view to all the data and follow new steps")
+        self.caption_label = _Caption()
         self.readout = QLabel()
         self.readout.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
 
@@ -187,6 +227,7 @@ class LossPlot(QWidget):
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addLayout(controls)
+        layout.addWidget(self.caption_label)
         layout.addWidget(self.plot_widget, 1)
         layout.addWidget(self.readout)
 
@@ -368,7 +409,11 @@ class LossPlot(QWidget):
 
     def set_caption(self, text: str) -> None:
         """Names what the plot shows (a past run, a resumed one) above it; empty hides it."""
-        self.plot_item.setTitle(text or None)
+        self.caption_label.set_full_text(text)
+
+    def caption(self) -> str:
+        """The caption as given, however much of it fits on screen."""
+        return self.caption_label.full_text()
 
     def clear(self) -> None:
         """Empties the plot for a new run (smoothing settings and compared runs stay)."""

@@ -6,6 +6,7 @@ import time
 
 import numpy as np
 import pytest
+from PySide6.QtWidgets import QVBoxLayout, QWidget
 
 from gui.loss_plot import REDRAW_INTERVAL_MS, LossPlot
 
@@ -148,3 +149,54 @@ def test_evaluations_are_markers_on_their_steps(plot: LossPlot) -> None:
     plot.clear()
     assert len(plot.evaluations()[0]) == 0
     assert plot.eval_curve not in plot.plot_item.listDataItems()
+
+
+LONG_RUN_NAME = "classification-" + "with-a-long-descriptive-name-" * 8 + "2026-12-03T05-30-00"
+
+
+def _inside_view(plot: LossPlot) -> bool:
+    """Whether the plot area and its legend lie within the widget that shows them."""
+    view = plot.plot_widget.viewport().rect()
+    return all(
+        item.sceneBoundingRect().right() <= view.right() + 1
+        for item in (plot.plot_item, plot.legend)
+    )
+
+
+def test_a_long_caption_is_elided_and_never_widens_the_plot(qtbot) -> None:
+    """A run's name as the title once pushed the plot to 1587 px in a 676 px dock, for good."""
+    parent = QWidget()
+    parent.resize(420, 300)
+    plot = LossPlot()
+    QVBoxLayout(parent).addWidget(plot)
+    qtbot.addWidget(parent)
+    parent.show()
+    qtbot.waitExposed(parent)
+    narrow = parent.width()
+    plot.append([1, 2, 3], [3.0, 2.0, 1.0])
+    narrowest = plot.minimumSizeHint().width()
+    plot.set_caption(LONG_RUN_NAME)
+    qtbot.wait(50)  # the plot's scene lays itself out on posted events
+    assert plot.width() <= parent.width()
+    assert _inside_view(plot)
+    assert plot.minimumSizeHint().width() == narrowest
+    assert plot.caption() == LONG_RUN_NAME
+    assert plot.caption_label.toolTip() == LONG_RUN_NAME
+    shown = plot.caption_label.text()
+    assert "…" in shown and len(shown) < len(LONG_RUN_NAME)
+    assert shown.startswith("classification-") and shown.endswith("T05-30-00")
+    plot.set_caption("")
+    qtbot.wait(50)
+    assert _inside_view(plot)
+    assert not plot.caption_label.isVisible()
+    parent.resize(1400, 300)
+    plot.set_caption("short & <b>plain</b>")
+    qtbot.wait(50)
+    assert plot.caption_label.text() == "short & <b>plain</b>"  # shown whole, as typed
+    plot.set_caption(LONG_RUN_NAME)
+    qtbot.wait(50)
+    wide = plot.caption_label.text()
+    parent.resize(narrow, 300)  # the window narrows again: the caption follows
+    qtbot.wait(50)
+    assert parent.width() == narrow and plot.width() <= narrow and _inside_view(plot)
+    assert len(plot.caption_label.text()) < len(wide)

@@ -174,7 +174,7 @@ def test_double_click_shows_the_run_exactly_as_its_files_hold_it(
     evaluations = read_eval(three_runs["new"])
     assert list(plot.evaluations()[0]) == evaluations["step"]
     assert list(plot.evaluations()[1]) == evaluations["val_loss"]
-    assert plot.plot_item.titleLabel.text == "new"
+    assert plot.caption() == "new"
 
     _select(panel, three_runs["old"])
     panel.show_action.trigger()  # another run replaces it
@@ -446,7 +446,7 @@ def test_resume_plots_the_old_steps_then_the_new_ones_without_duplicates(
     qtbot.waitUntil(lambda: not window.controller.active, timeout=10_000)
     assert list(window.plot.steps()) == list(range(1, 13))
     assert list(window.plot.losses()) == losses[:checkpoint] + [0.01 * s for s in redone]
-    assert window.plot.plot_item.titleLabel.text == "to resume (resumed)"
+    assert window.plot.caption() == "to resume (resumed)"
     assert window.status_panel.values["step"].text() == "12 / 12"
     assert [run.path for run in panel.selected_runs()] == [run_dir]
 
