@@ -8,6 +8,8 @@ files are read here so their errors name the file and the field, not a TF op.
 from __future__ import annotations
 
 import csv
+import zipfile
+import zlib
 from pathlib import Path
 
 import numpy as np
@@ -82,65 +84,197 @@ def make_regression(
     return x, y.astype(np.float32)
 
 
-def numpy_arrays(data: NumpyData, model: ModelConfig) -> tuple[np.ndarray, np.ndarray]:
+def numpy_arrays(
+    data: NumpyData,
+    model: ModelConfig,
+    loss: LossConfig,
+    where: str = "data",
+    classes: int | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """The ``.npz`` file's features and labels, checked here so no TF op fails on them.
+
+    ``where`` is the field the data came from (``data`` or ``evaluation.source``);
+    ``classes`` is the model's output count when the project's model is the one trained.
+    """
     path = Path(data.path)
+    field = f"{where}.path"
+    try:
+        with path.open("rb") as handle:
+            head = handle.read(len(_NPY_MAGIC))
+            handle.seek(0)
+            is_zip = zipfile.is_zipfile(handle)
+    except OSError as exc:
+        raise DataError(f"{field}: cannot read {path}: {exc.strerror or exc}") from None
+    if not is_zip:
+        what = ", but a single .npy array" if head == _NPY_MAGIC else ""
+        raise DataError(
+            f"{field}: {path} is not an .npz file (a zip archive of arrays){what}; save the "
+            f"features and labels with numpy.savez({path.name!r}, "
+            f"{data.features_key}=..., {data.labels_key}=...)"
+        )
     try:
         with np.load(path, allow_pickle=False) as archive:
             missing = [k for k in (data.features_key, data.labels_key) if k not in archive.files]
             if missing:
                 raise DataError(
-                    f"data.path: {path} has no array named {', '.join(missing)} "
+                    f"{field}: {path} has no array named {', '.join(missing)} "
                     f"(it has {', '.join(archive.files) or 'none'})"
                 )
-            x = archive[data.features_key]
-            y = archive[data.labels_key]
-    except (OSError, ValueError) as exc:
+            arrays = [archive[data.features_key], archive[data.labels_key]]
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile, zlib.error) as exc:
         if isinstance(exc, DataError):
             raise
-        raise DataError(f"data.path: cannot read {path} as .npz: {exc}") from None
-    return _fit_to_model(x, y, model, str(path))
+        raise DataError(f"{field}: cannot read {path} as .npz: {exc}") from None
+    for key, array in zip((data.features_key, data.labels_key), arrays, strict=True):
+        _check_array(array, f"{field}: array {key!r} in {path}")
+    x, y = arrays
+    return _fit_to_model(x, y, model, loss, field, field, str(path), classes)
 
 
-def csv_arrays(data: CsvData, model: ModelConfig) -> tuple[np.ndarray, np.ndarray]:
+_NPY_MAGIC = b"\x93NUMPY"
+_NUMBER_KINDS = "biuf"
+_KIND_NAMES = {"c": "complex numbers", "U": "strings", "S": "bytes", "O": "Python objects"}
+
+
+def _check_array(array: object, what: str) -> None:
+    """Refuses what ``astype(np.float32)`` would coerce silently or fail on."""
+    if not isinstance(array, np.ndarray):  # a zip member numpy did not write: raw bytes
+        raise DataError(f"{what} is not a numpy array; write the file with numpy.savez")
+    if array.ndim == 0:
+        raise DataError(f"{what} is a single value; it needs one entry per example (first axis)")
+    if array.dtype.kind not in _NUMBER_KINDS:
+        kind = _KIND_NAMES.get(array.dtype.kind, f"{array.dtype} values")
+        raise DataError(f"{what} holds {kind} (dtype {array.dtype}); it needs real numbers")
+    if array.dtype.kind == "f":
+        bad = ~np.isfinite(array.reshape(len(array), -1)).all(axis=1)
+        if bad.any():
+            raise DataError(
+                f"{what} holds NaN or infinity (example {int(np.argmax(bad))}, counting from 0); "
+                "fill or remove those values"
+            )
+
+
+def csv_arrays(
+    data: CsvData,
+    model: ModelConfig,
+    loss: LossConfig,
+    where: str = "data",
+    classes: int | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """The CSV file's label column and the other columns as features, every cell a number.
+
+    ``where`` and ``classes`` as for :func:`numpy_arrays`.
+    """
     path = Path(data.path)
+    field = f"{where}.path"
     try:
-        with path.open(encoding="utf-8", newline="") as handle:
-            rows = list(csv.reader(handle))
+        with path.open(encoding="utf-8-sig", newline="") as handle:
+            reader = csv.reader(handle)
+            try:
+                rows = [(reader.line_num, row) for row in reader if row]
+            except csv.Error as exc:
+                raise DataError(
+                    f"{field}: {path} line {reader.line_num} is not valid CSV ({exc}); "
+                    "every cell must hold one number"
+                ) from None
     except (OSError, UnicodeDecodeError) as exc:
-        raise DataError(f"data.path: cannot read {path}: {exc}") from None
+        raise DataError(f"{field}: cannot read {path}: {exc}") from None
     if not rows:
-        raise DataError(f"data.path: {path} is empty")
-    header, body = rows[0], [row for row in rows[1:] if row]
+        raise DataError(f"{field}: {path} is empty")
+    (_, header), body = rows[0], rows[1:]
+    repeated = sorted({name for name in header if header.count(name) > 1})
+    if repeated:
+        raise DataError(
+            f"{field}: {path} names the column(s) {', '.join(map(repr, repeated))} more than "
+            "once; give every column its own name"
+        )
     if data.label_column not in header:
         raise DataError(
-            f"data.label_column: {path} has no column {data.label_column!r} "
+            f"{where}.label_column: {path} has no column {data.label_column!r} "
             f"(columns: {', '.join(header)})"
         )
+    if not body:
+        raise DataError(f"{field}: {path} has a header but no rows of data")
+    table = np.empty((len(body), len(header)), dtype=np.float32)
+    with np.errstate(over="ignore"):  # beyond float32's range becomes inf, refused below
+        for index, (line, row) in enumerate(body):
+            if len(row) != len(header):
+                raise DataError(
+                    f"{field}: {path} line {line} has {len(row)} value(s), but the header "
+                    f"names {len(header)} columns"
+                )
+            for column, value in enumerate(row):
+                try:
+                    table[index, column] = float(value)
+                except ValueError:
+                    table[index, column] = np.nan
+    bad = ~np.isfinite(table)
+    if bad.any():
+        index, column = np.argwhere(bad)[0]
+        line, row = body[index]
+        raise DataError(
+            f"{field}: {path} line {line}, column {header[column]!r}: {row[column]!r} is not "
+            "a finite number; fill or remove that row"
+        )
     label_at = header.index(data.label_column)
-    try:
-        table = np.array([[float(v) for v in row] for row in body], dtype=np.float32)
-    except ValueError as exc:
-        raise DataError(f"data.path: {path} holds a value that is not a number: {exc}") from None
-    if table.ndim != 2 or table.shape[1] != len(header):
-        raise DataError(f"data.path: every row of {path} needs {len(header)} values")
     x = np.delete(table, label_at, axis=1)
     y = table[:, label_at : label_at + 1]
-    return _fit_to_model(x, y, model, str(path))
+    return _fit_to_model(x, y, model, loss, field, f"{where}.label_column", str(path), classes)
 
 
 def _fit_to_model(
-    x: np.ndarray, y: np.ndarray, model: ModelConfig, origin: str
+    x: np.ndarray,
+    y: np.ndarray,
+    model: ModelConfig,
+    loss: LossConfig,
+    field: str,
+    label_field: str,
+    origin: str,
+    classes: int | None,
 ) -> tuple[np.ndarray, np.ndarray]:
+    """Features shaped for the model; labels typed for the loss (class ids for sparse)."""
     if len(x) != len(y):
-        raise DataError(f"data: {origin} has {len(x)} feature rows but {len(y)} labels")
+        raise DataError(f"{field}: {origin} has {len(x)} feature rows but {len(y)} labels")
     if len(x) == 0:
-        raise DataError(f"data: {origin} holds no examples")
+        raise DataError(f"{field}: {origin} holds no examples")
     if int(np.prod(x.shape[1:])) != model.input_size:
         raise DataError(
-            f"data: examples in {origin} have shape {list(x.shape[1:])}, "
+            f"{field}: examples in {origin} have shape {list(x.shape[1:])}, "
             f"but model.input_shape is {model.input_shape}"
         )
     x = x.reshape(len(x), *model.input_shape).astype(np.float32)
-    if y.dtype.kind in "iu":
-        return x, y.astype(np.int32)
+    if loss.kind == "sparse_categorical_crossentropy":
+        return x, _class_ids(y, label_field, origin, classes)
     return x, y.astype(np.float32)
+
+
+def _class_ids(y: np.ndarray, field: str, origin: str, classes: int | None) -> np.ndarray:
+    """Sparse crossentropy's labels: one whole class number per example, in the model's range.
+
+    TensorFlow would truncate 1.5 to class 1 without a word, and fail inside the
+    step (or, on a GPU, return garbage) for a class the model has no output for.
+    """
+    if int(np.prod(y.shape[1:])) != 1:
+        raise DataError(
+            f"{field}: labels in {origin} have shape {list(y.shape[1:])} per example; "
+            "sparse_categorical_crossentropy takes one class number per example "
+            "(categorical_crossentropy takes one-hot rows)"
+        )
+    flat = y.reshape(len(y))
+    wrong = flat != np.round(flat) if flat.dtype.kind == "f" else np.zeros(len(flat), bool)
+    top = "" if classes is None else f"..{classes - 1}"
+    if wrong.any():
+        at = int(np.argmax(wrong))
+        raise DataError(
+            f"{field}: label {flat[at]} in {origin} (example {at}, counting from 0) is not a "
+            f"whole number; sparse_categorical_crossentropy takes class numbers 0{top}"
+        )
+    outside = (flat < 0) | (flat >= classes if classes is not None else False)
+    if outside.any():
+        at = int(np.argmax(outside))
+        units = "" if classes is None else f": the model's last layer has {classes} units"
+        raise DataError(
+            f"{field}: label {flat[at]:g} in {origin} (example {at}, counting from 0) is not a "
+            f"class number 0{top}{units}, one per class"
+        )
+    return y.astype(np.int32)

@@ -49,28 +49,32 @@ class TrainingData:
     total_steps: int
 
 
-def _dataset_of(data: DataConfig, project: Project) -> tuple[tf.data.Dataset, int]:
-    """The examples of ``data`` (the training data or an evaluation source), unbatched."""
+def _dataset_of(data: DataConfig, project: Project, where: str) -> tuple[tf.data.Dataset, int]:
+    """The examples of ``data`` (``where``: the training data or an evaluation source)."""
     if isinstance(data, ConstantData):
         model, loss = project.model, project.loss
         features = np.asarray(data.features, np.float32).reshape(model.input_shape)
         label_type = np.int32 if loss.kind == "sparse_categorical_crossentropy" else np.float32
         labels = np.asarray(data.labels, label_type)
         return tf.data.Dataset.from_tensors((features, labels)).repeat(data.examples), data.examples
-    arrays = _arrays(data, project)
+    arrays = _arrays(data, project, where)
     return tf.data.Dataset.from_tensor_slices(arrays), len(arrays[0])
 
 
-def _arrays(data: DataConfig, project: Project) -> Arrays:
+def _arrays(data: DataConfig, project: Project, where: str = "data") -> Arrays:
+    """``where`` names the data's field in messages (``data`` or ``evaluation.source``)."""
     model, loss = project.model, project.loss
+    # Custom code may build models of its own: then the project's model says nothing
+    # about how many classes there are.
+    classes = model.output_units if project.custom_code is None else None
     if isinstance(data, SyntheticClassification):
         return classification_arrays(data, model, loss)
     if isinstance(data, SyntheticRegression):
         return regression_arrays(data, model)
     if isinstance(data, NumpyData):
-        return numpy_arrays(data, model)
+        return numpy_arrays(data, model, loss, where, classes)
     if isinstance(data, CsvData):
-        return csv_arrays(data, model)
+        return csv_arrays(data, model, loss, where, classes)
     raise ValueError(f"no arrays for data source {data!r}")
 
 
@@ -93,7 +97,7 @@ def _examples(project: Project) -> tuple[tf.data.Dataset, int]:
     """The training examples: the data's, less what an evaluation split holds out."""
     evaluation = project.evaluation
     if evaluation is None or evaluation.split is None:
-        return _dataset_of(project.data, project)
+        return _dataset_of(project.data, project, "data")
     (x, y), _ = _split(project)
     return tf.data.Dataset.from_tensor_slices((x, y)), len(x)
 
@@ -163,7 +167,7 @@ def build_eval_data(project: Project) -> tuple[tf.data.Dataset, int]:
     evaluation = project.evaluation
     assert evaluation is not None
     if evaluation.source is not None:
-        dataset, examples = _dataset_of(evaluation.source, project)
+        dataset, examples = _dataset_of(evaluation.source, project, "evaluation.source")
         source = evaluation.source
     else:
         _, (x, y) = _split(project)
