@@ -141,8 +141,13 @@ def run_engine(
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     terminated = _stop_on_sigterm()
     _watch_parent()
+    # The TF_CONFIG the parent passes (the project's, or the one `distloop run` read and
+    # checked) is the only one the run sees. TensorFlow's strategies read the variable
+    # themselves, even those that need no cluster, and fail on one that is not JSON.
     if tf_config_env is not None:
         os.environ["TF_CONFIG"] = tf_config_env
+    else:
+        os.environ.pop("TF_CONFIG", None)
     folder = Path(run_dir) if run_dir else None
     channel = Channel(out, task, folder)
     capture = _OutputCapture(_tensorflow_line(channel))

@@ -33,6 +33,7 @@ from typing import Any
 import tensorflow as tf
 
 from engine.config import InputDistribution
+from engine.tf_strategy import replica_devices
 
 
 @dataclass(frozen=True)
@@ -59,7 +60,7 @@ def resolve_input_distribution(
     """``auto`` becomes ``split_on_host`` when every replica runs on a CPU."""
     if choice != "auto":
         return choice
-    devices = getattr(strategy.extended, "worker_devices", None) or ["/cpu:0"]
+    devices = replica_devices(strategy) or ["/cpu:0"]
     on_cpus = all(tf.DeviceSpec.from_string(device).device_type == "CPU" for device in devices)
     return "split_on_host" if on_cpus else "distributed_dataset"
 

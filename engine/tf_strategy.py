@@ -39,8 +39,14 @@ def configure_devices(config: StrategyConfig) -> None:
         )
 
 
+class DeviceError(ValueError):
+    """The project asks for a device this machine lacks; the message lists the ones it has."""
+
+
 def build_strategy(config: StrategyConfig) -> tf.distribute.Strategy:
+    """The strategy ``config`` names, on devices that exist (after :func:`configure_devices`)."""
     kind = config.kind
+    check_devices(config)
     if kind == "default":
         return tf.distribute.get_strategy()
     if kind == "one_device":
@@ -68,14 +74,72 @@ def build_strategy(config: StrategyConfig) -> tf.distribute.Strategy:
             signal.signal(signal.SIGTERM, sigterm)
         return strategy
     if kind == "tpu":
-        resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu=config.tpu)
-        tf.config.experimental_connect_to_cluster(resolver)
-        tf.tpu.experimental.initialize_tpu_system(resolver)
-        return tf.distribute.TPUStrategy(resolver)
+        return _tpu_strategy(config.tpu)
     if kind == "parameter_server":
         resolver = tf.distribute.cluster_resolver.TFConfigClusterResolver()
         return tf.distribute.ParameterServerStrategy(resolver)
     raise ValueError(f"unknown strategy kind {kind!r}")
+
+
+def check_devices(config: StrategyConfig) -> None:
+    """Fails at once when ``strategy.devices`` names a device TensorFlow does not list.
+
+    The strategies accept any name: soft placement quietly runs a missing GPU's
+    replica on the CPU, and several missing ones leave the first step waiting for
+    ever. The logical devices are the ones a strategy can use, the CPU split of
+    :func:`configure_devices` included.
+    """
+    if not config.devices:
+        return
+    available = [device.name for device in tf.config.list_logical_devices()]
+    missing = missing_devices(config.devices, available)
+    if missing:
+        physical = [device.name for device in tf.config.list_physical_devices()]
+        raise DeviceError(
+            f"strategy.devices: {', '.join(missing)} {'is' if len(missing) == 1 else 'are'} "
+            f"not on this machine, which has {', '.join(available)} "
+            f"(physical: {', '.join(physical)}); list some of those, or omit strategy.devices "
+            "to use every GPU (else the CPU)"
+        )
+
+
+def missing_devices(requested: list[str], available: list[str]) -> list[str]:
+    """The requested names that are none of ``available``: ``/gpu:0`` is ``/device:GPU:0``."""
+    have = {_local_device(name) for name in available}
+    return [name for name in requested if _local_device(name) not in have - {None}]
+
+
+def _local_device(name: str) -> tuple[str, int] | None:
+    """(type, index) of a device of this process; None for a remote or unreadable name."""
+    try:
+        spec = tf.DeviceSpec.from_string(name)
+    except ValueError:
+        return None
+    if spec.job not in (None, "localhost") or spec.replica not in (None, 0):
+        return None
+    if spec.task not in (None, 0) or spec.device_type is None:
+        return None
+    return spec.device_type.upper(), spec.device_index or 0
+
+
+def _tpu_strategy(tpu: str | None) -> tf.distribute.TPUStrategy:
+    """TPUStrategy, or one line saying why no TPU answers (TensorFlow raises a traceback)."""
+    if tpu == "local" and not tf.config.list_physical_devices("TPU"):
+        devices = ", ".join(device.name for device in tf.config.list_physical_devices())
+        raise DeviceError(
+            f"strategy.tpu: this machine has no TPU (it has {devices}); give a TPU's name or "
+            "grpc:// address, or choose another strategy.kind"
+        )
+    try:
+        resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu=tpu)
+        tf.config.experimental_connect_to_cluster(resolver)
+        tf.tpu.experimental.initialize_tpu_system(resolver)
+    except (OSError, ValueError, tf.errors.OpError) as exc:
+        reason = next(iter(str(exc).strip().splitlines()), type(exc).__name__)
+        raise DeviceError(
+            f"strategy.tpu: no TPU answers at {tpu!r} ({reason}); check the name or address"
+        ) from None
+    return tf.distribute.TPUStrategy(resolver)
 
 
 def _first_device() -> str:
@@ -83,12 +147,28 @@ def _first_device() -> str:
     return gpus[0].name if gpus else "/cpu:0"
 
 
+def replica_devices(strategy: tf.distribute.Strategy) -> list[str]:
+    """The devices of this process's replicas, as TensorFlow names them.
+
+    The default strategy has no device list (its ``worker_devices`` raises): its one
+    replica runs where TensorFlow places ops, on the first GPU, else on the CPU.
+    """
+    try:
+        devices = strategy.extended.worker_devices
+    except AttributeError:
+        return []
+    except RuntimeError:
+        local = tf.DeviceSpec(job="localhost", replica=0, task=0)
+        return [local.make_merged_spec(tf.DeviceSpec.from_string(_first_device())).to_string()]
+    return [str(device) for device in devices]
+
+
 def strategy_devices(strategy: tf.distribute.Strategy) -> list[str]:
-    """The devices the strategy's replicas run on, as TensorFlow names them."""
-    extended = strategy.extended
-    devices = getattr(extended, "worker_devices", None)
+    """The devices the strategy's replicas run on, else its first parameter device."""
+    devices = replica_devices(strategy)
     if devices:
-        return [str(d) for d in devices]
+        return devices
+    extended = strategy.extended
     return [str(extended.parameter_devices[0])] if extended.parameter_devices else []
 
 

@@ -40,7 +40,13 @@ from engine.tf_loop import LoopPlan, ReplicaStepRunner, StepRunner, run_loop
 from engine.tf_model import build_loss, build_model, build_optimizer
 from engine.tf_preemption import AlignedStop, ClusterStop
 from engine.tf_ps_loop import train_parameter_server
-from engine.tf_strategy import build_strategy, configure_devices, is_chief, strategy_devices
+from engine.tf_strategy import (
+    build_strategy,
+    configure_devices,
+    is_chief,
+    replica_devices,
+    strategy_devices,
+)
 from engine.tf_tensorboard import TensorBoardWriter
 from engine.tf_user_code import (
     StepContext,
@@ -191,7 +197,7 @@ def train(
         elapsed_offset = 0.0
         if run_dir is not None and chief:
             elapsed_offset = truncate_metrics(run_dir, done_steps) if resume else 0.0
-            local = len(strategy.extended.worker_devices) if training.per_replica_losses else None
+            local = len(replica_devices(strategy)) if training.per_replica_losses else None
             metrics = MetricsWriter(run_dir / METRICS_FILE, local, named=loss_names or ())
             cleanup.callback(metrics.close)
             tensorboard = TensorBoardWriter(run_dir)
