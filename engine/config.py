@@ -15,14 +15,19 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import re
+from collections.abc import Callable, Collection
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Literal, TypeVar
+from typing import Annotated, Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
 
 from engine.problems import (
     Problem,
     ProblemsError,
+    parse_json_text,
     problems_from_validation_error,
     raise_problems,
     register_union_tags,
@@ -30,12 +35,22 @@ from engine.problems import (
 from engine.tf_config import TFConfig, strategy_problems
 
 SCHEMA_VERSION = 1
+MAX_STEPS = 1_000_000_000
+"""The longest run, in steps: far past any real run, and inside a 32-bit progress counter."""
+MAX_SEED = 2**31 - 1
 
 
 class _Strict(BaseModel):
-    """Unknown keys are errors: a typo in a project file must not be silently ignored."""
+    """The project file's rules for every value, in one place.
 
-    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+    Unknown keys are errors, so a typo is not silently ignored. Numbers are strict
+    (``true`` is not 1, ``"0.5"`` is not 0.5, though 1 is a float) and must be
+    finite: NaN or Infinity in a setting only fails later, inside TensorFlow.
+    """
+
+    model_config = ConfigDict(
+        extra="forbid", validate_assignment=True, strict=True, allow_inf_nan=False
+    )
 
 
 # --- strategy --------------------------------------------------------------------------
@@ -67,6 +82,7 @@ class StrategyConfig(_Strict):
     communication_timeout_s: float | None = Field(
         None,
         gt=0,
+        le=1_000_000,
         description="Multi-worker collectives give up after this long, so a stalled worker "
         "fails the run instead of hanging it.",
     )
@@ -94,6 +110,12 @@ class StrategyConfig(_Strict):
         if self.cpu_replicas > 1 and self.devices:
             problems.append(Problem(("devices",), "give either devices or cpu_replicas, not both"))
         if self.devices is not None:
+            canonical = []
+            for i, device in enumerate(self.devices):
+                try:
+                    canonical.append(canonical_device(device))
+                except ValueError as exc:
+                    problems.append(Problem(("devices", i), str(exc)))
             if self.kind not in ("mirrored", "one_device"):
                 problems.append(
                     Problem(
@@ -104,7 +126,7 @@ class StrategyConfig(_Strict):
                 problems.append(Problem(("devices",), "one_device takes exactly one device"))
             elif not self.devices:
                 problems.append(Problem(("devices",), "the list is empty; omit it to use all"))
-            if len(set(self.devices)) != len(self.devices):
+            if len(set(canonical)) != len(canonical):
                 problems.append(Problem(("devices",), "a device is listed twice"))
         if self.cross_device_ops != "auto" and self.kind != "mirrored":
             problems.append(
@@ -119,6 +141,50 @@ class StrategyConfig(_Strict):
                 Problem(("tpu",), f"a TPU address is only used by tpu, not {self.kind}")
             )
         return [Problem(("strategy", *p.loc), p.message) for p in problems]
+
+
+_DEVICE_TYPES = ("CPU", "GPU", "TPU")
+_JOB_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
+_INDEX = re.compile(r"0|[1-9][0-9]{0,8}")
+
+
+def canonical_device(text: str) -> str:
+    """A device name as TensorFlow parses it (``/gpu:0``, ``GPU:0``, ``/device:GPU:0``,
+    ``/job:worker/replica:0/task:1/device:CPU:0``), in its canonical spelling.
+
+    The rules are ``tf.DeviceSpec``'s, read without TensorFlow, and stricter where
+    TensorFlow parses a name it then cannot place: the device type must be CPU, GPU
+    or TPU and every index a plain number. Whether the device exists is only known
+    on the machine that runs the project.
+    """
+    hint = "write e.g. /gpu:0, /cpu:0 or /job:worker/task:1/device:GPU:0"
+    if not isinstance(text, str) or not text.strip() or text != text.strip():
+        raise ValueError(f"{text!r} is not a TensorFlow device; {hint}")
+    found: dict[str, str] = {}
+    for part in filter(None, text.split("/")):
+        fields = part.split(":")
+        if len(fields) == 2 and fields[0] in ("job", "replica", "task"):
+            key, value = fields
+            pattern = _JOB_NAME if key == "job" else _INDEX
+            if not pattern.fullmatch(value):
+                raise ValueError(f"{text!r}: {value!r} is not a valid {key} in a device name")
+        elif len(fields) in (1, 2) and fields[0].upper() in _DEVICE_TYPES:
+            key, value = "device", ":".join([fields[0].upper(), *fields[1:]])
+        elif len(fields) == 3 and fields[0] == "device" and fields[1].upper() in _DEVICE_TYPES:
+            key, value = "device", f"{fields[1].upper()}:{fields[2]}"
+        else:
+            raise ValueError(f"{text!r} is not a TensorFlow device; {hint}")
+        if key in found:
+            raise ValueError(f"{text!r} names its {key} twice; a device name has one of each")
+        found[key] = value
+    if "device" not in found:
+        raise ValueError(f"{text!r} names no device type (CPU, GPU or TPU); {hint}")
+    device_type, _, index = found["device"].partition(":")
+    index = index or "0"
+    if not _INDEX.fullmatch(index):
+        raise ValueError(f"{text!r}: device index {index!r} is not a plain number")
+    prefix = "".join(f"/{key}:{found[key]}" for key in ("job", "replica", "task") if key in found)
+    return f"{prefix}/device:{device_type}:{index}"
 
 
 # --- model -----------------------------------------------------------------------------
@@ -176,6 +242,9 @@ class DropoutLayer(_Strict):
 Layer = Annotated[DenseLayer | DropoutLayer, Field(discriminator="kind")]
 
 
+MAX_DIMENSION = 1_000_000
+
+
 class ModelConfig(_Strict):
     """A sequential model: an input shape, then layers in order."""
 
@@ -185,9 +254,9 @@ class ModelConfig(_Strict):
     @model_validator(mode="after")
     def _check(self) -> ModelConfig:
         problems = [
-            Problem(("input_shape", i), "every dimension must be at least 1")
+            Problem(("input_shape", i), f"every dimension must be from 1 to {MAX_DIMENSION:,}")
             for i, dim in enumerate(self.input_shape)
-            if dim < 1
+            if not 1 <= dim <= MAX_DIMENSION
         ]
         if not any(isinstance(layer, DenseLayer) for layer in self.layers):
             problems.append(Problem(("layers",), "the model needs at least one dense layer"))
@@ -205,8 +274,11 @@ class ModelConfig(_Strict):
         return dense[-1].units if dense else self.input_size
 
     def parameter_count(self) -> int:
-        """Trainable parameters, computed without TensorFlow for the GUI's model form."""
-        count, width = 0, self.input_shape[-1]
+        """Trainable parameters, computed without TensorFlow for the GUI's model form.
+
+        The engine flattens a multi-dimensional input before the first dense layer.
+        """
+        count, width = 0, self.input_size
         for layer in self.layers:
             if isinstance(layer, DenseLayer):
                 count += width * layer.units + (layer.units if layer.use_bias else 0)
@@ -311,7 +383,7 @@ class _DataBase(_Strict):
         le=10_000_000,
         description="Examples per step across all replicas; compute_average_loss divides by it.",
     )
-    shuffle_buffer: int = Field(0, ge=0, description="0 keeps the data in order.")
+    shuffle_buffer: int = Field(0, ge=0, le=MAX_STEPS, description="0 keeps the data in order.")
     drop_remainder: bool = Field(
         False, description="Drop a short last batch instead of training on it."
     )
@@ -339,7 +411,13 @@ class ConstantData(_DataBase):
     source: Literal["constant"] = "constant"
     features: list[float] = Field(min_length=1)
     labels: list[float] = Field(min_length=1)
-    examples: int = Field(1000, ge=1)
+    examples: int = Field(
+        1000,
+        ge=1,
+        le=MAX_STEPS,
+        description="How often the one example repeats; tf.data counts it in 64 bits, "
+        "progress in 32.",
+    )
 
     def example_count(self) -> int:
         return self.examples
@@ -352,7 +430,7 @@ class SyntheticClassification(_DataBase):
     examples: int = Field(1000, ge=1, le=50_000_000)
     num_classes: int = Field(2, ge=2, le=10_000)
     noise: float = Field(0.0, ge=0, description="Standard deviation added to the inputs.")
-    seed: int = Field(0, ge=0)
+    seed: int = Field(0, ge=0, le=MAX_SEED)
 
     def example_count(self) -> int:
         return self.examples
@@ -364,7 +442,7 @@ class SyntheticRegression(_DataBase):
     source: Literal["synthetic_regression"] = "synthetic_regression"
     examples: int = Field(1000, ge=1, le=50_000_000)
     noise: float = Field(0.1, ge=0)
-    seed: int = Field(0, ge=0)
+    seed: int = Field(0, ge=0, le=MAX_SEED)
 
     def example_count(self) -> int:
         return self.examples
@@ -408,8 +486,8 @@ class TrainingConfig(_Strict):
     """How long to train: ``epochs`` passes over the data, or exactly ``steps`` steps."""
 
     epochs: int | None = Field(None, ge=1, le=1_000_000)
-    steps: int | None = Field(None, ge=1, le=1_000_000_000)
-    seed: int = Field(0, ge=0, le=2**31 - 1)
+    steps: int | None = Field(None, ge=1, le=MAX_STEPS)
+    seed: int = Field(0, ge=0, le=MAX_SEED)
     per_replica_losses: bool = Field(
         False, description="Also report each replica's loss (experimental_local_results)."
     )
@@ -424,6 +502,7 @@ class TrainingConfig(_Strict):
     checkpoint_every: int | None = Field(
         None,
         ge=1,
+        le=MAX_STEPS,
         description="Save a checkpoint every this many steps; one is also saved on Stop and "
         "at the end of the run.",
     )
@@ -472,7 +551,7 @@ class EvaluationConfig(_Strict):
     leaves training exactly as it is without evaluation.
     """
 
-    every: int = Field(100, ge=1, le=1_000_000_000, description="Evaluate after every N steps.")
+    every: int = Field(100, ge=1, le=MAX_STEPS, description="Evaluate after every N steps.")
     split: float | None = Field(
         None,
         gt=0,
@@ -566,7 +645,10 @@ class Project(_Strict):
         return self.model_copy(update=update) if update else self
 
     def to_json(self) -> str:
-        return json.dumps(self.model_dump(mode="json", exclude_none=False), indent=2) + "\n"
+        """The project file's text: strict JSON, so a NaN that got past validation raises here
+        instead of writing a ``NaN`` token other JSON readers refuse."""
+        data = self.model_dump(mode="json", exclude_none=False)
+        return json.dumps(data, indent=2, allow_nan=False) + "\n"
 
 
 _PathT = TypeVar("_PathT", bound=BaseModel)
@@ -589,13 +671,59 @@ def split_counts(examples: int, split: float) -> tuple[int, int]:
     return examples - held_out, held_out
 
 
-def cross_field_problems(project: Project) -> list[Problem]:
-    """Rules that join sections: shapes must fit, strategy and TF_CONFIG must agree."""
-    problems = project.strategy.problems()
-    problems += strategy_problems(project.tf_config, project.strategy.kind)
-    problems += _data_shape_problems(project.data, project, ("data",))
-    problems += _custom_code_problems(project)
-    problems += _evaluation_problems(project)
+def cross_field_problems(project: Project, usable: Collection[str] | None = None) -> list[Problem]:
+    """Rules that join sections: shapes must fit, strategy and TF_CONFIG must agree.
+
+    With ``usable``, only the rules whose sections are all in it run: the others
+    would judge a section that did not validate (see :func:`load_project_data`).
+    """
+    problems = []
+    for sections, rule in _CROSS_RULES:
+        if usable is None or sections <= set(usable):
+            problems += rule(project)
+    return problems
+
+
+def _strategy_problems(project: Project) -> list[Problem]:
+    return project.strategy.problems()
+
+
+def _tf_config_problems(project: Project) -> list[Problem]:
+    return strategy_problems(project.tf_config, project.strategy.kind)
+
+
+def _training_data_problems(project: Project) -> list[Problem]:
+    return _data_shape_problems(project.data, project, ("data",))
+
+
+def _length_problems(project: Project) -> list[Problem]:
+    epochs, per_epoch = project.training.epochs, project.steps_per_epoch()
+    if epochs is None or per_epoch is None or epochs * per_epoch <= MAX_STEPS:
+        return []
+    return [
+        Problem(
+            ("training", "epochs"),
+            f"{epochs:,} epochs of {per_epoch:,} steps make {epochs * per_epoch:,} steps, "
+            f"more than the {MAX_STEPS:,} a run can have",
+        )
+    ]
+
+
+def _size_problems(project: Project) -> list[Problem]:
+    estimate = memory_estimate(project)
+    if estimate.total <= MAX_PROJECT_BYTES:
+        return []
+    return [
+        Problem(
+            estimate.loc,
+            f"needs about {_bytes_text(estimate.total)} of memory, more than the "
+            f"{MAX_PROJECT_BYTES // 2**50} PiB any machine has",
+        )
+    ]
+
+
+def _batch_problems(project: Project) -> list[Problem]:
+    problems = []
     replicas = project.strategy.replica_count_hint()
     if project.steps_per_epoch() == 0 and project.training_example_count():
         problems.append(
@@ -733,7 +861,173 @@ def _data_shape_problems(data: DataConfig, project: Project, loc: tuple[str, ...
     return problems
 
 
+_CROSS_RULES: tuple[tuple[frozenset[str], Callable[[Project], list[Problem]]], ...] = (
+    (frozenset({"strategy"}), _strategy_problems),
+    (frozenset({"strategy", "tf_config"}), _tf_config_problems),
+    (frozenset({"data", "model", "loss"}), _training_data_problems),
+    (frozenset({"custom_code", "strategy"}), _custom_code_problems),
+    (
+        frozenset({"evaluation", "strategy", "data", "model", "loss"}),
+        _evaluation_problems,
+    ),
+    (frozenset({"data", "evaluation", "strategy"}), _batch_problems),
+    (frozenset({"training", "data", "evaluation"}), _length_problems),
+    (
+        frozenset({"strategy", "model", "optimizer", "loss", "data", "evaluation"}),
+        _size_problems,
+    ),
+)
+
 register_union_tags(["dense", "dropout", *OPTIMIZER_KINDS, *DATA_SOURCES])
+
+# --- memory ----------------------------------------------------------------------------
+
+MAX_PROJECT_BYTES = 2**50
+"""A project whose estimate passes this fits no machine: refused by validation anywhere."""
+_FLOAT32 = 4
+
+
+@dataclass(frozen=True)
+class MemoryEstimate:
+    """Bytes of host memory a run needs at least, from the project alone (no TensorFlow).
+
+    A lower bound of what matters, not an account of everything: TensorFlow's own
+    few hundred MiB and file sources (.npz, CSV, whose size only reading tells) are
+    left out.
+    """
+
+    parameters: int
+    """Weights, their gradients and the optimizer's slots, once per replica on the CPU."""
+    inputs: int
+    """Data generated or held in memory: synthetic arrays, caches, shuffle buffers."""
+    activations: int
+    """One global batch through every layer, forward and back."""
+
+    @property
+    def total(self) -> int:
+        return self.parameters + self.inputs + self.activations
+
+    @property
+    def loc(self) -> tuple[str, ...]:
+        """The section to change: the model, or the data when the data weighs more."""
+        if self.inputs > self.parameters + self.activations:
+            return ("data",)
+        return ("model", "layers")
+
+    def describe(self) -> str:
+        return (
+            f"{_bytes_text(self.parameters)} for parameters, gradients and optimizer state, "
+            f"{_bytes_text(self.inputs)} for input data, "
+            f"{_bytes_text(self.activations)} for activations"
+        )
+
+
+def memory_estimate(project: Project) -> MemoryEstimate:
+    """What a run of ``project`` holds in this machine's memory, float32 throughout."""
+    model = project.model
+    copies = 2 + _optimizer_slots(project.optimizer)  # weights, gradients, slots
+    parameters = model.parameter_count() * _FLOAT32 * copies * _host_replicas(project.strategy)
+    widths, width = [model.input_size], model.input_size
+    for layer in model.layers:  # a dropout layer keeps the width before it
+        width = layer.units if isinstance(layer, DenseLayer) else width
+        widths.append(width)
+    activations = project.data.global_batch_size * sum(widths) * _FLOAT32 * 2
+    inputs = _data_bytes(project.data, project)
+    if project.evaluation is not None and project.evaluation.source is not None:
+        inputs += _data_bytes(project.evaluation.source, project)
+    return MemoryEstimate(parameters=parameters, inputs=inputs, activations=activations)
+
+
+def _optimizer_slots(optimizer: SGDConfig | AdamConfig | RMSpropConfig | AdagradConfig) -> int:
+    """Variables the optimizer keeps per weight (Keras 3's optimizers)."""
+    if isinstance(optimizer, SGDConfig):
+        return 1 if optimizer.momentum else 0
+    if isinstance(optimizer, AdamConfig):
+        return 3 if optimizer.amsgrad else 2
+    if isinstance(optimizer, RMSpropConfig):
+        return 1 + (1 if optimizer.momentum else 0) + (1 if optimizer.centered else 0)
+    return 1
+
+
+def _host_replicas(strategy: StrategyConfig) -> int:
+    """Copies of the variables in host memory: one per CPU replica a mirrored strategy makes."""
+    if strategy.kind != "mirrored":
+        return 1
+    if strategy.devices:
+        return max(1, sum("CPU" in device.upper() for device in strategy.devices))
+    return strategy.cpu_replicas
+
+
+def _data_bytes(data: DataConfig, project: Project) -> int:
+    model, loss = project.model, project.loss
+    labels = 1 if loss.kind == "sparse_categorical_crossentropy" else model.output_units
+    example = (model.input_size + labels) * _FLOAT32
+    count = data.example_count()
+    if isinstance(data, ConstantData):
+        held = example  # from_tensors keeps one example and repeats it
+    elif isinstance(data, SyntheticClassification | SyntheticRegression):
+        # numpy draws float64 (a second draw for the noise), casts to float32, and
+        # tf.data copies the arrays into tensors.
+        draws = 2 if data.noise else 1
+        held = data.examples * ((model.input_size + labels) * (8 * draws + _FLOAT32) + example)
+    else:
+        return 0  # a file's size is known only when it is read, on the machine that runs it
+    cached = count * example if data.cache and count is not None else 0
+    shuffled = min(data.shuffle_buffer, count or data.shuffle_buffer) * example
+    return held + cached + shuffled
+
+
+def available_memory_bytes() -> int | None:
+    """Memory this process may still use: the kernel's MemAvailable, or less under a
+    cgroup (container) limit, since that is where the OOM killer strikes."""
+    available = None
+    try:
+        for line in Path("/proc/meminfo").read_text(encoding="ascii").splitlines():
+            if line.startswith("MemAvailable:"):
+                available = int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        available = None
+    if available is None:
+        try:
+            available = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+        except (AttributeError, ValueError, OSError):
+            return None
+    cgroup = Path("/sys/fs/cgroup")
+    try:
+        limit = (cgroup / "memory.max").read_text(encoding="ascii").strip()
+        used = (cgroup / "memory.current").read_text(encoding="ascii").strip()
+        if limit != "max":
+            available = min(available, int(limit) - int(used))
+    except (OSError, ValueError):
+        pass
+    return available
+
+
+def memory_problems(project: Project, available_bytes: int | None = None) -> list[Problem]:
+    """The project as a problem when it cannot fit this machine's memory (or
+    ``available_bytes``): refused with the estimate instead of met by the OOM killer.
+
+    Only where the project is about to run: the same project may fit the machine
+    it is meant for.
+    """
+    available = available_memory_bytes() if available_bytes is None else available_bytes
+    estimate = memory_estimate(project)
+    if available is None or estimate.total <= available:
+        return []
+    return [
+        Problem(
+            estimate.loc,
+            f"needs about {_bytes_text(estimate.total)} of memory ({estimate.describe()}); "
+            f"this machine has {_bytes_text(available)} available",
+        )
+    ]
+
+
+def _bytes_text(count: int) -> str:
+    for unit, size in (("PiB", 2**50), ("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20)):
+        if count >= size:
+            return f"{count / size:.1f} {unit}"
+    return f"{count / 2**20:.2f} MiB"
 
 
 def uneven_batch_warnings(project: Project, replicas: int | None = None) -> list[str]:
@@ -757,12 +1051,17 @@ def uneven_batch_warnings(project: Project, replicas: int | None = None) -> list
 
 
 def load_project_data(data: object, source: str = "project") -> Project:
-    """Validates an already-parsed project; raises ProblemsError listing every problem."""
+    """Validates an already-parsed project; raises ProblemsError listing every problem.
+
+    Every problem means every one: when a section fails, the rules joining the
+    sections that did validate still run, so a bad ``training.epochs`` does not
+    hide a data shape that does not fit the model.
+    """
     if not isinstance(data, dict):
         raise ProblemsError([Problem((), "a project must be a JSON object")], source)
     version = data.get("schema_version")
-    if version != SCHEMA_VERSION:
-        if isinstance(version, int) and version > SCHEMA_VERSION:
+    if version != SCHEMA_VERSION or isinstance(version, bool):
+        if isinstance(version, int) and not isinstance(version, bool) and version > SCHEMA_VERSION:
             message = (
                 f"schema_version {version} was written by a newer Distloop; this one reads "
                 f"version {SCHEMA_VERSION}"
@@ -773,20 +1072,46 @@ def load_project_data(data: object, source: str = "project") -> Project:
     try:
         return Project.model_validate(data)
     except ValidationError as exc:
-        raise ProblemsError(problems_from_validation_error(exc), source) from None
+        problems = problems_from_validation_error(exc, model=Project)
+    sections = _valid_sections(data)
+    if sections is not None:  # the joining rules did not run: run those that can
+        partial = Project.model_construct(**sections)
+        problems += [p for p in cross_field_problems(partial, sections) if p not in problems]
+    raise ProblemsError(problems, source)
+
+
+def _section_adapter(name: str) -> TypeAdapter[Any]:
+    info = Project.model_fields[name]
+    annotation = Annotated[info.annotation, info]
+    if isinstance(info.annotation, type) and issubclass(info.annotation, BaseModel):
+        return TypeAdapter(annotation)  # the section's model brings its own config
+    return TypeAdapter(annotation, config=_Strict.model_config)
+
+
+_SECTIONS = {name: _section_adapter(name) for name in Project.model_fields}
+
+
+def _valid_sections(data: dict[str, Any]) -> dict[str, Any] | None:
+    """The top-level sections that validate on their own; None when every one does and
+    nothing else is there, since then Project's own cross-field rules have run."""
+    valid: dict[str, Any] = {}
+    for name, adapter in _SECTIONS.items():
+        info = Project.model_fields[name]
+        if name not in data:
+            if not info.is_required():
+                valid[name] = info.get_default(call_default_factory=True)
+            continue
+        try:
+            valid[name] = adapter.validate_python(data[name])
+        except ValidationError:
+            continue
+    if len(valid) == len(_SECTIONS) and set(data) <= set(_SECTIONS):
+        return None
+    return valid
 
 
 def load_project_text(text: str, source: str = "project") -> Project:
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ProblemsError(
-            [Problem((), f"not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}")],
-            source,
-        ) from None
-    except (ValueError, RecursionError) as exc:  # huge integers, absurd nesting
-        raise ProblemsError([Problem((), f"not readable as JSON: {exc}")], source) from None
-    return load_project_data(data, source)
+    return load_project_data(parse_json_text(text, source), source)
 
 
 def load_project(path: str | Path) -> Project:
@@ -794,6 +1119,10 @@ def load_project(path: str | Path) -> Project:
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ProblemsError([Problem((), f"cannot read {path}: {exc}")], str(path)) from None
+    except OSError as exc:
+        message = f"cannot read it: {exc.strerror or exc}"
+        raise ProblemsError([Problem((), message)], str(path)) from None
+    except UnicodeDecodeError as exc:
+        message = f"cannot read it: not UTF-8 text (byte {exc.start} is {exc.object[exc.start]:#x})"
+        raise ProblemsError([Problem((), message)], str(path)) from None
     return load_project_text(text, str(path))

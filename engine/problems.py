@@ -9,11 +9,16 @@ enforces every rule.
 
 from __future__ import annotations
 
+import difflib
+import json
+import re
+import types
+import typing
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Union
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
 Loc = tuple[str | int, ...]
@@ -43,15 +48,42 @@ class ProblemsError(ValueError):
     def __init__(self, problems: Sequence[Problem], what: str = "input") -> None:
         self.problems = list(problems)
         self.what = what
+        if len(self.problems) == 1 and not self.problems[0].loc:
+            # One problem with the whole input (unreadable, not JSON): one line, like a compiler.
+            super().__init__(f"{what}: {self.problems[0].message}")
+            return
         lines = "\n".join(f"  {p}" for p in self.problems)
         super().__init__(f"{what} has {len(self.problems)} problem(s):\n{lines}")
 
 
-def problems_from_validation_error(error: ValidationError, prefix: Loc = ()) -> list[Problem]:
+def parse_json_text(text: str, what: str) -> Any:
+    """JSON text as Python data, or a ProblemsError saying where it stops being JSON.
+
+    A leading UTF-8 byte order mark (Windows editors write one) is skipped.
+    """
+    try:
+        return json.loads(text.removeprefix("\ufeff"))
+    except json.JSONDecodeError as exc:
+        # json's messages end in "at" before the position it leaves out of msg.
+        message = re.sub(r" at$", " here", exc.msg)
+        position = f"line {exc.lineno}, column {exc.colno}"
+        raise ProblemsError([Problem((), f"{position}: not valid JSON: {message}")], what) from None
+    except (ValueError, RecursionError) as exc:  # huge integers, absurd nesting
+        raise ProblemsError([Problem((), f"not readable as JSON: {exc}")], what) from None
+
+
+_STRICT_TYPE_ERRORS = ("int_type", "float_type", "bool_type", "string_type")
+
+
+def problems_from_validation_error(
+    error: ValidationError, prefix: Loc = (), model: type[BaseModel] | None = None
+) -> list[Problem]:
     """Turns pydantic's errors into Problems, dropping the union-branch noise from locs.
 
     Discriminated unions put the tag in the location (``layers.0.dense.units``);
-    users never typed that tag as a key, so it is removed.
+    users never typed that tag as a key, so it is removed. With the validated
+    ``model``, an unknown key gets the closest known key as a suggestion, and a
+    value of the wrong JSON type is quoted, since ``"0.5"`` and ``0.5`` look alike.
     """
     problems = []
     for err in error.errors(include_url=False):
@@ -59,8 +91,76 @@ def problems_from_validation_error(error: ValidationError, prefix: Loc = ()) -> 
         message = err["msg"]
         if message.startswith("Value error, "):
             message = message[len("Value error, ") :]
+        if err["type"] in _STRICT_TYPE_ERRORS and isinstance(
+            err["input"], str | bool | int | float | None
+        ):
+            message = f"{message}, not {_shown(err['input'])}"
+        if err["type"] == "extra_forbidden" and model is not None and err["loc"]:
+            known = _known_keys(model, err["loc"][:-1])
+            close = difflib.get_close_matches(str(err["loc"][-1]), known, n=1, cutoff=0.6)
+            if close:
+                message = f"unknown key; did you mean {close[0]!r}?"
+            elif known:
+                message = f"unknown key; known keys: {', '.join(known)}"
         problems.append(Problem(prefix + loc, message))
     return problems
+
+
+def _shown(value: str | bool | float | None) -> str:
+    """A JSON value as the file spells it, shortened to fit a one-line message."""
+    text = json.dumps(value)
+    return text if len(text) <= 40 else f"{text[:37]}..."
+
+
+def _known_keys(model: type[BaseModel], loc: Sequence[str | int]) -> list[str]:
+    """The keys a JSON object at ``loc`` (pydantic's raw location, tags included) may have."""
+    current: Any = model
+    for part in loc:
+        current = _child_type(current, part)
+        if current is None:
+            return []
+    current = _unwrap(current)
+    if isinstance(current, type) and issubclass(current, BaseModel):
+        return list(current.model_fields)
+    return []
+
+
+def _unwrap(annotation: Any) -> Any:
+    """The type under ``Annotated`` and ``Optional``; unions of several types stay unions."""
+    while True:
+        origin = typing.get_origin(annotation)
+        if origin is typing.Annotated:
+            annotation = typing.get_args(annotation)[0]
+        elif origin in (Union, types.UnionType):
+            args = [arg for arg in typing.get_args(annotation) if arg is not type(None)]
+            if len(args) != 1:
+                return annotation
+            annotation = args[0]
+        else:
+            return annotation
+
+
+def _child_type(annotation: Any, part: str | int) -> Any:
+    annotation = _unwrap(annotation)
+    origin = typing.get_origin(annotation)
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        field = annotation.model_fields.get(str(part))
+        return None if field is None else field.annotation
+    if origin in (Union, types.UnionType):  # a discriminated union: the location names the tag
+        for member in typing.get_args(annotation):
+            member = _unwrap(member)
+            if (
+                isinstance(member, type)
+                and issubclass(member, BaseModel)
+                and any(field.default == part for field in member.model_fields.values())
+            ):
+                return member
+        return None
+    if origin is list and isinstance(part, int):
+        return typing.get_args(annotation)[0]
+    if origin is dict and isinstance(part, str):
+        return typing.get_args(annotation)[1]
+    return None
 
 
 _UNION_TAGS: set[str] = set()

@@ -19,13 +19,21 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from engine.problems import Problem, ProblemsError, problems_from_validation_error, raise_problems
+from engine.problems import (
+    Problem,
+    ProblemsError,
+    parse_json_text,
+    problems_from_validation_error,
+    raise_problems,
+)
 
 JobType = Literal["chief", "worker", "ps", "evaluator"]
 JOB_TYPES: tuple[str, ...] = ("chief", "worker", "ps", "evaluator")
 MULTI_MACHINE_STRATEGIES: tuple[str, ...] = ("multi_worker_mirrored", "parameter_server")
 
 _HOST_LABEL = re.compile(r"^(?!-)[A-Za-z0-9-]{1,63}(?<!-)$")
+_PORT = re.compile(r"[0-9]+", re.ASCII)
+_MODEL_CONFIG = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
 
 
 def parse_address(address: str) -> tuple[str, int]:
@@ -52,12 +60,36 @@ def parse_address(address: str) -> tuple[str, int]:
             raise ValueError(f"{address!r} has no host (expected host:port)")
         if not _valid_hostname(host):
             raise ValueError(f"{host!r} is not a valid host name or IPv4 address")
-    if not port_text.isdigit():
-        raise ValueError(f"port {port_text!r} of {address!r} is not a number")
+    if not _PORT.fullmatch(port_text):
+        raise ValueError(f"port {port_text!r} of {address!r} is not a number (digits 0-9)")
+    if port_text.startswith("0") and port_text != "0":
+        raise ValueError(
+            f"port {port_text!r} of {address!r} has a leading zero; write {int(port_text)}"
+        )
     port = int(port_text)
     if not 1 <= port <= 65535:
         raise ValueError(f"port {port} of {address!r} is outside 1-65535")
     return host, port
+
+
+def address_key(address: str) -> tuple[str, int]:
+    """What an address names, for telling whether two tasks share one: the host as one
+    spelling (lower case, no trailing dot, IPv6 compressed, IPv4-mapped IPv6 as IPv4,
+    every loopback name as ``localhost``) and the port.
+
+    TensorFlow's servers listen on every interface of their machine, so two loopback
+    spellings with one port are one port, whichever loopback address each names.
+    """
+    host, port = parse_address(address)
+    host = host.lower().rstrip(".")
+    try:
+        ip = ipaddress.ip_address(host)
+    except ValueError:
+        loopback = host == "localhost" or host.endswith(".localhost")
+        return ("localhost" if loopback else host), port
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        ip = ip.ipv4_mapped
+    return ("localhost" if ip.is_loopback else ip.compressed), port
 
 
 def _valid_hostname(host: str) -> bool:
@@ -75,7 +107,7 @@ def _valid_hostname(host: str) -> bool:
 class TaskSpec(BaseModel):
     """Which task of the cluster this process is."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = _MODEL_CONFIG
 
     type: JobType
     index: int = Field(0, ge=0, le=65535)
@@ -87,7 +119,7 @@ class TaskSpec(BaseModel):
 class TFConfig(BaseModel):
     """Exactly TensorFlow's TF_CONFIG structure: ``{"cluster": {...}, "task": {...}}``."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = _MODEL_CONFIG
 
     cluster: dict[str, list[str]]
     task: TaskSpec
@@ -130,7 +162,7 @@ def cluster_problems(config: TFConfig) -> list[Problem]:
     problems: list[Problem] = []
     if not config.cluster:
         problems.append(Problem(("cluster",), "the cluster has no jobs"))
-    seen: dict[str, tuple[str, int]] = {}
+    seen: dict[tuple[str, int], tuple[str, int]] = {}
     for job, addresses in config.cluster.items():
         if job == "master":
             problems.append(
@@ -148,12 +180,12 @@ def cluster_problems(config: TFConfig) -> list[Problem]:
             )
         for i, address in enumerate(addresses):
             try:
-                parse_address(address)
+                key = address_key(address)
             except ValueError as exc:
                 problems.append(Problem(("cluster", job, i), str(exc)))
                 continue
-            if address in seen:
-                other_job, other_i = seen[address]
+            if key in seen:
+                other_job, other_i = seen[key]
                 problems.append(
                     Problem(
                         ("cluster", job, i),
@@ -161,7 +193,7 @@ def cluster_problems(config: TFConfig) -> list[Problem]:
                     )
                 )
             else:
-                seen[address] = (job, i)
+                seen[key] = (job, i)
     task = config.task
     if task.type not in config.cluster:
         problems.append(
@@ -230,15 +262,7 @@ def strategy_problems(config: TFConfig | None, strategy_kind: str) -> list[Probl
 
 def parse_tf_config_text(text: str) -> TFConfig:
     """Reads TF_CONFIG from pasted text, a file's content or the environment."""
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ProblemsError(
-            [Problem((), f"not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}")],
-            "TF_CONFIG",
-        ) from None
-    except (ValueError, RecursionError) as exc:  # huge integers, absurd nesting
-        raise ProblemsError([Problem((), f"not readable as JSON: {exc}")], "TF_CONFIG") from None
+    data = parse_json_text(text, "TF_CONFIG")
     if not isinstance(data, dict):
         raise ProblemsError(
             [Problem((), 'TF_CONFIG must be a JSON object {"cluster": ..., "task": ...}')],
@@ -247,7 +271,9 @@ def parse_tf_config_text(text: str) -> TFConfig:
     try:
         return TFConfig.model_validate(data)
     except ValidationError as exc:
-        raise ProblemsError(problems_from_validation_error(exc), "TF_CONFIG") from None
+        raise ProblemsError(
+            problems_from_validation_error(exc, model=TFConfig), "TF_CONFIG"
+        ) from None
 
 
 def parse_task(text: str) -> TaskSpec:

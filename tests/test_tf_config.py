@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from engine.problems import ProblemsError
@@ -84,3 +86,48 @@ def test_env_string_round_trips() -> None:
     )
     assert parse_tf_config_text(config.to_env()) == config
     assert config.for_task("worker", 0).task.index == 0
+
+
+@pytest.mark.parametrize(
+    ("address", "fragment"),
+    [
+        ("host:02222", "leading zero"),
+        ("host:٢٢٢٢", "not a number"),  # Arabic-Indic digits: str.isdigit() says yes
+        ("host:２２２２", "not a number"),  # fullwidth digits
+        ("host:+22", "not a number"),
+    ],
+)
+def test_ports_are_plain_ascii_decimal(address: str, fragment: str) -> None:
+    with pytest.raises(ValueError, match=fragment):
+        parse_address(address)
+
+
+@pytest.mark.parametrize(
+    ("first", "second"),
+    [
+        ("localhost:2222", "127.0.0.1:2222"),
+        ("LocalHost:2222", "localhost:2222"),
+        ("[::1]:2222", "localhost:2222"),
+        ("127.0.0.2:2222", "localhost:2222"),
+        ("Host1.example.com:2222", "host1.example.com.:2222"),
+        ("[::ffff:10.0.0.1]:1", "10.0.0.1:1"),
+    ],
+)
+def test_one_address_spelt_two_ways_is_a_duplicate(first: str, second: str) -> None:
+    found = problems(
+        json.dumps({"cluster": {"chief": [first], "worker": [second]}, "task": {"type": "chief"}})
+    )
+    assert "also chief:0" in found["cluster.worker.0"]
+
+
+def test_task_index_is_a_strict_integer_and_keys_get_suggestions() -> None:
+    found = problems('{"cluster": {"worker": ["a:1"]}, "task": {"type": "worker", "index": true}}')
+    assert "valid integer, not true" in found["task.index"]
+    found = problems('{"cluster": {"worker": ["a:1"]}, "task": {"type": "worker", "indx": 0}}')
+    assert "did you mean 'index'?" in found["task.indx"]
+
+
+def test_tf_config_json_errors_and_byte_order_mark() -> None:
+    assert problems('{"cluster": }')[""] == "line 1, column 13: not valid JSON: Expecting value"
+    text = '\ufeff{"cluster": {"worker": ["a:1"]}, "task": {"type": "worker"}}'
+    assert parse_tf_config_text(text).task.type == "worker"
