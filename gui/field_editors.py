@@ -245,23 +245,34 @@ class TextEdit(QLineEdit):
 class ListEdit(QLineEdit):
     """A list typed as comma-separated items, e.g. ``28, 28`` or ``/gpu:0, /gpu:1``.
 
-    Items go to the model as typed text: pydantic converts numbers and reports an
-    item that is not one under that item's own path (``data.features.2``), in its
-    own words.
+    Items that read as an ``item_type`` number go to the model as that number; any
+    other item goes as typed text, so the model (whose numbers are strict) reports
+    it under that item's own path (``data.features.2``), in its own words.
     """
 
     edited = Signal()
 
-    def __init__(self, optional: bool = False) -> None:
+    def __init__(self, optional: bool = False, item_type: type = str) -> None:
         super().__init__()
         self._optional = optional
+        self._item_type = item_type
         self.textChanged.connect(self.edited)
 
-    def value(self) -> list[str] | None:
+    def value(self) -> list[str | int | float] | None:
         text = self.text().strip()
         if not text:
             return None if self._optional else []
-        return [item.strip() for item in text.split(",")]
+        return [self._item(item.strip()) for item in text.split(",")]
+
+    def _item(self, text: str) -> str | int | float:
+        if self._item_type is int and re.fullmatch(r"[+-]?[0-9]+", text, re.ASCII):
+            return int(text)
+        if self._item_type is float and re.fullmatch(r"[^_]+", text):
+            try:
+                return float(text)
+            except ValueError:
+                return text
+        return text
 
     def set_value(self, value: typing.Sequence[Any] | None) -> None:
         self.setText(", ".join(str(item) for item in value or []))
@@ -338,7 +349,7 @@ def editor_for(model: type[BaseModel], name: str, initial: float = 1.0) -> QWidg
         max_length = next((m.max_length for m in info.metadata if isinstance(m, MaxLen)), None)
         editor = TextEdit(optional=optional, max_length=max_length)
     elif origin is list:
-        editor = ListEdit(optional=optional)
+        editor = ListEdit(optional=optional, item_type=typing.get_args(annotation)[0])
     else:
         raise TypeError(f"no editor for {model.__name__}.{name}: {info.annotation}")
     if not info.is_required():

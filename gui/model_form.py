@@ -29,7 +29,7 @@ class ModelForm(QWidget):
 
     def __init__(self) -> None:
         super().__init__()
-        self.input_shape = ListEdit()
+        self.input_shape = ListEdit(item_type=int)
         self.input_shape.setPlaceholderText("e.g. 8, or 28, 28")
         self.input_shape.setToolTip(
             "Dimensions of one example, comma-separated (1 to 4 of them, each at least 1)"

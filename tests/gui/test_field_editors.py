@@ -104,7 +104,9 @@ def test_choice_text_and_list_editors(qtbot) -> None:
     assert devices.value() == ["/gpu:0", "/gpu:1"]
     features = editor_for(ConstantData, "features")
     features.set_value([1.0, -2.5])
-    assert features.value() == ["1.0", "-2.5"]
+    assert features.value() == [1.0, -2.5]  # numbers: the model's floats are strict
+    features.setText("1, x, 1e3")
+    assert features.value() == [1.0, "x", 1000.0]  # "x" stays text, for the model to refuse
     features.setText("")
     assert features.value() == []
     assert isinstance(editor_for(TrainingConfig, "stop_on_nan"), BoolEdit)
