@@ -51,8 +51,11 @@ class Channel:
         """Writes the line to ``engine.log`` and passes it on when the queue has room."""
         if self._log_file is not None:
             stamp = time.strftime("%H:%M:%S")
-            self._log_file.write(f"{stamp} {level[0].upper()} [{source}] {text}\n")
-            self._log_file.flush()
+            try:
+                self._log_file.write(f"{stamp} {level[0].upper()} [{source}] {text}\n")
+                self._log_file.flush()
+            except OSError:  # a full disk: the run stops on its own write; the parent hears it
+                self._close_log()
         if self._waiting:
             return
         message = Log(level=level, source=source, text=text, task=self._task)
@@ -70,13 +73,17 @@ class Channel:
     def close(self) -> None:
         """Delivers everything still waiting, however long the parent takes to read."""
         self._deliver(block=True)
-        if self._log_file is not None:
-            self._log_file.close()
-            self._log_file = None
+        self._close_log()
         close = getattr(self._queue, "close", None)
         if close is not None:
             close()
             self._queue.join_thread()
+
+    def _close_log(self) -> None:
+        if self._log_file is not None:
+            with contextlib.suppress(OSError):  # closing flushes, which a full disk refuses
+                self._log_file.close()
+            self._log_file = None
 
 
 def _merge(first: StepMetrics, second: StepMetrics) -> StepMetrics:

@@ -24,7 +24,7 @@ from typing import Any
 
 from engine.channel import Channel
 from engine.messages import DeviceInfo, DevicesDetected, RunFailed
-from engine.run_folder import write_status
+from engine.run_folder import RunFolderLock, write_status
 
 PARENT_POLL_S = 0.5
 # absl's prefix on TensorFlow's C++ log lines: I0000/W0000/E0000/F0000 or "... W tensorflow/...".
@@ -136,8 +136,13 @@ def run_engine(
     task: str | None,
     tf_config_env: str | None,
     resume: bool = False,
+    folder_lock: RunFolderLock | None = None,
 ) -> None:
-    """Runs one project and reports it; the exit code is 0 only for a clean finish or stop."""
+    """Runs one project and reports it; the exit code is 0 only for a clean finish or stop.
+
+    ``folder_lock`` is the parent's lock on ``run_dir``, inherited: it stays held
+    while this process writes there, even if the parent dies first.
+    """
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     terminated = _stop_on_sigterm()
     _watch_parent()
@@ -176,22 +181,29 @@ def run_engine(
     except BaseException as exc:
         exit_code = 1
         failure = _failure_message(exc)
+        # The lock's reserve makes room on a full disk; should the write fail all the same,
+        # the parent still learns why, from the message.
+        if folder_lock is not None:
+            folder_lock.free_reserve()
         if folder is not None:
-            write_status(
-                folder,
-                "failed",
-                started_at=started,
-                error_type=failure.error_type,
-                error=failure.message,
-                last_step=failure.last_step,
-                task=task,
-            )
+            with contextlib.suppress(OSError):
+                write_status(
+                    folder,
+                    "failed",
+                    started_at=started,
+                    error_type=failure.error_type,
+                    error=failure.message,
+                    last_step=failure.last_step,
+                    task=task,
+                )
         channel.log(failure.traceback or failure.message, level="error")
         with contextlib.suppress(Exception):
             channel.send(failure)
     finally:
         capture.close()
         channel.close()
+        if folder_lock is not None:
+            folder_lock.release()
     sys.exit(exit_code)
 
 

@@ -8,6 +8,7 @@ and then after the message, as the engine's own report.
 from __future__ import annotations
 
 import argparse
+import shutil
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
@@ -25,7 +26,16 @@ from engine.messages import (
     StepMetrics,
 )
 from engine.problems import ProblemsError
-from engine.run_folder import PROJECT_FILE, format_loss, new_run_dir
+from engine.run_folder import (
+    PROJECT_FILE,
+    RunFolderError,
+    RunFolderLock,
+    empty_run_folder,
+    folder_entries,
+    format_loss,
+    new_run_dir,
+    refuse_links,
+)
 
 if TYPE_CHECKING:
     from engine.cluster import LocalCluster
@@ -75,11 +85,20 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--out", type=Path, help="run folder (default: a new folder under the user's data dir)"
     )
+    add_overwrite_argument(parser)
     parser.add_argument(
         "--quiet", action="store_true", help="print only the summary, not a line per step"
     )
     parser.add_argument(
         "--verbose", action="store_true", help="also print TensorFlow's log output (to stderr)"
+    )
+
+
+def add_overwrite_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="empty the --out folder first when it holds an earlier run (which is lost)",
     )
 
 
@@ -176,13 +195,62 @@ def command_run(args: argparse.Namespace) -> int:
     except OSError as exc:
         _err(f"distloop: cannot create the run folder: {exc}")
         return EXIT_FAILED
-    return run_in_foreground(project, run_dir, quiet=args.quiet, verbose=args.verbose)
+    lock = _claim_new_run_folder(run_dir, overwrite=args.overwrite, command="run")
+    if lock is None:
+        return EXIT_FAILED
+    return run_in_foreground(
+        project, run_dir, quiet=args.quiet, verbose=args.verbose, folder_lock=lock
+    )
+
+
+def _claim_new_run_folder(run_dir: Path, *, overwrite: bool, command: str) -> RunFolderLock | None:
+    """Locks the folder a new run writes, which must hold no earlier run; None: refused.
+
+    A second run appending to a finished run's files would leave two traces in
+    one; the lock comes first, so a run that is still writing is named as such.
+    """
+    try:
+        lock = RunFolderLock.acquire(run_dir)
+    except RunFolderError as exc:
+        _err(f"distloop: {exc}")
+        return None
+    try:
+        if folder_entries(run_dir):
+            if not overwrite:
+                _err(
+                    f"distloop: the run folder {run_dir} is not empty: continue its run with "
+                    f"distloop {command} --resume {run_dir}, or replace it with --overwrite"
+                )
+                lock.release()
+                return None
+            empty_run_folder(run_dir)
+    except OSError as exc:
+        _err(f"distloop: cannot empty the run folder {run_dir}: {exc.strerror or exc}")
+        lock.release()
+        return None
+    return lock
+
+
+def _claim_run_to_resume(run_dir: Path) -> RunFolderLock | None:
+    """Locks the folder of a run to resume and checks that it writes nowhere else."""
+    try:
+        lock = RunFolderLock.acquire(run_dir)
+    except RunFolderError as exc:
+        _err(f"distloop: {exc}")
+        return None
+    try:
+        refuse_links(run_dir)
+    except RunFolderError as exc:
+        _err(f"distloop: {exc}")
+        lock.release()
+        return None
+    return lock
 
 
 def command_resume(args: argparse.Namespace) -> int:
     run_dir: Path = args.resume
-    if args.out is not None:
-        _err("distloop: --resume continues in the run's own folder; drop --out")
+    if args.out is not None or args.overwrite:
+        _err("distloop: --resume continues in the run's own folder; drop --out/--overwrite")
         return EXIT_USAGE
     if not (run_dir / PROJECT_FILE).is_file():
         _err(f"distloop: {run_dir} is not a run folder (it has no {PROJECT_FILE})")
@@ -195,16 +263,27 @@ def command_resume(args: argparse.Namespace) -> int:
     project = _load(run_dir / PROJECT_FILE)
     if project is None:
         return EXIT_FAILED
-    return run_in_foreground(project, run_dir, quiet=args.quiet, verbose=args.verbose, resume=True)
+    lock = _claim_run_to_resume(run_dir)
+    if lock is None:
+        return EXIT_FAILED
+    return run_in_foreground(
+        project, run_dir, quiet=args.quiet, verbose=args.verbose, resume=True, folder_lock=lock
+    )
 
 
 def run_in_foreground(
-    project: Project, run_dir: Path, *, quiet: bool, verbose: bool, resume: bool = False
+    project: Project,
+    run_dir: Path,
+    *,
+    quiet: bool,
+    verbose: bool,
+    resume: bool = False,
+    folder_lock: RunFolderLock | None = None,
 ) -> int:
     """Runs the engine and prints its messages; Ctrl-C stops it between steps."""
     from engine.process import EngineProcess
 
-    engine = EngineProcess(project, run_dir, resume=resume)
+    engine = EngineProcess(project, run_dir, resume=resume, folder_lock=folder_lock)
     return follow(engine, run_dir, quiet=quiet, verbose=verbose)
 
 
@@ -317,6 +396,7 @@ def add_cluster_commands(commands: argparse._SubParsersAction) -> None:
     cluster.add_argument(
         "--out", type=Path, help="run folder (default: a new folder under the user's data dir)"
     )
+    add_overwrite_argument(cluster)
     cluster.add_argument(
         "--workers",
         type=int,
@@ -368,14 +448,21 @@ def command_cluster(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     try:
         run_dir = args.out or new_run_dir(project.name)
-        cluster = LocalCluster(project, run_dir, workers=args.workers)
-    except ProblemsError as exc:
-        if args.out is None:
-            run_dir.rmdir()
-        _err(f"distloop: {exc}")
-        return EXIT_FAILED
+        created = not run_dir.exists()
+        run_dir.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         _err(f"distloop: cannot create the run folder: {exc}")
+        return EXIT_FAILED
+    lock = _claim_new_run_folder(run_dir, overwrite=args.overwrite, command="cluster")
+    if lock is None:
+        return EXIT_FAILED
+    try:
+        cluster = LocalCluster(project, run_dir, workers=args.workers, folder_lock=lock)
+    except ProblemsError as exc:
+        lock.release()
+        if created:  # it holds nothing but the lock file
+            shutil.rmtree(run_dir, ignore_errors=True)
+        _err(f"distloop: {exc}")
         return EXIT_FAILED
     return follow_cluster(cluster, args)
 
@@ -385,8 +472,11 @@ def command_cluster_resume(args: argparse.Namespace) -> int:
     from engine.cluster import TASKS_DIR, LocalCluster
 
     run_dir: Path = args.resume
-    if args.out is not None or args.workers is not None:
-        _err("distloop: --resume continues the cluster's tasks in its folder; drop --out/--workers")
+    if args.out is not None or args.workers is not None or args.overwrite:
+        _err(
+            "distloop: --resume continues the cluster's tasks in its folder; "
+            "drop --out/--workers/--overwrite"
+        )
         return EXIT_USAGE
     if not (run_dir / PROJECT_FILE).is_file() or not (run_dir / TASKS_DIR).is_dir():
         _err(
@@ -397,9 +487,13 @@ def command_cluster_resume(args: argparse.Namespace) -> int:
     project = _load(run_dir / PROJECT_FILE)
     if project is None:
         return EXIT_FAILED
+    lock = _claim_run_to_resume(run_dir)
+    if lock is None:
+        return EXIT_FAILED
     try:
-        cluster = LocalCluster(project, run_dir, resume=True)
+        cluster = LocalCluster(project, run_dir, resume=True, folder_lock=lock)
     except ProblemsError as exc:
+        lock.release()
         _err(f"distloop: {exc}")
         return EXIT_FAILED
     return follow_cluster(cluster, args)

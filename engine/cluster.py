@@ -51,7 +51,11 @@ from engine.run_folder import (
     LOG_FILE,
     METRICS_FILE,
     PROJECT_FILE,
+    TASKS_DIR,
     MetricsWriter,
+    RunFolderLock,
+    refuse_links,
+    remove_path,
     truncate_metrics,
     write_status,
 )
@@ -66,7 +70,6 @@ from engine.tf_config import (
     tf_config_from_env,
 )
 
-TASKS_DIR = "tasks"
 DEFAULT_WORKERS = 2
 DEFAULT_COMMUNICATION_TIMEOUT_S = 60.0
 """Given to multi_worker_mirrored tasks whose project sets none: without it, a worker
@@ -285,13 +288,15 @@ class LocalCluster:
         *,
         workers: int | None = None,
         resume: bool = False,
+        folder_lock: RunFolderLock | None = None,
     ) -> None:
         """Lays the cluster out (free ports, TF_CONFIGs); raises ProblemsError if it cannot.
 
         ``resume`` continues the cluster run in ``run_dir`` (``project`` is its
         ``project.json``): the same tasks, each from the chief's last checkpoint, on
         new ports (nothing in a checkpoint depends on them, and the old ones may be
-        taken by now).
+        taken by now). ``folder_lock`` is ``run_dir``'s lock when the caller took it
+        already; :meth:`start` takes it otherwise, and every task's folder's.
         """
         if resume and project.strategy.kind == "parameter_server":
             raise ProblemsError(
@@ -307,6 +312,7 @@ class LocalCluster:
         self.tf_config = local_cluster_config(project, workers, fresh_ports=resume)
         self.run_dir = run_dir
         self._resume = resume
+        self._folder_lock = folder_lock
         strategy = project.strategy
         if strategy.kind == "multi_worker_mirrored" and strategy.communication_timeout_s is None:
             strategy = strategy.model_copy(
@@ -354,9 +360,16 @@ class LocalCluster:
         Order does not matter: TensorFlow's tasks wait for each other to come up.
         """
         self.run_dir.mkdir(parents=True, exist_ok=True)
-        if self._resume:
-            self._share_chief_checkpoint()
-        atomic_write_text(self.run_dir / PROJECT_FILE, self.project.to_json())
+        try:
+            self._hold_folders()
+            if self._resume:
+                self._share_chief_checkpoint()
+            atomic_write_text(
+                self.run_dir / PROJECT_FILE, self.project.to_json(), follow_symlinks=False
+            )
+        except BaseException:
+            self._release_folders()
+            raise
         self._log = (self.run_dir / LOG_FILE).open("a", encoding="utf-8")
         self._started_at, self._began = time.time(), time.monotonic()
         try:
@@ -366,7 +379,7 @@ class LocalCluster:
         except BaseException:
             for task in self._tasks:
                 task.engine.kill()
-                task.engine.close()
+            self._release_folders()
             self._done = True
             self._close_files()
             raise
@@ -384,12 +397,31 @@ class LocalCluster:
             },
         )
 
+    def _hold_folders(self) -> None:
+        """Locks the run folder, then every task's: a second launcher (a resume of the same
+        folder) is refused before it touches anything. A resume refuses linked folders
+        first, since even the task folders' lock files must not land elsewhere."""
+        if self._folder_lock is None:
+            self._folder_lock = RunFolderLock.acquire(self.run_dir)
+        if self._resume:
+            refuse_links(self.run_dir)
+        for task in self._tasks:
+            task.engine.lock_folder()
+
+    def _release_folders(self) -> None:
+        for task in self._tasks:
+            task.engine.close()
+        if self._folder_lock is not None:
+            self._folder_lock.release()
+            self._folder_lock = None
+
     def _share_chief_checkpoint(self) -> None:
         """Copies the chief's checkpoints into every other trainer's folder.
 
         Only the chief keeps checkpoints, but every task restores from its own
         folder (``engine.tf_checkpoint``), and all must start from the same step
         with the same weights. Without a chief checkpoint, all start from step 1.
+        Links are neither followed nor copied through (``refuse_links`` ran first).
         """
         tasks_dir = self.run_dir / TASKS_DIR
         source = tasks_dir / task_dir_name(self._reporter.spec) / CHECKPOINT_DIR
@@ -397,9 +429,10 @@ class LocalCluster:
             if task is self._reporter:
                 continue
             target = tasks_dir / task_dir_name(task.spec) / CHECKPOINT_DIR
-            shutil.rmtree(target, ignore_errors=True)
-            if source.is_dir():
-                shutil.copytree(source, target)
+            if target.is_symlink() or target.exists():
+                remove_path(target)
+            if source.is_dir() and not source.is_symlink():
+                shutil.copytree(source, target, symlinks=True)
 
     @property
     def done(self) -> bool:
@@ -451,8 +484,7 @@ class LocalCluster:
         """Ends whatever still runs and releases every task's resources."""
         if self._began and not self._done:
             self.stop()
-        for task in self._tasks:
-            task.engine.close()
+        self._release_folders()
         self._close_files()
 
     # --- messages --------------------------------------------------------------------

@@ -30,7 +30,14 @@ from engine.messages import (
     RunFailed,
     parse_message,
 )
-from engine.run_folder import PROJECT_FILE, read_status, tail_log, write_status
+from engine.run_folder import (
+    PROJECT_FILE,
+    RunFolderLock,
+    read_status,
+    refuse_links,
+    tail_log,
+    write_status,
+)
 from engine.tf_config import TFConfig
 
 QUEUE_SIZE = 512
@@ -64,16 +71,20 @@ class EngineProcess:
         task: str | None = None,
         tf_config: TFConfig | None = None,
         resume: bool = False,
+        folder_lock: RunFolderLock | None = None,
     ) -> None:
         """``tf_config`` overrides the project's (one cluster, a different task per process).
 
         ``resume`` continues the run in ``run_dir`` from its last checkpoint.
+        ``folder_lock`` is ``run_dir``'s lock when the caller took it already (to
+        look into the folder first); otherwise :meth:`start` takes it.
         """
         self.project = project
         self.run_dir = run_dir
         self.task = task
         self._tf_config = tf_config if tf_config is not None else project.tf_config
         self._resume = resume
+        self._folder_lock = folder_lock
         self._queue = _ctx.Queue(QUEUE_SIZE)
         self._stop_event = _ctx.Event()
         self._process: multiprocessing.process.BaseProcess | None = None
@@ -81,9 +92,34 @@ class EngineProcess:
 
     def start(self) -> None:
         """Writes the project into the run folder and starts the engine."""
-        if self.run_dir is not None:
+        try:
+            self._start()
+        except BaseException:
+            self._release_folder()
+            raise
+
+    def lock_folder(self) -> None:
+        """Takes the run folder's lock, once: from now on no other run may write there.
+
+        Raises RunFolderBusy (naming the holder) when another run has it.
+        """
+        if self.run_dir is not None and self._folder_lock is None:
             self.run_dir.mkdir(parents=True, exist_ok=True)
-            atomic_write_text(self.run_dir / PROJECT_FILE, self.project.to_json())
+            self._folder_lock = RunFolderLock.acquire(self.run_dir)
+
+    def _release_folder(self) -> None:
+        if self._folder_lock is not None:
+            self._folder_lock.release()
+            self._folder_lock = None
+
+    def _start(self) -> None:
+        if self.run_dir is not None:
+            self.lock_folder()
+            if self._resume:
+                refuse_links(self.run_dir)
+            atomic_write_text(
+                self.run_dir / PROJECT_FILE, self.project.to_json(), follow_symlinks=False
+            )
         self._process = _ctx.Process(
             target=run_engine,
             args=(
@@ -94,6 +130,7 @@ class EngineProcess:
                 self.task,
                 self._tf_config.to_env() if self._tf_config else None,
                 self._resume,
+                self._folder_lock,
             ),
             name=f"distloop-engine{'-' + self.task if self.task else ''}",
         )
@@ -190,9 +227,12 @@ class EngineProcess:
             last_lines = tail_log(self.run_dir, 10)
             with contextlib.suppress(OSError, ValueError):
                 last_step = read_status(self.run_dir).get("last_step")
-            write_status(
-                self.run_dir, "failed", error_type="EngineDied", error=reason, task=self.task
-            )
+            if self._folder_lock is not None:
+                self._folder_lock.free_reserve()
+            with contextlib.suppress(OSError):  # a full disk: the message still says why
+                write_status(
+                    self.run_dir, "failed", error_type="EngineDied", error=reason, task=self.task
+                )
         return RunFailed(
             error_type="EngineDied",
             message=reason,
@@ -208,11 +248,12 @@ class EngineProcess:
             yield from self.poll(0.5)
 
     def close(self) -> None:
-        """Ends the process if it still runs and releases the queue."""
+        """Ends the process if it still runs and releases the queue and the run folder."""
         if self._process is not None and self._process.is_alive():
             self.stop()
         self._queue.close()
         self._queue.cancel_join_thread()
+        self._release_folder()
 
 
 def detect_devices(timeout_s: float = 60.0) -> DevicesDetected:

@@ -10,17 +10,23 @@ Layout (one folder per run; a cluster task gets one of its own)::
     engine.log     the engine's log lines and TensorFlow's output
     checkpoints/   model, optimizer and step counter (``engine.tf_checkpoint``); in a cluster,
                    the chief's (copied to the other tasks when the run resumes)
+    .distloop.lock locked while a run writes the folder (:class:`RunFolderLock`)
 
 The engine process writes all of it, so a run keeps its record when the GUI dies;
 the parent only writes ``status.json`` when the engine died too abruptly to do so.
+Nothing here follows a symbolic link when it replaces or deletes: a run folder is
+the run's own, and a crafted link must not make a run write or delete elsewhere.
 """
 
 from __future__ import annotations
 
 import contextlib
 import csv
+import errno
 import json
+import os
 import re
+import shutil
 import time
 from collections.abc import Mapping, Sequence
 from datetime import datetime
@@ -31,12 +37,22 @@ import numpy as np
 
 from engine.fileio import atomic_write_text
 
+try:
+    import fcntl
+except ImportError:  # Windows: run folders are not locked there
+    fcntl = None  # type: ignore[assignment]
+
 PROJECT_FILE = "project.json"
 METRICS_FILE = "metrics.csv"
 EVAL_FILE = "eval.csv"
 STATUS_FILE = "status.json"
 LOG_FILE = "engine.log"
 CHECKPOINT_DIR = "checkpoints"
+TASKS_DIR = "tasks"
+"""A cluster run's task folders, one run folder each (``engine.cluster``)."""
+LOCK_FILE = ".distloop.lock"
+RESERVE_BYTES = 32 * 1024
+"""Kept in the lock file while a run lasts: on a full disk, enough to write its status."""
 METRICS_COLUMNS = ("step", "loss", "elapsed_s")
 
 
@@ -68,7 +84,140 @@ def new_run_dir(project_name: str, root: Path | None = None) -> Path:
 
 
 class RunFolderError(OSError):
-    """The run folder cannot be written (full disk, no permission): the run must stop."""
+    """The run folder cannot be written (full disk, no permission): the run must stop.
+
+    Its message stands on its own, as the one line a user reads.
+    """
+
+
+class RunFolderBusy(RunFolderError):
+    """Another run writes this folder now: two writers would interleave their steps."""
+
+
+def folder_write_error(run_dir: str | Path, exc: BaseException, what: str) -> RunFolderError:
+    """The error to stop a run with when writing ``what`` into ``run_dir`` failed.
+
+    A full disk names the folder and its free space, the two things a user needs
+    to act on; other failures name ``what`` and the system's reason.
+    """
+    reason = getattr(exc, "strerror", None) or str(exc).splitlines()[0] or type(exc).__name__
+    if getattr(exc, "errno", None) == errno.ENOSPC or "No space left on device" in str(exc):
+        try:
+            free = f"{shutil.disk_usage(run_dir).free:,} bytes free"
+        except OSError:
+            free = "free space unknown"
+        return RunFolderError(
+            f"no space left on device in {run_dir} ({free}): cannot write {what}; free some "
+            "space, then resume the run"
+        )
+    return RunFolderError(f"cannot write {what} in {run_dir}: {reason}")
+
+
+class RunFolderLock:
+    """An exclusive lock on a run folder, held for as long as a run writes there.
+
+    The parent takes it before it writes anything and hands it to the engine
+    process, which inherits the same open lock file: the lock lasts until both
+    have let go, so an engine that outlives its parent for a moment still holds
+    it. It is ``flock`` on ``.distloop.lock`` (the file stays; the lock goes with
+    the processes, even when they are killed), which holds the pid of the taker
+    and keeps :data:`RESERVE_BYTES` of the disk: a run that fails on a full disk
+    gives them back (:meth:`free_reserve`) to record that it failed.
+    """
+
+    def __init__(self, folder: Path, fd: int) -> None:
+        self.folder = folder
+        self._fd = fd
+
+    @classmethod
+    def acquire(cls, folder: Path) -> RunFolderLock:
+        """Locks ``folder`` (which must exist) or raises RunFolderBusy naming who holds it."""
+        path = folder / LOCK_FILE
+        flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOFOLLOW", 0)
+        try:
+            fd = os.open(path, flags, 0o666)
+        except OSError as exc:
+            raise RunFolderError(
+                f"cannot lock the run folder {folder}: {exc.strerror or exc} ({path})"
+            ) from None
+        if fcntl is not None:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                holder = os.pread(fd, 32, 0).split(b"\n")[0].decode("ascii", "replace")
+                os.close(fd)
+                by = f" (process {holder})" if holder.isdigit() else ""
+                raise RunFolderBusy(
+                    f"the run folder {folder} is in use by another run{by}: wait for it to "
+                    "end, or choose another folder"
+                ) from None
+        # The holder's pid is only for the message above, and the reserve only helps a
+        # full disk end well: neither may stop a run from starting.
+        with contextlib.suppress(OSError):
+            os.ftruncate(fd, 0)
+            owner = f"{os.getpid()}\n".encode()
+            os.pwrite(fd, owner + bytes(RESERVE_BYTES), 0)
+        return cls(folder, fd)
+
+    def free_reserve(self) -> None:
+        """Gives the reserved space back to the disk, for a failing run's last records."""
+        if self._fd >= 0:
+            with contextlib.suppress(OSError):
+                os.ftruncate(self._fd, os.pread(self._fd, 32, 0).find(b"\n") + 1)
+
+    def release(self) -> None:
+        """Lets go of this process's hold (the engine's own copy lasts until it exits)."""
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickled for a spawned engine process: it inherits the locked file descriptor."""
+        from multiprocessing import reduction
+
+        return (_inherited_lock, (str(self.folder), reduction.DupFd(self._fd)))
+
+
+def _inherited_lock(folder: str, inherited: Any) -> RunFolderLock:
+    return RunFolderLock(Path(folder), inherited.detach())
+
+
+def folder_entries(run_dir: Path) -> list[Path]:
+    """What is in a run folder, the lock file aside: an empty list is a fresh folder."""
+    return sorted(p for p in run_dir.iterdir() if p.name != LOCK_FILE)
+
+
+def remove_path(path: Path) -> None:
+    """Removes a file, a folder tree or a link (never what the link points to)."""
+    if path.is_symlink() or not path.is_dir():
+        path.unlink(missing_ok=True)
+    else:
+        shutil.rmtree(path)  # follows no link inside (``rmtree.avoids_symlink_attacks``)
+
+
+def empty_run_folder(run_dir: Path) -> None:
+    """Removes everything a run left in ``run_dir`` (whose lock the caller holds)."""
+    for path in folder_entries(run_dir):
+        remove_path(path)
+
+
+def refuse_links(run_dir: Path) -> None:
+    """Raises RunFolderError when a folder a resume deletes or writes into is a link.
+
+    A resume replaces checkpoint folders and rewrites task folders; through a link,
+    that would delete and write wherever the link points.
+    """
+    candidates = [run_dir / CHECKPOINT_DIR, run_dir / TASKS_DIR]
+    tasks = run_dir / TASKS_DIR
+    if tasks.is_dir() and not tasks.is_symlink():
+        for task_dir in sorted(tasks.iterdir()):
+            candidates += [task_dir, task_dir / CHECKPOINT_DIR]
+    for path in candidates:
+        if path.is_symlink():
+            raise RunFolderError(
+                f"{path} is a symbolic link: Distloop deletes and writes only inside a run "
+                "folder's own folders; replace the link with a copy of its folder"
+            )
 
 
 class MetricsWriter:
@@ -90,7 +239,7 @@ class MetricsWriter:
                 self._csv.writerow([*METRICS_COLUMNS, *extra])
                 self._file.flush()
             except OSError as exc:
-                raise RunFolderError(f"cannot write {path}: {exc.strerror or exc}") from exc
+                raise folder_write_error(path.parent, exc, path.name) from None
 
     def write(
         self,
@@ -110,10 +259,11 @@ class MetricsWriter:
                 self._csv.writerow(row)
             self._file.flush()
         except OSError as exc:
-            raise RunFolderError(
-                f"cannot write {self._path}: {exc.strerror or exc}; the steps before "
-                f"step {steps[0]} are recorded"
-            ) from exc
+            raise folder_write_error(
+                self._path.parent,
+                exc,
+                f"{self._path.name} (the steps before step {steps[0]} are recorded)",
+            ) from None
 
     def close(self) -> None:
         # Closing flushes: on a full disk that fails again, and the write already said so.
@@ -141,7 +291,7 @@ class EvalWriter:
             self._csv.writerow(row)
             self._file.flush()
         except OSError as exc:
-            raise RunFolderError(f"cannot write {self._path}: {exc.strerror or exc}") from exc
+            raise folder_write_error(self._path.parent, exc, self._path.name) from None
 
     def close(self) -> None:
         with contextlib.suppress(OSError):
@@ -160,7 +310,7 @@ def truncate_eval(run_dir: str | Path, last_step: int) -> None:
         if not step.isdigit() or int(step) > last_step:
             break
         kept.append(line)
-    atomic_write_text(path, "".join(f"{line}\n" for line in kept))
+    atomic_write_text(path, "".join(f"{line}\n" for line in kept), follow_symlinks=False)
 
 
 def read_metrics(run_dir: str | Path) -> dict[str, list[float]]:
@@ -215,7 +365,9 @@ def truncate_metrics(run_dir: str | Path, last_step: int) -> float:
         kept.append(line)
         elapsed = row_elapsed
     atomic_write_text(
-        path, "".join(f"{line}\n" for line in kept) if len(kept) > 1 or last_step else ""
+        path,
+        "".join(f"{line}\n" for line in kept) if len(kept) > 1 or last_step else "",
+        follow_symlinks=False,
     )
     return elapsed
 
@@ -238,7 +390,10 @@ def write_status(run_dir: str | Path, status: str, **details: Any) -> None:
         record.pop("error", None)
         record.pop("error_type", None)
     record.update(status=status, updated_at=time.time(), **details)
-    atomic_write_text(path, json.dumps(record, indent=2) + "\n")
+    try:
+        atomic_write_text(path, json.dumps(record, indent=2) + "\n", follow_symlinks=False)
+    except OSError as exc:
+        raise folder_write_error(run_dir, exc, STATUS_FILE) from None
 
 
 def read_status(run_dir: str | Path) -> dict[str, Any]:

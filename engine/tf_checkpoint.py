@@ -10,16 +10,25 @@ and remove it, as TensorFlow's multi-worker tutorial does. Every task restores
 from its own folder's ``checkpoints/``: on a resume, every task must start from
 the chief's checkpoint, so the launcher copies it there first
 (``engine.cluster.LocalCluster``; on real hosts, copy it or share the folder).
+
+A save that fails (a full disk) leaves no trace: its half-written files and its
+``_temp`` folder are removed and the ``checkpoint`` index keeps naming the last
+complete checkpoint, so a resume starts from there.
 """
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 from pathlib import Path
 
 import tensorflow as tf
 
-from engine.run_folder import CHECKPOINT_DIR
+from engine.fileio import atomic_write_text
+from engine.run_folder import CHECKPOINT_DIR, folder_write_error, remove_path
+
+INDEX_FILE = "checkpoint"
+"""TensorFlow's index of a checkpoint folder: which checkpoint is the latest."""
 
 
 class CheckpointError(RuntimeError):
@@ -47,6 +56,7 @@ class RunCheckpoints:
             if is_chief
             else f"{CHECKPOINT_DIR}-tmp-{(task or 'task').replace(':', '-')}"
         )
+        self._run_dir = run_dir
         self._restore_from = run_dir / CHECKPOINT_DIR
         self.directory = run_dir / name
         """Where this task writes its checkpoints (a temporary folder unless it is the chief)."""
@@ -72,10 +82,38 @@ class RunCheckpoints:
         if self.last_saved == step:
             return
         self._step.assign(step)
-        self._manager.save(checkpoint_number=step)
+        index = self.directory / INDEX_FILE
+        previous = index.read_text(encoding="utf-8") if index.is_file() else None
+        try:
+            self._manager.save(checkpoint_number=step)
+        except (tf.errors.OpError, OSError) as exc:
+            error = folder_write_error(self._run_dir, exc, f"the checkpoint of step {step}")
+            self._discard(step, previous)
+            raise error from None
         self.last_saved = step
         if not self._is_chief:
             shutil.rmtree(self.directory, ignore_errors=True)
+
+    def _discard(self, step: int, previous_index: str | None) -> None:
+        """Removes what a failed save of ``step`` wrote and puts the index back as it was."""
+        if not self._is_chief:
+            shutil.rmtree(self.directory, ignore_errors=True)
+            return
+        for path in [
+            *self.directory.glob(f"ckpt-{step}.*"),
+            *self.directory.glob(f"ckpt-{step}_temp*"),
+            *self.directory.glob(f"{INDEX_FILE}.tmp*"),  # TensorFlow's atomic write of the index
+        ]:
+            with contextlib.suppress(OSError):
+                remove_path(path)
+        index = self.directory / INDEX_FILE
+        with contextlib.suppress(OSError):
+            current = index.read_text(encoding="utf-8") if index.is_file() else None
+            if current != previous_index:
+                if previous_index is None:
+                    index.unlink()
+                else:
+                    atomic_write_text(index, previous_index, follow_symlinks=False)
 
     def after_steps(self, step: int) -> None:
         """The loop's hook: saves when ``step`` is a multiple of ``checkpoint_every``."""

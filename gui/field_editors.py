@@ -2,13 +2,16 @@
 
 Ranges, choices, length limits and tooltips come from the field's own metadata
 (``ge``/``gt``/``le``/``lt``, ``Literal`` values, ``max_length``, ``description``),
-so a form cannot hold a number the model would reject and the GUI never restates
-a rule the engine already states. Every editor has the same small interface:
-``value()``, ``set_value(v)`` and an ``edited`` signal.
+so the GUI never restates a rule the engine already states. A number's arrows
+stay inside its range; a number typed outside it stays as typed, and the model
+reports it on the field and in the problems list like any wrong text (clamping
+it turned "-64" into 64 and put "0" back without a word). Every editor has the
+same small interface: ``value()``, ``set_value(v)`` and an ``edited`` signal.
 """
 
 from __future__ import annotations
 
+import math
 import re
 import types
 import typing
@@ -34,6 +37,8 @@ from PySide6.QtWidgets import (
 
 INT_MIN, INT_MAX = -(2**31), 2**31 - 1  # what a QSpinBox holds
 DECIMALS = 12
+# A float spin box's own range: any finite number typed stays, for the model to judge.
+FLOAT_TYPED_LIMIT = math.inf
 FLOAT_STEP = 10.0**-DECIMALS
 FLOAT_LIMIT = 1e12  # bound for floats the model leaves open; far beyond any sensible setting
 _PARTIAL_FLOAT = re.compile(r"^[+-]?(\d*\.?\d*)?([eE][+-]?\d*)?$")
@@ -81,38 +86,77 @@ def float_range(info: FieldInfo) -> tuple[float, float]:
     return minimum, maximum
 
 
+def _steps_within(
+    spin: QAbstractSpinBox, value: float, low: float, high: float
+) -> QAbstractSpinBox.StepEnabledFlag:
+    """The arrows that stay inside [low, high]; one leads back in from a typed value outside."""
+    flags = QAbstractSpinBox.StepEnabledFlag.StepNone
+    if spin.isReadOnly():
+        return flags
+    if value < high:
+        flags |= QAbstractSpinBox.StepEnabledFlag.StepUpEnabled
+    if value > low:
+        flags |= QAbstractSpinBox.StepEnabledFlag.StepDownEnabled
+    return flags
+
+
 class IntEdit(QSpinBox):
-    """An integer field clamped to the model's range."""
+    """An integer field: arrows stay in the model's range, typed integers stay as typed."""
 
     edited = Signal()
 
     def __init__(self, minimum: int = INT_MIN, maximum: int = INT_MAX) -> None:
         super().__init__()
-        self.setRange(minimum, maximum)
+        self.bounds = (minimum, maximum)
+        self.setRange(INT_MIN, INT_MAX)
         self.setAccelerated(True)
         self.valueChanged.connect(self.edited)
+
+    def stepEnabled(self) -> QAbstractSpinBox.StepEnabledFlag:
+        return _steps_within(self, self.value(), *self.bounds)
+
+    def stepBy(self, steps: int) -> None:
+        low, high = self.bounds
+        self.setValue(min(max(self.value() + steps * self.singleStep(), low), high))
 
     def set_value(self, value: int) -> None:
         self.setValue(int(value))
 
 
 class FloatEdit(QDoubleSpinBox):
-    """A float field that shows values like ``1e-07`` exactly, clamped to the model's range.
+    """A float field that shows values like ``1e-07`` exactly; arrows stay in the model's range.
 
     QDoubleSpinBox's fixed-decimals text would show a learning rate of 1e-7 as
     0.00; here the text is Python's shortest repr, and steps adapt to the
-    magnitude (0.01 steps by 0.001).
+    magnitude (0.01 steps by 0.001). Any finite number typed stays as typed.
     """
 
     edited = Signal()
 
     def __init__(self, minimum: float = -FLOAT_LIMIT, maximum: float = FLOAT_LIMIT) -> None:
         super().__init__()
+        self.bounds = (minimum, maximum)
         self.setDecimals(DECIMALS)
-        self.setRange(minimum, maximum)
+        self.setRange(-FLOAT_TYPED_LIMIT, FLOAT_TYPED_LIMIT)
         self.setStepType(QAbstractSpinBox.StepType.AdaptiveDecimalStepType)
         self.setAccelerated(True)
         self.valueChanged.connect(self.edited)
+
+    def stepEnabled(self) -> QAbstractSpinBox.StepEnabledFlag:
+        return _steps_within(self, self.value(), *self.bounds)
+
+    def stepBy(self, steps: int) -> None:
+        """Qt's adaptive step, inside the model's range for the step's length.
+
+        From a typed value outside the range, a step first goes to the range's edge.
+        """
+        low, high = self.bounds
+        if not low <= self.value() <= high:
+            self.setValue(min(max(self.value(), low), high))
+            return
+        self.setRange(low, high)
+        super().stepBy(steps)
+        self.setRange(-FLOAT_TYPED_LIMIT, FLOAT_TYPED_LIMIT)
 
     def textFromValue(self, value: float) -> str:
         return repr(float(value))
@@ -134,8 +178,8 @@ class FloatEdit(QDoubleSpinBox):
                 else QValidator.State.Invalid
             )
             return state, text, pos
-        inside = self.minimum() <= value <= self.maximum()
-        return (QValidator.State.Acceptable if inside else QValidator.State.Intermediate), text, pos
+        finite = math.isfinite(value)  # "1e999" parses as inf: not a setting, keep typing
+        return (QValidator.State.Acceptable if finite else QValidator.State.Intermediate), text, pos
 
     def set_value(self, value: float) -> None:
         self.setValue(float(value))

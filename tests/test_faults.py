@@ -106,7 +106,8 @@ def test_full_disk_fails_the_run_clearly(tmp_path) -> None:
     run = run_engine(load_project_data(synthetic_project(1, steps=50)), tmp_path)
     failure = run["terminal"]
     assert isinstance(failure, RunFailed) and failure.error_type == "RunFolderError"
-    assert "No space left on device" in failure.message
+    assert failure.message.startswith(f"no space left on device in {tmp_path} (")
+    assert "cannot write metrics.csv" in failure.message
     assert read_status(tmp_path)["status"] == "failed"
 
 

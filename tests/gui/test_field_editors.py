@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from PySide6.QtWidgets import QAbstractSpinBox
 
 from engine.config import (
     AdamConfig,
@@ -33,20 +34,36 @@ def test_int_ranges_come_from_the_model(qtbot) -> None:
     replicas = editor_for(StrategyConfig, "cpu_replicas")
     batch = editor_for(ConstantData, "global_batch_size")
     assert isinstance(replicas, IntEdit)
-    assert (replicas.minimum(), replicas.maximum()) == (1, 64)
-    assert (batch.minimum(), batch.maximum()) == (1, 10_000_000)
-    batch.setValue(0)
-    assert batch.value() == 1  # clamped: a batch of 0 cannot even be typed
+    assert replicas.bounds == (1, 64)
+    assert batch.bounds == (1, 10_000_000)
+    batch.set_value(0)
+    assert batch.value() == 0  # kept, for the model to report; never clamped behind the back
+    assert batch.stepEnabled() == QAbstractSpinBox.StepEnabledFlag.StepUpEnabled
+    batch.stepBy(1)
+    assert batch.value() == 1  # the arrow leads back into the range
+    replicas.set_value(63)
+    replicas.stepBy(10)  # Page Up
+    assert replicas.value() == 64
+    assert replicas.stepEnabled() == QAbstractSpinBox.StepEnabledFlag.StepDownEnabled
 
 
 def test_open_float_bounds_stay_inside(qtbot) -> None:
     rate = editor_for(DropoutLayer, "rate")
     learning_rate = editor_for(SGDConfig, "learning_rate")
     assert isinstance(rate, FloatEdit)
-    assert rate.minimum() == 0.0 and rate.maximum() < 1.0
-    assert 0.0 < learning_rate.minimum() < 1e-9 and learning_rate.maximum() == 100.0
-    rate.set_value(1.0)
-    DropoutLayer(rate=rate.value())  # the clamped value is one the model accepts
+    assert rate.bounds[0] == 0.0 and rate.bounds[1] < 1.0
+    assert 0.0 < learning_rate.bounds[0] < 1e-9 and learning_rate.bounds[1] == 100.0
+    rate.set_value(0.95)
+    rate.stepBy(10)
+    DropoutLayer(rate=rate.value())  # the arrows stop at a value the model accepts
+    assert rate.value() == rate.bounds[1]
+    rate.set_value(1.5)
+    assert rate.value() == 1.5  # typed beyond the range: kept for the model to report
+    rate.stepBy(-1)
+    assert rate.value() == rate.bounds[1]
+    learning_rate.set_value(0.05)
+    learning_rate.stepBy(1)
+    assert learning_rate.value() == 0.051  # Qt's adaptive step still applies inside it
 
 
 def test_defaults_and_descriptions(qtbot) -> None:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import pytest
+from PySide6.QtWidgets import QAbstractSpinBox
+
 from engine.config import load_project_data
 from engine.problems import ProblemsError
 from gui.main_window import MainWindow
@@ -100,8 +103,7 @@ def test_summary_follows_the_project(window: MainWindow) -> None:
     summary = window.editor.summary.values
     assert summary["Model"].text() == "input [1], 1 layer (1 dense), 2 parameters"
     assert summary["Training"].text() == "1 epoch = 100 steps, seed 0"
-    window.editor.data_form.batching.editors["global_batch_size"].set_value(0)  # clamped to 1
-    assert window.editor.data()["data"]["global_batch_size"] == 1
+    window.editor.data_form.batching.editors["global_batch_size"].set_value(1)
     assert summary["Training"].text() == "1 epoch = 1,000 steps, seed 0"
 
 
@@ -110,4 +112,43 @@ def test_uneven_batches_are_notes_not_problems(window: MainWindow) -> None:
     assert window.validation.valid
     assert window.validation.notes
     assert window.problems_panel.list.count() == len(window.validation.notes)
+    assert window.run_action.isEnabled()
+
+
+def _type_and_leave(qtbot, window: MainWindow, spin: QAbstractSpinBox, text: str) -> None:
+    """Selects the spin box's text, types ``text`` and moves the focus on, as a user does."""
+    spin.setFocus()
+    qtbot.waitUntil(spin.hasFocus)
+    spin.selectAll()
+    qtbot.keyClicks(spin, text)
+    window.editor.general.editors["name"].setFocus()
+    qtbot.waitUntil(lambda: not spin.hasFocus())
+
+
+@pytest.mark.parametrize(
+    ("loc", "typed", "value"),
+    [
+        (("strategy", "cpu_replicas"), "-64", -64),  # once silently 64: "-" could not be typed
+        (("data", "global_batch_size"), "0", 0),  # once put back to 10 on leaving the field
+        (("optimizer", "learning_rate"), "0", 0.0),
+        (("optimizer", "learning_rate"), "250", 250.0),
+    ],
+)
+def test_a_number_typed_out_of_range_stays_and_is_a_problem(
+    qtbot, window: MainWindow, loc: tuple[str, str], typed: str, value: float
+) -> None:
+    window.show()
+    window.activateWindow()
+    qtbot.waitUntil(window.isActiveWindow)
+    spin = window.editor.targets()[loc]
+    assert isinstance(spin, QAbstractSpinBox)
+    _type_and_leave(qtbot, window, spin, typed)
+    assert float(spin.text()) == float(typed)  # kept, not clamped or put back
+    assert window.editor.data()[loc[0]][loc[1]] == value
+    assert is_marked(spin)
+    assert [p.loc for p in window.problems_panel.problems()] == [loc]
+    assert problem_tooltip(spin).startswith("• Input should be")
+    assert not window.run_action.isEnabled()
+    spin.stepBy(1)  # the arrows come back into the range, and the mark goes
+    assert not is_marked(spin)
     assert window.run_action.isEnabled()

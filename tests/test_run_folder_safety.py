@@ -1,0 +1,320 @@
+"""A run folder is one run's: one writer at a time, nothing written or deleted through a link,
+and a full disk stops the run cleanly with its last complete checkpoint still the latest."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from distloop_testing import REPO, example_data, synthetic_project
+
+from engine.run_folder import (
+    LOCK_FILE,
+    RunFolderBusy,
+    RunFolderLock,
+    empty_run_folder,
+    read_metrics,
+    read_status,
+    write_status,
+)
+
+
+def distloop_popen(*args: str) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-m", "gui.launcher", *args],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def finish(process: subprocess.Popen, timeout_s: float = 240) -> tuple[int, str, float]:
+    """Waits for ``process``; returns its exit code, stderr and when it ended."""
+    _, stderr = process.communicate(timeout=timeout_s)
+    return process.returncode, stderr, time.monotonic()
+
+
+def distloop_quick(*args: str) -> subprocess.CompletedProcess:
+    """A ``distloop`` command that must be refused before TensorFlow starts (seconds, not ten)."""
+    began = time.monotonic()
+    result = subprocess.run(
+        [sys.executable, "-m", "gui.launcher", *args],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert time.monotonic() - began < 10, result.stderr
+    assert "Traceback" not in result.stderr, result.stderr
+    return result
+
+
+def tree(folder: Path) -> dict[str, str]:
+    """Every file under ``folder`` with its content (lock files aside): what must stay untouched."""
+    return {
+        str(p.relative_to(folder)): p.read_text()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file() and p.name != LOCK_FILE
+    }
+
+
+def multi_worker_run_folder(root: Path) -> Path:
+    """A stopped two-worker cluster run as the launcher leaves it, written without TensorFlow."""
+    data = synthetic_project(1, steps=20)
+    data["strategy"] = {"kind": "multi_worker_mirrored"}
+    data["tf_config"] = {
+        "cluster": {"worker": ["127.0.0.1:1", "127.0.0.1:2"]},
+        "task": {"type": "worker", "index": 0},
+    }
+    run_dir = root / "cluster"
+    for folder in (run_dir, run_dir / "tasks" / "worker-0", run_dir / "tasks" / "worker-1"):
+        folder.mkdir(parents=True)
+        (folder / "project.json").write_text(json.dumps(data))
+        write_status(folder, "stopped", last_step=10)
+    chief = run_dir / "tasks" / "worker-0" / "checkpoints"
+    chief.mkdir()
+    (chief / "checkpoint").write_text('model_checkpoint_path: "ckpt-10"\n')
+    return run_dir
+
+
+def test_a_folder_lock_excludes_a_second_holder_and_names_the_first(tmp_path) -> None:
+    lock = RunFolderLock.acquire(tmp_path)
+    with pytest.raises(RunFolderBusy, match=rf"{tmp_path} is in use .*\(process {os.getpid()}\)"):
+        RunFolderLock.acquire(tmp_path)
+    lock.release()
+    RunFolderLock.acquire(tmp_path).release()
+
+
+def test_emptying_a_run_folder_deletes_links_not_what_they_point_to(tmp_path) -> None:
+    outside = tmp_path / "outside"
+    (outside / "checkpoints").mkdir(parents=True)
+    (outside / "checkpoints" / "ckpt-1.index").write_text("keep")
+    (outside / "metrics.csv").write_text("keep")
+    run_dir = tmp_path / "run"
+    (run_dir / "tasks").mkdir(parents=True)
+    (run_dir / "tasks" / "worker-1").symlink_to(outside)
+    (run_dir / "metrics.csv").symlink_to(outside / "metrics.csv")
+    (run_dir / "checkpoints").mkdir()
+    (run_dir / "checkpoints" / "elsewhere").symlink_to(outside / "checkpoints")
+    (run_dir / "status.json").write_text("{}")
+    lock = RunFolderLock.acquire(run_dir)
+    before = tree(outside)
+    empty_run_folder(run_dir)
+    lock.release()
+    assert [p.name for p in run_dir.iterdir()] == [LOCK_FILE]
+    assert tree(outside) == before
+
+
+def test_a_resume_refuses_linked_task_and_checkpoint_folders_before_starting(tmp_path) -> None:
+    """A crafted ``tasks/worker-1 -> /elsewhere`` once made a resume delete and write there."""
+    outside = tmp_path / "elsewhere"
+    (outside / "checkpoints").mkdir(parents=True)
+    (outside / "checkpoints" / "checkpoint").write_text("someone else's")
+    (outside / "project.json").write_text("someone else's")
+    run_dir = multi_worker_run_folder(tmp_path)
+    worker_1 = run_dir / "tasks" / "worker-1"
+    shutil.rmtree(worker_1)
+    worker_1.symlink_to(outside)
+    before = tree(outside)
+
+    result = distloop_quick("cluster", "--resume", str(run_dir))
+    assert result.returncode == 1
+    assert result.stderr.strip() == (
+        f"distloop: {worker_1} is a symbolic link: Distloop deletes and writes only inside a "
+        "run folder's own folders; replace the link with a copy of its folder"
+    )
+    assert tree(outside) == before
+
+    # The same for a task's checkpoints folder, and for a single run's.
+    worker_1.unlink()
+    worker_1.mkdir()
+    (worker_1 / "checkpoints").symlink_to(outside / "checkpoints")
+    result = distloop_quick("cluster", "--resume", str(run_dir))
+    assert result.returncode == 1 and f"{worker_1 / 'checkpoints'} is a symbolic link" in (
+        result.stderr
+    )
+    single = tmp_path / "single"
+    single.mkdir()
+    (single / "project.json").write_text(json.dumps(example_data()))
+    (single / "checkpoints").symlink_to(outside / "checkpoints")
+    result = distloop_quick("run", "--resume", str(single))
+    assert result.returncode == 1 and f"{single / 'checkpoints'} is a symbolic link" in (
+        result.stderr
+    )
+    assert tree(outside) == before
+
+
+def test_a_resume_of_a_folder_in_use_is_refused_before_it_touches_anything(tmp_path) -> None:
+    """Two ``distloop cluster --resume`` of one folder would copy checkpoints under each other."""
+    run_dir = multi_worker_run_folder(tmp_path)
+    before = tree(run_dir)
+    holder = RunFolderLock.acquire(run_dir)
+    result = distloop_quick("cluster", "--resume", str(run_dir))
+    assert result.returncode == 1
+    assert result.stderr.strip() == (
+        f"distloop: the run folder {run_dir} is in use by another run (process {os.getpid()}): "
+        "wait for it to end, or choose another folder"
+    )
+    holder.release()
+
+    # A task folder in use (a `distloop run --resume` of it) stops the whole cluster too.
+    worker_1 = run_dir / "tasks" / "worker-1"
+    holder = RunFolderLock.acquire(worker_1)
+    result = distloop_quick("cluster", "--resume", str(run_dir), "--quiet")
+    holder.release()
+    assert result.returncode == 1
+    assert f"the run folder {worker_1} is in use by another run" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 3  # two task lines, then the refusal
+    assert tree(run_dir) == before
+
+    single = tmp_path / "single"
+    single.mkdir()
+    (single / "project.json").write_text(json.dumps(example_data()))
+    holder = RunFolderLock.acquire(single)
+    result = distloop_quick("run", "--resume", str(single))
+    holder.release()
+    assert result.returncode == 1 and f"the run folder {single} is in use" in result.stderr
+
+
+@pytest.mark.slow
+def test_two_runs_started_at_once_into_one_folder_one_runs_and_one_is_refused(tmp_path) -> None:
+    """Both exited 0 with interleaved, duplicate steps; an earlier run's trace was appended to."""
+    data = example_data()
+    data["training"] = {"steps": 40, "seed": 0}
+    project = tmp_path / "p.json"
+    project.write_text(json.dumps(data))
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "keep.txt").write_text("keep")
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    (run_dir / "metrics.csv").write_text("step,loss,elapsed_s\n1,9.0,0.1\n2,9.0,0.2\n")
+    (run_dir / "old-link").symlink_to(outside)
+
+    began = time.monotonic()
+    first, second = (
+        distloop_popen("run", str(project), "--out", str(run_dir), "--overwrite", "--quiet")
+        for _ in range(2)
+    )
+    ended = {p.pid: finish(p) for p in (first, second)}
+    codes = sorted(code for code, _, _ in ended.values())
+    assert codes == [0, 1], [stderr for _, stderr, _ in ended.values()]
+    refused = next(pid for pid, (code, _, _) in ended.items() if code == 1)
+    holder = first.pid if refused == second.pid else second.pid
+    _, stderr, refused_at = ended[refused]
+    assert stderr.strip() == (
+        f"distloop: the run folder {run_dir} is in use by another run (process {holder}): "
+        "wait for it to end, or choose another folder"
+    )
+    assert refused_at - began < 5, "refused only after starting TensorFlow"
+    assert read_metrics(run_dir)["step"] == list(range(1, 41))
+    assert read_status(run_dir)["status"] == "finished"
+    assert not (run_dir / "old-link").exists() and tree(outside) == {"keep.txt": "keep"}
+
+    result = distloop_quick("run", str(project), "--out", str(run_dir))
+    assert result.returncode == 1
+    assert result.stderr.strip() == (
+        f"distloop: the run folder {run_dir} is not empty: continue its run with distloop run "
+        f"--resume {run_dir}, or replace it with --overwrite"
+    )
+    assert read_metrics(run_dir)["step"] == list(range(1, 41))
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A 2 MiB file system of its own (tmpfs), so a test can fill it up."""
+    if os.geteuid() != 0:
+        pytest.skip("mounting a small tmpfs to fill up needs root (CI runs as root)")
+    mount_point = tmp_path / "small"
+    mount_point.mkdir()
+    mounted = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(mount_point)],
+        capture_output=True,
+        text=True,
+    )
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.strip()}")
+    yield mount_point
+    subprocess.run(["umount", "--lazy", str(mount_point)], check=True)
+
+
+def fill(disk: Path) -> Path:
+    """Takes every free byte of ``disk``; returns the file that holds them."""
+    filler = disk / "filler"
+    fd = os.open(filler, os.O_WRONLY | os.O_CREAT)
+    try:
+        while True:
+            os.write(fd, b"\0" * 4096)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+    return filler
+
+
+def checkpoint_files(run_dir: Path) -> list[str]:
+    return sorted(p.name for p in (run_dir / "checkpoints").iterdir())
+
+
+@pytest.mark.slow
+def test_a_full_disk_stops_the_run_in_one_line_and_it_resumes_from_the_last_checkpoint(
+    tmp_path, small_disk
+) -> None:
+    """It used to print chained tracebacks from both processes, leave the status "running",
+    and leave a 0-byte checkpoint index and a ``_temp`` folder behind."""
+    data = example_data()
+    data["training"] = {"steps": 5000, "seed": 0, "checkpoint_every": 1}
+    project = tmp_path / "p.json"
+    project.write_text(json.dumps(data))
+    run_dir = small_disk / "run"
+    run = distloop_popen("run", str(project), "--out", str(run_dir), "--quiet")
+    try:
+        deadline = time.monotonic() + 120
+        while not (run_dir / "checkpoints" / "checkpoint").exists():
+            assert run.poll() is None and time.monotonic() < deadline, run.communicate()
+            time.sleep(0.05)
+        filler = fill(small_disk)
+        code, stderr, _ = finish(run, timeout_s=60)
+    finally:
+        run.kill()
+    assert code == 1, stderr
+    failure = stderr.strip().splitlines()[-1]
+    assert failure.startswith(
+        f"distloop: the run failed: RunFolderError: no space left on device in {run_dir} ("
+    ), stderr
+    assert " bytes free): cannot write " in failure and "free some space, then resume" in failure
+    assert "Traceback" not in stderr and "During handling" not in stderr, stderr
+
+    status = read_status(run_dir)  # the lock file's reserve made room for it
+    assert status["status"] == "failed" and "no space left on device" in status["error"]
+    files = checkpoint_files(run_dir)
+    assert all(
+        name == "checkpoint" or re.fullmatch(r"ckpt-\d+\.(index|data-00000-of-00001)", name)
+        for name in files
+    ), files  # no half-written checkpoint, no _temp folder, no temporary index
+    index = (run_dir / "checkpoints" / "checkpoint").read_text()
+    latest = index.split('model_checkpoint_path: "', 1)[1].split('"', 1)[0]
+    assert f"{latest}.index" in files and f"{latest}.data-00000-of-00001" in files, files
+    assert (run_dir / "checkpoints" / f"{latest}.index").stat().st_size > 0
+    assert max(int(re.findall(r"\d+", name)[0]) for name in files[1:]) == int(latest[5:])
+
+    filler.unlink()
+    resumed = distloop_popen("run", "--resume", str(run_dir))
+    try:
+        first_line = resumed.stdout.readline()
+        resumed.send_signal(2)  # Ctrl-C: stops after the current step
+        code, stderr, _ = finish(resumed, timeout_s=60)
+    finally:
+        resumed.kill()
+    assert first_line.startswith(f"step={int(latest[5:]) + 1} "), (first_line, stderr)
+    assert code == 130, stderr
+    steps = read_metrics(run_dir)["step"]
+    assert steps == list(range(1, len(steps) + 1))
