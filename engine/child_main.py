@@ -159,9 +159,13 @@ def run_engine(
     started = time.time()
     exit_code = 0
     try:
-        from engine.config import load_project_text
+        from engine.config import load_project_text, memory_problems
+        from engine.problems import ProblemsError
 
         project = load_project_text(project_json)
+        too_big = memory_problems(project)  # refused with the estimate, not by the OOM killer
+        if too_big:
+            raise ProblemsError(too_big, "the project")
         if folder is not None:
             write_status(folder, "running", started_at=started, pid=os.getpid(), task=task)
         from engine.training import train

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from engine import __version__
-from engine.config import Project, load_project, uneven_batch_warnings
+from engine.config import Project, load_project, memory_problems, uneven_batch_warnings
 from engine.examples import example_names, example_text, load_example
 from engine.messages import (
     EvalMetrics,
@@ -41,6 +41,8 @@ if TYPE_CHECKING:
     from engine.cluster import LocalCluster
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+COMMANDS = ("run", "cluster", "export", "validate", "example", "devices")
+"""The subcommands; any other first word that names a project file opens the window."""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -139,6 +141,9 @@ def command_validate(path: Path) -> int:
     print(f"{path}: valid ({project.strategy.kind}, {project.total_steps() or '?'} steps)")
     for note in uneven_batch_warnings(project):
         print(f"note: {note}")
+    # Valid all the same: the project may be meant for a bigger machine; a run here refuses.
+    for problem in memory_problems(project):
+        print(f"note: {problem}; a run on this machine would be refused")
     return EXIT_OK
 
 
@@ -150,9 +155,13 @@ def command_example(name: str | None) -> int:
     try:
         sys.stdout.write(example_text(name))
     except KeyError:
-        _err(f"distloop: no example named {name!r}; examples: {', '.join(example_names())}")
+        _err(_no_example(name))
         return EXIT_USAGE
     return EXIT_OK
+
+
+def _no_example(name: str) -> str:
+    return f"distloop: no example named {name!r}; examples: {', '.join(example_names())}"
 
 
 def command_devices() -> int:
@@ -176,7 +185,7 @@ def command_run(args: argparse.Namespace) -> int:
         try:
             project = load_example(args.example)
         except KeyError:
-            _err(f"distloop: no example named {args.example!r}")
+            _err(_no_example(args.example))
             return EXIT_USAGE
     else:
         project = _load(args.project)

@@ -8,12 +8,30 @@ from __future__ import annotations
 
 import multiprocessing
 import sys
+from pathlib import Path
+
+from engine.cli import COMMANDS
+
+
+def wants_window(args: list[str]) -> bool:
+    """Whether the command line asks for the window: no arguments, ``gui``, ``--project``,
+    or a project file (``distloop FILE.json``, as a file manager opens one).
+
+    Anything else, a mistyped command included, goes to the command line, which
+    says what it does not understand instead of opening a window on it.
+    """
+    if not args or args[0] == "gui" or args[0].split("=")[0] == "--project":
+        return True
+    first = args[0]
+    if first in COMMANDS or first.startswith("-"):
+        return False
+    return first.lower().endswith(".json") or Path(first).is_file()
 
 
 def main(argv: list[str] | None = None) -> int:
     multiprocessing.freeze_support()
     args = sys.argv[1:] if argv is None else argv
-    if args and args[0] not in ("gui", "--project"):
+    if not wants_window(args):
         from engine.cli import main as cli_main
 
         return cli_main(args)

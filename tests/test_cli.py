@@ -127,3 +127,24 @@ def test_failed_run_exits_non_zero_with_the_reason(tmp_path) -> None:
     assert result.returncode == 1
     assert "the run failed: DataError" in result.stderr
     assert str(tmp_path / "nowhere.csv") in result.stderr
+
+
+def test_run_of_an_unknown_example_lists_the_examples() -> None:
+    result = distloop("run", "--example", "nosuch")
+    assert result.returncode == 2
+    assert "no example named 'nosuch'; examples: seed, " in result.stderr
+
+
+def test_a_project_too_big_for_this_machine_is_valid_but_not_run_here(tmp_path) -> None:
+    data = example_data("regression")  # RMSprop: 10^12 parameters x 4 bytes x 3 = 10.9 TiB
+    data["model"] = {"input_shape": [1_000_000], "layers": [{"kind": "dense", "units": 1_000_000}]}
+    project = tmp_path / "big.json"
+    project.write_text(json.dumps(data))
+    checked = distloop("validate", str(project))
+    assert checked.returncode == 0, checked.stderr
+    assert "note: model.layers: needs about 11.0 TiB of memory" in checked.stdout
+    assert "a run on this machine would be refused" in checked.stdout
+    run = distloop("run", str(project), "--out", str(tmp_path / "run"))
+    assert run.returncode == 1
+    assert "model.layers: needs about 11.0 TiB of memory" in run.stderr
+    assert "available" in run.stderr and "step=" not in run.stdout
