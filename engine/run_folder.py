@@ -166,8 +166,12 @@ class RunFolderLock:
                 os.ftruncate(self._fd, os.pread(self._fd, 32, 0).find(b"\n") + 1)
 
     def release(self) -> None:
-        """Lets go of this process's hold (the engine's own copy lasts until it exits)."""
+        """Lets go of this process's hold (the engine's own copy lasts until it exits).
+
+        The reserve goes too: a run folder keeps no 32 KiB of zeros once its run ended.
+        """
         if self._fd >= 0:
+            self.free_reserve()
             os.close(self._fd)
             self._fd = -1
 

@@ -17,6 +17,7 @@ from distloop_testing import REPO, example_data, synthetic_project
 
 from engine.run_folder import (
     LOCK_FILE,
+    RESERVE_BYTES,
     RunFolderBusy,
     RunFolderLock,
     empty_run_folder,
@@ -89,7 +90,10 @@ def test_a_folder_lock_excludes_a_second_holder_and_names_the_first(tmp_path) ->
     lock = RunFolderLock.acquire(tmp_path)
     with pytest.raises(RunFolderBusy, match=rf"{tmp_path} is in use .*\(process {os.getpid()}\)"):
         RunFolderLock.acquire(tmp_path)
+    # Room for a failing run's status on a full disk while it runs; none left behind after.
+    assert (tmp_path / LOCK_FILE).stat().st_size > RESERVE_BYTES
     lock.release()
+    assert (tmp_path / LOCK_FILE).read_text() == f"{os.getpid()}\n"
     RunFolderLock.acquire(tmp_path).release()
 
 
