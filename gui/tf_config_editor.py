@@ -47,6 +47,7 @@ from engine.problems import (
     Loc,
     Problem,
     ProblemsError,
+    parse_json_text,
     problems_from_validation_error,
 )
 from engine.tf_config import (
@@ -258,7 +259,7 @@ class TFConfigEditor(QWidget):
         if any(problem.loc == () for problem in problems):
             self.report_import_problems(source, problems)
             return False
-        data = json.loads(text)
+        data = parse_json_text(text, source)  # parsed once already: a byte order mark is skipped
         cluster = data.get("cluster")
         if (
             isinstance(cluster, dict)

@@ -470,6 +470,19 @@ def test_import_from_file(
     assert editor.tf_config_data() == PS_CLUSTER
 
 
+def test_import_from_a_file_with_a_byte_order_mark(
+    editor: TFConfigEditor, dialogs, tmp_path: Path
+) -> None:
+    path = tmp_path / "tf_config.json"
+    path.write_bytes(b"\xef\xbb\xbf" + json.dumps(PS_CLUSTER).encode())
+    assert editor.import_file(path)
+    assert editor.tf_config_data() == PS_CLUSTER
+    broken = {"cluster": {"worker": ["a:1", "a:1"]}, "task": {"type": "worker", "index": 0}}
+    path.write_bytes(b"\xef\xbb\xbf" + json.dumps(broken).encode())
+    assert editor.import_file(path)  # a rule broken, imported as the user agreed
+    assert editor.tf_config_data() == broken
+
+
 def test_import_from_missing_file_reports(editor: TFConfigEditor, dialogs, tmp_path: Path) -> None:
     assert not editor.import_file(tmp_path / "missing.json")
     assert "cannot read" in dialogs.reports[0][0].message
