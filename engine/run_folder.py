@@ -39,7 +39,7 @@ from engine.fileio import atomic_write_text
 
 try:
     import fcntl
-except ImportError:  # Windows: run folders are not locked there
+except ImportError:  # Windows: run folders are neither locked nor given a reserve there
     fcntl = None  # type: ignore[assignment]
 
 PROJECT_FILE = "project.json"
@@ -140,17 +140,18 @@ class RunFolderLock:
             raise RunFolderError(
                 f"cannot lock the run folder {folder}: {exc.strerror or exc} ({path})"
             ) from None
-        if fcntl is not None:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                holder = os.pread(fd, 32, 0).split(b"\n")[0].decode("ascii", "replace")
-                os.close(fd)
-                by = f" (process {holder})" if holder.isdigit() else ""
-                raise RunFolderBusy(
-                    f"the run folder {folder} is in use by another run{by}: wait for it to "
-                    "end, or choose another folder"
-                ) from None
+        if fcntl is None:
+            return cls(folder, fd)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 32, 0).split(b"\n")[0].decode("ascii", "replace")
+            os.close(fd)
+            by = f" (process {holder})" if holder.isdigit() else ""
+            raise RunFolderBusy(
+                f"the run folder {folder} is in use by another run{by}: wait for it to end, "
+                "or choose another folder"
+            ) from None
         # The holder's pid is only for the message above, and the reserve only helps a
         # full disk end well: neither may stop a run from starting.
         with contextlib.suppress(OSError):
@@ -161,7 +162,7 @@ class RunFolderLock:
 
     def free_reserve(self) -> None:
         """Gives the reserved space back to the disk, for a failing run's last records."""
-        if self._fd >= 0:
+        if self._fd >= 0 and fcntl is not None:
             with contextlib.suppress(OSError):
                 os.ftruncate(self._fd, os.pread(self._fd, 32, 0).find(b"\n") + 1)
 
@@ -177,6 +178,8 @@ class RunFolderLock:
 
     def __reduce__(self) -> tuple[Any, ...]:
         """Pickled for a spawned engine process: it inherits the locked file descriptor."""
+        if fcntl is None:  # Windows: nothing is locked, so there is nothing to inherit
+            return (RunFolderLock, (self.folder, -1))
         from multiprocessing import reduction
 
         return (_inherited_lock, (str(self.folder), reduction.DupFd(self._fd)))
