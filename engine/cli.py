@@ -36,6 +36,7 @@ from engine.run_folder import (
     new_run_dir,
     refuse_links,
 )
+from engine.user_code import UserCodeError, fingerprint
 
 if TYPE_CHECKING:
     from engine.cluster import LocalCluster
@@ -198,6 +199,8 @@ def command_run(args: argparse.Namespace) -> int:
     except ProblemsError as exc:
         _err(f"distloop: {exc}")
         return EXIT_FAILED
+    if not announce_custom_code(project, args.project.parent if args.project else None):
+        return EXIT_FAILED
     try:
         run_dir = args.out or new_run_dir(project.name)
         run_dir.mkdir(parents=True, exist_ok=True)
@@ -270,7 +273,7 @@ def command_resume(args: argparse.Namespace) -> int:
         _err(f"distloop: {run_dir} is a cluster run: use distloop cluster --resume {run_dir}")
         return EXIT_USAGE
     project = _load(run_dir / PROJECT_FILE)
-    if project is None:
+    if project is None or not announce_custom_code(project, None):
         return EXIT_FAILED
     lock = _claim_run_to_resume(run_dir)
     if lock is None:
@@ -278,6 +281,30 @@ def command_resume(args: argparse.Namespace) -> int:
     return run_in_foreground(
         project, run_dir, quiet=args.quiet, verbose=args.verbose, resume=True, folder_lock=lock
     )
+
+
+def announce_custom_code(project: Project, project_dir: Path | None) -> bool:
+    """Says which code the run will execute, before it does; False when it cannot be read.
+
+    A project may come from anyone and its custom code runs with the user's rights.
+    There is no question to answer (the command runs unattended too): the path and
+    hash are on record, and a file from outside the project's folder is pointed out.
+    ``project_dir`` is None for a run folder's copy, whose paths are all absolute.
+    """
+    if project.custom_code is None:
+        return True
+    try:
+        code = fingerprint(project.custom_code.path, project_dir)
+    except UserCodeError as exc:
+        _err(f"distloop: {exc}")
+        return False
+    _err(f"distloop: running custom step code {code.path} (sha256 {code.sha256})")
+    if code.outside_project:
+        _err(
+            f"distloop: warning: {code.path} is outside the project's folder "
+            f"{code.project_dir}; run it only if you trust it"
+        )
+    return True
 
 
 def run_in_foreground(
@@ -450,7 +477,7 @@ def command_cluster(args: argparse.Namespace) -> int:
     if args.resume is not None:
         return command_cluster_resume(args)
     project = _load(args.project)
-    if project is None:
+    if project is None or not announce_custom_code(project, args.project.parent):
         return EXIT_FAILED
     if args.workers is not None and args.workers < 1:
         _err("distloop: --workers must be at least 1")
@@ -494,7 +521,7 @@ def command_cluster_resume(args: argparse.Namespace) -> int:
         )
         return EXIT_FAILED
     project = _load(run_dir / PROJECT_FILE)
-    if project is None:
+    if project is None or not announce_custom_code(project, None):
         return EXIT_FAILED
     lock = _claim_run_to_resume(run_dir)
     if lock is None:

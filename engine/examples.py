@@ -35,3 +35,8 @@ def load_example(name: str) -> Project:
     project = load_project_text(example_text(name), f"example {name}")
     # An installed package's folder is a real directory; resolve_paths needs a Path.
     return project.resolve_paths(Path(str(_examples_dir())))
+
+
+def is_shipped(path: Path) -> bool:
+    """True for a file of the installed examples: code that came with Distloop itself."""
+    return path.resolve().is_relative_to(Path(str(_examples_dir())).resolve())

@@ -70,11 +70,14 @@ not fit, a syntax error (with its line), an exception while loading or tracing,
 a builder returning the wrong kind of object, a loss that is not a scalar.
 
 This module is TensorFlow-free: it reads, compiles and checks the file;
-``engine.tf_user_code`` builds and runs what it defines.
+``engine.tf_user_code`` builds and runs what it defines. Before a run executes a
+file, the command line prints its :func:`fingerprint` and the window asks the user
+to trust it (per file and content), since a project may come from anyone.
 """
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import inspect
 import sys
@@ -117,6 +120,37 @@ class UserCode:
     def where(self, function: str) -> str:
         """How messages name a function: ``gan_step.py:train_step``."""
         return f"{self.path}:{function}"
+
+
+@dataclass(frozen=True)
+class Fingerprint:
+    """Which code a run would execute: the real file and its content's hash.
+
+    Trust is given to this pair, so a file that changes, or a path that comes to
+    point at another file, is a new question.
+    """
+
+    path: Path
+    sha256: str
+    project_dir: Path | None
+    """The project file's folder, when the project has one (a run folder's copy has not)."""
+
+    @property
+    def outside_project(self) -> bool:
+        """True when the file lies outside the project's folder: someone else's code, maybe."""
+        return self.project_dir is not None and not self.path.is_relative_to(self.project_dir)
+
+
+def fingerprint(path: str | Path, project_dir: Path | None) -> Fingerprint:
+    """Reads the file (never executes it); raises UserCodeError naming it when unreadable."""
+    try:
+        real = Path(path).resolve(strict=True)
+        digest = hashlib.sha256(real.read_bytes()).hexdigest()
+    except FileNotFoundError:
+        raise UserCodeError(f"custom_code.path: {path} does not exist") from None
+    except (OSError, RuntimeError) as exc:  # RuntimeError: a symlink loop
+        raise UserCodeError(f"custom_code.path: cannot read {path}: {exc}") from None
+    return Fingerprint(real, digest, project_dir.resolve() if project_dir else None)
 
 
 def load_user_code(path: str | Path) -> UserCode:

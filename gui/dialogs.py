@@ -7,6 +7,7 @@ import enum
 from PySide6.QtWidgets import QMessageBox, QWidget
 
 from engine.problems import Problem
+from engine.user_code import Fingerprint
 
 MAX_LISTED = 15
 
@@ -59,6 +60,25 @@ def confirm_stop_run(parent: QWidget) -> bool:
         parent,
         "A run is in progress",
         "Closing Distloop stops the run (its folder keeps the steps done so far). Close anyway?",
+        QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.No,
+        QMessageBox.StandardButton.No,
+    )
+    return answer == QMessageBox.StandardButton.Yes
+
+
+def trust_custom_code(parent: QWidget, code: Fingerprint) -> bool:
+    """Running a project's custom code executes it with the user's rights: ask first."""
+    where = (
+        f"\n\nWarning: this file is outside the project's folder ({code.project_dir})."
+        if code.outside_project
+        else ""
+    )
+    answer = QMessageBox.question(
+        parent,
+        "Run custom step code?",
+        f"This project runs the Python file\n\n{code.path}\n(sha256 {code.sha256})"
+        f"{where}\n\nIt runs with your permissions and can do anything you can. Run it only "
+        "if you trust it. Distloop remembers a yes until the file changes.",
         QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.No,
         QMessageBox.StandardButton.No,
     )

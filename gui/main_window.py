@@ -34,7 +34,7 @@ from PySide6.QtWidgets import (
 import engine
 from engine.cluster import LocalCluster
 from engine.config import Project, load_project
-from engine.examples import example_names, example_text, load_example
+from engine.examples import example_names, example_text, is_shipped, load_example
 from engine.fileio import atomic_write_text
 from engine.messages import (
     DevicesDetected,
@@ -48,6 +48,7 @@ from engine.problems import ProblemsError
 from engine.process import EngineProcess, detect_devices
 from engine.run_folder import format_loss, new_run_dir
 from engine.run_history import RunSummary
+from engine.user_code import UserCodeError, fingerprint
 from gui import dialogs, settings
 from gui.cluster_controller import ClusterController, ClusterFactory, cluster_plan
 from gui.cluster_panel import ClusterPanel
@@ -520,6 +521,8 @@ class MainWindow(QMainWindow):
         if project is None or self.controller.active:
             return
         project = project.resolve_paths(self._base_dir())
+        if not self._may_run_custom_code(project, self._path.parent if self._path else None):
+            return
         try:
             run_dir = new_run_dir(project.name, self._runs_root)
         except OSError as exc:
@@ -531,6 +534,29 @@ class MainWindow(QMainWindow):
         self.status_panel.start(project.total_steps(), str(run_dir))
         self.log_panel.add(f"run folder: {run_dir}")
         self.controller.start(project, run_dir)
+
+    def _may_run_custom_code(self, project: Project, project_dir: Path | None) -> bool:
+        """A project's custom code runs only once the user trusts that file with that content.
+
+        Projects travel, and their code runs with the user's rights, so the user is
+        asked once per file and content (the answer is kept in the settings; a changed
+        file asks again); the shipped examples' code is Distloop's own. ``project_dir``
+        is None for a run folder's copy, whose paths are all absolute.
+        """
+        if project.custom_code is None:
+            return True
+        try:
+            code = fingerprint(project.custom_code.path, project_dir)
+        except UserCodeError as exc:
+            dialogs.show_error(self, "Cannot run", str(exc))
+            return False
+        if not (is_shipped(code.path) or settings.trusts_code(code.path, code.sha256)):
+            if not dialogs.trust_custom_code(self, code):
+                self.log_panel.add(f"not run: {code.path} is not trusted", "warning")
+                return False
+            settings.trust_code(code.path, code.sha256)
+        self.log_panel.add(f"running custom step code {code.path} (sha256 {code.sha256})")
+        return True
 
     def stop(self) -> None:
         self.controller.stop()
@@ -558,6 +584,8 @@ class MainWindow(QMainWindow):
         refusal = resume_refusal(project, run.path)
         if refusal is not None:
             dialogs.show_error(self, "Cannot resume", f"{run.name}: {refusal}")
+            return
+        if not self._may_run_custom_code(project, None):
             return
         self._last_run_dir = run.path
         self.open_run_folder_action.setEnabled(True)

@@ -15,6 +15,7 @@ APPLICATION = "Distloop"
 MAX_RECENT = 8
 _RECENT = "recentFiles"
 _LAST = "lastProject"
+_TRUSTED_CODE = "trustedCustomCode"
 
 
 def recent_files() -> list[str]:
@@ -46,3 +47,19 @@ def last_project() -> Path | None:
 
 def set_last_project(path: Path | None) -> None:
     QSettings().setValue(_LAST, str(path.resolve()) if path else "")
+
+
+def trusts_code(path: Path, sha256: str) -> bool:
+    """Whether the user agreed to run this custom code file with exactly this content."""
+    return f"{sha256} {path}" in _trusted_code()
+
+
+def trust_code(path: Path, sha256: str) -> None:
+    """Remembers the user's yes; an earlier yes for the same file (other content) is dropped."""
+    kept = [entry for entry in _trusted_code() if entry.split(" ", 1)[1] != str(path)]
+    QSettings().setValue(_TRUSTED_CODE, [*kept, f"{sha256} {path}"])
+
+
+def _trusted_code() -> list[str]:
+    """Entries ``"<sha256> <absolute path>"``: one string each, as every QSettings format keeps."""
+    return [str(item) for item in QSettings().value(_TRUSTED_CODE, [], type=list)]

@@ -6,6 +6,7 @@ real engine processes.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 import textwrap
@@ -16,6 +17,7 @@ import pytest
 from distloop_testing import REPO, distloop, example_data, run_engine, synthetic_project
 from test_resume import interrupt_after
 
+from engine import cli
 from engine.config import load_project, load_project_data
 from engine.examples import load_example
 from engine.messages import RunFailed
@@ -122,6 +124,51 @@ def test_custom_code_rules(tmp_path) -> None:
     assert "custom_code.path" in paths and "custom_code" in paths
 
 
+EVIL = """
+from pathlib import Path
+
+Path(__file__).with_name("it-ran").touch()
+
+
+def train_step(step, inputs):
+    return 0.0
+"""
+
+
+def test_validation_and_export_never_execute_it_and_runs_name_it_first(tmp_path, capsys) -> None:
+    """A project from elsewhere may point anywhere: its code runs only in a run, announced."""
+    code = write(tmp_path, EVIL, "evil.py")
+    digest = hashlib.sha256(code.read_bytes()).hexdigest()
+    (tmp_path / "project").mkdir()
+    path = tmp_path / "project" / "p.json"
+    path.write_text(json.dumps(with_code(example_data("seed"), Path("../evil.py"))))
+    cluster_path = tmp_path / "project" / "cluster.json"
+    cluster = with_code(example_data("seed"), Path("../evil.py"))
+    cluster_path.write_text(json.dumps({**cluster, "strategy": {"kind": "multi_worker_mirrored"}}))
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+
+    assert cli.main(["validate", str(path)]) == 0
+    assert cli.main(["export", str(path), "--format", "script", "--out", str(tmp_path / "s.py")])
+    assert "running custom step code" not in capsys.readouterr().err
+    for command, project in (("run", path), ("cluster", cluster_path)):
+        # The run folder cannot be made, so the run stops after its announcement.
+        assert cli.main([command, str(project), "--out", str(blocker / "run")]) == 1
+        lines = capsys.readouterr().err.splitlines()
+        assert lines[:2] == [
+            f"distloop: running custom step code {code} (sha256 {digest})",
+            f"distloop: warning: {code} is outside the project's folder {tmp_path / 'project'}; "
+            "run it only if you trust it",
+        ]
+        assert "cannot create the run folder" in lines[2]
+    assert not (tmp_path / "it-ran").exists()
+
+    code.unlink()
+    assert cli.main(["run", str(path), "--out", str(tmp_path / "run")]) == 1
+    assert capsys.readouterr().err == f"distloop: custom_code.path: {code} does not exist\n"
+    assert not (tmp_path / "run").exists()
+
+
 def test_the_gan_example_finds_its_step_file() -> None:
     project = load_example("gan")
     assert Path(project.custom_code.path).is_file()
@@ -170,6 +217,9 @@ def test_gan_runs_from_the_command_line_on_two_replicas_fused(tmp_path) -> None:
     path.write_text(json.dumps(data))
     result = distloop("run", str(path), "--out", str(tmp_path / "run"))
     assert result.returncode == 0, result.stderr
+    digest = hashlib.sha256((tmp_path / "gan_step.py").read_bytes()).hexdigest()
+    said = f"distloop: running custom step code {tmp_path / 'gan_step.py'} (sha256 {digest})\n"
+    assert said in result.stderr and "warning" not in result.stderr  # beside its project
     lines = result.stdout.splitlines()
     assert len(lines) == 12
     assert lines[0].startswith("step=1 loss=") and " generator=" in lines[0]
@@ -248,6 +298,9 @@ def test_stopped_gan_resumes_to_the_uninterrupted_trace(tmp_path) -> None:
     assert read_metrics(tmp_path / "cut")["step"][-1] < 60
     result = distloop("run", "--resume", str(tmp_path / "cut"), "--quiet")
     assert result.returncode == 0, result.stderr
+    assert f"distloop: running custom step code {tmp_path / 'gan_step.py'} (sha256 " in (
+        result.stderr
+    )
     resumed = read_metrics(tmp_path / "cut")
     assert resumed["step"] == list(range(1, 61))
     for name in ("loss", "generator", "discriminator"):
