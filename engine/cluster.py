@@ -22,9 +22,12 @@ restarts in its own folder from the chief's last checkpoint, on new ports.
 
 Security: TensorFlow's gRPC servers are unauthenticated, and they listen on every
 network interface whatever host TF_CONFIG names (TensorFlow has no setting for the
-bind address). The launcher gives every task a ``127.0.0.1`` address, so the
-cluster talks over loopback only, but its ports are open to the network while the
-run lasts: run it on a trusted network or behind a firewall.
+bind address). So the launcher puts all the tasks into one private network
+namespace (``engine.netns``) whose only interface is its own loopback, and gives
+every task a ``127.0.0.1`` address there: no port of the cluster is open on the
+machine's network, nor on its loopback. Where the system does not allow that, the
+tasks run in the machine's network with a warning, and their ports are open to
+the network while the run lasts: run it on a trusted network or behind a firewall.
 """
 
 from __future__ import annotations
@@ -44,6 +47,7 @@ from pydantic import ValidationError
 from engine.config import Project
 from engine.fileio import atomic_write_text
 from engine.messages import Log, Message, RunFailed, RunFinished, RunStarted, StepMetrics
+from engine.netns import PrivateNetwork, PrivateNetworkUnavailable, start_private_network
 from engine.problems import Problem, ProblemsError, problems_from_validation_error
 from engine.process import EngineProcess
 from engine.run_folder import (
@@ -350,6 +354,7 @@ class LocalCluster:
         self._last_loss: float | None = None
         self._metrics: MetricsWriter | None = None
         self._log: TextIO | None = None
+        self._network: PrivateNetwork | None = None
         self._outbox: list[Message] = []
 
     # --- control ---------------------------------------------------------------------
@@ -373,9 +378,11 @@ class LocalCluster:
         self._log = (self.run_dir / LOG_FILE).open("a", encoding="utf-8")
         self._started_at, self._began = time.time(), time.monotonic()
         try:
-            for task in self._tasks:
-                task.engine.start()
-                self._note(f"{task.name} at {task.address}: pid {task.engine.pid}")
+            self._network = self._start_network()
+            with self._network.spawning() if self._network else contextlib.nullcontext():
+                for task in self._tasks:
+                    task.engine.start()
+                    self._note(f"{task.name} at {task.address}: pid {task.engine.pid}")
         except BaseException:
             for task in self._tasks:
                 task.engine.kill()
@@ -414,6 +421,21 @@ class LocalCluster:
         if self._folder_lock is not None:
             self._folder_lock.release()
             self._folder_lock = None
+
+    def _start_network(self) -> PrivateNetwork | None:
+        """The private network the tasks start in, or None for the machine's network."""
+        try:
+            network = start_private_network()
+        except PrivateNetworkUnavailable as exc:
+            self._note(
+                f"the tasks run in this machine's network ({exc}), so TensorFlow's "
+                "unauthenticated gRPC ports are open on every interface while the run lasts: "
+                "run it on a trusted network or behind a firewall",
+                level="warning",
+            )
+            return None
+        self._note("the tasks run in a private network: their ports are open on its loopback only")
+        return network
 
     def _share_chief_checkpoint(self) -> None:
         """Copies the chief's checkpoints into every other trainer's folder.
@@ -673,6 +695,10 @@ class LocalCluster:
             self._log.flush()
 
     def _close_files(self) -> None:
+        """Releases what the run holds: its files and the holder of its network namespace."""
+        if self._network is not None:
+            self._network.close()
+            self._network = None
         if self._metrics is not None:
             self._metrics.close()
             self._metrics = None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -11,6 +12,7 @@ import socket
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -24,6 +26,7 @@ from engine.cluster import (
 )
 from engine.config import load_project, load_project_data
 from engine.messages import RunFailed, RunFinished, RunStarted, StepMetrics
+from engine.netns import ENV_SWITCH
 from engine.problems import ProblemsError
 from engine.run_folder import read_metrics, read_status
 
@@ -130,19 +133,60 @@ def test_run_with_a_bad_task_says_why_before_starting(tmp_path) -> None:
 # --- real clusters -----------------------------------------------------------------------
 
 
+def listening_ports(net: Path) -> set[int]:
+    """The TCP ports in LISTEN state in a network namespace, from its /proc/.../net folder."""
+    ports = set()
+    for name in ("tcp", "tcp6"):
+        with contextlib.suppress(FileNotFoundError):
+            for line in (net / name).read_text().splitlines()[1:]:
+                fields = line.split()
+                if fields[3] == "0A":
+                    ports.add(int(fields[1].rsplit(":", 1)[1], 16))
+    return ports
+
+
+def ports_while_listening(out: Path, process: subprocess.Popen) -> tuple[set[int], set[int]]:
+    """A running cluster's task ports, once each listens in its task's namespace, and the
+    ports listening at that moment in this test's own namespace."""
+    deadline = time.monotonic() + 180
+    while process.poll() is None and time.monotonic() < deadline:
+        with contextlib.suppress(OSError, ValueError, KeyError):
+            tasks = read_status(out)["tasks"].values()
+            wanted = {(t["pid"], int(t["address"].rsplit(":", 1)[1])) for t in tasks}
+            if all(port in listening_ports(Path(f"/proc/{pid}/net")) for pid, port in wanted):
+                return {port for _, port in wanted}, listening_ports(Path("/proc/self/net"))
+        time.sleep(0.05)
+    raise AssertionError("the cluster's tasks never all listened while it ran")
+
+
 @pytest.mark.slow
 def test_two_workers_give_the_single_process_trace_and_the_cli_prints_it(tmp_path) -> None:
-    """MultiWorkerMirrored over 2 processes, global batch fixed: the losses of one process."""
+    """MultiWorkerMirrored over 2 processes, global batch fixed: the losses of one process.
+
+    Their gRPC ports listen in the cluster's private network, not in the machine's.
+    """
     path = tmp_path / "project.json"
     path.write_text(json.dumps(multi_worker()))
     out = tmp_path / "run"
-    cluster = distloop("cluster", str(path), "--out", str(out))
+    with (tmp_path / "stdout").open("w") as stdout, (tmp_path / "stderr").open("w") as stderr:
+        command = [sys.executable, "-m", "gui.launcher", "cluster", str(path), "--out", str(out)]
+        process = subprocess.Popen(command, cwd=REPO, stdout=stdout, stderr=stderr, text=True)
+        try:
+            task_ports, host_ports = ports_while_listening(out, process)
+            process.wait(timeout=180)
+        finally:
+            if process.poll() is None:
+                process.kill()
+                process.wait()
+    cluster_out, cluster_err = ((tmp_path / name).read_text() for name in ("stdout", "stderr"))
     single_data = multi_worker()
     single_data["strategy"] = {"kind": "one_device"}
     single = run_engine(load_project_data(single_data), None)
 
-    assert cluster.returncode == 0, cluster.stderr[-3000:]
-    steps, losses = step_lines(cluster.stdout)
+    assert process.returncode == 0, cluster_err[-3000:]
+    assert len(task_ports) == 2 and not task_ports & host_ports, (task_ports, host_ports)
+    assert "private network" in (out / "engine.log").read_text()
+    steps, losses = step_lines(cluster_out)
     assert steps == list(range(1, 21))
     assert single["steps"] == steps
     np.testing.assert_allclose(losses, single["losses"], rtol=1e-5)
@@ -155,7 +199,7 @@ def test_two_workers_give_the_single_process_trace_and_the_cli_prints_it(tmp_pat
     assert str(ran.tf_config.task) == "worker:0"
     for task in ("worker-0", "worker-1"):
         assert read_status(out / "tasks" / task)["status"] == "finished"
-    assert "worker:1 at 127.0.0.1:" in cluster.stderr
+    assert "worker:1 at 127.0.0.1:" in cluster_err
 
 
 def test_workers_keep_the_same_share_of_each_batch_with_either_input_distribution(
@@ -164,7 +208,8 @@ def test_workers_keep_the_same_share_of_each_batch_with_either_input_distributio
     """Splitting on the host must cut each worker's share as TensorFlow's DATA sharding does.
 
     Batches of 7 over 2 workers (4/3) and a short batch of 2 every 5 steps (1/1); the
-    chief's own replica loss is compared, not only the reduced loss.
+    chief's own replica loss is compared, not only the reduced loss. The second cluster
+    runs in the machine's network, as where the system allows no private one, and says so.
     """
     metrics = {}
     for method in ("split_on_host", "distributed_dataset"):
@@ -173,8 +218,11 @@ def test_workers_keep_the_same_share_of_each_batch_with_either_input_distributio
         data["training"].update(per_replica_losses=True, input_distribution=method)
         path = tmp_path / f"{method}.json"
         path.write_text(json.dumps(data))
-        cluster = distloop("cluster", str(path), "--out", str(tmp_path / method))
+        env = {**os.environ, ENV_SWITCH: "0"} if method == "distributed_dataset" else None
+        cluster = distloop("cluster", str(path), "--out", str(tmp_path / method), env=env)
         assert cluster.returncode == 0, cluster.stderr[-3000:]
+        warning = f"[engine] the tasks run in this machine's network ({ENV_SWITCH}=0 is set)"
+        assert (warning in cluster.stderr) == (env is not None), cluster.stderr[-3000:]
         metrics[method] = read_metrics(tmp_path / method)
     host, dataset = metrics["split_on_host"], metrics["distributed_dataset"]
     assert host["step"] == dataset["step"] == list(range(1, 13))
