@@ -979,7 +979,8 @@ def _data_bytes(data: DataConfig, project: Project) -> int:
 
 def available_memory_bytes() -> int | None:
     """Memory this process may still use: the kernel's MemAvailable, or less under a
-    cgroup (container) limit, since that is where the OOM killer strikes."""
+    cgroup (container) limit, since that is where the OOM killer strikes; None when
+    the system does not say."""
     available = None
     try:
         for line in Path("/proc/meminfo").read_text(encoding="ascii").splitlines():
@@ -992,15 +993,47 @@ def available_memory_bytes() -> int | None:
             available = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
         except (AttributeError, ValueError, OSError):
             return None
-    cgroup = Path("/sys/fs/cgroup")
+    headroom = _cgroup_headroom()
+    return available if headroom is None else min(available, headroom)
+
+
+def _cgroup_headroom() -> int | None:
+    """The tightest cgroup memory limit over this process, less the anonymous memory
+    charged to it (page cache counts against a limit too, but the kernel reclaims it
+    before it kills); None without a limit."""
     try:
-        limit = (cgroup / "memory.max").read_text(encoding="ascii").strip()
-        used = (cgroup / "memory.current").read_text(encoding="ascii").strip()
-        if limit != "max":
-            available = min(available, int(limit) - int(used))
-    except (OSError, ValueError):
-        pass
-    return available
+        entries = Path("/proc/self/cgroup").read_text(encoding="ascii").splitlines()
+    except OSError:
+        return None
+    root, found = Path("/sys/fs/cgroup"), []
+    for entry in entries:
+        _, controllers, path = entry.split(":", 2)
+        relative = path.lstrip("/")
+        if not controllers:  # cgroup v2: its own folder, or the root a container sees
+            for folder in (root / relative, root):
+                found.append(_headroom(folder, "memory.max", "anon"))
+        elif "memory" in controllers.split(","):  # cgroup v1
+            for folder in (root / "memory" / relative, root / "memory"):
+                found.append(_headroom(folder, "hierarchical_memory_limit", "total_rss"))
+    limits = [headroom for headroom in found if headroom is not None]
+    return min(limits) if limits else None
+
+
+def _headroom(folder: Path, limit_name: str, used_name: str) -> int | None:
+    try:
+        words = (folder / "memory.stat").read_text(encoding="ascii").split()
+        stat = dict(zip(words[::2], words[1::2], strict=False))
+        if limit_name in stat:
+            limit = stat[limit_name]
+        else:
+            limit = (folder / limit_name).read_text(encoding="ascii").strip()
+        used = int(stat[used_name])
+        limit_bytes = int(limit)
+    except (OSError, KeyError, ValueError):
+        return None  # no such folder, no limit ("max"), or not readable
+    if not used < limit_bytes < 2**62:  # unlimited (v1 says 2**63 - 4096), or nonsense
+        return None
+    return limit_bytes - used
 
 
 def memory_problems(project: Project, available_bytes: int | None = None) -> list[Problem]:

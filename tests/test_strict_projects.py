@@ -13,6 +13,8 @@ from distloop_testing import example_data
 
 from engine.config import (
     MAX_PROJECT_BYTES,
+    _headroom,
+    available_memory_bytes,
     canonical_device,
     load_project,
     load_project_data,
@@ -241,3 +243,25 @@ def test_a_project_no_machine_can_hold_is_a_schema_problem() -> None:
     }
     found = problems_of(data)
     assert f"more than the {MAX_PROJECT_BYTES // 2**50} PiB" in found["model.layers"]
+
+
+def test_available_memory_is_read_from_the_system() -> None:
+    available = available_memory_bytes()
+    assert available is None or 0 < available < 2**62
+
+
+def test_a_cgroup_limit_counts_less_its_anonymous_memory(tmp_path) -> None:
+    v2, v1 = tmp_path / "v2", tmp_path / "v1"
+    v2.mkdir()
+    (v2 / "memory.max").write_text("8589934592\n")
+    (v2 / "memory.stat").write_text("anon 1073741824\nfile 7000000000\n")
+    assert _headroom(v2, "memory.max", "anon") == 7 * 2**30  # page cache is reclaimed first
+    (v2 / "memory.max").write_text("max\n")
+    assert _headroom(v2, "memory.max", "anon") is None
+    v1.mkdir()
+    (v1 / "memory.stat").write_text(
+        "rss 1\nhierarchical_memory_limit 9223372036854771712\ntotal_rss 1473511424\n"
+    )
+    assert _headroom(v1, "hierarchical_memory_limit", "total_rss") is None  # unlimited
+    (v1 / "memory.stat").write_text("hierarchical_memory_limit 4294967296\ntotal_rss 2147483648\n")
+    assert _headroom(v1, "hierarchical_memory_limit", "total_rss") == 2 * 2**30
