@@ -248,19 +248,17 @@ MAX_DIMENSION = 1_000_000
 class ModelConfig(_Strict):
     """A sequential model: an input shape, then layers in order."""
 
-    input_shape: list[int] = Field(min_length=1, max_length=4)
-    layers: list[Layer] = Field(min_length=1)
+    input_shape: list[Annotated[int, Field(ge=1, le=MAX_DIMENSION)]] = Field(
+        min_length=1, max_length=4
+    )
+    layers: list[Layer] = Field(min_length=1, max_length=1000)
 
     @model_validator(mode="after")
     def _check(self) -> ModelConfig:
-        problems = [
-            Problem(("input_shape", i), f"every dimension must be from 1 to {MAX_DIMENSION:,}")
-            for i, dim in enumerate(self.input_shape)
-            if not 1 <= dim <= MAX_DIMENSION
-        ]
         if not any(isinstance(layer, DenseLayer) for layer in self.layers):
-            problems.append(Problem(("layers",), "the model needs at least one dense layer"))
-        raise_problems("ModelConfig", problems)
+            raise_problems(
+                "ModelConfig", [Problem(("layers",), "the model needs at least one dense layer")]
+            )
         return self
 
     @property

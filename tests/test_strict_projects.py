@@ -265,3 +265,12 @@ def test_a_cgroup_limit_counts_less_its_anonymous_memory(tmp_path) -> None:
     assert _headroom(v1, "hierarchical_memory_limit", "total_rss") is None  # unlimited
     (v1 / "memory.stat").write_text("hierarchical_memory_limit 4294967296\ntotal_rss 2147483648\n")
     assert _headroom(v1, "hierarchical_memory_limit", "total_rss") == 2 * 2**30
+
+
+def test_model_sizes_are_bounded() -> None:
+    data = example_data()
+    data["model"]["input_shape"] = [2_000_000]
+    data["model"]["layers"] = [{"kind": "dense", "units": 1}] * 1001
+    found = problems_of(data)
+    assert "less than or equal to 1000000" in found["model.input_shape.0"]
+    assert "at most 1000 items" in found["model.layers"]
