@@ -57,6 +57,7 @@ from engine.run_folder import (
     PROJECT_FILE,
     TASKS_DIR,
     MetricsWriter,
+    RunFolderError,
     RunFolderLock,
     refuse_links,
     remove_path,
@@ -353,6 +354,7 @@ class LocalCluster:
         self._began = 0.0
         self._last_loss: float | None = None
         self._metrics: MetricsWriter | None = None
+        self._folder_failed = False
         self._log: TextIO | None = None
         self._network: PrivateNetwork | None = None
         self._outbox: list[Message] = []
@@ -571,13 +573,24 @@ class LocalCluster:
             self._outbox.append(message)
 
     def _record(self, message: StepMetrics) -> None:
-        if self._metrics is None:
-            replicas = len(message.replica_losses[0]) if message.replica_losses else None
-            self._metrics = MetricsWriter(self.run_dir / METRICS_FILE, replicas)
-        self._metrics.write(
-            message.steps, message.losses, message.elapsed_s, message.replica_losses
-        )
+        """Writes the reporter's steps into the top-level trace.
+
+        A full disk fails the run like a failed task (the tasks are stopped, the
+        failure names the folder), rather than ending the launcher with a traceback.
+        """
         self._last_loss = message.losses[-1]
+        if self._folder_failed:
+            return
+        try:
+            if self._metrics is None:
+                replicas = len(message.replica_losses[0]) if message.replica_losses else None
+                self._metrics = MetricsWriter(self.run_dir / METRICS_FILE, replicas)
+            self._metrics.write(
+                message.steps, message.losses, message.elapsed_s, message.replica_losses
+            )
+        except RunFolderError as exc:
+            self._folder_failed = True
+            self._failures.append(RunFailed(error_type=type(exc).__name__, message=str(exc)))
 
     # --- how the run ends ------------------------------------------------------------
 
@@ -621,7 +634,8 @@ class LocalCluster:
     def _end(self, ending: Ending) -> None:
         self._ending = ending
         if ending == "failed":
-            self._note(f"{self._failures[0].task} failed: stopping the other tasks", level="error")
+            who = self._failures[0].task or "the launcher"  # None: the run folder failed it
+            self._note(f"{who} failed: stopping the other tasks", level="error")
             for task in self._tasks:
                 task.engine.request_stop()
             self._kill_at = time.monotonic() + FAILURE_GRACE_S
@@ -643,9 +657,10 @@ class LocalCluster:
                 if self._killed
                 else ""
             )
+            who = f"{failure.task} failed: " if failure.task else ""
             final = RunFailed(
                 error_type=failure.error_type,
-                message=f"{failure.task} failed: {failure.message}{killed}",
+                message=f"{who}{failure.message}{killed}",
                 traceback=failure.traceback,
                 last_step=last_step,
                 exit_code=failure.exit_code,
@@ -665,9 +680,12 @@ class LocalCluster:
                     task=reporter.name,
                 )
             details, status = {}, final.status
-        write_status(
-            self.run_dir, status, started_at=self._started_at, last_step=last_step, **details
-        )
+        if self._folder_lock is not None:
+            self._folder_lock.free_reserve()  # on a full disk, the room to record the end
+        with contextlib.suppress(OSError):  # should that fail all the same, ``final`` says why
+            write_status(
+                self.run_dir, status, started_at=self._started_at, last_step=last_step, **details
+            )
         self._note(f"the cluster run {status}")
         self._close_files()
         return final
@@ -691,8 +709,15 @@ class LocalCluster:
 
     def _write_log(self, level: str, text: str) -> None:
         if self._log is not None:
-            self._log.write(f"{time.strftime('%H:%M:%S')} {level[0].upper()} [cluster] {text}\n")
-            self._log.flush()
+            try:
+                self._log.write(
+                    f"{time.strftime('%H:%M:%S')} {level[0].upper()} [cluster] {text}\n"
+                )
+                self._log.flush()
+            except OSError:  # a full disk: the lines still reach the message stream
+                with contextlib.suppress(OSError):
+                    self._log.close()
+                self._log = None
 
     def _close_files(self) -> None:
         """Releases what the run holds: its files and the holder of its network namespace."""

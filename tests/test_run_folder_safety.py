@@ -15,6 +15,9 @@ from pathlib import Path
 import pytest
 from distloop_testing import REPO, example_data, synthetic_project
 
+from engine.cluster import LocalCluster
+from engine.config import load_project_data
+from engine.messages import RunFailed, RunFinished
 from engine.run_folder import (
     LOCK_FILE,
     RESERVE_BYTES,
@@ -322,3 +325,33 @@ def test_a_full_disk_stops_the_run_in_one_line_and_it_resumes_from_the_last_chec
     assert code == 130, stderr
     steps = read_metrics(run_dir)["step"]
     assert steps == list(range(1, len(steps) + 1))
+
+
+@pytest.mark.slow
+def test_a_cluster_whose_launcher_cannot_write_its_trace_fails_in_one_message(tmp_path) -> None:
+    """The launcher's own write to a full disk ended `distloop cluster` with a traceback."""
+    if not Path("/dev/full").exists():
+        pytest.skip("needs /dev/full to simulate a full disk")
+    data = synthetic_project(1, steps=200)
+    data["strategy"] = {"kind": "multi_worker_mirrored"}
+    run_dir = tmp_path / "cluster"
+    run_dir.mkdir()
+    (run_dir / "metrics.csv").symlink_to("/dev/full")
+    cluster = LocalCluster(load_project_data(data), run_dir, workers=2)
+    cluster.start()
+    terminal = None
+    try:
+        deadline = time.monotonic() + 180
+        while not cluster.done:
+            assert time.monotonic() < deadline, "the cluster run timed out"
+            for message in cluster.poll(0.2):
+                if isinstance(message, RunFinished | RunFailed):
+                    terminal = message
+    finally:
+        cluster.close()
+    assert isinstance(terminal, RunFailed), terminal
+    assert (terminal.error_type, terminal.task, terminal.traceback) == ("RunFolderError", None, "")
+    assert terminal.message.startswith(f"no space left on device in {run_dir} (")
+    assert {t.state for t in cluster.tasks()} == {"stopped"}
+    status = read_status(run_dir)
+    assert status["status"] == "failed" and status["error"] == terminal.message
