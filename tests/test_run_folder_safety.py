@@ -46,6 +46,21 @@ def finish(process: subprocess.Popen, timeout_s: float = 240) -> tuple[int, str,
     return process.returncode, stderr, time.monotonic()
 
 
+def finish_together(
+    processes: list[subprocess.Popen], timeout_s: float = 240
+) -> dict[int, tuple[int, str, float]]:
+    """Waits for all of ``processes`` at once: each one's exit code, stderr and end time."""
+    ended_at: dict[int, float] = {}
+    deadline = time.monotonic() + timeout_s
+    while len(ended_at) < len(processes):
+        assert time.monotonic() < deadline, "the runs timed out"
+        for process in processes:
+            if process.pid not in ended_at and process.poll() is not None:
+                ended_at[process.pid] = time.monotonic()
+        time.sleep(0.05)
+    return {p.pid: (p.returncode, p.communicate()[1], ended_at[p.pid]) for p in processes}
+
+
 def distloop_quick(*args: str) -> subprocess.CompletedProcess:
     """A ``distloop`` command that must be refused before TensorFlow starts (seconds, not ten)."""
     began = time.monotonic()
@@ -211,7 +226,7 @@ def test_two_runs_started_at_once_into_one_folder_one_runs_and_one_is_refused(tm
         distloop_popen("run", str(project), "--out", str(run_dir), "--overwrite", "--quiet")
         for _ in range(2)
     )
-    ended = {p.pid: finish(p) for p in (first, second)}
+    ended = finish_together([first, second])
     codes = sorted(code for code, _, _ in ended.values())
     assert codes == [0, 1], [stderr for _, stderr, _ in ended.values()]
     refused = next(pid for pid, (code, _, _) in ended.items() if code == 1)
