@@ -547,7 +547,10 @@ class LocalCluster:
             task.state = "serving" if message.serving else "running"
             if reporter:
                 if self._resume:  # the steps after the checkpoint are trained again
-                    truncate_metrics(self.run_dir, message.first_step - 1)
+                    try:
+                        truncate_metrics(self.run_dir, message.first_step - 1)
+                    except RunFolderError as exc:
+                        self._folder_failure(exc)
                 self._outbox.append(message.model_copy(update={"run_dir": str(self.run_dir)}))
             else:
                 what = f"serves {message.serving}" if message.serving else "started its loop"
@@ -589,8 +592,12 @@ class LocalCluster:
                 message.steps, message.losses, message.elapsed_s, message.replica_losses
             )
         except RunFolderError as exc:
-            self._folder_failed = True
-            self._failures.append(RunFailed(error_type=type(exc).__name__, message=str(exc)))
+            self._folder_failure(exc)
+
+    def _folder_failure(self, exc: RunFolderError) -> None:
+        """The launcher cannot write the run folder: the run fails (a failure of no task)."""
+        self._folder_failed = True
+        self._failures.append(RunFailed(error_type=type(exc).__name__, message=str(exc)))
 
     # --- how the run ends ------------------------------------------------------------
 

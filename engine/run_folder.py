@@ -317,7 +317,7 @@ def truncate_eval(run_dir: str | Path, last_step: int) -> None:
         if not step.isdigit() or int(step) > last_step:
             break
         kept.append(line)
-    atomic_write_text(path, "".join(f"{line}\n" for line in kept), follow_symlinks=False)
+    _rewrite(path, "".join(f"{line}\n" for line in kept))
 
 
 def read_metrics(run_dir: str | Path) -> dict[str, list[float]]:
@@ -371,12 +371,16 @@ def truncate_metrics(run_dir: str | Path, last_step: int) -> float:
             break
         kept.append(line)
         elapsed = row_elapsed
-    atomic_write_text(
-        path,
-        "".join(f"{line}\n" for line in kept) if len(kept) > 1 or last_step else "",
-        follow_symlinks=False,
-    )
+    _rewrite(path, "".join(f"{line}\n" for line in kept) if len(kept) > 1 or last_step else "")
     return elapsed
+
+
+def _rewrite(path: Path, text: str) -> None:
+    """Replaces a file of the run folder (never through a link); a failure stops the run."""
+    try:
+        atomic_write_text(path, text, follow_symlinks=False)
+    except OSError as exc:
+        raise folder_write_error(path.parent, exc, path.name) from None
 
 
 def write_status(run_dir: str | Path, status: str, **details: Any) -> None:
@@ -397,10 +401,7 @@ def write_status(run_dir: str | Path, status: str, **details: Any) -> None:
         record.pop("error", None)
         record.pop("error_type", None)
     record.update(status=status, updated_at=time.time(), **details)
-    try:
-        atomic_write_text(path, json.dumps(record, indent=2) + "\n", follow_symlinks=False)
-    except OSError as exc:
-        raise folder_write_error(run_dir, exc, STATUS_FILE) from None
+    _rewrite(path, json.dumps(record, indent=2) + "\n")
 
 
 def read_status(run_dir: str | Path) -> dict[str, Any]:

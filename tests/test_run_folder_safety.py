@@ -22,10 +22,12 @@ from engine.run_folder import (
     LOCK_FILE,
     RESERVE_BYTES,
     RunFolderBusy,
+    RunFolderError,
     RunFolderLock,
     empty_run_folder,
     read_metrics,
     read_status,
+    truncate_metrics,
     write_status,
 )
 
@@ -370,3 +372,21 @@ def test_a_cluster_whose_launcher_cannot_write_its_trace_fails_in_one_message(tm
     assert {t.state for t in cluster.tasks()} == {"stopped"}
     status = read_status(run_dir)
     assert status["status"] == "failed" and status["error"] == terminal.message
+
+
+def test_a_resume_on_a_full_disk_stops_in_one_message_and_keeps_the_trace(small_disk) -> None:
+    """Cutting the trace back to the checkpoint failed with a bare OSError and its traceback."""
+    run_dir = small_disk / "run"
+    run_dir.mkdir()
+    trace = "step,loss,elapsed_s\n" + "".join(f"{s},0.5,{s / 10}\n" for s in range(1, 9))
+    (run_dir / "metrics.csv").write_text(trace)
+    fill(small_disk)
+    with pytest.raises(RunFolderError) as raised:
+        truncate_metrics(run_dir, 4)
+    assert str(raised.value) == (
+        f"no space left on device in {run_dir} (0 bytes free): cannot write metrics.csv; "
+        "free some space, then resume the run"
+    )
+    assert raised.value.__cause__ is None and raised.value.__suppress_context__
+    assert [p.name for p in run_dir.iterdir()] == ["metrics.csv"]
+    assert (run_dir / "metrics.csv").read_text() == trace
