@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 import tensorflow as tf
@@ -62,6 +63,8 @@ class RunCheckpoints:
         """Where this task writes its checkpoints (a temporary folder unless it is the chief)."""
         self._manager = tf.train.CheckpointManager(self._checkpoint, self.directory, max_to_keep=3)
         self.last_saved: int | None = None
+        self.before_save: Callable[[], None] = lambda: None
+        """Runs before every save: the run records its steps up to the checkpoint first."""
 
     def restore_latest(self) -> int:
         """Restores the newest checkpoint; returns its step (0 when there is none)."""
@@ -81,6 +84,7 @@ class RunCheckpoints:
     def save(self, step: int) -> None:
         if self.last_saved == step:
             return
+        self.before_save()
         self._step.assign(step)
         index = self.directory / INDEX_FILE
         previous = index.read_text(encoding="utf-8") if index.is_file() else None

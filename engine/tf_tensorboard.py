@@ -33,7 +33,9 @@ class TensorBoardWriter:
         self._writer.write(
             Event(wall_time=time.time(), file_version="brain.Event:2").SerializeToString()
         )
-        self._batches: queue.SimpleQueue[list[tuple[str, int, float]] | None] = queue.SimpleQueue()
+        self._batches: queue.SimpleQueue[list[tuple[str, int, float]] | threading.Event | None] = (
+            queue.SimpleQueue()
+        )
         self._thread = threading.Thread(target=self._write, name="tensorboard", daemon=True)
         self._thread.start()
 
@@ -50,8 +52,21 @@ class TensorBoardWriter:
         """Queues one evaluation's metrics."""
         self._batches.put([(f"eval/{name}", step, value) for name, value in metrics.items()])
 
+    def sync(self) -> None:
+        """Returns once every queued scalar is in the event file (before a checkpoint).
+
+        A checkpoint at step N must never be on disk before the steps up to N are: a
+        resume keeps what the checkpoint has and never trains those steps again.
+        """
+        written = threading.Event()
+        self._batches.put(written)
+        written.wait(timeout=30)
+
     def _write(self) -> None:
         while (batch := self._batches.get()) is not None:
+            if isinstance(batch, threading.Event):
+                batch.set()
+                continue
             now = time.time()
             for tag, step, value in batch:
                 summary = Summary(value=[Summary.Value(tag=tag, simple_value=value)])

@@ -211,6 +211,8 @@ def train(
             channel, metrics, stop_on_nan=training.stop_on_nan, also=tensorboard
         )
         reporter.start_at(elapsed_offset)
+        if checkpoints is not None:
+            checkpoints.before_save = _record_steps(reporter, tensorboard)
         evaluation = (
             EvalReporter(
                 evaluator,
@@ -274,6 +276,23 @@ def train(
         final_loss=reporter.last_loss,
         elapsed_s=time.perf_counter() - began,
     )
+
+
+def _record_steps(
+    reporter: StepReporter, tensorboard: TensorBoardWriter | None
+) -> Callable[[], None]:
+    """Puts every reported step in metrics.csv and TensorBoard, for a checkpoint to follow.
+
+    A resume trains from the checkpoint's step on and keeps the rows up to it, so a
+    checkpoint on disk before its steps' rows (a kill in between) would lose them.
+    """
+
+    def record() -> None:
+        reporter.flush()
+        if tensorboard is not None:
+            tensorboard.sync()
+
+    return record
 
 
 def _evaluated_model(code: UserCode | None, models: dict[str, tf.keras.Model]) -> tf.keras.Model:

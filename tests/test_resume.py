@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import re
 import signal
+import time
 
 import numpy as np
 import pytest
@@ -136,3 +139,46 @@ def test_short_last_batches_run_the_one_trace() -> None:
     assert run["steps"] == list(range(1, 304))
     (note,) = [m.text for m in run["logs"] if "traced" in m.text]
     assert note == "the step function was traced 1 time(s)"
+
+
+def kill_as_a_checkpoint_lands(project, run_dir, *, after_step: int, resume: bool) -> int:
+    """SIGKILLs the engine the moment a checkpoint past ``after_step`` is on disk; its step."""
+    state = run_dir / "checkpoints" / "checkpoint"
+    engine = EngineProcess(project, run_dir, resume=resume)
+    engine.start()
+    try:
+        seen = state.stat().st_mtime_ns if state.exists() else None
+        polled = time.monotonic()
+        while True:
+            assert not engine.done, "the run ended before it could be killed"
+            with contextlib.suppress(OSError):
+                stamp = state.stat().st_mtime_ns
+                if stamp != seen:
+                    seen = stamp
+                    step = int(re.search(r'ckpt-(\d+)"', state.read_text())[1])
+                    if step > after_step:
+                        os.kill(engine.pid, signal.SIGKILL)
+                        break
+            if time.monotonic() - polled > 0.05:  # keeps the queue from filling up
+                polled = time.monotonic()
+                engine.poll(0)
+        while not engine.done:
+            engine.poll(0.2)
+    finally:
+        engine.close()
+    return step
+
+
+def test_kills_as_checkpoints_land_lose_no_step(tmp_path) -> None:
+    """A checkpoint never reaches the disk before its steps' rows do, so resumes lose none."""
+    data = synthetic_project(1, steps=100, checkpoint_every=7)
+    project = load_project_data(data)
+    run_dir = tmp_path / "run"
+    step = 0
+    for resume in (False, True):
+        step = kill_as_a_checkpoint_lands(project, run_dir, after_step=step + 14, resume=resume)
+        recorded = read_metrics(run_dir)["step"]
+        assert recorded[-1] >= step, f"checkpoint {step} is on disk, metrics.csv ends earlier"
+    finished = run_engine(project, run_dir, resume=True)
+    assert finished["terminal"].status == "finished"
+    assert read_metrics(run_dir)["step"] == list(range(1, 101))
