@@ -14,6 +14,7 @@ import multiprocessing
 import os
 import re
 import signal
+import socket
 import sys
 import threading
 import time
@@ -167,7 +168,18 @@ def run_engine(
         if too_big:
             raise ProblemsError(too_big, "the project")
         if folder is not None:
-            write_status(folder, "running", started_at=started, pid=os.getpid(), task=task)
+            # The owner is the process that started this one (the CLI, the window): when it
+            # and this one are gone and the status still says running, the run history
+            # knows the run was interrupted (engine.run_history).
+            write_status(
+                folder,
+                "running",
+                started_at=started,
+                pid=os.getpid(),
+                owner_pid=os.getppid(),
+                host=socket.gethostname(),
+                task=task,
+            )
         from engine.training import train
 
         result = train(
@@ -211,6 +223,32 @@ def run_engine(
     sys.exit(exit_code)
 
 
+KNOWN_FAILURES = (
+    ("engine.problems", "ProblemsError"),
+    ("engine.synthetic", "DataError"),
+    ("engine.user_code", "UserCodeError"),
+    ("engine.reporting", "NonFiniteLossError"),
+    ("engine.tf_checkpoint", "CheckpointError"),
+    ("engine.tf_strategy", "DeviceError"),
+    ("engine.run_folder", "RunFolderError"),
+)
+"""The failures whose message says all a user needs (module, class; subclasses count):
+the terminal shows that one line, and the traceback stays in engine.log."""
+
+
+def is_known_failure(exc: BaseException) -> bool:
+    """Whether ``exc`` is one of :data:`KNOWN_FAILURES`.
+
+    A class whose module was never imported cannot have been raised, so none is
+    imported here (one of them imports TensorFlow).
+    """
+    for module, name in KNOWN_FAILURES:
+        known = getattr(sys.modules.get(module), name, None)
+        if isinstance(known, type) and isinstance(exc, known):
+            return True
+    return False
+
+
 def _failure_message(exc: BaseException) -> RunFailed:
     from engine.reporting import NonFiniteLossError
 
@@ -219,6 +257,7 @@ def _failure_message(exc: BaseException) -> RunFailed:
         message=str(exc) or type(exc).__name__,
         traceback="".join(traceback.format_exception(exc)),
         last_step=exc.step if isinstance(exc, NonFiniteLossError) else None,
+        known=is_known_failure(exc),
     )
 
 

@@ -1,14 +1,16 @@
 """``distloop`` subcommands that need no window: run, cluster, export, validate, example, devices.
 
 Errors a user can fix (a bad project, a missing file) are printed as plain
-messages with a non-zero exit; a traceback appears only for an engine failure,
-and then after the message, as the engine's own report.
+messages with a non-zero exit; a traceback appears only for an unexpected engine
+failure (not one of ``engine.child_main.KNOWN_FAILURES``), after the message, as the
+engine's own report.
 """
 
 from __future__ import annotations
 
 import argparse
 import shutil
+import signal
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
@@ -44,6 +46,7 @@ if TYPE_CHECKING:
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 COMMANDS = ("run", "cluster", "export", "validate", "example", "devices")
 """The subcommands; any other first word that names a project file opens the window."""
+EXIT_TERMINATED = 128 + signal.SIGTERM
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -319,7 +322,9 @@ def run_in_foreground(
     """Runs the engine and prints its messages; Ctrl-C stops it between steps."""
     from engine.process import EngineProcess
 
-    engine = EngineProcess(project, run_dir, resume=resume, folder_lock=folder_lock)
+    engine = EngineProcess(
+        project, run_dir, resume=resume, folder_lock=folder_lock, name_missing_peers=True
+    )
     return follow(engine, run_dir, quiet=quiet, verbose=verbose)
 
 
@@ -340,32 +345,49 @@ class Run(Protocol):
     def close(self) -> None: ...
 
 
+class _Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where Ctrl-C raises KeyboardInterrupt: it asks for the same stop."""
+
+
+def _raise_terminated(signum: int, frame: object) -> None:
+    raise _Terminated
+
+
 def follow(engine: Run, run_dir: Path, *, quiet: bool, verbose: bool) -> int:
-    """Starts the run and prints its messages until it ends; Ctrl-C stops it between steps."""
+    """Starts the run and prints its messages until it ends; Ctrl-C stops it between steps.
+
+    SIGTERM (kill, systemd, Slurm, Kubernetes) is a Ctrl-C too, with exit code 143
+    instead of 130. The second of either kills the engine: the run then ends
+    ``stopped (killed on request)``, resumable from its last checkpoint.
+    """
     try:
         engine.start()
     except OSError as exc:
         _err(f"distloop: cannot start the run in {run_dir}: {exc.strerror or exc}")
         return EXIT_FAILED
     _err(f"distloop: run folder {run_dir}")
-    interrupted = False
+    stop_exit: int | None = None  # the exit code of the first Ctrl-C or SIGTERM
+    previous = signal.signal(signal.SIGTERM, _raise_terminated)
     try:
         while not engine.done:
             try:
                 for message in engine.poll(0.5):
                     outcome = _print_message(message, quiet=quiet, verbose=verbose)
                     if outcome is not None:
-                        return EXIT_INTERRUPTED if interrupted and outcome == EXIT_OK else outcome
-            except KeyboardInterrupt:
-                if interrupted:
-                    _err("distloop: killing the engine")
+                        return stop_exit if stop_exit and outcome == EXIT_OK else outcome
+            except KeyboardInterrupt as interrupt:
+                terminated = isinstance(interrupt, _Terminated)
+                how = "SIGTERM" if terminated else "Ctrl-C"
+                if stop_exit is not None:
+                    _err(f"distloop: {how} again: killing the engine")
                     engine.kill()
                 else:
-                    interrupted = True
-                    _err("distloop: stopping after the current step (Ctrl-C again to kill)")
+                    stop_exit = EXIT_TERMINATED if terminated else EXIT_INTERRUPTED
+                    _err(f"distloop: {how}: stopping after the current step ({how} again to kill)")
                     engine.request_stop()
     finally:
         engine.close()
+        signal.signal(signal.SIGTERM, previous)
     return EXIT_FAILED
 
 
@@ -399,14 +421,15 @@ def _print_message(message: object, *, quiet: bool, verbose: bool) -> int | None
             _err(f"[{task}{message.source}] {message.text}")
     elif isinstance(message, RunFinished):
         loss = "n/a" if message.final_loss is None else format_loss(message.final_loss)
+        how = " (killed on request)" if message.killed else ""
         _err(
-            f"distloop: {message.status} after step {message.last_step}, final loss {loss}, "
+            f"distloop: {message.status}{how} after step {message.last_step}, final loss {loss}, "
             f"{message.elapsed_s:.1f} s"
         )
         return EXIT_OK
     elif isinstance(message, RunFailed):
         _err(f"distloop: the run failed: {message.error_type}: {message.message}")
-        if message.traceback:
+        if message.traceback and not message.known:  # a known failure's stays in engine.log
             _err(message.traceback.rstrip())
         return EXIT_FAILED
     return None

@@ -30,8 +30,9 @@ between steps; it is not a message because it must work while the queue is full.
 
 Additions within protocol 1 are optional fields and new message types only
 (``StepMetrics.named_losses`` and :class:`EvalMetrics`, for custom step code and
-evaluation): the engine and its parent always come from the same installation,
-and a consumer that ignores them still reads every run correctly.
+evaluation; ``RunFinished.killed`` and ``RunFailed.known``, for how a run ended): the
+engine and its parent always come from the same installation, and a consumer that
+ignores them still reads every run correctly.
 
 ``task`` names the cluster task that sent a message (``"worker:1"``), or is None
 in single-process runs, so one consumer can merge the streams of a whole cluster.
@@ -134,6 +135,12 @@ class RunFinished(_Message):
     last_step: int
     final_loss: float | None
     elapsed_s: float
+    killed: bool = Field(
+        False,
+        description="Set by the parent when it killed the engine on request (a second Ctrl-C, "
+        "Stop before the first step, a stop that took too long): the run stopped without a "
+        "new checkpoint, and resumes from its last one.",
+    )
 
 
 class RunFailed(_Message):
@@ -145,6 +152,12 @@ class RunFailed(_Message):
     traceback: str = ""
     last_step: int | None = None
     exit_code: int | None = None
+    known: bool = Field(
+        False,
+        description="A failure the message alone explains (bad data, a NaN loss, an error in "
+        "custom code...): show the message; the traceback is for the log only. "
+        "``engine.child_main.KNOWN_FAILURES`` decides.",
+    )
 
 
 class DeviceInfo(BaseModel):

@@ -14,6 +14,7 @@ import contextlib
 import multiprocessing
 import queue
 import signal
+import socket
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -28,6 +29,9 @@ from engine.messages import (
     Message,
     ProtocolError,
     RunFailed,
+    RunFinished,
+    RunStarted,
+    StepMetrics,
     parse_message,
 )
 from engine.run_folder import (
@@ -38,9 +42,18 @@ from engine.run_folder import (
     tail_log,
     write_status,
 )
-from engine.tf_config import TFConfig
+from engine.tf_config import TFConfig, parse_address
 
 QUEUE_SIZE = 512
+STOP_BEFORE_FIRST_STEP_S = 2.0
+"""A stop request's grace for an engine that has not reported a step: before its first
+step it may be blocked inside TensorFlow (waiting for a cluster peer, building a strategy)
+where no stop request is seen, and it has nothing to checkpoint, so it is killed."""
+PEER_CHECK_S = 8.0
+"""A cluster task that has not started its run this long after its start is probably
+waiting for peers: the parent then names the ones that do not answer. The engine cannot
+say so itself: TensorFlow holds the GIL while it waits for the cluster."""
+PEER_STRATEGIES = ("multi_worker_mirrored", "parameter_server")
 _ctx = multiprocessing.get_context("spawn")
 
 
@@ -72,12 +85,16 @@ class EngineProcess:
         tf_config: TFConfig | None = None,
         resume: bool = False,
         folder_lock: RunFolderLock | None = None,
+        name_missing_peers: bool = False,
     ) -> None:
         """``tf_config`` overrides the project's (one cluster, a different task per process).
 
         ``resume`` continues the run in ``run_dir`` from its last checkpoint.
         ``folder_lock`` is ``run_dir``'s lock when the caller took it already (to
         look into the folder first); otherwise :meth:`start` takes it.
+        ``name_missing_peers``: this is one task of a cluster whose other tasks run
+        elsewhere (``distloop run --task``); if it waits long for them, :meth:`poll`
+        names those that do not answer (:data:`PEER_CHECK_S`).
         """
         self.project = project
         self.run_dir = run_dir
@@ -89,6 +106,15 @@ class EngineProcess:
         self._stop_event = _ctx.Event()
         self._process: multiprocessing.process.BaseProcess | None = None
         self._terminal: Message | None = None
+        self._started_at = 0.0
+        self._stop_requested_at: float | None = None
+        self._killed_on_request = False
+        self._stepped = False
+        self._serving = False
+        self._run_started = False
+        self._peers_checked = not name_missing_peers
+        self._last_step: int | None = None
+        self._last_loss: float | None = None
 
     def start(self) -> None:
         """Writes the project into the run folder and starts the engine."""
@@ -135,6 +161,7 @@ class EngineProcess:
             name=f"distloop-engine{'-' + self.task if self.task else ''}",
         )
         self._process.start()
+        self._started_at = time.monotonic()
 
     @property
     def pid(self) -> int | None:
@@ -150,11 +177,24 @@ class EngineProcess:
         return self._terminal is not None
 
     def request_stop(self) -> None:
-        """Asks the engine to stop after the current step; it then reports "stopped"."""
+        """Asks the engine to stop after the current step; it then reports "stopped".
+
+        An engine that has reported no step yet is killed if it has not ended after
+        :data:`STOP_BEFORE_FIRST_STEP_S` (see :meth:`poll`).
+        """
         self._stop_event.set()
+        if self._stop_requested_at is None:
+            self._stop_requested_at = time.monotonic()
 
     def kill(self) -> None:
+        """Ends the engine now; the run is reported ``stopped`` (killed on request), not failed.
+
+        Only the parent kills this way (a second Ctrl-C, a stop that took too long), so
+        the SIGKILL is not the out-of-memory killer's, and the run resumes from its
+        last checkpoint.
+        """
         if self._process is not None and self._process.is_alive():
+            self._killed_on_request = True
             self._process.kill()
 
     def stop(self, grace_s: float = 5.0) -> None:
@@ -164,7 +204,7 @@ class EngineProcess:
             return
         self._process.join(grace_s)
         if self._process.is_alive():
-            self._process.kill()
+            self.kill()
             self._process.join(5)
 
     def poll(self, timeout_s: float = 0.1) -> list[Message]:
@@ -184,14 +224,77 @@ class EngineProcess:
             except queue.Empty:
                 break
             message = self._parse(raw)
+            self._note(message)
             out.append(message)
             if isinstance(message, TERMINAL_TYPES):
                 self._terminal = message
                 self._process.join(5)
                 return out
+        if self._stuck_before_first_step():
+            self.kill()
+            self._process.join(1)
+        if self._peer_check_due():
+            self._peers_checked = True
+            out += self._missing_peers()
         if not self._process.is_alive():
             out += self._drain_after_death()
         return out
+
+    def _note(self, message: Message) -> None:
+        """Keeps what a report after a kill needs: the last step and loss, and if it serves."""
+        if isinstance(message, StepMetrics):
+            self._stepped = True
+            self._last_step, self._last_loss = message.steps[-1], message.losses[-1]
+        elif isinstance(message, RunStarted):
+            self._run_started = True
+            self._serving = message.serving is not None
+
+    def _peer_check_due(self) -> bool:
+        return (
+            not self._peers_checked
+            and not self._run_started
+            and self._tf_config is not None
+            and self.project.strategy.kind in PEER_STRATEGIES
+            and time.monotonic() - self._started_at >= PEER_CHECK_S
+            and self._process is not None
+            and self._process.is_alive()
+        )
+
+    def _missing_peers(self) -> list[Message]:
+        """A warning naming the cluster's other tasks that accept no connection (if any)."""
+        assert self._tf_config is not None
+        config = self._tf_config
+        missing = []
+        for task in config.tasks():
+            if task == config.task:
+                continue
+            address = config.address(task)
+            try:
+                with socket.create_connection(parse_address(address), timeout=0.5):
+                    pass
+            except OSError:
+                missing.append(f"{task} at {address}")
+        if not missing:
+            return []
+        text = (
+            f"{config.task} is waiting for the other tasks of its cluster; not reachable yet: "
+            f"{', '.join(missing)}"
+        )
+        return [Log(level="warning", text=text, task=self.task)]
+
+    def _stuck_before_first_step(self) -> bool:
+        """A stop was asked for long enough ago, and the engine has yet to report a step.
+
+        A ps or worker server reports no step at all: it ends on its own when asked.
+        """
+        return (
+            self._stop_requested_at is not None
+            and not self._stepped
+            and not self._serving
+            and time.monotonic() - self._stop_requested_at >= STOP_BEFORE_FIRST_STEP_S
+            and self._process is not None
+            and self._process.is_alive()
+        )
 
     def _parse(self, raw: dict) -> Message:
         try:
@@ -207,26 +310,41 @@ class EngineProcess:
                 message = self._parse(self._queue.get(timeout=0.2))
             except (queue.Empty, EOFError, OSError):
                 break
+            self._note(message)
             out.append(message)
             if isinstance(message, TERMINAL_TYPES):
                 self._terminal = message
                 return out
-        failure = self._death_report()
-        self._terminal = failure
-        out.append(failure)
+        ending = self._death_report()
+        self._terminal = ending
+        out.append(ending)
         return out
 
-    def _death_report(self) -> RunFailed:
+    def _death_report(self) -> RunFinished | RunFailed:
+        """How the engine ended without saying so: stopped when the parent killed it."""
         assert self._process is not None
         self._process.join(1)
         code = self._process.exitcode
         reason = describe_exit(code)
         last_lines: list[str] = []
-        last_step = None
-        if self.run_dir is not None:
-            last_lines = tail_log(self.run_dir, 10)
+        last_step = self._last_step
+        if self.run_dir is not None and last_step is None:
             with contextlib.suppress(OSError, ValueError):
                 last_step = read_status(self.run_dir).get("last_step")
+        if self._killed_on_request:
+            if self.run_dir is not None:
+                with contextlib.suppress(OSError):
+                    write_status(self.run_dir, "stopped", last_step=last_step, task=self.task)
+            return RunFinished(
+                status="stopped",
+                last_step=last_step or 0,
+                final_loss=self._last_loss,
+                elapsed_s=time.monotonic() - self._started_at,
+                killed=True,
+                task=self.task,
+            )
+        if self.run_dir is not None:
+            last_lines = tail_log(self.run_dir, 10)
             if self._folder_lock is not None:
                 self._folder_lock.free_reserve()
             with contextlib.suppress(OSError):  # a full disk: the message still says why

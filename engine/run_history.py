@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import shutil
+import socket
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,6 +27,10 @@ from engine.run_folder import (
 )
 
 LABEL_FILE = "label.txt"
+INTERRUPTED = "interrupted"
+"""A run whose status.json still says running while no process of it is left: its
+owner (the CLI, the window) was killed before it could record the end. It resumes
+from its last checkpoint like a stopped one."""
 
 
 @dataclass(frozen=True)
@@ -79,9 +85,40 @@ def summarize(run_dir: Path) -> RunSummary:
         final_loss=final,
         best_loss=best,
         duration_s=duration,
-        status=str(status.get("status", "unknown")),
+        status=INTERRUPTED if _abandoned(status) else str(status.get("status", "unknown")),
         error=status.get("error"),
     )
+
+
+def _abandoned(status: dict) -> bool:
+    """Says running, but the engine and its owner (every task of a cluster) are gone.
+
+    Only a run started on this machine can be judged; elsewhere, and where no
+    process was recorded, it may well still run.
+    """
+    if status.get("status") != "running" or status.get("host", socket.gethostname()) != (
+        socket.gethostname()
+    ):
+        return False
+    tasks = status.get("tasks")
+    pids = [status.get("pid"), status.get("owner_pid")]
+    if isinstance(tasks, dict):
+        pids += [task.get("pid") for task in tasks.values() if isinstance(task, dict)]
+    recorded = [pid for pid in pids if isinstance(pid, int) and pid > 0]
+    return bool(recorded) and not any(_alive(pid) for pid in recorded)
+
+
+def _alive(pid: int) -> bool:
+    """Whether a process ``pid`` exists; where that cannot be asked safely, assume it does."""
+    if os.name != "posix":  # os.kill(pid, 0) would end the process on Windows
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # it exists, under another user
+        return True
+    return True
 
 
 def list_runs(root: Path | None = None) -> list[RunSummary]:

@@ -651,7 +651,10 @@ class MainWindow(QMainWindow):
             "" if message.final_loss is None else f", final loss {format_loss(message.final_loss)}"
         )
         took = f"{message.elapsed_s:.1f} s"
-        self.log_panel.add(f"run {message.status} at step {message.last_step} after {took}{loss}")
+        how = " (killed on request)" if message.killed else ""
+        self.log_panel.add(
+            f"run {message.status}{how} at step {message.last_step} after {took}{loss}"
+        )
 
     def _on_failed(self, message: RunFailed) -> None:
         self.status_panel.failed(message)
@@ -664,7 +667,7 @@ class MainWindow(QMainWindow):
             self,
             "The run failed",
             f"{message.error_type}: {message.message}",
-            message.traceback,
+            "" if message.known else message.traceback,  # a known failure's is in the log
         )
 
     def _on_idle(self) -> None:

@@ -13,10 +13,12 @@ import numpy as np
 
 from engine.config import Project, load_project
 from engine.run_folder import EVAL_FILE, METRICS_COLUMNS, PROJECT_FILE, read_eval, read_metrics
-from engine.run_history import RunSummary
+from engine.run_history import INTERRUPTED, RunSummary
 from gui.loss_plot import LossPlot
 
-RESUMABLE = ("stopped", "failed")  # a finished run has nothing left; a running one is busy
+# A finished run has nothing left; a running one is busy (an interrupted one is not: its
+# owner was killed, engine.run_history).
+RESUMABLE = ("stopped", "failed", INTERRUPTED)
 # Strategies whose tasks are separate processes (engine.tf_config's multi-machine ones).
 CLUSTER_STRATEGIES = ("multi_worker_mirrored", "parameter_server")
 REPLICA_PREFIX = "replica_"
@@ -74,7 +76,7 @@ def compare_runs(plot: LossPlot, runs: list[RunSummary]) -> list[str]:
 
 
 def can_resume(run: RunSummary) -> bool:
-    """Stopped and failed runs continue from their last checkpoint; finished ones are done."""
+    """Stopped, failed and interrupted runs continue from their last checkpoint."""
     return run.status in RESUMABLE
 
 

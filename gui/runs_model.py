@@ -17,7 +17,7 @@ from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelInd
 from PySide6.QtGui import QBrush, QColor
 
 from engine.run_folder import format_loss
-from engine.run_history import RunSummary, rename_run, summarize
+from engine.run_history import INTERRUPTED, RunSummary, rename_run, summarize
 from gui.status_panel import format_duration
 
 SORT_ROLE = Qt.ItemDataRole.UserRole
@@ -26,6 +26,7 @@ STATUS_COLORS = {
     "failed": QColor(198, 40, 40),
     "running": QColor(21, 101, 192),
     "stopped": QColor(230, 81, 0),
+    INTERRUPTED: QColor(230, 81, 0),
 }
 
 
@@ -173,6 +174,11 @@ class RunsTableModel(QAbstractTableModel):
     def _tooltip(run: RunSummary, column: Column) -> str | None:
         if run.status == "failed":
             return f"Failed: {run.error}" if run.error else "Failed (no error was recorded)"
+        if run.status == INTERRUPTED:
+            return (
+                "Interrupted: the process that ran it was killed before it could record the "
+                "end; resume it from its last checkpoint"
+            )
         if column == Column.NAME:
             return str(run.path)
         return None

@@ -203,7 +203,7 @@ class RunsPanel(QWidget):
             "Resume Run",
             self.resume_selected,
             "Ctrl+Shift+R",
-            "Continue the selected stopped or failed run from its last checkpoint",
+            "Continue the selected stopped, failed or interrupted run from its last checkpoint",
             pixmap.SP_MediaSeekForward,
             local=False,
         )

@@ -10,9 +10,13 @@ import pytest
 from distloop_testing import REPO, distloop, example_data
 
 from engine import __version__
+from engine.child_main import _failure_message
+from engine.cli import EXIT_FAILED, _print_message
 from engine.config import load_project
 from engine.examples import example_text, load_example
-from engine.run_folder import read_metrics
+from engine.reporting import NonFiniteLossError
+from engine.run_folder import RunFolderError, read_metrics
+from engine.user_code import UserCodeError
 
 
 def test_version() -> None:
@@ -127,6 +131,8 @@ def test_failed_run_exits_non_zero_with_the_reason(tmp_path) -> None:
     assert result.returncode == 1
     assert "the run failed: DataError" in result.stderr
     assert str(tmp_path / "nowhere.csv") in result.stderr
+    assert "Traceback" not in result.stderr  # a known failure: one line, the rest in engine.log
+    assert "Traceback" in (tmp_path / "r" / "engine.log").read_text()
 
 
 def test_run_of_an_unknown_example_lists_the_examples() -> None:
@@ -148,3 +154,28 @@ def test_a_project_too_big_for_this_machine_is_valid_but_not_run_here(tmp_path) 
     assert run.returncode == 1
     assert "model.layers: needs about 11.0 TiB of memory" in run.stderr
     assert "available" in run.stderr and "step=" not in run.stdout
+
+
+def _raised(exc: BaseException) -> BaseException:
+    try:
+        raise exc
+    except BaseException as raised:
+        return raised
+
+
+def test_known_failures_print_one_line_and_unexpected_ones_their_traceback(capsys) -> None:
+    known = [
+        _raised(RunFolderError("cannot write metrics.csv: No space left on device")),
+        _raised(NonFiniteLossError(7, float("nan"))),
+        _raised(UserCodeError("train_step returned a string")),
+    ]
+    for exc in known:
+        message = _failure_message(exc)
+        assert message.known and "Traceback" in message.traceback
+        assert _print_message(message, quiet=False, verbose=False) == EXIT_FAILED
+    assert "Traceback" not in capsys.readouterr().err
+    unexpected = _failure_message(_raised(KeyError("strides")))
+    assert not unexpected.known
+    assert _print_message(unexpected, quiet=False, verbose=False) == EXIT_FAILED
+    err = capsys.readouterr().err
+    assert err.startswith("distloop: the run failed: KeyError: 'strides'\nTraceback")

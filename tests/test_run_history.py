@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
+import socket
+import subprocess
+import sys
 
 import pytest
 from distloop_testing import run_engine
@@ -81,3 +85,22 @@ def test_a_real_run_is_summarized_from_its_folder(tmp_path) -> None:
     assert (summary.steps, summary.status) == (100, "finished")
     assert summary.strategy == "MirroredStrategy" and summary.num_replicas == 1
     assert summary.final_loss == pytest.approx(float(run["losses"][-1]))
+
+
+def test_a_running_run_whose_processes_are_gone_is_interrupted(tmp_path) -> None:
+    """The CLI or the window SIGKILLed: status.json says running for ever, the list does not."""
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    run_dir = fake_run(tmp_path, "r", 1.0, [1.0], status="running")
+    here = socket.gethostname()
+    write_status(run_dir, "running", pid=dead.pid, owner_pid=dead.pid, host=here)
+    assert summarize(run_dir).status == "interrupted"
+    write_status(run_dir, "running", owner_pid=os.getpid())  # its owner still runs it
+    assert summarize(run_dir).status == "running"
+    write_status(run_dir, "running", owner_pid=dead.pid, host=f"not-{here}")
+    assert summarize(run_dir).status == "running"  # another machine's: cannot tell
+    cluster = fake_run(tmp_path, "c", 1.0, [1.0], status="running")
+    write_status(cluster, "running", tasks={"worker:0": {"pid": dead.pid}})
+    assert summarize(cluster).status == "interrupted"
+    write_status(cluster, "stopped")
+    assert summarize(cluster).status == "stopped"

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import socket
+import subprocess
+import sys
 import time
 import xml.etree.ElementTree as ET
 from collections.abc import Callable
@@ -501,3 +504,19 @@ def test_the_app_icon_comes_from_the_resources_package() -> None:
     folder = resources.files("resources") / "icons"
     shipped = folder.is_dir() and any(item.name.endswith(".png") for item in folder.iterdir())
     assert app_icon().isNull() is not shipped
+
+
+def test_a_run_whose_owner_was_killed_shows_interrupted_and_can_resume(
+    make_window, runs_root: Path
+) -> None:
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    run_dir = fake_run(
+        runs_root, "r", name="orphan", started=time.time(), losses=[1.0, 0.5], status="running"
+    )
+    write_status(run_dir, "running", pid=dead.pid, owner_pid=dead.pid, host=socket.gethostname())
+    window: MainWindow = make_window()
+    panel = window.runs_panel
+    assert _text(panel, 0, Column.STATUS) == "interrupted"
+    _select(panel, run_dir)
+    assert window.resume_action.isEnabled()
