@@ -60,7 +60,9 @@ class TensorBoardWriter:
         """
         written = threading.Event()
         self._batches.put(written)
-        written.wait(timeout=30)
+        while not written.wait(timeout=0.1):
+            if not self._thread.is_alive():  # it failed writing: nothing more will be written
+                return
 
     def _write(self) -> None:
         while (batch := self._batches.get()) is not None:

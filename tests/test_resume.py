@@ -6,6 +6,7 @@ import contextlib
 import os
 import re
 import signal
+import struct
 import time
 
 import numpy as np
@@ -141,6 +142,30 @@ def test_short_last_batches_run_the_one_trace() -> None:
     assert note == "the step function was traced 1 time(s)"
 
 
+def tensorboard_steps(run_dir) -> set[int]:
+    """The steps in the run's TensorBoard event files, read without TensorFlow.
+
+    A TFRecord is a little-endian u64 length, a u32 CRC, the data and a u32 CRC; the
+    data is an ``Event`` protocol buffer: wall_time (field 1, a double), then step
+    (field 2, a varint) when it is not 0.
+    """
+    steps = set()
+    for path in (run_dir / "tensorboard").glob("events.out.tfevents.*"):
+        data, at = path.read_bytes(), 0
+        while at + 12 <= len(data):
+            (length,) = struct.unpack_from("<Q", data, at)
+            event, at = data[at + 12 : at + 12 + length], at + 16 + length
+            if len(event) > 10 and event[0] == 0x09 and event[9] == 0x10:
+                step, shift, i = 0, 0, 10
+                while True:
+                    step |= (event[i] & 0x7F) << shift
+                    shift, i = shift + 7, i + 1
+                    if event[i - 1] < 0x80:
+                        break
+                steps.add(step)
+    return steps
+
+
 def kill_as_a_checkpoint_lands(project, run_dir, *, after_step: int, resume: bool) -> int:
     """SIGKILLs the engine the moment a checkpoint past ``after_step`` is on disk; its step."""
     state = run_dir / "checkpoints" / "checkpoint"
@@ -179,6 +204,7 @@ def test_kills_as_checkpoints_land_lose_no_step(tmp_path) -> None:
         step = kill_as_a_checkpoint_lands(project, run_dir, after_step=step + 14, resume=resume)
         recorded = read_metrics(run_dir)["step"]
         assert recorded[-1] >= step, f"checkpoint {step} is on disk, metrics.csv ends earlier"
+        assert set(range(1, step + 1)) <= tensorboard_steps(run_dir)
     finished = run_engine(project, run_dir, resume=True)
     assert finished["terminal"].status == "finished"
     assert read_metrics(run_dir)["step"] == list(range(1, 101))
