@@ -345,12 +345,10 @@ class Run(Protocol):
     def close(self) -> None: ...
 
 
-class _Terminated(KeyboardInterrupt):
-    """SIGTERM, raised where Ctrl-C raises KeyboardInterrupt: it asks for the same stop."""
-
-
-def _raise_terminated(signum: int, frame: object) -> None:
-    raise _Terminated
+_STOP_SIGNALS = {
+    signal.SIGINT: ("Ctrl-C", EXIT_INTERRUPTED),
+    signal.SIGTERM: ("SIGTERM", EXIT_TERMINATED),
+}
 
 
 def follow(engine: Run, run_dir: Path, *, quiet: bool, verbose: bool) -> int:
@@ -358,36 +356,43 @@ def follow(engine: Run, run_dir: Path, *, quiet: bool, verbose: bool) -> int:
 
     SIGTERM (kill, systemd, Slurm, Kubernetes) is a Ctrl-C too, with exit code 143
     instead of 130. The second of either kills the engine: the run then ends
-    ``stopped (killed on request)``, resumable from its last checkpoint.
+    ``stopped (killed on request)``, resumable from its last checkpoint. The
+    handlers only note the signal, and the loop answers it: an exception raised
+    wherever a signal lands could cut a message or the cleanup in half.
     """
     try:
         engine.start()
     except OSError as exc:
         _err(f"distloop: cannot start the run in {run_dir}: {exc.strerror or exc}")
         return EXIT_FAILED
-    _err(f"distloop: run folder {run_dir}")
+    received: list[int] = []
+    previous = {
+        number: signal.signal(number, lambda signum, frame: received.append(signum))
+        for number in _STOP_SIGNALS
+    }
     stop_exit: int | None = None  # the exit code of the first Ctrl-C or SIGTERM
-    previous = signal.signal(signal.SIGTERM, _raise_terminated)
+    answered = 0
     try:
+        _err(f"distloop: run folder {run_dir}")
         while not engine.done:
-            try:
-                for message in engine.poll(0.5):
-                    outcome = _print_message(message, quiet=quiet, verbose=verbose)
-                    if outcome is not None:
-                        return stop_exit if stop_exit and outcome == EXIT_OK else outcome
-            except KeyboardInterrupt as interrupt:
-                terminated = isinstance(interrupt, _Terminated)
-                how = "SIGTERM" if terminated else "Ctrl-C"
+            for message in engine.poll(0.5):
+                outcome = _print_message(message, quiet=quiet, verbose=verbose)
+                if outcome is not None:
+                    return stop_exit if stop_exit and outcome == EXIT_OK else outcome
+            for number in received[answered:]:
+                answered += 1
+                how, code = _STOP_SIGNALS[number]
                 if stop_exit is not None:
                     _err(f"distloop: {how} again: killing the engine")
                     engine.kill()
                 else:
-                    stop_exit = EXIT_TERMINATED if terminated else EXIT_INTERRUPTED
+                    stop_exit = code
                     _err(f"distloop: {how}: stopping after the current step ({how} again to kill)")
                     engine.request_stop()
     finally:
         engine.close()
-        signal.signal(signal.SIGTERM, previous)
+        for number, handler in previous.items():
+            signal.signal(number, handler)
     return EXIT_FAILED
 
 

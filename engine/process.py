@@ -49,7 +49,7 @@ STOP_BEFORE_FIRST_STEP_S = 2.0
 """A stop request's grace for an engine that has not reported a step: before its first
 step it may be blocked inside TensorFlow (waiting for a cluster peer, building a strategy)
 where no stop request is seen, and it has nothing to checkpoint, so it is killed."""
-PEER_CHECK_S = 8.0
+PEER_CHECK_S = 5.0
 """A cluster task that has not started its run this long after its start is probably
 waiting for peers: the parent then names the ones that do not answer. The engine cannot
 say so itself: TensorFlow holds the GIL while it waits for the cluster."""
