@@ -20,6 +20,7 @@ TF_FREE = [
     "engine.cluster",
     "engine.export",
     "engine.user_code",
+    "engine.sweep",
 ]
 
 
