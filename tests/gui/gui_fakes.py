@@ -80,10 +80,16 @@ class FakeEngine:
                 return []
             if self.poll_error is not None and not self.batches:
                 raise self.poll_error
-            if self.killed:
+            if self.killed:  # as EngineProcess reports a kill its parent asked for
                 self._done = True
                 return [
-                    RunFailed(error_type="EngineDied", message="killed by SIGKILL", exit_code=-9)
+                    RunFinished(
+                        status="stopped",
+                        last_step=self._step,
+                        final_loss=None,
+                        elapsed_s=1.0,
+                        killed=True,
+                    )
                 ]
             if self.stop_requested and not self.stubborn:
                 self._done = True

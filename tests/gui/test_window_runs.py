@@ -66,6 +66,22 @@ def test_stop_button_stops_the_run(qtbot, make_window) -> None:
     assert window.status_panel.state.text().startswith("Stopped at step")
 
 
+def test_an_engine_killed_after_stop_is_stopped_killed_on_request(
+    qtbot, make_window, dialog_recorder
+) -> None:
+    engine = FakeEngine(seed_run()[:2], endless=True, stubborn=True)
+    window: MainWindow = make_window(engine_factory=factory(engine))
+    window.controller._kill_after_ms = 200  # the window's 5 s, shortened
+    window.run()
+    qtbot.waitUntil(lambda: len(window.plot.steps()) >= 3, timeout=5000)
+    window.stop_action.trigger()
+    qtbot.waitUntil(lambda: not window.controller.active, timeout=5000)
+    assert engine.killed and dialog_recorder.shown == []
+    said = "run stopped (killed on request) at step"
+    assert any(said in line for line in window.log_panel.lines())
+    assert window.status_panel.state.text().startswith("Stopped at step")
+
+
 def test_closing_during_a_run_asks_then_stops_then_closes(
     qtbot, make_window, dialog_recorder
 ) -> None:
