@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Protocol
 from engine import __version__
 from engine.config import Project, load_project, memory_problems, uneven_batch_warnings
 from engine.examples import example_names, example_text, load_example
+from engine.formatting import format_duration
 from engine.messages import (
     EvalMetrics,
     Log,
@@ -416,7 +417,8 @@ def _print_message(message: object, *, quiet: bool, verbose: bool) -> int | None
             _err(f"distloop: serving {message.serving} until the coordinator is done")
         else:
             _err(
-                f"distloop: {message.strategy} with {message.num_replicas} replica(s) on "
+                f"distloop: {message.strategy_kind or message.strategy} with "
+                f"{message.num_replicas} replica(s) on "
                 f"{', '.join(message.devices)} (TensorFlow {message.tensorflow_version})"
             )
     elif isinstance(message, Log):
@@ -429,7 +431,7 @@ def _print_message(message: object, *, quiet: bool, verbose: bool) -> int | None
         how = " (killed on request)" if message.killed else ""
         _err(
             f"distloop: {message.status}{how} after step {message.last_step}, final loss {loss}, "
-            f"{message.elapsed_s:.1f} s"
+            f"{format_duration(message.elapsed_s)}"
         )
         return EXIT_OK
     elif isinstance(message, RunFailed):

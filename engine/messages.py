@@ -30,7 +30,8 @@ between steps; it is not a message because it must work while the queue is full.
 
 Additions within protocol 1 are optional fields and new message types only
 (``StepMetrics.named_losses`` and :class:`EvalMetrics`, for custom step code and
-evaluation; ``RunFinished.killed`` and ``RunFailed.known``, for how a run ended): the
+evaluation; ``RunFinished.killed`` and ``RunFailed.known``, for how a run ended;
+``RunStarted.strategy_kind``, the strategy's name as the user chose it): the
 engine and its parent always come from the same installation, and a consumer that
 ignores them still reads every run correctly.
 
@@ -71,6 +72,11 @@ class RunStarted(_Message):
 
     type: Literal["run_started"] = "run_started"
     strategy: str = Field(description="The strategy's class name, e.g. MirroredStrategy.")
+    strategy_kind: str | None = Field(
+        None,
+        description="The project's strategy.kind (mirrored, multi_worker_mirrored...): the one "
+        "name Distloop shows for a strategy; the class name is for the log.",
+    )
     num_replicas: int
     devices: list[str]
     tensorflow_version: str
@@ -91,8 +97,10 @@ class StepMetrics(_Message):
 
     ``losses[i]`` is the ``strategy.reduce(SUM)`` loss of step ``steps[i]``; as a
     float32 widened to float, it converts back to float32 exactly.
-    ``replica_losses[i]`` holds each local replica's loss for that step when the
-    project asks for per-replica losses.
+    ``replica_losses[i]`` holds each local replica's share of that step's loss when
+    the project asks for per-replica losses: its per-example losses summed over the
+    global batch size, so the shares of all replicas sum to ``losses[i]``, and a
+    replica's own mean loss is its share times ``RunStarted.num_replicas``.
 
     ``named_losses`` is set when custom step code returns a dict of named losses
     (``{"generator": g, "discriminator": d}``): one list per name, in the order

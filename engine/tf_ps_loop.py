@@ -123,6 +123,7 @@ def coordinate(
     channel.send(
         RunStarted(
             strategy=type(strategy).__name__,
+            strategy_kind=project.strategy.kind,
             num_replicas=strategy.num_replicas_in_sync,
             devices=[f"/job:worker/replica:0/task:{i}" for i in range(workers)],
             tensorflow_version=tf.__version__,
@@ -211,6 +212,7 @@ def serve(
     channel.send(
         RunStarted(
             strategy="ParameterServerStrategy",
+            strategy_kind="parameter_server",
             num_replicas=0,
             devices=[device.name for device in tf.config.list_logical_devices()],
             tensorflow_version=tf.__version__,

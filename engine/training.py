@@ -132,6 +132,7 @@ def train(
         channel.log(note, level="warning")
     started = RunStarted(
         strategy=type(strategy).__name__,
+        strategy_kind=project.strategy.kind,
         num_replicas=replicas,
         devices=strategy_devices(strategy),
         tensorflow_version=tf.__version__,
@@ -145,7 +146,10 @@ def train(
         write_status(
             run_dir,
             "running",
-            **started.model_dump(include={"strategy", "num_replicas", "devices", "total_steps"}),
+            # The runs table names a strategy as the user chose it; the class is kept beside.
+            strategy=project.strategy.kind,
+            strategy_class=started.strategy,
+            **started.model_dump(include={"num_replicas", "devices", "total_steps"}),
             tensorflow_version=tf.__version__,
         )
     runner: ReplicaStepRunner

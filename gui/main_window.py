@@ -36,6 +36,7 @@ from engine.cluster import LocalCluster
 from engine.config import Project, load_project
 from engine.examples import example_names, example_text, is_shipped, load_example
 from engine.fileio import atomic_write_text
+from engine.formatting import format_duration
 from engine.messages import (
     DevicesDetected,
     EvalMetrics,
@@ -624,8 +625,8 @@ class MainWindow(QMainWindow):
         self._tensorflow_version = message.tensorflow_version
         devices = ", ".join(message.devices)
         self.log_panel.add(
-            f"{message.strategy} with {message.num_replicas} replica(s) on {devices} "
-            f"(TensorFlow {message.tensorflow_version})"
+            f"{message.strategy_kind or message.strategy} with {message.num_replicas} "
+            f"replica(s) on {devices} ({message.strategy}, TensorFlow {message.tensorflow_version})"
         )
         for warning in message.warnings:
             self.log_panel.add(warning, "warning")
@@ -650,7 +651,7 @@ class MainWindow(QMainWindow):
         loss = (
             "" if message.final_loss is None else f", final loss {format_loss(message.final_loss)}"
         )
-        took = f"{message.elapsed_s:.1f} s"
+        took = format_duration(message.elapsed_s)
         how = " (killed on request)" if message.killed else ""
         self.log_panel.add(
             f"run {message.status}{how} at step {message.last_step} after {took}{loss}"

@@ -9,19 +9,12 @@ from pathlib import Path
 from PySide6.QtCore import Qt, QTimer
 from PySide6.QtWidgets import QGridLayout, QLabel, QProgressBar, QVBoxLayout, QWidget
 
+from engine.formatting import format_duration
 from engine.messages import EvalMetrics, RunFailed, RunFinished, RunStarted, StepMetrics
 from engine.run_folder import format_loss
 
 LEFT_ROWS = 6  # step .. validation on the left; what runs, on the right
 RATE_WINDOW_S = 5.0  # steps/s over the last seconds, so the ETA follows speed changes
-
-
-def format_duration(seconds: float) -> str:
-    """``75`` → ``1:15``; ``3725`` → ``1:02:05``."""
-    whole = max(0, round(seconds))
-    hours, rest = divmod(whole, 3600)
-    minutes, secs = divmod(rest, 60)
-    return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"
 
 
 class StatusPanel(QWidget):
@@ -106,7 +99,8 @@ class StatusPanel(QWidget):
         if message.total_steps is not None:
             self._total = message.total_steps
         self.state.setText("Running")
-        self.values["strategy"].setText(message.strategy)
+        self.values["strategy"].setText(message.strategy_kind or message.strategy)
+        self.values["strategy"].setToolTip(f"TensorFlow's {message.strategy}")
         self.values["replicas"].setText(str(message.num_replicas))
         short = [device.rsplit("/device:", 1)[-1] for device in message.devices]
         self.values["devices"].setText(", ".join(short) or "—")

@@ -82,7 +82,7 @@ def test_run_seed_prints_every_step_and_writes_the_run_folder(tmp_path) -> None:
     np.testing.assert_array_equal([v for _, v in printed], np.float32(metrics["loss"]))
     assert (out / "metrics.csv").read_text().splitlines()[0] == "step,loss,elapsed_s"
     assert load_project(out / "project.json") == load_example("seed")
-    assert "MirroredStrategy with 1 replica" in result.stderr
+    assert "distloop: mirrored with 1 replica" in result.stderr
 
 
 @pytest.mark.slow

@@ -18,6 +18,7 @@ def seed_run(steps: int = 20, batch: int = 5) -> list[list[Message]]:
         [
             RunStarted(
                 strategy="MirroredStrategy",
+                strategy_kind="mirrored",
                 num_replicas=1,
                 devices=["/cpu:0"],
                 tensorflow_version="2.99.0-fake",

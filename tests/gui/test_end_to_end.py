@@ -41,7 +41,7 @@ def test_seed_run_plots_exactly_what_the_engine_reported(
         window.plot.losses().astype(np.float32), np.asarray(metrics["loss"], dtype=np.float32)
     )
     assert window.status_panel.values["step"].text() == "100 / 100"
-    assert window.status_panel.values["strategy"].text() == "MirroredStrategy"
+    assert window.status_panel.values["strategy"].text() == "mirrored"
     assert window.status_panel.values["tensorflow"].text()[0].isdigit()
     assert multiprocessing.active_children() == []
 

@@ -15,14 +15,8 @@ from engine.messages import (
 )
 from gui.log_panel import LEVEL_COLORS, MAX_LINES, LogPanel
 from gui.main_window import MainWindow
-from gui.status_panel import StatusPanel, format_duration
+from gui.status_panel import StatusPanel
 from gui.strategy_form import logical_device
-
-
-def test_format_duration() -> None:
-    assert format_duration(0) == "0:00"
-    assert format_duration(75.4) == "1:15"
-    assert format_duration(3725) == "1:02:05"
 
 
 def test_status_panel_rate_progress_and_eta(qtbot) -> None:
@@ -33,11 +27,14 @@ def test_status_panel_rate_progress_and_eta(qtbot) -> None:
     panel.run_started(
         RunStarted(
             strategy="MirroredStrategy",
+            strategy_kind="mirrored",
             num_replicas=2,
             devices=["/cpu:0", "/cpu:1"],
             tensorflow_version="2.21.0",
         )
     )
+    assert panel.values["strategy"].text() == "mirrored"  # the user's name, not the class
+    assert "MirroredStrategy" in panel.values["strategy"].toolTip()
     for first in range(1, 201, 50):
         steps = list(range(first, first + 50))
         panel.metrics(
@@ -46,7 +43,7 @@ def test_status_panel_rate_progress_and_eta(qtbot) -> None:
     assert panel.rate() == pytest.approx(100.0)
     assert panel.values["step"].text() == "200 / 1,000"
     assert panel.values["rate"].text() == "100.0"
-    assert panel.values["eta"].text() == "0:08"  # 800 steps at 100 steps/s
+    assert panel.values["eta"].text() == "8.0 s"  # 800 steps at 100 steps/s
     assert panel.progress.value() == 200 and panel.progress.maximum() == 1000
     assert panel.values["devices"].text() == "/cpu:0, /cpu:1"
     panel.finished(RunFinished(status="stopped", last_step=200, final_loss=0.5, elapsed_s=2))

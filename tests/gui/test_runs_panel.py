@@ -130,7 +130,7 @@ def test_runs_are_listed_newest_first_with_their_numbers(make_window, three_runs
     ]
     assert (_text(panel, 2, Column.FINAL_LOSS), _text(panel, 2, Column.BEST_LOSS)) == ("2.5", "2.0")
     assert _text(panel, 2, Column.STEPS) == "3"
-    assert _text(panel, 0, Column.DURATION).count(":") in (1, 2)
+    assert _text(panel, 0, Column.DURATION).endswith((" s", " min"))  # engine.formatting's
     started = [_text(panel, row, Column.STARTED) for row in range(3)]
     assert started == sorted(started, reverse=True)
 

@@ -25,7 +25,7 @@ def test_run_fills_plot_status_and_log(qtbot, make_window, tmp_path: Path) -> No
     assert np.array_equal(window.plot.losses(), [1.0 / n for n in range(1, 21)])
     values = window.status_panel.values
     assert values["step"].text() == "20 / 20"
-    assert values["strategy"].text() == "MirroredStrategy"
+    assert values["strategy"].text() == "mirrored"
     assert values["tensorflow"].text() == "2.99.0-fake"
     assert window.status_panel.progress.value() == window.status_panel.progress.maximum()
     assert window.status_panel.state.text().startswith("Finished at step 20")
