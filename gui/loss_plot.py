@@ -1,8 +1,12 @@
 """The live loss plot: the loss per step, a smoothed curve, and what else a run reports.
 
-Besides the primary loss it draws each replica's loss (``per_replica_losses``),
-each named loss of custom step code (a GAN's generator and discriminator), and
-the validation loss of each evaluation. Past runs can be overlaid for comparison:
+Besides the primary loss it draws each replica's own mean loss (with
+``training.per_replica_losses``: the engine reports each replica's share of the
+reduced loss, and the share times the number of replicas is the mean over that
+replica's examples, comparable with the loss), each named loss of custom step code
+(a GAN's generator and discriminator), and the validation loss of each evaluation.
+These extra curves are smoothed like the loss. The legend sits beside the data,
+not on it, and lists only the curves that are shown. Past runs can be overlaid for comparison:
 they live beside the run's own curves, so comparing never disturbs a live run.
 
 Built to stay smooth for a million steps: data lives in growing numpy buffers,
@@ -24,6 +28,7 @@ from PySide6.QtCore import QPointF, Qt, QTimer
 from PySide6.QtGui import QResizeEvent
 from PySide6.QtWidgets import (
     QCheckBox,
+    QGraphicsWidget,
     QHBoxLayout,
     QLabel,
     QPushButton,
@@ -56,6 +61,10 @@ SERIES_COLORS = [
 ]
 COMPARE_RAW_ALPHA = 60  # a compared run's raw loss is faint; its smoothed curve is the line
 EMPTY_HINT = "The loss of each step appears here once a run starts (Run: Ctrl+R)."
+REPLICA_SUFFIX = " (own mean loss)"
+LEGEND_NAME_CHARS = 32  # longer names (a compared run's) are shortened in the middle
+LEGEND_MARGIN = 6  # pixels between the axis and the legend, and after it
+SUPERSCRIPTS = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
 
 
 def _curve(pen: pg.QtGui.QPen, name: str | None) -> pg.PlotDataItem:
@@ -69,12 +78,68 @@ def _downsample_as(curve: pg.PlotDataItem, *, smoothed: bool) -> None:
 
 
 class _Series:
-    """One extra per-step curve (a replica's or a named loss) and its buffer."""
+    """One extra per-step curve (a replica's or a named loss): its values and their smoothing.
 
-    def __init__(self, curve: pg.PlotDataItem, missing_steps: int) -> None:
+    Smoothed like the loss, because a replica's own loss is as noisy as its share of
+    the batch is small, and raw it hides the trend it is drawn for.
+    """
+
+    def __init__(self, curve: pg.PlotDataItem, missing_steps: int, weight: float) -> None:
         self.curve = curve
         self.buffer = GrowingArray()
-        self.buffer.extend(np.full(missing_steps, np.nan))  # steps before it was reported
+        self.smoothed = GrowingArray()
+        self.smoother = Smoother(weight)
+        self.extend(np.full(missing_steps, np.nan))  # steps before it was reported
+
+    def extend(self, values: NDArray[np.float64]) -> None:
+        self.buffer.extend(values)
+        self.smoothed.extend(self.smoother.extend(values))
+
+    def resmooth(self, weight: float) -> None:
+        self.smoother = Smoother(weight)
+        self.smoothed.clear()
+        self.smoothed.extend(self.smoother.extend(self.buffer.view()))
+
+
+class _LossAxis(pg.AxisItem):
+    """The loss axis, readable in log scale too.
+
+    pyqtgraph labels every minor tick of a log axis (``2·10⁻³``, ``3·10⁻³``...), which
+    crowds into an unreadable column. Here a view spanning more than a decade labels
+    only the decades; within one decade the minor ticks get plain numbers. Values
+    from 0.0001 to 10,000 read as decimals, others as powers of ten.
+    """
+
+    def __init__(self) -> None:
+        super().__init__("left")
+        self._decades = 0.0
+
+    def logTickValues(
+        self, minVal: float, maxVal: float, size: float, stdTicks: list
+    ) -> list[tuple[float | None, list[float]]]:
+        self._decades = maxVal - minVal
+        return super().logTickValues(minVal, maxVal, size, stdTicks)
+
+    def logTickStrings(self, values: list[float], scale: float, spacing: float) -> list[str]:
+        if spacing is None and self._decades > 1:
+            return ["" for _ in values]  # minor ticks: marks without labels
+        return [log_tick_text(10.0**value * scale) for value in values]
+
+
+def log_tick_text(value: float) -> str:
+    """``0.001``, ``0.25``, ``40`` as decimals; ``10⁻⁶``, ``2·10⁻⁶`` beyond them."""
+    if 1e-4 <= value < 1e5:
+        return f"{value:.4g}"
+    mantissa, exponent = f"{value:.0e}".split("e")
+    power = "10" + str(int(exponent)).translate(SUPERSCRIPTS)
+    return power if mantissa == "1" else f"{mantissa}·{power}"
+
+
+def _legend_name(name: str) -> str:
+    if len(name) <= LEGEND_NAME_CHARS:
+        return name
+    half = (LEGEND_NAME_CHARS - 1) // 2
+    return f"{name[:half]}…{name[-half:]}"
 
 
 class _Comparison:
@@ -155,14 +220,15 @@ class LossPlot(QWidget):
         self._eval_losses = GrowingArray()
         self._comparisons: dict[str, _Comparison] = {}
         self._smoother = Smoother(DEFAULT_SMOOTHING)
+        self._num_replicas: int | None = None
         self._dirty = False
         self.redraw_count = 0
 
-        self.plot_widget = pg.PlotWidget(background="w")
+        self.plot_widget = pg.PlotWidget(background="w", axisItems={"left": _LossAxis()})
         self.plot_item = self.plot_widget.getPlotItem()
         self.plot_item.setLabel("bottom", "step")
         self.plot_item.setLabel("left", "loss")
-        self.legend = self.plot_item.addLegend(offset=(-10, 10))
+        self._build_legend()
         self.plot_item.setMouseEnabled(x=True, y=True)
         # The plot item imposes these on every curve it holds (its context menu edits them).
         self.plot_item.setDownsampling(auto=True, mode="peak")
@@ -266,28 +332,39 @@ class LossPlot(QWidget):
         if replica_losses is not None:
             table = np.asarray(replica_losses, dtype=np.float64)
             while len(self._replicas) < table.shape[1]:
-                name = f"replica {len(self._replicas)}"
+                name = f"replica {len(self._replicas)}{REPLICA_SUFFIX}"
                 self._replicas.append(self._new_series(name, 1, len(steps)))
+            # A share of the global batch's loss, times the replicas, is the replica's mean.
+            scale = self._num_replicas or table.shape[1]
             for index, series in enumerate(self._replicas):
-                column = table[:, index] if index < table.shape[1] else np.nan
-                series.buffer.extend(np.broadcast_to(column, (len(steps),)))
+                column = table[:, index] * scale if index < table.shape[1] else np.nan
+                series.extend(np.broadcast_to(column, (len(steps),)))
             self.replica_checkbox.setEnabled(True)
         if named_losses is not None:
             for name in named_losses:
                 if name not in self._named:
                     self._named[name] = self._new_series(name, 2, len(steps))
             for name, series in self._named.items():
-                series.buffer.extend(named_losses.get(name, np.full(len(steps), np.nan)))
+                values = named_losses.get(name, np.full(len(steps), np.nan))
+                series.extend(np.asarray(values, dtype=np.float64))
         self._dirty = True
         self.hint.setVisible(False)
         if legend_entries != (True, len(self._replicas) + len(self._named)):
             self._rebuild_legend()
 
+    def set_num_replicas(self, replicas: int) -> None:
+        """The run's replicas in sync (all tasks'), which turn a replica's share into its mean.
+
+        Until a run says, the replicas reported are taken to be all of them (one machine).
+        """
+        self._num_replicas = replicas if replicas > 0 else None
+
     def _new_series(self, name: str, width: int, new_steps: int) -> _Series:
         color = SERIES_COLORS[(len(self._replicas) + len(self._named)) % len(SERIES_COLORS)]
         curve = _curve(pg.mkPen(color=color, width=width), name)
         self.plot_item.addItem(curve)
-        series = _Series(curve, len(self._steps) - new_steps)
+        _downsample_as(curve, smoothed=self.smooth_checkbox.isChecked())
+        series = _Series(curve, len(self._steps) - new_steps, self.smoothing_weight())
         if name.startswith("replica"):
             curve.setVisible(self.replica_checkbox.isChecked())
         return series
@@ -321,13 +398,19 @@ class LossPlot(QWidget):
         self._dirty = True
 
     def _series_buffers(self) -> list[GrowingArray]:
-        return [series.buffer for series in [*self._replicas, *self._named.values()]]
+        return [series.buffer for series in self._extra_series()]
+
+    def _extra_series(self) -> list[_Series]:
+        return [*self._replicas, *self._named.values()]
 
     def _resmooth(self) -> None:
         """Smooths every loss again from the first: only appends may continue the average."""
-        self._smoother = Smoother(self.smoothing_weight())
+        weight = self.smoothing_weight()
+        self._smoother = Smoother(weight)
         self._smoothed.clear()
         self._smoothed.extend(self._smoother.extend(self._losses.view()))
+        for series in self._extra_series():
+            series.resmooth(weight)
 
     # --- comparison with past runs --------------------------------------------------------
 
@@ -393,19 +476,41 @@ class LossPlot(QWidget):
         else:
             comparison.curve.setData(comparison.steps, comparison.losses)
 
+    def _build_legend(self) -> None:
+        """A legend beside the data, in a column of the plot item's own layout kept for it.
+
+        Anchored in the view box, it covered the newest steps (and the curves of a
+        run with many replicas); a column of the plot item keeps it out of the data
+        and in exported images. It can still be dragged.
+        """
+        self.legend = pg.LegendItem(offset=None, verSpacing=-4)
+        self.legend.setParentItem(self.plot_item)
+        self.legend.anchor(itemPos=(1, 0), parentPos=(1, 0), offset=(-LEGEND_MARGIN, 4))
+        self._legend_space = QGraphicsWidget()
+        self.plot_item.layout.addItem(self._legend_space, 2, 3)
+        self._reserve_legend_space()
+
+    def _reserve_legend_space(self) -> None:
+        width = self.legend.width() + 2 * LEGEND_MARGIN if self.legend.items else 0
+        self._legend_space.setMinimumWidth(width)
+        self._legend_space.setMaximumWidth(width)
+        self.plot_item.layout.setColumnFixedWidth(3, width)
+
     def _rebuild_legend(self) -> None:
-        """Lists only curves that hold data: the run's own, then the compared runs."""
+        """Lists only curves that hold data and are shown: the run's own, then compared runs."""
         self.legend.clear()
         curves: list[pg.PlotDataItem] = []
         if len(self._steps):
             curves += [self.raw_curve, self.smooth_curve]
-            curves += [series.curve for series in [*self._replicas, *self._named.values()]]
+            curves += [series.curve for series in self._extra_series()]
         if self._eval_steps:
             curves.append(self.eval_curve)
         for curve in curves:
-            self.legend.addItem(curve, curve.name())
+            if curve.isVisible():
+                self.legend.addItem(curve, _legend_name(curve.name()))
         for comparison in self._comparisons.values():
-            self.legend.addItem(comparison.curve, comparison.name)
+            self.legend.addItem(comparison.curve, _legend_name(comparison.name))
+        self._reserve_legend_space()
 
     def set_caption(self, text: str) -> None:
         """Names what the plot shows (a past run, a resumed one) above it; empty hides it."""
@@ -419,10 +524,11 @@ class LossPlot(QWidget):
         """Empties the plot for a new run (smoothing settings and compared runs stay)."""
         for buffer in (self._steps, self._losses, self._smoothed):
             buffer.clear()
-        for series in [*self._replicas, *self._named.values()]:
+        for series in self._extra_series():
             self.plot_item.removeItem(series.curve)
         self._replicas = []
         self._named = {}
+        self._num_replicas = None
         if self._eval_steps:
             self.plot_item.removeItem(self.eval_curve)
         self._eval_steps.clear()
@@ -449,7 +555,11 @@ class LossPlot(QWidget):
         return self._smoothed.view()
 
     def replica_losses(self) -> list[NDArray[np.float64]]:
+        """Each replica's own mean loss per step (its reported share times the replicas)."""
         return [series.buffer.view() for series in self._replicas]
+
+    def replica_smoothed(self) -> list[NDArray[np.float64]]:
+        return [series.smoothed.view() for series in self._replicas]
 
     def named_losses(self) -> dict[str, NDArray[np.float64]]:
         return {name: series.buffer.view() for name, series in self._named.items()}
@@ -476,9 +586,11 @@ class LossPlot(QWidget):
         self.raw_curve.setData(steps, self._losses.view())
         if self.smooth_curve.isVisible():
             self.smooth_curve.setData(steps, self._smoothed.view())
-        for series in [*self._replicas, *self._named.values()]:
+        smoothing = self.smooth_checkbox.isChecked()
+        for series in self._extra_series():
             if series.curve.isVisible():
-                series.curve.setData(steps, series.buffer.view())
+                values = series.smoothed if smoothing else series.buffer
+                series.curve.setData(steps, values.view())
         if self._eval_steps:
             self.eval_curve.setData(self._eval_steps.view(), self._eval_losses.view())
 
@@ -509,13 +621,17 @@ class LossPlot(QWidget):
     def _on_smoothing_toggled(self, on: bool) -> None:
         self.smooth_curve.setVisible(on)
         self.smooth_slider.setEnabled(on)
+        for series in self._extra_series():
+            _downsample_as(series.curve, smoothed=on)
         for comparison in self._comparisons.values():
             self._draw_comparison(comparison)
+        self._rebuild_legend()
         self._dirty = True
 
     def _on_replicas_toggled(self, on: bool) -> None:
         for series in self._replicas:
             series.curve.setVisible(on)
+        self._rebuild_legend()
         self._dirty = True
 
     # --- crosshair ----------------------------------------------------------------------

@@ -622,6 +622,7 @@ class MainWindow(QMainWindow):
 
     def _on_started(self, message: RunStarted) -> None:
         self.status_panel.run_started(message)
+        self.plot.set_num_replicas(message.num_replicas)
         self._tensorflow_version = message.tensorflow_version
         devices = ", ".join(message.devices)
         self.log_panel.add(

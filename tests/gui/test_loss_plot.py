@@ -6,9 +6,12 @@ import time
 
 import numpy as np
 import pytest
+from gui_fakes import FakeEngine, factory
 from PySide6.QtWidgets import QVBoxLayout, QWidget
 
-from gui.loss_plot import REDRAW_INTERVAL_MS, LossPlot
+from engine.messages import Message, RunFinished, RunStarted, StepMetrics
+from gui.loss_plot import REDRAW_INTERVAL_MS, LossPlot, log_tick_text
+from gui.series import Smoother
 
 
 @pytest.fixture
@@ -99,14 +102,14 @@ def test_redraws_at_a_bounded_rate_only_when_data_arrived(qtbot, plot: LossPlot)
 
 
 def test_replica_curves_and_readout(plot: LossPlot) -> None:
-    plot.append([1, 2], [0.5, 0.25], [[0.2, 0.3], [0.1, 0.15]])
+    plot.append([1, 2], [0.5, 0.25], [[0.2, 0.3], [0.1, 0.15]])  # shares of the loss
     assert plot.replica_checkbox.isEnabled()
     assert len(plot.replica_curves) == 2
-    assert np.array_equal(plot.replica_losses()[1], [0.3, 0.15])
+    assert np.allclose(plot.replica_losses()[1], [0.6, 0.3])  # share x 2 replicas
     plot.redraw()
     plot.show_readout(1.9)
     assert plot.readout.text().startswith("step 2   loss 0.25")
-    assert "replica 1: 0.15" in plot.readout.text()
+    assert "replica 1: 0.3" in plot.readout.text()
     plot.log_checkbox.setChecked(True)
     assert plot.plot_item.ctrl.logYCheck.isChecked()
     plot.show_readout(1.0)
@@ -200,3 +203,81 @@ def test_a_long_caption_is_elided_and_never_widens_the_plot(qtbot) -> None:
     qtbot.wait(50)
     assert parent.width() == narrow and plot.width() <= narrow and _inside_view(plot)
     assert len(plot.caption_label.text()) < len(wide)
+
+
+def test_replica_curves_are_each_replicas_mean_loss_smoothed(plot: LossPlot) -> None:
+    """Two local replicas of a four-replica cluster: each share times 4, smoothed like the loss."""
+    rng = np.random.default_rng(1)
+    plot.set_num_replicas(4)
+    shares = rng.random((60, 2)) / 4
+    for begin in range(0, 60, 20):  # the engine's StepMetrics batches
+        batch = shares[begin : begin + 20]
+        plot.append(np.arange(begin + 1, begin + 21), batch.sum(axis=1) * 2, batch.tolist())
+    own = [shares[:, 0] * 4, shares[:, 1] * 4]
+    assert np.allclose(plot.replica_losses(), own)
+    expected = [Smoother(plot.smoothing_weight()).extend(values) for values in own]
+    assert np.allclose(plot.replica_smoothed(), expected)
+    plot.redraw()
+    assert np.allclose(plot.replica_curves[0].getData()[1], expected[0])
+    assert plot.legend_names() == [
+        "loss",
+        "smoothed",
+        "replica 0 (own mean loss)",
+        "replica 1 (own mean loss)",
+    ]
+    plot.set_smoothing_weight(0.9)
+    assert np.allclose(plot.replica_smoothed()[1], Smoother(0.9).extend(own[1]))
+    plot.smooth_checkbox.setChecked(False)  # no smoothing: the raw own losses, no "smoothed"
+    plot.redraw()
+    assert np.allclose(plot.replica_curves[1].getData()[1], own[1])
+    assert plot.legend_names() == ["loss", "replica 0 (own mean loss)", "replica 1 (own mean loss)"]
+    plot.replica_checkbox.setChecked(False)  # hidden curves leave the legend
+    assert plot.legend_names() == ["loss"]
+
+
+def test_legend_lies_beside_the_data_not_on_it(plot: LossPlot, qtbot) -> None:
+    plot.append([1, 2, 3], [3.0, 2.0, 1.0], [[1.5, 1.5], [1.0, 1.0], [0.5, 0.5]])
+    plot.add_comparison("/runs/a", "a-compared-run-with-" + "a-very-long-name-" * 4, [1], [2.0])
+    qtbot.wait(50)  # the scene lays itself out on posted events
+    view = plot.plot_item.vb.sceneBoundingRect()
+    legend = plot.legend.sceneBoundingRect()
+    assert legend.left() >= view.right()
+    assert legend.right() <= plot.plot_widget.viewport().rect().right() + 1
+    assert max(len(name) for name in plot.legend_names()) <= 32
+    assert view.width() > plot.plot_widget.width() / 2
+
+
+def test_log_axis_labels_decades_and_plain_numbers(plot: LossPlot) -> None:
+    axis = plot.plot_item.getAxis("left")
+    plot.log_checkbox.setChecked(True)
+    levels = axis.tickValues(-4.2, 1.3, 400)  # 0.00006 .. 20: five decades
+    labels = [axis.tickStrings(values, 1.0, spacing) for spacing, values in levels]
+    shown = [text for level in labels for text in level if text]
+    assert sorted(shown, key=float) == ["0.0001", "0.001", "0.01", "0.1", "1", "10"]
+    levels = axis.tickValues(np.log10(0.25), np.log10(0.95), 400)  # within a decade
+    shown = [text for spacing, values in levels for text in axis.tickStrings(values, 1, spacing)]
+    assert sorted(shown, key=float) == ["0.3", "0.4", "0.5", "0.6", "0.7", "0.8", "0.9"]
+    assert log_tick_text(1e-6) == "10⁻⁶" and log_tick_text(2e-6) == "2·10⁻⁶"
+
+
+def test_the_window_scales_replica_shares_by_the_runs_replicas(qtbot, make_window) -> None:
+    """A cluster's chief reports its 2 local replicas' shares; the run has 4 replicas in all."""
+    started = RunStarted(
+        strategy="MultiWorkerMirroredStrategy",
+        strategy_kind="multi_worker_mirrored",
+        num_replicas=4,
+        devices=["/job:worker/task:0/device:CPU:0"],
+        tensorflow_version="2.99.0-fake",
+        total_steps=2,
+    )
+    shares = [[0.1, 0.15], [0.05, 0.1]]
+    batches: list[list[Message]] = [
+        [started],
+        [StepMetrics(steps=[1, 2], losses=[0.5, 0.3], elapsed_s=[0.1, 0.2], replica_losses=shares)],
+        [RunFinished(status="finished", last_step=2, final_loss=0.3, elapsed_s=0.2)],
+    ]
+    window = make_window(engine_factory=factory(FakeEngine(batches), []))
+    window.run_action.trigger()
+    qtbot.waitUntil(lambda: not window.controller.active, timeout=10_000)
+    assert np.allclose(window.plot.replica_losses(), [[0.4, 0.2], [0.6, 0.4]])
+    assert window.status_panel.values["strategy"].text() == "multi_worker_mirrored"

@@ -91,7 +91,8 @@ def test_truncate_after_drops_redone_steps_everywhere(plot: LossPlot) -> None:
     plot.add_evaluation(4, 0.25)
     plot.truncate_after(2)
     assert list(plot.steps()) == [1, 2] and list(plot.losses()) == [4.0, 3.0]
-    assert [list(values) for values in plot.replica_losses()] == [[2.0, 1.5], [2.0, 1.5]]
+    # Each replica's own mean: its share of the loss times the 2 replicas.
+    assert [list(values) for values in plot.replica_losses()] == [[4.0, 3.0], [4.0, 3.0]]
     assert list(plot.named_losses()["g"]) == [1.0, 2.0]
     assert list(plot.evaluations()[0]) == [2.0]
     expected = Smoother(plot.smoothing_weight()).extend([4.0, 3.0])
