@@ -61,8 +61,10 @@ from gui.past_runs import plot_run, resume_project, resume_refusal
 from gui.problems_panel import ProblemsPanel
 from gui.project_editor import ProjectEditor
 from gui.run_controller import EngineFactory, ResumeFactory, RunController, RunState
+from gui.run_queue import RunQueue, RunQueuePanel
 from gui.runs_panel import RunsPanel
 from gui.status_panel import StatusPanel
+from gui.sweep_dialog import ask_sweep
 from gui.validation import Validation, differences, validate
 
 DEFAULT_SIZE = (1400, 900)
@@ -105,6 +107,10 @@ class MainWindow(QMainWindow):
             self.cluster_controller.make_engine, resume_factory=resume_factory, parent=self
         )
         self.cluster_panel = ClusterPanel(self.cluster_controller, self.controller, self)
+        self.run_queue = RunQueue(self.controller, self._start_queued_run, self)
+        self.queue_panel = RunQueuePanel(
+            self.run_queue, self._project_for_queue, lambda base: ask_sweep(self, base)
+        )
         self.validity = QLabel()
 
         self._build_layout()
@@ -146,6 +152,11 @@ class MainWindow(QMainWindow):
         # A tab beside Runs, hidden until a cluster run starts (or View ▸ Cluster).
         self.tabifyDockWidget(self.runs_dock, self.cluster_panel)
         self.cluster_panel.hide()
+        self.queue_dock = QDockWidget("Queue", self)
+        self.queue_dock.setObjectName("queueDock")
+        self.queue_dock.setWidget(self.queue_panel)
+        self.tabifyDockWidget(self.runs_dock, self.queue_dock)
+        self.queue_dock.hide()  # until something is queued (or View ▸ Run Queue)
         self.resize(*DEFAULT_SIZE)
         self.resizeDocks([self.runs_dock], [RUNS_DOCK_HEIGHT], Qt.Orientation.Vertical)
 
@@ -263,6 +274,13 @@ class MainWindow(QMainWindow):
         self.runs_panel_action = self.runs_dock.toggleViewAction()
         self.runs_panel_action.setText("&Runs Panel")
         self.runs_panel_action.setShortcut(QKeySequence("Ctrl+Shift+H"))
+        self.queue_panel_action = self.queue_dock.toggleViewAction()
+        self.queue_panel_action.setText("Run &Queue")
+        self.queue_panel_action.setShortcut(QKeySequence("Ctrl+Shift+U"))
+        self.queue_panel.add_project_action.setShortcut(QKeySequence("Ctrl+Shift+A"))
+        self.queue_panel.add_sweep_action.setShortcut(QKeySequence("Ctrl+Shift+W"))
+        for action in (self.queue_panel.add_project_action, self.queue_panel.add_sweep_action):
+            self.addAction(action)  # the shortcuts work while the queue dock is hidden
 
     def _build_menus(self) -> None:
         bar = self.menuBar()
@@ -289,6 +307,10 @@ class MainWindow(QMainWindow):
         for action in (self.run_action, self.stop_action, self.resume_action):
             run_menu.addAction(action)
         run_menu.addSeparator()
+        queue = self.queue_panel
+        for action in (queue.add_project_action, queue.add_sweep_action, queue.start_action):
+            run_menu.addAction(action)
+        run_menu.addSeparator()
         run_menu.addAction(self.detect_action)
         run_menu.addAction(self.open_run_folder_action)
         view_menu = bar.addMenu("&View")
@@ -296,6 +318,7 @@ class MainWindow(QMainWindow):
             view_menu.addAction(action)
         view_menu.addSeparator()
         view_menu.addAction(self.runs_panel_action)
+        view_menu.addAction(self.queue_panel_action)
         view_menu.addAction(self.runs_panel.clear_comparison_action)
         view_menu.addAction(self.cluster_panel.toggleViewAction())
         help_menu = bar.addMenu("&Help")
@@ -524,17 +547,46 @@ class MainWindow(QMainWindow):
         project = project.resolve_paths(self._base_dir())
         if not self._may_run_custom_code(project, self._path.parent if self._path else None):
             return
+        self._start_new_run(project)
+
+    def _start_new_run(self, project: Project) -> Path | None:
+        """Starts ``project`` (paths resolved, code trusted) in a fresh folder; the folder."""
         try:
             run_dir = new_run_dir(project.name, self._runs_root)
         except OSError as exc:
             dialogs.show_error(self, "Cannot run", f"No run folder could be made: {exc}")
-            return
+            return None
         self._last_run_dir = run_dir
         self.open_run_folder_action.setEnabled(True)
         self.plot.clear()
         self.status_panel.start(project.total_steps(), str(run_dir))
         self.log_panel.add(f"run folder: {run_dir}")
         self.controller.start(project, run_dir)
+        return run_dir
+
+    def _project_for_queue(self) -> Project | None:
+        """The project as Run would start it, or None after saying why it cannot run."""
+        project = self._valid_project(
+            "Cannot queue", "Only a valid project can run; fix these first."
+        )
+        plan = cluster_plan(project)
+        if project is None or (plan is not None and not plan.runnable):
+            if plan is not None:
+                dialogs.show_error(self, "Cannot queue", plan.summary())
+            return None
+        project = project.resolve_paths(self._base_dir())
+        if not self._may_run_custom_code(project, self._path.parent if self._path else None):
+            return None
+        self.queue_dock.show()
+        self.queue_dock.raise_()
+        return project
+
+    def _start_queued_run(self, project: Project) -> Path | None:
+        """The queue's Run: asks about custom code again only if the file changed since."""
+        if self.controller.active or not self._may_run_custom_code(project, None):
+            return None
+        self.log_panel.add(f"queue: starting {project.name}")
+        return self._start_new_run(project)
 
     def _may_run_custom_code(self, project: Project, project_dir: Path | None) -> bool:
         """A project's custom code runs only once the user trusts that file with that content.
@@ -665,6 +717,8 @@ class MainWindow(QMainWindow):
             self.log_panel.add(message.traceback, "error")
         if self.controller.stop_requested and self.controller.killed:
             return  # the user asked for the stop; the log says it was forced
+        if self.run_queue.current is not None:
+            return  # the queue goes on with its next run; its results table shows the failure
         dialogs.show_error(
             self,
             "The run failed",

@@ -1,0 +1,268 @@
+"""The run queue and the sweep form, with scripted engines that write small run folders."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from gui_fakes import FakeEngine, seed_run
+from PySide6.QtCore import Qt
+
+from engine.config import Project
+from engine.examples import load_example
+from engine.messages import RunFailed
+from engine.run_folder import METRICS_FILE, PROJECT_FILE, STATUS_FILE
+from engine.sweep import expand, load_sweep_spec
+from gui import main_window
+from gui.main_window import MainWindow
+from gui.run_queue import Column, ItemState, RunQueue
+from gui.sweep_dialog import SweepDialog
+
+
+def _write_run(run_dir: Path, project: Project, losses: list[float], status: str) -> None:
+    """What an engine leaves in its folder, enough for the queue's results."""
+    (run_dir / PROJECT_FILE).write_text(project.to_json(), encoding="utf-8")
+    rows = "".join(f"{step},{loss},{0.01 * step}\n" for step, loss in enumerate(losses, 1))
+    (run_dir / METRICS_FILE).write_text("step,loss,elapsed_s\n" + rows, encoding="utf-8")
+    (run_dir / STATUS_FILE).write_text(json.dumps({"status": status}), encoding="utf-8")
+
+
+class Engines:
+    """An engine factory: one scripted engine per run, each run's folder written as it starts.
+
+    The losses depend on the learning rate (best = lr, final = 2 * lr) so sorting is checkable;
+    ``fail`` names the learning rates whose run fails, ``endless`` makes every run wait for Stop.
+    """
+
+    def __init__(self, fail: tuple[float, ...] = (), endless: bool = False) -> None:
+        self.fail = fail
+        self.endless = endless
+        self.made: list[tuple[Project, Path, FakeEngine]] = []
+
+    def __call__(self, project: Project, run_dir: Path) -> FakeEngine:
+        assert all(engine.closed for _, _, engine in self.made), "two runs at once"
+        rate = project.optimizer.learning_rate
+        if rate in self.fail:
+            failure = RunFailed(error_type="DataError", message=f"lr {rate} diverged", known=True)
+            engine = FakeEngine([*seed_run(5, 5)[:3], [failure]])
+            _write_run(run_dir, project, [rate * 3], "failed")
+        else:
+            batches = seed_run(5, 5)[:3] if self.endless else seed_run(5, 5)
+            engine = FakeEngine(batches, endless=self.endless)
+            _write_run(run_dir, project, [rate * 4, rate, rate * 2], "finished")
+        self.made.append((project, run_dir, engine))
+        return engine
+
+    def names(self) -> list[str]:
+        return [project.name for project, _, _ in self.made]
+
+
+def _sweep(rates: list[float]) -> list[Project]:
+    seed = load_example("seed").model_copy(update={"name": "seed"})
+    return expand(seed, load_sweep_spec({"learning_rates": rates})).projects
+
+
+def _states(window: MainWindow) -> list[str]:
+    return [item.state.value for item in window.run_queue.items]
+
+
+def _wait_until_done(qtbot, window: MainWindow) -> None:
+    qtbot.waitUntil(
+        lambda: not window.run_queue.running and not window.controller.active, timeout=10_000
+    )
+
+
+def test_a_sweep_runs_in_order_each_in_its_own_folder_and_results_sort(
+    qtbot, make_window, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    engines = Engines()
+    window: MainWindow = make_window(engine_factory=engines)
+    asked: list[Project] = []
+
+    def ask(_parent: object, base: Project) -> list[Project]:
+        asked.append(base)
+        return _sweep([0.03, 0.01, 0.04, 0.02])
+
+    monkeypatch.setattr(main_window, "ask_sweep", ask)
+    window.queue_panel.add_sweep_action.trigger()
+    assert asked and asked[0].name == window.validation.project.name  # the forms' project
+    assert window.queue_dock.isVisibleTo(window)
+    assert _states(window) == ["queued"] * 4
+    assert window.queue_panel.start_action.isEnabled()
+
+    window.queue_panel.start_action.trigger()
+    _wait_until_done(qtbot, window)
+
+    assert engines.names() == [f"seed lr={rate}" for rate in (0.03, 0.01, 0.04, 0.02)]
+    folders = [run_dir for _, run_dir, _ in engines.made]
+    assert len(set(folders)) == 4 and all(folder.parent == window._runs_root for folder in folders)
+    assert [item.run_dir for item in window.run_queue.items] == folders
+    assert _states(window) == ["finished"] * 4
+    panel = window.queue_panel
+    assert [item.project.name for item in panel.results()] == [
+        "seed lr=0.01",
+        "seed lr=0.02",
+        "seed lr=0.03",
+        "seed lr=0.04",
+    ]
+    assert [item.summary.best_loss for item in panel.results()] == [0.01, 0.02, 0.03, 0.04]
+    panel.results_table.sortByColumn(Column.FINAL_LOSS, Qt.SortOrder.DescendingOrder)
+    assert [item.summary.final_loss for item in panel.results()] == [0.08, 0.06, 0.04, 0.02]
+    shown = panel.results_proxy.index(0, Column.FINAL_LOSS).data()
+    assert shown == "0.08"
+    assert window.last_run_dir == folders[-1]
+    assert not panel.start_action.isEnabled() and panel.clear_action.isEnabled()
+    panel.clear_action.trigger()
+    assert window.run_queue.items == [] and panel.results() == []
+
+
+def test_a_failed_run_is_recorded_and_the_queue_goes_on(qtbot, make_window, dialog_recorder):
+    engines = Engines(fail=(0.02,))
+    window: MainWindow = make_window(engine_factory=engines)
+    window.run_queue.add(_sweep([0.01, 0.02, 0.03]))
+    window.run_queue.start()
+    _wait_until_done(qtbot, window)
+    assert _states(window) == ["finished", "failed", "finished"]
+    assert window.run_queue.items[1].error == "DataError: lr 0.02 diverged"
+    assert "error" not in dialog_recorder.kinds()  # no modal dialog holds the queue up
+    assert "DataError: lr 0.02 diverged" in window.log_panel.text.toPlainText()
+    # A failed run still has results: the steps it did are in its folder.
+    assert [item.project.name for item in window.queue_panel.results()] == [
+        "seed lr=0.01",
+        "seed lr=0.03",
+        "seed lr=0.02",
+    ]
+
+
+def test_an_engine_that_cannot_start_fails_its_item_only(qtbot, make_window, dialog_recorder):
+    engines = Engines()
+
+    def factory(project: Project, run_dir: Path) -> FakeEngine:
+        if project.optimizer.learning_rate == 0.01:
+            return FakeEngine([], start_error=OSError("no more processes"))
+        return engines(project, run_dir)
+
+    window: MainWindow = make_window(engine_factory=factory)
+    window.run_queue.add(_sweep([0.01, 0.02]))
+    window.run_queue.start()
+    _wait_until_done(qtbot, window)
+    assert _states(window) == ["failed", "finished"]
+    assert "no more processes" in (window.run_queue.items[0].error or "")
+    assert window.run_queue.items[0].run_dir is not None
+    assert engines.names() == ["seed lr=0.02"]
+
+
+@pytest.mark.parametrize("stop_with", ["window", "queue"])
+def test_stop_stops_the_current_run_and_the_queue(qtbot, make_window, stop_with: str) -> None:
+    engines = Engines(endless=True)
+    window: MainWindow = make_window(engine_factory=engines)
+    queue = window.run_queue
+    queue.add(_sweep([0.01, 0.02, 0.03]))
+    queue.start()
+    qtbot.waitUntil(lambda: len(engines.made) == 1, timeout=5000)
+    qtbot.waitUntil(lambda: queue.items[0].state is ItemState.RUNNING, timeout=5000)
+    assert not window.queue_panel.start_action.isEnabled()
+    (window.stop_action if stop_with == "window" else window.queue_panel.stop_action).trigger()
+    _wait_until_done(qtbot, window)
+    qtbot.wait(50)  # nothing else starts
+    assert _states(window) == ["stopped", "queued", "queued"]
+    assert len(engines.made) == 1 and engines.made[0][2].stop_requested
+    # Start goes on with the items not yet run.
+    assert window.queue_panel.start_action.isEnabled()
+    engines.endless = False
+    queue.start()
+    _wait_until_done(qtbot, window)
+    assert _states(window) == ["stopped", "finished", "finished"]
+    assert engines.names() == ["seed lr=0.01", "seed lr=0.02", "seed lr=0.03"]
+
+
+def test_queued_items_can_be_removed_but_not_the_running_one(qtbot, make_window) -> None:
+    engines = Engines(endless=True)
+    window: MainWindow = make_window(engine_factory=engines)
+    queue, panel = window.run_queue, window.queue_panel
+    queue.add(_sweep([0.01, 0.02, 0.03]))
+    panel.queue_table.selectRow(1)
+    assert panel.remove_action.isEnabled()
+    panel.remove_action.trigger()
+    assert [item.project.name for item in queue.items] == ["seed lr=0.01", "seed lr=0.03"]
+    queue.start()
+    qtbot.waitUntil(lambda: queue.current is not None and window.controller.active, timeout=5000)
+    queue.remove(queue.items)
+    assert [item.project.name for item in queue.items] == ["seed lr=0.01"]
+    queue.stop()
+    _wait_until_done(qtbot, window)
+    assert engines.names() == ["seed lr=0.01"]
+
+
+def test_only_a_valid_project_is_queued(make_window, dialog_recorder) -> None:
+    window: MainWindow = make_window(engine_factory=Engines())
+    window.editor.data_form.pages["constant"].editors["labels"].setText("1, 2")
+    window.queue_panel.add_project_action.trigger()
+    window.queue_panel.add_sweep_action.trigger()
+    assert window.run_queue.items == []
+    assert dialog_recorder.kinds() == ["problems", "problems"]
+    window.editor.data_form.pages["constant"].editors["labels"].setText("1")
+    window.queue_panel.add_project_action.trigger()
+    (item,) = window.run_queue.items
+    assert item.project == window.validation.project and item.state is ItemState.QUEUED
+
+
+def test_a_queue_that_may_not_start_its_item_stops_and_keeps_it(qtbot, qloop) -> None:
+    from gui.run_controller import RunController
+
+    controller = RunController(Engines())
+    asked: list[str] = []
+
+    def declined(project: Project) -> None:
+        asked.append(project.name)
+        return None
+
+    queue = RunQueue(controller, declined)
+    queue.add(_sweep([0.01, 0.02]))
+    queue.start()
+    assert asked == ["seed lr=0.01"]
+    assert not queue.running and [i.state for i in queue.items] == [ItemState.QUEUED] * 2
+
+
+def test_the_sweep_form_previews_runs_and_refused_combinations(qtbot) -> None:
+    seed = load_example("seed")
+    base = seed.model_copy(
+        update={
+            "name": "seed",
+            "strategy": seed.strategy.model_copy(update={"cpu_replicas": 2}),
+        }
+    )
+    dialog = SweepDialog(base)
+    qtbot.addWidget(dialog)
+    ok = dialog.buttons.button(dialog.buttons.StandardButton.Ok)
+    assert not ok.isEnabled() and "name at least one value" in dialog.preview.toPlainText()
+    dialog.learning_rates.setText("0.1, 0.01")
+    dialog.batch_sizes.setText("1, 8")
+    dialog.optimizers["adam"].setChecked(True)
+    text = dialog.preview.toPlainText()
+    assert text.startswith("2 runs to queue:")
+    assert "seed lr=0.1 bs=8 adam" in text and "seed lr=0.01 bs=8 adam" in text
+    assert "2 combination(s) left out" in text and "seed lr=0.1 bs=1 adam: data.global" in text
+    assert ok.isEnabled()
+    assert [p.name for p in dialog.projects()] == [
+        "seed lr=0.1 bs=8 adam",
+        "seed lr=0.01 bs=8 adam",
+    ]
+    dialog.batch_sizes.setText("8, x")
+    assert "batch sizes: 'x' is not a whole number" in dialog.preview.toPlainText()
+    assert not ok.isEnabled() and dialog.projects() == []
+    dialog.method.setCurrentIndex(1)
+    dialog.batch_sizes.setText("")
+    dialog.learning_rates.setText("")
+    dialog.range_low.setText("0.0001")
+    dialog.range_high.setText("0.1")
+    dialog.count.setValue(3)
+    assert dialog.count.isEnabled() and dialog.preview.toPlainText().startswith("3 runs")
+    assert dialog.spec_data() == {
+        "method": "random",
+        "optimizers": ["adam"],
+        "learning_rate_range": [0.0001, 0.1],
+        "count": 3,
+        "seed": 0,
+    }
