@@ -6,7 +6,8 @@ Layout (one folder per run; a cluster task gets one of its own)::
     metrics.csv    step,loss,elapsed_s[,<named loss>,...][,replica_0,...]: appended and flushed
                    as the run goes; one column per named loss of custom step code
     eval.csv       step,val_loss,val_accuracy|val_mae: one row per evaluation, when evaluating
-    status.json    running / finished / stopped / failed, with the error when failed
+    status.json    created / running / finished / stopped / failed, with the error when
+                   failed; the run's name, notes and tags; when it started and last resumed
     engine.log     the engine's log lines and TensorFlow's output
     checkpoints/   model, optimizer and step counter (``engine.tf_checkpoint``); in a cluster,
                    the chief's (copied to the other tasks when the run resumes)
@@ -54,6 +55,8 @@ LOCK_FILE = ".distloop.lock"
 RESERVE_BYTES = 32 * 1024
 """Kept in the lock file while a run lasts: on a full disk, enough to write its status."""
 METRICS_COLUMNS = ("step", "loss", "elapsed_s")
+CREATED = "created"
+"""The status of a folder :func:`new_run_dir` made, before any run wrote to it."""
 
 
 def format_loss(value: float) -> str:
@@ -69,7 +72,13 @@ def default_runs_root() -> Path:
 
 
 def new_run_dir(project_name: str, root: Path | None = None) -> Path:
-    """A fresh, uniquely named folder: ``20261202-130512-seed-the-guide-s-custom-loop``."""
+    """A fresh, uniquely named folder: ``20261202-130512-seed-the-guide-s-custom-loop``.
+
+    The run's readable name (``seed #3``: the project's name and a counter over the
+    runs of that project under ``root``) is decided here, once, and kept in a
+    ``status.json`` that says ``created``: the folder name is unique but unreadable,
+    and the project's name alone is the same for every run of a project.
+    """
     root = root or default_runs_root()
     slug = re.sub(r"[^a-z0-9]+", "-", project_name.lower()).strip("-")[:40] or "run"
     stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
@@ -79,8 +88,38 @@ def new_run_dir(project_name: str, root: Path | None = None) -> Path:
             candidate.mkdir(parents=True)
         except FileExistsError:
             continue
+        record = {"status": CREATED, "name": _next_run_name(project_name, root, candidate)}
+        _rewrite(candidate / STATUS_FILE, json.dumps(record, indent=2) + "\n")
         return candidate
     raise FileExistsError(f"no free run folder name under {root}")
+
+
+def _next_run_name(project_name: str, root: Path, run_dir: Path) -> str:
+    """``<project name> #<n>``, one past the highest number a run of that project has."""
+    pattern = re.compile(rf"{re.escape(project_name)} #(\d+)")
+    highest = 0
+    for folder in root.iterdir():
+        if folder == run_dir or not folder.is_dir():
+            continue
+        try:
+            name = json.loads((folder / STATUS_FILE).read_text(encoding="utf-8")).get("name")
+        except (OSError, ValueError, AttributeError):
+            continue
+        match = pattern.fullmatch(name) if isinstance(name, str) else None
+        if match:
+            highest = max(highest, int(match.group(1)))
+    return f"{project_name} #{highest + 1}"
+
+
+def folder_stamp(run_dir: Path) -> datetime | None:
+    """When :func:`new_run_dir` made the folder, read from its name; None for other names."""
+    match = re.match(r"(\d{8}-\d{6})-", run_dir.name)
+    if match is None:
+        return None
+    try:
+        return datetime.strptime(match.group(1), "%Y%m%d-%H%M%S")
+    except ValueError:
+        return None
 
 
 class RunFolderError(OSError):
@@ -160,6 +199,10 @@ class RunFolderLock:
             os.pwrite(fd, owner + bytes(RESERVE_BYTES), 0)
         return cls(folder, fd)
 
+    def handle(self) -> int | None:
+        """The locked descriptor, to hand to a running engine; None where nothing is locked."""
+        return self._fd if self._fd >= 0 and fcntl is not None else None
+
     def free_reserve(self) -> None:
         """Gives the reserved space back to the disk, for a failing run's last records."""
         if self._fd >= 0 and fcntl is not None:
@@ -190,8 +233,23 @@ def _inherited_lock(folder: str, inherited: Any) -> RunFolderLock:
 
 
 def folder_entries(run_dir: Path) -> list[Path]:
-    """What is in a run folder, the lock file aside: an empty list is a fresh folder."""
-    return sorted(p for p in run_dir.iterdir() if p.name != LOCK_FILE)
+    """What is in a run folder, the lock file aside: an empty list is a fresh folder.
+
+    A ``status.json`` that only names the run :func:`new_run_dir` made holds no run either.
+    """
+    return sorted(
+        p
+        for p in run_dir.iterdir()
+        if p.name != LOCK_FILE and not (p.name == STATUS_FILE and _only_created(p))
+    )
+
+
+def _only_created(status_file: Path) -> bool:
+    try:
+        record = json.loads(status_file.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(record, dict) and record.get("status") == CREATED
 
 
 def remove_path(path: Path) -> None:
@@ -387,21 +445,41 @@ def write_status(run_dir: str | Path, status: str, **details: Any) -> None:
     """Records how the run stands; atomic, so a reader never sees half a status.
 
     Earlier details are kept (the start time, the strategy and replicas the engine
-    reported), so the run history can summarize any run from this one file; an
-    error is kept only while the run stays failed (a resumed run clears it).
+    reported, the run's name, notes and tags), so the run history can summarize any
+    run from this one file; an error is kept only while the run stays failed (a
+    resumed run clears it). A resume reports a start time of its own: the run's
+    ``started_at`` stays the first one, and the resume's becomes ``resumed_at``.
     """
-    path = Path(run_dir) / STATUS_FILE
-    try:
-        record = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        record = {}
-    if not isinstance(record, dict):
-        record = {}
+    record = _read_record(run_dir)
     if status != "failed":
         record.pop("error", None)
         record.pop("error_type", None)
+    first_start = record.get("started_at")
     record.update(status=status, updated_at=time.time(), **details)
-    _rewrite(path, json.dumps(record, indent=2) + "\n")
+    if isinstance(first_start, int | float) and details.get("started_at", first_start) != (
+        first_start
+    ):
+        record.update(started_at=first_start, resumed_at=details["started_at"])
+    _rewrite(Path(run_dir) / STATUS_FILE, json.dumps(record, indent=2) + "\n")
+
+
+def update_status(run_dir: str | Path, **details: Any) -> None:
+    """Sets details of ``status.json`` (a name, notes, tags) and leaves how the run stands.
+
+    Atomic like :func:`write_status`, and without its ``updated_at``: editing a
+    run's notes does not make it longer.
+    """
+    record = _read_record(run_dir)
+    record.update(details)
+    _rewrite(Path(run_dir) / STATUS_FILE, json.dumps(record, indent=2) + "\n")
+
+
+def _read_record(run_dir: str | Path) -> dict[str, Any]:
+    try:
+        record = json.loads((Path(run_dir) / STATUS_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return record if isinstance(record, dict) else {}
 
 
 def read_status(run_dir: str | Path) -> dict[str, Any]:

@@ -2,9 +2,9 @@
 
 The history is the folders themselves, not a database: a run's summary comes
 from its ``project.json``, ``status.json`` and ``metrics.csv``, so it survives
-restarts, crashes and copying runs between machines. A display name given by
-the user lives in ``label.txt`` beside them; the folder is never renamed, so a
-run that is still writing is never moved under the engine's feet.
+restarts, crashes and copying runs between machines. The run's name, notes and
+tags live in its ``status.json`` too; the folder is never renamed, so a run that
+is still writing is never moved under the engine's feet.
 """
 
 from __future__ import annotations
@@ -17,16 +17,18 @@ import socket
 from dataclasses import dataclass
 from pathlib import Path
 
-from engine.fileio import atomic_write_text
 from engine.run_folder import (
     METRICS_FILE,
     PROJECT_FILE,
     STATUS_FILE,
     default_runs_root,
+    folder_stamp,
     read_metrics,
+    update_status,
 )
 
 LABEL_FILE = "label.txt"
+"""Where earlier versions kept a name given by the user: still read, never written."""
 INTERRUPTED = "interrupted"
 """A run whose status.json still says running while no process of it is left: its
 owner (the CLI, the window) was killed before it could record the end. It resumes
@@ -48,6 +50,13 @@ class RunSummary:
     duration_s: float | None
     status: str
     error: str | None
+    notes: str = ""
+    tags: tuple[str, ...] = ()
+
+    def matches(self, text: str) -> bool:
+        """Whether every word of ``text`` is in the name, a tag or the notes (any case)."""
+        haystack = "\n".join([self.name, *self.tags, self.notes]).casefold()
+        return all(word in haystack for word in text.casefold().split())
 
 
 def is_run_folder(path: Path) -> bool:
@@ -58,7 +67,7 @@ def summarize(run_dir: Path) -> RunSummary:
     """The run's summary; tolerates missing or half-written files (a crashed run)."""
     status = _read_json(run_dir / STATUS_FILE)
     project = _read_json(run_dir / PROJECT_FILE)
-    name = _label(run_dir) or str(project.get("name") or run_dir.name)
+    name = _text(status.get("name")) or _label(run_dir) or _derived_name(run_dir, project)
     steps, final, best, elapsed = 0, None, None, None
     if (run_dir / METRICS_FILE).is_file():
         try:
@@ -74,7 +83,10 @@ def summarize(run_dir: Path) -> RunSummary:
     started = _number(status.get("started_at"))
     updated = _number(status.get("updated_at"))
     duration = updated - started if started is not None and updated is not None else elapsed
+    if "resumed_at" in status and elapsed is not None:
+        duration = elapsed  # training time, which a resume continues; not the pause before it
     replicas = status.get("num_replicas")
+    tags = status.get("tags")
     return RunSummary(
         path=run_dir,
         name=name,
@@ -87,7 +99,23 @@ def summarize(run_dir: Path) -> RunSummary:
         duration_s=duration,
         status=INTERRUPTED if _abandoned(status) else str(status.get("status", "unknown")),
         error=status.get("error"),
+        notes=_text(status.get("notes")),
+        tags=tuple(tag for tag in tags if isinstance(tag, str)) if isinstance(tags, list) else (),
     )
+
+
+def _derived_name(run_dir: Path, project: dict) -> str:
+    """The name of a run whose folder was made before runs had names of their own.
+
+    The project's name and when the run started (``seed 12-03 14:05``) tell the
+    runs of one project apart; a folder of another kind (``--out``) by the project's
+    name, or its own.
+    """
+    project_name = _text(project.get("name"))
+    stamp = folder_stamp(run_dir)
+    if stamp is None:
+        return project_name or run_dir.name
+    return f"{project_name or 'run'} {stamp:%m-%d %H:%M}"
 
 
 def _abandoned(status: dict) -> bool:
@@ -131,12 +159,21 @@ def list_runs(root: Path | None = None) -> list[RunSummary]:
 
 
 def rename_run(run_dir: Path, name: str) -> None:
-    """Gives the run a display name; an empty name goes back to the project's."""
-    label = run_dir / LABEL_FILE
-    if name.strip():
-        atomic_write_text(label, name.strip() + "\n")
-    else:
-        label.unlink(missing_ok=True)
+    """Gives the run another name; a run always has one, so an empty name is a ValueError."""
+    if not name.strip():
+        raise ValueError("a run needs a name")
+    update_status(run_dir, name=name.strip())
+    (run_dir / LABEL_FILE).unlink(missing_ok=True)
+
+
+def set_notes(run_dir: Path, notes: str) -> None:
+    update_status(run_dir, notes=notes.strip())
+
+
+def set_tags(run_dir: Path, tags: str | list[str]) -> None:
+    """Tags as a list or as text separated by commas; empty and repeated ones are dropped."""
+    words = tags.split(",") if isinstance(tags, str) else tags
+    update_status(run_dir, tags=list(dict.fromkeys(tag.strip() for tag in words if tag.strip())))
 
 
 def delete_run(run_dir: Path) -> None:
@@ -159,6 +196,10 @@ def _read_json(path: Path) -> dict:
     except (OSError, ValueError):
         return {}
     return data if isinstance(data, dict) else {}
+
+
+def _text(value: object) -> str:
+    return value.strip() if isinstance(value, str) else ""
 
 
 def _number(value: object) -> float | None:

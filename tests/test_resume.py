@@ -51,6 +51,7 @@ def test_resumed_run_matches_the_uninterrupted_one(tmp_path, kill: bool) -> None
     interrupt_after(project, run_dir, 60, kill=kill)
     status = read_status(run_dir)["status"]
     assert status == ("failed" if kill else "stopped")
+    started = read_status(run_dir)["started_at"]
     cut = read_metrics(run_dir)["step"][-1]
     assert cut < 400
 
@@ -61,6 +62,8 @@ def test_resumed_run_matches_the_uninterrupted_one(tmp_path, kill: bool) -> None
     np.testing.assert_allclose(np.float32(metrics["loss"]), whole["losses"], rtol=1e-5)
     assert np.all(np.diff(metrics["elapsed_s"]) >= 0)
     assert read_status(run_dir)["status"] == "finished"
+    assert read_status(run_dir)["started_at"] == started  # Started stays the first start
+    assert read_status(run_dir)["resumed_at"] > started
 
 
 def test_seed_example_resumes_exactly(tmp_path) -> None:

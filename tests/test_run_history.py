@@ -12,8 +12,23 @@ import pytest
 from distloop_testing import run_engine
 
 from engine.examples import load_example
-from engine.run_folder import MetricsWriter, write_status
-from engine.run_history import delete_run, list_runs, rename_run, summarize
+from engine.run_folder import (
+    STATUS_FILE,
+    MetricsWriter,
+    folder_entries,
+    new_run_dir,
+    read_status,
+    write_status,
+)
+from engine.run_history import (
+    LABEL_FILE,
+    delete_run,
+    list_runs,
+    rename_run,
+    set_notes,
+    set_tags,
+    summarize,
+)
 
 
 def fake_run(root, name: str, started: float, losses: list[float], status: str = "finished"):
@@ -58,10 +73,16 @@ def test_a_crashed_half_written_run_still_summarizes(tmp_path) -> None:
 
 def test_rename_and_delete(tmp_path) -> None:
     run_dir = fake_run(tmp_path, "a", 1.0, [1.0])
+    (run_dir / LABEL_FILE).write_text("named by an earlier version\n")
+    assert summarize(run_dir).name == "named by an earlier version"
     rename_run(run_dir, "  baseline, lr 0.01 ")
     assert summarize(run_dir).name == "baseline, lr 0.01"
-    rename_run(run_dir, "")
-    assert summarize(run_dir).name == "a"
+    assert read_status(run_dir)["name"] == "baseline, lr 0.01"
+    assert read_status(run_dir)["status"] == "finished"  # the rest of the record stays
+    assert not (run_dir / LABEL_FILE).exists()
+    with pytest.raises(ValueError, match="needs a name"):
+        rename_run(run_dir, " ")
+    assert summarize(run_dir).name == "baseline, lr 0.01"
     with pytest.raises(ValueError, match="not a run folder"):
         delete_run(tmp_path)
     delete_run(run_dir)
@@ -75,6 +96,61 @@ def test_errors_are_cleared_when_a_failed_run_is_resumed(tmp_path) -> None:
     write_status(run_dir, "finished")
     assert summarize(run_dir).error is None
     assert summarize(run_dir).strategy == "MirroredStrategy"
+
+
+def test_each_new_run_folder_names_its_run_once(tmp_path) -> None:
+    """``seed #1``, ``seed #2``: readable and unique, decided where the folder is made."""
+    first = new_run_dir("seed", tmp_path)
+    assert folder_entries(first) == []  # the name alone is no run: the folder is still fresh
+    assert read_status(first) == {"status": "created", "name": "seed #1"}
+    (first / "project.json").write_text(json.dumps({"name": "seed"}))
+    write_status(first, "running", started_at=5.0)
+    assert summarize(first).name == "seed #1"  # the engine's statuses keep it
+    second = new_run_dir("seed", tmp_path)
+    other = new_run_dir("seed v2", tmp_path)
+    assert read_status(second)["name"] == "seed #2"
+    assert read_status(other)["name"] == "seed v2 #1"
+    rename_run(first, "seed #7")
+    assert read_status(new_run_dir("seed", tmp_path))["name"] == "seed #8"
+    (second / STATUS_FILE).write_text("{broken")  # a half-written record is skipped
+    assert read_status(new_run_dir("seed v2", tmp_path))["name"] == "seed v2 #2"
+
+
+def test_older_folders_without_a_name_get_one_from_the_folder(tmp_path) -> None:
+    stamped = fake_run(tmp_path, "20261202-130512-seed", 1.0, [1.0])
+    assert summarize(stamped).name == "20261202-130512-seed 12-02 13:05"
+    (stamped / "project.json").write_text(json.dumps({"name": "seed"}))
+    assert summarize(stamped).name == "seed 12-02 13:05"
+    (stamped / "project.json").write_text("{}")
+    assert summarize(stamped).name == "run 12-02 13:05"
+    chosen = fake_run(tmp_path, "my-folder", 1.0, [1.0])  # --out my-folder
+    (chosen / "project.json").write_text("{}")
+    assert summarize(chosen).name == "my-folder"
+
+
+def test_notes_and_tags_are_kept_and_searched(tmp_path) -> None:
+    run_dir = fake_run(tmp_path, "baseline", 1.0, [1.0])
+    set_notes(run_dir, " lr 0.01, no warm-up \n")
+    set_tags(run_dir, "adam, sweep-3,, adam ,")
+    write_status(run_dir, "running", started_at=1.0)  # a resume keeps them
+    run = summarize(run_dir)
+    assert (run.notes, run.tags) == ("lr 0.01, no warm-up", ("adam", "sweep-3"))
+    assert run.matches("") and run.matches("BASE") and run.matches("sweep-3 warm")
+    assert not run.matches("sgd") and not run.matches("adam sgd")
+    set_tags(run_dir, [])
+    assert summarize(run_dir).tags == ()
+
+
+def test_a_resume_keeps_the_first_start(tmp_path) -> None:
+    """The resumed engine reports its own start; Started stays when the run began."""
+    run_dir = fake_run(tmp_path, "r", 100.0, [1.0, 0.5], status="stopped")
+    write_status(run_dir, "running", started_at=5000.0)
+    write_status(run_dir, "finished", started_at=5000.0, last_step=2)
+    status = read_status(run_dir)
+    assert (status["started_at"], status["resumed_at"]) == (100.0, 5000.0)
+    run = summarize(run_dir)
+    assert run.started_at == 100.0
+    assert run.duration_s == 1.0  # the training time metrics.csv holds, not the pause
 
 
 @pytest.mark.slow
