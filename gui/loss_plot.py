@@ -457,6 +457,19 @@ class LossPlot(QWidget):
         """(steps, losses) of each compared run by its legend name, exactly as given."""
         return {c.name: (c.steps, c.losses) for c in self._comparisons.values()}
 
+    def set_comparison_axes(self, x_label: str, y_label: str) -> None:
+        """Names the axes after what the compared runs show (``val_loss`` against wall time).
+
+        The run's own curves are always the loss against the step: the runs panel
+        compares by anything else only while none are drawn.
+        """
+        self.plot_item.setLabel("bottom", x_label)
+        self.plot_item.setLabel("left", y_label)
+
+    def axis_labels(self) -> tuple[str, str]:
+        """(bottom, left) as the plot names its axes now."""
+        return self.plot_item.getAxis("bottom").labelText, self.plot_item.getAxis("left").labelText
+
     def comparison_names(self) -> dict[str, str]:
         """The legend name of each compared run, by its key."""
         return {key: comparison.name for key, comparison in self._comparisons.items()}

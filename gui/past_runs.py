@@ -7,12 +7,21 @@ window, last week from the command line, or on another machine.
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
+from numpy.typing import NDArray
 
 from engine.config import Project, load_project
-from engine.run_folder import EVAL_FILE, METRICS_COLUMNS, PROJECT_FILE, read_eval, read_metrics
+from engine.run_folder import (
+    EVAL_FILE,
+    METRICS_COLUMNS,
+    PROJECT_FILE,
+    folder_stamp,
+    read_eval,
+    read_metrics,
+)
 from engine.run_history import INTERRUPTED, RunSummary
 from gui.loss_plot import LossPlot
 
@@ -22,6 +31,10 @@ RESUMABLE = ("stopped", "failed", INTERRUPTED)
 # Strategies whose tasks are separate processes (engine.tf_config's multi-machine ones).
 CLUSTER_STRATEGIES = ("multi_worker_mirrored", "parameter_server")
 REPLICA_PREFIX = "replica_"
+STEP = "step"
+WALL_TIME = "elapsed_s"
+X_AXES = {STEP: "step", WALL_TIME: "wall time (s)"}
+"""What compared runs can be drawn against: the axis's label by the column it comes from."""
 
 
 def plot_run(plot: LossPlot, run_dir: Path) -> None:
@@ -54,25 +67,90 @@ def plot_run(plot: LossPlot, run_dir: Path) -> None:
             plot.add_evaluation(int(step), val_loss)
 
 
-def compare_runs(plot: LossPlot, runs: list[RunSummary]) -> list[str]:
-    """Overlays each run's loss on ``plot``; returns what could not be read, one line a run.
+def comparable_metrics(run_dir: Path) -> list[str]:
+    """What a run can be compared by: ``loss``, each named loss, each ``val_*`` evaluation.
 
-    Two runs with the same name are told apart by their folder's name.
+    Unreadable files offer nothing (comparing the run says why).
     """
-    problems: list[str] = []
-    names = plot.comparison_names()
+    try:
+        columns = list(read_metrics(run_dir))
+        evaluated = list(read_eval(run_dir)) if (run_dir / EVAL_FILE).is_file() else []
+    except (OSError, UnicodeDecodeError):
+        return []
+    named = [c for c in columns if c not in METRICS_COLUMNS and not c.startswith(REPLICA_PREFIX)]
+    return [
+        *(["loss"] if "loss" in columns else []),
+        *named,
+        *(c for c in evaluated if c.startswith("val_")),
+    ]
+
+
+def metric_curve(
+    run_dir: Path, metric: str, x_axis: str = STEP
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """(x, values) of one metric of a run, against the step or the wall time.
+
+    Evaluations have no time of their own: theirs is the step's in ``metrics.csv``.
+    A run without ``metric`` gives two empty arrays. Raises OSError when a file
+    cannot be read.
+    """
+    metrics = read_metrics(run_dir)
+    if metric.startswith("val_"):
+        source = read_eval(run_dir) if (run_dir / EVAL_FILE).is_file() else {}
+    else:
+        source = metrics
+    steps = np.array(source.get("step", []) if metric in source else [], dtype=np.float64)
+    values = np.array(source.get(metric, []), dtype=np.float64)
+    if x_axis == STEP:
+        return steps, values
+    if source is metrics:
+        return np.array(metrics.get(WALL_TIME, []), dtype=np.float64)[: len(values)], values
+    known = np.array(metrics.get("step", []), dtype=np.float64)
+    times = np.array(metrics.get(WALL_TIME, []), dtype=np.float64)
+    if not len(known) or not len(steps):
+        return np.empty(0), np.empty(0)
+    return np.interp(steps, known, times), values
+
+
+def legend_names(runs: list[RunSummary]) -> dict[Path, str]:
+    """Each run's name, with when it was made added where two runs share one."""
+    counts = Counter(run.name for run in runs)
+    names: dict[Path, str] = {}
+    for run in runs:
+        if counts[run.name] == 1:
+            names[run.path] = run.name
+            continue
+        stamp = folder_stamp(run.path)
+        names[run.path] = f"{run.name} ({f'{stamp:%m-%d %H:%M:%S}' if stamp else run.path.name})"
+    return names
+
+
+def compare_runs(
+    plot: LossPlot, runs: list[RunSummary], metric: str = "loss", x_axis: str = STEP
+) -> tuple[dict[Path, str], list[str]]:
+    """Draws exactly ``runs`` on ``plot`` as compared runs, by ``metric`` against ``x_axis``.
+
+    Returns why a run could not be read (one line, by its folder) and the legend
+    names of the runs that have no ``metric``.
+    """
+    plot.clear_comparisons()
+    problems: dict[Path, str] = {}
+    missing: list[str] = []
+    names = legend_names(runs)
     for run in runs:
         try:
-            metrics = read_metrics(run.path)
-        except OSError as exc:
-            problems.append(f"{run.name}: {exc.strerror or exc}")
+            x, values = metric_curve(run.path, metric, x_axis)
+        except FileNotFoundError:  # a run that ended before its first step recorded nothing
+            x, values = np.empty(0), np.empty(0)
+        except (OSError, UnicodeDecodeError) as exc:
+            problems[run.path] = f"{run.name}: {getattr(exc, 'strerror', None) or exc}"
             continue
-        key = str(run.path)
-        others = {name for other, name in names.items() if other != key}
-        name = run.name if run.name not in others else f"{run.name} ({run.path.name})"
-        plot.add_comparison(key, name, metrics.get("step", []), metrics.get("loss", []))
-        names[key] = name
-    return problems
+        if not len(values):
+            missing.append(names[run.path])
+            continue
+        plot.add_comparison(str(run.path), names[run.path], x, values)
+    plot.set_comparison_axes(X_AXES[x_axis] if runs else X_AXES[STEP], metric if runs else "loss")
+    return problems, missing
 
 
 def can_resume(run: RunSummary) -> bool:

@@ -2,8 +2,8 @@
 
 Display text and sort keys differ (``1:02:05`` sorts as seconds, a missing loss
 sorts last), so every cell also answers :data:`SORT_ROLE` with a number or a
-string the proxy compares. Editing a name renames the run (``label.txt``); the
-folder itself is never renamed.
+string the proxy compares. Editing a name, the tags or the notes writes them to
+the run's ``status.json``; the folder itself is never renamed.
 """
 
 from __future__ import annotations
@@ -18,7 +18,14 @@ from PySide6.QtGui import QBrush, QColor
 
 from engine.formatting import format_duration
 from engine.run_folder import format_loss
-from engine.run_history import INTERRUPTED, RunSummary, rename_run, summarize
+from engine.run_history import (
+    INTERRUPTED,
+    RunSummary,
+    rename_run,
+    set_notes,
+    set_tags,
+    summarize,
+)
 
 SORT_ROLE = Qt.ItemDataRole.UserRole
 Index = QModelIndex | QPersistentModelIndex
@@ -40,6 +47,8 @@ class Column(enum.IntEnum):
     BEST_LOSS = 6
     DURATION = 7
     STATUS = 8
+    TAGS = 9
+    NOTES = 10
 
 
 HEADERS = {
@@ -52,7 +61,11 @@ HEADERS = {
     Column.BEST_LOSS: "Best loss",
     Column.DURATION: "Duration",
     Column.STATUS: "Status",
+    Column.TAGS: "Tags",
+    Column.NOTES: "Notes",
 }
+WRITERS = {Column.NAME: rename_run, Column.TAGS: set_tags, Column.NOTES: set_notes}
+EDITABLE = set(WRITERS)
 NUMERIC = {Column.REPLICAS, Column.STEPS, Column.FINAL_LOSS, Column.BEST_LOSS, Column.DURATION}
 
 
@@ -107,7 +120,7 @@ class RunsTableModel(QAbstractTableModel):
 
     def flags(self, index: Index) -> Qt.ItemFlag:
         flags = super().flags(index)
-        return flags | Qt.ItemFlag.ItemIsEditable if index.column() == Column.NAME else flags
+        return flags | Qt.ItemFlag.ItemIsEditable if index.column() in EDITABLE else flags
 
     def data(self, index: Index, role: int = Qt.ItemDataRole.DisplayRole) -> object:
         if not index.isValid():
@@ -115,7 +128,7 @@ class RunsTableModel(QAbstractTableModel):
         run = self._runs[index.row()]
         column = Column(index.column())
         if role in (Qt.ItemDataRole.DisplayRole, Qt.ItemDataRole.EditRole):
-            return run.name if role == Qt.ItemDataRole.EditRole else self._text(run, column)
+            return self._text(run, column)
         if role == SORT_ROLE:
             return self._sort_key(run, column)
         if role == Qt.ItemDataRole.ToolTipRole:
@@ -128,14 +141,18 @@ class RunsTableModel(QAbstractTableModel):
         return None
 
     def setData(self, index: Index, value: object, role: int = Qt.ItemDataRole.EditRole) -> bool:
-        """A new name is written to the run folder at once; an empty one restores the project's.
+        """A name, tags (separated by commas) or notes are written to the run folder at once.
 
+        An empty name is refused (False): every run keeps a name to be told apart by.
         Raises OSError when the folder cannot be written, so the caller can say why.
         """
-        if role != Qt.ItemDataRole.EditRole or index.column() != Column.NAME:
+        column = index.column()
+        if role != Qt.ItemDataRole.EditRole or column not in EDITABLE:
             return False
-        run = self._runs[index.row()]
-        rename_run(run.path, str(value))
+        run, text = self._runs[index.row()], str(value)
+        if column == Column.NAME and not text.strip():
+            return False
+        WRITERS[Column(column)](run.path, text)
         self._runs[index.row()] = summarize(run.path)
         self.dataChanged.emit(self.index(index.row(), 0), self.index(index.row(), len(Column) - 1))
         return True
@@ -152,6 +169,8 @@ class RunsTableModel(QAbstractTableModel):
             Column.BEST_LOSS: _loss_text(run.best_loss),
             Column.DURATION: "—" if run.duration_s is None else format_duration(run.duration_s),
             Column.STATUS: run.status,
+            Column.TAGS: ", ".join(run.tags),
+            Column.NOTES: run.notes,
         }
         return texts[column]
 
@@ -167,6 +186,8 @@ class RunsTableModel(QAbstractTableModel):
             Column.BEST_LOSS: _number_key(run.best_loss),
             Column.DURATION: _number_key(run.duration_s),
             Column.STATUS: run.status,
+            Column.TAGS: ", ".join(run.tags).casefold(),
+            Column.NOTES: run.notes.casefold(),
         }
         return keys[column]
 
@@ -181,4 +202,8 @@ class RunsTableModel(QAbstractTableModel):
             )
         if column == Column.NAME:
             return str(run.path)
+        if column == Column.NOTES and run.notes:
+            return run.notes
+        if column in (Column.TAGS, Column.NOTES):
+            return "Double-click to edit; tags are separated by commas"
         return None

@@ -3,11 +3,16 @@
 The list is the run folders themselves (:mod:`engine.run_history`), so runs made
 from the command line or copied from another machine appear beside the window's
 own. It is read again when a run starts or ends, on Refresh (F5), and when a
-folder appears in or leaves the runs folder.
+folder appears in or leaves the runs folder. A filter box keeps the runs whose
+name, tags or notes hold every word typed.
 
 Showing a run draws it in the loss plot; while a run is going on, a shown run is
-compared instead, so the live curves are never replaced. Questions (delete?)
-and file choices go through methods a test can replace.
+compared instead, so the live curves are never replaced. Compared runs pile up
+until the comparison is cleared, each once and never the run the plot already
+draws; they can be compared by any metric they recorded, against the step or the
+wall time. The plot's own curves are the loss against the step, so comparing by
+anything else takes the shown run into the comparison. Questions (delete?) and
+file choices go through methods a test can replace.
 """
 
 from __future__ import annotations
@@ -19,6 +24,8 @@ from pathlib import Path
 from PySide6.QtCore import (
     QFileSystemWatcher,
     QItemSelectionModel,
+    QModelIndex,
+    QPersistentModelIndex,
     QPoint,
     QSettings,
     QSortFilterProxyModel,
@@ -30,8 +37,12 @@ from PySide6.QtCore import (
 from PySide6.QtGui import QAction, QDesktopServices, QKeySequence
 from PySide6.QtWidgets import (
     QAbstractItemView,
+    QComboBox,
     QFileDialog,
+    QHBoxLayout,
     QHeaderView,
+    QLabel,
+    QLineEdit,
     QMenu,
     QMessageBox,
     QStyle,
@@ -42,16 +53,52 @@ from PySide6.QtWidgets import (
 )
 
 from engine.run_folder import default_runs_root
-from engine.run_history import RunSummary, delete_run, list_runs
+from engine.run_history import RunSummary, delete_run, list_runs, summarize
 from gui import dialogs
 from gui.exports import CSV_FILTER, copy_metrics
 from gui.loss_plot import LossPlot
-from gui.past_runs import can_resume, compare_runs, plot_run
+from gui.past_runs import (
+    STEP,
+    WALL_TIME,
+    can_resume,
+    comparable_metrics,
+    compare_runs,
+    plot_run,
+)
 from gui.runs_model import SORT_ROLE, Column, RunsTableModel
 
 HEADER_KEY = "runsPanel/header"
 WATCH_DELAY_MS = 300  # a new run folder fills within moments; read it once it settled
-DEFAULT_WIDTHS = {Column.NAME: 240, Column.STARTED: 120, Column.STRATEGY: 170}
+DEFAULT_WIDTHS = {
+    Column.NAME: 200,
+    Column.STARTED: 120,
+    Column.STRATEGY: 150,
+    Column.TAGS: 120,
+    Column.STATUS: 80,
+}
+LOSS = "loss"
+PLOT_UNITS = (LOSS, STEP)
+"""What the plot's own curves show: any other comparison leaves them out."""
+
+
+class RunsFilter(QSortFilterProxyModel):
+    """Sorts by :data:`SORT_ROLE` and keeps the runs :meth:`RunSummary.matches` the text."""
+
+    def __init__(self, parent: QWidget) -> None:
+        super().__init__(parent)
+        self._text = ""
+        self.setSortRole(SORT_ROLE)
+
+    def set_text(self, text: str) -> None:
+        self.beginFilterChange()
+        self._text = text
+        self.endFilterChange()
+
+    def filterAcceptsRow(
+        self, source_row: int, source_parent: QModelIndex | QPersistentModelIndex
+    ) -> bool:
+        model = self.sourceModel()
+        return not isinstance(model, RunsTableModel) or model.run(source_row).matches(self._text)
 
 
 class RunsPanel(QWidget):
@@ -66,11 +113,24 @@ class RunsPanel(QWidget):
         self._plot = plot
         self._root = runs_root or default_runs_root()
         self._active_run: Path | None = None
+        self._shown: RunSummary | None = None  # the past run drawn as the plot's own curves
+        self._compared: dict[Path, RunSummary] = {}  # in the order they were compared
 
         self.model = RunsTableModel()
-        self.proxy = QSortFilterProxyModel(self)
+        self.proxy = RunsFilter(self)
         self.proxy.setSourceModel(self.model)
-        self.proxy.setSortRole(SORT_ROLE)
+        self.filter_edit = QLineEdit()
+        self.filter_edit.setPlaceholderText("Filter by name, tag or note")
+        self.filter_edit.setClearButtonEnabled(True)
+        self.filter_edit.textChanged.connect(self.proxy.set_text)
+        self.metric_box = QComboBox()
+        self.metric_box.setToolTip("What the compared runs show: the loss, a named loss, val_*")
+        self.x_axis_box = QComboBox()
+        self.x_axis_box.addItem("step", STEP)
+        self.x_axis_box.addItem("wall time", WALL_TIME)
+        self.x_axis_box.setToolTip("Compare against the step or the seconds since the start")
+        self.comparison_note = QLabel()
+        self.comparison_note.setWordWrap(True)
         self.table = QTableView()
         self.table.setModel(self.proxy)
         self.table.setSortingEnabled(True)
@@ -102,11 +162,24 @@ class RunsPanel(QWidget):
             self.delete_action,
         ):
             self.toolbar.addAction(action)
+        compare_row = QHBoxLayout()
+        compare_row.setContentsMargins(4, 2, 4, 2)
+        compare_row.addWidget(self.filter_edit, 2)
+        compare_row.addSpacing(8)
+        compare_row.addWidget(QLabel("Compare"))
+        compare_row.addWidget(self.metric_box, 1)
+        compare_row.addWidget(QLabel("against"))
+        compare_row.addWidget(self.x_axis_box)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.setSpacing(0)
         layout.addWidget(self.toolbar)
+        layout.addLayout(compare_row)
+        layout.addWidget(self.comparison_note)
         layout.addWidget(self.table, 1)
+        self._fill_metric_box()
+        self.metric_box.currentIndexChanged.connect(lambda _index: self._draw_comparisons())
+        self.x_axis_box.currentIndexChanged.connect(lambda _index: self._draw_comparisons())
 
         self._watcher = QFileSystemWatcher(self)
         self._watch_timer = QTimer(self)
@@ -115,7 +188,8 @@ class RunsPanel(QWidget):
         self._watch_timer.timeout.connect(self.refresh)
         self._watcher.directoryChanged.connect(lambda _path: self._watch_timer.start())
 
-        self.table.doubleClicked.connect(lambda _index: self.show_selected())
+        self.table.doubleClicked.connect(self._double_clicked)
+        self.model.dataChanged.connect(lambda *_args: self._sync_compared())
         self.table.customContextMenuRequested.connect(self._context_menu)
         self.table.selectionModel().selectionChanged.connect(self._update_actions)
         self.refresh()
@@ -167,7 +241,7 @@ class RunsPanel(QWidget):
             "Compare",
             self.compare_selected,
             "Ctrl+Return",
-            "Overlay the selected runs' losses on the plot, each in its own colour",
+            "Add the selected runs to the comparison on the plot, each in its own colour",
         )
         self.clear_comparison_action = self._action(
             "Clear Comparison",
@@ -178,6 +252,15 @@ class RunsPanel(QWidget):
         )
         self.rename_action = self._action(
             "Rename", self.rename_selected, "F2", "Give the selected run a name of its own"
+        )
+        self.edit_tags_action = self._action(
+            "Edit Tags",
+            lambda: self._edit_selected(Column.TAGS),
+            None,
+            "Tag the selected run (tags are separated by commas)",
+        )
+        self.edit_notes_action = self._action(
+            "Edit Notes", lambda: self._edit_selected(Column.NOTES), None, "Note what the run tried"
         )
         self.delete_action = self._action(
             "Delete…",
@@ -216,7 +299,13 @@ class RunsPanel(QWidget):
         menu.addSeparator()
         menu.addAction(self.resume_action)
         menu.addSeparator()
-        for action in (self.rename_action, self.export_csv_action, self.open_folder_action):
+        for action in (
+            self.rename_action,
+            self.edit_tags_action,
+            self.edit_notes_action,
+            self.export_csv_action,
+            self.open_folder_action,
+        ):
             menu.addAction(action)
         menu.addSeparator()
         menu.addAction(self.delete_action)
@@ -234,6 +323,7 @@ class RunsPanel(QWidget):
         selected = [run.path for run in self.selected_runs()]
         self.model.set_runs(list_runs(self._root))
         self.select_paths(selected)
+        self._sync_compared()
         if self._root.is_dir() and str(self._root) not in self._watcher.directories():
             self._watcher.addPath(str(self._root))
         self._update_actions()
@@ -264,9 +354,36 @@ class RunsPanel(QWidget):
                 selection.select(index, flags)
 
     def set_active_run(self, run_dir: Path | None) -> None:
-        """The folder a run is writing now (None when idle): it cannot be deleted or resumed."""
-        self._active_run = run_dir
+        """The folder a run is writing now (None when idle): it cannot be deleted or resumed.
+
+        Its live curves are the plot's own; once it ended, they are its record there,
+        as if it had been shown. While it goes on, compared runs show their loss
+        against the step, as it does.
+        """
+        previous, self._active_run = self._active_run, run_dir
         self._update_actions()
+        if run_dir == previous:
+            return
+        if run_dir is not None:
+            self._shown = None
+            self._compared.pop(run_dir, None)
+        elif previous is not None:
+            self._shown = self._summary(previous)
+        for box in (self.metric_box, self.x_axis_box):
+            box.setEnabled(run_dir is None)
+        self._draw_comparisons()
+
+    def compared_runs(self) -> list[RunSummary]:
+        """The runs in the comparison, in the order they joined it."""
+        return list(self._compared.values())
+
+    def shown_run(self) -> RunSummary | None:
+        """The past run the plot draws as its own curves (not a compared one)."""
+        return self._shown
+
+    def _summary(self, path: Path) -> RunSummary:
+        row = self.model.row_of(path)
+        return self.model.run(row) if row is not None else summarize(path)
 
     def _source_row(self, proxy_row: int) -> int:
         return self.proxy.mapToSource(self.proxy.index(proxy_row, 0)).row()
@@ -281,6 +398,8 @@ class RunsPanel(QWidget):
         for action in (
             self.show_action,
             self.rename_action,
+            self.edit_tags_action,
+            self.edit_notes_action,
             self.export_csv_action,
             self.open_folder_action,
         ):
@@ -293,6 +412,13 @@ class RunsPanel(QWidget):
 
     # --- what can be done with a run ---------------------------------------------------
 
+    def _double_clicked(self, index: QModelIndex) -> None:
+        """Tags and notes are edited where they are; anywhere else the run is shown."""
+        if index.column() in (Column.TAGS, Column.NOTES):
+            self.table.edit(index)
+        else:
+            self.show_selected()
+
     def show_selected(self) -> None:
         """Draws the selected run in the plot; compares it while a run is going on."""
         run = self._single()
@@ -302,29 +428,91 @@ class RunsPanel(QWidget):
             self._compare([run])
             return
         self._plot.clear()
+        self._shown = None
         try:
             plot_run(self._plot, run.path)
         except OSError as exc:
             dialogs.show_error(self, "Cannot show the run", f"{run.name}: {exc}")
             return
+        self._shown = run
+        self._compared.pop(run.path, None)  # drawn once: as the plot's own curves
         self._plot.set_caption(run.name)
         self._plot.auto_range()
+        self._fill_metric_box()
+        self._draw_comparisons()
 
     def compare_selected(self) -> None:
         self._compare(self.selected_runs())
 
     def _compare(self, runs: list[RunSummary]) -> None:
-        problems = compare_runs(self._plot, runs)
+        """Adds ``runs`` to the comparison; the plot's own run is never drawn a second time."""
+        own = {self._active_run}
+        if self._shown is not None and self._selection() == PLOT_UNITS:
+            own.add(self._shown.path)
+        for run in runs:
+            if run.path not in own:
+                self._compared[run.path] = run
+        self._fill_metric_box()
+        self._draw_comparisons()
+
+    def _selection(self) -> tuple[str, str]:
+        """(metric, x axis) the compared runs show: the live run's units while one goes on."""
+        if self._active_run is not None:
+            return PLOT_UNITS
+        return (
+            str(self.metric_box.currentData() or LOSS),
+            str(self.x_axis_box.currentData() or STEP),
+        )
+
+    def _fill_metric_box(self) -> None:
+        """Offers every metric a compared or shown run recorded, keeping the one chosen."""
+        runs = [*self._compared.values(), *([self._shown] if self._shown else [])]
+        found = {metric for run in runs for metric in comparable_metrics(run.path)}
+        metrics = [LOSS, *sorted(found - {LOSS}, key=lambda m: (m.startswith("val_"), m))]
+        chosen = self.metric_box.currentData() or LOSS
+        self.metric_box.blockSignals(True)
+        self.metric_box.clear()
+        for metric in metrics:
+            self.metric_box.addItem(metric, metric)
+        self.metric_box.setCurrentIndex(metrics.index(chosen) if chosen in metrics else 0)
+        self.metric_box.blockSignals(False)
+
+    def _draw_comparisons(self) -> None:
+        """Draws the compared runs by the chosen metric; says which runs lack it."""
+        selection = self._selection()
+        if selection != PLOT_UNITS and self._shown is not None:
+            # The plot's own curves show the loss by the step: the shown run joins instead.
+            shown, self._shown = self._shown, None
+            self._plot.clear()
+            self._compared = {shown.path: shown, **self._compared}
+        runs = list(self._compared.values())
+        problems, missing = compare_runs(self._plot, runs, *selection)
+        for path in problems:  # told once, not on every redraw
+            self._compared.pop(path, None)
+        self.comparison_note.setText(
+            f"Not drawn, no {selection[0]} recorded: {', '.join(missing)}" if missing else ""
+        )
+        self.comparison_note.setVisible(bool(missing))
         if problems:
             dialogs.show_error(
                 self,
                 "Cannot compare every run",
                 "These runs have no readable metrics:",
-                "\n".join(problems),
+                "\n".join(problems.values()),
             )
 
+    def _sync_compared(self) -> None:
+        """Compared runs renamed or deleted elsewhere are drawn as they are now."""
+        current = {path: self._summary(path) for path in self._compared if path.is_dir()}
+        if current != self._compared:
+            self._compared = current
+            self._fill_metric_box()
+            self._draw_comparisons()
+
     def clear_comparison(self) -> None:
-        self._plot.clear_comparisons()
+        self._compared.clear()
+        self._fill_metric_box()
+        self._draw_comparisons()
 
     def rename_selected(self) -> None:
         """Starts editing the selected run's name in place (Enter keeps it, Esc cancels)."""
@@ -335,8 +523,16 @@ class RunsPanel(QWidget):
         if row is not None:
             self.table.edit(self.proxy.mapFromSource(self.model.index(row, Column.NAME)))
 
+    def _edit_selected(self, column: Column) -> None:
+        run = self._single()
+        row = self.model.row_of(run.path) if run is not None else None
+        if row is not None:
+            index = self.proxy.mapFromSource(self.model.index(row, column))
+            self.table.setCurrentIndex(index)
+            self.table.edit(index)
+
     def rename(self, run: RunSummary, name: str) -> bool:
-        """Gives ``run`` a display name; an empty name goes back to the project's."""
+        """Gives ``run`` another name; an empty one is refused (False)."""
         row = self.model.row_of(run.path)
         if row is None:
             return False
@@ -360,7 +556,6 @@ class RunsPanel(QWidget):
             return
         failures = []
         for run in runs:
-            self._plot.remove_comparison(str(run.path))
             try:
                 delete_run(run.path)
             except (OSError, ValueError) as exc:

@@ -20,12 +20,19 @@ from PySide6.QtWidgets import QApplication, QFileDialog
 
 from engine.config import Project, load_project
 from engine.examples import load_example
-from engine.run_folder import EvalWriter, MetricsWriter, read_eval, read_metrics, write_status
-from engine.run_history import LABEL_FILE, summarize
+from engine.run_folder import (
+    EvalWriter,
+    MetricsWriter,
+    read_eval,
+    read_metrics,
+    read_status,
+    write_status,
+)
+from engine.run_history import summarize
 from engine.script_export import ExportError
 from gui.app import app_icon
 from gui.main_window import MainWindow
-from gui.past_runs import resume_refusal
+from gui.past_runs import WALL_TIME, resume_refusal
 from gui.runs_model import Column
 from gui.runs_panel import HEADER_KEY, RunsPanel
 
@@ -127,6 +134,8 @@ def test_runs_are_listed_newest_first_with_their_numbers(make_window, three_runs
         "0.25",
         _text(panel, 0, Column.DURATION),
         "stopped",
+        "",
+        "",
     ]
     assert (_text(panel, 2, Column.FINAL_LOSS), _text(panel, 2, Column.BEST_LOSS)) == ("2.5", "2.0")
     assert _text(panel, 2, Column.STEPS) == "3"
@@ -205,6 +214,84 @@ def test_compare_two_runs_then_clear(make_window, three_runs) -> None:
     assert window.plot.comparisons() == {} and window.plot.legend_names() == []
 
 
+def test_compared_runs_pile_up_each_once_never_the_shown_run(make_window, three_runs) -> None:
+    window: MainWindow = make_window()
+    panel, plot = window.runs_panel, window.plot
+    _select(panel, three_runs["new"])
+    panel.show_action.trigger()
+    _select(panel, three_runs["old"])
+    panel.compare_action.trigger()
+    _select(panel, three_runs["failed"], three_runs["old"], three_runs["new"])
+    panel.compare_action.trigger()  # adds to the comparison: old stays, once; new is shown
+    assert [run.name for run in panel.compared_runs()] == ["old", "failed"]
+    assert plot.legend_names()[-2:] == ["old", "failed"]
+    assert sorted(plot.comparisons()) == ["failed", "old"]
+    assert list(plot.steps()) == [1, 2, 3, 4] and plot.caption() == "new"
+
+    _select(panel, three_runs["old"])
+    panel.show_action.trigger()  # a compared run that is shown leaves the comparison
+    assert sorted(plot.comparisons()) == ["failed"]
+    assert list(plot.losses()) == [3.0, 2.0, 2.5]
+    panel.clear_comparison_action.trigger()
+    assert plot.comparisons() == {} and panel.compared_runs() == []
+
+
+def test_compare_by_any_metric_against_step_or_wall_time(make_window, three_runs) -> None:
+    window: MainWindow = make_window()
+    panel, plot = window.runs_panel, window.plot
+    _select(panel, three_runs["new"])
+    panel.show_action.trigger()
+    _select(panel, three_runs["old"])
+    panel.compare_action.trigger()
+    metrics = [panel.metric_box.itemText(i) for i in range(panel.metric_box.count())]
+    assert metrics == ["loss", "generator", "val_loss"]
+    assert panel.comparison_note.isHidden()
+
+    panel.metric_box.setCurrentText("val_loss")  # the plot's own curves are the loss by step:
+    assert panel.shown_run() is None and len(plot.steps()) == 0  # the shown run is compared
+    assert list(plot.comparisons()) == ["new"]
+    steps, values = plot.comparisons()["new"]
+    assert (list(steps), list(values)) == ([2, 4], [0.875, 0.625])
+    assert not panel.comparison_note.isHidden()
+    assert panel.comparison_note.text() == "Not drawn, no val_loss recorded: old"
+    assert plot.axis_labels() == ("step", "val_loss")
+
+    panel.x_axis_box.setCurrentIndex(panel.x_axis_box.findData(WALL_TIME))
+    assert list(plot.comparisons()["new"][0]) == [0.5, 1.0]  # the time of steps 2 and 4
+    panel.metric_box.setCurrentText("loss")
+    compared = plot.comparisons()
+    assert list(compared["old"][0]) == [0.25, 0.5, 0.75] and list(compared["old"][1]) == [3, 2, 2.5]
+    assert plot.axis_labels() == ("wall time (s)", "loss")
+    panel.clear_comparison_action.trigger()
+    assert plot.axis_labels() == ("step", "loss")
+    assert [panel.metric_box.itemText(i) for i in range(panel.metric_box.count())] == ["loss"]
+
+
+def test_tags_and_notes_are_edited_in_place_and_filtered(make_window, three_runs) -> None:
+    panel = make_window().runs_panel
+    rows = {run.name: row for row, run in enumerate(panel.runs())}
+    assert panel.proxy.setData(panel.proxy.index(rows["old"], Column.TAGS), "baseline, adam")
+    assert panel.proxy.setData(panel.proxy.index(rows["new"], Column.NOTES), "lr 0.1 diverged")
+    assert read_status(three_runs["old"])["tags"] == ["baseline", "adam"]
+    assert read_status(three_runs["new"])["notes"] == "lr 0.1 diverged"
+    assert read_status(three_runs["new"])["status"] == "stopped"
+    assert _text(panel, rows["old"], Column.TAGS) == "baseline, adam"
+
+    panel.filter_edit.setText("ADAM")
+    assert [run.name for run in panel.runs()] == ["old"]
+    panel.filter_edit.setText("diverged")
+    assert [run.name for run in panel.runs()] == ["new"]
+    panel.filter_edit.setText("fail")
+    assert [run.name for run in panel.runs()] == ["failed"]
+    panel.filter_edit.setText("")
+    assert len(panel.runs()) == 3
+
+    _select(panel, three_runs["failed"])
+    panel.edit_notes_action.trigger()
+    assert panel.table.state() == panel.table.State.EditingState
+    assert panel.table.currentIndex().column() == Column.NOTES
+
+
 def test_runs_with_the_same_name_are_told_apart(make_window, runs_root) -> None:
     now = time.time()
     first = fake_run(runs_root, "x-1", name="same", started=now - 10, losses=[1.0])
@@ -212,7 +299,7 @@ def test_runs_with_the_same_name_are_told_apart(make_window, runs_root) -> None:
     window: MainWindow = make_window()
     _select(window.runs_panel, first, second)
     window.runs_panel.compare_action.trigger()
-    assert sorted(window.plot.comparisons()) == ["same", "same (x-1)"]
+    assert sorted(window.plot.comparisons()) == ["same (x-1)", "same (x-2)"]
 
 
 def test_show_during_a_live_run_compares_instead(qtbot, make_window, three_runs) -> None:
@@ -225,23 +312,35 @@ def test_show_during_a_live_run_compares_instead(qtbot, make_window, three_runs)
     panel.show_action.trigger()
     assert list(window.plot.comparisons()) == ["old"]
     assert set(window.plot.losses()) == {0.5}  # the live curves are untouched
+    assert not panel.metric_box.isEnabled()  # compared like the live run: loss by step
+    assert window.plot.axis_labels() == ("step", "loss")
+    live = window.last_run_dir
+    assert read_status(live)["name"] == f"{window.validation.project.name} #1"
+    (live / "project.json").write_text(load_example("seed").to_json(), encoding="utf-8")
+    panel.refresh()
+    _select(panel, live)
+    assert panel.selected_runs()[0].name == f"{window.validation.project.name} #1"
+    panel.compare_action.trigger()  # the live run is drawn already
+    assert list(window.plot.comparisons()) == ["old"]
     window.stop()
     qtbot.waitUntil(lambda: not window.controller.active, timeout=5000)
+    assert panel.metric_box.isEnabled()
 
 
-def test_rename_inline_writes_the_label(make_window, three_runs) -> None:
+def test_rename_inline_writes_the_name(make_window, three_runs) -> None:
     panel = make_window().runs_panel
     _select(panel, three_runs["old"])
     panel.rename_action.trigger()
     assert panel.table.state() == panel.table.State.EditingState
     row = [run.name for run in panel.runs()].index("old")
     assert panel.proxy.setData(panel.proxy.index(row, Column.NAME), "baseline, lr 0.01")
-    assert (three_runs["old"] / LABEL_FILE).read_text(encoding="utf-8") == "baseline, lr 0.01\n"
+    assert read_status(three_runs["old"])["name"] == "baseline, lr 0.01"
+    assert read_status(three_runs["old"])["status"] == "finished"
     assert _text(panel, row, Column.NAME) == "baseline, lr 0.01"
     panel.refresh()
     assert "baseline, lr 0.01" in [run.name for run in panel.runs()]
-    assert panel.rename(summarize(three_runs["old"]), "")
-    assert summarize(three_runs["old"]).name == "old"
+    assert not panel.rename(summarize(three_runs["old"]), " ")  # a run keeps a name
+    assert summarize(three_runs["old"]).name == "baseline, lr 0.01"
 
 
 def test_keys_act_on_the_table_but_not_on_a_name_being_edited(
