@@ -260,6 +260,7 @@ class _Task:
         self.state: TaskState = "starting"
         self.last_line = ""
         self.last_step: int | None = None
+        self.started: RunStarted | None = None
         self.terminal: RunFinished | RunFailed | None = None
 
 
@@ -358,6 +359,9 @@ class LocalCluster:
         self._log: TextIO | None = None
         self._network: PrivateNetwork | None = None
         self._outbox: list[Message] = []
+        # The reporter's RunStarted and what followed it, until every trainer has started.
+        self._held_start: RunStarted | None = None
+        self._held: list[Message] = []
 
     # --- control ---------------------------------------------------------------------
 
@@ -545,13 +549,14 @@ class LocalCluster:
             self._outbox.append(message)
         elif isinstance(message, RunStarted):
             task.state = "serving" if message.serving else "running"
+            task.started = message
             if reporter:
                 if self._resume:  # the steps after the checkpoint are trained again
                     try:
                         truncate_metrics(self.run_dir, message.first_step - 1)
                     except RunFolderError as exc:
                         self._folder_failure(exc)
-                self._outbox.append(message.model_copy(update={"run_dir": str(self.run_dir)}))
+                self._held_start = message.model_copy(update={"run_dir": str(self.run_dir)})
             else:
                 what = f"serves {message.serving}" if message.serving else "started its loop"
                 self._note(f"{task.name} {what}", task=task.name)
@@ -559,7 +564,7 @@ class LocalCluster:
             task.last_step = message.steps[-1]
             if reporter:
                 self._record(message)
-                self._outbox.append(message)
+                self._pass_on(message)
         elif isinstance(message, RunFinished):
             task.state, task.terminal = message.status, message
             self._note(f"{task.name} {message.status}", task=task.name)
@@ -573,7 +578,43 @@ class LocalCluster:
                 task=task.name,
             )
         elif reporter:  # what a later protocol adds (within version 1) is the chief's to say
-            self._outbox.append(message)
+            self._pass_on(message)
+        self._release_start()
+
+    def _pass_on(self, message: Message) -> None:
+        """The reporter's message, behind its RunStarted while that is held."""
+        (self._outbox if self._held_start is None else self._held).append(message)
+
+    def _release_start(self, *, now: bool = False) -> None:
+        """Sends the reporter's RunStarted once it can speak for the whole cluster.
+
+        A task's RunStarted names its own devices only; the run's names every
+        trainer's (a multi-worker run's are on all its workers), so it waits until
+        each trainer has started, or ended (``now``: the run ends before they all did).
+        The status file then records what runs, as a single engine's does.
+        """
+        if self._held_start is None:
+            return
+        trainers = self._trainers()
+        if not now and not all(t.started or t.terminal for t in trainers):
+            return
+        devices = list(dict.fromkeys(d for t in trainers if t.started for d in t.started.devices))
+        started = self._held_start.model_copy(update={"devices": devices})
+        self._outbox += [started, *self._held]
+        self._held_start, self._held = None, []
+        details = started.model_dump(include={"num_replicas", "devices", "total_steps"})
+        if self._folder_failed:
+            return
+        try:
+            write_status(
+                self.run_dir,
+                "running",
+                strategy=started.strategy_kind or started.strategy,
+                strategy_class=started.strategy,
+                **details,
+            )
+        except RunFolderError as exc:
+            self._folder_failure(exc)
 
     def _record(self, message: StepMetrics) -> None:
         """Writes the reporter's steps into the top-level trace.
@@ -606,6 +647,7 @@ class LocalCluster:
 
     def _advance(self) -> None:
         now = time.monotonic()
+        self._release_start(now=self._ending is not None)
         if self._ending is None:
             ended = [t for t in self._tasks if t.server and isinstance(t.terminal, RunFinished)]
             if ended:

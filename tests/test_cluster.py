@@ -206,7 +206,16 @@ def test_two_workers_give_the_single_process_trace_and_the_cli_prints_it(tmp_pat
 
     # The top level is what `distloop run` writes; each task has its own folder.
     np.testing.assert_allclose(np.float32(read_metrics(out)["loss"]), losses, rtol=1e-6)
-    assert read_status(out)["status"] == "finished"
+    status = read_status(out)
+    assert status["status"] == "finished"
+    # What runs, for the whole cluster: the kind chosen, both workers' replicas and devices.
+    assert (status["strategy"], status["num_replicas"]) == ("multi_worker_mirrored", 2)
+    assert [device.split("/device:")[0] for device in status["devices"]] == [
+        "/job:worker/replica:0/task:0",
+        "/job:worker/replica:0/task:1",
+    ]
+    assert "distloop: multi_worker_mirrored with 2 replica(s) on /job:worker" in cluster_err
+    assert "task:1/device:CPU:0 (TensorFlow" in cluster_err
     ran = load_project(out / "project.json")
     assert ran.strategy.communication_timeout_s == DEFAULT_COMMUNICATION_TIMEOUT_S
     assert str(ran.tf_config.task) == "worker:0"
