@@ -1,11 +1,25 @@
-"""The log: the engine's notes and TensorFlow's own output, one coloured line each."""
+"""The log: the engine's notes and TensorFlow's own output, one coloured line each.
+
+TensorFlow opens every engine with a banner (oneDNN, CUDA probing, CPU features)
+that says nothing about the run and pushed its first real lines out of sight; the
+panel hides it until asked (one click) and keeps it, so showing it loses nothing.
+"""
 
 from __future__ import annotations
 
 import time
+from collections import deque
+from dataclasses import dataclass
 
-from PySide6.QtGui import QColor, QFontDatabase, QTextCharFormat, QTextCursor
-from PySide6.QtWidgets import QHBoxLayout, QPlainTextEdit, QPushButton, QVBoxLayout, QWidget
+from PySide6.QtGui import QColor, QFontDatabase, QTextCharFormat, QTextCursor, QTextOption
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QHBoxLayout,
+    QPlainTextEdit,
+    QPushButton,
+    QVBoxLayout,
+    QWidget,
+)
 
 from engine.messages import Log
 
@@ -17,22 +31,47 @@ LEVEL_COLORS = {
     "error": QColor("#c62828"),
 }
 SOURCE_TAGS = {"engine": "engine", "tensorflow": "tf", "gui": "gui"}
+STARTUP_TOGGLE = "Show TensorFlow start-up messages"
+
+
+@dataclass(frozen=True)
+class _Line:
+    text: str  # with its time, level and source prefix
+    level: str
+    startup: bool
 
 
 class LogPanel(QWidget):
-    """Keeps the last :data:`MAX_LINES` lines; follows new lines unless scrolled up."""
+    """Keeps the last :data:`MAX_LINES` lines; follows new lines unless scrolled up.
+
+    A start-up line is TensorFlow's own (not a warning or error) from before the
+    run's RunStarted: :meth:`run_starting` opens that window, :meth:`run_started`
+    closes it. Lines are kept apart from the document so the toggle can redraw it.
+    """
 
     def __init__(self) -> None:
         super().__init__()
+        self._lines: deque[_Line] = deque()
+        self._startup_lines = 0  # of those kept
+        self._starting = True  # before any run: an engine probing devices says the same
         self.text = QPlainTextEdit()
         self.text.setReadOnly(True)
         self.text.setMaximumBlockCount(MAX_LINES)
-        self.text.setLineWrapMode(QPlainTextEdit.LineWrapMode.NoWrap)
+        self.text.setLineWrapMode(QPlainTextEdit.LineWrapMode.WidgetWidth)
+        # A path or a TensorFlow op name has no spaces: break it anywhere rather than clip it.
+        self.text.setWordWrapMode(QTextOption.WrapMode.WrapAtWordBoundaryOrAnywhere)
         self.text.setFont(QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont))
         self.text.setPlaceholderText("Engine and TensorFlow messages appear here.")
+        self.startup_checkbox = QCheckBox(STARTUP_TOGGLE)
+        self.startup_checkbox.setToolTip(
+            "TensorFlow's banner as an engine starts (oneDNN, CUDA, CPU features): "
+            "hidden unless checked; its warnings and errors are always shown"
+        )
+        self.startup_checkbox.toggled.connect(lambda _on: self._redraw())
         clear = QPushButton("Clear log")
-        clear.clicked.connect(self.text.clear)
+        clear.clicked.connect(self.clear)
         buttons = QHBoxLayout()
+        buttons.addWidget(self.startup_checkbox)
         buttons.addStretch(1)
         buttons.addWidget(clear)
         layout = QVBoxLayout(self)
@@ -40,26 +79,75 @@ class LogPanel(QWidget):
         layout.addWidget(self.text, 1)
         layout.addLayout(buttons)
 
+    def run_starting(self) -> None:
+        """A run's engine is starting: TensorFlow's info lines are its banner until it runs."""
+        self._starting = True
+
+    def run_started(self) -> None:
+        self._starting = False
+
     def add_message(self, message: Log) -> None:
         source = SOURCE_TAGS.get(message.source, message.source)
         task = f" {message.task}" if message.task else ""
-        self.add(message.text, message.level, f"{source}{task}")
+        startup = (
+            self._starting and message.source == "tensorflow" and message.level in ("debug", "info")
+        )
+        self.add(message.text, message.level, f"{source}{task}", startup=startup)
 
-    def add(self, text: str, level: str = "info", source: str = "gui") -> None:
+    def add(
+        self, text: str, level: str = "info", source: str = "gui", *, startup: bool = False
+    ) -> None:
         """Appends ``text`` (each of its lines) with a time, level and source prefix."""
+        stamp = time.strftime("%H:%M:%S")
+        lines = [
+            _Line(f"{stamp} {level.upper():<7} [{source}] {line}", level, startup)
+            for line in text.splitlines() or [""]
+        ]
+        self._lines.extend(lines)
+        self._startup_lines += sum(line.startup for line in lines)
+        while len(self._lines) > MAX_LINES:
+            self._startup_lines -= self._lines.popleft().startup
+        self._insert([line for line in lines if self._shown(line)])
+        if any(line.startup for line in lines):
+            self._update_toggle()
+
+    def clear(self) -> None:
+        self._lines.clear()
+        self._startup_lines = 0
+        self.text.clear()
+        self._update_toggle()
+
+    def lines(self) -> list[str]:
+        """The lines shown now."""
+        return self.text.toPlainText().splitlines()
+
+    def hidden_lines(self) -> int:
+        return 0 if self.startup_checkbox.isChecked() else self._startup_lines
+
+    def _shown(self, line: _Line) -> bool:
+        return not line.startup or self.startup_checkbox.isChecked()
+
+    def _insert(self, lines: list[_Line]) -> None:
         bar = self.text.verticalScrollBar()
         following = bar.value() >= bar.maximum() - 2
-        char_format = QTextCharFormat()
-        char_format.setForeground(LEVEL_COLORS.get(level, LEVEL_COLORS["info"]))
         cursor = QTextCursor(self.text.document())
         cursor.movePosition(QTextCursor.MoveOperation.End)
-        stamp = time.strftime("%H:%M:%S")
-        for line in text.splitlines() or [""]:
+        for line in lines:
+            char_format = QTextCharFormat()
+            char_format.setForeground(LEVEL_COLORS.get(line.level, LEVEL_COLORS["info"]))
             if not self.text.document().isEmpty():
                 cursor.insertBlock()
-            cursor.insertText(f"{stamp} {level.upper():<7} [{source}] {line}", char_format)
+            cursor.insertText(line.text, char_format)
         if following:
             bar.setValue(bar.maximum())
 
-    def lines(self) -> list[str]:
-        return self.text.toPlainText().splitlines()
+    def _redraw(self) -> None:
+        self.text.clear()
+        self._insert([line for line in self._lines if self._shown(line)])
+        self._update_toggle()
+
+    def _update_toggle(self) -> None:
+        hidden = self.hidden_lines()
+        self.startup_checkbox.setText(
+            f"{STARTUP_TOGGLE} ({hidden} hidden)" if hidden else STARTUP_TOGGLE
+        )

@@ -247,7 +247,7 @@ class MainWindow(QMainWindow):
         self.log_scale_action = QAction("&Log Scale", self, checkable=True)
         self.log_scale_action.toggled.connect(self.plot.log_checkbox.setChecked)
         self.plot.log_checkbox.toggled.connect(self.log_scale_action.setChecked)
-        self.clear_log_action = self._action("&Clear Log", self.log_panel.text.clear)
+        self.clear_log_action = self._action("&Clear Log", self.log_panel.clear)
         self.about_action = self._action("&About Distloop", self.show_about)
         self.export_script_action = self._action(
             "Export as &Script…",
@@ -669,11 +669,14 @@ class MainWindow(QMainWindow):
 
     def _on_state(self, state: RunState) -> None:
         self._update_actions()
+        if state is RunState.STARTING:
+            self.log_panel.run_starting()
         if state is RunState.STOPPING:
             self.status_panel.stopping()
 
     def _on_started(self, message: RunStarted) -> None:
         self.status_panel.run_started(message)
+        self.log_panel.run_started()
         self.plot.set_num_replicas(message.num_replicas)
         self._tensorflow_version = message.tensorflow_version
         devices = ", ".join(message.devices)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from gui_fakes import FakeEngine, seed_run
 
 from engine.messages import (
     DeviceInfo,
@@ -130,3 +131,64 @@ def test_detection_failure_is_reported_in_place(qtbot, make_window) -> None:
     qtbot.waitUntil(lambda: not strategy.detection_running(), timeout=5000)
     assert "took longer than 120 s" in strategy.detect_status.text()
     assert strategy.detect_button.isEnabled()
+
+
+BANNER = [
+    "I0000 00:00:1764739200.000000 1 port.cc:153] oneDNN custom operations are on.",
+    "I0000 00:00:1764739200.100000 1 cpu_feature_guard.cc:210] This TensorFlow binary is "
+    "optimized to use available CPU instructions in performance-critical operations.",
+]
+
+
+def test_log_hides_tensorflow_start_up_banner_until_asked(qtbot) -> None:
+    panel = LogPanel()
+    qtbot.addWidget(panel)
+    panel.run_starting()
+    for line in BANNER:
+        panel.add_message(Log(source="tensorflow", text=line))
+    panel.add_message(Log(source="tensorflow", level="warning", text="W0000 no GPU"))
+    panel.add_message(Log(text="building the model"))
+    panel.run_started()
+    panel.add_message(Log(source="tensorflow", text="I0000 after the start: not a banner"))
+    shown = panel.lines()
+    assert len(shown) == 3 and not any("oneDNN" in line for line in shown)
+    assert shown[0].endswith("[tf] W0000 no GPU")  # warnings are never hidden
+    assert panel.startup_checkbox.text() == "Show TensorFlow start-up messages (2 hidden)"
+    panel.startup_checkbox.setChecked(True)  # one click shows them, in their place
+    assert [line.split("] ", 1)[1] for line in panel.lines()] == [
+        *BANNER,
+        "W0000 no GPU",
+        "building the model",
+        "I0000 after the start: not a banner",
+    ]
+    assert panel.startup_checkbox.text() == "Show TensorFlow start-up messages"
+    panel.startup_checkbox.setChecked(False)
+    assert len(panel.lines()) == 3
+    panel.clear()
+    panel.startup_checkbox.setChecked(True)
+    assert panel.lines() == [] and panel.hidden_lines() == 0
+
+
+def test_log_wraps_long_lines(qtbot) -> None:
+    panel = LogPanel()
+    panel.resize(400, 300)
+    qtbot.addWidget(panel)
+    panel.show()
+    panel.add("/a/path/without/any/spaces/" * 20)
+    layout = panel.text.document().firstBlock().layout()
+    assert layout.lineCount() > 1
+    assert panel.text.horizontalScrollBar().maximum() == 0  # nothing to scroll sideways to
+
+
+def test_the_window_hides_the_banner_of_each_run(qtbot, make_window) -> None:
+    banner = [[Log(source="tensorflow", text=BANNER[0])]]
+    runs = [FakeEngine(banner + seed_run(4, 2)), FakeEngine(banner + seed_run(4, 2))]
+    window = make_window(engine_factory=lambda *_args, **_kwargs: runs.pop(0))
+    for _run in range(2):
+        window.run_action.trigger()
+        qtbot.waitUntil(lambda: not window.controller.active, timeout=10_000)
+    assert not any("oneDNN" in line for line in window.log_panel.lines())
+    assert window.log_panel.hidden_lines() == 2
+    window.clear_log_action.trigger()
+    window.log_panel.startup_checkbox.setChecked(True)
+    assert window.log_panel.lines() == []
