@@ -15,7 +15,7 @@ from engine.cli import EXIT_FAILED, _print_message
 from engine.config import load_project
 from engine.examples import example_text, load_example
 from engine.reporting import NonFiniteLossError
-from engine.run_folder import RunFolderError, read_metrics
+from engine.run_folder import RunFolderError, read_metrics, read_status
 from engine.user_code import UserCodeError
 
 
@@ -119,6 +119,7 @@ def test_run_without_out_uses_the_user_data_dir(tmp_path) -> None:
     assert result.returncode == 0, result.stderr
     (run_dir,) = (tmp_path / "data" / "distloop" / "runs").iterdir()
     assert read_metrics(run_dir)["step"] == [1, 2]
+    assert read_status(run_dir)["name"] == f"{data['name']} #1"  # named where it was made
 
 
 @pytest.mark.slow
