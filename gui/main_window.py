@@ -48,7 +48,7 @@ from engine.messages import (
 from engine.problems import ProblemsError
 from engine.process import EngineProcess, detect_devices
 from engine.run_folder import format_loss, new_run_dir
-from engine.run_history import RunSummary
+from engine.run_history import RunSummary, summarize
 from engine.user_code import UserCodeError, fingerprint
 from gui import dialogs, settings
 from gui.cluster_controller import ClusterController, ClusterFactory, cluster_plan
@@ -559,7 +559,9 @@ class MainWindow(QMainWindow):
         self._last_run_dir = run_dir
         self.open_run_folder_action.setEnabled(True)
         self.plot.clear()
-        self.status_panel.start(project.total_steps(), str(run_dir))
+        name = summarize(run_dir).name
+        self.plot.set_caption(name)
+        self.status_panel.start(project.total_steps(), str(run_dir), name)
         self.log_panel.add(f"run folder: {run_dir}")
         self.controller.start(project, run_dir)
         return run_dir
@@ -648,7 +650,7 @@ class MainWindow(QMainWindow):
         except OSError as exc:  # no metrics yet: the plot starts empty, the engine from step 1
             self.log_panel.add(f"no earlier steps to show: {exc}", "warning")
         self.plot.set_caption(f"{run.name} (resumed)")
-        self.status_panel.start(project.total_steps(), str(run.path))
+        self.status_panel.start(project.total_steps(), str(run.path), run.name)
         self.log_panel.add(f"resuming {run.name} from its last checkpoint in {run.path}")
         self.controller.start(project, run.path, resume=True)
 

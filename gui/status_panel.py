@@ -50,7 +50,7 @@ class StatusPanel(QWidget):
             ("replicas", "Replicas"),
             ("devices", "Devices"),
             ("tensorflow", "TensorFlow"),
-            ("run_dir", "Run folder"),
+            ("run_dir", "Run"),
         ]
         for index, (key, title) in enumerate(fields):
             label = QLabel("—")
@@ -77,8 +77,12 @@ class StatusPanel(QWidget):
         self._clock.setInterval(1000)
         self._clock.timeout.connect(self._update_times)
 
-    def start(self, total_steps: int | None, run_dir: str) -> None:
-        """A run was asked for: reset everything and start the clock."""
+    def start(self, total_steps: int | None, run_dir: str, name: str = "") -> None:
+        """A run was asked for: reset everything and start the clock.
+
+        The run is shown by ``name`` (the one the runs panel lists), else by its
+        folder's name; the tooltip has the folder.
+        """
         self._total = total_steps
         self._first_step = 1
         self._last_step = None
@@ -87,7 +91,7 @@ class StatusPanel(QWidget):
         self._rate_points.clear()
         for key in ("step", "loss", "rate", "eta", "validation", "strategy", "replicas", "devices"):
             self.values[key].setText("—")
-        self.values["run_dir"].setText(Path(run_dir).name)
+        self.values["run_dir"].setText(name or Path(run_dir).name)
         self.values["run_dir"].setToolTip(run_dir)
         self.state.setText("Starting… (TensorFlow loads in the engine process)")
         self._set_progress()

@@ -316,6 +316,8 @@ def test_show_during_a_live_run_compares_instead(qtbot, make_window, three_runs)
     assert window.plot.axis_labels() == ("step", "loss")
     live = window.last_run_dir
     assert read_status(live)["name"] == f"{window.validation.project.name} #1"
+    assert window.plot.caption() == f"{window.validation.project.name} #1"
+    assert window.status_panel.values["run_dir"].text() == f"{window.validation.project.name} #1"
     (live / "project.json").write_text(load_example("seed").to_json(), encoding="utf-8")
     panel.refresh()
     _select(panel, live)
