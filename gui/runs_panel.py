@@ -162,12 +162,15 @@ class RunsPanel(QWidget):
             self.delete_action,
         ):
             self.toolbar.addAction(action)
+        self.metric_box.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)
+        self.metric_box.setMinimumContentsLength(8)
         compare_row = QHBoxLayout()
         compare_row.setContentsMargins(4, 2, 4, 2)
-        compare_row.addWidget(self.filter_edit, 2)
-        compare_row.addSpacing(8)
+        compare_row.setSpacing(4)
+        compare_row.addWidget(self.filter_edit, 1)
+        compare_row.addSpacing(12)
         compare_row.addWidget(QLabel("Compare"))
-        compare_row.addWidget(self.metric_box, 1)
+        compare_row.addWidget(self.metric_box)
         compare_row.addWidget(QLabel("against"))
         compare_row.addWidget(self.x_axis_box)
         layout = QVBoxLayout(self)
