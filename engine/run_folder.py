@@ -14,7 +14,8 @@ Layout (one folder per run; a cluster task gets one of its own)::
     .distloop.lock locked while a run writes the folder (:class:`RunFolderLock`)
 
 The engine process writes all of it, so a run keeps its record when the GUI dies;
-the parent only writes ``status.json`` when the engine died too abruptly to do so.
+the parent only writes ``status.json`` when it makes the folder (the run's name)
+and when the engine died too abruptly to record the end.
 Nothing here follows a symbolic link when it replaces or deletes: a run folder is
 the run's own, and a crafted link must not make a run write or delete elsewhere.
 """

@@ -286,6 +286,15 @@ def test_tags_and_notes_are_edited_in_place_and_filtered(make_window, three_runs
     panel.filter_edit.setText("")
     assert len(panel.runs()) == 3
 
+    row = [run.name for run in panel.runs()].index("new")
+    assert panel.table.state() == panel.table.State.NoState
+    panel.table.doubleClicked.emit(panel.proxy.index(row, Column.TAGS))  # edited, not shown
+    assert panel.table.state() == panel.table.State.EditingState
+    assert panel.shown_run() is None
+
+
+def test_edit_notes_opens_the_notes_cell(make_window, three_runs) -> None:
+    panel = make_window().runs_panel
     _select(panel, three_runs["failed"])
     panel.edit_notes_action.trigger()
     assert panel.table.state() == panel.table.State.EditingState
@@ -555,13 +564,17 @@ def test_resume_plots_the_old_steps_then_the_new_ones_without_duplicates(
     assert [run.path for run in panel.selected_runs()] == [run_dir]
 
 
-def test_cluster_runs_are_not_resumed_here(tmp_path: Path) -> None:
+def test_local_cluster_runs_resume_here_but_not_one_task_of_a_cluster(tmp_path: Path) -> None:
     seed = load_example("seed")
     assert resume_refusal(seed, tmp_path) is None
-    cluster = seed.model_copy(
-        update={"strategy": seed.strategy.model_copy(update={"kind": "multi_worker_mirrored"})}
+    cluster, servers = (
+        seed.model_copy(update={"strategy": seed.strategy.model_copy(update={"kind": kind})})
+        for kind in ("multi_worker_mirrored", "parameter_server")
     )
-    assert f"distloop cluster --resume {tmp_path}" in (resume_refusal(cluster, tmp_path) or "")
+    assert "distloop run --resume" in (resume_refusal(cluster, tmp_path) or "")
+    (tmp_path / "tasks").mkdir()  # a local cluster's folder: its tasks' folders are inside
+    assert resume_refusal(cluster, tmp_path) is None
+    assert "cannot resume" in (resume_refusal(servers, tmp_path) or "")
 
 
 def test_panel_visibility_and_columns_are_remembered(qtbot, make_window) -> None:
