@@ -70,7 +70,9 @@ from gui.validation import Validation, differences, validate
 DEFAULT_SIZE = (1400, 900)
 FILE_FILTER = "Distloop projects (*.json);;All files (*)"
 STARTER_EXAMPLE = "seed"
-RUNS_DOCK_HEIGHT = 190  # pixels: a handful of runs, and the plot keeps most of the height
+BOTTOM_DOCK_HEIGHT = 190  # pixels: a handful of runs or log lines; the plot keeps the height
+PROJECT_DOCK_WIDTH = 470  # pixels: the forms' fields and their labels side by side
+WINDOW_STATE_VERSION = 1  # 0: the forms beside the plot in a splitter, the log under it
 
 
 class MainWindow(QMainWindow):
@@ -125,30 +127,33 @@ class MainWindow(QMainWindow):
     # --- construction -------------------------------------------------------------------
 
     def _build_layout(self) -> None:
+        """The plot in the middle with the status under it; everything else in docks.
+
+        At 1400x900 the plot had about 220 px between the forms' column, the status
+        and the log. Now the forms are a dock on the left (closed or narrowed in one
+        move), the log, runs, cluster and queue are tabs of one dock below the plot,
+        and the window remembers how the user arranged them (saveState).
+        """
         settings_side = QWidget()
         left = QVBoxLayout(settings_side)
         left.setContentsMargins(4, 0, 4, 4)
         left.addWidget(self.editor, 1)
         left.addWidget(self.problems_panel)
-        self.right_splitter = QSplitter(Qt.Orientation.Vertical)
-        self.right_splitter.addWidget(self.plot)
-        self.right_splitter.addWidget(self.status_panel)
-        self.right_splitter.addWidget(self.log_panel)
-        self.right_splitter.setStretchFactor(0, 5)
-        self.right_splitter.setStretchFactor(1, 0)
-        self.right_splitter.setStretchFactor(2, 2)
-        self.main_splitter = QSplitter(Qt.Orientation.Horizontal)
-        self.main_splitter.addWidget(settings_side)
-        self.main_splitter.addWidget(self.right_splitter)
-        self.main_splitter.setStretchFactor(0, 2)
-        self.main_splitter.setStretchFactor(1, 3)
-        self.main_splitter.setSizes([580, 820])
-        self.right_splitter.setSizes([520, self.status_panel.sizeHint().height(), 240])
-        self.setCentralWidget(self.main_splitter)
-        self.runs_dock = QDockWidget("Runs", self)
-        self.runs_dock.setObjectName("runsDock")  # saveState keeps its place and visibility
-        self.runs_dock.setWidget(self.runs_panel)
-        self.addDockWidget(Qt.DockWidgetArea.BottomDockWidgetArea, self.runs_dock)
+        self.project_dock = self._dock("Project", "projectDock", settings_side)
+        self.addDockWidget(Qt.DockWidgetArea.LeftDockWidgetArea, self.project_dock)
+        # The forms' dock runs the window's full height; the tabs stay under the plot.
+        self.setCorner(Qt.Corner.BottomLeftCorner, Qt.DockWidgetArea.LeftDockWidgetArea)
+        self.run_splitter = QSplitter(Qt.Orientation.Vertical)
+        self.run_splitter.addWidget(self.plot)
+        self.run_splitter.addWidget(self.status_panel)
+        self.run_splitter.setStretchFactor(0, 1)
+        self.run_splitter.setStretchFactor(1, 0)
+        self.run_splitter.setCollapsible(0, False)
+        self.setCentralWidget(self.run_splitter)
+        self.log_dock = self._dock("Log", "logDock", self.log_panel)
+        self.addDockWidget(Qt.DockWidgetArea.BottomDockWidgetArea, self.log_dock)
+        self.runs_dock = self._dock("Runs", "runsDock", self.runs_panel)
+        self.tabifyDockWidget(self.log_dock, self.runs_dock)
         # A tab beside Runs, hidden until a cluster run starts (or View ▸ Cluster).
         self.tabifyDockWidget(self.runs_dock, self.cluster_panel)
         self.cluster_panel.hide()
@@ -157,8 +162,16 @@ class MainWindow(QMainWindow):
         self.queue_dock.setWidget(self.queue_panel)
         self.tabifyDockWidget(self.runs_dock, self.queue_dock)
         self.queue_dock.hide()  # until something is queued (or View ▸ Run Queue)
+        self.log_dock.raise_()
         self.resize(*DEFAULT_SIZE)
-        self.resizeDocks([self.runs_dock], [RUNS_DOCK_HEIGHT], Qt.Orientation.Vertical)
+        self.resizeDocks([self.project_dock], [PROJECT_DOCK_WIDTH], Qt.Orientation.Horizontal)
+        self.resizeDocks([self.log_dock], [BOTTOM_DOCK_HEIGHT], Qt.Orientation.Vertical)
+
+    def _dock(self, title: str, name: str, widget: QWidget) -> QDockWidget:
+        dock = QDockWidget(title, self)
+        dock.setObjectName(name)  # saveState keeps its place, size and visibility
+        dock.setWidget(widget)
+        return dock
 
     def _action(
         self,
@@ -271,6 +284,12 @@ class MainWindow(QMainWindow):
             "Copy the project file's text to the clipboard",
         )
         self.resume_action = self.runs_panel.resume_action
+        self.project_panel_action = self.project_dock.toggleViewAction()
+        self.project_panel_action.setText("&Project Settings")
+        self.project_panel_action.setShortcut(QKeySequence("Ctrl+Shift+F"))
+        self.log_panel_action = self.log_dock.toggleViewAction()
+        self.log_panel_action.setText("&Log")
+        self.log_panel_action.setShortcut(QKeySequence("Ctrl+Shift+L"))
         self.runs_panel_action = self.runs_dock.toggleViewAction()
         self.runs_panel_action.setText("&Runs Panel")
         self.runs_panel_action.setShortcut(QKeySequence("Ctrl+Shift+H"))
@@ -317,6 +336,8 @@ class MainWindow(QMainWindow):
         for action in (self.auto_range_action, self.log_scale_action, self.clear_log_action):
             view_menu.addAction(action)
         view_menu.addSeparator()
+        view_menu.addAction(self.project_panel_action)
+        view_menu.addAction(self.log_panel_action)
         view_menu.addAction(self.runs_panel_action)
         view_menu.addAction(self.queue_panel_action)
         view_menu.addAction(self.runs_panel.clear_comparison_action)
@@ -796,8 +817,8 @@ class MainWindow(QMainWindow):
         if geometry is not None:
             self.restoreGeometry(geometry)
         state = store.value("window/state")
-        if state is not None:
-            self.restoreState(state)
+        if state is not None:  # a state of the older layout is refused: the defaults stay
+            self.restoreState(state, WINDOW_STATE_VERSION)
         for key, splitter in self._splitters().items():
             saved = store.value(f"window/{key}")
             if saved is not None:
@@ -807,17 +828,14 @@ class MainWindow(QMainWindow):
     def _save_settings(self) -> None:
         store = QSettings()
         store.setValue("window/geometry", self.saveGeometry())
-        store.setValue("window/state", self.saveState())
+        store.setValue("window/state", self.saveState(WINDOW_STATE_VERSION))
         for key, splitter in self._splitters().items():
             store.setValue(f"window/{key}", splitter.saveState())
         self.runs_panel.save_settings()
         settings.set_last_project(self._path)
 
     def _splitters(self) -> dict[str, QSplitter]:
-        return {
-            "mainSplitter": self.main_splitter,
-            "rightSplitter": self.right_splitter,
-        }
+        return {"runSplitter": self.run_splitter}
 
     def closeEvent(self, event: QCloseEvent) -> None:
         """Unsaved changes and a running engine both need the user's word before closing."""

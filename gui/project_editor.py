@@ -78,6 +78,11 @@ def _scrolled(*widgets: QWidget) -> QScrollArea:
     for widget in widgets:
         layout.addWidget(widget)
     layout.addStretch(1)
+    return _scrollable(page)
+
+
+def _scrollable(page: QWidget) -> QScrollArea:
+    """A page that scrolls rather than widening the forms' dock to its own minimum width."""
     area = QScrollArea()
     area.setWidgetResizable(True)
     area.setFrameShape(QFrame.Shape.NoFrame)
@@ -119,7 +124,7 @@ class ProjectEditor(QTabWidget):
         self.summary = ProjectSummary()
         self.addTab(_scrolled(self.general, self.summary), "Project")
         self.addTab(_scrolled(self.strategy), "Strategy")
-        self.addTab(self.tf_config, "TF_CONFIG")
+        self.addTab(_scrollable(self.tf_config), "TF_CONFIG")
         self.addTab(_scrolled(self.model), "Model")
         self.addTab(_scrolled(self.data_form), "Data")
         self.addTab(

@@ -7,13 +7,21 @@ from collections import deque
 from pathlib import Path
 
 from PySide6.QtCore import Qt, QTimer
-from PySide6.QtWidgets import QGridLayout, QLabel, QProgressBar, QVBoxLayout, QWidget
+from PySide6.QtWidgets import (
+    QGridLayout,
+    QHBoxLayout,
+    QLabel,
+    QProgressBar,
+    QSizePolicy,
+    QVBoxLayout,
+    QWidget,
+)
 
 from engine.formatting import format_duration
 from engine.messages import EvalMetrics, RunFailed, RunFinished, RunStarted, StepMetrics
 from engine.run_folder import format_loss
 
-LEFT_ROWS = 6  # step .. validation on the left; what runs, on the right
+ROWS = 4  # fields fill columns of four rows: the panel stays low and the plot keeps the height
 RATE_WINDOW_S = 5.0  # steps/s over the last seconds, so the ETA follows speed changes
 
 
@@ -42,10 +50,10 @@ class StatusPanel(QWidget):
         fields = [
             ("step", "Step"),
             ("loss", "Loss"),
+            ("validation", "Validation"),
             ("rate", "Steps/s"),
             ("elapsed", "Elapsed"),
             ("eta", "ETA"),
-            ("validation", "Validation"),
             ("strategy", "Strategy"),
             ("replicas", "Replicas"),
             ("devices", "Devices"),
@@ -56,20 +64,26 @@ class StatusPanel(QWidget):
             label = QLabel("—")
             label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
             self.values[key] = label
-            row, column = (index, 0) if index < LEFT_ROWS else (index - LEFT_ROWS, 2)
+            row, column = index % ROWS, 2 * (index // ROWS)
             caption = QLabel(f"{title}:")
             caption.setStyleSheet("color: #555555;")
             grid.addWidget(caption, row, column)
             grid.addWidget(label, row, column + 1)
-        grid.setColumnStretch(1, 1)
-        grid.setColumnStretch(3, 3)
-        self.values["devices"].setWordWrap(True)
-        self.values["run_dir"].setWordWrap(True)
+        grid.setVerticalSpacing(2)
+        grid.setColumnStretch(1, 2)
+        grid.setColumnStretch(3, 2)
+        grid.setColumnStretch(5, 3)
+        for key in ("devices", "run_dir", "validation"):
+            # Elided by width, not wrapped: a wrapped line would make the panel taller.
+            self.values[key].setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
 
+        header = QHBoxLayout()
+        header.addWidget(self.state, 1)
+        header.addWidget(self.progress, 1)
         layout = QVBoxLayout(self)
-        layout.setContentsMargins(4, 4, 4, 4)
-        layout.addWidget(self.state)
-        layout.addWidget(self.progress)
+        layout.setContentsMargins(4, 2, 4, 2)
+        layout.setSpacing(2)
+        layout.addLayout(header)
         layout.addLayout(grid)
         self.setMaximumHeight(self.sizeHint().height())
 
@@ -132,6 +146,7 @@ class StatusPanel(QWidget):
         """The latest validation metrics, e.g. ``val_loss 0.31, val_accuracy 0.94 (step 500)``."""
         values = ", ".join(f"{name} {value:.6g}" for name, value in message.metrics.items())
         self.values["validation"].setText(f"{values} (step {message.step:,})")
+        self.values["validation"].setToolTip(self.values["validation"].text())
 
     def stopping(self) -> None:
         self.state.setText("Stopping… (the engine stops after the current step)")

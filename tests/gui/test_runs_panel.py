@@ -182,7 +182,9 @@ def test_double_click_shows_the_run_exactly_as_its_files_hold_it(
     assert np.array_equal(plot.steps(), metrics["step"])
     assert np.array_equal(plot.losses(), metrics["loss"])  # the very values of metrics.csv
     assert np.array_equal(plot.named_losses()["generator"], metrics["generator"])
-    assert [list(v) for v in plot.replica_losses()] == [metrics["replica_0"], metrics["replica_1"]]
+    # Each replica's own mean loss: its share in metrics.csv times the 2 replicas.
+    shares = [metrics["replica_0"], metrics["replica_1"]]
+    assert [list(v) for v in plot.replica_losses()] == [[2 * s for s in v] for v in shares]
     evaluations = read_eval(three_runs["new"])
     assert list(plot.evaluations()[0]) == evaluations["step"]
     assert list(plot.evaluations()[1]) == evaluations["val_loss"]

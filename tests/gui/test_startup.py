@@ -6,6 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from PySide6.QtCore import Qt
+
 from engine.examples import load_example
 from gui import settings
 from gui.main_window import MainWindow
@@ -65,9 +67,33 @@ def test_command_line_file_wins_over_the_last_project(make_window, tmp_path: Pat
 
 def test_window_geometry_is_remembered(make_window, qtbot) -> None:
     first = make_window()
-    first.resize(640, 480)
-    first.main_splitter.setSizes([250, 390])
+    first.show()
+    first.resize(760, 560)
+    first.resizeDocks([first.project_dock], [300], Qt.Orientation.Horizontal)
+    first.log_panel_action.trigger()  # the log's tab closed
+    qtbot.wait(10)
+    width = first.project_dock.width()
     first.close()
     second = make_window()
-    assert (second.width(), second.height()) == (640, 480)
-    assert second.main_splitter.sizes()[0] == first.main_splitter.sizes()[0]
+    second.show()
+    qtbot.wait(10)
+    assert (second.width(), second.height()) == (760, 560)
+    assert second.project_dock.width() == width
+    assert not second.log_dock.isVisible() and second.runs_dock.isVisible()
+
+
+def test_the_default_layout_gives_the_plot_the_height(make_window, qtbot) -> None:
+    """At 1400x900 the plot had about 220 px between the forms, the status and the log."""
+    window = make_window()
+    window.resize(1400, 900)
+    window.show()
+    qtbot.waitExposed(window)
+    plot = window.plot.plot_widget
+    assert plot.height() >= 450, plot.height()
+    assert plot.width() >= 800, plot.width()
+    tabs = {window.log_dock, window.runs_dock}
+    assert all(
+        window.dockWidgetArea(dock) == Qt.DockWidgetArea.BottomDockWidgetArea for dock in tabs
+    )
+    assert window.tabifiedDockWidgets(window.log_dock) == [window.runs_dock]
+    assert window.dockWidgetArea(window.project_dock) == Qt.DockWidgetArea.LeftDockWidgetArea

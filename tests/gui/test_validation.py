@@ -93,7 +93,7 @@ def test_tf_config_problems_reach_the_tf_config_tab(window: MainWindow) -> None:
     editor.strategy.fields.editors["kind"].set_value("parameter_server")
     problems = window.problems_panel.problems()
     assert [p.path for p in problems] == ["tf_config"]
-    tf_tab = editor.indexOf(editor.tf_config)
+    tf_tab = [editor.tabText(index) for index in range(editor.count())].index("TF_CONFIG")
     assert editor.tab_of(problems[0]) == tf_tab
     assert not editor.tabIcon(tf_tab).isNull()
     assert not window.run_action.isEnabled()
