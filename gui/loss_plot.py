@@ -510,17 +510,23 @@ class LossPlot(QWidget):
         self.plot_item.layout.setColumnFixedWidth(3, width)
 
     def _rebuild_legend(self) -> None:
-        """Lists only curves that hold data and are shown: the run's own, then compared runs."""
+        """Lists the curves that hold data and are switched on: the run's own, then compared runs.
+
+        A curve hidden by clicking its legend entry stays listed: that entry brings it back.
+        """
         self.legend.clear()
         curves: list[pg.PlotDataItem] = []
         if len(self._steps):
-            curves += [self.raw_curve, self.smooth_curve]
-            curves += [series.curve for series in self._extra_series()]
+            curves.append(self.raw_curve)
+            if self.smooth_checkbox.isChecked():
+                curves.append(self.smooth_curve)
+            if self.replica_checkbox.isChecked():
+                curves += [series.curve for series in self._replicas]
+            curves += [series.curve for series in self._named.values()]
         if self._eval_steps:
             curves.append(self.eval_curve)
         for curve in curves:
-            if curve.isVisible():
-                self.legend.addItem(curve, _legend_name(curve.name()))
+            self.legend.addItem(curve, _legend_name(curve.name()))
         for comparison in self._comparisons.values():
             self.legend.addItem(comparison.curve, _legend_name(comparison.name))
         self._reserve_legend_space()

@@ -231,7 +231,8 @@ def test_replica_curves_are_each_replicas_mean_loss_smoothed(plot: LossPlot) -> 
     plot.redraw()
     assert np.allclose(plot.replica_curves[1].getData()[1], own[1])
     assert plot.legend_names() == ["loss", "replica 0 (own mean loss)", "replica 1 (own mean loss)"]
-    plot.replica_checkbox.setChecked(False)  # hidden curves leave the legend
+    plot.raw_curve.setVisible(False)  # as a click on its legend entry does: the entry stays
+    plot.replica_checkbox.setChecked(False)  # curves switched off leave the legend
     assert plot.legend_names() == ["loss"]
 
 
