@@ -1,8 +1,9 @@
 """What runs inside an engine process; TensorFlow-free until a run has set the stage.
 
 :class:`engine.process.EngineProcess` starts :func:`run_engine` (or
-:func:`detect_devices_main`) with the ``spawn`` context. Before TensorFlow is
-imported, the process: ignores Ctrl-C (the parent decides when to stop), watches
+:func:`detect_devices_main`) with the ``spawn`` context, or hands its run to a
+warm engine (:func:`warm_engine_main`) that loaded TensorFlow ahead of time. Before
+the run, the process: ignores Ctrl-C (the parent decides when to stop), watches
 its parent so it never outlives it, exports TF_CONFIG, and routes its stdout and
 stderr (where TensorFlow's C++ runtime writes) into log messages.
 """
@@ -20,6 +21,9 @@ import threading
 import time
 import traceback
 from collections.abc import Callable
+from dataclasses import dataclass
+from multiprocessing import reduction
+from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
@@ -129,6 +133,54 @@ def _tensorflow_line(channel: Channel) -> Callable[[str], None]:
     return on_line
 
 
+class _HeldLines:
+    """Holds output lines until a run's channel exists to log them, then passes them on.
+
+    A warm engine imports TensorFlow before it knows its run: what TensorFlow says
+    then still belongs in that run's log, as it does in a cold engine's.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._held: list[str] = []
+        self._target: Callable[[str], None] | None = None
+
+    def __call__(self, text: str) -> None:
+        with self._lock:
+            if self._target is None:
+                self._held.append(text)
+            else:
+                self._target(text)
+
+    def attach(self, target: Callable[[str], None]) -> None:
+        with self._lock:
+            for text in self._held:
+                target(text)
+            self._held.clear()
+            self._target = target
+
+
+@dataclass(frozen=True)
+class EngineJob:
+    """One run as the parent hands it to an engine process (a cold one, or a warm one)."""
+
+    project_json: str
+    run_dir: str | None
+    task: str | None = None
+    tf_config_env: str | None = None
+    resume: bool = False
+    lock_follows: bool = False
+    """A warm engine then receives the run folder lock's descriptor next, on its pipe."""
+
+
+def _prepare_process() -> threading.Event:
+    """What every engine process does first: the parent decides when it ends."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    terminated = _stop_on_sigterm()
+    _watch_parent()
+    return terminated
+
+
 def run_engine(
     project_json: str,
     run_dir: str | None,
@@ -144,26 +196,79 @@ def run_engine(
     ``folder_lock`` is the parent's lock on ``run_dir``, inherited: it stays held
     while this process writes there, even if the parent dies first.
     """
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    terminated = _stop_on_sigterm()
-    _watch_parent()
+    terminated = _prepare_process()
+    lines = _HeldLines()
+    capture = _OutputCapture(lines)
+    job = EngineJob(project_json, run_dir, task, tf_config_env, resume)
+    sys.exit(_run(job, out, stop_event, terminated, lines, capture, folder_lock))
+
+
+def warm_engine_main(jobs: Connection, out: Any, stop_event: Any) -> None:
+    """A warm engine: loads TensorFlow now, then runs the one job the parent sends, if any.
+
+    Loading TensorFlow is most of an engine's start-up, so a window keeps one of
+    these ready. It runs exactly one run and exits, so nothing of a run (TensorFlow's
+    devices and graphs, seeds, imported user code) reaches the next. Loading it sets
+    up no device: the run's own device setup (the CPU split into replicas) still
+    comes first. The run folder's lock arrives after the job, as a file descriptor
+    on the same pipe (``send_handle``), and is held from then on like an inherited
+    one. A closed pipe without a job (the window closed) ends the process.
+    """
+    terminated = _prepare_process()
+    os.environ.pop("TF_CONFIG", None)
+    lines = _HeldLines()
+    capture = _OutputCapture(lines)
+    # A failed import is not this process's to report: the run imports the same modules
+    # again, and fails with TensorFlow's own error in the run's log and terminal message.
+    with contextlib.suppress(Exception):
+        import keras  # noqa: F401
+        import tensorflow  # noqa: F401
+
+        import engine.training  # noqa: F401
+    try:
+        job: EngineJob = jobs.recv()
+        lock_fd = reduction.recv_handle(jobs) if job.lock_follows else None
+    except (EOFError, OSError):
+        capture.close()
+        return
+    finally:
+        jobs.close()
+    folder_lock = (
+        RunFolderLock(Path(job.run_dir), lock_fd)
+        if job.run_dir is not None and lock_fd is not None
+        else None
+    )
+    sys.exit(_run(job, out, stop_event, terminated, lines, capture, folder_lock))
+
+
+def _run(
+    job: EngineJob,
+    out: Any,
+    stop_event: Any,
+    terminated: threading.Event,
+    lines: _HeldLines,
+    capture: _OutputCapture,
+    folder_lock: RunFolderLock | None,
+) -> int:
+    """The run itself, once the process is set up; returns the process's exit code."""
+    task = job.task
     # The TF_CONFIG the parent passes (the project's, or the one `distloop run` read and
     # checked) is the only one the run sees. TensorFlow's strategies read the variable
     # themselves, even those that need no cluster, and fail on one that is not JSON.
-    if tf_config_env is not None:
-        os.environ["TF_CONFIG"] = tf_config_env
+    if job.tf_config_env is not None:
+        os.environ["TF_CONFIG"] = job.tf_config_env
     else:
         os.environ.pop("TF_CONFIG", None)
-    folder = Path(run_dir) if run_dir else None
+    folder = Path(job.run_dir) if job.run_dir else None
     channel = Channel(out, task, folder)
-    capture = _OutputCapture(_tensorflow_line(channel))
+    lines.attach(_tensorflow_line(channel))
     started = time.time()
     exit_code = 0
     try:
         from engine.config import load_project_text, memory_problems
         from engine.problems import ProblemsError
 
-        project = load_project_text(project_json)
+        project = load_project_text(job.project_json)
         too_big = memory_problems(project)  # refused with the estimate, not by the OOM killer
         if too_big:
             raise ProblemsError(too_big, "the project")
@@ -187,7 +292,7 @@ def run_engine(
             folder,
             channel,
             lambda: terminated.is_set() or stop_event.is_set(),
-            resume=resume,
+            resume=job.resume,
         )
         if folder is not None:
             write_status(
@@ -220,7 +325,7 @@ def run_engine(
         channel.close()
         if folder_lock is not None:
             folder_lock.release()
-    sys.exit(exit_code)
+    return exit_code
 
 
 KNOWN_FAILURES = (

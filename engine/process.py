@@ -17,9 +17,11 @@ import signal
 import socket
 import time
 from collections.abc import Iterator
+from multiprocessing import reduction
 from pathlib import Path
+from typing import Any
 
-from engine.child_main import detect_devices_main, run_engine
+from engine.child_main import EngineJob, detect_devices_main, run_engine, warm_engine_main
 from engine.config import Project
 from engine.fileio import atomic_write_text
 from engine.messages import (
@@ -54,6 +56,8 @@ PEER_CHECK_S = 5.0
 waiting for peers: the parent then names the ones that do not answer. The engine cannot
 say so itself: TensorFlow holds the GIL while it waits for the cluster."""
 PEER_STRATEGIES = ("multi_worker_mirrored", "parameter_server")
+CLOSE_WAIT_S = 0.5
+"""How long an idle warm engine may take to exit on its own when the window closes."""
 _ctx = multiprocessing.get_context("spawn")
 
 
@@ -75,6 +79,111 @@ def describe_exit(exit_code: int | None) -> str:
     return f"the engine process exited with code {exit_code} without reporting why"
 
 
+class WarmEngine:
+    """An engine process started ahead of its run: TensorFlow loaded, waiting for one job.
+
+    Loading TensorFlow is most of an engine's start-up (6-10 s); a window keeps one
+    of these ready so that Run reaches its first step in about a second. It takes
+    exactly one run and then exits like any engine (never reused: nothing of one run
+    reaches the next). Until :class:`EngineProcess` adopts it, :meth:`close` ends it.
+    """
+
+    def __init__(self) -> None:
+        self.queue = _ctx.Queue(QUEUE_SIZE)
+        self.stop_event = _ctx.Event()
+        self._jobs, child_end = _ctx.Pipe()  # a socket pair: the lock's descriptor passes too
+        self.process = _ctx.Process(
+            target=warm_engine_main,
+            args=(child_end, self.queue, self.stop_event),
+            name="distloop-engine-warm",
+        )
+        self.process.start()
+        child_end.close()
+        self._taken = False
+
+    @property
+    def ready(self) -> bool:
+        """Not taken yet and alive (possibly still loading TensorFlow: a job then waits)."""
+        return not self._taken and self.process.is_alive()
+
+    def hand_over(self, job: EngineJob, folder_lock: RunFolderLock | None) -> bool:
+        """Gives the process its run (and the folder's lock); False when it can take none.
+
+        A refused hand-over closes this warm engine; the caller then starts a cold one.
+        """
+        if not self.ready:
+            self.close()
+            return False
+        handle = folder_lock.handle() if folder_lock is not None else None
+        try:
+            self._jobs.send(
+                EngineJob(
+                    job.project_json,
+                    job.run_dir,
+                    job.task,
+                    job.tf_config_env,
+                    job.resume,
+                    lock_follows=handle is not None,
+                )
+            )
+            if handle is not None:
+                reduction.send_handle(self._jobs, handle, self.process.pid)
+        except OSError:  # it died after the check; nothing of the run reached it
+            self.close()
+            return False
+        self._taken = True
+        self._jobs.close()
+        return True
+
+    def close(self) -> None:
+        """Ends a warm engine that has no run, at once: it has nothing to save or report.
+
+        Its closed pipe tells a waiting one to exit; one still loading TensorFlow
+        would only notice after loading, so it is killed.
+        """
+        if self._taken:
+            return
+        self._taken = True
+        self._jobs.close()
+        self.process.join(CLOSE_WAIT_S)
+        if self.process.is_alive():
+            self.process.kill()
+            self.process.join(5)
+        self.queue.close()
+        self.queue.cancel_join_thread()
+
+
+class WarmEngines:
+    """Keeps one warm engine ready and makes the window's single-process engines with it.
+
+    The next warm engine is started by :meth:`prepare`, which the window calls when
+    it has shown itself and again once a run took the last one.
+    """
+
+    def __init__(self) -> None:
+        self._warm: WarmEngine | None = None
+
+    @property
+    def warm(self) -> WarmEngine | None:
+        return self._warm
+
+    def prepare(self) -> None:
+        """Starts a warm engine unless one is ready."""
+        if self._warm is None or not self._warm.ready:
+            self._warm = WarmEngine()
+
+    def engine(self, project: Project, run_dir: Path, *, resume: bool = False) -> EngineProcess:
+        """An engine for one single-process run: the warm one when it is ready, else cold."""
+        warm, self._warm = self._warm, None
+        return EngineProcess(project, run_dir, resume=resume, warm=warm)
+
+    def close(self) -> None:
+        """Ends the idle warm engine (the window closes): no process outlives the window."""
+        if self._warm is not None:
+            self._warm.close()
+            self._warm = None
+
+
 class EngineProcess:
     def __init__(
         self,
@@ -86,6 +195,7 @@ class EngineProcess:
         resume: bool = False,
         folder_lock: RunFolderLock | None = None,
         name_missing_peers: bool = False,
+        warm: WarmEngine | None = None,
     ) -> None:
         """``tf_config`` overrides the project's (one cluster, a different task per process).
 
@@ -95,6 +205,8 @@ class EngineProcess:
         ``name_missing_peers``: this is one task of a cluster whose other tasks run
         elsewhere (``distloop run --task``); if it waits long for them, :meth:`poll`
         names those that do not answer (:data:`PEER_CHECK_S`).
+        ``warm``: a :class:`WarmEngine` to run in, if it is still ready at :meth:`start`
+        (from then on this object owns it); otherwise a process is started cold.
         """
         self.project = project
         self.run_dir = run_dir
@@ -102,8 +214,9 @@ class EngineProcess:
         self._tf_config = tf_config if tf_config is not None else project.tf_config
         self._resume = resume
         self._folder_lock = folder_lock
-        self._queue = _ctx.Queue(QUEUE_SIZE)
-        self._stop_event = _ctx.Event()
+        self._warm = warm
+        self._queue: Any = None
+        self._stop_event: Any = None
         self._process: multiprocessing.process.BaseProcess | None = None
         self._terminal: Message | None = None
         self._started_at = 0.0
@@ -146,22 +259,35 @@ class EngineProcess:
             atomic_write_text(
                 self.run_dir / PROJECT_FILE, self.project.to_json(), follow_symlinks=False
             )
+        job = EngineJob(
+            self.project.to_json(),
+            str(self.run_dir) if self.run_dir else None,
+            self.task,
+            self._tf_config.to_env() if self._tf_config else None,
+            self._resume,
+        )
+        warm, self._warm = self._warm, None
+        self._started_at = time.monotonic()
+        if warm is not None and warm.hand_over(job, self._folder_lock):
+            self._process, self._queue, self._stop_event = warm.process, warm.queue, warm.stop_event
+            return
+        self._queue = _ctx.Queue(QUEUE_SIZE)
+        self._stop_event = _ctx.Event()
         self._process = _ctx.Process(
             target=run_engine,
             args=(
-                self.project.to_json(),
-                str(self.run_dir) if self.run_dir else None,
+                job.project_json,
+                job.run_dir,
                 self._queue,
                 self._stop_event,
-                self.task,
-                self._tf_config.to_env() if self._tf_config else None,
-                self._resume,
+                job.task,
+                job.tf_config_env,
+                job.resume,
                 self._folder_lock,
             ),
             name=f"distloop-engine{'-' + self.task if self.task else ''}",
         )
         self._process.start()
-        self._started_at = time.monotonic()
 
     @property
     def pid(self) -> int | None:
@@ -182,7 +308,8 @@ class EngineProcess:
         An engine that has reported no step yet is killed if it has not ended after
         :data:`STOP_BEFORE_FIRST_STEP_S` (see :meth:`poll`).
         """
-        self._stop_event.set()
+        if self._stop_event is not None:
+            self._stop_event.set()
         if self._stop_requested_at is None:
             self._stop_requested_at = time.monotonic()
 
@@ -369,8 +496,12 @@ class EngineProcess:
         """Ends the process if it still runs and releases the queue and the run folder."""
         if self._process is not None and self._process.is_alive():
             self.stop()
-        self._queue.close()
-        self._queue.cancel_join_thread()
+        if self._warm is not None:  # never started: the warm engine it was given ends here
+            self._warm.close()
+            self._warm = None
+        if self._queue is not None:
+            self._queue.close()
+            self._queue.cancel_join_thread()
         self._release_folder()
 
 

@@ -13,7 +13,7 @@ import numpy as np
 from engine.config import Project
 from engine.examples import example_text
 from engine.messages import EvalMetrics, RunFailed, RunFinished, RunStarted, StepMetrics
-from engine.process import EngineProcess
+from engine.process import EngineProcess, WarmEngine
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -23,10 +23,15 @@ def example_data(name: str = "seed") -> dict[str, Any]:
 
 
 def run_engine(
-    project: Project, run_dir: Path | None, timeout_s: float = 180, *, resume: bool = False
+    project: Project,
+    run_dir: Path | None,
+    timeout_s: float = 180,
+    *,
+    resume: bool = False,
+    warm: WarmEngine | None = None,
 ) -> dict[str, Any]:
-    """Runs a project in a real engine process; returns what it reported."""
-    engine = EngineProcess(project, run_dir, resume=resume)
+    """Runs a project in a real engine process (``warm``, if given); returns what it reported."""
+    engine = EngineProcess(project, run_dir, resume=resume, warm=warm)
     engine.start()
     started, steps, losses, replicas, logs = None, [], [], [], []
     named: dict[str, list[float]] = {}
