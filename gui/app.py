@@ -53,9 +53,10 @@ def main(argv: list[str]) -> int:
     loop = qasync.QEventLoop(app)
     asyncio.set_event_loop(loop)
 
+    from engine.process import WarmEngines
     from gui.main_window import MainWindow
 
-    window = MainWindow()
+    window = MainWindow(warm_engines=WarmEngines())
     app.aboutToQuit.connect(window.controller.shutdown)
     window.show()
     window.open_startup_project(args.project_option or args.file)

@@ -13,7 +13,6 @@ in the executor) for the cluster panel.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
@@ -25,7 +24,7 @@ from engine.config import Project
 from engine.problems import Problem, ProblemsError
 from engine.process import EngineProcess
 from engine.tf_config import MULTI_MACHINE_STRATEGIES
-from gui.run_controller import Engine, EngineFactory
+from gui.run_controller import Engine, EngineFactory, ResumeFactory
 
 REFRESH_MS = 250
 
@@ -36,7 +35,10 @@ class Cluster(Engine, Protocol):
     def tasks(self) -> list[TaskInfo]: ...
 
 
-ClusterFactory = Callable[[Project, Path], Cluster]
+class ClusterFactory(Protocol):
+    """Lays out a local cluster in ``run_dir``; ``resume`` continues the one there."""
+
+    def __call__(self, project: Project, run_dir: Path, *, resume: bool = False) -> Cluster: ...
 
 
 def runs_as_cluster(project: Project) -> bool:
@@ -102,12 +104,14 @@ class ClusterController(QObject):
         engine_factory: EngineFactory = EngineProcess,
         cluster_factory: ClusterFactory = LocalCluster,
         *,
+        resume_factory: ResumeFactory = EngineProcess,
         refresh_ms: int = REFRESH_MS,
         parent: QObject | None = None,
     ) -> None:
         super().__init__(parent)
         self._engine_factory = engine_factory
         self._cluster_factory = cluster_factory
+        self._resume_factory = resume_factory
         self._cluster: Cluster | None = None
         self._timer = QTimer(self)
         self._timer.setInterval(refresh_ms)
@@ -122,7 +126,19 @@ class ClusterController(QObject):
         """The run controller's engine factory: one engine process, or a local cluster."""
         if not runs_as_cluster(project):
             return self._engine_factory(project, run_dir)
-        cluster = self._cluster_factory(project, run_dir)
+        return self._follow(self._cluster_factory(project, run_dir))
+
+    def make_resumed_engine(self, project: Project, run_dir: Path, *, resume: bool) -> Engine:
+        """The run controller's resume factory: a cluster run resumes as the cluster it was.
+
+        Its tasks continue in their folders under ``run_dir/tasks``, each from the
+        chief's last checkpoint, as ``distloop cluster --resume`` does.
+        """
+        if not runs_as_cluster(project):
+            return self._resume_factory(project, run_dir, resume=resume)
+        return self._follow(self._cluster_factory(project, run_dir, resume=resume))
+
+    def _follow(self, cluster: Cluster) -> Cluster:
         self._cluster = cluster
         self.cluster_started.emit(cluster.tasks())
         self._timer.start()

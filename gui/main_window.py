@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pyqtgraph as pg
 import PySide6
-from PySide6.QtCore import QSettings, Qt, QUrl, qVersion
-from PySide6.QtGui import QAction, QCloseEvent, QDesktopServices, QKeySequence
+from PySide6.QtCore import QSettings, Qt, QTimer, QUrl, qVersion
+from PySide6.QtGui import QAction, QCloseEvent, QDesktopServices, QKeySequence, QShowEvent
 from PySide6.QtWidgets import (
     QApplication,
     QDockWidget,
@@ -46,7 +46,7 @@ from engine.messages import (
     StepMetrics,
 )
 from engine.problems import ProblemsError
-from engine.process import EngineProcess, detect_devices
+from engine.process import EngineProcess, WarmEngines, detect_devices
 from engine.run_folder import format_loss, new_run_dir
 from engine.run_history import RunSummary, summarize
 from engine.user_code import UserCodeError, fingerprint
@@ -60,7 +60,7 @@ from gui.loss_plot import LossPlot
 from gui.past_runs import plot_run, resume_project, resume_refusal
 from gui.problems_panel import ProblemsPanel
 from gui.project_editor import ProjectEditor
-from gui.run_controller import EngineFactory, ResumeFactory, RunController, RunState
+from gui.run_controller import Engine, EngineFactory, ResumeFactory, RunController, RunState
 from gui.run_queue import RunQueue, RunQueuePanel
 from gui.runs_panel import RunsPanel
 from gui.status_panel import StatusPanel
@@ -73,6 +73,9 @@ STARTER_EXAMPLE = "seed"
 BOTTOM_DOCK_HEIGHT = 190  # pixels: a handful of runs or log lines; the plot keeps the height
 PROJECT_DOCK_WIDTH = 470  # pixels: the forms' fields and their labels side by side
 WINDOW_STATE_VERSION = 1  # 0: the forms beside the plot in a splitter, the log under it
+WARM_UP_DELAY_MS = 500
+"""How long after the window shows itself the first warm engine starts: the window first
+paints and answers, then TensorFlow loads beside it."""
 
 
 class MainWindow(QMainWindow):
@@ -80,13 +83,22 @@ class MainWindow(QMainWindow):
 
     def __init__(
         self,
-        engine_factory: EngineFactory = EngineProcess,
+        engine_factory: EngineFactory | None = None,
         detect: Callable[[float], DevicesDetected] = detect_devices,
         runs_root: Path | None = None,
         cluster_factory: ClusterFactory = LocalCluster,
-        resume_factory: ResumeFactory = EngineProcess,
+        resume_factory: ResumeFactory | None = None,
+        warm_engines: WarmEngines | None = None,
     ) -> None:
+        """``warm_engines``: single-process runs (new and resumed) take a warm engine and
+        the window keeps the next one ready; ``engine_factory`` and ``resume_factory``
+        default to those, or to a cold :class:`EngineProcess` without warm engines.
+        """
         super().__init__()
+        self._warm_engines = warm_engines
+        self._warm_taken = False
+        self._warm_closed = False
+        default_factory = EngineProcess if warm_engines is None else self._warm_engine
         self._runs_root = runs_root
         self._path: Path | None = None
         self._title = ""
@@ -104,10 +116,22 @@ class MainWindow(QMainWindow):
         self.log_panel = LogPanel()
         self.runs_panel = RunsPanel(self.plot, runs_root)
         # Multi-machine strategies run as a local cluster, driven like one engine.
-        self.cluster_controller = ClusterController(engine_factory, cluster_factory, parent=self)
-        self.controller = RunController(
-            self.cluster_controller.make_engine, resume_factory=resume_factory, parent=self
+        self.cluster_controller = ClusterController(
+            engine_factory or default_factory,
+            cluster_factory,
+            resume_factory=resume_factory or default_factory,
+            parent=self,
         )
+        self.controller = RunController(
+            self.cluster_controller.make_engine,
+            resume_factory=self.cluster_controller.make_resumed_engine,
+            parent=self,
+        )
+        if warm_engines is not None:
+            # The next warm engine loads TensorFlow once the run that took the last one is
+            # past its own start (its first step, or its end): they would share the CPU.
+            self.controller.metrics.connect(self._replace_warm_engine)
+            self.controller.idle.connect(self._replace_warm_engine)
         self.cluster_panel = ClusterPanel(self.cluster_controller, self.controller, self)
         self.run_queue = RunQueue(self.controller, self._start_queued_run, self)
         self.queue_panel = RunQueuePanel(
@@ -837,6 +861,26 @@ class MainWindow(QMainWindow):
     def _splitters(self) -> dict[str, QSplitter]:
         return {"runSplitter": self.run_splitter}
 
+    def _warm_engine(self, project: Project, run_dir: Path, *, resume: bool = False) -> Engine:
+        """A single-process run takes the warm engine (a cold one when none is ready)."""
+        assert self._warm_engines is not None
+        self._warm_taken = True
+        return self._warm_engines.engine(project, run_dir, resume=resume)
+
+    def _replace_warm_engine(self) -> None:
+        if self._warm_taken:
+            self._warm_taken = False
+            self._prepare_warm_engine()
+
+    def _prepare_warm_engine(self) -> None:
+        if self._warm_engines is not None and not self._warm_closed:
+            self._warm_engines.prepare()
+
+    def showEvent(self, event: QShowEvent) -> None:
+        super().showEvent(event)
+        if self._warm_engines is not None:
+            QTimer.singleShot(WARM_UP_DELAY_MS, self._prepare_warm_engine)
+
     def closeEvent(self, event: QCloseEvent) -> None:
         """Unsaved changes and a running engine both need the user's word before closing."""
         if not self._close_confirmed:
@@ -853,4 +897,7 @@ class MainWindow(QMainWindow):
             event.ignore()
             return
         self._save_settings()
+        if self._warm_engines is not None:  # an idle warm engine has no run to lose
+            self._warm_closed = True
+            self._warm_engines.close()
         event.accept()

@@ -18,6 +18,7 @@ from engine.run_folder import (
     EVAL_FILE,
     METRICS_COLUMNS,
     PROJECT_FILE,
+    TASKS_DIR,
     folder_stamp,
     read_eval,
     read_metrics,
@@ -164,11 +165,24 @@ def resume_project(run_dir: Path) -> Project:
 
 
 def resume_refusal(project: Project, run_dir: Path) -> str | None:
-    """Why the window cannot continue this run; None when it can."""
+    """Why the window cannot continue this run; None when it can.
+
+    A local cluster's run (its folder has ``tasks/``) resumes as that cluster; the
+    folder of one task of a cluster that ran on several machines cannot, since its
+    peers are elsewhere.
+    """
     kind = project.strategy.kind
-    if kind in CLUSTER_STRATEGIES:
+    if kind not in CLUSTER_STRATEGIES:
+        return None
+    if kind == "parameter_server":
         return (
-            f"{kind} runs as a cluster of processes, and the window resumes single-process "
-            f"runs only; continue it with `distloop cluster --resume {run_dir}`."
+            "a parameter_server run cannot resume: its training is asynchronous and its "
+            "coordinator keeps no checkpoint; start it again"
+        )
+    if not (run_dir / TASKS_DIR).is_dir():
+        return (
+            f"this folder holds one task of a {kind} cluster that ran elsewhere (it has no "
+            f"{TASKS_DIR}/ folder); resume every task where it ran, with "
+            "`distloop run --resume <its folder>`."
         )
     return None

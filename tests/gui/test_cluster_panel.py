@@ -14,7 +14,7 @@ from engine.cluster import TaskInfo
 from engine.config import Project, load_project_data
 from engine.examples import load_example
 from engine.messages import Log, Message, RunFailed, RunFinished, RunStarted, StepMetrics
-from engine.run_folder import read_metrics, read_status
+from engine.run_folder import MetricsWriter, read_metrics, read_status, write_status
 from gui.cluster_controller import ClusterController, cluster_plan
 from gui.main_window import MainWindow
 from gui.run_controller import RunController
@@ -327,3 +327,49 @@ def test_real_two_worker_cluster_from_the_window(qtbot, window: MainWindow, dial
     assert panel.task_lines("worker:1"), "worker:1's log lines reach its log view"
     assert all((task.run_dir / "engine.log").is_file() for task in panel.tasks())
     assert multiprocessing.active_children() == []
+
+
+def test_resume_of_a_cluster_run_resumes_the_cluster_and_continues_its_trace(
+    qtbot, make_window, dialog_recorder, tmp_path: Path
+) -> None:
+    """The Runs panel's Resume on a local cluster's folder (it has tasks/) makes the
+    cluster again with resume=True, as ``distloop cluster --resume`` does."""
+    run_dir = tmp_path / "runs" / "20261203-061500-cluster"
+    (run_dir / "tasks" / "worker-0").mkdir(parents=True)
+    project = multi_worker().model_copy(update={"name": "two workers"})
+    (run_dir / "project.json").write_text(project.to_json(), encoding="utf-8")
+    old = [1.0, 0.875, 0.75, 0.625, 0.5, 0.4375, 0.375, 0.3125]
+    writer = MetricsWriter(run_dir / "metrics.csv", None)
+    writer.write(list(range(1, 9)), old, [0.1 * step for step in range(1, 9)])
+    writer.close()
+    write_status(run_dir, "stopped", last_step=8)
+    redone = list(range(6, 13))  # the chief's last checkpoint was after step 5
+    batches = [
+        [seed_run()[1][0].model_copy(update={"first_step": 6, "total_steps": 12})],
+        [StepMetrics(steps=redone, losses=[0.01 * s for s in redone], elapsed_s=redone)],
+        [RunFinished(status="finished", last_step=12, final_loss=0.12, elapsed_s=1.0)],
+    ]
+    made: list[tuple[Path, bool]] = []
+    clusters: list[FakeCluster] = []
+
+    def make_cluster(project: Project, folder: Path, *, resume: bool = False) -> FakeCluster:
+        made.append((folder, resume))
+        clusters.append(FakeCluster(batches, folder))
+        return clusters[-1]
+
+    single = FakeEngine(seed_run())
+    window: MainWindow = make_window(
+        cluster_factory=make_cluster, engine_factory=factory(single), resume_factory=factory(single)
+    )
+    window.show()
+    window.runs_panel.select_paths([run_dir])
+    assert window.resume_action.isEnabled()
+    window.resume_action.trigger()
+    qtbot.waitUntil(lambda: not window.controller.active, timeout=10_000)
+    assert dialog_recorder.shown == [], dialog_recorder.shown
+    assert made == [(run_dir, True)] and not single.started
+    assert clusters[0].closed and window.cluster_panel.isVisible()
+    assert list(window.plot.steps()) == list(range(1, 13))
+    assert list(window.plot.losses()) == old[:5] + [0.01 * s for s in redone]
+    caption = window.plot.caption()
+    assert caption.startswith("two workers") and caption.endswith("(resumed)")
