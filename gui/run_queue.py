@@ -245,6 +245,15 @@ HEADERS = {
     Column.DURATION: "Duration",
     Column.FOLDER: "Run folder",
 }
+COLUMN_WIDTHS = {
+    Column.NUMBER: 36,
+    Column.NAME: 220,
+    Column.STATE: 70,
+    Column.FINAL_LOSS: 95,
+    Column.BEST_LOSS: 95,
+    Column.STEPS: 60,
+    Column.DURATION: 70,
+}
 NUMERIC = {Column.NUMBER, Column.FINAL_LOSS, Column.BEST_LOSS, Column.STEPS, Column.DURATION}
 QUEUE_COLUMNS = (Column.NUMBER, Column.NAME, Column.STATE)
 RESULT_COLUMNS = (
@@ -383,9 +392,9 @@ class RunQueuePanel(QWidget):
         self.results_table = self._table(self.results_proxy, RESULT_COLUMNS)
         self.results_table.setSortingEnabled(True)
         self.results_table.sortByColumn(Column.BEST_LOSS, Qt.SortOrder.AscendingOrder)
-        self.results_table.horizontalHeader().resizeSection(Column.NAME, 260)
-        self.queue_table.horizontalHeader().resizeSection(Column.NUMBER, 36)
-        self.queue_table.horizontalHeader().resizeSection(Column.NAME, 260)
+        for table in (self.queue_table, self.results_table):
+            for column, width in COLUMN_WIDTHS.items():
+                table.horizontalHeader().resizeSection(column, width)
 
         self._build_actions()
         self.toolbar = QToolBar("Queue")
@@ -427,6 +436,7 @@ class RunQueuePanel(QWidget):
         table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         table.setAlternatingRowColors(True)
         table.setWordWrap(False)
+        table.setTextElideMode(Qt.TextElideMode.ElideMiddle)  # sweep names differ at the end
         table.verticalHeader().setVisible(False)
         table.verticalHeader().setDefaultSectionSize(self.fontMetrics().height() + 8)
         header = table.horizontalHeader()
@@ -464,7 +474,7 @@ class RunQueuePanel(QWidget):
             return made
 
         self.add_project_action = action(
-            "Add &Project",
+            "Add to &Queue",
             self.add_current_project,
             "Queue the project as the forms show it",
             pixmap.SP_FileDialogNewFolder,
