@@ -148,8 +148,8 @@ class RunQueue(QObject):
         self.changed.emit()
 
     def start(self) -> None:
-        """Runs the queued items in order, after the window's own run if one is going on."""
-        if self._running or not self.queued():
+        """Runs the queued items in order; not while another run is going on."""
+        if self._running or not self.queued() or self._controller.active:
             return
         self._set_running(True)
         self._start_next()
@@ -186,9 +186,7 @@ class RunQueue(QObject):
             self._outcome = message
 
     def _on_idle(self) -> None:
-        if self._current is None:  # the window's own run ended: the queue may go on
-            if self._running:
-                QTimer.singleShot(0, self._start_next)
+        if self._current is None:  # the window's own run, not the queue's
             return
         # After the current emission: an engine that cannot start goes idle inside start_run,
         # before the queue has learnt the run's folder.

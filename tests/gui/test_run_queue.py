@@ -266,3 +266,22 @@ def test_the_sweep_form_previews_runs_and_refused_combinations(qtbot) -> None:
         "count": 3,
         "seed": 0,
     }
+
+
+def test_the_windows_own_runs_are_left_alone(qtbot, make_window, dialog_recorder) -> None:
+    engines = Engines(fail=(0.01,))  # the seed's own learning rate
+    window: MainWindow = make_window(engine_factory=engines)
+    window.run_queue.add(_sweep([0.02]))
+    window.run()
+    assert not window.queue_panel.start_action.isEnabled()
+    window.run_queue.start()  # refused: one run at a time
+    assert not window.run_queue.running
+    qtbot.waitUntil(lambda: not window.controller.active, timeout=5000)
+    qtbot.wait(50)
+    assert _states(window) == ["queued"] and len(engines.made) == 1
+    assert dialog_recorder.kinds() == ["error"]  # a failure of Run is still reported at once
+    run_menu = next(a.menu() for a in window.menuBar().actions() if a.text() == "&Run")
+    texts = [action.text() for action in run_menu.actions()]
+    assert {"Add to &Queue", "Add &Sweep…", "S&tart Queue"} <= set(texts)
+    assert window.queue_panel.add_sweep_action.shortcut().toString() == "Ctrl+Shift+W"
+    assert window.queue_panel_action.shortcut().toString() == "Ctrl+Shift+U"
