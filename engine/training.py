@@ -3,7 +3,7 @@
 Order matters and follows the guide: devices and seeds first, then the strategy,
 then model and optimizer inside ``strategy.scope()``, then the distributed
 dataset, then the loop. TF_CONFIG is already in the environment (the process
-entry point sets it before TensorFlow is imported).
+entry point sets it before the run; TensorFlow reads it only when a strategy is made).
 
 A project with ``custom_code`` runs the same program with the user's builders and
 step in place of the built-in ones (``engine.user_code``); one with

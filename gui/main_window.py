@@ -873,7 +873,8 @@ class MainWindow(QMainWindow):
             self._prepare_warm_engine()
 
     def _prepare_warm_engine(self) -> None:
-        if self._warm_engines is not None and not self._warm_closed:
+        """Starts a warm engine unless one is ready or the window is closing."""
+        if self._warm_engines is not None and not (self._warm_closed or self._close_after_run):
             self._warm_engines.prepare()
 
     def showEvent(self, event: QShowEvent) -> None:

@@ -73,3 +73,14 @@ def test_closing_the_window_ends_the_idle_warm_engine(qtbot, make_window) -> Non
     assert process.is_alive()
     window.close()
     assert not process.is_alive() and warm.warm is None
+
+
+def test_no_warm_engine_starts_while_the_window_closes_after_its_run(qtbot, make_window) -> None:
+    warm = FakeWarmEngines()
+    window: MainWindow = make_window(warm_engines=warm)
+    window.show()
+    qtbot.waitUntil(lambda: warm.prepared == 1, timeout=TIMEOUT_MS)
+    window.run()
+    window.close()  # asks (answered yes), stops the run, closes once it ended
+    qtbot.waitUntil(lambda: warm.closed, timeout=TIMEOUT_MS)
+    assert warm.prepared == 1
