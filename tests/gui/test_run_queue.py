@@ -10,11 +10,12 @@ from gui_fakes import FakeEngine, seed_run
 from PySide6.QtCore import Qt
 
 from engine.config import Project
-from engine.examples import load_example
+from engine.examples import example_text, load_example
 from engine.messages import RunFailed
 from engine.run_folder import METRICS_FILE, PROJECT_FILE, STATUS_FILE
 from engine.sweep import expand, load_sweep_spec
-from gui import main_window
+from engine.user_code import Fingerprint
+from gui import dialogs, main_window
 from gui.main_window import MainWindow
 from gui.run_queue import Column, ItemState, RunQueue
 from gui.sweep_dialog import SweepDialog
@@ -285,3 +286,38 @@ def test_the_windows_own_runs_are_left_alone(qtbot, make_window, dialog_recorder
     assert {"Add to &Queue", "Add &Sweep…", "S&tart Queue"} <= set(texts)
     assert window.queue_panel.add_sweep_action.shortcut().toString() == "Ctrl+Shift+W"
     assert window.queue_panel_action.shortcut().toString() == "Ctrl+Shift+U"
+
+
+def test_custom_code_is_asked_about_when_queued_and_again_only_if_it_changed(
+    qtbot, make_window, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    code = tmp_path / "project" / "step.py"
+    code.parent.mkdir()
+    code.write_text("def train_step(step, inputs):\n    return 0.0\n")
+    data = {**json.loads(example_text("seed")), "custom_code": {"path": "step.py"}}
+    (code.parent / "project.json").write_text(json.dumps(data))
+    asked: list[str] = []
+    answers: list[bool] = []
+
+    def trust(_parent: object, fingerprint: Fingerprint) -> bool:
+        asked.append(fingerprint.sha256)
+        return answers.pop(0)
+
+    monkeypatch.setattr(dialogs, "trust_custom_code", trust)
+    engines = Engines()
+    window: MainWindow = make_window(engine_factory=engines)
+    assert window.open_project(code.parent / "project.json")
+    answers[:] = [True]
+    window.queue_panel.add_project_action.trigger()
+    window.queue_panel.add_project_action.trigger()  # trusted now: not asked again
+    assert len(asked) == 1 and len(window.run_queue.items) == 2
+    assert window.run_queue.items[0].project.custom_code.path == str(code)
+    code.write_text("def train_step(step, inputs):\n    return 1.0\n")
+    answers[:] = [False]
+    window.run_queue.start()  # the file changed since it was queued: asked, and declined
+    assert len(asked) == 2 and engines.made == []
+    assert not window.run_queue.running and _states(window) == ["queued", "queued"]
+    answers[:] = [True]
+    window.run_queue.start()
+    _wait_until_done(qtbot, window)
+    assert len(asked) == 3 and _states(window) == ["finished", "finished"]
