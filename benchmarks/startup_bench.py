@@ -1,0 +1,118 @@
+"""Start-up benchmark (issue 14): Run click to first step in the window, cold vs warm engine.
+
+Run with ``python -m benchmarks.startup_bench [ROUNDS]`` from the repository root
+(offscreen Qt; Linux, for reading a process's CPU time from /proc). Each round
+runs the seed example twice through real windows and real engine processes:
+
+- cold: the window starts a fresh engine process, which imports TensorFlow first
+  (what every run paid before warm engines);
+- warm: the window hands the run to its warm engine, which imported TensorFlow
+  beforehand and sits idle (the benchmark waits until it is).
+
+Measured from ``MainWindow.run`` (what the Run button calls) to the first step's
+metrics reaching the window. The cold run goes first in each round, while the warm
+engine sits idle, so the two never compete for the CPU.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+IDLE_CPU_S = 0.02
+"""A warm engine that used less CPU than this over :data:`IDLE_WINDOW_S` has loaded."""
+IDLE_WINDOW_S = 0.5
+LOAD_TIMEOUT_S = 120.0
+
+
+def cpu_seconds(pid: int) -> float:
+    """User plus system CPU time of process ``pid`` so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+async def until_idle(pid: int) -> None:
+    """Waits until the process stops using the CPU: a warm engine done loading TensorFlow."""
+    deadline = time.monotonic() + LOAD_TIMEOUT_S
+    before = cpu_seconds(pid)
+    while time.monotonic() < deadline:
+        await asyncio.sleep(IDLE_WINDOW_S)
+        now = cpu_seconds(pid)
+        if now - before < IDLE_CPU_S:
+            return
+        before = now
+    raise TimeoutError(f"the warm engine (pid {pid}) was still busy after {LOAD_TIMEOUT_S:.0f} s")
+
+
+async def click_to_first_step(window) -> float:
+    """Seconds from Run to the first step in the window; waits for the run to end."""
+    first: list[float] = []
+
+    def on_metrics(_message: object) -> None:
+        if not first:
+            first.append(time.perf_counter())
+
+    window.controller.metrics.connect(on_metrics)
+    began = time.perf_counter()
+    window.run()
+    while window.controller.active:
+        await asyncio.sleep(0.02)
+    window.controller.metrics.disconnect(on_metrics)
+    if not first:
+        raise RuntimeError(f"the run reported no step: {window.log_panel.lines()[-3:]}")
+    return first[0] - began
+
+
+def main() -> None:
+    import qasync
+    from PySide6.QtWidgets import QApplication
+
+    from engine.process import WarmEngines
+    from gui.main_window import MainWindow
+
+    rounds = int(sys.argv[1]) if len(sys.argv) > 1 else 3
+    app = QApplication.instance() or QApplication([])
+    loop = qasync.QEventLoop(app)
+    asyncio.set_event_loop(loop)
+    warm_engines = WarmEngines()
+    with tempfile.TemporaryDirectory() as tmp:
+        cold_window = MainWindow(runs_root=Path(tmp) / "cold")
+        warm_window = MainWindow(runs_root=Path(tmp) / "warm", warm_engines=warm_engines)
+        for window in (cold_window, warm_window):
+            window.show()
+
+        async def measure() -> tuple[list[float], list[float]]:
+            cold: list[float] = []
+            warm: list[float] = []
+            for _ in range(rounds):
+                while warm_engines.warm is None:
+                    await asyncio.sleep(0.05)
+                await until_idle(warm_engines.warm.process.pid)
+                cold.append(await click_to_first_step(cold_window))
+                warm.append(await click_to_first_step(warm_window))
+            return cold, warm
+
+        with loop:
+            cold, warm = loop.run_until_complete(measure())
+            for window in (cold_window, warm_window):
+                window.close()
+    load = os.getloadavg()[0]
+    print(f"click to first step, cold: {', '.join(f'{t:.2f}' for t in cold)} s")
+    print(f"click to first step, warm: {', '.join(f'{t:.2f}' for t in warm)} s")
+    cold_median, warm_median = statistics.median(cold), statistics.median(warm)
+    print(
+        f"6. click to first step (seed example), median of {rounds}: warm {warm_median:.2f} s, "
+        f"cold {cold_median:.2f} s, ratio {warm_median / cold_median:.2f} (goal: warm "
+        f"under 1.5 s); load average {load:.1f} on {os.cpu_count()} cores"
+    )
+
+
+if __name__ == "__main__":
+    main()
