@@ -105,24 +105,31 @@ class _LossAxis(pg.AxisItem):
     """The loss axis, readable in log scale too.
 
     pyqtgraph labels every minor tick of a log axis (``2·10⁻³``, ``3·10⁻³``...), which
-    crowds into an unreadable column. Here a view spanning more than a decade labels
-    only the decades; within one decade the minor ticks get plain numbers. Values
-    from 0.0001 to 10,000 read as decimals, others as powers of ten.
+    crowds into an unreadable column. Here a view within one decade labels every
+    tick, one within two decades its 1, 2 and 5 ticks, a wider one its decades only.
+    Values from 0.0001 to 10,000 read as decimals, others as powers of ten.
     """
 
     def __init__(self) -> None:
         super().__init__("left")
         self._decades = 0.0
+        self._major_levels = False
 
     def logTickValues(
         self, minVal: float, maxVal: float, size: float, stdTicks: list
     ) -> list[tuple[float | None, list[float]]]:
         self._decades = maxVal - minVal
-        return super().logTickValues(minVal, maxVal, size, stdTicks)
+        levels = super().logTickValues(minVal, maxVal, size, stdTicks)
+        self._major_levels = any(spacing is not None for spacing, _values in levels)
+        return levels
 
     def logTickStrings(self, values: list[float], scale: float, spacing: float) -> list[str]:
-        if spacing is None and self._decades > 1:
-            return ["" for _ in values]  # minor ticks: marks without labels
+        if spacing is None and self._decades > 1:  # minor ticks, which hold the decades too
+            texts = [log_tick_text(10.0**value * scale) for value in values]
+            if self._major_levels:  # the decades have labels of their own
+                return ["" for _text in texts]
+            shown = ("1",) if self._decades > 2 else ("1", "2", "5")
+            return [text if text.lstrip("0.")[:1] in shown else "" for text in texts]
         return [log_tick_text(10.0**value * scale) for value in values]
 
 
@@ -496,7 +503,7 @@ class LossPlot(QWidget):
         run with many replicas); a column of the plot item keeps it out of the data
         and in exported images. It can still be dragged.
         """
-        self.legend = pg.LegendItem(offset=None, verSpacing=-4)
+        self.legend = pg.LegendItem(offset=None, verSpacing=-4, labelTextColor=(40, 40, 40))
         self.legend.setParentItem(self.plot_item)
         self.legend.anchor(itemPos=(1, 0), parentPos=(1, 0), offset=(-LEGEND_MARGIN, 4))
         self._legend_space = QGraphicsWidget()

@@ -255,6 +255,10 @@ def test_log_axis_labels_decades_and_plain_numbers(plot: LossPlot) -> None:
     labels = [axis.tickStrings(values, 1.0, spacing) for spacing, values in levels]
     shown = [text for level in labels for text in level if text]
     assert sorted(shown, key=float) == ["0.0001", "0.001", "0.01", "0.1", "1", "10"]
+    levels = axis.tickValues(np.log10(0.05), np.log10(2), 400)  # 1.6 decades: minor ticks only
+    labels = [axis.tickStrings(values, 1.0, spacing) for spacing, values in levels]
+    shown = sorted((text for level in labels for text in level if text), key=float)
+    assert shown == ["0.1", "0.2", "0.5", "1"]
     levels = axis.tickValues(np.log10(0.25), np.log10(0.95), 400)  # within a decade
     shown = [text for spacing, values in levels for text in axis.tickStrings(values, 1, spacing)]
     assert sorted(shown, key=float) == ["0.3", "0.4", "0.5", "0.6", "0.7", "0.8", "0.9"]
