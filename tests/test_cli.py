@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
 
 import numpy as np
@@ -83,6 +84,9 @@ def test_run_seed_prints_every_step_and_writes_the_run_folder(tmp_path) -> None:
     assert (out / "metrics.csv").read_text().splitlines()[0] == "step,loss,elapsed_s"
     assert load_project(out / "project.json") == load_example("seed")
     assert "distloop: mirrored with 1 replica" in result.stderr
+    status = read_status(out)  # the runs table's strategy is the kind chosen, as printed
+    assert (status["strategy"], status["strategy_class"]) == ("mirrored", "MirroredStrategy")
+    assert re.search(r"final loss \S+, \d+\.\d s$", result.stderr.splitlines()[-1])
 
 
 @pytest.mark.slow
