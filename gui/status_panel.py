@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import time
 from collections import deque
 from pathlib import Path
@@ -22,7 +23,19 @@ from engine.messages import EvalMetrics, RunFailed, RunFinished, RunStarted, Ste
 from engine.run_folder import format_loss
 
 ROWS = 4  # fields fill columns of four rows: the panel stays low and the plot keeps the height
+_TASK_DEVICE = re.compile(r"/job:([^/]+)/replica:\d+/task:(\d+)(?:/device:(.+))?")
 RATE_WINDOW_S = 5.0  # steps/s over the last seconds, so the ETA follows speed changes
+
+
+def short_device(name: str) -> str:
+    """``CPU:1`` on this machine; ``worker:1 CPU:0`` in a cluster, whose tasks all have a CPU:0."""
+    match = _TASK_DEVICE.fullmatch(name)
+    if match is None:
+        return name.rsplit("/device:", 1)[-1]
+    job, task, device = match.groups()
+    if device is None:  # a task as a whole (a parameter-server coordinator's workers)
+        return f"{job}:{task}"
+    return device if job == "localhost" else f"{job}:{task} {device}"
 
 
 class StatusPanel(QWidget):
@@ -120,8 +133,7 @@ class StatusPanel(QWidget):
         self.values["strategy"].setText(message.strategy_kind or message.strategy)
         self.values["strategy"].setToolTip(f"TensorFlow's {message.strategy}")
         self.values["replicas"].setText(str(message.num_replicas))
-        short = [device.rsplit("/device:", 1)[-1] for device in message.devices]
-        self.values["devices"].setText(", ".join(short) or "—")
+        self.values["devices"].setText(", ".join(map(short_device, message.devices)) or "—")
         self.values["devices"].setToolTip("\n".join(message.devices))
         self.set_tensorflow_version(message.tensorflow_version)
         self._set_progress()

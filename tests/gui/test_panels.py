@@ -16,7 +16,7 @@ from engine.messages import (
 )
 from gui.log_panel import LEVEL_COLORS, MAX_LINES, LogPanel
 from gui.main_window import MainWindow
-from gui.status_panel import StatusPanel
+from gui.status_panel import StatusPanel, short_device
 from gui.strategy_form import logical_device
 
 
@@ -192,3 +192,10 @@ def test_the_window_hides_the_banner_of_each_run(qtbot, make_window) -> None:
     window.clear_log_action.trigger()
     window.log_panel.startup_checkbox.setChecked(True)
     assert window.log_panel.lines() == []
+
+
+def test_devices_are_short_and_a_clusters_name_their_task() -> None:
+    assert short_device("/job:localhost/replica:0/task:0/device:CPU:1") == "CPU:1"
+    assert short_device("/job:worker/replica:0/task:1/device:GPU:0") == "worker:1 GPU:0"
+    assert short_device("/job:worker/replica:0/task:1") == "worker:1"
+    assert short_device("/cpu:0") == "/cpu:0"
