@@ -316,8 +316,10 @@ def test_real_two_worker_cluster_from_the_window(qtbot, window: MainWindow, dial
         window.plot.losses().astype(np.float32), np.asarray(metrics["loss"], dtype=np.float32)
     )
     assert [s for m in reported for s in m.steps] == list(range(1, 9))
-    assert window.status_panel.values["strategy"].text().endswith("Strategy")
-    assert window.status_panel.values["replicas"].text() == "2"
+    values = window.status_panel.values
+    assert values["strategy"].text() == "multi_worker_mirrored"  # as chosen, not the TF class
+    assert values["replicas"].text() == "2"
+    assert values["devices"].text() == "worker:0 CPU:0, worker:1 CPU:0"  # every task's
 
     assert [t.name for t in panel.tasks()] == list(TASKS)
     assert [panel.cell(name, "State") for name in TASKS] == ["finished", "finished"]
