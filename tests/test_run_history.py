@@ -159,7 +159,7 @@ def test_a_real_run_is_summarized_from_its_folder(tmp_path) -> None:
     (summary,) = list_runs(tmp_path)
     assert summary.name == load_example("seed").name
     assert (summary.steps, summary.status) == (100, "finished")
-    assert summary.strategy == "MirroredStrategy" and summary.num_replicas == 1
+    assert summary.strategy == "mirrored" and summary.num_replicas == 1
     assert summary.final_loss == pytest.approx(float(run["losses"][-1]))
 
 
