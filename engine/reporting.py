@@ -74,6 +74,11 @@ class StepReporter:
         self.last_step: int | None = None
         self.last_loss: float | None = None
 
+    @property
+    def elapsed_s(self) -> float:
+        """The training clock at the last flushed step (metrics.csv's ``elapsed_s``)."""
+        return self._last_elapsed
+
     def start_at(self, elapsed_s: float) -> None:
         """Continues a resumed run's clock, so interpolated times never run backwards."""
         self._last_elapsed = elapsed_s

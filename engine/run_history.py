@@ -82,9 +82,11 @@ def summarize(run_dir: Path) -> RunSummary:
         best = min(losses) if losses else None
     started = _number(status.get("started_at"))
     updated = _number(status.get("updated_at"))
-    duration = updated - started if started is not None and updated is not None else elapsed
-    if "resumed_at" in status and elapsed is not None:
-        duration = elapsed  # training time, which a resume continues; not the pause before it
+    # The run's one duration is its training clock (metrics.csv's elapsed_s, continued by a
+    # resume, and what the engine reports at the end); wall time only for a run with no step.
+    duration = elapsed
+    if duration is None and started is not None and updated is not None:
+        duration = updated - started
     replicas = status.get("num_replicas")
     tags = status.get("tags")
     return RunSummary(

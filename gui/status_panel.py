@@ -48,6 +48,8 @@ class StatusPanel(QWidget):
         self._last_step: int | None = None
         self._started_at: float | None = None
         self._ended_at: float | None = None
+        self._engine_clock: tuple[float, float] | None = None
+        """The engine's last reported ``elapsed_s`` and when it arrived (monotonic)."""
         self._rate_points: deque[tuple[float, int]] = deque()
 
         self.state = QLabel("Idle")
@@ -115,6 +117,7 @@ class StatusPanel(QWidget):
         self._last_step = None
         self._started_at = time.monotonic()
         self._ended_at = None
+        self._engine_clock = None
         self._rate_points.clear()
         for key in ("step", "loss", "rate", "eta", "validation", "strategy", "replicas", "devices"):
             self.values[key].setText("—")
@@ -147,6 +150,7 @@ class StatusPanel(QWidget):
         if not self._rate_points:
             self._rate_points.append((message.elapsed_s[0], message.steps[0]))
         self._rate_points.append((message.elapsed_s[-1], message.steps[-1]))
+        self._engine_clock = (message.elapsed_s[-1], time.monotonic())
         while len(self._rate_points) > 2 and (
             self._rate_points[-1][0] - self._rate_points[1][0] >= RATE_WINDOW_S
         ):
@@ -170,6 +174,7 @@ class StatusPanel(QWidget):
             "" if message.final_loss is None else f", final loss {format_loss(message.final_loss)}"
         )
         self.state.setText(f"{words} at step {message.last_step}{loss}")
+        self._engine_clock = (message.elapsed_s, time.monotonic())
         self._end()
 
     def failed(self, message: RunFailed) -> None:
@@ -177,10 +182,26 @@ class StatusPanel(QWidget):
         self.state.setText(
             f"<span style='color:#c62828'>Failed: {message.error_type}{where}</span>"
         )
+        if self._engine_clock is not None:  # a failed run trained until its last step
+            self._engine_clock = (self._engine_clock[0], time.monotonic())
         self._end()
 
     def set_tensorflow_version(self, version: str) -> None:
         self.values["tensorflow"].setText(version)
+
+    def _elapsed_text(self) -> str:
+        """The run's training time on the engine's clock, ticking between its reports.
+
+        It is the clock of metrics.csv's ``elapsed_s`` (continued by a resume) and of
+        the engine's final report, so the status panel, the runs table and the log give
+        one duration for one run; the engine's start-up before the first step is not
+        training and shows as "—".
+        """
+        if self._engine_clock is None:
+            return "—"
+        engine_s, received = self._engine_clock
+        end = self._ended_at if self._ended_at is not None else time.monotonic()
+        return format_duration(engine_s + max(0.0, end - received))
 
     def rate(self) -> float | None:
         """Steps per second over the last few seconds of training."""
@@ -215,8 +236,7 @@ class StatusPanel(QWidget):
     def _update_times(self) -> None:
         if self._started_at is None:
             return
-        end = self._ended_at if self._ended_at is not None else time.monotonic()
-        self.values["elapsed"].setText(format_duration(end - self._started_at))
+        self.values["elapsed"].setText(self._elapsed_text())
         rate = self.rate()
         if rate:
             self.values["rate"].setText(f"{rate:,.1f}")

@@ -25,6 +25,7 @@ def test_status_panel_rate_progress_and_eta(qtbot) -> None:
     qtbot.addWidget(panel)
     panel.start(1000, "/runs/20260101-seed")
     assert panel.values["run_dir"].text() == "20260101-seed"
+    assert panel.values["elapsed"].text() == "—"  # TensorFlow's start-up is not training
     panel.run_started(
         RunStarted(
             strategy="MirroredStrategy",
@@ -47,9 +48,12 @@ def test_status_panel_rate_progress_and_eta(qtbot) -> None:
     assert panel.values["eta"].text() == "8.0 s"  # 800 steps at 100 steps/s
     assert panel.progress.value() == 200 and panel.progress.maximum() == 1000
     assert panel.values["devices"].text() == "/cpu:0, /cpu:1"
-    panel.finished(RunFinished(status="stopped", last_step=200, final_loss=0.5, elapsed_s=2))
+    assert panel.values["elapsed"].text() == "2.0 s"  # the engine's clock, not the window's
+    panel.finished(RunFinished(status="stopped", last_step=200, final_loss=0.5, elapsed_s=2.5))
     assert panel.state.text() == "Stopped at step 200, final loss 0.5"
     assert panel.values["eta"].text() == "—"
+    # One duration for one run: what the engine reported, as the runs table and log say.
+    assert panel.values["elapsed"].text() == "2.5 s"
 
 
 def test_status_panel_without_a_known_length(qtbot) -> None:
