@@ -628,9 +628,16 @@ class LocalCluster:
         try:
             if self._metrics is None:
                 replicas = len(message.replica_losses[0]) if message.replica_losses else None
-                self._metrics = MetricsWriter(self.run_dir / METRICS_FILE, replicas)
+                # The first report names custom step code's losses: the same columns as
+                # the chief's own metrics.csv (a resumed run's header has them already).
+                named = list(message.named_losses or ())
+                self._metrics = MetricsWriter(self.run_dir / METRICS_FILE, replicas, named=named)
             self._metrics.write(
-                message.steps, message.losses, message.elapsed_s, message.replica_losses
+                message.steps,
+                message.losses,
+                message.elapsed_s,
+                message.replica_losses,
+                message.named_losses,
             )
         except RunFolderError as exc:
             self._folder_failure(exc)

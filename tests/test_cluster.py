@@ -224,6 +224,29 @@ def test_two_workers_give_the_single_process_trace_and_the_cli_prints_it(tmp_pat
     assert "worker:1 at 127.0.0.1:" in cluster_err
 
 
+@pytest.mark.slow
+def test_a_cluster_of_custom_step_code_records_its_named_losses_at_the_top(tmp_path) -> None:
+    """The GAN example on 2 workers: the top-level metrics.csv has the chief's named losses,
+    in the columns a single-process run writes (they were missing: only loss was kept)."""
+    examples = REPO / "resources" / "examples"
+    shutil.copy(examples / "gan_step.py", tmp_path / "gan_step.py")
+    data = json.loads((examples / "gan.json").read_text())
+    data["strategy"] = {"kind": "multi_worker_mirrored"}
+    data["training"]["steps"] = 4
+    path = tmp_path / "gan.json"
+    path.write_text(json.dumps(data))
+    out = tmp_path / "run"
+    cluster = distloop("cluster", str(path), "--out", str(out))
+    assert cluster.returncode == 0, cluster.stderr[-3000:]
+
+    top, chief = read_metrics(out), read_metrics(out / "tasks" / "worker-0")
+    assert list(top) == ["step", "loss", "elapsed_s", "generator", "discriminator"]
+    assert list(chief) == list(top)
+    assert top["step"] == list(range(1, 5))
+    for column in ("loss", "generator", "discriminator"):
+        assert top[column] == chief[column], column
+
+
 def test_workers_keep_the_same_share_of_each_batch_with_either_input_distribution(
     tmp_path,
 ) -> None:
