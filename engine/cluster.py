@@ -37,7 +37,7 @@ import ipaddress
 import shutil
 import socket
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, TextIO
@@ -149,6 +149,25 @@ def local_cluster_config(
     written for real hosts runs unchanged on this machine. The returned config's
     task is the chief's.
     """
+    return _local_layout(project, workers, fresh_ports, free_local_ports)
+
+
+def local_cluster_tasks(project: Project, workers: int | None = None) -> list[TaskSpec]:
+    """The tasks :func:`local_cluster_config` would lay out, without choosing their ports.
+
+    For showing the plan while a project is edited: the same rule and the same
+    ProblemsError, but no socket is bound; the ports are chosen when the cluster starts.
+    Stand-in ports (1, 2, ...) only make the layout checkable; nothing listens on them.
+    """
+    return _local_layout(project, workers, False, lambda count: list(range(1, count + 1))).tasks()
+
+
+def _local_layout(
+    project: Project,
+    workers: int | None,
+    fresh_ports: bool,
+    choose_ports: Callable[[int], list[int]],
+) -> TFConfig:
     kind = project.strategy.kind
     if kind not in MULTI_MACHINE_STRATEGIES:
         raise ProblemsError(
@@ -171,7 +190,7 @@ def local_cluster_config(
     else:
         sizes = {job: len(addresses) for job, addresses in (given.cluster if given else {}).items()}
         sizes["worker"] = workers or sizes.get("worker") or DEFAULT_WORKERS
-        ports = iter(free_local_ports(sum(sizes.values())))
+        ports = iter(choose_ports(sum(sizes.values())))
         cluster = {
             job: [f"127.0.0.1:{next(ports)}" for _ in range(sizes[job])]
             for job in JOB_TYPES

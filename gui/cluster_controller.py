@@ -19,7 +19,7 @@ from typing import Protocol
 
 from PySide6.QtCore import QObject, QTimer, Signal
 
-from engine.cluster import LocalCluster, TaskInfo, local_cluster_config
+from engine.cluster import LocalCluster, TaskInfo, local_cluster_tasks
 from engine.config import Project
 from engine.problems import Problem, ProblemsError
 from engine.process import EngineProcess
@@ -71,26 +71,26 @@ class ClusterPlan:
             return f"Cannot run as a local cluster: {listed}"
         return (
             f"Run starts a local cluster: {', '.join(self.tasks)}, each its own engine process "
-            "on a free 127.0.0.1 port of this machine (Ctrl+R). To run one task of a real "
-            "cluster, use File ▸ Export Cluster Setup or distloop run --task."
+            "on a free 127.0.0.1 port of this machine, chosen when it starts (Ctrl+R). To run "
+            "one task of a real cluster, use File ▸ Export Cluster Setup or distloop run --task."
         )
 
 
 def cluster_plan(project: Project | None) -> ClusterPlan | None:
     """None when ``project`` runs as one process; else the local cluster Run would start.
 
-    The layout comes from the engine's own rule (:func:`local_cluster_config`), so a
+    The layout comes from the engine's own rule (:func:`local_cluster_tasks`), so a
     TF_CONFIG the launcher would refuse (an evaluator job) disables Run with the
-    launcher's reason instead of failing after it was pressed. Choosing the ports
-    only binds and releases a few loopback sockets.
+    launcher's reason instead of failing after it was pressed. It runs on every edit,
+    so it chooses no ports (that binds sockets): the cluster chooses them when it starts.
     """
     if project is None or not runs_as_cluster(project):
         return None
     try:
-        config = local_cluster_config(project)
+        tasks = local_cluster_tasks(project)
     except ProblemsError as exc:
         return ClusterPlan(problems=exc.problems)
-    return ClusterPlan(tasks=[str(task) for task in config.tasks()])
+    return ClusterPlan(tasks=[str(task) for task in tasks])
 
 
 class ClusterController(QObject):

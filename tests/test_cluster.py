@@ -22,6 +22,7 @@ from engine.cluster import (
     DEFAULT_COMMUNICATION_TIMEOUT_S,
     LocalCluster,
     local_cluster_config,
+    local_cluster_tasks,
     tf_config_for_run,
 )
 from engine.config import load_project, load_project_data
@@ -77,6 +78,8 @@ def test_local_layout_keeps_loopback_ports_and_replaces_remote_hosts() -> None:
     assert all(a.startswith("127.0.0.1:") for a in addresses)
     assert len(set(addresses)) == 4
     assert str(remote.task) == "chief:0"
+    # The plan the window shows while editing: the same tasks, with no port chosen.
+    assert local_cluster_tasks(load_project_data(parameter_server())) == remote.tasks()
 
     three = local_cluster_config(load_project_data(multi_worker()), workers=3)
     assert list(three.cluster) == ["worker"] and len(three.cluster["worker"]) == 3
@@ -93,6 +96,8 @@ def test_local_layout_refuses_what_cannot_run() -> None:
     )
     with pytest.raises(ProblemsError, match="evaluator"):
         local_cluster_config(load_project_data(data))
+    with pytest.raises(ProblemsError, match="evaluator"):
+        local_cluster_tasks(load_project_data(data))
 
 
 def test_run_task_takes_the_environment_s_tf_config_over_the_project_s() -> None:

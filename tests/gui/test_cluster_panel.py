@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 from gui_fakes import FakeEngine, factory, seed_run
 
-from engine.cluster import TaskInfo
+from engine import cluster as engine_cluster
+from engine.cluster import LocalCluster, TaskInfo
 from engine.config import Project, load_project_data
 from engine.examples import load_example
 from engine.messages import Log, Message, RunFailed, RunFinished, RunStarted, StepMetrics
@@ -131,6 +132,45 @@ def test_run_becomes_run_cluster_and_says_what_it_starts(make_window) -> None:
     window.editor.strategy.fields.editors["kind"].set_value("mirrored")
     assert window.run_action.text() == "&Run"
     assert window.run_action.toolTip() == "Train the project (Ctrl+R)"
+
+
+def test_editing_a_cluster_project_binds_no_port_and_run_still_gets_ports(
+    qtbot, make_window, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Port choice binds loopback sockets: the window leaves it to the cluster's start."""
+    chosen: list[list[int]] = []
+    choose = engine_cluster.free_local_ports
+
+    def counted(count: int) -> list[int]:
+        chosen.append(choose(count))
+        return chosen[-1]
+
+    monkeypatch.setattr(engine_cluster, "free_local_ports", counted)
+    laid_out: list[LocalCluster] = []
+
+    def make_cluster(project: Project, run_dir: Path) -> FakeCluster:
+        laid_out.append(LocalCluster(project, run_dir))
+        laid_out[-1].close()
+        return FakeCluster(cluster_run(4, 2), run_dir)
+
+    window: MainWindow = make_window(cluster_factory=make_cluster)
+    window.editor.strategy.fields.editors["kind"].set_value("multi_worker_mirrored")
+    window.editor.training.steps_radio.setChecked(True)
+    for steps in (4, 5, 6, 4):
+        window.editor.training.steps.setValue(steps)
+    window.editor.strategy.fields.editors["kind"].set_value("parameter_server")
+    window.editor.strategy.fields.editors["kind"].set_value("multi_worker_mirrored")
+    assert window.validation.project is not None
+    assert window.validation.project.training.steps == 4
+    assert window.validity.text() == "Ready to run a local cluster: worker:0, worker:1"
+    assert "127.0.0.1 port of this machine, chosen when it starts" in window.run_action.toolTip()
+    assert chosen == []
+
+    window.run_action.trigger()
+    qtbot.waitUntil(lambda: not window.controller.active, timeout=10_000)
+    (cluster,) = laid_out
+    assert len(chosen) == 1 and len(set(chosen[0])) == 2
+    assert cluster.tf_config.cluster["worker"] == [f"127.0.0.1:{port}" for port in chosen[0]]
 
 
 def test_a_tf_config_the_launcher_refuses_disables_run(make_window) -> None:
