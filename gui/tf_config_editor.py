@@ -159,18 +159,23 @@ class TFConfigEditor(QWidget):
         self.env_button = QPushButton("From environment")
         self.env_button.setToolTip("Import the TF_CONFIG environment variable of this app.")
         self.env_button.clicked.connect(self._on_import_environment)
-        top = QHBoxLayout()
+        # Narrow rows (the checkbox above its import buttons, job tables two by two, the
+        # localhost button on its own row): the editor fits the Project dock's default width.
+        imports = QHBoxLayout()
+        imports.addWidget(self.paste_button)
+        imports.addWidget(self.file_button)
+        imports.addWidget(self.env_button)
+        imports.addStretch(1)
+        top = QVBoxLayout()
         top.addWidget(self.use_checkbox)
-        top.addStretch(1)
-        top.addWidget(self.paste_button)
-        top.addWidget(self.file_button)
-        top.addWidget(self.env_button)
+        top.addLayout(imports)
 
         self.body = QWidget()
         body = QVBoxLayout(self.body)
         body.setContentsMargins(0, 0, 0, 0)
         body.addWidget(self._build_cluster(), 1)
         body.addLayout(self._build_task_row())
+        body.addLayout(self._build_localhost_row())
 
         # Problems and preview stay enabled when TF_CONFIG is off: parameter_server
         # without TF_CONFIG is a problem the user must be able to read.
@@ -343,12 +348,13 @@ class TFConfigEditor(QWidget):
         grid = QGridLayout(self.cluster_frame)
         grid.setContentsMargins(4, 4, 4, 4)
         self.tables: dict[str, JobTable] = {}
-        for column, job in enumerate(JOB_TYPES):
+        for position, job in enumerate(JOB_TYPES):
             table = JobTable(job, self._suggest_address)
             table.edited.connect(self._on_edited)
             self.tables[job] = table
-            grid.addWidget(table, 0, column)
-            grid.setColumnStretch(column, 1)
+            grid.addWidget(table, position // 2, position % 2)
+        grid.setColumnStretch(0, 1)
+        grid.setColumnStretch(1, 1)
         return self.cluster_frame
 
     def _build_task_row(self) -> QHBoxLayout:
@@ -368,12 +374,17 @@ class TFConfigEditor(QWidget):
         row.addWidget(QLabel("index"))
         row.addWidget(self.task_index_spin)
         row.addStretch(1)
+        return row
+
+    def _build_localhost_row(self) -> QHBoxLayout:
         self.localhost_button = QPushButton("Add localhost tasks")
         self.localhost_button.setToolTip(
             "Add the tasks the strategy needs at least (2 workers; parameter_server also a "
             "chief and a ps), on free-looking localhost ports from 12345."
         )
         self.localhost_button.clicked.connect(self.add_localhost_tasks)
+        row = QHBoxLayout()
+        row.addStretch(1)
         row.addWidget(self.localhost_button)
         return row
 

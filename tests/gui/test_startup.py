@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QScrollArea
 
 from engine.examples import load_example
 from gui import settings
@@ -97,3 +98,18 @@ def test_the_default_layout_gives_the_plot_the_height(make_window, qtbot) -> Non
     )
     assert window.tabifiedDockWidgets(window.log_dock) == [window.runs_dock]
     assert window.dockWidgetArea(window.project_dock) == Qt.DockWidgetArea.LeftDockWidgetArea
+
+
+def test_every_project_tab_fits_the_default_dock_width(make_window, qtbot) -> None:
+    """The TF_CONFIG editor needed 712 px in a 470 px dock: its tab scrolled sideways."""
+    window = make_window()
+    window.resize(1400, 900)
+    window.show()
+    qtbot.waitExposed(window)
+    for index in range(window.editor.count()):
+        window.editor.setCurrentIndex(index)
+        page = window.editor.widget(index)
+        qtbot.waitUntil(lambda page=page: page.isVisible())
+        if isinstance(page, QScrollArea):
+            name = window.editor.tabText(index)
+            assert not page.horizontalScrollBar().isVisible(), f"the {name} tab scrolls sideways"
