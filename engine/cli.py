@@ -12,6 +12,7 @@ import argparse
 import shutil
 import signal
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
@@ -225,37 +226,41 @@ def _claim_new_run_folder(run_dir: Path, *, overwrite: bool, command: str) -> Ru
     A second run appending to a finished run's files would leave two traces in
     one; the lock comes first, so a run that is still writing is named as such.
     """
-    try:
-        lock = RunFolderLock.acquire(run_dir)
-    except RunFolderError as exc:
-        _err(f"distloop: {exc}")
-        return None
-    try:
-        if folder_entries(run_dir):
+
+    def holds_no_earlier_run() -> None:
+        try:
+            if not folder_entries(run_dir):
+                return
             if not overwrite:
-                _err(
-                    f"distloop: the run folder {run_dir} is not empty: continue its run with "
+                raise RunFolderError(
+                    f"the run folder {run_dir} is not empty: continue its run with "
                     f"distloop {command} --resume {run_dir}, or replace it with --overwrite"
                 )
-                lock.release()
-                return None
             empty_run_folder(run_dir)
-    except OSError as exc:
-        _err(f"distloop: cannot empty the run folder {run_dir}: {exc.strerror or exc}")
-        lock.release()
-        return None
-    return lock
+        except RunFolderError:
+            raise
+        except OSError as exc:
+            raise RunFolderError(
+                f"cannot empty the run folder {run_dir}: {exc.strerror or exc}"
+            ) from exc
+
+    return _claim_run_folder(run_dir, holds_no_earlier_run)
 
 
 def _claim_run_to_resume(run_dir: Path) -> RunFolderLock | None:
     """Locks the folder of a run to resume and checks that it writes nowhere else."""
+    return _claim_run_folder(run_dir, lambda: refuse_links(run_dir))
+
+
+def _claim_run_folder(run_dir: Path, check: Callable[[], None]) -> RunFolderLock | None:
+    """Locks ``run_dir``, then ``check``s it (a RunFolderError says why not); None: refused."""
     try:
         lock = RunFolderLock.acquire(run_dir)
     except RunFolderError as exc:
         _err(f"distloop: {exc}")
         return None
     try:
-        refuse_links(run_dir)
+        check()
     except RunFolderError as exc:
         _err(f"distloop: {exc}")
         lock.release()
