@@ -16,8 +16,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from engine.examples import example_text
-from engine.run_folder import read_metrics
+from distloop.engine.examples import example_text
+from distloop.engine.run_folder import read_metrics
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -32,7 +32,15 @@ def engine_rate(project: dict, warmup: int, examples_per_step: int = 1) -> tuple
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "project.json"
         path.write_text(json.dumps(project))
-        command = [sys.executable, "-m", "engine", str(path), "--out", f"{tmp}/run", "--quiet"]
+        command = [
+            sys.executable,
+            "-m",
+            "distloop.engine",
+            str(path),
+            "--out",
+            f"{tmp}/run",
+            "--quiet",
+        ]
         process = subprocess.Popen(command, cwd=ROOT, stderr=subprocess.PIPE, text=True)
         peak = _watch_peak_rss(process)
         _, err = process.communicate()

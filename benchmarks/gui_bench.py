@@ -32,9 +32,8 @@ from pathlib import Path
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 import numpy as np
-
-from engine.messages import Message, RunFinished, RunStarted, StepMetrics
-from engine.reporting import REPORT_INTERVAL_S
+from distloop.engine.messages import Message, RunFinished, RunStarted, StepMetrics
+from distloop.engine.reporting import REPORT_INTERVAL_S
 
 ROOT = Path(__file__).resolve().parents[1]
 STEPS_PER_S = 5000
@@ -47,7 +46,7 @@ began = float(sys.argv[1])
 from PySide6.QtWidgets import QApplication
 app = QApplication([])
 if sys.argv[2] == "distloop":
-    from gui.main_window import MainWindow
+    from distloop.gui.main_window import MainWindow
     window = MainWindow()
 else:
     from PySide6.QtWidgets import QMainWindow
@@ -77,8 +76,7 @@ def window_start(kind: str) -> float:
 def plot_frames(app, points: int = 1_000_000) -> tuple[float, float]:
     """Median ms per frame while panning over ``points`` points: ours, plain pyqtgraph."""
     import pyqtgraph as pg
-
-    from gui.loss_plot import LossPlot
+    from distloop.gui.loss_plot import LossPlot
 
     steps = np.arange(1, points + 1, dtype=np.float64)
     losses = 1 / np.sqrt(steps) + 0.05 * np.random.default_rng(0).standard_normal(points)
@@ -223,8 +221,7 @@ class LatenessProbe:
 def streaming(app, tmp: Path) -> tuple[float, float, float, float, float]:
     """p99 timer lateness idle and streaming, p95 step-to-screen, RSS empty and at 10^6."""
     import qasync
-
-    from gui.main_window import MainWindow
+    from distloop.gui.main_window import MainWindow
 
     loop = qasync.QEventLoop(app)
     asyncio.set_event_loop(loop)

@@ -72,10 +72,9 @@ async def click_to_first_step(window) -> float:
 
 def main() -> None:
     import qasync
+    from distloop.engine.process import WarmEngines
+    from distloop.gui.main_window import MainWindow
     from PySide6.QtWidgets import QApplication
-
-    from engine.process import WarmEngines
-    from gui.main_window import MainWindow
 
     rounds = int(sys.argv[1]) if len(sys.argv) > 1 else 3
     app = QApplication.instance() or QApplication([])

@@ -19,8 +19,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from engine.messages import Log, StepMetrics, _Message
-from engine.run_folder import LOG_FILE
+from .messages import Log, StepMetrics, _Message
+from .run_folder import LOG_FILE
 
 
 class Channel:

@@ -27,9 +27,9 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
-from engine.channel import Channel
-from engine.messages import DeviceInfo, DevicesDetected, RunFailed
-from engine.run_folder import RunFolderLock, write_status
+from .channel import Channel
+from .messages import DeviceInfo, DevicesDetected, RunFailed
+from .run_folder import RunFolderLock, write_status
 
 PARENT_POLL_S = 0.5
 # absl's prefix on TensorFlow's C++ log lines: I0000/W0000/E0000/F0000 or "... W tensorflow/...".
@@ -66,7 +66,7 @@ def _stop_on_sigterm() -> threading.Event:
 
     The run then ends between steps with a checkpoint, so it can be resumed. A
     multi-worker task passes the request to its whole cluster, which stops after
-    one step every task agrees on (``engine.tf_preemption``; TensorFlow's own SIGTERM
+    one step every task agrees on (``engine.tf.preemption``; TensorFlow's own SIGTERM
     handler, installed with the strategy, is replaced by this one again). The
     handler only sets a thread-local event: touching the multiprocessing Event
     from a signal handler could deadlock on its lock.
@@ -224,7 +224,7 @@ def warm_engine_main(jobs: Connection, out: Any, stop_event: Any) -> None:
         import keras  # noqa: F401
         import tensorflow  # noqa: F401
 
-        import engine.training  # noqa: F401
+        from .tf import training  # noqa: F401
     try:
         job: EngineJob = jobs.recv()
         lock_fd = reduction.recv_handle(jobs) if job.lock_follows else None
@@ -265,8 +265,8 @@ def _run(
     started = time.time()
     exit_code = 0
     try:
-        from engine.config import load_project_text, memory_problems
-        from engine.problems import ProblemsError
+        from .config import load_project_text, memory_problems
+        from .problems import ProblemsError
 
         project = load_project_text(job.project_json)
         too_big = memory_problems(project)  # refused with the estimate, not by the OOM killer
@@ -285,7 +285,7 @@ def _run(
                 host=socket.gethostname(),
                 task=task,
             )
-        from engine.training import train
+        from .tf.training import train
 
         result = train(
             project,
@@ -329,13 +329,13 @@ def _run(
 
 
 KNOWN_FAILURES = (
-    ("engine.problems", "ProblemsError"),
-    ("engine.synthetic", "DataError"),
-    ("engine.user_code", "UserCodeError"),
-    ("engine.reporting", "NonFiniteLossError"),
-    ("engine.tf_checkpoint", "CheckpointError"),
-    ("engine.tf_strategy", "DeviceError"),
-    ("engine.run_folder", "RunFolderError"),
+    ("distloop.engine.problems", "ProblemsError"),
+    ("distloop.engine.synthetic", "DataError"),
+    ("distloop.engine.user_code", "UserCodeError"),
+    ("distloop.engine.reporting", "NonFiniteLossError"),
+    ("distloop.engine.tf.checkpoint", "CheckpointError"),
+    ("distloop.engine.tf.strategy", "DeviceError"),
+    ("distloop.engine.run_folder", "RunFolderError"),
 )
 """The failures whose message says all a user needs (module, class; subclasses count):
 the terminal shows that one line, and the traceback stays in engine.log."""
@@ -355,7 +355,7 @@ def is_known_failure(exc: BaseException) -> bool:
 
 
 def _failure_message(exc: BaseException) -> RunFailed:
-    from engine.reporting import NonFiniteLossError
+    from .reporting import NonFiniteLossError
 
     return RunFailed(
         error_type=type(exc).__name__,

@@ -16,11 +16,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
-from engine import __version__
-from engine.config import Project, load_project, memory_problems, uneven_batch_warnings
-from engine.examples import example_names, example_text, load_example
-from engine.formatting import format_duration
-from engine.messages import (
+from . import __version__
+from .config import Project, load_project, memory_problems, uneven_batch_warnings
+from .examples import example_names, example_text, load_example
+from .formatting import format_duration
+from .messages import (
     EvalMetrics,
     Log,
     Message,
@@ -29,8 +29,8 @@ from engine.messages import (
     RunStarted,
     StepMetrics,
 )
-from engine.problems import ProblemsError
-from engine.run_folder import (
+from .problems import ProblemsError
+from .run_folder import (
     PROJECT_FILE,
     RunFolderError,
     RunFolderLock,
@@ -40,10 +40,10 @@ from engine.run_folder import (
     new_run_dir,
     refuse_links,
 )
-from engine.user_code import UserCodeError, fingerprint
+from .user_code import UserCodeError, fingerprint
 
 if TYPE_CHECKING:
-    from engine.cluster import LocalCluster
+    from .cluster import LocalCluster
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 COMMANDS = ("run", "cluster", "export", "validate", "example", "devices")
@@ -171,7 +171,7 @@ def _no_example(name: str) -> str:
 
 
 def command_devices() -> int:
-    from engine.process import detect_devices
+    from .process import detect_devices
 
     try:
         found = detect_devices()
@@ -197,7 +197,7 @@ def command_run(args: argparse.Namespace) -> int:
         project = _load(args.project)
         if project is None:
             return EXIT_FAILED
-    from engine.cluster import tf_config_for_run
+    from .cluster import tf_config_for_run
 
     try:
         project = project.model_copy(update={"tf_config": tf_config_for_run(project, args.task)})
@@ -276,7 +276,7 @@ def command_resume(args: argparse.Namespace) -> int:
     if not (run_dir / PROJECT_FILE).is_file():
         _err(f"distloop: {run_dir} is not a run folder (it has no {PROJECT_FILE})")
         return EXIT_FAILED
-    from engine.cluster import TASKS_DIR
+    from .cluster import TASKS_DIR
 
     if (run_dir / TASKS_DIR).is_dir():
         _err(f"distloop: {run_dir} is a cluster run: use distloop cluster --resume {run_dir}")
@@ -326,7 +326,7 @@ def run_in_foreground(
     folder_lock: RunFolderLock | None = None,
 ) -> int:
     """Runs the engine and prints its messages; Ctrl-C stops it between steps."""
-    from engine.process import EngineProcess
+    from .process import EngineProcess
 
     engine = EngineProcess(
         project, run_dir, resume=resume, folder_lock=folder_lock, name_missing_peers=True
@@ -481,7 +481,7 @@ def add_cluster_commands(commands: argparse._SubParsersAction) -> None:
         "--verbose", action="store_true", help="also print every task's log output (to stderr)"
     )
 
-    from engine.export import DEFAULT_IMAGE, FORMATS
+    from .export import DEFAULT_IMAGE, FORMATS
 
     export = commands.add_parser(
         "export",
@@ -507,7 +507,7 @@ def add_cluster_commands(commands: argparse._SubParsersAction) -> None:
 
 
 def command_cluster(args: argparse.Namespace) -> int:
-    from engine.cluster import LocalCluster
+    from .cluster import LocalCluster
 
     if args.resume is not None:
         return command_cluster_resume(args)
@@ -540,7 +540,7 @@ def command_cluster(args: argparse.Namespace) -> int:
 
 def command_cluster_resume(args: argparse.Namespace) -> int:
     """``distloop cluster --resume DIR``: the same tasks, each in its own folder."""
-    from engine.cluster import TASKS_DIR, LocalCluster
+    from .cluster import TASKS_DIR, LocalCluster
 
     run_dir: Path = args.resume
     if args.out is not None or args.workers is not None or args.overwrite:
@@ -577,8 +577,8 @@ def follow_cluster(cluster: LocalCluster, args: argparse.Namespace) -> int:
 
 
 def command_export(args: argparse.Namespace) -> int:
-    from engine.export import SECURITY_NOTE, export_cluster
-    from engine.tf_config import parse_tf_config_text
+    from .export import SECURITY_NOTE, export_cluster
+    from .tf_config import parse_tf_config_text
 
     project = _load(args.project)
     if project is None:
@@ -606,8 +606,8 @@ def command_export(args: argparse.Namespace) -> int:
 
 def export_script(project: Project, out: Path) -> int:
     """``distloop export --format script``: the run as a standalone TensorFlow program."""
-    from engine.fileio import atomic_write_text
-    from engine.script_export import ExportError, render_script
+    from .fileio import atomic_write_text
+    from .script_export import ExportError, render_script
 
     try:
         atomic_write_text(out, render_script(project))

@@ -44,13 +44,13 @@ from typing import Literal, TextIO
 
 from pydantic import ValidationError
 
-from engine.config import Project
-from engine.fileio import atomic_write_text
-from engine.messages import Log, Message, RunFailed, RunFinished, RunStarted, StepMetrics
-from engine.netns import PrivateNetwork, PrivateNetworkUnavailable, start_private_network
-from engine.problems import Problem, ProblemsError, problems_from_validation_error
-from engine.process import EngineProcess
-from engine.run_folder import (
+from .config import Project
+from .fileio import atomic_write_text
+from .messages import Log, Message, RunFailed, RunFinished, RunStarted, StepMetrics
+from .netns import PrivateNetwork, PrivateNetworkUnavailable, start_private_network
+from .problems import Problem, ProblemsError, problems_from_validation_error
+from .process import EngineProcess
+from .run_folder import (
     CHECKPOINT_DIR,
     LOG_FILE,
     METRICS_FILE,
@@ -64,7 +64,7 @@ from engine.run_folder import (
     truncate_metrics,
     write_status,
 )
-from engine.tf_config import (
+from .tf_config import (
     JOB_TYPES,
     MULTI_MACHINE_STRATEGIES,
     TaskSpec,
@@ -466,7 +466,7 @@ class LocalCluster:
         """Copies the chief's checkpoints into every other trainer's folder.
 
         Only the chief keeps checkpoints, but every task restores from its own
-        folder (``engine.tf_checkpoint``), and all must start from the same step
+        folder (``engine.tf.checkpoint``), and all must start from the same step
         with the same weights. Without a chief checkpoint, all start from step 1.
         Links are neither followed nor copied through (``refuse_links`` ran first).
         """
@@ -504,7 +504,7 @@ class LocalCluster:
         """Asks the trainers to stop between steps; stragglers are killed after a grace.
 
         ``multi_worker_mirrored`` tasks agree on the step to stop after and all save
-        a checkpoint there (``engine.tf_preemption``), as they do when one of them
+        a checkpoint there (``engine.tf.preemption``), as they do when one of them
         gets SIGTERM. A task that has not ended after :data:`STOP_GRACE_S` is
         killed; the trace is the chief's, complete to its last step.
         """

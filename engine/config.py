@@ -24,7 +24,7 @@ from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
 
-from engine.problems import (
+from .problems import (
     Problem,
     ProblemsError,
     parse_json_text,
@@ -32,7 +32,7 @@ from engine.problems import (
     raise_problems,
     register_union_tags,
 )
-from engine.tf_config import TFConfig, strategy_problems
+from .tf_config import TFConfig, strategy_problems
 
 SCHEMA_VERSION = 1
 MAX_STEPS = 1_000_000_000

@@ -5,11 +5,11 @@ from __future__ import annotations
 from importlib import resources
 from pathlib import Path
 
-from engine.config import Project, load_project_text
+from .config import Project, load_project_text
 
 
 def _examples_dir() -> resources.abc.Traversable:
-    return resources.files("resources").joinpath("examples")
+    return resources.files("distloop.resources").joinpath("examples")
 
 
 def example_names() -> list[str]:

@@ -32,12 +32,12 @@ import shlex
 from pathlib import Path
 from typing import Any
 
-from engine.cluster import run_problems, task_dir_name
-from engine.config import CsvData, NumpyData, Project
-from engine.fileio import atomic_write_text
-from engine.problems import Problem, ProblemsError
-from engine.run_folder import PROJECT_FILE
-from engine.tf_config import JOB_TYPES, TaskSpec, TFConfig, parse_address
+from .cluster import run_problems, task_dir_name
+from .config import CsvData, NumpyData, Project
+from .fileio import atomic_write_text
+from .problems import Problem, ProblemsError
+from .run_folder import PROJECT_FILE
+from .tf_config import JOB_TYPES, TaskSpec, TFConfig, parse_address
 
 FORMATS = ("json", "shell", "k8s", "tfjob")
 DEFAULT_IMAGE = "distloop:latest"

@@ -21,10 +21,10 @@ from multiprocessing import reduction
 from pathlib import Path
 from typing import Any
 
-from engine.child_main import EngineJob, detect_devices_main, run_engine, warm_engine_main
-from engine.config import Project
-from engine.fileio import atomic_write_text
-from engine.messages import (
+from .child_main import EngineJob, detect_devices_main, run_engine, warm_engine_main
+from .config import Project
+from .fileio import atomic_write_text
+from .messages import (
     TERMINAL_TYPES,
     DevicesDetected,
     Log,
@@ -36,7 +36,7 @@ from engine.messages import (
     StepMetrics,
     parse_message,
 )
-from engine.run_folder import (
+from .run_folder import (
     PROJECT_FILE,
     RunFolderLock,
     read_status,
@@ -44,7 +44,7 @@ from engine.run_folder import (
     tail_log,
     write_status,
 )
-from engine.tf_config import TFConfig, parse_address
+from .tf_config import TFConfig, parse_address
 
 QUEUE_SIZE = 512
 STOP_BEFORE_FIRST_STEP_S = 2.0

@@ -20,9 +20,9 @@ from typing import Any
 
 import numpy as np
 
-from engine.channel import Channel
-from engine.messages import StepMetrics
-from engine.run_folder import MetricsWriter, format_loss
+from .channel import Channel
+from .messages import StepMetrics
+from .run_folder import MetricsWriter, format_loss
 
 REPORT_INTERVAL_S = 0.05
 

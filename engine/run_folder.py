@@ -9,7 +9,7 @@ Layout (one folder per run; a cluster task gets one of its own)::
     status.json    created / running / finished / stopped / failed, with the error when
                    failed; the run's name, notes and tags; when it started and last resumed
     engine.log     the engine's log lines and TensorFlow's output
-    checkpoints/   model, optimizer and step counter (``engine.tf_checkpoint``); in a cluster,
+    checkpoints/   model, optimizer and step counter (``engine.tf.checkpoint``); in a cluster,
                    the chief's (copied to the other tasks when the run resumes)
     .distloop.lock locked while a run writes the folder (:class:`RunFolderLock`)
 
@@ -37,7 +37,7 @@ from typing import Any, TextIO
 
 import numpy as np
 
-from engine.fileio import atomic_write_text
+from .fileio import atomic_write_text
 
 try:
     import fcntl

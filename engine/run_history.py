@@ -17,7 +17,7 @@ import socket
 from dataclasses import dataclass
 from pathlib import Path
 
-from engine.run_folder import (
+from .run_folder import (
     METRICS_FILE,
     PROJECT_FILE,
     STATUS_FILE,

@@ -20,8 +20,8 @@ import inspect
 import json
 import textwrap
 
-from engine import __version__
-from engine.config import (
+from . import __version__
+from .config import (
     AdagradConfig,
     AdamConfig,
     ConstantData,
@@ -35,7 +35,7 @@ from engine.config import (
     SyntheticClassification,
     SyntheticRegression,
 )
-from engine.synthetic import make_classification, make_regression
+from .synthetic import make_classification, make_regression
 
 
 class ExportError(ValueError):

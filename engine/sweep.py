@@ -19,8 +19,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from engine.config import MAX_SEED, OPTIMIZER_KINDS, Project, load_project_data
-from engine.problems import Problem, ProblemsError, problems_from_validation_error, raise_problems
+from .config import MAX_SEED, OPTIMIZER_KINDS, Project, load_project_data
+from .problems import Problem, ProblemsError, problems_from_validation_error, raise_problems
 
 MAX_RUNS = 1000
 """A sweep larger than this is a typo (a range where a list was meant), not a plan."""

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from engine.config import (
+from .config import (
     CsvData,
     LossConfig,
     ModelConfig,

@@ -19,7 +19,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from engine.problems import (
+from .problems import (
     Problem,
     ProblemsError,
     parse_json_text,

@@ -35,7 +35,7 @@ out falls back to the project's own settings::
         # Runs on every replica, exactly like the built-in step: strategy.run inside
         # tf.function (one step per call, or several fused), each loss reduced with
         # strategy.reduce(SUM). inputs is this replica's share of one global batch.
-        # step (engine.tf_user_code.StepContext) has models, optimizers, loss_object
+        # step (engine.tf.user_code.StepContext) has models, optimizers, loss_object
         # (the project's per-example loss, reduction=None), global_batch_size,
         # num_replicas, strategy, project and the helpers average_loss() and
         # regularization_loss().
@@ -70,7 +70,7 @@ not fit, a syntax error (with its line), an exception while loading or tracing,
 a builder returning the wrong kind of object, a loss that is not a scalar.
 
 This module is TensorFlow-free: it reads, compiles and checks the file;
-``engine.tf_user_code`` builds and runs what it defines. Before a run executes a
+``engine.tf.user_code`` builds and runs what it defines. Before a run executes a
 file, the command line prints its :func:`fingerprint` and the window asks the user
 to trust it (per file and content), since a project may come from anyone.
 """
@@ -178,7 +178,7 @@ def load_user_code(path: str | Path) -> UserCode:
                 raise UserCodeError(
                     f"{path} defines no {name}({', '.join(parameters)}); a custom code file "
                     f"must define it (to keep the built-in step: "
-                    f"from engine.tf_user_code import guide_train_step as train_step)"
+                    f"from engine.tf.user_code import guide_train_step as train_step)"
                 )
             functions[name] = None
             continue

@@ -11,7 +11,7 @@ import qasync
 from PySide6.QtGui import QIcon, QPixmap
 from PySide6.QtWidgets import QApplication
 
-from gui.settings import APPLICATION, ORGANIZATION
+from .settings import APPLICATION, ORGANIZATION
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
@@ -30,7 +30,7 @@ def app_icon() -> QIcon:
     frozen bundle alike.
     """
     icon = QIcon()
-    folder = resources.files("resources") / "icons"
+    folder = resources.files("distloop.resources") / "icons"
     if not folder.is_dir():
         return icon
     for entry in sorted(folder.iterdir(), key=lambda item: item.name):
@@ -53,8 +53,8 @@ def main(argv: list[str]) -> int:
     loop = qasync.QEventLoop(app)
     asyncio.set_event_loop(loop)
 
-    from engine.process import WarmEngines
-    from gui.main_window import MainWindow
+    from ..engine.process import WarmEngines
+    from .main_window import MainWindow
 
     window = MainWindow(warm_engines=WarmEngines())
     app.aboutToQuit.connect(window.controller.shutdown)

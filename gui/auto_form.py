@@ -14,7 +14,7 @@ from pydantic import BaseModel
 from PySide6.QtCore import QSignalBlocker, Signal
 from PySide6.QtWidgets import QFormLayout, QSizePolicy, QStackedWidget, QWidget
 
-from gui.field_editors import editor_for, label_for
+from .field_editors import editor_for, label_for
 
 
 class AutoForm(QWidget):

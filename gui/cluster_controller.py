@@ -19,12 +19,12 @@ from typing import Protocol
 
 from PySide6.QtCore import QObject, QTimer, Signal
 
-from engine.cluster import LocalCluster, TaskInfo, local_cluster_tasks
-from engine.config import Project
-from engine.problems import Problem, ProblemsError
-from engine.process import EngineProcess
-from engine.tf_config import MULTI_MACHINE_STRATEGIES
-from gui.run_controller import Engine, EngineFactory, ResumeFactory
+from ..engine.cluster import LocalCluster, TaskInfo, local_cluster_tasks
+from ..engine.config import Project
+from ..engine.problems import Problem, ProblemsError
+from ..engine.process import EngineProcess
+from ..engine.tf_config import MULTI_MACHINE_STRATEGIES
+from .run_controller import Engine, EngineFactory, ResumeFactory
 
 REFRESH_MS = 250
 

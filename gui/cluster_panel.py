@@ -29,11 +29,11 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from engine.cluster import TaskInfo
-from engine.messages import Log, RunFailed, RunFinished
-from engine.run_folder import LOG_FILE
-from gui.cluster_controller import ClusterController
-from gui.run_controller import RunController
+from ..engine.cluster import TaskInfo
+from ..engine.messages import Log, RunFailed, RunFinished
+from ..engine.run_folder import LOG_FILE
+from .cluster_controller import ClusterController
+from .run_controller import RunController
 
 COLUMNS = ("Task", "Address", "State", "PID", "Last step", "Last log line")
 LAST_LINE_COLUMN = COLUMNS.index("Last log line")

@@ -8,7 +8,7 @@ from pydantic import BaseModel
 from PySide6.QtCore import QSignalBlocker, Signal
 from PySide6.QtWidgets import QFormLayout, QGroupBox, QStackedWidget, QVBoxLayout, QWidget
 
-from engine.config import (
+from ..engine.config import (
     DATA_SOURCES,
     ConstantData,
     CsvData,
@@ -16,9 +16,9 @@ from engine.config import (
     SyntheticClassification,
     SyntheticRegression,
 )
-from engine.problems import Loc
-from gui.auto_form import AutoForm, show_page
-from gui.field_editors import ChoiceEdit, PathEdit
+from ..engine.problems import Loc
+from .auto_form import AutoForm, show_page
+from .field_editors import ChoiceEdit, PathEdit
 
 # What a source's page shows before the user fills it in (fields without a model default).
 _REQUIRED_STARTS: dict[str, dict[str, Any]] = {

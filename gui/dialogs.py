@@ -6,8 +6,8 @@ import enum
 
 from PySide6.QtWidgets import QMessageBox, QWidget
 
-from engine.problems import Problem
-from engine.user_code import Fingerprint
+from ..engine.problems import Problem
+from ..engine.user_code import Fingerprint
 
 MAX_LISTED = 15
 

@@ -16,10 +16,10 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from engine.config import ConstantData, EvaluationConfig
-from engine.problems import Loc
-from gui.data_form import DataForm
-from gui.field_editors import FloatEdit, editor_for, float_range
+from ..engine.config import ConstantData, EvaluationConfig
+from ..engine.problems import Loc
+from .data_form import DataForm
+from .field_editors import FloatEdit, editor_for, float_range
 
 DEFAULT_SPLIT = 0.1
 

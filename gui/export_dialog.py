@@ -30,10 +30,10 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from engine.config import Project
-from engine.export import DEFAULT_IMAGE, FORMATS, SECURITY_NOTE, export_cluster
-from engine.problems import Problem, ProblemsError
-from engine.tf_config import MULTI_MACHINE_STRATEGIES
+from ..engine.config import Project
+from ..engine.export import DEFAULT_IMAGE, FORMATS, SECURITY_NOTE, export_cluster
+from ..engine.problems import Problem, ProblemsError
+from ..engine.tf_config import MULTI_MACHINE_STRATEGIES
 
 FORMAT_DESCRIPTIONS = {
     "json": "tf_config/<type>-<index>.json: each task's TF_CONFIG, for your own launcher",

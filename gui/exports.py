@@ -18,12 +18,12 @@ from PySide6.QtGui import QColor, QImage, QPainter
 from PySide6.QtSvg import QSvgGenerator
 from PySide6.QtWidgets import QFileDialog, QWidget
 
-from engine.config import Project
-from engine.fileio import atomic_write_text
-from engine.run_folder import METRICS_FILE
-from engine.script_export import ExportError, render_script
-from gui import dialogs
-from gui.loss_plot import LossPlot
+from ..engine.config import Project
+from ..engine.fileio import atomic_write_text
+from ..engine.run_folder import METRICS_FILE
+from ..engine.script_export import ExportError, render_script
+from . import dialogs
+from .loss_plot import LossPlot
 
 IMAGE_SUFFIXES = (".png", ".svg")
 PLOT_FILTER = "PNG image (*.png);;SVG image (*.svg)"

@@ -10,7 +10,7 @@ import multiprocessing
 import sys
 from pathlib import Path
 
-from engine.cli import COMMANDS
+from ..engine.cli import COMMANDS
 
 
 def wants_window(args: list[str]) -> bool:
@@ -32,10 +32,10 @@ def main(argv: list[str] | None = None) -> int:
     multiprocessing.freeze_support()
     args = sys.argv[1:] if argv is None else argv
     if not wants_window(args):
-        from engine.cli import main as cli_main
+        from ..engine.cli import main as cli_main
 
         return cli_main(args)
-    from gui.app import main as gui_main
+    from .app import main as gui_main
 
     return gui_main(args[1:] if args and args[0] == "gui" else args)
 

@@ -17,11 +17,11 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from engine.config import DenseLayer, DropoutLayer, Initializer, Regularizer
-from engine.problems import Loc
-from gui.applicability import applicable_fields
-from gui.auto_form import AutoForm, show_page
-from gui.field_editors import ChoiceEdit, editor_for
+from ..engine.config import DenseLayer, DropoutLayer, Initializer, Regularizer
+from ..engine.problems import Loc
+from .applicability import applicable_fields
+from .auto_form import AutoForm, show_page
+from .field_editors import ChoiceEdit, editor_for
 
 LAYER_KINDS = ("dense", "dropout")
 NO_REGULARIZER, L1_L2 = "none", "l1_l2"

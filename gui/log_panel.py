@@ -21,7 +21,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from engine.messages import Log
+from ..engine.messages import Log
 
 MAX_LINES = 10_000
 LEVEL_COLORS = {

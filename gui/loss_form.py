@@ -7,10 +7,10 @@ from typing import Any
 from PySide6.QtCore import QSignalBlocker, Signal
 from PySide6.QtWidgets import QVBoxLayout, QWidget
 
-from engine.config import LossConfig
-from engine.problems import Loc
-from gui.applicability import applicable_fields
-from gui.auto_form import AutoForm
+from ..engine.config import LossConfig
+from ..engine.problems import Loc
+from .applicability import applicable_fields
+from .auto_form import AutoForm
 
 
 class LossForm(QWidget):

@@ -38,8 +38,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from engine.run_folder import format_loss
-from gui.series import GrowingArray, Smoother
+from ..engine.run_folder import format_loss
+from .series import GrowingArray, Smoother
 
 REDRAW_INTERVAL_MS = 33
 DOWNSAMPLE_FACTOR = 1.0  # downsampling bins per pixel column: finer adds nothing visible

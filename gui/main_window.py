@@ -31,13 +31,13 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-import engine
-from engine.cluster import LocalCluster
-from engine.config import Project, load_project
-from engine.examples import example_names, example_text, is_shipped, load_example
-from engine.fileio import atomic_write_text
-from engine.formatting import format_duration
-from engine.messages import (
+from ..engine import __version__
+from ..engine.cluster import LocalCluster
+from ..engine.config import Project, load_project
+from ..engine.examples import example_names, example_text, is_shipped, load_example
+from ..engine.fileio import atomic_write_text
+from ..engine.formatting import format_duration
+from ..engine.messages import (
     DevicesDetected,
     EvalMetrics,
     RunFailed,
@@ -45,27 +45,27 @@ from engine.messages import (
     RunStarted,
     StepMetrics,
 )
-from engine.problems import ProblemsError
-from engine.process import EngineProcess, WarmEngines, detect_devices
-from engine.run_folder import format_loss, new_run_dir
-from engine.run_history import RunSummary, summarize
-from engine.user_code import UserCodeError, fingerprint
-from gui import dialogs, settings
-from gui.cluster_controller import ClusterController, ClusterFactory, cluster_plan
-from gui.cluster_panel import ClusterPanel
-from gui.export_dialog import ExportDialog
-from gui.exports import save_plot_as, save_script_as
-from gui.log_panel import LogPanel
-from gui.loss_plot import LossPlot
-from gui.past_runs import plot_run, resume_project, resume_refusal
-from gui.problems_panel import ProblemsPanel
-from gui.project_editor import ProjectEditor
-from gui.run_controller import Engine, EngineFactory, ResumeFactory, RunController, RunState
-from gui.run_queue import RunQueue, RunQueuePanel
-from gui.runs_panel import RunsPanel
-from gui.status_panel import StatusPanel
-from gui.sweep_dialog import ask_sweep
-from gui.validation import Validation, differences, validate
+from ..engine.problems import ProblemsError
+from ..engine.process import EngineProcess, WarmEngines, detect_devices
+from ..engine.run_folder import format_loss, new_run_dir
+from ..engine.run_history import RunSummary, summarize
+from ..engine.user_code import UserCodeError, fingerprint
+from . import dialogs, settings
+from .cluster_controller import ClusterController, ClusterFactory, cluster_plan
+from .cluster_panel import ClusterPanel
+from .export_dialog import ExportDialog
+from .exports import save_plot_as, save_script_as
+from .log_panel import LogPanel
+from .loss_plot import LossPlot
+from .past_runs import plot_run, resume_project, resume_refusal
+from .problems_panel import ProblemsPanel
+from .project_editor import ProjectEditor
+from .run_controller import Engine, EngineFactory, ResumeFactory, RunController, RunState
+from .run_queue import RunQueue, RunQueuePanel
+from .runs_panel import RunsPanel
+from .status_panel import StatusPanel
+from .sweep_dialog import ask_sweep
+from .validation import Validation, differences, validate
 
 DEFAULT_SIZE = (1400, 900)
 FILE_FILTER = "Distloop projects (*.json);;All files (*)"
@@ -825,7 +825,7 @@ class MainWindow(QMainWindow):
             "shown after a run or device detection (only engine processes load it)"
         )
         return (
-            f"<h3>Distloop {engine.__version__}</h3>"
+            f"<h3>Distloop {__version__}</h3>"
             "<p>TensorFlow distributed training with custom training loops.</p>"
             f"<p>Qt {qVersion()}<br>PySide6 {PySide6.__version__}<br>"
             f"pyqtgraph {pg.__version__}<br>Python {platform.python_version()}<br>"

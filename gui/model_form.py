@@ -16,10 +16,10 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from engine.config import DenseLayer, DropoutLayer, ModelConfig
-from engine.problems import Loc
-from gui.field_editors import ListEdit
-from gui.layer_card import LayerCard, new_layer
+from ..engine.config import DenseLayer, DropoutLayer, ModelConfig
+from ..engine.problems import Loc
+from .field_editors import ListEdit
+from .layer_card import LayerCard, new_layer
 
 
 class ModelForm(QWidget):

@@ -7,10 +7,10 @@ from typing import Any
 from PySide6.QtCore import QSignalBlocker, Signal
 from PySide6.QtWidgets import QFormLayout, QStackedWidget, QVBoxLayout, QWidget
 
-from engine.config import OPTIMIZER_KINDS, AdagradConfig, AdamConfig, RMSpropConfig, SGDConfig
-from engine.problems import Loc
-from gui.auto_form import AutoForm, show_page
-from gui.field_editors import ChoiceEdit
+from ..engine.config import OPTIMIZER_KINDS, AdagradConfig, AdamConfig, RMSpropConfig, SGDConfig
+from ..engine.problems import Loc
+from .auto_form import AutoForm, show_page
+from .field_editors import ChoiceEdit
 
 OPTIMIZER_MODELS = {
     "sgd": SGDConfig,

@@ -13,8 +13,8 @@ from pathlib import Path
 import numpy as np
 from numpy.typing import NDArray
 
-from engine.config import Project, load_project
-from engine.run_folder import (
+from ..engine.config import Project, load_project
+from ..engine.run_folder import (
     EVAL_FILE,
     METRICS_COLUMNS,
     PROJECT_FILE,
@@ -23,8 +23,8 @@ from engine.run_folder import (
     read_eval,
     read_metrics,
 )
-from engine.run_history import INTERRUPTED, RunSummary
-from gui.loss_plot import LossPlot
+from ..engine.run_history import INTERRUPTED, RunSummary
+from .loss_plot import LossPlot
 
 # A finished run has nothing left; a running one is busy (an interrupted one is not: its
 # owner was killed, engine.run_history).

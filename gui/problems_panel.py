@@ -5,8 +5,8 @@ from __future__ import annotations
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QLabel, QListWidget, QListWidgetItem, QStyle, QVBoxLayout, QWidget
 
-from engine.problems import Problem
-from gui.validation import Validation
+from ..engine.problems import Problem
+from .validation import Validation
 
 
 class ProblemsPanel(QWidget):

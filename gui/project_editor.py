@@ -24,23 +24,23 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from engine.config import SCHEMA_VERSION, Project
-from engine.messages import DevicesDetected
-from engine.problems import Loc, Problem
-from engine.process import detect_devices
-from gui.auto_form import AutoForm
-from gui.custom_code_form import CustomCodeForm
-from gui.data_form import DataForm
-from gui.evaluation_form import EvaluationForm
-from gui.loss_form import LossForm
-from gui.model_form import ModelForm
-from gui.optimizer_form import OptimizerForm
-from gui.problem_marks import owner, route, set_problems
-from gui.project_summary import ProjectSummary
-from gui.strategy_form import StrategyForm
-from gui.tf_config_editor import TFConfigEditor
-from gui.training_form import TrainingForm
-from gui.validation import Validation
+from ..engine.config import SCHEMA_VERSION, Project
+from ..engine.messages import DevicesDetected
+from ..engine.problems import Loc, Problem
+from ..engine.process import detect_devices
+from .auto_form import AutoForm
+from .custom_code_form import CustomCodeForm
+from .data_form import DataForm
+from .evaluation_form import EvaluationForm
+from .loss_form import LossForm
+from .model_form import ModelForm
+from .optimizer_form import OptimizerForm
+from .problem_marks import owner, route, set_problems
+from .project_summary import ProjectSummary
+from .strategy_form import StrategyForm
+from .tf_config_editor import TFConfigEditor
+from .training_form import TrainingForm
+from .validation import Validation
 
 
 class DescriptionEdit(QPlainTextEdit):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QFormLayout, QGroupBox, QLabel
 
-from engine.config import DenseLayer, Project
+from ..engine.config import DenseLayer, Project
 
 ROWS = ("Strategy", "Model", "Optimizer", "Loss", "Data", "Training")
 

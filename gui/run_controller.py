@@ -19,8 +19,8 @@ from typing import Protocol
 
 from PySide6.QtCore import QObject, QTimer, Signal
 
-from engine.config import Project
-from engine.messages import (
+from ..engine.config import Project
+from ..engine.messages import (
     EvalMetrics,
     Log,
     Message,
@@ -29,7 +29,7 @@ from engine.messages import (
     RunStarted,
     StepMetrics,
 )
-from engine.process import EngineProcess
+from ..engine.process import EngineProcess
 
 KILL_AFTER_S = 5.0
 POLL_S = 0.1

@@ -44,12 +44,12 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from engine.config import Project
-from engine.messages import RunFailed, RunFinished
-from engine.run_folder import format_loss
-from engine.run_history import RunSummary, summarize
-from gui.run_controller import RunController
-from gui.status_panel import format_duration
+from ..engine.config import Project
+from ..engine.messages import RunFailed, RunFinished
+from ..engine.run_folder import format_loss
+from ..engine.run_history import RunSummary, summarize
+from .run_controller import RunController
+from .status_panel import format_duration
 
 Index = QModelIndex | QPersistentModelIndex
 SORT_ROLE = Qt.ItemDataRole.UserRole

@@ -16,9 +16,9 @@ from pathlib import Path
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, Qt
 from PySide6.QtGui import QBrush, QColor
 
-from engine.formatting import format_duration
-from engine.run_folder import format_loss
-from engine.run_history import (
+from ..engine.formatting import format_duration
+from ..engine.run_folder import format_loss
+from ..engine.run_history import (
     INTERRUPTED,
     RunSummary,
     rename_run,

@@ -52,12 +52,12 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from engine.run_folder import default_runs_root
-from engine.run_history import RunSummary, delete_run, list_runs, summarize
-from gui import dialogs
-from gui.exports import CSV_FILTER, copy_metrics
-from gui.loss_plot import LossPlot
-from gui.past_runs import (
+from ..engine.run_folder import default_runs_root
+from ..engine.run_history import RunSummary, delete_run, list_runs, summarize
+from . import dialogs
+from .exports import CSV_FILTER, copy_metrics
+from .loss_plot import LossPlot
+from .past_runs import (
     STEP,
     WALL_TIME,
     can_resume,
@@ -65,7 +65,7 @@ from gui.past_runs import (
     compare_runs,
     plot_run,
 )
-from gui.runs_model import SORT_ROLE, Column, RunsTableModel
+from .runs_model import SORT_ROLE, Column, RunsTableModel
 
 HEADER_KEY = "runsPanel/header"
 WATCH_DELAY_MS = 300  # a new run folder fills within moments; read it once it settled

@@ -18,9 +18,9 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from engine.formatting import format_duration
-from engine.messages import EvalMetrics, RunFailed, RunFinished, RunStarted, StepMetrics
-from engine.run_folder import format_loss
+from ..engine.formatting import format_duration
+from ..engine.messages import EvalMetrics, RunFailed, RunFinished, RunStarted, StepMetrics
+from ..engine.run_folder import format_loss
 
 ROWS = 4  # fields fill columns of four rows: the panel stays low and the plot keeps the height
 _TASK_DEVICE = re.compile(r"/job:([^/]+)/replica:\d+/task:(\d+)(?:/device:(.+))?")

@@ -19,12 +19,12 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from engine.config import StrategyConfig
-from engine.messages import DevicesDetected
-from engine.problems import Loc
-from engine.process import detect_devices
-from gui.applicability import applicable_fields
-from gui.auto_form import AutoForm
+from ..engine.config import StrategyConfig
+from ..engine.messages import DevicesDetected
+from ..engine.problems import Loc
+from ..engine.process import detect_devices
+from .applicability import applicable_fields
+from .auto_form import AutoForm
 
 DETECT_TIMEOUT_S = 120.0
 

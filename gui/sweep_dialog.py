@@ -23,9 +23,9 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from engine.config import MAX_SEED, OPTIMIZER_KINDS, Project
-from engine.problems import ProblemsError
-from engine.sweep import MAX_RUNS, SweepExpansion, expand, load_sweep_spec
+from ..engine.config import MAX_SEED, OPTIMIZER_KINDS, Project
+from ..engine.problems import ProblemsError
+from ..engine.sweep import MAX_RUNS, SweepExpansion, expand, load_sweep_spec
 
 PREVIEW_LINES = 12
 

@@ -41,8 +41,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from engine.config import STRATEGY_KINDS
-from engine.problems import (
+from ..engine.config import STRATEGY_KINDS
+from ..engine.problems import (
     RULE_ERROR_TYPE,
     Loc,
     Problem,
@@ -50,7 +50,7 @@ from engine.problems import (
     parse_json_text,
     problems_from_validation_error,
 )
-from engine.tf_config import (
+from ..engine.tf_config import (
     JOB_TYPES,
     TaskSpec,
     TFConfig,
@@ -58,7 +58,7 @@ from engine.tf_config import (
     parse_tf_config_text,
     strategy_problems,
 )
-from gui.tf_config_table import JobTable, mark_widget
+from .tf_config_table import JobTable, mark_widget
 
 # Only rule errors (RULE_ERROR_TYPE) can be shown in the tables; any other error means
 # the text has a shape the editor cannot hold (a number where an address goes).

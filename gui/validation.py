@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from engine.config import Project, load_project_data, uneven_batch_warnings
-from engine.problems import Problem, ProblemsError
+from ..engine.config import Project, load_project_data, uneven_batch_warnings
+from ..engine.problems import Problem, ProblemsError
 
 
 @dataclass(frozen=True)

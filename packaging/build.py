@@ -161,7 +161,7 @@ OPTIONAL_PLUGIN_DIRS = ("platformthemes",)
 
 
 def version() -> str:
-    """engine.__version__, read without importing anything."""
+    """distloop.engine.__version__, read without importing anything."""
     text = (ROOT / "engine" / "__init__.py").read_text(encoding="utf-8")
     match = re.search(r'^__version__ = "([^"]+)"', text, re.MULTILINE)
     if match is None:

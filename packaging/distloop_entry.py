@@ -29,6 +29,6 @@ def give_windowed_process_stdio() -> None:
 
 if __name__ == "__main__":
     give_windowed_process_stdio()
-    from gui.launcher import main
+    from distloop.gui.launcher import main
 
     sys.exit(main())

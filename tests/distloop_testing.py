@@ -9,11 +9,10 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-
-from engine.config import Project
-from engine.examples import example_text
-from engine.messages import EvalMetrics, RunFailed, RunFinished, RunStarted, StepMetrics
-from engine.process import EngineProcess, WarmEngine
+from distloop.engine.config import Project
+from distloop.engine.examples import example_text
+from distloop.engine.messages import EvalMetrics, RunFailed, RunFinished, RunStarted, StepMetrics
+from distloop.engine.process import EngineProcess, WarmEngine
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -77,7 +76,7 @@ def run_engine(
 def distloop(*args: str, timeout_s: float = 240, **kwargs: Any) -> subprocess.CompletedProcess:
     """Runs the ``distloop`` command as a user would."""
     return subprocess.run(
-        [sys.executable, "-m", "gui.launcher", *args],
+        [sys.executable, "-m", "distloop.gui.launcher", *args],
         cwd=kwargs.pop("cwd", REPO),
         capture_output=True,
         text=True,

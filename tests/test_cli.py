@@ -8,16 +8,15 @@ import sys
 
 import numpy as np
 import pytest
+from distloop.engine import __version__
+from distloop.engine.child_main import _failure_message
+from distloop.engine.cli import EXIT_FAILED, _print_message
+from distloop.engine.config import load_project
+from distloop.engine.examples import example_text, load_example
+from distloop.engine.reporting import NonFiniteLossError
+from distloop.engine.run_folder import RunFolderError, read_metrics, read_status
+from distloop.engine.user_code import UserCodeError
 from distloop_testing import REPO, distloop, example_data
-
-from engine import __version__
-from engine.child_main import _failure_message
-from engine.cli import EXIT_FAILED, _print_message
-from engine.config import load_project
-from engine.examples import example_text, load_example
-from engine.reporting import NonFiniteLossError
-from engine.run_folder import RunFolderError, read_metrics, read_status
-from engine.user_code import UserCodeError
 
 
 def test_version() -> None:
@@ -98,7 +97,15 @@ def test_python_dash_m_engine_behaves_like_run(tmp_path) -> None:
     data["training"] = {"steps": 5, "seed": 0}
     project.write_text(json.dumps(data))
     result = subprocess.run(
-        [sys.executable, "-m", "engine", str(project), "--out", str(tmp_path / "r"), "--quiet"],
+        [
+            sys.executable,
+            "-m",
+            "distloop.engine",
+            str(project),
+            "--out",
+            str(tmp_path / "r"),
+            "--quiet",
+        ],
         cwd=REPO,
         capture_output=True,
         text=True,

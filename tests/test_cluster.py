@@ -16,20 +16,19 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from distloop_testing import REPO, distloop, example_data, run_engine, synthetic_project
-
-from engine.cluster import (
+from distloop.engine.cluster import (
     DEFAULT_COMMUNICATION_TIMEOUT_S,
     LocalCluster,
     local_cluster_config,
     local_cluster_tasks,
     tf_config_for_run,
 )
-from engine.config import load_project, load_project_data
-from engine.messages import RunFailed, RunFinished, RunStarted, StepMetrics
-from engine.netns import ENV_SWITCH, PrivateNetworkUnavailable, start_private_network
-from engine.problems import ProblemsError
-from engine.run_folder import read_metrics, read_status
+from distloop.engine.config import load_project, load_project_data
+from distloop.engine.messages import RunFailed, RunFinished, RunStarted, StepMetrics
+from distloop.engine.netns import ENV_SWITCH, PrivateNetworkUnavailable, start_private_network
+from distloop.engine.problems import ProblemsError
+from distloop.engine.run_folder import read_metrics, read_status
+from distloop_testing import REPO, distloop, example_data, run_engine, synthetic_project
 
 STEP_LINE = re.compile(r"^step=(\d+) loss=(\S+)$", re.MULTILINE)
 
@@ -183,7 +182,15 @@ def test_two_workers_give_the_single_process_trace_and_the_cli_prints_it(tmp_pat
     path.write_text(json.dumps(multi_worker()))
     out = tmp_path / "run"
     with (tmp_path / "stdout").open("w") as stdout, (tmp_path / "stderr").open("w") as stderr:
-        command = [sys.executable, "-m", "gui.launcher", "cluster", str(path), "--out", str(out)]
+        command = [
+            sys.executable,
+            "-m",
+            "distloop.gui.launcher",
+            "cluster",
+            str(path),
+            "--out",
+            str(out),
+        ]
         process = subprocess.Popen(command, cwd=REPO, stdout=stdout, stderr=stderr, text=True)
         try:
             task_ports, host_ports = ports_while_listening(out, process)
@@ -453,7 +460,16 @@ def test_two_tasks_in_two_network_namespaces_train_over_a_veth_pair(tmp_path) ->
             json.dumps(multi_worker(tf_config={"cluster": cluster, "task": {"type": "worker"}}))
         )
         for index, space in enumerate(spaces):
-            command = ["ip", "netns", "exec", space, sys.executable, "-m", "engine", str(path)]
+            command = [
+                "ip",
+                "netns",
+                "exec",
+                space,
+                sys.executable,
+                "-m",
+                "distloop.engine",
+                str(path),
+            ]
             command += ["--task", f"worker:{index}", "--out", str(tmp_path / f"w{index}")]
             processes.append(
                 subprocess.Popen(

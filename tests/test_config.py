@@ -5,9 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from distloop_testing import example_data
-
-from engine.config import (
+from distloop.engine.config import (
     ConstantData,
     Project,
     load_project,
@@ -15,8 +13,9 @@ from engine.config import (
     load_project_text,
     uneven_batch_warnings,
 )
-from engine.examples import example_names, load_example
-from engine.problems import ProblemsError
+from distloop.engine.examples import example_names, load_example
+from distloop.engine.problems import ProblemsError
+from distloop_testing import example_data
 
 
 def problems_of(data: dict) -> dict[str, str]:

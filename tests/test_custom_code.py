@@ -14,16 +14,15 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from distloop.engine import cli
+from distloop.engine.config import load_project, load_project_data
+from distloop.engine.examples import load_example
+from distloop.engine.messages import RunFailed
+from distloop.engine.problems import ProblemsError
+from distloop.engine.run_folder import read_metrics, read_status
+from distloop.engine.user_code import UserCodeError, load_user_code
 from distloop_testing import REPO, distloop, example_data, run_engine, synthetic_project
 from test_resume import interrupt_after
-
-from engine import cli
-from engine.config import load_project, load_project_data
-from engine.examples import load_example
-from engine.messages import RunFailed
-from engine.problems import ProblemsError
-from engine.run_folder import read_metrics, read_status
-from engine.user_code import UserCodeError, load_user_code
 
 GUIDE_STEP = '''
 import tensorflow as tf

@@ -14,9 +14,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
-from engine.config import Project, load_project_data
-from engine.synthetic import DataError, csv_arrays, numpy_arrays
+from distloop.engine.config import Project, load_project_data
+from distloop.engine.synthetic import DataError, csv_arrays, numpy_arrays
 
 CLASSES = 3
 

@@ -10,13 +10,12 @@ import time
 
 import numpy as np
 import pytest
+from distloop.engine.config import load_project_data
+from distloop.engine.examples import load_example
+from distloop.engine.messages import RunFailed, RunStarted
+from distloop.engine.process import EngineProcess
+from distloop.engine.run_folder import read_metrics, read_status
 from distloop_testing import REPO, example_data, run_engine, synthetic_project
-
-from engine.config import load_project_data
-from engine.examples import load_example
-from engine.messages import RunFailed, RunStarted
-from engine.process import EngineProcess
-from engine.run_folder import read_metrics, read_status
 
 pytestmark = pytest.mark.slow
 
@@ -184,9 +183,9 @@ def test_run_started_reports_what_really_runs() -> None:
 def test_a_frozen_parent_neither_stalls_training_nor_loses_steps(tmp_path, monkeypatch) -> None:
     """The GUI reads nothing while the run trains: the engine finishes on its own, and
     the steps that did not fit the (small) queue arrive merged, every one of them."""
-    import engine.process
+    import distloop.engine.process as process_module
 
-    monkeypatch.setattr(engine.process, "QUEUE_SIZE", 8)
+    monkeypatch.setattr(process_module, "QUEUE_SIZE", 8)
     data = example_data()
     data["training"] = {"steps": 6000, "seed": 0, "steps_per_execution": 20}
     engine_process = EngineProcess(load_project_data(data), tmp_path)

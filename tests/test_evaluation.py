@@ -6,11 +6,10 @@ import json
 
 import numpy as np
 import pytest
+from distloop.engine.config import load_project, load_project_data
+from distloop.engine.problems import ProblemsError
+from distloop.engine.run_folder import read_eval, read_metrics
 from distloop_testing import distloop, example_data, run_engine, synthetic_project
-
-from engine.config import load_project, load_project_data
-from engine.problems import ProblemsError
-from engine.run_folder import read_eval, read_metrics
 
 
 def problem_paths(data: dict) -> list[str]:

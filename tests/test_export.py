@@ -9,12 +9,8 @@ import subprocess
 
 import pytest
 import yaml
-from distloop_testing import distloop, synthetic_project
-from hypothesis import given, settings
-from hypothesis import strategies as st
-
-from engine.config import load_project, load_project_data
-from engine.export import (
+from distloop.engine.config import load_project, load_project_data
+from distloop.engine.export import (
     DEFAULT_IMAGE,
     FORMATS,
     K8S_PORT,
@@ -23,8 +19,11 @@ from engine.export import (
     export_cluster,
     to_yaml,
 )
-from engine.problems import ProblemsError
-from engine.tf_config import parse_tf_config_text
+from distloop.engine.problems import ProblemsError
+from distloop.engine.tf_config import parse_tf_config_text
+from distloop_testing import distloop, synthetic_project
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 CLUSTER = {
     "chief": ["head.example.org:2222"],

@@ -10,13 +10,12 @@ import time
 from pathlib import Path
 
 import pytest
+from distloop.engine.child_main import _tensorflow_line
+from distloop.engine.config import load_project_data
+from distloop.engine.messages import RunFailed
+from distloop.engine.process import EngineProcess
+from distloop.engine.run_folder import read_metrics, read_status
 from distloop_testing import REPO, distloop, example_data, run_engine, synthetic_project
-
-from engine.child_main import _tensorflow_line
-from engine.config import load_project_data
-from engine.messages import RunFailed
-from engine.process import EngineProcess
-from engine.run_folder import read_metrics, read_status
 
 pytestmark = pytest.mark.slow
 
@@ -68,8 +67,8 @@ def test_engine_exits_when_its_parent_dies(tmp_path) -> None:
         "import sys, time\n"
         f"sys.path.insert(0, {str(REPO / 'tests')!r})\n"
         "from distloop_testing import synthetic_project\n"
-        "from engine.config import load_project_data\n"
-        "from engine.process import EngineProcess\n"
+        "from distloop.engine.config import load_project_data\n"
+        "from distloop.engine.process import EngineProcess\n"
         "if __name__ == '__main__':\n"
         "    engine = EngineProcess(load_project_data(synthetic_project(1, steps=10**6)), None)\n"
         "    engine.start()\n"

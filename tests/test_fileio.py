@@ -7,8 +7,7 @@ import stat
 from pathlib import Path
 
 import pytest
-
-from engine.fileio import atomic_write_text
+from distloop.engine.fileio import atomic_write_text
 
 
 @pytest.fixture

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import pytest
-
-from engine.formatting import format_duration
+from distloop.engine.formatting import format_duration
 
 
 @pytest.mark.parametrize(

@@ -11,14 +11,13 @@ import copy
 import json
 from typing import Any
 
+from distloop.engine.config import load_project_data, load_project_text
+from distloop.engine.examples import example_names
+from distloop.engine.problems import ProblemsError
+from distloop.engine.tf_config import parse_tf_config_text
 from distloop_testing import example_data
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
-from engine.config import load_project_data, load_project_text
-from engine.examples import example_names
-from engine.problems import ProblemsError
-from engine.tf_config import parse_tf_config_text
 
 json_values = st.recursive(
     st.none()

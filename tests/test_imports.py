@@ -9,18 +9,18 @@ import pytest
 from distloop_testing import REPO
 
 TF_FREE = [
-    "engine.config",
-    "engine.messages",
-    "engine.tf_config",
-    "engine.problems",
-    "engine.process",
-    "engine.examples",
-    "engine.run_folder",
-    "engine.cli",
-    "engine.cluster",
-    "engine.export",
-    "engine.user_code",
-    "engine.sweep",
+    "distloop.engine.config",
+    "distloop.engine.messages",
+    "distloop.engine.tf_config",
+    "distloop.engine.problems",
+    "distloop.engine.process",
+    "distloop.engine.examples",
+    "distloop.engine.run_folder",
+    "distloop.engine.cli",
+    "distloop.engine.cluster",
+    "distloop.engine.export",
+    "distloop.engine.user_code",
+    "distloop.engine.sweep",
 ]
 
 

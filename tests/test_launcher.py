@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import pytest
-
-from engine.cli import COMMANDS, build_parser
-from gui.launcher import wants_window
+from distloop.engine.cli import COMMANDS, build_parser
+from distloop.gui.launcher import wants_window
 
 
 @pytest.mark.parametrize(

@@ -8,9 +8,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from distloop.engine.netns import ENV_SWITCH, PrivateNetworkUnavailable, start_private_network
 from test_cluster import listening_ports
-
-from engine.netns import ENV_SWITCH, PrivateNetworkUnavailable, start_private_network
 
 
 def serve_on_every_interface(out: Any, release: Any) -> None:

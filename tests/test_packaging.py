@@ -27,8 +27,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
-from engine import __version__
+from distloop.engine import __version__
 
 REPO = Path(__file__).resolve().parents[1]
 ENABLED = os.environ.get("DISTLOOP_PACKAGING_TEST") == "1"
@@ -103,7 +102,7 @@ def run_installed(
 
 
 def debian_version() -> str:
-    """engine.__version__ as the package spells it (packaging/build.py's rule)."""
+    """distloop.engine.__version__ as the package spells it (packaging/build.py's rule)."""
     spec = importlib.util.spec_from_file_location("distloop_build", REPO / "packaging" / "build.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
@@ -237,7 +236,16 @@ def test_headless_seed_run_matches_the_source_engine(deb: Path, home: Path, tmp_
 
     reference = tmp_path / "source"
     subprocess.run(
-        [sys.executable, "-m", "engine", "--example", "seed", "--out", str(reference), "--quiet"],
+        [
+            sys.executable,
+            "-m",
+            "distloop.engine",
+            "--example",
+            "seed",
+            "--out",
+            str(reference),
+            "--quiet",
+        ],
         cwd=REPO,
         check=True,
         capture_output=True,

@@ -8,12 +8,11 @@ import time
 
 import numpy as np
 import pytest
+from distloop.engine.cluster import LocalCluster
+from distloop.engine.config import load_project_data
+from distloop.engine.messages import RunFailed, RunFinished, StepMetrics
+from distloop.engine.run_folder import read_metrics, read_status
 from distloop_testing import distloop, run_engine, synthetic_project
-
-from engine.cluster import LocalCluster
-from engine.config import load_project_data
-from engine.messages import RunFailed, RunFinished, StepMetrics
-from engine.run_folder import read_metrics, read_status
 
 pytestmark = pytest.mark.slow
 

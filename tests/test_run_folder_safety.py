@@ -13,12 +13,10 @@ import time
 from pathlib import Path
 
 import pytest
-from distloop_testing import REPO, example_data, synthetic_project
-
-from engine.cluster import LocalCluster
-from engine.config import load_project_data
-from engine.messages import RunFailed, RunFinished
-from engine.run_folder import (
+from distloop.engine.cluster import LocalCluster
+from distloop.engine.config import load_project_data
+from distloop.engine.messages import RunFailed, RunFinished
+from distloop.engine.run_folder import (
     LOCK_FILE,
     RESERVE_BYTES,
     RunFolderBusy,
@@ -30,11 +28,12 @@ from engine.run_folder import (
     truncate_metrics,
     write_status,
 )
+from distloop_testing import REPO, example_data, synthetic_project
 
 
 def distloop_popen(*args: str) -> subprocess.Popen:
     return subprocess.Popen(
-        [sys.executable, "-m", "gui.launcher", *args],
+        [sys.executable, "-m", "distloop.gui.launcher", *args],
         cwd=REPO,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -67,7 +66,7 @@ def distloop_quick(*args: str) -> subprocess.CompletedProcess:
     """A ``distloop`` command that must be refused before TensorFlow starts (seconds, not ten)."""
     began = time.monotonic()
     result = subprocess.run(
-        [sys.executable, "-m", "gui.launcher", *args],
+        [sys.executable, "-m", "distloop.gui.launcher", *args],
         cwd=REPO,
         capture_output=True,
         text=True,

@@ -9,10 +9,8 @@ import subprocess
 import sys
 
 import pytest
-from distloop_testing import run_engine
-
-from engine.examples import load_example
-from engine.run_folder import (
+from distloop.engine.examples import load_example
+from distloop.engine.run_folder import (
     STATUS_FILE,
     MetricsWriter,
     folder_entries,
@@ -20,7 +18,7 @@ from engine.run_folder import (
     read_status,
     write_status,
 )
-from engine.run_history import (
+from distloop.engine.run_history import (
     LABEL_FILE,
     delete_run,
     list_runs,
@@ -29,6 +27,7 @@ from engine.run_history import (
     set_tags,
     summarize,
 )
+from distloop_testing import run_engine
 
 
 def fake_run(root, name: str, started: float, losses: list[float], status: str = "finished"):

@@ -8,11 +8,10 @@ import sys
 
 import numpy as np
 import pytest
+from distloop.engine.config import load_project_data
+from distloop.engine.examples import example_text
+from distloop.engine.script_export import ExportError, render_script
 from distloop_testing import distloop, example_data, run_engine
-
-from engine.config import load_project_data
-from engine.examples import example_text
-from engine.script_export import ExportError, render_script
 
 
 def run_script(path) -> tuple[list[int], np.ndarray]:

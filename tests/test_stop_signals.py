@@ -16,10 +16,9 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+from distloop.engine.run_folder import read_status
+from distloop.engine.run_history import summarize
 from distloop_testing import REPO, example_data
-
-from engine.run_folder import read_status
-from engine.run_history import summarize
 
 pytestmark = pytest.mark.slow
 
@@ -31,7 +30,7 @@ def distloop_run(project: dict, tmp_path: Path, *args: str) -> Iterator[subproce
     path.write_text(json.dumps(project))
     command = ["run", str(path), "--out", str(tmp_path / "run"), *args]
     process = subprocess.Popen(
-        [sys.executable, "-m", "gui.launcher", *command],
+        [sys.executable, "-m", "distloop.gui.launcher", *command],
         cwd=REPO,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

@@ -13,10 +13,9 @@ from pathlib import Path
 
 import pytest
 import tensorflow as tf
+from distloop.engine.config import StrategyConfig
+from distloop.engine.tf.strategy import DeviceError, build_strategy, missing_devices
 from distloop_testing import distloop, example_data
-
-from engine.config import StrategyConfig
-from engine.tf_strategy import DeviceError, build_strategy, missing_devices
 
 GPU_MACHINE = ["/device:CPU:0", "/device:GPU:0", "/device:GPU:1"]
 

@@ -9,9 +9,7 @@ import json
 import math
 
 import pytest
-from distloop_testing import example_data
-
-from engine.config import (
+from distloop.engine.config import (
     MAX_PROJECT_BYTES,
     _headroom,
     available_memory_bytes,
@@ -22,8 +20,9 @@ from engine.config import (
     memory_estimate,
     memory_problems,
 )
-from engine.examples import load_example
-from engine.problems import ProblemsError
+from distloop.engine.examples import load_example
+from distloop.engine.problems import ProblemsError
+from distloop_testing import example_data
 
 
 def problems_of(data: dict) -> dict[str, str]:

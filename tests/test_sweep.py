@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import pytest
-
-from engine.config import Project
-from engine.examples import load_example
-from engine.problems import ProblemsError
-from engine.sweep import MAX_RUNS, expand, load_sweep_spec, sweep_points
+from distloop.engine.config import Project
+from distloop.engine.examples import load_example
+from distloop.engine.problems import ProblemsError
+from distloop.engine.sweep import MAX_RUNS, expand, load_sweep_spec, sweep_points
 
 
 @pytest.fixture

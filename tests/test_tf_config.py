@@ -5,9 +5,13 @@ from __future__ import annotations
 import json
 
 import pytest
-
-from engine.problems import ProblemsError
-from engine.tf_config import TFConfig, parse_address, parse_tf_config_text, strategy_problems
+from distloop.engine.problems import ProblemsError
+from distloop.engine.tf_config import (
+    TFConfig,
+    parse_address,
+    parse_tf_config_text,
+    strategy_problems,
+)
 
 
 def problems(text: str) -> dict[str, str]:

@@ -20,7 +20,7 @@ import math
 import numpy as np
 import tensorflow as tf
 
-from engine.tf_model import build_model
+from distloop.engine.tf.model import build_model
 
 LATENT = 4
 """Size of the generator's noise vectors."""

@@ -13,11 +13,10 @@ from typing import Any
 
 import pytest
 import qasync
+from distloop.gui import dialogs
+from distloop.gui.main_window import MainWindow
 from PySide6.QtCore import QCoreApplication, QSettings
 from PySide6.QtWidgets import QApplication
-
-from gui import dialogs
-from gui.main_window import MainWindow
 
 
 @pytest.fixture(autouse=True)

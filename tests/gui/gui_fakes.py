@@ -7,8 +7,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from engine.config import Project
-from engine.messages import Log, Message, RunFailed, RunFinished, RunStarted, StepMetrics
+from distloop.engine.config import Project
+from distloop.engine.messages import Log, Message, RunFailed, RunFinished, RunStarted, StepMetrics
 
 
 def seed_run(steps: int = 20, batch: int = 5) -> list[list[Message]]:

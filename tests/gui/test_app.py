@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from engine.examples import load_example
+from distloop.engine.examples import load_example
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -17,7 +17,7 @@ import sys, time
 started = time.perf_counter()
 from PySide6.QtCore import QTimer
 from PySide6.QtWidgets import QApplication
-from gui.app import main
+from distloop.gui.app import main
 
 def report():
     windows = [w for w in QApplication.topLevelWidgets() if w.isVisible() and w.isWindow()]

@@ -8,17 +8,16 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from distloop.engine import cluster as engine_cluster
+from distloop.engine.cluster import LocalCluster, TaskInfo
+from distloop.engine.config import Project, load_project_data
+from distloop.engine.examples import load_example
+from distloop.engine.messages import Log, Message, RunFailed, RunFinished, RunStarted, StepMetrics
+from distloop.engine.run_folder import MetricsWriter, read_metrics, read_status, write_status
+from distloop.gui.cluster_controller import ClusterController, cluster_plan
+from distloop.gui.main_window import MainWindow
+from distloop.gui.run_controller import RunController
 from gui_fakes import FakeEngine, factory, seed_run
-
-from engine import cluster as engine_cluster
-from engine.cluster import LocalCluster, TaskInfo
-from engine.config import Project, load_project_data
-from engine.examples import load_example
-from engine.messages import Log, Message, RunFailed, RunFinished, RunStarted, StepMetrics
-from engine.run_folder import MetricsWriter, read_metrics, read_status, write_status
-from gui.cluster_controller import ClusterController, cluster_plan
-from gui.main_window import MainWindow
-from gui.run_controller import RunController
 
 TASKS = ("worker:0", "worker:1")
 RUN_TIMEOUT_MS = 180_000

@@ -8,15 +8,14 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from distloop.engine.config import CustomCode, Project
+from distloop.engine.examples import example_text, load_example
+from distloop.engine.run_folder import write_status
+from distloop.engine.run_history import summarize
+from distloop.gui import dialogs
+from distloop.gui.main_window import MainWindow
 from gui_fakes import FakeEngine, seed_run
 from PySide6.QtWidgets import QMessageBox
-
-from engine.config import CustomCode, Project
-from engine.examples import example_text, load_example
-from engine.run_folder import write_status
-from engine.run_history import summarize
-from gui import dialogs
-from gui.main_window import MainWindow
 
 STEP = "def train_step(step, inputs):\n    return 0.0\n"
 

@@ -6,10 +6,9 @@ import multiprocessing
 
 import numpy as np
 import pytest
-
-from engine.messages import StepMetrics
-from engine.run_folder import read_eval, read_metrics, read_status
-from gui.main_window import MainWindow
+from distloop.engine.messages import StepMetrics
+from distloop.engine.run_folder import read_eval, read_metrics, read_status
+from distloop.gui.main_window import MainWindow
 
 pytestmark = pytest.mark.slow
 RUN_TIMEOUT_MS = 180_000  # TensorFlow's import alone takes 8-10 s on a quiet machine

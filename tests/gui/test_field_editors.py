@@ -3,11 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
-from PySide6.QtWidgets import QAbstractSpinBox
-
-from engine.config import (
+from distloop.engine.config import (
     AdamConfig,
     ConstantData,
     DropoutLayer,
@@ -16,7 +12,7 @@ from engine.config import (
     StrategyConfig,
     TrainingConfig,
 )
-from gui.field_editors import (
+from distloop.gui.field_editors import (
     DECIMALS,
     BoolEdit,
     ChoiceEdit,
@@ -28,6 +24,9 @@ from gui.field_editors import (
     editor_for,
     label_for,
 )
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from PySide6.QtWidgets import QAbstractSpinBox
 
 
 def test_int_ranges_come_from_the_model(qtbot) -> None:

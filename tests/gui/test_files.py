@@ -6,12 +6,11 @@ import json
 from pathlib import Path
 
 import pytest
+from distloop.engine.config import load_project
+from distloop.engine.examples import example_names, load_example
+from distloop.gui import dialogs, settings
+from distloop.gui.main_window import MainWindow
 from PySide6.QtWidgets import QFileDialog
-
-from engine.config import load_project
-from engine.examples import example_names, load_example
-from gui import dialogs, settings
-from gui.main_window import MainWindow
 
 
 @pytest.fixture

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import pytest
-
-from engine.config import (
+from distloop.engine.config import (
     CustomCode,
     DenseLayer,
     DropoutLayer,
@@ -17,13 +16,13 @@ from engine.config import (
     StrategyConfig,
     TrainingConfig,
 )
-from engine.examples import example_names, load_example
-from engine.problems import Loc
-from gui.data_form import SOURCE_MODELS
-from gui.field_editors import ChoiceEdit
-from gui.optimizer_form import OPTIMIZER_MODELS
-from gui.project_editor import ProjectEditor
-from gui.validation import differences, validate
+from distloop.engine.examples import example_names, load_example
+from distloop.engine.problems import Loc
+from distloop.gui.data_form import SOURCE_MODELS
+from distloop.gui.field_editors import ChoiceEdit
+from distloop.gui.optimizer_form import OPTIMIZER_MODELS
+from distloop.gui.project_editor import ProjectEditor
+from distloop.gui.validation import differences, validate
 
 
 def _variant(**sections: object) -> Project:

@@ -6,12 +6,11 @@ import time
 
 import numpy as np
 import pytest
+from distloop.engine.messages import Message, RunFinished, RunStarted, StepMetrics
+from distloop.gui.loss_plot import REDRAW_INTERVAL_MS, LossPlot, log_tick_text
+from distloop.gui.series import Smoother
 from gui_fakes import FakeEngine, factory
 from PySide6.QtWidgets import QVBoxLayout, QWidget
-
-from engine.messages import Message, RunFinished, RunStarted, StepMetrics
-from gui.loss_plot import REDRAW_INTERVAL_MS, LossPlot, log_tick_text
-from gui.series import Smoother
 
 
 @pytest.fixture

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import pytest
-
-from engine.config import DenseLayer, DropoutLayer, ModelConfig
-from engine.examples import load_example
-from gui.model_form import ModelForm
+from distloop.engine.config import DenseLayer, DropoutLayer, ModelConfig
+from distloop.engine.examples import load_example
+from distloop.gui.model_form import ModelForm
 
 
 @pytest.fixture

@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from gui_fakes import FakeEngine, seed_run
-
-from engine.messages import (
+from distloop.engine.messages import (
     DeviceInfo,
     DevicesDetected,
     Log,
@@ -14,10 +12,11 @@ from engine.messages import (
     RunStarted,
     StepMetrics,
 )
-from gui.log_panel import LEVEL_COLORS, MAX_LINES, LogPanel
-from gui.main_window import MainWindow
-from gui.status_panel import StatusPanel, short_device
-from gui.strategy_form import logical_device
+from distloop.gui.log_panel import LEVEL_COLORS, MAX_LINES, LogPanel
+from distloop.gui.main_window import MainWindow
+from distloop.gui.status_panel import StatusPanel, short_device
+from distloop.gui.strategy_form import logical_device
+from gui_fakes import FakeEngine, seed_run
 
 
 def test_status_panel_rate_progress_and_eta(qtbot) -> None:

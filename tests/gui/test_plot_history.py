@@ -6,13 +6,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from distloop.engine.examples import load_example
+from distloop.engine.messages import RunStarted
+from distloop.gui.loss_plot import LossPlot
+from distloop.gui.run_controller import RunController
+from distloop.gui.series import GrowingArray, Smoother
 from gui_fakes import FakeEngine, seed_run
-
-from engine.examples import load_example
-from engine.messages import RunStarted
-from gui.loss_plot import LossPlot
-from gui.run_controller import RunController
-from gui.series import GrowingArray, Smoother
 
 
 @pytest.fixture

@@ -88,7 +88,7 @@ def test_window_opens_on_xcb(display: str, tmp_path: Path) -> None:
     log = tmp_path / "stderr.txt"
     with log.open("wb") as stderr_file:
         app = subprocess.Popen(
-            [sys.executable, "-m", "gui.launcher"],
+            [sys.executable, "-m", "distloop.gui.launcher"],
             cwd=REPO,
             env=env,
             stdout=subprocess.DEVNULL,

@@ -5,11 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from distloop.engine.examples import load_example
+from distloop.engine.messages import RunFailed, RunFinished, StepMetrics
+from distloop.gui.run_controller import RunController, RunState
 from gui_fakes import FakeEngine, factory, seed_run
-
-from engine.examples import load_example
-from engine.messages import RunFailed, RunFinished, StepMetrics
-from gui.run_controller import RunController, RunState
 
 
 class Recorder:

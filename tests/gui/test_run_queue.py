@@ -6,19 +6,18 @@ import json
 from pathlib import Path
 
 import pytest
+from distloop.engine.config import Project
+from distloop.engine.examples import example_text, load_example
+from distloop.engine.messages import RunFailed
+from distloop.engine.run_folder import METRICS_FILE, PROJECT_FILE, STATUS_FILE
+from distloop.engine.sweep import expand, load_sweep_spec
+from distloop.engine.user_code import Fingerprint
+from distloop.gui import dialogs, main_window
+from distloop.gui.main_window import MainWindow
+from distloop.gui.run_queue import Column, ItemState, RunQueue
+from distloop.gui.sweep_dialog import SweepDialog
 from gui_fakes import FakeEngine, seed_run
 from PySide6.QtCore import Qt
-
-from engine.config import Project
-from engine.examples import example_text, load_example
-from engine.messages import RunFailed
-from engine.run_folder import METRICS_FILE, PROJECT_FILE, STATUS_FILE
-from engine.sweep import expand, load_sweep_spec
-from engine.user_code import Fingerprint
-from gui import dialogs, main_window
-from gui.main_window import MainWindow
-from gui.run_queue import Column, ItemState, RunQueue
-from gui.sweep_dialog import SweepDialog
 
 
 def _write_run(run_dir: Path, project: Project, losses: list[float], status: str) -> None:
@@ -210,7 +209,7 @@ def test_only_a_valid_project_is_queued(make_window, dialog_recorder) -> None:
 
 
 def test_a_queue_that_may_not_start_its_item_stops_and_keeps_it(qtbot, qloop) -> None:
-    from gui.run_controller import RunController
+    from distloop.gui.run_controller import RunController
 
     controller = RunController(Engines())
     asked: list[str] = []

@@ -13,14 +13,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from gui_fakes import FakeEngine, factory, seed_run
-from PySide6.QtCore import QSettings, Qt
-from PySide6.QtTest import QTest
-from PySide6.QtWidgets import QApplication, QFileDialog
-
-from engine.config import Project, load_project
-from engine.examples import load_example
-from engine.run_folder import (
+from distloop.engine.config import Project, load_project
+from distloop.engine.examples import load_example
+from distloop.engine.run_folder import (
     EvalWriter,
     MetricsWriter,
     read_eval,
@@ -28,13 +23,17 @@ from engine.run_folder import (
     read_status,
     write_status,
 )
-from engine.run_history import summarize
-from engine.script_export import ExportError
-from gui.app import app_icon
-from gui.main_window import MainWindow
-from gui.past_runs import WALL_TIME, resume_refusal
-from gui.runs_model import Column
-from gui.runs_panel import HEADER_KEY, RunsPanel
+from distloop.engine.run_history import summarize
+from distloop.engine.script_export import ExportError
+from distloop.gui.app import app_icon
+from distloop.gui.main_window import MainWindow
+from distloop.gui.past_runs import WALL_TIME, resume_refusal
+from distloop.gui.runs_model import Column
+from distloop.gui.runs_panel import HEADER_KEY, RunsPanel
+from gui_fakes import FakeEngine, factory, seed_run
+from PySide6.QtCore import QSettings, Qt
+from PySide6.QtTest import QTest
+from PySide6.QtWidgets import QApplication, QFileDialog
 
 HOUR = 3600.0
 
@@ -497,7 +496,7 @@ def test_export_as_script_explains_what_cannot_be_exported(
     def refuse(_project: Project) -> str:
         raise ExportError("parameter_server runs need a coordinator")
 
-    monkeypatch.setattr("gui.exports.render_script", refuse)
+    monkeypatch.setattr("distloop.gui.exports.render_script", refuse)
     monkeypatch.setattr(
         QFileDialog, "getSaveFileName", staticmethod(lambda *a, **k: pytest.fail("no dialog"))
     )

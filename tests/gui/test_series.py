@@ -6,10 +6,9 @@ import math
 
 import numpy as np
 import pytest
+from distloop.gui.series import GrowingArray, Smoother
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from gui.series import GrowingArray, Smoother
 
 
 def reference_ema(values: list[float], weight: float) -> list[float]:

@@ -6,12 +6,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+from distloop.engine.examples import load_example
+from distloop.gui import settings
+from distloop.gui.main_window import MainWindow
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QScrollArea
-
-from engine.examples import load_example
-from gui import settings
-from gui.main_window import MainWindow
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -20,10 +19,10 @@ def test_gui_modules_do_not_import_tensorflow() -> None:
     code = (
         "import os, sys\n"
         "os.environ['QT_QPA_PLATFORM'] = 'offscreen'\n"
-        "import gui.app, gui.main_window\n"
+        "import distloop.gui.app, distloop.gui.main_window\n"
         "from PySide6.QtWidgets import QApplication\n"
         "app = QApplication([])\n"
-        "window = gui.main_window.MainWindow()\n"
+        "window = distloop.gui.main_window.MainWindow()\n"
         "window.show()\n"
         "app.processEvents()\n"
         "heavy = sorted(m for m in sys.modules if m.split('.')[0] in ('tensorflow', 'keras'))\n"

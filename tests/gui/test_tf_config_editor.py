@@ -10,16 +10,15 @@ import json
 from pathlib import Path
 
 import pytest
+from distloop.engine.problems import Problem
+from distloop.engine.tf_config import TFConfig
+from distloop.gui.tf_config_editor import PasteDialog, TFConfigEditor
+from distloop.gui.tf_config_table import BAD_BACKGROUND
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor, QGuiApplication
 from PySide6.QtWidgets import QApplication, QLineEdit, QTableWidgetItem
-
-from engine.problems import Problem
-from engine.tf_config import TFConfig
-from gui.tf_config_editor import PasteDialog, TFConfigEditor
-from gui.tf_config_table import BAD_BACKGROUND
 
 PS_CLUSTER = {
     "cluster": {

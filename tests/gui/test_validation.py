@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import pytest
+from distloop.engine.config import load_project_data
+from distloop.engine.problems import ProblemsError
+from distloop.gui.main_window import MainWindow
+from distloop.gui.problem_marks import is_marked, problem_tooltip
 from PySide6.QtWidgets import QAbstractSpinBox
-
-from engine.config import load_project_data
-from engine.problems import ProblemsError
-from gui.main_window import MainWindow
-from gui.problem_marks import is_marked, problem_tooltip
 
 
 def _engine_problems(window: MainWindow) -> list[str]:

@@ -4,14 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from distloop.engine.config import Project
+from distloop.engine.examples import load_example
+from distloop.engine.process import WarmEngines
+from distloop.engine.run_folder import write_status
+from distloop.engine.run_history import summarize
+from distloop.gui.main_window import MainWindow
 from gui_fakes import FakeEngine, seed_run
-
-from engine.config import Project
-from engine.examples import load_example
-from engine.process import WarmEngines
-from engine.run_folder import write_status
-from engine.run_history import summarize
-from gui.main_window import MainWindow
 
 TIMEOUT_MS = 10_000
 

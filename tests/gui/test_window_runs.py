@@ -5,12 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+from distloop.engine.examples import load_example
+from distloop.engine.messages import EvalMetrics, RunFailed, RunFinished, StepMetrics
+from distloop.gui.main_window import MainWindow
+from distloop.gui.run_controller import RunState
 from gui_fakes import FakeEngine, factory, seed_run
-
-from engine.examples import load_example
-from engine.messages import EvalMetrics, RunFailed, RunFinished, StepMetrics
-from gui.main_window import MainWindow
-from gui.run_controller import RunState
 
 
 def test_run_fills_plot_status_and_log(qtbot, make_window, tmp_path: Path) -> None:

@@ -32,8 +32,8 @@ from typing import Any
 
 import tensorflow as tf
 
-from engine.config import InputDistribution
-from engine.tf_strategy import replica_devices
+from ..config import InputDistribution
+from .strategy import replica_devices
 
 
 @dataclass(frozen=True)

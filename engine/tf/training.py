@@ -7,7 +7,7 @@ entry point sets it before the run; TensorFlow reads it only when a strategy is 
 
 A project with ``custom_code`` runs the same program with the user's builders and
 step in place of the built-in ones (``engine.user_code``); one with
-``evaluation`` evaluates under the same strategy every N steps (``engine.tf_eval``).
+``evaluation`` evaluates under the same strategy every N steps (``engine.tf.evaluation``).
 """
 
 from __future__ import annotations
@@ -18,11 +18,11 @@ from pathlib import Path
 
 import tensorflow as tf
 
-from engine.channel import Channel
-from engine.config import Project, uneven_batch_warnings
-from engine.messages import RunFinished, RunStarted
-from engine.reporting import StepReporter
-from engine.run_folder import (
+from ..channel import Channel
+from ..config import Project, uneven_batch_warnings
+from ..messages import RunFinished, RunStarted
+from ..reporting import StepReporter
+from ..run_folder import (
     EVAL_FILE,
     METRICS_FILE,
     EvalWriter,
@@ -31,30 +31,30 @@ from engine.run_folder import (
     truncate_metrics,
     write_status,
 )
-from engine.tf_checkpoint import RunCheckpoints
-from engine.tf_data import build_training_data, custom_training_data
-from engine.tf_eval import EvalReporter, Evaluator
-from engine.tf_input import distribute_input
-from engine.tf_loop import LoopPlan, ReplicaStepRunner, StepRunner, run_loop
-from engine.tf_model import build_loss, build_model, build_optimizer
-from engine.tf_preemption import AlignedStop, ClusterStop
-from engine.tf_ps_loop import train_parameter_server
-from engine.tf_strategy import (
+from ..user_code import UserCode, UserCodeError, load_user_code
+from .checkpoint import RunCheckpoints
+from .data import build_training_data, custom_training_data
+from .evaluation import EvalReporter, Evaluator
+from .input_pipeline import distribute_input
+from .loop import LoopPlan, ReplicaStepRunner, StepRunner, run_loop
+from .model import build_loss, build_model, build_optimizer
+from .preemption import AlignedStop, ClusterStop
+from .ps_loop import train_parameter_server
+from .strategy import (
     build_strategy,
     configure_devices,
     is_chief,
     replica_devices,
     strategy_devices,
 )
-from engine.tf_tensorboard import TensorBoardWriter
-from engine.tf_user_code import (
+from .tensorboard import TensorBoardWriter
+from .user_code import (
     StepContext,
     build_dataset,
     build_models,
     build_optimizers,
     replica_step,
 )
-from engine.user_code import UserCode, UserCodeError, load_user_code
 
 
 def train(

@@ -3,7 +3,7 @@
 ``engine.user_code`` documents the contract and loads the file; here its builders
 are called (inside ``strategy.scope()`` where the contract says so), their
 results checked, and its ``train_step`` wrapped into the per-replica step that
-:class:`engine.tf_loop.ReplicaStepRunner` runs exactly like the built-in one.
+:class:`engine.tf.loop.ReplicaStepRunner` runs exactly like the built-in one.
 Every failure of user code becomes a :class:`UserCodeError` naming the file,
 the function and, when the traceback tells, the line.
 """
@@ -17,9 +17,9 @@ from typing import Any
 
 import tensorflow as tf
 
-from engine.config import Project
-from engine.tf_model import build_model, build_optimizer
-from engine.user_code import UserCode, UserCodeError, location_in
+from ..config import Project
+from ..user_code import UserCode, UserCodeError, location_in
+from .model import build_model, build_optimizer
 
 LOSS_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
 RESERVED_NAMES = ("step", "elapsed_s")

@@ -28,16 +28,16 @@ from typing import Any
 
 import tensorflow as tf
 
-from engine.channel import Channel
-from engine.config import Project, uneven_batch_warnings
-from engine.messages import RunFinished, RunStarted
-from engine.reporting import StepReporter
-from engine.run_folder import METRICS_FILE, MetricsWriter
-from engine.tf_config import parse_address
-from engine.tf_data import build_training_data
-from engine.tf_loop import StepRunner
-from engine.tf_model import build_loss, build_model, build_optimizer
-from engine.tf_strategy import build_strategy, configure_devices
+from ..channel import Channel
+from ..config import Project, uneven_batch_warnings
+from ..messages import RunFinished, RunStarted
+from ..reporting import StepReporter
+from ..run_folder import METRICS_FILE, MetricsWriter
+from ..tf_config import parse_address
+from .data import build_training_data
+from .loop import StepRunner
+from .model import build_loss, build_model, build_optimizer
+from .strategy import build_strategy, configure_devices
 
 IN_FLIGHT_PER_WORKER = 4
 """Steps scheduled ahead per worker: enough to keep every worker busy while the

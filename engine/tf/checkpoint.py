@@ -2,7 +2,7 @@
 
 The data position is not in the checkpoint (TensorFlow cannot checkpoint a
 distributed iterator); the step counter is enough because the input pipeline is
-one deterministic sequence that a resumed run skips forward (``engine.tf_data``).
+one deterministic sequence that a resumed run skips forward (``engine.tf.data``).
 
 With several workers, every task must save (saving is collective), but only the
 chief keeps what it wrote; the others write to a temporary folder of their own
@@ -25,8 +25,8 @@ from pathlib import Path
 
 import tensorflow as tf
 
-from engine.fileio import atomic_write_text
-from engine.run_folder import CHECKPOINT_DIR, folder_write_error, remove_path
+from ..fileio import atomic_write_text
+from ..run_folder import CHECKPOINT_DIR, folder_write_error, remove_path
 
 INDEX_FILE = "checkpoint"
 """TensorFlow's index of a checkpoint folder: which checkpoint is the latest."""

@@ -1,6 +1,6 @@
 """Builds the project's ``tf.data`` pipeline, batched by the global batch size (imports TF).
 
-The dataset yields *global* batches; ``engine.tf_input`` then splits each one
+The dataset yields *global* batches; ``engine.tf.input_pipeline`` then splits each one
 across the replicas (with ``strategy.experimental_distribute_dataset``, as the
 guide does, or on the host). Every epoch is in
 the one dataset (``repeat``), so the stream of batches is a single deterministic
@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 import tensorflow as tf
 
-from engine.config import (
+from ..config import (
     ConstantData,
     CsvData,
     DataConfig,
@@ -31,7 +31,7 @@ from engine.config import (
     SyntheticRegression,
     split_counts,
 )
-from engine.synthetic import (
+from ..synthetic import (
     DataError,
     classification_arrays,
     csv_arrays,

@@ -10,7 +10,7 @@ import signal
 
 import tensorflow as tf
 
-from engine.config import StrategyConfig
+from ..config import StrategyConfig
 
 _CROSS_DEVICE_OPS = {
     "nccl": lambda: tf.distribute.NcclAllReduce(),
@@ -69,7 +69,7 @@ def build_strategy(config: StrategyConfig) -> tf.distribute.Strategy:
         strategy = tf.distribute.MultiWorkerMirroredStrategy(communication_options=options)
         # With a cluster, its coordination agent installs TensorFlow's C++ SIGTERM handler
         # (a preemption notifier that only logs here) over the engine's; put the engine's
-        # back, so SIGTERM still stops the run (engine.child_main, engine.tf_preemption).
+        # back, so SIGTERM still stops the run (engine.child_main, engine.tf.preemption).
         if sigterm is not None:  # None: a handler set outside Python, none of the engine's
             signal.signal(signal.SIGTERM, sigterm)
         return strategy

@@ -14,7 +14,7 @@ How it is wired here, and why:
   ``engine.child_main`` turns into a flag, or the parent's Stop), polled by the
   handler once a second. Given one, the handler installs no SIGTERM handler of its
   own, so there is one handler for the signal, and Stop takes the same aligned path.
-- ``save_fn`` saves through :class:`~engine.tf_checkpoint.RunCheckpoints` at the
+- ``save_fn`` saves through :class:`~engine.tf.checkpoint.RunCheckpoints` at the
   step the loop completed: the chief keeps the checkpoint, the others remove their
   temporary folder, and a resume restores it like any other checkpoint.
 - The handler gets an empty checkpoint of its own, not the run's: it adds a run
@@ -22,7 +22,7 @@ How it is wired here, and why:
   must start equal on every task, which the run's would not (the chief restores
   one, a worker's emptied temporary folder none).
 - ``exit_fn`` raises :class:`AlignedStop` instead of exiting the process, so
-  ``engine.training.train`` ends the run like a Stop: status ``stopped``, every
+  ``engine.tf.training.train`` ends the run like a Stop: status ``stopped``, every
   step recorded, resumable.
 - At its creation the handler asks the GCE metadata server whether it runs on
   Google Cloud; on a GCE CPU VM it would then watch nothing, and elsewhere the
@@ -43,7 +43,7 @@ from collections.abc import Callable, Iterator
 
 import tensorflow as tf
 
-from engine.tf_checkpoint import RunCheckpoints
+from .checkpoint import RunCheckpoints
 
 GCE_METADATA_ENV = "GCE_METADATA_IP"
 

@@ -21,12 +21,12 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
-from engine.channel import Channel
-from engine.config import LossConfig, Project
-from engine.messages import EvalMetrics
-from engine.run_folder import EvalWriter
-from engine.tf_data import build_eval_data
-from engine.tf_input import distribute_input
+from ..channel import Channel
+from ..config import LossConfig, Project
+from ..messages import EvalMetrics
+from ..run_folder import EvalWriter
+from .data import build_eval_data
+from .input_pipeline import distribute_input
 
 
 def metric_names(loss: LossConfig) -> list[str]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import tensorflow as tf
 
-from engine.config import (
+from ..config import (
     AdagradConfig,
     AdamConfig,
     DenseLayer,

@@ -7,7 +7,7 @@ loop form: the guide's ``for dist_inputs in dist_dataset``, its explicit
 ``next(iterator)``, and fused executions of K steps in one ``tf.function`` call.
 
 :class:`ReplicaStepRunner` runs any per-replica step that way; the guide's step
-(:class:`StepRunner`) and custom step code (``engine.tf_user_code``) are both
+(:class:`StepRunner`) and custom step code (``engine.tf.user_code``) are both
 run by it, so user code gets exactly the distribution the built-in step gets.
 """
 
@@ -20,14 +20,14 @@ from typing import Any
 
 import tensorflow as tf
 
-from engine.reporting import StepReporter
+from ..reporting import StepReporter
 
 
 class ReplicaStepRunner:
     """The guide's ``distributed_train_step`` around any per-replica step, plus a fused form.
 
     ``train_step(inputs)`` runs on every replica (``strategy.run``) on what
-    ``to_replicas`` makes of the loop's element (``engine.tf_input``) and returns a
+    ``to_replicas`` makes of the loop's element (``engine.tf.input_pipeline``) and returns a
     scalar loss, or a dict of named scalar losses; each is reduced with
     ``strategy.reduce(SUM)`` inside ``tf.function``. With per-replica losses, the
     local replicas' values of the primary loss come back too (the ``"loss"`` entry
