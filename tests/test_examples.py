@@ -1,0 +1,92 @@
+"""The built-in examples' shipped data: the digits image folder, its generator, packaging."""
+
+from __future__ import annotations
+
+import gzip
+import struct
+import subprocess
+import sys
+import zlib
+from pathlib import Path
+
+import pytest
+from distloop_testing import REPO
+
+EXAMPLES = REPO / "resources" / "examples"
+# Examples per digit in scikit-learn's load_digits() (the UCI optdigits test set).
+DIGIT_COUNTS = {0: 178, 1: 182, 2: 177, 3: 183, 4: 181, 5: 182, 6: 181, 7: 179, 8: 174, 9: 180}
+
+
+def decode_gray_png(data: bytes) -> tuple[int, int, list[int]]:
+    """(width, height, pixels) of an unfiltered 8-bit grayscale PNG, read without Qt or Pillow."""
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    position, idat, header = 8, b"", b""
+    while position < len(data):
+        (length,) = struct.unpack(">I", data[position : position + 4])
+        kind = data[position + 4 : position + 8]
+        body = data[position + 8 : position + 8 + length]
+        (crc,) = struct.unpack(">I", data[position + 8 + length : position + 12 + length])
+        assert crc == zlib.crc32(kind + body), kind
+        header = body if kind == b"IHDR" else header
+        idat += body if kind == b"IDAT" else b""
+        position += 12 + length
+    width, height, depth, color, _, _, _ = struct.unpack(">IIBBBBB", header)
+    assert (depth, color) == (8, 0)
+    raw = zlib.decompress(idat)
+    rows = [raw[y * (width + 1) : (y + 1) * (width + 1)] for y in range(height)]
+    assert all(row[0] == 0 for row in rows)
+    return width, height, [pixel for row in rows for pixel in row[1:]]
+
+
+def test_make_digits_writes_one_png_per_row_and_replaces_older_files(tmp_path: Path) -> None:
+    counts = [list(range(16)) * 4, [16] * 64]
+    rows = [[*counts[0], 7], [*counts[1], 3]]
+    source = tmp_path / "digits.csv.gz"
+    source.write_bytes(gzip.compress("\n".join(",".join(map(str, r)) for r in rows).encode()))
+    out = tmp_path / "digits"
+    stale = out / "5" / "0042.png"
+    stale.parent.mkdir(parents=True)
+    stale.write_bytes(b"old")
+
+    script = REPO / "packaging" / "make_digits.py"
+    subprocess.run(
+        [sys.executable, str(script), str(source), "--out", str(out)],
+        check=True,
+        capture_output=True,
+    )
+
+    assert sorted(p.relative_to(out).as_posix() for p in out.glob("*/*.png")) == [
+        "3/0001.png",
+        "7/0000.png",
+    ]
+    assert decode_gray_png((out / "7" / "0000.png").read_bytes()) == (
+        8,
+        8,
+        [round(v * 255 / 16) for v in counts[0]],
+    )
+    assert decode_gray_png((out / "3" / "0001.png").read_bytes())[2] == [255] * 64
+
+
+def test_the_shipped_digits_folder_is_the_whole_dataset() -> None:
+    folder = EXAMPLES / "digits"
+    for digit, expected in DIGIT_COUNTS.items():
+        pngs = sorted((folder / str(digit)).glob("*.png"))
+        assert len(pngs) == expected, digit
+        for png in pngs:
+            width, height, pixels = decode_gray_png(png.read_bytes())
+            assert (width, height) == (8, 8)
+            assert max(pixels) > 0, png
+    assert sorted(p.name for p in folder.iterdir()) == [str(d) for d in range(10)]
+
+
+def test_package_data_ships_every_example_file() -> None:
+    """A file the globs miss is in a checkout but not in an installed wheel."""
+    tomllib = pytest.importorskip("tomllib")
+    config = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))
+    globs = config["tool"]["setuptools"]["package-data"]["distloop.resources"]
+    resources = REPO / "resources"
+    shipped = {path for pattern in globs for path in resources.glob(pattern)}
+    example_files = {
+        path for path in EXAMPLES.rglob("*") if path.is_file() and "__pycache__" not in path.parts
+    }
+    assert example_files - shipped == set()
