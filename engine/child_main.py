@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from .channel import Channel
-from .messages import DeviceInfo, DevicesDetected, RunFailed
+from .messages import RunFailed
 from .run_folder import RunFolderLock, write_status
 
 PARENT_POLL_S = 0.5
@@ -220,10 +220,8 @@ def warm_engine_main(jobs: Connection, out: Any, stop_event: Any) -> None:
     capture = _OutputCapture(lines)
     # A failed import is not this process's to report: the run imports the same modules
     # again, and fails with TensorFlow's own error in the run's log and terminal message.
+    # engine.tf.training imports TensorFlow, and TensorFlow imports Keras.
     with contextlib.suppress(Exception):
-        import keras  # noqa: F401
-        import tensorflow  # noqa: F401
-
         from .tf import training  # noqa: F401
     try:
         job: EngineJob = jobs.recv()
@@ -331,6 +329,7 @@ def _run(
 KNOWN_FAILURES = (
     ("distloop.engine.problems", "ProblemsError"),
     ("distloop.engine.synthetic", "DataError"),
+    ("distloop.engine.model_shapes", "ModelFileError"),
     ("distloop.engine.user_code", "UserCodeError"),
     ("distloop.engine.reporting", "NonFiniteLossError"),
     ("distloop.engine.tf.checkpoint", "CheckpointError"),
@@ -373,13 +372,9 @@ def detect_devices_main(out: Any) -> None:
     channel = Channel(out, None, None)
     capture = _OutputCapture(lambda text: None)
     try:
-        import tensorflow as tf
+        from .tf.devices import detect_devices
 
-        devices = [
-            DeviceInfo(name=d.name, device_type=d.device_type)
-            for d in tf.config.list_physical_devices()
-        ]
-        channel.send(DevicesDetected(devices=devices, tensorflow_version=tf.__version__))
+        channel.send(detect_devices())
     except Exception as exc:
         channel.send(_failure_message(exc))
     finally:
