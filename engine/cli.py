@@ -1,4 +1,4 @@
-"""``distloop`` subcommands that need no window: run, cluster, export, validate, example, devices.
+"""``distloop`` subcommands that need no window: run, cluster, export, validate, predict, ...
 
 Errors a user can fix (a bad project, a missing file) are printed as plain
 messages with a non-zero exit; a traceback appears only for an unexpected engine
@@ -14,10 +14,10 @@ import signal
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
 
 from . import __version__
 from .config import Project, load_project, memory_problems, uneven_batch_warnings
+from .datasets import project_folder_problems
 from .examples import example_names, example_text, load_example
 from .formatting import format_duration
 from .messages import (
@@ -29,9 +29,11 @@ from .messages import (
     RunStarted,
     StepMetrics,
 )
+from .prediction import PredictionError, format_prediction, predict, prediction_json
 from .problems import ProblemsError
 from .run_folder import (
     PROJECT_FILE,
+    TASKS_DIR,
     RunFolderError,
     RunFolderLock,
     empty_run_folder,
@@ -40,13 +42,12 @@ from .run_folder import (
     new_run_dir,
     refuse_links,
 )
+from .run_handle import ClusterHandle, EngineHandle, open_run
+from .run_model import RunModel
 from .user_code import UserCodeError, fingerprint
 
-if TYPE_CHECKING:
-    from .cluster import LocalCluster
-
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
-COMMANDS = ("run", "cluster", "export", "validate", "example", "devices")
+COMMANDS = ("run", "cluster", "export", "validate", "example", "devices", "predict")
 """The subcommands; any other first word that names a project file opens the window."""
 EXIT_TERMINATED = 128 + signal.SIGTERM
 
@@ -77,6 +78,15 @@ def build_parser() -> argparse.ArgumentParser:
     example.add_argument("name", nargs="?", help=f"one of: {', '.join(example_names())}")
 
     commands.add_parser("devices", help="list the devices TensorFlow sees on this machine")
+
+    predict = commands.add_parser(
+        "predict", help="run a run's saved model (model.keras) on CSV files or .npy arrays"
+    )
+    predict.add_argument("run", type=Path, help="the run folder")
+    predict.add_argument(
+        "inputs", nargs="+", type=Path, metavar="INPUT", help="a .csv (one example a row) or .npy"
+    )
+    predict.add_argument("--json", action="store_true", help="one JSON object per example")
     return parser
 
 
@@ -124,6 +134,8 @@ def main(argv: list[str] | None = None) -> int:
         return command_example(args.name)
     if args.command == "devices":
         return command_devices()
+    if args.command == "predict":
+        return command_predict(args.run, args.inputs, as_json=args.json)
     build_parser().print_help()
     return EXIT_USAGE
 
@@ -143,6 +155,10 @@ def _load(path: Path) -> Project | None:
 def command_validate(path: Path) -> int:
     project = _load(path)
     if project is None:
+        return EXIT_FAILED
+    folder_problems = project_folder_problems(project)
+    if folder_problems:
+        _err(f"distloop: {ProblemsError(folder_problems, str(path))}")
         return EXIT_FAILED
     print(f"{path}: valid ({project.strategy.kind}, {project.total_steps() or '?'} steps)")
     for note in uneven_batch_warnings(project):
@@ -182,6 +198,20 @@ def command_devices() -> int:
     for device in found.devices:
         print(f"{device.device_type:6} {device.name}")
     return EXIT_OK
+
+
+def command_predict(run_dir: Path, inputs: list[Path], *, as_json: bool) -> int:
+    """One line per example on stdout; one line per input that cannot be read on stderr."""
+    try:
+        result = predict(run_dir, inputs)
+    except PredictionError as exc:
+        _err(f"distloop: {exc}")
+        return EXIT_FAILED
+    for prediction in result.predictions:
+        print(prediction_json(prediction) if as_json else format_prediction(prediction))
+    for error in result.errors:
+        _err(f"distloop: {error}")
+    return EXIT_FAILED if result.errors else EXIT_OK
 
 
 def command_run(args: argparse.Namespace) -> int:
@@ -276,8 +306,6 @@ def command_resume(args: argparse.Namespace) -> int:
     if not (run_dir / PROJECT_FILE).is_file():
         _err(f"distloop: {run_dir} is not a run folder (it has no {PROJECT_FILE})")
         return EXIT_FAILED
-    from .cluster import TASKS_DIR
-
     if (run_dir / TASKS_DIR).is_dir():
         _err(f"distloop: {run_dir} is a cluster run: use distloop cluster --resume {run_dir}")
         return EXIT_USAGE
@@ -325,30 +353,20 @@ def run_in_foreground(
     resume: bool = False,
     folder_lock: RunFolderLock | None = None,
 ) -> int:
-    """Runs the engine and prints its messages; Ctrl-C stops it between steps."""
-    from .process import EngineProcess
+    """Runs the engine and prints its messages; Ctrl-C stops it between steps.
 
-    engine = EngineProcess(
-        project, run_dir, resume=resume, folder_lock=folder_lock, name_missing_peers=True
+    Always one process: a multi-machine project here is one task of a cluster whose
+    other tasks run elsewhere (``--task``), so it names the peers that do not answer.
+    """
+    engine = open_run(
+        project,
+        run_dir,
+        resume=resume,
+        layout="single",
+        folder_lock=folder_lock,
+        name_missing_peers=True,
     )
     return follow(engine, run_dir, quiet=quiet, verbose=verbose)
-
-
-class Run(Protocol):
-    """What :func:`follow` drives: one engine process, or a whole local cluster."""
-
-    @property
-    def done(self) -> bool: ...
-
-    def start(self) -> None: ...
-
-    def poll(self, timeout_s: float = 0.1) -> list[Message]: ...
-
-    def request_stop(self) -> None: ...
-
-    def kill(self) -> None: ...
-
-    def close(self) -> None: ...
 
 
 _STOP_SIGNALS = {
@@ -357,14 +375,15 @@ _STOP_SIGNALS = {
 }
 
 
-def follow(engine: Run, run_dir: Path, *, quiet: bool, verbose: bool) -> int:
+def follow(engine: EngineHandle, run_dir: Path, *, quiet: bool, verbose: bool) -> int:
     """Starts the run and prints its messages until it ends; Ctrl-C stops it between steps.
 
     SIGTERM (kill, systemd, Slurm, Kubernetes) is a Ctrl-C too, with exit code 143
     instead of 130. The second of either kills the engine: the run then ends
     ``stopped (killed on request)``, resumable from its last checkpoint. The
     handlers only note the signal, and the loop answers it: an exception raised
-    wherever a signal lands could cut a message or the cleanup in half.
+    wherever a signal lands could cut a message or the cleanup in half. The printer is
+    a view of the run's model, as the window's panels are.
     """
     try:
         engine.start()
@@ -378,13 +397,22 @@ def follow(engine: Run, run_dir: Path, *, quiet: bool, verbose: bool) -> int:
     }
     stop_exit: int | None = None  # the exit code of the first Ctrl-C or SIGTERM
     answered = 0
+    model = RunModel(run_dir=run_dir)
+    outcomes: list[int] = []
+
+    def print_change(message: Message | None) -> None:
+        outcome = None if message is None else _print_message(message, quiet=quiet, verbose=verbose)
+        if outcome is not None:
+            outcomes.append(outcome)
+
+    model.subscribe(print_change)
     try:
         _err(f"distloop: run folder {run_dir}")
         while not engine.done:
             for message in engine.poll(0.5):
-                outcome = _print_message(message, quiet=quiet, verbose=verbose)
-                if outcome is not None:
-                    return stop_exit if stop_exit and outcome == EXIT_OK else outcome
+                model.apply(message)
+                if outcomes:
+                    return stop_exit if stop_exit and outcomes[0] == EXIT_OK else outcomes[0]
             for number in received[answered:]:
                 answered += 1
                 how, code = _STOP_SIGNALS[number]
@@ -507,8 +535,6 @@ def add_cluster_commands(commands: argparse._SubParsersAction) -> None:
 
 
 def command_cluster(args: argparse.Namespace) -> int:
-    from .cluster import LocalCluster
-
     if args.resume is not None:
         return command_cluster_resume(args)
     project = _load(args.project)
@@ -528,20 +554,20 @@ def command_cluster(args: argparse.Namespace) -> int:
     if lock is None:
         return EXIT_FAILED
     try:
-        cluster = LocalCluster(project, run_dir, workers=args.workers, folder_lock=lock)
+        cluster = open_run(
+            project, run_dir, layout="cluster", workers=args.workers, folder_lock=lock
+        )
     except ProblemsError as exc:
         lock.release()
         if created:  # it holds nothing but the lock file
             shutil.rmtree(run_dir, ignore_errors=True)
         _err(f"distloop: {exc}")
         return EXIT_FAILED
-    return follow_cluster(cluster, args)
+    return follow_cluster(cluster, run_dir, args)
 
 
 def command_cluster_resume(args: argparse.Namespace) -> int:
     """``distloop cluster --resume DIR``: the same tasks, each in its own folder."""
-    from .cluster import TASKS_DIR, LocalCluster
-
     run_dir: Path = args.resume
     if args.out is not None or args.workers is not None or args.overwrite:
         _err(
@@ -562,18 +588,19 @@ def command_cluster_resume(args: argparse.Namespace) -> int:
     if lock is None:
         return EXIT_FAILED
     try:
-        cluster = LocalCluster(project, run_dir, resume=True, folder_lock=lock)
+        cluster = open_run(project, run_dir, resume=True, layout="cluster", folder_lock=lock)
     except ProblemsError as exc:
         lock.release()
         _err(f"distloop: {exc}")
         return EXIT_FAILED
-    return follow_cluster(cluster, args)
+    return follow_cluster(cluster, run_dir, args)
 
 
-def follow_cluster(cluster: LocalCluster, args: argparse.Namespace) -> int:
-    for task in cluster.tasks():
-        _err(f"distloop: {task.name} at {task.address}, folder {task.run_dir}")
-    return follow(cluster, cluster.run_dir, quiet=args.quiet, verbose=args.verbose)
+def follow_cluster(cluster: EngineHandle, run_dir: Path, args: argparse.Namespace) -> int:
+    if isinstance(cluster, ClusterHandle):
+        for task in cluster.tasks():
+            _err(f"distloop: {task.name} at {task.address}, folder {task.run_dir}")
+    return follow(cluster, run_dir, quiet=args.quiet, verbose=args.verbose)
 
 
 def command_export(args: argparse.Namespace) -> int:

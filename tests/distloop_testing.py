@@ -13,6 +13,7 @@ from distloop.engine.config import Project
 from distloop.engine.examples import example_text
 from distloop.engine.messages import EvalMetrics, RunFailed, RunFinished, RunStarted, StepMetrics
 from distloop.engine.process import EngineProcess, WarmEngine
+from distloop.engine.run_model import RunModel
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -29,9 +30,13 @@ def run_engine(
     resume: bool = False,
     warm: WarmEngine | None = None,
 ) -> dict[str, Any]:
-    """Runs a project in a real engine process (``warm``, if given); returns what it reported."""
+    """Runs a project in a real engine process (``warm``, if given); returns what it reported.
+
+    ``model`` is the run's :class:`RunModel`, fed every message as the window feeds it.
+    """
     engine = EngineProcess(project, run_dir, resume=resume, warm=warm)
     engine.start()
+    model = RunModel(run_dir=run_dir)
     started, steps, losses, replicas, logs = None, [], [], [], []
     named: dict[str, list[float]] = {}
     evals: list[EvalMetrics] = []
@@ -43,6 +48,7 @@ def run_engine(
         while not engine.done:
             assert time.monotonic() < deadline, "engine run timed out"
             for message in engine.poll(0.5):
+                model.apply(message)
                 if isinstance(message, RunStarted):
                     started = message
                 elif isinstance(message, StepMetrics):
@@ -70,7 +76,33 @@ def run_engine(
         "terminal": terminal,
         "logs": logs,
         "exit_code": engine.exit_code,
+        "model": model,
     }
+
+
+def assert_same_trace(live: RunModel, loaded: RunModel) -> None:
+    """A run followed live and the same run loaded from its folder hold the same trace.
+
+    The files keep each loss as the float32 it was (``format_loss``) and times to the
+    microsecond, so that is how closely they are compared.
+    """
+    a, b = live.trace, loaded.trace
+    assert a.steps == b.steps
+    np.testing.assert_array_equal(np.float32(a.losses), np.float32(b.losses))
+    np.testing.assert_allclose(a.elapsed_s, b.elapsed_s, atol=1e-6)
+    np.testing.assert_array_equal(
+        np.float32(a.replica_losses).reshape(len(a.steps), -1),
+        np.float32(b.replica_losses).reshape(len(b.steps), -1),
+    )
+    assert list(a.named_losses) == list(b.named_losses)
+    for name, values in a.named_losses.items():
+        np.testing.assert_array_equal(np.float32(values), np.float32(b.named_losses[name]))
+    assert [step for step, _ in a.evaluations] == [step for step, _ in b.evaluations]
+    for (_, ours), (_, theirs) in zip(a.evaluations, b.evaluations, strict=True):
+        assert list(ours) == list(theirs)
+        np.testing.assert_array_equal(
+            np.float32(list(ours.values())), np.float32(list(theirs.values()))
+        )
 
 
 def distloop(*args: str, timeout_s: float = 240, **kwargs: Any) -> subprocess.CompletedProcess:

@@ -1,0 +1,135 @@
+"""What drives a run (one engine process or a local cluster) and the one rule that picks it.
+
+The CLI and the window follow a run the same way: ``start``, ``poll`` until
+``done``, ``request_stop`` (then ``kill`` if it does not stop), ``close``. Whether
+that is one :class:`engine.process.EngineProcess` or a whole
+:class:`engine.cluster.LocalCluster` (whose merged stream reads like one run's) is
+decided here, once, by :func:`open_run`, for new runs and resumed runs alike, so the
+CLI and the window cannot disagree about which projects run as a cluster.
+TensorFlow-free: the window imports it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
+
+from .config import Project
+from .messages import Message
+from .run_folder import RunFolderLock
+from .tf_config import MULTI_MACHINE_STRATEGIES
+
+if TYPE_CHECKING:
+    from .cluster import TaskInfo
+    from .process import WarmEngines
+
+POLL_S = 0.1
+STOP_GRACE_S = 5.0
+
+Layout = Literal["auto", "single", "cluster"]
+"""``auto``: a cluster when the strategy needs one (the window); ``single``: one engine
+process, possibly one task of a cluster running elsewhere (``distloop run``);
+``cluster``: every task here (``distloop cluster``)."""
+
+
+class EngineHandle(Protocol):
+    """A run being driven: one engine process, or a local cluster read as one run."""
+
+    @property
+    def done(self) -> bool: ...
+
+    def start(self) -> None: ...
+
+    def poll(self, timeout_s: float = POLL_S) -> list[Message]: ...
+
+    def request_stop(self) -> None: ...
+
+    def kill(self) -> None: ...
+
+    def stop(self, grace_s: float = STOP_GRACE_S) -> None: ...
+
+    def close(self) -> None: ...
+
+
+@runtime_checkable
+class ClusterHandle(EngineHandle, Protocol):
+    """A run of several tasks: also lists them, and ends its own stragglers after a stop."""
+
+    stop_grace_s: float
+
+    def tasks(self) -> list[TaskInfo]: ...
+
+
+class EngineFactory(Protocol):
+    """Makes the handle of a single-process run (a stand-in in the window's tests)."""
+
+    def __call__(
+        self, project: Project, run_dir: Path, *, resume: bool = False
+    ) -> EngineHandle: ...
+
+
+class ClusterFactory(Protocol):
+    """Lays out a local cluster in ``run_dir``; ``resume`` continues the one there."""
+
+    def __call__(
+        self, project: Project, run_dir: Path, *, resume: bool = False
+    ) -> ClusterHandle: ...
+
+
+class RunOpener(Protocol):
+    """:func:`open_run` as the window calls it: the project, the folder, new or resumed."""
+
+    def __call__(self, project: Project, folder: Path, *, resume: bool = False) -> EngineHandle: ...
+
+
+def runs_as_cluster(project: Project) -> bool:
+    """True for the strategies whose tasks are separate processes (a cluster)."""
+    return project.strategy.kind in MULTI_MACHINE_STRATEGIES
+
+
+def open_run(
+    project: Project,
+    folder: Path,
+    *,
+    resume: bool = False,
+    layout: Layout = "auto",
+    workers: int | None = None,
+    folder_lock: RunFolderLock | None = None,
+    name_missing_peers: bool = False,
+    warm_engines: WarmEngines | None = None,
+    engine_factory: EngineFactory | None = None,
+    cluster_factory: ClusterFactory | None = None,
+) -> EngineHandle:
+    """The handle that runs ``project`` in ``folder``, not started yet.
+
+    A multi-machine project cannot train in one process under ``auto``: its one task
+    would wait for peers that never come, so it becomes a local cluster, every task
+    its own engine process on this machine; ``resume`` continues the cluster's tasks
+    in their folders. A single-process run takes the warm engine of ``warm_engines``
+    when one is ready. ``engine_factory`` and ``cluster_factory`` replace the real
+    processes (the window's tests). Raises ProblemsError when a cluster cannot be
+    laid out (a TF_CONFIG the launcher refuses, a parameter_server resume).
+    """
+    # The process modules load when a run opens: `distloop validate` and the like stay quick.
+    cluster = layout == "cluster" or (layout == "auto" and runs_as_cluster(project))
+    if cluster:
+        if cluster_factory is not None:
+            return cluster_factory(project, folder, resume=resume)
+        from .cluster import LocalCluster
+
+        return LocalCluster(
+            project, folder, workers=workers, resume=resume, folder_lock=folder_lock
+        )
+    if engine_factory is not None:
+        return engine_factory(project, folder, resume=resume)
+    if warm_engines is not None:
+        return warm_engines.engine(project, folder, resume=resume)
+    from .process import EngineProcess
+
+    return EngineProcess(
+        project,
+        folder,
+        resume=resume,
+        folder_lock=folder_lock,
+        name_missing_peers=name_missing_peers,
+    )

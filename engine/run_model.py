@@ -1,0 +1,287 @@
+"""One run as every view sees it: its trace, status, clock and cluster tasks (Qt-free).
+
+A :class:`RunModel` is fed the run's messages (:meth:`RunModel.apply`) and tells
+its listeners after each change; the window's plot, status and runs panels and the
+CLI's printer are such listeners, and read what they show from the model. A past
+run is loaded by :meth:`RunModel.from_folder`, which turns ``metrics.csv`` and
+``eval.csv`` back into the messages the engine sent and applies them: a run looks
+the same live, loaded, or resumed (loaded, then fed).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections import deque
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from .messages import EvalMetrics, Message, RunFailed, RunFinished, RunStarted, StepMetrics
+from .run_folder import EVAL_FILE, METRICS_COLUMNS, read_eval, read_metrics
+from .run_history import summarize
+
+if TYPE_CHECKING:
+    from .cluster import TaskInfo
+
+RATE_WINDOW_S = 5.0
+"""Steps/s over the last seconds of training, so the ETA follows speed changes."""
+REPLICA_PREFIX = "replica_"
+
+Listener = Callable[[Message | None], None]
+"""Called after every change: with the message applied, or None when only the status
+(a stop was asked for) or the cluster's tasks changed."""
+
+
+@dataclass
+class Trace:
+    """Every step's losses and every evaluation so far, aligned by step.
+
+    ``replica_losses[i]`` are step ``steps[i]``'s per-replica shares (as
+    ``StepMetrics`` reports them), ``named_losses[name][i]`` its named loss (NaN
+    where a batch did not report that name); ``loss`` itself is never a named loss,
+    as ``metrics.csv`` has it once.
+    """
+
+    steps: list[int] = field(default_factory=list)
+    losses: list[float] = field(default_factory=list)
+    elapsed_s: list[float] = field(default_factory=list)
+    replica_losses: list[list[float]] = field(default_factory=list)
+    named_losses: dict[str, list[float]] = field(default_factory=dict)
+    evaluations: list[tuple[int, dict[str, float]]] = field(default_factory=list)
+
+    def extend(self, message: StepMetrics) -> None:
+        before, count = len(self.steps), len(message.steps)
+        self.steps.extend(message.steps)
+        self.losses.extend(message.losses)
+        self.elapsed_s.extend(message.elapsed_s)
+        if message.replica_losses is not None:
+            width = len(message.replica_losses[0]) if message.replica_losses else 0
+            self.replica_losses.extend([[math.nan] * width] * (before - len(self.replica_losses)))
+            self.replica_losses.extend(list(row) for row in message.replica_losses)
+        named = {k: v for k, v in (message.named_losses or {}).items() if k != "loss"}
+        for name in named:
+            self.named_losses.setdefault(name, [math.nan] * before)
+        for name, values in self.named_losses.items():
+            values.extend(named.get(name, [math.nan] * count))
+
+    def truncate_after(self, last_step: int) -> None:
+        """Keeps the steps up to ``last_step``: a resumed run redoes the rest."""
+        keep = next((i for i, step in enumerate(self.steps) if step > last_step), len(self.steps))
+        for values in (self.steps, self.losses, self.elapsed_s, self.replica_losses):
+            del values[keep:]
+        for values in self.named_losses.values():
+            del values[keep:]
+        self.evaluations = [(s, m) for s, m in self.evaluations if s <= last_step]
+
+
+class RunModel:
+    """One run: fed by its messages, read by its views."""
+
+    def __init__(
+        self,
+        *,
+        total_steps: int | None = None,
+        run_dir: Path | None = None,
+        name: str = "",
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.run_dir = run_dir
+        self.name = name
+        self.total_steps = total_steps
+        self.status = "starting"
+        """starting, running, stopping, finished, stopped or failed; a loaded run's
+        status.json word (``engine.run_history``: also interrupted, running...)."""
+        self.trace = Trace()
+        self.started: RunStarted | None = None
+        self.outcome: RunFinished | RunFailed | None = None
+        self.last_evaluation: EvalMetrics | None = None
+        self.tasks: list[TaskInfo] = []
+        self.first_step = 1
+        self._clock = clock
+        self._began_at: float | None = clock()
+        self._ended_at: float | None = None
+        self._engine_clock: tuple[float, float] | None = None
+        """The engine's last reported ``elapsed_s`` and when it arrived (on ``clock``)."""
+        self._rate_points: deque[tuple[float, int]] = deque()
+        self._listeners: list[Listener] = []
+
+    # --- feeding ------------------------------------------------------------------------
+
+    def subscribe(self, listener: Listener) -> None:
+        self._listeners.append(listener)
+
+    def apply(self, message: Message) -> None:
+        """Takes one message of the run into the model, then tells the listeners."""
+        if isinstance(message, StepMetrics):
+            self._apply_steps(message)
+        elif isinstance(message, EvalMetrics):
+            self.trace.evaluations.append((message.step, dict(message.metrics)))
+            self.last_evaluation = message
+        elif isinstance(message, RunStarted):
+            self.started = message
+            self.first_step = message.first_step
+            if message.total_steps is not None:
+                self.total_steps = message.total_steps
+            if self.status == "starting":
+                self.status = "running"
+            self.trace.truncate_after(message.first_step - 1)
+        elif isinstance(message, RunFinished):
+            self.outcome = message
+            self.status = message.status
+            self._engine_clock = (message.elapsed_s, self._clock())
+            self._end()
+        elif isinstance(message, RunFailed):
+            self.outcome = message
+            self.status = "failed"
+            if self._engine_clock is not None:  # a failed run trained until its last step
+                self._engine_clock = (self._engine_clock[0], self._clock())
+            self._end()
+        self._tell(message)
+
+    def stopping(self) -> None:
+        """A stop was asked for: the engine stops after its current step."""
+        if self.outcome is None:
+            self.status = "stopping"
+            self._tell(None)
+
+    def set_tasks(self, tasks: list[TaskInfo]) -> None:
+        self.tasks = list(tasks)
+        self._tell(None)
+
+    def resume(self) -> None:
+        """The loaded run continues: live again, from the step after its checkpoint."""
+        self.status = "starting"
+        self.outcome = None
+        self._began_at, self._ended_at = self._clock(), None
+        self._engine_clock = None
+        self._rate_points.clear()
+        self._tell(None)
+
+    def _apply_steps(self, message: StepMetrics) -> None:
+        if not message.steps:
+            return
+        self.trace.extend(message)
+        if not self._rate_points:
+            self._rate_points.append((message.elapsed_s[0], message.steps[0]))
+        self._rate_points.append((message.elapsed_s[-1], message.steps[-1]))
+        self._engine_clock = (message.elapsed_s[-1], self._clock())
+        while len(self._rate_points) > 2 and (
+            self._rate_points[-1][0] - self._rate_points[1][0] >= RATE_WINDOW_S
+        ):
+            self._rate_points.popleft()
+
+    def _end(self) -> None:
+        self._ended_at = self._clock()
+
+    def _tell(self, message: Message | None) -> None:
+        for listener in list(self._listeners):
+            listener(message)
+
+    # --- reading ------------------------------------------------------------------------
+
+    @property
+    def live(self) -> bool:
+        """True until the run's end arrived (or for a loaded run, never)."""
+        return self._began_at is not None and self._ended_at is None
+
+    @property
+    def last_step(self) -> int | None:
+        if self.outcome is not None and getattr(self.outcome, "last_step", None):
+            return self.outcome.last_step
+        return self.trace.steps[-1] if self.trace.steps else None
+
+    def rate(self) -> float | None:
+        """Steps per second over the last few seconds of training."""
+        if len(self._rate_points) < 2:
+            return None
+        (t0, s0), (t1, s1) = self._rate_points[0], self._rate_points[-1]
+        return (s1 - s0) / (t1 - t0) if t1 > t0 else None
+
+    def eta_s(self) -> float | None:
+        """Seconds to the last step at the current rate; None once ended or unknown."""
+        rate, last = self.rate(), self.last_step
+        if not self.live or not rate or not self.total_steps or last is None:
+            return None
+        return (self.total_steps - last) / rate
+
+    def elapsed_s(self) -> float | None:
+        """The run's training time on the engine's clock, ticking between its reports.
+
+        It is the clock of metrics.csv's ``elapsed_s`` (continued by a resume) and of
+        the engine's final report, so every view gives one duration for one run; the
+        engine's start-up before the first step is not training (None).
+        """
+        if self._engine_clock is None:
+            return None
+        engine_s, received = self._engine_clock
+        end = self._ended_at if self._ended_at is not None else self._clock()
+        return engine_s + max(0.0, end - received)
+
+    def progress(self) -> tuple[int, int] | None:
+        """(steps done by this run, its steps in all), when the run's length is known."""
+        if not self.total_steps:
+            return None
+        last = self.last_step
+        done = 0 if last is None else last - self.first_step + 1
+        span = self.total_steps - self.first_step + 1
+        return max(0, min(done, span)), max(span, 1)
+
+    # --- past runs ----------------------------------------------------------------------
+
+    @classmethod
+    def from_folder(cls, run_dir: Path) -> RunModel:
+        """A past run from its folder: the messages its files record, applied in order.
+
+        Raises OSError when ``metrics.csv`` cannot be read (a run that never reached
+        its first step has none).
+        """
+        summary = summarize(run_dir)
+        model = cls(run_dir=run_dir, name=summary.name, clock=lambda: 0.0)
+        model._began_at = None
+        metrics = read_metrics(run_dir)
+        for message in _recorded_messages(metrics, _read_evaluations(run_dir)):
+            model.apply(message)
+        model.status = summary.status
+        if summary.duration_s is not None:
+            model._engine_clock = (summary.duration_s, 0.0)
+        model._ended_at = 0.0
+        return model
+
+
+def _read_evaluations(run_dir: Path) -> Mapping[str, list[float]]:
+    return read_eval(run_dir) if (run_dir / EVAL_FILE).is_file() else {}
+
+
+def _recorded_messages(
+    metrics: Mapping[str, Sequence[float]], evaluations: Mapping[str, Sequence[float]]
+) -> list[Message]:
+    """The StepMetrics of ``metrics.csv``'s rows and the EvalMetrics of ``eval.csv``'s."""
+    steps = [int(step) for step in metrics.get("step", [])]
+    replicas = sorted(
+        (name for name in metrics if name.startswith(REPLICA_PREFIX)),
+        key=lambda name: int(name.removeprefix(REPLICA_PREFIX) or 0),
+    )
+    named = {
+        name: list(values)
+        for name, values in metrics.items()
+        if name not in METRICS_COLUMNS and not name.startswith(REPLICA_PREFIX)
+    }
+    shares = [list(row) for row in zip(*(metrics[r] for r in replicas), strict=True)]
+    messages: list[Message] = []
+    if steps:
+        messages.append(
+            StepMetrics(
+                steps=steps,
+                losses=list(metrics.get("loss", [])),
+                elapsed_s=list(metrics.get("elapsed_s", [])),
+                replica_losses=shares or None,
+                named_losses=named or None,
+            )
+        )
+    names = [name for name in evaluations if name != "step"]
+    for i, step in enumerate(evaluations.get("step", [])):
+        values = {name: evaluations[name][i] for name in names}
+        messages.append(EvalMetrics(step=int(step), metrics=values, examples=0))
+    return messages
