@@ -12,6 +12,9 @@ from pathlib import Path
 
 from ..engine.cli import COMMANDS
 
+GUI_PACKAGES = ("PySide6", "pyqtgraph", "qasync")
+"""The window's packages: the ``gui`` extra, which a headless install (a cluster node) lacks."""
+
 
 def wants_window(args: list[str]) -> bool:
     """Whether the command line asks for the window: no arguments, ``gui``, ``--project``,
@@ -35,8 +38,18 @@ def main(argv: list[str] | None = None) -> int:
         from ..engine.cli import main as cli_main
 
         return cli_main(args)
-    from .app import main as gui_main
-
+    try:
+        from .app import main as gui_main
+    except ModuleNotFoundError as exc:
+        if (exc.name or "").split(".")[0] not in GUI_PACKAGES:
+            raise
+        print(
+            f"distloop: the window needs the 'gui' extra (missing: {exc.name}); install it with "
+            "pip install 'distloop[gui]', or use the command line, which works without it "
+            "(distloop --help)",
+            file=sys.stderr,
+        )
+        return 1
     return gui_main(args[1:] if args and args[0] == "gui" else args)
 
 
