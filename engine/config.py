@@ -463,8 +463,50 @@ class CsvData(_DataBase):
     label_column: str = Field(min_length=1)
 
 
+class ImageFolderData(_DataBase):
+    """A folder with one subfolder of images per class (``image_dataset_from_directory``'s
+    layout), streamed from disk: each image is decoded, resized to the model's input
+    ``[height, width, channels]`` and scaled to [0, 1] as its batch is prepared."""
+
+    source: Literal["image_folder"] = "image_folder"
+    path: str = Field(
+        min_length=1, description="A folder holding one subfolder of images per class."
+    )
+    color_mode: Literal["auto", "grayscale", "rgb"] = Field(
+        "auto",
+        description="auto follows the model's input channels (1: grayscale, 3: rgb).",
+    )
+    on_bad_file: Literal["fail", "skip"] = Field(
+        "fail",
+        description="An unreadable image fails the run (naming it) or is skipped and counted.",
+    )
+    flip: bool = Field(False, description="Training only: mirror images left-right at random.")
+    rotation: float = Field(
+        0.0,
+        ge=0,
+        le=45,
+        description="Training only: rotate by up to this many degrees either way, at random.",
+    )
+    crop: float = Field(
+        0.0,
+        ge=0,
+        lt=0.5,
+        description="Training only: crop away up to this fraction of each side, at random, "
+        "and resize back.",
+    )
+
+    @property
+    def augments(self) -> bool:
+        return self.flip or self.rotation > 0 or self.crop > 0
+
+
 DataConfig = Annotated[
-    ConstantData | SyntheticClassification | SyntheticRegression | NumpyData | CsvData,
+    ConstantData
+    | SyntheticClassification
+    | SyntheticRegression
+    | NumpyData
+    | CsvData
+    | ImageFolderData,
     Field(discriminator="source"),
 ]
 DATA_SOURCES: tuple[str, ...] = (
@@ -473,7 +515,10 @@ DATA_SOURCES: tuple[str, ...] = (
     "synthetic_regression",
     "numpy",
     "csv",
+    "image_folder",
 )
+FOLDER_SOURCES = ("image_folder",)
+"""Sources whose classes are subfolder names: their labels are class numbers."""
 
 # --- training --------------------------------------------------------------------------
 
@@ -538,7 +583,13 @@ class CustomCode(_Strict):
     )
 
 
-SPLIT_SOURCES = ("synthetic_classification", "synthetic_regression", "numpy", "csv")
+SPLIT_SOURCES = (
+    "synthetic_classification",
+    "synthetic_regression",
+    "numpy",
+    "csv",
+    *FOLDER_SOURCES,
+)
 
 
 class EvaluationConfig(_Strict):
@@ -854,6 +905,68 @@ def _data_shape_problems(data: DataConfig, project: Project, loc: tuple[str, ...
             Problem(
                 ("loss", "kind"),
                 f"{loss.kind} needs class labels; regression data has real-valued targets",
+            )
+        )
+    elif isinstance(data, SyntheticRegression) and model.output_units is None:
+        problems.append(
+            Problem(
+                (*loc, "source"),
+                "synthetic regression targets are as wide as the model's output, which a "
+                ".keras file tells only when loaded; use numpy or csv data with it",
+            )
+        )
+    elif isinstance(data, ImageFolderData):
+        problems += _image_shape_problems(data, project, loc)
+    return problems
+
+
+IMAGE_CHANNELS = {"grayscale": 1, "rgb": 3}
+
+
+def image_channels(data: ImageFolderData, model: ModelConfig) -> int:
+    """Channels each decoded image has: the color mode's, or the model input's last axis."""
+    if data.color_mode != "auto":
+        return IMAGE_CHANNELS[data.color_mode]
+    return model.input_shape[-1]
+
+
+def _image_shape_problems(
+    data: ImageFolderData, project: Project, loc: tuple[str, ...]
+) -> list[Problem]:
+    """Images are resized to the model's input, so the input must name a size and a color
+    mode; their labels are class numbers, so the loss must be a crossentropy."""
+    model, loss = project.model, project.loss
+    problems = []
+    shape = model.input_shape
+    if len(shape) != 3 or shape[-1] not in IMAGE_CHANNELS.values():
+        problems.append(
+            Problem(
+                ("model", "input_shape"),
+                f"image data needs [height, width, channels] with 1 (grayscale) or 3 (rgb) "
+                f"channels, not {shape}",
+            )
+        )
+    elif data.color_mode != "auto" and IMAGE_CHANNELS[data.color_mode] != shape[-1]:
+        problems.append(
+            Problem(
+                (*loc, "color_mode"),
+                f"{data.color_mode} images have {IMAGE_CHANNELS[data.color_mode]} channel(s) but "
+                f"model.input_shape {shape} takes {shape[-1]}; choose auto or change the shape",
+            )
+        )
+    if not loss.is_classification:
+        problems.append(
+            Problem(
+                ("loss", "kind"),
+                f"{loss.kind} is a regression loss; an image folder's labels are classes "
+                "(its subfolders), so it needs a crossentropy loss",
+            )
+        )
+    elif loss.kind == "binary_crossentropy" and model.output_units != 1:
+        problems.append(
+            Problem(
+                ("model", "layers"),
+                f"binary_crossentropy needs a last dense layer of 1 unit, not {model.output_units}",
             )
         )
     return problems

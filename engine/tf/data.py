@@ -16,7 +16,9 @@ data's examples; the rest train, in their original order.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import tensorflow as tf
@@ -25,12 +27,14 @@ from ..config import (
     ConstantData,
     CsvData,
     DataConfig,
+    ImageFolderData,
     NumpyData,
     Project,
     SyntheticClassification,
     SyntheticRegression,
     split_counts,
 )
+from ..datasets import project_folder_problems
 from ..synthetic import (
     DataError,
     classification_arrays,
@@ -38,8 +42,10 @@ from ..synthetic import (
     numpy_arrays,
     regression_arrays,
 )
+from .image_data import ImageFiles, augment_batch, image_decoder, image_files
 
 Arrays = tuple[np.ndarray, np.ndarray]
+Decode = Callable[[tf.Tensor, tf.Tensor], tuple[tf.Tensor, tf.Tensor]]
 
 
 @dataclass(frozen=True)
@@ -47,10 +53,46 @@ class TrainingData:
     dataset: tf.data.Dataset
     examples: int
     total_steps: int
+    classes: tuple[str, ...] | None = None
+    """The class names, in label order, of data whose classes have names (image folders)."""
+    warnings: list[str] = field(default_factory=list)
+    """What the run should say about its data (unreadable files it skipped)."""
+
+
+@dataclass(frozen=True)
+class _Examples:
+    """One pass of examples; file sources give file names that ``decode`` makes examples of."""
+
+    dataset: tf.data.Dataset
+    count: int
+    decode: Decode | None = None
+    classes: tuple[str, ...] | None = None
+    warnings: list[str] = field(default_factory=list)
+
+    def decoded(self) -> tf.data.Dataset:
+        if self.decode is None:
+            return self.dataset
+        return self.dataset.map(self.decode, num_parallel_calls=tf.data.AUTOTUNE)
+
+
+def _image_examples(
+    files: ImageFiles, data: ImageFolderData, project: Project, where: str
+) -> _Examples:
+    warning = files.skip_warning(f"{where}.path")
+    return _Examples(
+        tf.data.Dataset.from_tensor_slices((files.paths, files.labels)),
+        len(files.paths),
+        image_decoder(data, project),
+        files.classes,
+        [warning] if warning else [],
+    )
 
 
 def _dataset_of(data: DataConfig, project: Project, where: str) -> tuple[tf.data.Dataset, int]:
     """The examples of ``data`` (``where``: the training data or an evaluation source)."""
+    if isinstance(data, ImageFolderData):
+        examples = _image_examples(image_files(data, where), data, project, where)
+        return examples.decoded(), examples.count
     if isinstance(data, ConstantData):
         model, loss = project.model, project.loss
         features = np.asarray(data.features, np.float32).reshape(model.input_shape)
@@ -80,44 +122,83 @@ def _arrays(data: DataConfig, project: Project, where: str = "data") -> Arrays:
 
 def _split(project: Project) -> tuple[Arrays, Arrays]:
     """(training, held-out) arrays of an evaluation split; training keeps its order."""
-    assert project.evaluation is not None and project.evaluation.split is not None
     x, y = _arrays(project.data, project)
-    train_count, held_count = split_counts(len(x), project.evaluation.split)
-    if train_count < 1:
-        raise DataError(
-            f"evaluation.split: holding out {held_count} of {len(x)} example(s) leaves none "
-            "to train on"
-        )
-    held = np.zeros(len(x), dtype=bool)
-    held[np.random.default_rng(project.training.seed).permutation(len(x))[:held_count]] = True
+    held = _held_out(len(x), project)
     return (x[~held], y[~held]), (x[held], y[held])
 
 
-def _examples(project: Project) -> tuple[tf.data.Dataset, int]:
+def _held_out(examples: int, project: Project) -> np.ndarray:
+    """Which of ``examples`` an evaluation split holds out: a seeded random choice."""
+    assert project.evaluation is not None and project.evaluation.split is not None
+    train_count, held_count = split_counts(examples, project.evaluation.split)
+    if train_count < 1:
+        raise DataError(
+            f"evaluation.split: holding out {held_count} of {examples} example(s) leaves none "
+            "to train on"
+        )
+    held = np.zeros(examples, dtype=bool)
+    held[np.random.default_rng(project.training.seed).permutation(examples)[:held_count]] = True
+    return held
+
+
+def _split_images(project: Project) -> tuple[_Examples, _Examples]:
+    """(training, held-out) files of an image folder, split as arrays are."""
+    data = project.data
+    assert isinstance(data, ImageFolderData)
+    files = image_files(data)
+    held = _held_out(len(files.paths), project)
+    return (
+        _image_examples(files.subset(~held), data, project, "data"),
+        _image_examples(files.subset(held), data, project, "data"),
+    )
+
+
+def _examples(project: Project) -> _Examples:
     """The training examples: the data's, less what an evaluation split holds out."""
-    evaluation = project.evaluation
-    if evaluation is None or evaluation.split is None:
-        return _dataset_of(project.data, project, "data")
+    evaluation, data = project.evaluation, project.data
+    split = evaluation is not None and evaluation.split is not None
+    if isinstance(data, ImageFolderData):
+        if split:
+            return _split_images(project)[0]
+        return _image_examples(image_files(data), data, project, "data")
+    if not split:
+        return _Examples(*_dataset_of(data, project, "data"))
     (x, y), _ = _split(project)
-    return tf.data.Dataset.from_tensor_slices((x, y)), len(x)
+    return _Examples(tf.data.Dataset.from_tensor_slices((x, y)), len(x))
 
 
 def build_training_data(project: Project, skip_steps: int = 0) -> TrainingData:
-    """All the run's batches in order, less the first ``skip_steps`` (already trained)."""
+    """All the run's batches in order, less the first ``skip_steps`` (already trained).
+
+    File sources shuffle file names and decode after the shuffle, so the shuffle buffer
+    holds names, not images; with ``cache`` they decode first (the cache holds examples).
+    """
     data, training = project.data, project.training
-    dataset, examples = _examples(project)
+    problems = project_folder_problems(project)
+    if problems:  # a project file run without the CLI's or the window's check
+        raise DataError(str(problems[0]))
+    examples = _examples(project)
+    dataset = examples.decoded() if data.cache else examples.dataset
     if data.shuffle_buffer:
         # Cached before shuffling: a cache after it would replay the first epoch's order.
         dataset = dataset.cache() if data.cache else dataset
         dataset = dataset.shuffle(
             data.shuffle_buffer, seed=training.seed, reshuffle_each_iteration=True
         )
+    if examples.decode is not None and not data.cache:
+        dataset = dataset.map(examples.decode, num_parallel_calls=tf.data.AUTOTUNE)
     dataset = dataset.batch(data.global_batch_size, drop_remainder=data.drop_remainder)
     if data.cache and not data.shuffle_buffer:
         dataset = dataset.cache()
-    full, rest = divmod(examples, data.global_batch_size)
+    full, rest = divmod(examples.count, data.global_batch_size)
     per_epoch = full if data.drop_remainder or not rest else full + 1
-    return _training_pipeline(dataset, examples, per_epoch, project, skip_steps)
+    augment = None
+    if isinstance(data, ImageFolderData) and data.augments:
+        augment = augment_batch(data, training.seed)
+    trained = _training_pipeline(dataset, examples.count, per_epoch, project, skip_steps, augment)
+    return TrainingData(
+        trained.dataset, trained.examples, trained.total_steps, examples.classes, examples.warnings
+    )
 
 
 def custom_training_data(
@@ -138,9 +219,18 @@ def custom_training_data(
 
 
 def _training_pipeline(
-    dataset: tf.data.Dataset, examples: int, per_epoch: int, project: Project, skip_steps: int
+    dataset: tf.data.Dataset,
+    examples: int,
+    per_epoch: int,
+    project: Project,
+    skip_steps: int,
+    augment: Callable[[tf.Tensor, Any], tuple[tf.Tensor, tf.Tensor]] | None = None,
 ) -> TrainingData:
-    """Repeats the batches for the run's length, skips trained ones, and fixes the options."""
+    """Repeats the batches for the run's length, skips trained ones, and fixes the options.
+
+    ``augment`` gets each global batch with its number, counted from the run's first
+    step before skipping, so a resumed run augments its steps as the first run would.
+    """
     data, training = project.data, project.training
     if training.steps is not None:
         total = training.steps
@@ -153,6 +243,8 @@ def _training_pipeline(
             f"data: {examples} example(s) make no full batch of {data.global_batch_size} "
             "and drop_remainder is set: no step can run"
         )
+    if augment is not None:
+        dataset = dataset.enumerate().map(augment, num_parallel_calls=tf.data.AUTOTUNE)
     if skip_steps:
         dataset = dataset.skip(skip_steps)
     return TrainingData(_finished(dataset, data), examples, total)
@@ -169,6 +261,10 @@ def build_eval_data(project: Project) -> tuple[tf.data.Dataset, int]:
     if evaluation.source is not None:
         dataset, examples = _dataset_of(evaluation.source, project, "evaluation.source")
         source = evaluation.source
+    elif isinstance(project.data, ImageFolderData):
+        held = _split_images(project)[1]
+        dataset, examples = held.decoded(), held.count
+        source = project.data
     else:
         _, (x, y) = _split(project)
         dataset, examples = tf.data.Dataset.from_tensor_slices((x, y)), len(x)

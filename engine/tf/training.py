@@ -12,6 +12,7 @@ step in place of the built-in ones (``engine.user_code``); one with
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from contextlib import ExitStack
 from pathlib import Path
@@ -20,9 +21,11 @@ import tensorflow as tf
 
 from ..channel import Channel
 from ..config import Project, uneven_batch_warnings
+from ..fileio import atomic_write_text
 from ..messages import RunFinished, RunStarted
 from ..reporting import StepReporter
 from ..run_folder import (
+    CLASSES_FILE,
     EVAL_FILE,
     METRICS_FILE,
     EvalWriter,
@@ -125,7 +128,7 @@ def train(
         level="debug",
     )
     replicas = strategy.num_replicas_in_sync
-    warnings = uneven_batch_warnings(project, replicas)
+    warnings = data.warnings + uneven_batch_warnings(project, replicas)
     for note in warnings:
         channel.log(note, level="warning")
     started = RunStarted(
@@ -140,6 +143,9 @@ def train(
         warnings=warnings,
     )
     channel.send(started)
+    if run_dir is not None and chief and data.classes is not None:
+        # Prediction needs the names of the model's outputs, in label order.
+        atomic_write_text(run_dir / CLASSES_FILE, json.dumps(list(data.classes)) + "\n")
     if run_dir is not None:
         write_status(
             run_dir,

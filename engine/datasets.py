@@ -1,0 +1,232 @@
+"""Data folders on disk, read without TensorFlow: the GUI's checks and preview use this.
+
+An image folder has one subfolder per class, as ``keras.utils.image_dataset_from_directory``
+reads it: the class names are the subfolder names in sorted order (label 0 is the first),
+and a class's images are every supported file below its subfolder. Listing a folder is
+cheap; :func:`unreadable_images` reads each file's first and last bytes, so the engine
+calls it once at the start of a run, not on every edit.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+from .config import ImageFolderData, Project
+from .problems import Problem
+
+IMAGE_EXTENSIONS = (".bmp", ".gif", ".jpeg", ".jpg", ".png")
+"""What ``tf.io.decode_image`` (and Qt's QImage, for the preview) reads."""
+
+
+class FolderError(ValueError):
+    """The folder cannot be data; the message names the field and what to do."""
+
+
+@dataclass(frozen=True)
+class FolderScan:
+    """The classes of a data folder and its files in label order."""
+
+    root: Path
+    classes: tuple[str, ...]
+    files: tuple[tuple[Path, int], ...]
+    """(file, class number), class by class, each class's files sorted by path."""
+    others: tuple[Path, ...]
+    """Files whose extension no decoder reads: left out, named when a class has nothing else."""
+
+    def counts(self) -> dict[str, int]:
+        """Files per class name, every class listed (0 for an empty one)."""
+        found = Counter(label for _, label in self.files)
+        return {name: found[label] for label, name in enumerate(self.classes)}
+
+
+def scan_folder(path: str | Path, extensions: tuple[str, ...] = IMAGE_EXTENSIONS) -> FolderScan:
+    """Lists ``path``'s class subfolders and their files; raises FolderError when it is no
+    folder. Hidden entries (names starting with a dot) are left out, as file managers do."""
+    root = Path(path).expanduser()
+    try:
+        entries = sorted(os.scandir(root), key=lambda entry: entry.name)
+    except FileNotFoundError:
+        raise FolderError(f"{root} does not exist; choose a folder of class subfolders") from None
+    except NotADirectoryError:
+        raise FolderError(
+            f"{root} is a file; choose the folder that holds one subfolder per class"
+        ) from None
+    except OSError as exc:
+        raise FolderError(f"cannot read {root}: {exc.strerror or exc}") from None
+    classes = [e.name for e in entries if e.is_dir() and not e.name.startswith(".")]
+    files: list[tuple[Path, int]] = []
+    others: list[Path] = []
+    for label, name in enumerate(classes):
+        for file in _files_below(root / name):
+            if file.suffix.lower() in extensions:
+                files.append((file, label))
+            else:
+                others.append(file)
+    return FolderScan(root, tuple(classes), tuple(files), tuple(others))
+
+
+def _files_below(folder: Path) -> list[Path]:
+    """Every file under ``folder`` in sorted order; links to folders are not followed."""
+    found = []
+    for directory, subfolders, names in os.walk(folder):
+        subfolders[:] = sorted(name for name in subfolders if not name.startswith("."))
+        found += [Path(directory, name) for name in sorted(names) if not name.startswith(".")]
+    return found
+
+
+def folder_problems(scan: FolderScan, field: str, kind: str = "images") -> list[str]:
+    """What keeps the folder from being classification data, one message per problem."""
+    where = f"{field}: {scan.root}"
+    if not scan.classes:
+        return [
+            f"{where} has no subfolders; put each class's {kind} in a subfolder named after "
+            "the class"
+        ]
+    problems = []
+    if len(scan.classes) == 1:
+        problems.append(
+            f"{where} has one class folder ({scan.classes[0]}); a classifier needs at least "
+            f"two, one subfolder of {kind} per class"
+        )
+    empty = [name for name, count in scan.counts().items() if count == 0]
+    if empty and len(empty) == len(scan.classes):
+        problems.append(f"{where} holds no {kind} ({_extensions_text()}){_others_text(scan)}")
+    elif empty:
+        problems.append(
+            f"{where}: class folder(s) {', '.join(empty)} hold no {kind} "
+            f"({_extensions_text()}){_others_text(scan)}; add {kind} or remove the folder(s)"
+        )
+    return problems
+
+
+def _extensions_text() -> str:
+    return " ".join(IMAGE_EXTENSIONS)
+
+
+def _others_text(scan: FolderScan) -> str:
+    if not scan.others:
+        return ""
+    shown = ", ".join(str(path.relative_to(scan.root)) for path in scan.others[:3])
+    return f"; other files such as {shown} are not read"
+
+
+def project_folder_problems(project: Project) -> list[Problem]:
+    """The data folders of ``project`` (paths already absolute), checked against its model.
+
+    Not part of :func:`~engine.config.cross_field_problems`: it reads the disk, and a
+    project file names the folder relative to itself. The CLI's ``validate``, the
+    window and the engine call it once the project's paths are resolved.
+    """
+    problems = []
+    sections: list[tuple[tuple[str, ...], object]] = [(("data",), project.data)]
+    if project.evaluation is not None and project.evaluation.source is not None:
+        sections.append((("evaluation", "source"), project.evaluation.source))
+    scans: dict[tuple[str, ...], FolderScan] = {}
+    for loc, data in sections:
+        if not isinstance(data, ImageFolderData):
+            continue
+        field = ".".join(loc)
+        try:
+            scan = scan_folder(data.path)
+        except FolderError as exc:
+            problems.append(Problem((*loc, "path"), str(exc)))
+            continue
+        found = folder_problems(scan, f"{field}.path")
+        problems += [Problem((*loc, "path"), _without_field(text)) for text in found]
+        if not found:
+            scans[loc] = scan
+            problems += _class_count_problems(scan, project, loc)
+    training, held = scans.get(("data",)), scans.get(("evaluation", "source"))
+    if training is not None and held is not None and training.classes != held.classes:
+        problems.append(
+            Problem(
+                ("evaluation", "source", "path"),
+                f"its classes ({', '.join(held.classes)}) are not the training data's "
+                f"({', '.join(training.classes)}); class numbers would mean different classes",
+            )
+        )
+    return problems
+
+
+def _without_field(text: str) -> str:
+    """A :func:`folder_problems` message without its leading ``field:`` (a Problem has it)."""
+    return text.split(": ", 1)[1]
+
+
+def _class_count_problems(
+    scan: FolderScan, project: Project, loc: tuple[str, ...]
+) -> list[Problem]:
+    """The model's outputs must match the classes the folder has."""
+    if project.custom_code is not None or not project.loss.is_classification:
+        return []  # custom models are the code's to fit; a regression loss is reported already
+    classes, units = len(scan.classes), project.model.output_units
+    if project.loss.kind == "binary_crossentropy":
+        if classes == 2:
+            return []
+        return [
+            Problem(
+                ("loss", "kind"),
+                f"binary_crossentropy takes two classes, but {'.'.join(loc)}.path has {classes}; "
+                "use sparse_categorical_crossentropy",
+            )
+        ]
+    if units == classes:
+        return []
+    return [
+        Problem(
+            ("model", "layers"),
+            f"{project.loss.kind} needs a last dense layer of {classes} units, one per class "
+            f"folder in {'.'.join(loc)}.path, not {units}",
+        )
+    ]
+
+
+# Each format's first bytes, and the bytes its last block ends with: a file cut short
+# (an interrupted copy or download) has the right start but not the right end.
+_SIGNATURES = {
+    "PNG": (b"\x89PNG\r\n\x1a\n", b"IEND\xaeB`\x82"),
+    "JPEG": (b"\xff\xd8\xff", b"\xff\xd9"),
+    "GIF": (b"GIF8", b";"),
+    "BMP": (b"BM", b""),
+}
+_TAIL_BYTES = 64
+
+
+def image_file_problem(path: Path) -> str | None:
+    """Why ``path`` is no image a decoder can read, or None when its structure is sound.
+
+    Reads the first and last bytes only: a full decode would cost as much as an epoch.
+    """
+    try:
+        with path.open("rb") as handle:
+            head = handle.read(16)
+            size = handle.seek(0, os.SEEK_END)
+            handle.seek(max(0, size - _TAIL_BYTES))
+            tail = handle.read()
+    except OSError as exc:
+        return f"cannot be read ({exc.strerror or exc})"
+    if size == 0:
+        return "is empty"
+    for name, (start, end) in _SIGNATURES.items():
+        if not head.startswith(start):
+            continue
+        if name == "BMP":
+            declared = int.from_bytes(head[2:6], "little")
+            return None if declared <= size else "is cut short (BMP)"
+        if name == "JPEG":
+            tail = tail.rstrip(b"\x00")  # some cameras pad after the end marker
+        return None if end in tail else f"is cut short ({name})"
+    return "is not a JPEG, PNG, GIF or BMP image"
+
+
+def unreadable_images(scan: FolderScan) -> list[tuple[Path, str]]:
+    """The folder's files that no decoder would read, each with the reason."""
+    found = []
+    for path, _ in scan.files:
+        problem = image_file_problem(path)
+        if problem is not None:
+            found.append((path, problem))
+    return found
