@@ -8,8 +8,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from distloop.engine import cluster as engine_cluster
 from distloop.engine.cluster import LocalCluster, TaskInfo
+from distloop.engine.cluster import ports as cluster_ports
 from distloop.engine.config import Project, load_project_data
 from distloop.engine.examples import load_example
 from distloop.engine.messages import Log, Message, RunFailed, RunFinished, RunStarted, StepMetrics
@@ -138,13 +138,13 @@ def test_editing_a_cluster_project_binds_no_port_and_run_still_gets_ports(
 ) -> None:
     """Port choice binds loopback sockets: the window leaves it to the cluster's start."""
     chosen: list[list[int]] = []
-    choose = engine_cluster.free_local_ports
+    choose = cluster_ports.free_local_ports
 
     def counted(count: int) -> list[int]:
         chosen.append(choose(count))
         return chosen[-1]
 
-    monkeypatch.setattr(engine_cluster, "free_local_ports", counted)
+    monkeypatch.setattr(cluster_ports, "free_local_ports", counted)
     laid_out: list[LocalCluster] = []
 
     def make_cluster(project: Project, run_dir: Path) -> FakeCluster:

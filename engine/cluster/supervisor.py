@@ -1,256 +1,37 @@
-"""A whole cluster on this machine, and the TF_CONFIG of each task (TensorFlow-free).
+"""Runs a local cluster: every task its own engine process, read as one run.
 
-``distloop cluster`` and the GUI start every task of a ``multi_worker_mirrored``
-or ``parameter_server`` project as its own engine process
-(:class:`engine.process.EngineProcess`) with its own TF_CONFIG, so a
-multi-machine program can be tried on one machine before it goes to real hosts.
-:class:`LocalCluster` merges the tasks' message streams into one that reads like
-a single run's (see ``engine.messages``) and fails the whole run, naming the
+:class:`LocalCluster` starts the tasks (in a private network namespace where the
+system allows, ``engine.netns``), merges their message streams into one that reads
+like a single run's (see ``engine.messages``), and fails the whole run, naming the
 task, as soon as any task fails or dies: a cluster never hangs silently.
-
-Run folder (the top level is what ``distloop run`` writes, for the chief)::
-
-    project.json   the chief's project, with the TF_CONFIG it ran with
-    metrics.csv    the chief's trace (worker 0's when there is no chief)
-    status.json    the cluster's status; a failure names the task that failed
-    engine.log     the launcher's notes and every task's warnings and errors
-    tasks/worker-1/  each task's own run folder (project.json, status.json, engine.log, ...)
-
-A stopped, failed or killed ``multi_worker_mirrored`` run resumes with
-``LocalCluster(..., resume=True)`` (``distloop cluster --resume DIR``): every task
-restarts in its own folder from the chief's last checkpoint, on new ports.
-
-Security: TensorFlow's gRPC servers are unauthenticated, and they listen on every
-network interface whatever host TF_CONFIG names (TensorFlow has no setting for the
-bind address). So the launcher puts all the tasks into one private network
-namespace (``engine.netns``) whose only interface is its own loopback, and gives
-every task a ``127.0.0.1`` address there: no port of the cluster is open on the
-machine's network, nor on its loopback. Where the system does not allow that, the
-tasks run in the machine's network with a warning, and their ports are open to
-the network while the run lasts: run it on a trusted network or behind a firewall.
 """
 
 from __future__ import annotations
 
 import contextlib
-import ipaddress
-import shutil
-import socket
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal, TextIO
+from typing import Literal
 
-from pydantic import ValidationError
+from ..config import Project
+from ..messages import Log, Message, RunFailed, RunFinished, RunStarted, StepMetrics
+from ..netns import PrivateNetwork, PrivateNetworkUnavailable, start_private_network
+from ..problems import Problem, ProblemsError
+from ..process import EngineProcess
+from ..run_folder import TASKS_DIR, RunFolderError, RunFolderLock, refuse_links
+from ..tf_config import TaskSpec
+from .plan import NO_RESUME, local_cluster_config, serves_only, task_dir_name, task_project
+from .top_folder import ClusterFolder
 
-from .config import Project
-from .fileio import atomic_write_text
-from .messages import Log, Message, RunFailed, RunFinished, RunStarted, StepMetrics
-from .netns import PrivateNetwork, PrivateNetworkUnavailable, start_private_network
-from .problems import Problem, ProblemsError, problems_from_validation_error
-from .process import EngineProcess
-from .run_folder import (
-    CHECKPOINT_DIR,
-    LOG_FILE,
-    METRICS_FILE,
-    PROJECT_FILE,
-    TASKS_DIR,
-    MetricsWriter,
-    RunFolderError,
-    RunFolderLock,
-    refuse_links,
-    remove_path,
-    truncate_metrics,
-    write_status,
-)
-from .tf_config import (
-    JOB_TYPES,
-    MULTI_MACHINE_STRATEGIES,
-    TaskSpec,
-    TFConfig,
-    parse_address,
-    parse_task,
-    strategy_problems,
-    tf_config_from_env,
-)
-
-DEFAULT_WORKERS = 2
-DEFAULT_COMMUNICATION_TIMEOUT_S = 60.0
-"""Given to multi_worker_mirrored tasks whose project sets none: without it, a worker
-that stalls (rather than dies) leaves its peers waiting in a collective forever."""
 FAILURE_GRACE_S = 2.0
 """After a task failed, the others get this long to end before they are killed
 (synchronous peers are usually stuck in a collective waiting for the failed one)."""
 STOP_GRACE_S = 10.0
 """After a stop request, tasks get this long to end between steps before they are killed."""
-LOOPBACK_HOSTS = ("localhost",)
 PEER_ERRORS = ("UnavailableError", "DeadlineExceededError", "CancelledError", "AbortedError")
 """TensorFlow's errors for a peer that went away or stopped answering."""
-
-
-def task_dir_name(task: TaskSpec) -> str:
-    """``worker-1``: a task's folder under ``tasks/`` (no colon, for every file system)."""
-    return f"{task.type}-{task.index}"
-
-
-def run_problems(config: TFConfig, strategy_kind: str) -> list[Problem]:
-    """What stops this TF_CONFIG from running under Distloop with this strategy."""
-    problems = strategy_problems(config, strategy_kind)
-    if "evaluator" in config.cluster:
-        problems.append(
-            Problem(
-                ("tf_config", "cluster", "evaluator"),
-                "Distloop's loops only train; no task would run an evaluator: remove the job",
-            )
-        )
-    return problems
-
-
-def _raise_if(problems: list[Problem], what: str) -> None:
-    if problems:
-        raise ProblemsError(problems, what)
-
-
-def _is_loopback(address: str) -> bool:
-    host, _ = parse_address(address)
-    if host in LOOPBACK_HOSTS:
-        return True
-    with contextlib.suppress(ValueError):
-        return ipaddress.ip_address(host).is_loopback
-    return False
-
-
-def free_local_ports(count: int) -> list[int]:
-    """Ports the system says are free on 127.0.0.1, all different.
-
-    Each socket stays bound until every port is chosen, so the system cannot hand
-    out the same port twice; they are released just before the tasks bind them.
-    """
-    sockets = []
-    try:
-        for _ in range(count):
-            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-            sockets.append(sock)
-            sock.bind(("127.0.0.1", 0))
-        return [sock.getsockname()[1] for sock in sockets]
-    finally:
-        for sock in sockets:
-            sock.close()
-
-
-def local_cluster_config(
-    project: Project, workers: int | None = None, *, fresh_ports: bool = False
-) -> TFConfig:
-    """The cluster to start here: the project's jobs (or ``workers`` workers), on 127.0.0.1.
-
-    The project's own addresses are kept when they are all loopback ones (unless
-    ``fresh_ports``); any other host gets replaced by a free local port, so a project
-    written for real hosts runs unchanged on this machine. The returned config's
-    task is the chief's.
-    """
-    return _local_layout(project, workers, fresh_ports, free_local_ports)
-
-
-def local_cluster_tasks(project: Project, workers: int | None = None) -> list[TaskSpec]:
-    """The tasks :func:`local_cluster_config` would lay out, without choosing their ports.
-
-    For showing the plan while a project is edited: the same rule and the same
-    ProblemsError, but no socket is bound; the ports are chosen when the cluster starts.
-    Stand-in ports (1, 2, ...) only make the layout checkable; nothing listens on them.
-    """
-    return _local_layout(project, workers, False, lambda count: list(range(1, count + 1))).tasks()
-
-
-def _local_layout(
-    project: Project,
-    workers: int | None,
-    fresh_ports: bool,
-    choose_ports: Callable[[int], list[int]],
-) -> TFConfig:
-    kind = project.strategy.kind
-    if kind not in MULTI_MACHINE_STRATEGIES:
-        raise ProblemsError(
-            [
-                Problem(
-                    ("strategy", "kind"),
-                    f"a cluster runs multi_worker_mirrored or parameter_server, not {kind}",
-                )
-            ],
-            "project",
-        )
-    given = project.tf_config
-    if (
-        given is not None
-        and workers is None
-        and not fresh_ports
-        and all(_is_loopback(a) for addresses in given.cluster.values() for a in addresses)
-    ):
-        cluster = given.cluster
-    else:
-        sizes = {job: len(addresses) for job, addresses in (given.cluster if given else {}).items()}
-        sizes["worker"] = workers or sizes.get("worker") or DEFAULT_WORKERS
-        ports = iter(choose_ports(sum(sizes.values())))
-        cluster = {
-            job: [f"127.0.0.1:{next(ports)}" for _ in range(sizes[job])]
-            for job in JOB_TYPES
-            if job in sizes
-        }
-    chief = TaskSpec(type="chief" if "chief" in cluster else "worker", index=0)
-    config = _validated(cluster, chief, "cluster")
-    _raise_if(run_problems(config, kind), "cluster")
-    return config
-
-
-def _validated(cluster: dict[str, list[str]], task: TaskSpec, what: str) -> TFConfig:
-    try:
-        return TFConfig.model_validate({"cluster": cluster, "task": task.model_dump()})
-    except ValidationError as exc:
-        raise ProblemsError(problems_from_validation_error(exc, ("tf_config",)), what) from None
-
-
-def tf_config_for_run(
-    project: Project, task: str | None, environ: Mapping[str, str] | None = None
-) -> TFConfig | None:
-    """The TF_CONFIG ``distloop run`` gives its engine, for one task of a real cluster.
-
-    A TF_CONFIG in the environment (set by Kubeflow's TFJob or a launch script)
-    wins over the project's; ``task`` (``worker:1``) then picks this process's
-    task in that cluster. Strategies that need no cluster ignore the environment.
-    """
-    kind = project.strategy.kind
-    if kind not in MULTI_MACHINE_STRATEGIES:
-        if task is not None:
-            raise ProblemsError(
-                [
-                    Problem(
-                        ("strategy", "kind"), f"--task needs a multi-machine strategy, not {kind}"
-                    )
-                ],
-                "--task",
-            )
-        return project.tf_config
-    config = tf_config_from_env(environ) or project.tf_config
-    if task is not None:
-        if config is None:
-            raise ProblemsError(
-                [
-                    Problem(
-                        ("tf_config",),
-                        "--task needs a cluster: set the project's tf_config, or TF_CONFIG "
-                        "in the environment",
-                    )
-                ],
-                "--task",
-            )
-        try:
-            spec = parse_task(task)
-        except ValueError as exc:
-            raise ProblemsError([Problem((), str(exc))], "--task") from None
-        config = _validated(config.cluster, spec, "--task")
-    if config is not None:
-        _raise_if(run_problems(config, kind), "TF_CONFIG")
-    return config
 
 
 TaskState = Literal["starting", "running", "serving", "finished", "stopped", "failed"]
@@ -323,44 +104,25 @@ class LocalCluster:
         taken by now). ``folder_lock`` is ``run_dir``'s lock when the caller took it
         already; :meth:`start` takes it otherwise, and every task's folder's.
         """
-        if resume and project.strategy.kind == "parameter_server":
-            raise ProblemsError(
-                [
-                    Problem(
-                        ("strategy", "kind"),
-                        "a parameter_server run cannot resume: its training is asynchronous "
-                        "and its coordinator keeps no checkpoint; start it again",
-                    )
-                ],
-                "resume",
-            )
+        refusal = NO_RESUME.get(project.strategy.kind) if resume else None
+        if refusal is not None:
+            raise ProblemsError([Problem(("strategy", "kind"), refusal)], "resume")
         self.tf_config = local_cluster_config(project, workers, fresh_ports=resume)
         self.run_dir = run_dir
         self._resume = resume
         self._folder_lock = folder_lock
-        strategy = project.strategy
-        if strategy.kind == "multi_worker_mirrored" and strategy.communication_timeout_s is None:
-            strategy = strategy.model_copy(
-                update={"communication_timeout_s": DEFAULT_COMMUNICATION_TIMEOUT_S}
-            )
         self.reporting_task = str(self.tf_config.chief_task())
-        servers = ("ps", "worker") if strategy.kind == "parameter_server" else ()
+        kind = project.strategy.kind
         self._tasks: list[_Task] = []
         for spec in self.tf_config.tasks():
-            task_project = project.model_copy(
-                update={
-                    "strategy": strategy,
-                    "tf_config": self.tf_config.for_task(spec.type, spec.index),
-                }
-            )
             engine = EngineProcess(
-                task_project,
+                task_project(project, self.tf_config, spec),
                 run_dir / TASKS_DIR / task_dir_name(spec),
                 task=str(spec),
                 resume=resume,
             )
             self._tasks.append(
-                _Task(spec, self.tf_config.address(spec), engine, spec.type in servers)
+                _Task(spec, self.tf_config.address(spec), engine, serves_only(kind, spec))
             )
         self._reporter = next(t for t in self._tasks if t.name == self.reporting_task)
         self.project = self._reporter.engine.project
@@ -373,9 +135,7 @@ class LocalCluster:
         self._started_at = 0.0
         self._began = 0.0
         self._last_loss: float | None = None
-        self._metrics: MetricsWriter | None = None
-        self._folder_failed = False
-        self._log: TextIO | None = None
+        self._folder = ClusterFolder(run_dir, self._folder_failure)
         self._network: PrivateNetwork | None = None
         self._outbox: list[Message] = []
         # The reporter's RunStarted and what followed it, until every trainer has started.
@@ -393,14 +153,15 @@ class LocalCluster:
         try:
             self._hold_folders()
             if self._resume:
-                self._share_chief_checkpoint()
-            atomic_write_text(
-                self.run_dir / PROJECT_FILE, self.project.to_json(), follow_symlinks=False
-            )
+                self._folder.share_chief_checkpoint(
+                    task_dir_name(self._reporter.spec),
+                    [task_dir_name(t.spec) for t in self._trainers() if t is not self._reporter],
+                )
+            self._folder.write_project(self.project)
         except BaseException:
             self._release_folders()
             raise
-        self._log = (self.run_dir / LOG_FILE).open("a", encoding="utf-8")
+        self._folder.open_log()
         self._started_at, self._began = time.time(), time.monotonic()
         try:
             self._network = self._start_network()
@@ -415,11 +176,9 @@ class LocalCluster:
             self._done = True
             self._close_files()
             raise
-        write_status(
-            self.run_dir,
-            "running",
-            started_at=self._started_at,
-            tasks={
+        self._folder.tasks_started(
+            self._started_at,
+            {
                 t.name: {
                     "address": t.address,
                     "pid": t.engine.pid,
@@ -461,25 +220,6 @@ class LocalCluster:
             return None
         self._note("the tasks run in a private network: their ports are open on its loopback only")
         return network
-
-    def _share_chief_checkpoint(self) -> None:
-        """Copies the chief's checkpoints into every other trainer's folder.
-
-        Only the chief keeps checkpoints, but every task restores from its own
-        folder (``engine.tf.checkpoint``), and all must start from the same step
-        with the same weights. Without a chief checkpoint, all start from step 1.
-        Links are neither followed nor copied through (``refuse_links`` ran first).
-        """
-        tasks_dir = self.run_dir / TASKS_DIR
-        source = tasks_dir / task_dir_name(self._reporter.spec) / CHECKPOINT_DIR
-        for task in self._trainers():
-            if task is self._reporter:
-                continue
-            target = tasks_dir / task_dir_name(task.spec) / CHECKPOINT_DIR
-            if target.is_symlink() or target.exists():
-                remove_path(target)
-            if source.is_dir() and not source.is_symlink():
-                shutil.copytree(source, target, symlinks=True)
 
     @property
     def done(self) -> bool:
@@ -564,17 +304,14 @@ class LocalCluster:
         if isinstance(message, Log):
             task.last_line = message.text
             if message.level in ("warning", "error"):
-                self._write_log(message.level, f"[{task.name}] {message.text}")
+                self._folder.log(message.level, f"[{task.name}] {message.text}")
             self._outbox.append(message)
         elif isinstance(message, RunStarted):
             task.state = "serving" if message.serving else "running"
             task.started = message
             if reporter:
                 if self._resume:  # the steps after the checkpoint are trained again
-                    try:
-                        truncate_metrics(self.run_dir, message.first_step - 1)
-                    except RunFolderError as exc:
-                        self._folder_failure(exc)
+                    self._folder.resumed_at(message.first_step)
                 self._held_start = message.model_copy(update={"run_dir": str(self.run_dir)})
             else:
                 what = f"serves {message.serving}" if message.serving else "started its loop"
@@ -582,7 +319,8 @@ class LocalCluster:
         elif isinstance(message, StepMetrics):
             task.last_step = message.steps[-1]
             if reporter:
-                self._record(message)
+                self._last_loss = message.losses[-1]
+                self._folder.record(message)
                 self._pass_on(message)
         elif isinstance(message, RunFinished):
             task.state, task.terminal = message.status, message
@@ -610,7 +348,7 @@ class LocalCluster:
         A task's RunStarted names its own devices only; the run's names every
         trainer's (a multi-worker run's are on all its workers), so it waits until
         each trainer has started, or ended (``now``: the run ends before they all did).
-        The status file then records what runs, as a single engine's does.
+        The top-level status then records what runs, as a single engine's does.
         """
         if self._held_start is None:
             return
@@ -621,49 +359,10 @@ class LocalCluster:
         started = self._held_start.model_copy(update={"devices": devices})
         self._outbox += [started, *self._held]
         self._held_start, self._held = None, []
-        details = started.model_dump(include={"num_replicas", "devices", "total_steps"})
-        if self._folder_failed:
-            return
-        try:
-            write_status(
-                self.run_dir,
-                "running",
-                strategy=started.strategy_kind or started.strategy,
-                strategy_class=started.strategy,
-                **details,
-            )
-        except RunFolderError as exc:
-            self._folder_failure(exc)
-
-    def _record(self, message: StepMetrics) -> None:
-        """Writes the reporter's steps into the top-level trace.
-
-        A full disk fails the run like a failed task (the tasks are stopped, the
-        failure names the folder), rather than ending the launcher with a traceback.
-        """
-        self._last_loss = message.losses[-1]
-        if self._folder_failed:
-            return
-        try:
-            if self._metrics is None:
-                replicas = len(message.replica_losses[0]) if message.replica_losses else None
-                # The first report names custom step code's losses: the same columns as
-                # the chief's own metrics.csv (a resumed run's header has them already).
-                named = list(message.named_losses or ())
-                self._metrics = MetricsWriter(self.run_dir / METRICS_FILE, replicas, named=named)
-            self._metrics.write(
-                message.steps,
-                message.losses,
-                message.elapsed_s,
-                message.replica_losses,
-                message.named_losses,
-            )
-        except RunFolderError as exc:
-            self._folder_failure(exc)
+        self._folder.run_started(started)
 
     def _folder_failure(self, exc: RunFolderError) -> None:
         """The launcher cannot write the run folder: the run fails (a failure of no task)."""
-        self._folder_failed = True
         self._failures.append(RunFailed(error_type=type(exc).__name__, message=str(exc)))
 
     # --- how the run ends ------------------------------------------------------------
@@ -757,10 +456,7 @@ class LocalCluster:
             details, status = {}, final.status
         if self._folder_lock is not None:
             self._folder_lock.free_reserve()  # on a full disk, the room to record the end
-        with contextlib.suppress(OSError):  # should that fail all the same, ``final`` says why
-            write_status(
-                self.run_dir, status, started_at=self._started_at, last_step=last_step, **details
-            )
+        self._folder.finish(status, started_at=self._started_at, last_step=last_step, **details)
         self._note(f"the cluster run {status}")
         self._close_files()
         return final
@@ -775,33 +471,16 @@ class LocalCluster:
         own = [f for f in self._failures if f.error_type not in PEER_ERRORS]
         return (died or own or self._failures)[0]
 
-    # --- the top-level log -----------------------------------------------------------
+    # --- the launcher's notes -------------------------------------------------------
 
     def _note(self, text: str, *, level: str = "info", task: str | None = None) -> None:
         """The launcher's own line: into the top-level engine.log and the message stream."""
-        self._write_log(level, text)
+        self._folder.log(level, text)
         self._outbox.append(Log(level=level, source="engine", text=text, task=task))
-
-    def _write_log(self, level: str, text: str) -> None:
-        if self._log is not None:
-            try:
-                self._log.write(
-                    f"{time.strftime('%H:%M:%S')} {level[0].upper()} [cluster] {text}\n"
-                )
-                self._log.flush()
-            except OSError:  # a full disk: the lines still reach the message stream
-                with contextlib.suppress(OSError):
-                    self._log.close()
-                self._log = None
 
     def _close_files(self) -> None:
         """Releases what the run holds: its files and the holder of its network namespace."""
         if self._network is not None:
             self._network.close()
             self._network = None
-        if self._metrics is not None:
-            self._metrics.close()
-            self._metrics = None
-        if self._log is not None:
-            self._log.close()
-            self._log = None
+        self._folder.close()

@@ -1,0 +1,59 @@
+"""A whole cluster on this machine, and the TF_CONFIG of each task (TensorFlow-free).
+
+``distloop cluster`` and the GUI start every task of a ``multi_worker_mirrored``
+or ``parameter_server`` project as its own engine process
+(:class:`engine.process.EngineProcess`) with its own TF_CONFIG, so a
+multi-machine program can be tried on one machine before it goes to real hosts.
+
+One job a module:
+
+``plan``        which tasks the cluster has, each task's TF_CONFIG and project
+                (also ``distloop run --task``'s TF_CONFIG, for a cluster on real hosts)
+``ports``       free 127.0.0.1 ports, chosen when a local cluster starts, never before
+``supervisor``  :class:`LocalCluster`: starts, follows, merges and stops the tasks
+``top_folder``  the top level of the cluster's run folder (each task writes its own
+                under ``tasks/``), which the launcher writes; it says why
+
+A stopped, failed or killed ``multi_worker_mirrored`` run resumes with
+``LocalCluster(..., resume=True)`` (``distloop cluster --resume DIR``): every task
+restarts in its own folder from the chief's last checkpoint, on new ports.
+
+Security: TensorFlow's gRPC servers are unauthenticated, and they listen on every
+network interface whatever host TF_CONFIG names (TensorFlow has no setting for the
+bind address). So the launcher puts all the tasks into one private network
+namespace (``engine.netns``) whose only interface is its own loopback, and gives
+every task a ``127.0.0.1`` address there: no port of the cluster is open on the
+machine's network, nor on its loopback. Where the system does not allow that, the
+tasks run in the machine's network with a warning, and their ports are open to
+the network while the run lasts: run it on a trusted network or behind a firewall.
+"""
+
+from __future__ import annotations
+
+from .plan import (
+    DEFAULT_COMMUNICATION_TIMEOUT_S,
+    DEFAULT_WORKERS,
+    NO_RESUME,
+    local_cluster_config,
+    local_cluster_tasks,
+    run_problems,
+    task_dir_name,
+    tf_config_for_run,
+)
+from .supervisor import FAILURE_GRACE_S, STOP_GRACE_S, LocalCluster, TaskInfo, TaskState
+
+__all__ = [
+    "DEFAULT_COMMUNICATION_TIMEOUT_S",
+    "DEFAULT_WORKERS",
+    "FAILURE_GRACE_S",
+    "NO_RESUME",
+    "STOP_GRACE_S",
+    "LocalCluster",
+    "TaskInfo",
+    "TaskState",
+    "local_cluster_config",
+    "local_cluster_tasks",
+    "run_problems",
+    "task_dir_name",
+    "tf_config_for_run",
+]
