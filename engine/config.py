@@ -557,6 +557,11 @@ class TrainingConfig(_Strict):
         "experimental_distribute_dataset, prefetching to GPUs and TPUs), or auto (split_on_host "
         "when every replica is a CPU).",
     )
+    export_saved_model: bool = Field(
+        False,
+        description="Also export the trained model as a SavedModel (saved_model/ in the run "
+        "folder) for TF Serving; model.keras is always saved.",
+    )
 
     @model_validator(mode="after")
     def _check(self) -> TrainingConfig:

@@ -11,6 +11,10 @@ Layout (one folder per run; a cluster task gets one of its own)::
     engine.log     the engine's log lines and TensorFlow's output
     checkpoints/   model, optimizer and step counter (``engine.tf.checkpoint``); in a cluster,
                    the chief's (copied to the other tasks when the run resumes)
+    model.keras    the trained model, when the run finished or stopped: with evaluation, the
+                   weights of the lowest val_loss; model.json says which step they are
+    saved_model/   the same model for TF Serving, with training.export_saved_model
+    confusion.json a classifier's confusion matrix on the validation data (with evaluation)
     .distloop.lock locked while a run writes the folder (:class:`RunFolderLock`)
 
 The engine process writes all of it, so a run keeps its record when the GUI dies;
@@ -50,6 +54,14 @@ EVAL_FILE = "eval.csv"
 STATUS_FILE = "status.json"
 LOG_FILE = "engine.log"
 CHECKPOINT_DIR = "checkpoints"
+MODEL_FILE = "model.keras"
+"""The trained model a finished or stopped run leaves (``engine.tf.model_export``)."""
+MODEL_RECORD_FILE = "model.json"
+"""Which weights ``model.keras`` holds: the step, and its val_loss when chosen by it."""
+SAVED_MODEL_DIR = "saved_model"
+"""The TF Serving export of ``model.keras``, with ``training.export_saved_model``."""
+CONFUSION_FILE = "confusion.json"
+"""A classifier's confusion matrix on the validation data, for ``model.keras``."""
 CLASSES_FILE = "classes.json"
 """The class names of the run's data, where the data has them (image folders)."""
 TASKS_DIR = "tasks"

@@ -41,6 +41,7 @@ from .evaluation import EvalReporter, Evaluator
 from .input_pipeline import distribute_input
 from .loop import LoopPlan, ReplicaStepRunner, StepRunner, run_loop
 from .model import build_loss, build_model, build_optimizer
+from .model_export import ModelKeeper
 from .preemption import AlignedStop, ClusterStop
 from .ps_loop import train_parameter_server
 from .strategy import (
@@ -200,6 +201,19 @@ def train(
         else None
     )
 
+    keeper = (
+        ModelKeeper(
+            run_dir,
+            models,
+            project,
+            channel,
+            chief=chief,
+            resumed_at=done_steps if resume else None,
+        )
+        if run_dir is not None
+        else None
+    )
+
     with ExitStack() as cleanup:
         metrics = tensorboard = eval_writer = None
         elapsed_offset = 0.0
@@ -227,7 +241,11 @@ def train(
                 channel,
                 reporter.flush,
                 eval_writer,
-                also=tensorboard.evaluation if tensorboard else None,
+                also=(
+                    keeper.watching(tensorboard.evaluation if tensorboard else None)
+                    if keeper is not None
+                    else None
+                ),
             )
             if evaluator is not None
             else None
@@ -278,6 +296,8 @@ def train(
         channel.log(f"the step function was traced {runner.traces()} time(s)", level="debug")
         if checkpoints is not None and last_step > done_steps:
             checkpoints.save(last_step)
+        if keeper is not None and last_step > 0:
+            keeper.save(last_step)
     return RunFinished(
         status="stopped" if stopped else "finished",
         last_step=last_step,

@@ -1,0 +1,307 @@
+"""``python -m distloop.engine.tf.predict FOLDER [--row TEXT]... -- INPUT...`` (imports TF).
+
+Runs a run folder's ``model.keras`` on CSV files, ``.npy`` arrays and pasted CSV
+rows, and prints one JSON object a line on stdout (``engine.prediction`` reads
+them): ``{"model": {...}}`` first, then ``{"input": ..., "classes": [...]}`` (a
+classifier's classes, most probable first) or ``{"input": ..., "values": [...]}``
+per example, and ``{"input": ..., "error": ...}`` for an input that cannot be
+used. Exit status 0 when every input was predicted, 1 otherwise.
+
+An example is read as training read it: a CSV's columns are matched to the
+training CSV's feature columns by name (the label column is left out), so their
+order may differ; other CSVs give their columns in the model's input order.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..config import CsvData, LossConfig, Project, load_project
+from ..prediction import class_names
+from ..problems import ProblemsError
+from ..run_folder import MODEL_FILE, PROJECT_FILE, TASKS_DIR
+
+
+class InputError(Exception):
+    """An input that cannot be predicted; the message names what is wrong with it."""
+
+
+@dataclass(frozen=True)
+class Examples:
+    labels: list[str]
+    """Each example's name: ``rows.csv:3``, ``x.npy[4]``."""
+    features: np.ndarray
+
+
+@dataclass(frozen=True)
+class ModelInputs:
+    """What an example must be for the model: its shape, and the training CSV's columns."""
+
+    shape: tuple[int, ...]
+    csv_columns: list[str] | None
+    label_column: str | None
+    label_position: int | None
+    """Where the label column was among the training CSV's columns."""
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.shape))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m distloop.engine.tf.predict")
+    parser.add_argument("folder", type=Path, help="the folder holding model.keras")
+    parser.add_argument("--row", action="append", default=[], help="one CSV row of features")
+    parser.add_argument("inputs", nargs="*", type=Path)
+    args = parser.parse_args(argv)
+    try:
+        model, project = _load(args.folder)
+    except InputError as exc:
+        _emit({"error": str(exc)})
+        return 1
+    inputs = _model_inputs(model, project)
+    outputs = int(np.prod(model.output_shape[1:]))
+    classifier = project is not None and project.loss.is_classification
+    # A cluster task's folder (tasks/worker-0) has the run's folder above it.
+    folders = [args.folder]
+    if args.folder.parent.name == TASKS_DIR:
+        folders.append(args.folder.parent.parent)
+    names = (
+        class_names(folders, _class_count(project, outputs))
+        if classifier and project is not None
+        else None
+    )
+    _emit(
+        {
+            "model": {
+                "path": str(args.folder / MODEL_FILE),
+                "input_shape": list(inputs.shape),
+                "csv_columns": inputs.csv_columns,
+                "classifier": classifier,
+                "classes": names,
+            }
+        }
+    )
+    sources: list[tuple[str, Any]] = [
+        (f"row {number}", row) for number, row in enumerate(args.row, 1)
+    ]
+    sources += [(str(path), path) for path in args.inputs]
+    failed = False
+    for name, source in sources:
+        try:
+            examples = (
+                _read_row(name, source, inputs)
+                if isinstance(source, str)
+                else _read_file(source, inputs)
+            )
+            predicted = np.asarray(model.predict_on_batch(examples.features), dtype=np.float64)
+        except InputError as exc:
+            _emit({"input": name, "error": str(exc)})
+            failed = True
+            continue
+        for label, output in zip(examples.labels, predicted, strict=True):
+            if names is not None and project is not None:
+                _emit({"input": label, "classes": _classes(output, project.loss, names)})
+            else:
+                _emit({"input": label, "values": output.reshape(-1).tolist()})
+    return 1 if failed else 0
+
+
+def _emit(item: dict[str, Any]) -> None:
+    sys.stdout.write(json.dumps(item) + "\n")
+    sys.stdout.flush()
+
+
+def _load(folder: Path) -> tuple[Any, Project | None]:
+    """The saved model and the project it was trained from (None when that cannot be read)."""
+    import tensorflow as tf
+
+    path = folder / MODEL_FILE
+    if not path.is_file():
+        raise InputError(f"{folder}: no {MODEL_FILE}")
+    try:
+        model = tf.keras.models.load_model(path, compile=False)
+    except Exception as exc:  # Keras raises ValueError, TypeError, OSError, zip errors...
+        raise InputError(
+            f"cannot load {path}: {type(exc).__name__}: {str(exc).splitlines()[0]}"
+        ) from None
+    try:
+        project: Project | None = load_project(folder / PROJECT_FILE)
+    except (ProblemsError, OSError, ValueError):
+        project = None
+    return model, project
+
+
+def _model_inputs(model: Any, project: Project | None) -> ModelInputs:
+    shape = tuple(int(n) for n in model.input_shape[1:])
+    columns = label = position = None
+    sources = [] if project is None else [project.data]
+    if project is not None and project.evaluation is not None:
+        sources.append(project.evaluation.source)
+    trained_on = next((source for source in sources if isinstance(source, CsvData)), None)
+    if trained_on is not None:
+        label = trained_on.label_column
+        header = _header(Path(trained_on.path))
+        if header is not None and label in header and len(header) - 1 == int(np.prod(shape)):
+            columns = [name for name in header if name != label]
+            position = header.index(label)
+    return ModelInputs(shape, columns, label, position)
+
+
+def _header(path: Path) -> list[str] | None:
+    try:
+        with path.open(encoding="utf-8-sig", newline="") as handle:
+            return next(csv.reader(handle), None)
+    except (OSError, UnicodeDecodeError, csv.Error):
+        return None
+
+
+def _class_count(project: Project, outputs: int) -> int:
+    return 2 if project.loss.kind == "binary_crossentropy" and outputs == 1 else outputs
+
+
+def _classes(output: np.ndarray, loss: LossConfig, names: list[str]) -> list[dict[str, Any]]:
+    """Each class and its probability, most probable first (softmax/sigmoid of logits)."""
+    output = output.reshape(-1)
+    if loss.kind == "binary_crossentropy" and len(output) == 1:
+        positive = 1 / (1 + np.exp(-output[0])) if loss.from_logits else output[0]
+        probabilities = np.asarray([1 - positive, positive])
+    elif loss.from_logits:
+        shifted = np.exp(output - output.max())
+        probabilities = shifted / shifted.sum()
+    else:
+        probabilities = output
+    order = np.argsort(-probabilities, kind="stable")
+    return [{"name": names[i], "probability": float(probabilities[i])} for i in order]
+
+
+def _read_file(path: Path, inputs: ModelInputs) -> Examples:
+    suffix = path.suffix.lower()
+    if suffix == ".npy":
+        return _read_npy(path, inputs)
+    if suffix in (".csv", ".txt"):
+        return _read_csv(path, inputs)
+    raise InputError(
+        f"cannot read {path.suffix or 'a file without an extension'}: give a .csv file "
+        "(one example a row) or an .npy array"
+    )
+
+
+def _read_npy(path: Path, inputs: ModelInputs) -> Examples:
+    try:
+        array = np.load(path, allow_pickle=False)
+    except OSError as exc:
+        raise InputError(f"cannot read it: {exc.strerror or exc}") from None
+    except (ValueError, EOFError) as exc:
+        raise InputError(f"cannot read it as .npy: {exc}") from None
+    if not isinstance(array, np.ndarray) or not np.issubdtype(array.dtype, np.number):
+        raise InputError("holds no numeric array; save one with numpy.save")
+    if array.shape == inputs.shape:
+        array = array[np.newaxis]
+    elif array.ndim == 2 and array.shape[1] == inputs.size:
+        array = array.reshape((len(array), *inputs.shape))
+    elif array.shape[1:] != inputs.shape:
+        raise InputError(
+            f"has shape {list(array.shape)}; the model takes examples of shape "
+            f"{list(inputs.shape)} (one array of that shape, or a stack of them)"
+        )
+    features = _finite(array.astype(np.float32), "holds")
+    return Examples([f"{path}[{i}]" for i in range(len(features))], features)
+
+
+def _read_csv(path: Path, inputs: ModelInputs) -> Examples:
+    try:
+        with path.open(encoding="utf-8-sig", newline="") as handle:
+            rows = [(number, row) for number, row in enumerate(csv.reader(handle), 1) if row]
+    except OSError as exc:
+        raise InputError(f"cannot read it: {exc.strerror or exc}") from None
+    except (UnicodeDecodeError, csv.Error) as exc:
+        raise InputError(f"cannot read it as CSV: {exc}") from None
+    if not rows:
+        raise InputError("is empty")
+    first = rows[0][1]
+    if not _numbers(first):
+        rows = rows[1:]
+        pick = _columns(first, inputs)
+    else:
+        pick = None
+    if not rows:
+        raise InputError("has a header but no rows")
+    labels, features = [], []
+    for number, row in rows:
+        values = _row_values(row, inputs, pick, f"line {number}")
+        labels.append(f"{path}:{number}")
+        features.append(values)
+    return Examples(labels, np.stack(features))
+
+
+def _read_row(name: str, text: str, inputs: ModelInputs) -> Examples:
+    try:
+        row = next(csv.reader([text.strip()]), [])
+    except csv.Error as exc:
+        raise InputError(f"is not a CSV row: {exc}") from None
+    if not row:
+        raise InputError("is empty")
+    return Examples([name], _row_values(row, inputs, None, "it")[np.newaxis])
+
+
+def _columns(header: list[str], inputs: ModelInputs) -> list[int] | None:
+    """The header's feature columns in the model's order; None when all are features."""
+    names = [name.strip() for name in header]
+    if inputs.csv_columns is not None:
+        missing = [name for name in inputs.csv_columns if name not in names]
+        if missing:
+            raise InputError(
+                f"has no column {', '.join(map(repr, missing))}; the model was trained on "
+                f"the columns {', '.join(inputs.csv_columns)}"
+            )
+        return [names.index(name) for name in inputs.csv_columns]
+    if inputs.label_column is not None and inputs.label_column in names:
+        return [i for i, name in enumerate(names) if name != inputs.label_column]
+    return None
+
+
+def _numbers(row: list[str]) -> bool:
+    try:
+        [float(value) for value in row]
+    except ValueError:
+        return False
+    return True
+
+
+def _row_values(row: list[str], inputs: ModelInputs, pick: list[int] | None, where: str) -> Any:
+    if pick is None and inputs.label_position is not None and len(row) == inputs.size + 1:
+        # A row of the training CSV, label included: the label's place is left out.
+        pick = [i for i in range(len(row)) if i != inputs.label_position]
+    if pick is not None:
+        if max(pick) >= len(row):
+            raise InputError(f"{where} has {len(row)} value(s), fewer than the header's columns")
+        row = [row[i] for i in pick]
+    if len(row) != inputs.size:
+        raise InputError(
+            f"{where} has {len(row)} value(s); the model takes {inputs.size} feature(s)"
+            + (f" ({', '.join(inputs.csv_columns)})" if inputs.csv_columns else "")
+        )
+    try:
+        values = np.asarray([float(value) for value in row], dtype=np.float32)
+    except ValueError:
+        raise InputError(f"{where} holds a value that is not a number") from None
+    return _finite(values.reshape(inputs.shape), f"{where} holds")
+
+
+def _finite(array: np.ndarray, what: str) -> np.ndarray:
+    if not np.isfinite(array).all():
+        raise InputError(f"{what} a value that is not a finite number (NaN or infinity)")
+    return array
+
+
+if __name__ == "__main__":
+    sys.exit(main())
