@@ -1,0 +1,297 @@
+"""Image folders: the TF-free scanner and checks, then the pipeline, then a real run.
+
+The scanner and the project checks are what the window shows before Run, so each
+bad folder a user could bring (one class, an empty class, no subfolders, a cut-short
+file) must give one line naming the field. The last test runs the real engine on a
+generated folder with two CPU replicas.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from data_folders import png_bytes, write_image_folder
+from distloop.engine.config import Project, load_project_data
+from distloop.engine.datasets import (
+    image_file_problem,
+    project_folder_problems,
+    scan_folder,
+)
+from distloop.engine.messages import RunFinished
+from distloop.engine.problems import ProblemsError
+from distloop_testing import distloop, run_engine
+
+
+def image_project(path: Path, **changes: object) -> dict:
+    data = {"source": "image_folder", "path": str(path), "global_batch_size": 8}
+    data.update(changes.pop("data", {}))  # type: ignore[arg-type]
+    project = {
+        "schema_version": 1,
+        "name": "images",
+        "strategy": {"kind": "mirrored", "cpu_replicas": 2},
+        "model": {
+            "input_shape": [8, 8, 1],
+            "layers": [
+                {"kind": "dense", "units": 16, "activation": "relu"},
+                {"kind": "dense", "units": 3},
+            ],
+        },
+        "optimizer": {"kind": "adam", "learning_rate": 0.02},
+        "loss": {"kind": "sparse_categorical_crossentropy", "from_logits": True},
+        "data": data,
+        "training": {"steps": 24, "seed": 1},
+    }
+    project.update(changes)
+    return project
+
+
+def problems_of(data: dict) -> list[str]:
+    try:
+        project = load_project_data(data)
+    except ProblemsError as exc:
+        return [str(problem) for problem in exc.problems]
+    return [str(problem) for problem in project_folder_problems(project)]
+
+
+# --- the scanner -----------------------------------------------------------------------
+
+
+def test_scan_lists_classes_in_sorted_order_with_their_images(tmp_path: Path) -> None:
+    write_image_folder(tmp_path, classes=("b", "a"), per_class=2)
+    (tmp_path / "a" / "nested").mkdir()
+    (tmp_path / "a" / "nested" / "deep.png").write_bytes(png_bytes(np.zeros((2, 2))))
+    (tmp_path / "a" / "notes.txt").write_text("not an image")
+    (tmp_path / "a" / ".hidden.png").write_bytes(b"")
+    (tmp_path / ".cache").mkdir()
+    scan = scan_folder(tmp_path)
+    assert scan.classes == ("a", "b")
+    assert scan.counts() == {"a": 3, "b": 2}
+    assert [(p.relative_to(tmp_path).as_posix(), label) for p, label in scan.files] == [
+        ("a/000.png", 0),
+        ("a/001.png", 0),
+        ("a/nested/deep.png", 0),
+        ("b/000.png", 1),
+        ("b/001.png", 1),
+    ]
+    assert [p.name for p in scan.others] == ["notes.txt"]
+
+
+@pytest.mark.parametrize(
+    ("layout", "expected"),
+    [
+        ({"only": 3}, "has one class folder (only); a classifier needs at least two"),
+        ({"cat": 2, "dog": 0}, "class folder(s) dog hold no images"),
+        ({}, "has no subfolders; put each class's images in a subfolder"),
+        ({"cat": 0, "dog": 0}, "holds no images (.bmp .gif .jpeg .jpg .png)"),
+    ],
+)
+def test_bad_folders_are_one_line_naming_data_path(
+    tmp_path: Path, layout: dict[str, int], expected: str
+) -> None:
+    for name, count in layout.items():
+        (tmp_path / name).mkdir()
+        for index in range(count):
+            (tmp_path / name / f"{index}.png").write_bytes(png_bytes(np.zeros((8, 8))))
+    (tmp_path / "loose.png").write_bytes(png_bytes(np.zeros((8, 8))))
+    found = problems_of(image_project(tmp_path))
+    assert len(found) == 1
+    assert found[0].startswith(f"data.path: {tmp_path}")
+    assert expected in found[0]
+    assert "\n" not in found[0]
+
+
+def test_other_files_are_named_when_a_class_has_no_images(tmp_path: Path) -> None:
+    write_image_folder(tmp_path, classes=("a", "b"), per_class=1)
+    (tmp_path / "c").mkdir()
+    (tmp_path / "c" / "scan.tiff").write_bytes(b"II*\x00")
+    (found,) = problems_of(image_project(tmp_path, model=_model(3)))
+    assert "class folder(s) c hold no images" in found
+    assert "other files such as c/scan.tiff are not read" in found
+
+
+def test_missing_folder_and_a_file_are_named(tmp_path: Path) -> None:
+    assert problems_of(image_project(tmp_path / "nowhere")) == [
+        f"data.path: {tmp_path / 'nowhere'} does not exist; choose a folder of class subfolders"
+    ]
+    (tmp_path / "f.png").write_bytes(b"x")
+    (found,) = problems_of(image_project(tmp_path / "f.png"))
+    assert found.startswith("data.path: ") and "is a file" in found
+
+
+def _model(units: int, shape: list[int] | None = None) -> dict:
+    return {"input_shape": shape or [8, 8, 1], "layers": [{"kind": "dense", "units": units}]}
+
+
+def test_model_and_loss_must_fit_the_classes(tmp_path: Path) -> None:
+    write_image_folder(tmp_path, per_class=1)  # three classes
+    assert problems_of(image_project(tmp_path, model=_model(4))) == [
+        "model.layers: sparse_categorical_crossentropy needs a last dense layer of 3 units, one "
+        "per class folder in data.path, not 4"
+    ]
+    binary = {"kind": "binary_crossentropy", "from_logits": True}
+    assert problems_of(image_project(tmp_path, model=_model(1), loss=binary)) == [
+        "loss.kind: binary_crossentropy takes two classes, but data.path has 3; use "
+        "sparse_categorical_crossentropy"
+    ]
+    assert problems_of(image_project(tmp_path, model=_model(3, [64]))) == [
+        "model.input_shape: image data needs [height, width, channels] with 1 (grayscale) or 3 "
+        "(rgb) channels, not [64]"
+    ]
+    (found,) = problems_of(image_project(tmp_path, data={"color_mode": "rgb"}))
+    assert found.startswith("data.color_mode: rgb images have 3 channel(s)")
+    (found,) = problems_of(image_project(tmp_path, loss={"kind": "mean_squared_error"}))
+    assert found.startswith("loss.kind: mean_squared_error is a regression loss")
+
+
+def test_an_evaluation_folder_must_have_the_training_classes(tmp_path: Path) -> None:
+    write_image_folder(tmp_path / "train", per_class=1)
+    write_image_folder(tmp_path / "val", classes=("circle", "square", "star"), per_class=1)
+    source = {"source": "image_folder", "path": str(tmp_path / "val")}
+    found = problems_of(
+        image_project(tmp_path / "train", evaluation={"every": 5, "source": source})
+    )
+    assert found == [
+        "evaluation.source.path: its classes (circle, square, star) are not the training data's "
+        "(circle, square, triangle); class numbers would mean different classes"
+    ]
+
+
+def test_image_file_problem_reads_only_the_ends(tmp_path: Path) -> None:
+    good = png_bytes(np.zeros((4, 4)))
+    cases = {
+        "good.png": (good, None),
+        "empty.png": (b"", "is empty"),
+        "cut.png": (good[:-20], "is cut short (PNG)"),
+        "text.jpg": (b"hello, world", "is not a JPEG, PNG, GIF or BMP image"),
+        "cut.jpg": (b"\xff\xd8\xff\xe0" + b"\x00" * 100 + b"\x12", "is cut short (JPEG)"),
+        "padded.jpg": (b"\xff\xd8\xff\xe0" + b"\x01" * 100 + b"\xff\xd9\x00\x00", None),
+        "cut.gif": (b"GIF89a" + b"\x01" * 20, "is cut short (GIF)"),
+        "cut.bmp": (b"BM" + (5000).to_bytes(4, "little") + b"\x00" * 50, "is cut short (BMP)"),
+    }
+    for name, (content, expected) in cases.items():
+        (tmp_path / name).write_bytes(content)
+        assert image_file_problem(tmp_path / name) == expected, name
+
+
+def test_old_projects_stay_valid_and_the_new_source_round_trips(tmp_path: Path) -> None:
+    project = load_project_data(image_project(tmp_path, data={"flip": True, "rotation": 5.0}))
+    again = Project.model_validate_json(project.to_json())
+    assert again == project
+    assert again.data.on_bad_file == "fail" and again.data.color_mode == "auto"
+    assert again.data.crop == 0.0
+
+
+def test_validate_names_a_one_class_folder_in_one_line(tmp_path: Path) -> None:
+    write_image_folder(tmp_path / "pics", classes=("cat",), per_class=2)
+    project_file = tmp_path / "project.json"
+    project_file.write_text(json.dumps(image_project(Path("pics"))))  # relative to the file
+    result = distloop("validate", str(project_file), timeout_s=60)
+    assert result.returncode == 1
+    assert result.stdout == ""
+    lines = result.stderr.strip().splitlines()
+    assert lines[-1].strip() == (
+        f"data.path: {tmp_path / 'pics'} has one class folder (cat); a classifier needs at "
+        "least two, one subfolder of images per class"
+    )
+    assert "Traceback" not in result.stderr
+
+
+# --- the pipeline (TensorFlow in this process) -----------------------------------------
+
+
+def test_fail_mode_names_the_unreadable_file_and_skip_mode_counts_it(tmp_path: Path) -> None:
+    from distloop.engine.synthetic import DataError
+    from distloop.engine.tf.image_data import image_files
+
+    write_image_folder(tmp_path, per_class=2)
+    bad = tmp_path / "square" / "broken.png"
+    bad.write_bytes(png_bytes(np.zeros((8, 8)))[:30])
+    project = load_project_data(image_project(tmp_path))
+    with pytest.raises(DataError) as failed:
+        image_files(project.data)
+    assert str(failed.value) == (
+        f"data.path: {bad} is cut short (PNG); replace or remove it, or set data.on_bad_file "
+        "to skip"
+    )
+    skipping = project.data.model_copy(update={"on_bad_file": "skip"})
+    files = image_files(skipping)
+    assert len(files.paths) == 6 and str(bad) not in files.paths
+    assert files.skip_warning("data.path") == (
+        f"data.path: skipped 1 unreadable image(s) (data.on_bad_file is skip): {bad} is cut "
+        "short (PNG)"
+    )
+    assert bad.exists()  # nothing a user made is touched
+
+
+def test_training_batches_match_load_image_for_model(tmp_path: Path) -> None:
+    """Prediction preprocesses one image exactly as training does (here RGB, resized)."""
+    from distloop.engine.tf.data import build_eval_data, build_training_data
+    from distloop.engine.tf.image_data import load_image_for_model
+
+    rng = np.random.default_rng(0)
+    for name in ("a", "b"):
+        (tmp_path / name).mkdir()
+        for index in range(3):
+            pixels = rng.integers(0, 256, (6, 10, 3))
+            (tmp_path / name / f"{index}.png").write_bytes(png_bytes(pixels))
+    data = {"global_batch_size": 3}
+    model = _model(2, [4, 5, 3])
+    project = load_project_data(
+        image_project(tmp_path, data=data, model=model, evaluation={"every": 1, "split": 0.34})
+    )
+    training = build_training_data(project)
+    assert training.classes == ("a", "b") and training.examples == 4
+    images, labels = next(iter(training.dataset))
+    assert images.shape == (3, 4, 5, 3) and float(images.numpy().max()) <= 1.0
+    held, held_count = build_eval_data(project)
+    assert held_count == 2
+    files = sorted(tmp_path.glob("*/*.png"))
+    singles = {f: load_image_for_model(f, project) for f in files}
+    batches = np.concatenate([x.numpy() for x, _ in held] + [images.numpy()])
+    for image in batches:  # every batch image is exactly one file's preprocessing
+        assert any(np.array_equal(image, single) for single in singles.values())
+    assert np.array_equal(load_image_for_model(files[0].read_bytes(), project), singles[files[0]])
+    assert labels.dtype == np.int32
+
+
+# --- a real run ------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_image_folder_run_on_two_replicas(tmp_path: Path) -> None:
+    """3 classes x 12 PNGs with one cut-short file skipped, a seeded evaluation split,
+    augmentation on, mirrored over 2 CPU replicas: the loss falls, classes.json and the
+    skip warning name what they should."""
+    folder = write_image_folder(tmp_path / "shapes")
+    bad = folder / "square" / "zz-broken.png"
+    bad.write_bytes(b"\x89PNG\r\n\x1a\n truncated")
+    data = {
+        "on_bad_file": "skip",
+        "shuffle_buffer": 64,
+        "flip": True,
+        "rotation": 10.0,
+        "crop": 0.1,
+    }
+    project = load_project_data(
+        image_project(folder, data=data, evaluation={"every": 12, "split": 0.25})
+    )
+    result = run_engine(project, tmp_path / "run")
+    assert isinstance(result["terminal"], RunFinished), result["terminal"]
+    assert result["started"].num_replicas == 2
+    (warning,) = [w for w in result["started"].warnings if "skipped" in w]
+    assert warning == (
+        f"data.path: skipped 1 unreadable image(s) (data.on_bad_file is skip): {bad} is cut "
+        "short (PNG)"
+    )
+    losses = result["losses"]
+    assert len(losses) == 24
+    assert losses[-4:].mean() < 0.5 * losses[:4].mean()
+    assert json.loads((tmp_path / "run" / "classes.json").read_text()) == [
+        "circle",
+        "square",
+        "triangle",
+    ]
+    assert [e.step for e in result["evals"]] == [12, 24]
