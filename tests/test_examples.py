@@ -1,4 +1,4 @@
-"""The built-in examples' shipped data: the digits image folder, its generator, packaging."""
+"""The built-in examples on real data: their folders, the generators, packaging, and runs."""
 
 from __future__ import annotations
 
@@ -77,6 +77,81 @@ def test_the_shipped_digits_folder_is_the_whole_dataset() -> None:
             assert (width, height) == (8, 8)
             assert max(pixels) > 0, png
     assert sorted(p.name for p in folder.iterdir()) == [str(d) for d in range(10)]
+
+
+PO_HEADER = 'msgid ""\nmsgstr ""\n"Language: xx\\n"\n'
+ENTRIES = {
+    "fr": [
+        'msgid "Enter a valid date."\nmsgstr "Saisissez une date valide."',
+        '#, fuzzy\nmsgid "Save and add another"\nmsgstr "Enregistrer et ajouter"',
+        'msgid "Delete %(name)s now."\nmsgstr "Supprimer %(name)s maintenant."',
+        'msgid ""\n"This field is "\n"required."\nmsgstr ""\n"Ce champ est "\n"obligatoire."',
+        'msgid "One more thing"\nmsgid_plural "More things"\nmsgstr[0] "Un"\nmsgstr[1] "Des"',
+        'msgid "Too short"\nmsgstr "Trop court"',
+    ],
+    "de": [
+        'msgid "Enter a valid date."\nmsgstr "Geben Sie ein gültiges Datum ein."',
+        'msgid "Save and add another"\nmsgstr "Sichern und neu hinzufügen"',
+        'msgid "This field is required."\nmsgstr "Dieses Feld ist zwingend erforderlich."',
+    ],
+    "es": [
+        'msgid "Enter a valid date."\nmsgstr "Introduzca una fecha válida."',
+        'msgid "Save and add another"\nmsgstr "Guardar y añadir otro"',
+        'msgid "This field is required."\nmsgstr "Este campo es obligatorio."',
+        'msgid "Delete %(name)s now."\nmsgstr "Borrar %(name)s ahora."',
+    ],
+    "it": ['msgid "Enter a valid date."\nmsgstr "Inserisci una data valida."'],
+}
+
+
+def test_make_languages_keeps_plain_singular_translated_messages(tmp_path: Path) -> None:
+    django = tmp_path / "django"
+    for lang, entries in ENTRIES.items():
+        catalog = django / "contrib" / "admin" / "locale" / lang / "LC_MESSAGES" / "django.po"
+        catalog.parent.mkdir(parents=True)
+        catalog.write_text("\n\n".join([PO_HEADER, *entries]) + "\n", encoding="utf-8")
+    out = tmp_path / "languages"
+    script = REPO / "packaging" / "make_languages.py"
+    command = [sys.executable, str(script), str(django), "--out", str(out), "--messages"]
+
+    subprocess.run([*command, "2"], check=True, capture_output=True)
+    refused = subprocess.run([*command, "3"], capture_output=True, text=True)
+
+    texts = {p.relative_to(out).as_posix(): p.read_text("utf-8") for p in out.glob("*/*.txt")}
+    # Only two messages are plain, singular, not fuzzy and translated into all three languages.
+    assert sorted(texts.values()) == sorted(
+        f"{text}\n"
+        for text in [
+            "Enter a valid date.",
+            "Saisissez une date valide.",
+            "Geben Sie ein gültiges Datum ein.",
+            "Introduzca una fecha válida.",
+            "This field is required.",
+            "Ce champ est obligatoire.",
+            "Dieses Feld ist zwingend erforderlich.",
+            "Este campo es obligatorio.",
+        ]
+    )
+    for number in ("000", "001"):
+        english = texts[f"english/{number}.txt"]
+        french = (
+            "Saisissez une date valide.\n" if "date" in english else "Ce champ est obligatoire.\n"
+        )
+        assert texts[f"french/{number}.txt"] == french
+    assert refused.returncode != 0
+    assert "only 2 usable messages" in refused.stderr
+
+
+def test_the_shipped_languages_folder_is_parallel_text() -> None:
+    folder = EXAMPLES / "languages"
+    classes = sorted(p.name for p in folder.iterdir())
+    assert classes == ["english", "french", "german", "spanish"]
+    names = {c: sorted(p.name for p in (folder / c).glob("*.txt")) for c in classes}
+    assert all(len(found) == 120 and found == names["english"] for found in names.values())
+    for name in names["english"]:
+        texts = {c: (folder / c / name).read_text("utf-8").strip() for c in classes}
+        assert len(set(texts.values())) == len(classes), texts
+        assert len(texts["english"].split()) >= 3, texts
 
 
 def test_package_data_ships_every_example_file() -> None:
