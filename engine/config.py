@@ -24,6 +24,7 @@ from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
 
+from .model_shapes import ModelShapes, model_shapes
 from .problems import (
     Problem,
     ProblemsError,
@@ -225,6 +226,9 @@ Activation = Literal[
 ACTIVATIONS: tuple[str, ...] = Activation.__args__  # type: ignore[attr-defined]
 
 
+Padding = Literal["valid", "same"]
+
+
 class DenseLayer(_Strict):
     kind: Literal["dense"] = "dense"
     units: int = Field(ge=1, le=1_000_000)
@@ -239,49 +243,238 @@ class DropoutLayer(_Strict):
     rate: float = Field(0.5, ge=0, lt=1)
 
 
-Layer = Annotated[DenseLayer | DropoutLayer, Field(discriminator="kind")]
+class _ConvLayer(_Strict):
+    filters: int = Field(ge=1, le=100_000)
+    kernel_size: int = Field(3, ge=1, le=10_000, description="Width (and height) of the window.")
+    strides: int = Field(1, ge=1, le=10_000)
+    padding: Padding = Field(
+        "valid", description="valid: windows inside the input only; same: keeps the size."
+    )
+    activation: Activation = "linear"
+    use_bias: bool = True
+    kernel_initializer: Initializer = Field(default_factory=Initializer)
+    kernel_regularizer: Regularizer | None = None
 
+
+class Conv1DLayer(_ConvLayer):
+    kind: Literal["conv1d"] = "conv1d"
+
+
+class Conv2DLayer(_ConvLayer):
+    kind: Literal["conv2d"] = "conv2d"
+
+
+class _PoolingLayer(_Strict):
+    pool_size: int = Field(2, ge=1, le=10_000)
+    strides: int | None = Field(
+        None, ge=1, le=10_000, description="Step between windows; pool_size when omitted."
+    )
+    padding: Padding = "valid"
+
+
+class MaxPooling1DLayer(_PoolingLayer):
+    kind: Literal["max_pooling1d"] = "max_pooling1d"
+
+
+class MaxPooling2DLayer(_PoolingLayer):
+    kind: Literal["max_pooling2d"] = "max_pooling2d"
+
+
+class AveragePooling1DLayer(_PoolingLayer):
+    kind: Literal["average_pooling1d"] = "average_pooling1d"
+
+
+class AveragePooling2DLayer(_PoolingLayer):
+    kind: Literal["average_pooling2d"] = "average_pooling2d"
+
+
+class GlobalAveragePooling1DLayer(_Strict):
+    kind: Literal["global_average_pooling1d"] = "global_average_pooling1d"
+
+
+class GlobalAveragePooling2DLayer(_Strict):
+    kind: Literal["global_average_pooling2d"] = "global_average_pooling2d"
+
+
+class GlobalMaxPooling1DLayer(_Strict):
+    kind: Literal["global_max_pooling1d"] = "global_max_pooling1d"
+
+
+class GlobalMaxPooling2DLayer(_Strict):
+    kind: Literal["global_max_pooling2d"] = "global_max_pooling2d"
+
+
+class FlattenLayer(_Strict):
+    kind: Literal["flatten"] = "flatten"
+
+
+class BatchNormalizationLayer(_Strict):
+    kind: Literal["batch_normalization"] = "batch_normalization"
+    momentum: float = Field(0.99, ge=0, lt=1)
+    epsilon: float = Field(0.001, gt=0, le=1)
+    synchronized: bool = Field(
+        False,
+        description="Under a multi-replica strategy, normalize with the whole global batch's "
+        "statistics instead of each replica's share (Keras 3's synchronized=True).",
+    )
+
+
+class LayerNormalizationLayer(_Strict):
+    kind: Literal["layer_normalization"] = "layer_normalization"
+    epsilon: float = Field(0.001, gt=0, le=1)
+
+
+class EmbeddingLayer(_Strict):
+    kind: Literal["embedding"] = "embedding"
+    input_dim: int = Field(
+        ge=1, le=10_000_000, description="Vocabulary size: token ids run from 0 to this - 1."
+    )
+    output_dim: int = Field(ge=1, le=100_000, description="Length of each token's vector.")
+
+
+class _RecurrentLayer(_Strict):
+    units: int = Field(ge=1, le=100_000)
+    return_sequences: bool = Field(
+        False, description="Output every step (for another recurrent layer), not only the last."
+    )
+    kernel_initializer: Initializer = Field(default_factory=Initializer)
+
+
+class LSTMLayer(_RecurrentLayer):
+    kind: Literal["lstm"] = "lstm"
+
+
+class GRULayer(_RecurrentLayer):
+    kind: Literal["gru"] = "gru"
+
+
+class RescalingLayer(_Strict):
+    kind: Literal["rescaling"] = "rescaling"
+    scale: float = Field(1 / 255, description="Inputs are multiplied by this, e.g. 1/255 ...")
+    offset: float = Field(0.0, description="... and this is added, e.g. -1 for [-1, 1].")
+
+
+Layer = Annotated[
+    DenseLayer
+    | DropoutLayer
+    | Conv1DLayer
+    | Conv2DLayer
+    | MaxPooling1DLayer
+    | MaxPooling2DLayer
+    | AveragePooling1DLayer
+    | AveragePooling2DLayer
+    | GlobalAveragePooling1DLayer
+    | GlobalAveragePooling2DLayer
+    | GlobalMaxPooling1DLayer
+    | GlobalMaxPooling2DLayer
+    | FlattenLayer
+    | BatchNormalizationLayer
+    | LayerNormalizationLayer
+    | EmbeddingLayer
+    | LSTMLayer
+    | GRULayer
+    | RescalingLayer,
+    Field(discriminator="kind"),
+]
+LAYER_KINDS: tuple[str, ...] = tuple(
+    member.model_fields["kind"].default
+    for member in Layer.__origin__.__args__  # type: ignore[attr-defined]
+)
+LAYER_TYPES: dict[str, type[_Strict]] = {
+    member.model_fields["kind"].default: member
+    for member in Layer.__origin__.__args__  # type: ignore[attr-defined]
+}
 
 MAX_DIMENSION = 1_000_000
 
+ModelKind = Literal["layers", "backbone", "keras_file"]
+MODEL_KINDS: tuple[str, ...] = ModelKind.__args__  # type: ignore[attr-defined]
+BackboneName = Literal["mobilenet_v2", "resnet50", "efficientnet_b0"]
+
 
 class ModelConfig(_Strict):
-    """A sequential model: an input shape, then layers in order."""
+    """The model: layers in order on an input shape, a ``keras.applications`` backbone
+    with layers on top as its head, or a saved ``.keras`` file.
 
+    ``kind`` defaults to ``layers``, so the project files of earlier versions (which
+    have no ``kind``) mean what they meant.
+    """
+
+    kind: ModelKind = Field(
+        "layers",
+        description="layers: the layers below; backbone: a keras.applications model with "
+        "the layers below as its head; keras_file: a saved .keras model.",
+    )
     input_shape: list[Annotated[int, Field(ge=1, le=MAX_DIMENSION)]] = Field(
         min_length=1, max_length=4
     )
-    layers: list[Layer] = Field(min_length=1, max_length=1000)
+    layers: list[Layer] = Field(default_factory=list, max_length=1000)
+    backbone: BackboneName | None = Field(
+        None, description="The keras.applications model; global average pooling follows it."
+    )
+    weights: str | None = Field(
+        None,
+        min_length=1,
+        description="A local weights file for the backbone (e.g. the ImageNet .h5 saved "
+        "without its top); null starts from random weights. Nothing is downloaded.",
+    )
+    path: str | None = Field(
+        None,
+        min_length=1,
+        description="The .keras model file; a relative path is relative to the project file.",
+    )
 
     @model_validator(mode="after")
     def _check(self) -> ModelConfig:
-        if not any(isinstance(layer, DenseLayer) for layer in self.layers):
-            raise_problems(
-                "ModelConfig", [Problem(("layers",), "the model needs at least one dense layer")]
-            )
+        problems = []
+        if self.kind != "backbone":
+            for name in ("backbone", "weights"):
+                if getattr(self, name) is not None:
+                    problems.append(Problem((name,), "applies only to kind backbone"))
+        elif self.backbone is None:
+            problems.append(Problem(("backbone",), "choose the backbone model"))
+        if self.kind != "keras_file" and self.path is not None:
+            problems.append(Problem(("path",), "applies only to kind keras_file"))
+        if self.kind == "keras_file":
+            if self.path is None:
+                problems.append(Problem(("path",), "give the .keras model file"))
+            elif not self.path.endswith(".keras"):
+                problems.append(Problem(("path",), "must name a .keras model file"))
+            if self.layers:
+                problems.append(
+                    Problem(("layers",), "a .keras file brings its own layers; remove these")
+                )
+        elif not any(isinstance(layer, DenseLayer) for layer in self.layers):
+            problems.append(Problem(("layers",), "the model needs at least one dense layer"))
+        if not problems:
+            problems = self.shapes().problems
+        raise_problems("ModelConfig", problems)
         return self
+
+    def shapes(self) -> ModelShapes:
+        """Every layer's output shape and parameters; empty for a .keras file (unread)."""
+        layers = [] if self.kind == "keras_file" else self.layers
+        return model_shapes(self.input_shape, layers, self.backbone)
 
     @property
     def input_size(self) -> int:
         return math.prod(self.input_shape)
 
     @property
-    def output_units(self) -> int:
-        """Units of the last dense layer: the width of one prediction."""
+    def output_units(self) -> int | None:
+        """Units of the last dense layer: the width of one prediction (None for a .keras
+        file, which tells it only when the engine loads it)."""
+        if self.kind == "keras_file":
+            return None
         dense = [layer for layer in self.layers if isinstance(layer, DenseLayer)]
         return dense[-1].units if dense else self.input_size
 
-    def parameter_count(self) -> int:
-        """Trainable parameters, computed without TensorFlow for the GUI's model form.
-
-        The engine flattens a multi-dimensional input before the first dense layer.
-        """
-        count, width = 0, self.input_size
-        for layer in self.layers:
-            if isinstance(layer, DenseLayer):
-                count += width * layer.units + (layer.units if layer.use_bias else 0)
-                width = layer.units
-        return count
+    def parameter_count(self) -> int | None:
+        """Trainable parameters, computed without TensorFlow (``engine.model_shapes``);
+        None for a .keras file, whose weights only loading it counts."""
+        if self.kind == "keras_file":
+            return None
+        return self.shapes().trainable
 
 
 # --- optimizer -------------------------------------------------------------------------
@@ -525,6 +718,9 @@ FOLDER_SOURCES = ("image_folder",)
 InputDistribution = Literal["auto", "split_on_host", "distributed_dataset"]
 
 
+MixedPrecision = Literal["none", "mixed_float16", "mixed_bfloat16"]
+
+
 class TrainingConfig(_Strict):
     """How long to train: ``epochs`` passes over the data, or exactly ``steps`` steps."""
 
@@ -561,6 +757,18 @@ class TrainingConfig(_Strict):
         False,
         description="Also export the trained model as a SavedModel (saved_model/ in the run "
         "folder) for TF Serving; model.keras is always saved.",
+    )
+
+    mixed_precision: MixedPrecision = Field(
+        "none",
+        description="Compute in 16-bit floats, keep weights in float32: mixed_float16 (GPUs; "
+        "the loss is scaled so small gradients survive) or mixed_bfloat16 (TPUs, recent CPUs "
+        "and GPUs; no scaling needed).",
+    )
+    gpu_memory_growth: bool = Field(
+        True,
+        description="GPUs take memory as the run needs it, so several processes can share "
+        "one; off, TensorFlow takes nearly all of each GPU's memory at start.",
     )
 
     @model_validator(mode="after")
@@ -864,7 +1072,7 @@ def _data_shape_problems(data: DataConfig, project: Project, loc: tuple[str, ...
                 )
             )
         expected = 1 if loss.kind == "sparse_categorical_crossentropy" else model.output_units
-        if len(data.labels) != expected:
+        if expected is not None and len(data.labels) != expected:
             problems.append(
                 Problem(
                     (*loc, "labels"),
@@ -886,7 +1094,7 @@ def _data_shape_problems(data: DataConfig, project: Project, loc: tuple[str, ...
                 problems.append(
                     Problem((*loc, "num_classes"), "binary_crossentropy needs num_classes 2")
                 )
-            if model.output_units != 1:
+            if model.output_units not in (1, None):
                 problems.append(
                     Problem(
                         ("model", "layers"),
@@ -894,7 +1102,7 @@ def _data_shape_problems(data: DataConfig, project: Project, loc: tuple[str, ...
                         f"1 unit, not {model.output_units}",
                     )
                 )
-        elif model.output_units != data.num_classes:
+        elif model.output_units not in (data.num_classes, None):
             problems.append(
                 Problem(
                     ("model", "layers"),
@@ -994,7 +1202,7 @@ _CROSS_RULES: tuple[tuple[frozenset[str], Callable[[Project], list[Problem]]], .
     ),
 )
 
-register_union_tags(["dense", "dropout", *OPTIMIZER_KINDS, *DATA_SOURCES])
+register_union_tags([*LAYER_KINDS, *OPTIMIZER_KINDS, *DATA_SOURCES])
 
 # --- memory ----------------------------------------------------------------------------
 
@@ -1042,11 +1250,10 @@ def memory_estimate(project: Project) -> MemoryEstimate:
     """What a run of ``project`` holds in this machine's memory, float32 throughout."""
     model = project.model
     copies = 2 + _optimizer_slots(project.optimizer)  # weights, gradients, slots
-    parameters = model.parameter_count() * _FLOAT32 * copies * _host_replicas(project.strategy)
-    widths, width = [model.input_size], model.input_size
-    for layer in model.layers:  # a dropout layer keeps the width before it
-        width = layer.units if isinstance(layer, DenseLayer) else width
-        widths.append(width)
+    # A .keras file's layers are known only once loaded: its parameters count as none here.
+    parameters = (model.parameter_count() or 0) * _FLOAT32 * copies
+    parameters *= _host_replicas(project.strategy)
+    widths = model.shapes().activation_sizes()
     activations = project.data.global_batch_size * sum(widths) * _FLOAT32 * 2
     inputs = _data_bytes(project.data, project)
     if project.evaluation is not None and project.evaluation.source is not None:
@@ -1076,7 +1283,7 @@ def _host_replicas(strategy: StrategyConfig) -> int:
 
 def _data_bytes(data: DataConfig, project: Project) -> int:
     model, loss = project.model, project.loss
-    labels = 1 if loss.kind == "sparse_categorical_crossentropy" else model.output_units
+    labels = 1 if loss.kind == "sparse_categorical_crossentropy" else model.output_units or 1
     example = (model.input_size + labels) * _FLOAT32
     count = data.example_count()
     if isinstance(data, ConstantData):

@@ -173,7 +173,7 @@ def _class_count_problems(
                 "use sparse_categorical_crossentropy",
             )
         ]
-    if units == classes:
+    if units in (classes, None):  # None: a .keras file (unread here)
         return []
     return [
         Problem(

@@ -155,6 +155,9 @@ class StepRunner(ReplicaStepRunner):
         to_replicas: Callable[[Any], Any],
         jit_compile: bool = False,
     ) -> None:
+        # A LossScaleOptimizer unscales the gradients itself in apply_gradients.
+        scaled = isinstance(optimizer, tf.keras.optimizers.LossScaleOptimizer)
+
         def loss_and_gradients(inputs: Any) -> tuple[tf.Tensor, list[tf.Tensor]]:
             features, labels = inputs
             with tf.GradientTape() as tape:
@@ -167,6 +170,10 @@ class StepRunner(ReplicaStepRunner):
                 )
                 if model.losses:
                     loss += tf.nn.scale_regularization_loss(tf.add_n(model.losses))
+                if scaled:  # float16: small gradients would underflow unscaled
+                    scaled_loss = optimizer.scale_loss(loss)
+            if scaled:
+                return loss, tape.gradient(scaled_loss, model.trainable_variables)
             return loss, tape.gradient(loss, model.trainable_variables)
 
         # XLA compiles the arithmetic only: apply_gradients does the cross-replica sum

@@ -24,14 +24,15 @@ _COMMUNICATION = {
 }
 
 
-def configure_devices(config: StrategyConfig) -> None:
-    """Splits the CPU into logical devices and lets GPUs grow their memory on demand.
+def configure_devices(config: StrategyConfig, *, memory_growth: bool = True) -> None:
+    """Splits the CPU into logical devices and sets whether GPUs grow their memory on demand.
 
-    Memory growth lets several engine processes (a local cluster, a device probe
-    beside a run) share one GPU instead of the first one taking all its memory.
+    Memory growth (``training.gpu_memory_growth``) lets several engine processes (a
+    local cluster, a device probe beside a run) share one GPU instead of the first
+    one taking all its memory.
     """
     for gpu in tf.config.list_physical_devices("GPU"):
-        tf.config.experimental.set_memory_growth(gpu, True)
+        tf.config.experimental.set_memory_growth(gpu, memory_growth)
     if config.cpu_replicas > 1:
         cpu = tf.config.list_physical_devices("CPU")[0]
         tf.config.set_logical_device_configuration(

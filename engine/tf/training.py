@@ -40,7 +40,7 @@ from .data import build_training_data, custom_training_data
 from .evaluation import EvalReporter, Evaluator
 from .input_pipeline import distribute_input
 from .loop import LoopPlan, ReplicaStepRunner, StepRunner, run_loop
-from .model import build_loss, build_model, build_optimizer
+from .model import build_loss, build_model, build_optimizer, set_precision
 from .model_export import ModelKeeper
 from .preemption import AlignedStop, ClusterStop
 from .ps_loop import train_parameter_server
@@ -73,7 +73,8 @@ def train(
     if project.strategy.kind == "parameter_server":
         return train_parameter_server(project, run_dir, channel, should_stop, resume=resume)
     training = project.training
-    configure_devices(project.strategy)
+    configure_devices(project.strategy, memory_growth=training.gpu_memory_growth)
+    set_precision(training.mixed_precision)
     tf.keras.utils.set_random_seed(training.seed)
     tf.config.experimental.enable_op_determinism()
 
@@ -84,7 +85,11 @@ def train(
     with strategy.scope():
         if code is None:
             model = build_model(project.model, training.seed)
-            optimizer = build_optimizer(project.optimizer, model.trainable_variables)
+            optimizer = build_optimizer(
+                project.optimizer,
+                model.trainable_variables,
+                loss_scale=training.mixed_precision == "mixed_float16",
+            )
             models, optimizers = {"model": model}, {"model": optimizer}
         else:
             models = build_models(code, project)
