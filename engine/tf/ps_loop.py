@@ -36,7 +36,7 @@ from ..run_folder import METRICS_FILE, MetricsWriter
 from ..tf_config import parse_address
 from .data import build_training_data
 from .loop import StepRunner
-from .model import build_loss, build_model, build_optimizer
+from .model import build_loss, build_model, build_optimizer, set_precision
 from .strategy import build_strategy, configure_devices
 
 IN_FLIGHT_PER_WORKER = 4
@@ -79,14 +79,19 @@ def coordinate(
     """The chief's loop: schedule steps on the workers, fetch and report their losses."""
     began = time.perf_counter()
     training = project.training
-    configure_devices(project.strategy)
+    configure_devices(project.strategy, memory_growth=training.gpu_memory_growth)
+    set_precision(training.mixed_precision)
     tf.keras.utils.set_random_seed(training.seed)
 
     strategy = build_strategy(project.strategy)
     coordinator = tf.distribute.coordinator.ClusterCoordinator(strategy)
     with strategy.scope():
         model = build_model(project.model, training.seed)
-        optimizer = build_optimizer(project.optimizer, model.trainable_variables)
+        optimizer = build_optimizer(
+            project.optimizer,
+            model.trainable_variables,
+            loss_scale=training.mixed_precision == "mixed_float16",
+        )
     loss_object = build_loss(project.loss)
 
     total_steps = build_training_data(project).total_steps
