@@ -234,6 +234,10 @@ def test_two_workers_give_the_single_process_trace_and_the_cli_prints_it(tmp_pat
     for task in ("worker-0", "worker-1"):
         assert read_status(out / "tasks" / task)["status"] == "finished"
     assert "worker:1 at 127.0.0.1:" in cluster_err
+    # Both workers save (a save may be collective); only the chief's model lands, once.
+    assert sorted(out.rglob("model*.keras")) == [out / "tasks" / "worker-0" / "model.keras"]
+    assert json.loads((out / "tasks" / "worker-0" / "model.json").read_text())["step"] == 20
+    assert not list(out.rglob(".*.tmp-*"))
 
 
 @pytest.mark.slow
@@ -319,6 +323,10 @@ def test_parameter_server_cluster_trains(tmp_path) -> None:
     }
     assert read_metrics(tmp_path)["step"] == steps
     assert read_status(tmp_path / "tasks" / "ps-0")["status"] == "stopped"
+    # The coordinator saves the model it reads from the ps task.
+    assert sorted(tmp_path.rglob("model*.keras")) == [
+        tmp_path / "tasks" / "chief-0" / "model.keras"
+    ]
 
 
 @pytest.mark.slow
