@@ -37,6 +37,7 @@ from ..tf_config import parse_address
 from .data import build_training_data
 from .loop import StepRunner
 from .model import build_loss, build_model, build_optimizer, set_precision
+from .model_export import ModelKeeper
 from .strategy import build_strategy, configure_devices
 
 IN_FLIGHT_PER_WORKER = 4
@@ -163,6 +164,11 @@ def coordinate(
         reporter.flush()
         if metrics is not None:
             metrics.close()
+    if run_dir is not None and reporter.last_step:
+        # The coordinator reads the variables from the ps tasks: it alone saves the model.
+        ModelKeeper(run_dir, {"model": model}, project, channel, chief=True, resumed_at=None).save(
+            reporter.last_step
+        )
     return RunFinished(
         status="stopped" if stopped else "finished",
         last_step=reporter.last_step or 0,
