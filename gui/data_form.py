@@ -6,12 +6,21 @@ from typing import Any
 
 from pydantic import BaseModel
 from PySide6.QtCore import QSignalBlocker, Signal
-from PySide6.QtWidgets import QFormLayout, QGroupBox, QStackedWidget, QVBoxLayout, QWidget
+from PySide6.QtWidgets import (
+    QFormLayout,
+    QGroupBox,
+    QHBoxLayout,
+    QPushButton,
+    QStackedWidget,
+    QVBoxLayout,
+    QWidget,
+)
 
 from ..engine.config import (
     DATA_SOURCES,
     ConstantData,
     CsvData,
+    ImageFolderData,
     NumpyData,
     SyntheticClassification,
     SyntheticRegression,
@@ -25,6 +34,7 @@ _REQUIRED_STARTS: dict[str, dict[str, Any]] = {
     "constant": {"features": [1.0], "labels": [1.0]},
     "numpy": {"path": ""},
     "csv": {"path": "", "label_column": ""},
+    "image_folder": {"path": ""},
 }
 
 
@@ -34,6 +44,7 @@ SOURCE_MODELS: dict[str, type[BaseModel]] = {
     "synthetic_regression": SyntheticRegression,
     "numpy": NumpyData,
     "csv": CsvData,
+    "image_folder": ImageFolderData,
 }
 # The fields every source shares (batching), in the models' order.
 BATCHING_FIELDS = [
@@ -53,8 +64,14 @@ def _source_page(source: str) -> AutoForm:
     return AutoForm(
         model,
         [name for name in model.model_fields if name != "source" and name not in BATCHING_FIELDS],
-        custom={"path": PathEdit(FILE_FILTERS[source])} if source in FILE_FILTERS else None,
+        custom={"path": _path_edit(source)} if "path" in model.model_fields else None,
     )
+
+
+def _path_edit(source: str) -> PathEdit:
+    if source in FILE_FILTERS:
+        return PathEdit(FILE_FILTERS[source])
+    return PathEdit(folder=True)
 
 
 class DataForm(QWidget):
@@ -65,6 +82,8 @@ class DataForm(QWidget):
     """
 
     edited = Signal()
+    preview_requested = Signal(dict)
+    """The data section as the form shows it, to preview (the window's Dataset tab)."""
 
     def __init__(self, prefix: Loc = ("data",)) -> None:
         super().__init__()
@@ -72,7 +91,8 @@ class DataForm(QWidget):
         self.source = ChoiceEdit(DATA_SOURCES)
         self.source.setToolTip(
             "constant: the guide's from_tensors(...).repeat(examples); synthetic: seeded random "
-            "data; numpy: an .npz file; csv: a CSV file with a header row"
+            "data; numpy: an .npz file; csv: a CSV file with a header row; image_folder: a folder "
+            "with one subfolder of images per class"
         )
         self.pages = {source: _source_page(source) for source in DATA_SOURCES}
         for page in self.pages.values():
@@ -89,8 +109,14 @@ class DataForm(QWidget):
         self.batching = AutoForm(ConstantData, BATCHING_FIELDS)
         self.batching.edited.connect(self.edited)
 
+        self.preview = QPushButton("Preview…")
+        self.preview.setToolTip("Show the data's images and classes, or a CSV file's first rows")
+        self.preview.clicked.connect(lambda: self.preview_requested.emit(self.value()))
+        source_row = QHBoxLayout()
+        source_row.addWidget(self.source, 1)
+        source_row.addWidget(self.preview)
         source_form = QFormLayout()
-        source_form.addRow("Source:", self.source)
+        source_form.addRow("Source:", source_row)
         source_box = QGroupBox("Source")
         source_layout = QVBoxLayout(source_box)
         source_layout.addLayout(source_form)

@@ -323,13 +323,14 @@ class ListEdit(QLineEdit):
 
 
 class PathEdit(QWidget):
-    """A file path with a Browse button."""
+    """A file path with a Browse button; with ``folder``, a folder's path."""
 
     edited = Signal()
 
-    def __init__(self, file_filter: str) -> None:
+    def __init__(self, file_filter: str = "", *, folder: bool = False) -> None:
         super().__init__()
         self._filter = file_filter
+        self._folder = folder
         self.line = QLineEdit()
         self.line.setPlaceholderText("relative paths start at the project file's folder")
         self.button = QPushButton("Browse…")
@@ -351,9 +352,12 @@ class PathEdit(QWidget):
         self.line.setText(value)
 
     def _browse(self) -> None:
-        path, _ = QFileDialog.getOpenFileName(
-            self, "Choose a data file", self.line.text(), self._filter
-        )
+        if self._folder:
+            path = QFileDialog.getExistingDirectory(self, "Choose a data folder", self.line.text())
+        else:
+            path, _ = QFileDialog.getOpenFileName(
+                self, "Choose a data file", self.line.text(), self._filter
+            )
         if path:
             self.line.setText(path)
 

@@ -13,6 +13,7 @@ import json
 import platform
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pyqtgraph as pg
 import PySide6
@@ -53,6 +54,7 @@ from ..engine.user_code import UserCodeError, fingerprint
 from . import dialogs, settings
 from .cluster_controller import ClusterController, ClusterFactory, cluster_plan
 from .cluster_panel import ClusterPanel
+from .dataset_preview import DatasetPreview
 from .export_dialog import ExportDialog
 from .exports import save_plot_as, save_script_as
 from .log_panel import LogPanel
@@ -138,6 +140,7 @@ class MainWindow(QMainWindow):
             self.run_queue, self._project_for_queue, lambda base: ask_sweep(self, base)
         )
         self.validity = QLabel()
+        self.dataset_preview = DatasetPreview()
 
         self._build_layout()
         self._build_actions()
@@ -186,6 +189,8 @@ class MainWindow(QMainWindow):
         self.queue_dock.setWidget(self.queue_panel)
         self.tabifyDockWidget(self.runs_dock, self.queue_dock)
         self.queue_dock.hide()  # until something is queued (or View ▸ Run Queue)
+        self.dataset_dock = self._dock("Dataset", "datasetDock", self.dataset_preview)
+        self.tabifyDockWidget(self.runs_dock, self.dataset_dock)
         self.log_dock.raise_()
         self.resize(*DEFAULT_SIZE)
         self.resizeDocks([self.project_dock], [PROJECT_DOCK_WIDTH], Qt.Orientation.Horizontal)
@@ -382,6 +387,7 @@ class MainWindow(QMainWindow):
 
     def _connect(self) -> None:
         self.editor.edited.connect(self._revalidate)
+        self.editor.data_form.preview_requested.connect(self._preview_data)
         self.editor.devices_detected.connect(self._on_devices_detected)
         self.problems_panel.problem_activated.connect(self.editor.reveal)
         controller = self.controller
@@ -433,7 +439,7 @@ class MainWindow(QMainWindow):
             )
 
     def _revalidate(self) -> None:
-        self._validation = validate(self.editor.data())
+        self._validation = validate(self.editor.data(), self._base_dir())
         self.editor.show_validation(self._validation)
         self.problems_panel.show_validation(self._validation)
         self._update_actions()
@@ -533,6 +539,11 @@ class MainWindow(QMainWindow):
         if project is None:
             dialogs.show_problems(self, title, why, self._validation.problems)
         return project
+
+    def _preview_data(self, data: dict[str, Any]) -> None:
+        self.dataset_preview.show_data(data, self._base_dir())
+        self.dataset_dock.show()
+        self.dataset_dock.raise_()
 
     def _base_dir(self) -> Path:
         """Where the project's relative paths start: its file's folder, else the working one."""

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from ..engine.config import Project, load_project_data, uneven_batch_warnings
+from ..engine.datasets import project_folder_problems
 from ..engine.problems import Problem, ProblemsError
 
 
@@ -19,7 +21,9 @@ class Validation:
 
     @property
     def valid(self) -> bool:
-        return self.project is not None
+        """Runnable: a project (which can be saved) and nothing in the way of a run, such
+        as a data folder that is missing or holds one class."""
+        return self.project is not None and not self.problems
 
     def summary(self) -> str:
         """The status line's words: why Run is disabled, or that it is not."""
@@ -29,13 +33,19 @@ class Validation:
         return f"Cannot run: {count} problem{'s' if count != 1 else ''}"
 
 
-def validate(data: dict[str, Any]) -> Validation:
-    """Runs the engine's own loader on the forms' dict: same rules, same messages."""
+def validate(data: dict[str, Any], base_dir: Path | None = None) -> Validation:
+    """Runs the engine's own loader on the forms' dict: same rules, same messages.
+
+    With ``base_dir`` (where relative paths start), data folders are checked too, as
+    ``distloop validate`` checks them: their problems keep the project from running,
+    not from being saved.
+    """
     try:
         project = load_project_data(data, "the project")
     except ProblemsError as exc:
         return Validation(None, exc.problems)
-    return Validation(project, [], uneven_batch_warnings(project))
+    folders = [] if base_dir is None else project_folder_problems(project.resolve_paths(base_dir))
+    return Validation(project, folders, uneven_batch_warnings(project))
 
 
 def differences(shown: Any, loaded: Any, path: str = "") -> list[str]:

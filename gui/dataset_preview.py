@@ -1,0 +1,178 @@
+"""What the data section points at, shown before a run: images with their classes, class
+counts, or a CSV file's first rows.
+
+Read without TensorFlow (the window never imports it): the folder scan is the engine's
+own (``engine.datasets``), so the classes and counts shown are the ones a run trains on,
+and Qt's QImage decodes the same formats ``tf.io.decode_image`` does.
+"""
+
+from __future__ import annotations
+
+import csv
+import itertools
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QImage, QPixmap
+from PySide6.QtWidgets import (
+    QGridLayout,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QScrollArea,
+    QTableWidget,
+    QTableWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
+
+from ..engine.datasets import FolderError, FolderScan, scan_folder
+
+THUMBNAIL_PX = 56
+IMAGES_PER_CLASS = 8
+SHOWN_CLASSES = 12
+CSV_ROWS = 10
+
+
+class DatasetPreview(QWidget):
+    """A summary line, then a table (class counts or CSV rows), then a grid of images."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.summary = QLabel("Choose Preview… on the Data tab to see the data here.")
+        self.summary.setWordWrap(True)
+        self.summary.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.table = QTableWidget()
+        self.table.verticalHeader().setVisible(False)
+        self.table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
+        self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        self.grid_host = QWidget()
+        self.grid = QGridLayout(self.grid_host)
+        self.grid.setAlignment(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignTop)
+        scroll = QScrollArea()
+        scroll.setWidgetResizable(True)
+        scroll.setWidget(self.grid_host)
+        self.images = scroll
+        # Side by side: the bottom dock is wide and short, and the grid needs the height.
+        body = QHBoxLayout()
+        body.addWidget(self.table, 1)
+        body.addWidget(self.images, 3)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(4, 4, 4, 4)
+        layout.addWidget(self.summary)
+        layout.addLayout(body, 1)
+        self._clear()
+
+    def show_data(self, data: Mapping[str, Any], base_dir: Path) -> None:
+        """Shows the data section ``data`` (the forms' dict), its relative paths under
+        ``base_dir``."""
+        self._clear()
+        source, path_text = data.get("source"), str(data.get("path") or "")
+        if source in ("constant", "synthetic_classification", "synthetic_regression"):
+            self.summary.setText(f"{source} data is generated when the run starts.")
+            return
+        if not path_text:
+            self.summary.setText(f"Choose the {source} data's path first.")
+            return
+        path = Path(path_text).expanduser()
+        path = path if path.is_absolute() else base_dir / path
+        if source == "image_folder":
+            self._show_folder(path)
+        elif source == "csv":
+            self._show_csv(path, str(data.get("label_column") or ""))
+        else:
+            self.summary.setText(f"No preview for {source} data: {path}")
+
+    def _clear(self) -> None:
+        self.table.clear()
+        self.table.setRowCount(0)
+        self.table.setColumnCount(0)
+        self.table.hide()
+        self.images.hide()
+        while self.grid.count():
+            item = self.grid.takeAt(0)
+            if item.widget() is not None:
+                item.widget().deleteLater()
+
+    def _show_folder(self, path: Path) -> None:
+        try:
+            scan = scan_folder(path)
+        except FolderError as exc:
+            self.summary.setText(str(exc))
+            return
+        counts = scan.counts()
+        self.summary.setText(
+            f"{path}: {len(scan.files)} image(s) in {len(scan.classes)} class(es)"
+            + (f"; {len(scan.others)} other file(s) not read" if scan.others else "")
+        )
+        self.table.setColumnCount(3)
+        self.table.setHorizontalHeaderLabels(["Label", "Class", "Images"])
+        self.table.setRowCount(len(counts))
+        for row, (name, count) in enumerate(counts.items()):
+            for column, value in enumerate((str(row), name, str(count))):
+                self.table.setItem(row, column, QTableWidgetItem(value))
+        self.table.show()
+        if scan.files:
+            self._show_images(scan)
+
+    def _show_images(self, scan: FolderScan) -> None:
+        """The first images of each class, one row per class, each captioned with its class."""
+        by_class = itertools.groupby(scan.files, key=lambda item: item[1])
+        for row, (label, items) in enumerate(itertools.islice(by_class, SHOWN_CLASSES)):
+            for column, (file, _) in enumerate(itertools.islice(items, IMAGES_PER_CLASS)):
+                self.grid.addWidget(_thumbnail(file, scan.classes[label]), row, column)
+        self.images.show()
+
+    def _show_csv(self, path: Path, label_column: str) -> None:
+        try:
+            with path.open(encoding="utf-8-sig", newline="") as handle:
+                rows = list(itertools.islice(csv.reader(handle), CSV_ROWS + 1))
+        except (OSError, UnicodeDecodeError, csv.Error) as exc:
+            self.summary.setText(f"cannot read {path}: {exc}")
+            return
+        if not rows:
+            self.summary.setText(f"{path} is empty")
+            return
+        header, body = rows[0], rows[1:]
+        label = f"; label column {label_column!r}" if label_column in header else ""
+        self.summary.setText(f"{path}: first {len(body)} row(s), {len(header)} column(s){label}")
+        self.table.setColumnCount(len(header))
+        self.table.setHorizontalHeaderLabels(header)
+        self.table.setRowCount(len(body))
+        for row, values in enumerate(body):
+            for column, value in enumerate(values[: len(header)]):
+                self.table.setItem(row, column, QTableWidgetItem(value))
+        self.table.show()
+
+
+def _thumbnail(file: Path, class_name: str) -> QWidget:
+    """One image scaled to fit a square (pixelated when small, as it trains), its class
+    under it; an unreadable file says so instead of an image."""
+    cell = QWidget()
+    layout = QVBoxLayout(cell)
+    layout.setContentsMargins(1, 1, 1, 1)
+    layout.setSpacing(0)
+    picture = QLabel()
+    picture.setFixedSize(THUMBNAIL_PX, THUMBNAIL_PX)
+    picture.setAlignment(Qt.AlignmentFlag.AlignCenter)
+    image = QImage(str(file))
+    if image.isNull():
+        picture.setText("unreadable")
+        picture.setStyleSheet("color: #b00020; border: 1px solid #ccc;")
+    else:
+        scaled = image.scaled(
+            THUMBNAIL_PX,
+            THUMBNAIL_PX,
+            Qt.AspectRatioMode.KeepAspectRatio,
+            Qt.TransformationMode.FastTransformation,
+        )
+        picture.setPixmap(QPixmap.fromImage(scaled))
+    picture.setToolTip(str(file))
+    caption = QLabel(class_name)
+    caption.setAlignment(Qt.AlignmentFlag.AlignCenter)
+    caption.setMaximumWidth(THUMBNAIL_PX)
+    layout.addWidget(picture)
+    layout.addWidget(caption)
+    return cell

@@ -1,0 +1,116 @@
+"""The Dataset tab: an image folder's classes, counts and images, or a CSV file's first rows,
+read without TensorFlow; and the window's checks of a data folder before Run."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+from data_folders import png_bytes, write_image_folder
+from distloop.gui.dataset_preview import IMAGES_PER_CLASS, DatasetPreview
+from distloop.gui.main_window import MainWindow
+from distloop.gui.problem_marks import is_marked
+from distloop.gui.validation import validate
+from PySide6.QtWidgets import QLabel
+from pytestqt.qtbot import QtBot
+
+
+def _table(preview: DatasetPreview) -> list[list[str]]:
+    table = preview.table
+    return [
+        [table.item(row, column).text() for column in range(table.columnCount())]
+        for row in range(table.rowCount())
+    ]
+
+
+def _captions(preview: DatasetPreview) -> list[str]:
+    return [
+        label.text()
+        for index in range(preview.grid.count())
+        for label in preview.grid.itemAt(index).widget().findChildren(QLabel)
+        if label.text()
+    ]
+
+
+def test_an_image_folder_shows_counts_and_captioned_images(qtbot: QtBot, tmp_path: Path) -> None:
+    write_image_folder(tmp_path / "pics", classes=("cat", "dog"), per_class=IMAGES_PER_CLASS + 2)
+    (tmp_path / "pics" / "cat" / "000.png").write_bytes(b"\x89PNG\r\n\x1a\nbroken")
+    preview = DatasetPreview()
+    qtbot.addWidget(preview)
+    preview.show_data({"source": "image_folder", "path": "pics"}, tmp_path)  # relative
+    assert preview.summary.text() == f"{tmp_path / 'pics'}: 20 image(s) in 2 class(es)"
+    assert _table(preview) == [["0", "cat", "10"], ["1", "dog", "10"]]
+    captions = _captions(preview)
+    assert captions.count("cat") == IMAGES_PER_CLASS and captions.count("dog") == IMAGES_PER_CLASS
+    assert captions[0] == "unreadable"  # the broken file says so instead of failing the view
+
+
+def test_a_csv_file_shows_its_first_rows_and_synthetic_data_says_why_not(
+    qtbot: QtBot, tmp_path: Path
+) -> None:
+    rows = "\n".join(f"{i},{i * 2},{i % 2}" for i in range(30))
+    (tmp_path / "t.csv").write_text(f"a,b,label\n{rows}\n")
+    preview = DatasetPreview()
+    qtbot.addWidget(preview)
+    preview.show_data(
+        {"source": "csv", "path": str(tmp_path / "t.csv"), "label_column": "label"}, tmp_path
+    )
+    assert preview.summary.text().endswith("first 10 row(s), 3 column(s); label column 'label'")
+    assert _table(preview)[:2] == [["0", "0", "0"], ["1", "2", "1"]]
+    preview.show_data({"source": "image_folder", "path": "missing"}, tmp_path)
+    assert preview.summary.text().endswith("does not exist; choose a folder of class subfolders")
+    assert preview.table.isHidden()
+    preview.show_data({"source": "synthetic_regression"}, tmp_path)
+    assert preview.summary.text() == "synthetic_regression data is generated when the run starts."
+
+
+def test_preview_button_fills_the_dataset_tab(
+    qtbot: QtBot, window: MainWindow, tmp_path: Path
+) -> None:
+    write_image_folder(tmp_path / "pics", classes=("a", "b", "c"), per_class=2)
+    project = _image_project(tmp_path / "pics")
+    path = tmp_path / "p.json"
+    path.write_text(json.dumps(project))
+    assert window.open_project(path)
+    window.editor.data_form.preview.click()
+    assert window.dataset_preview.summary.text().endswith("6 image(s) in 3 class(es)")
+    assert not window.dataset_dock.isHidden()
+    assert window.run_action.isEnabled()
+
+
+def test_a_one_class_folder_blocks_run_but_not_save(window: MainWindow, tmp_path: Path) -> None:
+    write_image_folder(tmp_path / "pics", classes=("only",), per_class=2)
+    path = tmp_path / "p.json"
+    path.write_text(json.dumps(_image_project(Path("pics"))))
+    assert window.open_project(path)
+    validation = window.validation
+    assert validation.project is not None  # still a project: Save keeps the user's work
+    assert [str(p) for p in validation.problems] == [
+        f"data.path: {tmp_path / 'pics'} has one class folder (only); a classifier needs at "
+        "least two, one subfolder of images per class"
+    ]
+    assert not window.run_action.isEnabled()
+    assert is_marked(window.editor.data_form.pages["image_folder"].editors["path"].line)
+    assert validate(window.editor.data()).valid  # without a folder to look in: no check
+
+
+def _image_project(path: Path) -> dict:
+    return {
+        "schema_version": 1,
+        "name": "pics",
+        "model": {"input_shape": [8, 8, 1], "layers": [{"kind": "dense", "units": 3}]},
+        "loss": {"kind": "sparse_categorical_crossentropy", "from_logits": True},
+        "data": {"source": "image_folder", "path": str(path), "global_batch_size": 2},
+        "training": {"steps": 2},
+    }
+
+
+def test_png_helper_round_trips_through_qt(tmp_path: Path) -> None:
+    from PySide6.QtGui import QImage
+
+    pixels = np.arange(12, dtype=np.uint8).reshape(3, 4) * 20
+    (tmp_path / "x.png").write_bytes(png_bytes(pixels))
+    image = QImage(str(tmp_path / "x.png"))
+    assert (image.width(), image.height()) == (4, 3)
+    assert image.pixelColor(3, 2).red() == int(pixels[2, 3])
