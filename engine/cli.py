@@ -29,6 +29,7 @@ from .messages import (
     RunStarted,
     StepMetrics,
 )
+from .model_shapes import model_file_problems
 from .prediction import PredictionError, format_prediction, predict, prediction_json
 from .problems import ProblemsError
 from .run_folder import (
@@ -156,7 +157,7 @@ def command_validate(path: Path) -> int:
     project = _load(path)
     if project is None:
         return EXIT_FAILED
-    folder_problems = project_folder_problems(project)
+    folder_problems = project_folder_problems(project) + model_file_problems(project.model)
     if folder_problems:
         _err(f"distloop: {ProblemsError(folder_problems, str(path))}")
         return EXIT_FAILED

@@ -693,13 +693,39 @@ class ImageFolderData(_DataBase):
         return self.flip or self.rotation > 0 or self.crop > 0
 
 
+class TextFolderData(_DataBase):
+    """A folder with one subfolder of ``.txt`` files per class (``text_dataset_from_directory``'s
+    layout): each file is one example, turned into ``sequence_length`` word numbers by a
+    TextVectorization layer whose vocabulary is learned from the training examples only."""
+
+    source: Literal["text_folder"] = "text_folder"
+    path: str = Field(
+        min_length=1, description="A folder holding one subfolder of .txt files per class."
+    )
+    vocabulary_size: int = Field(
+        10_000,
+        ge=3,
+        le=1_000_000,
+        description="Word numbers 0..N-1: 0 pads, 1 is any word outside the N-2 most frequent "
+        "words of the training texts.",
+    )
+    sequence_length: int = Field(
+        64,
+        ge=1,
+        le=100_000,
+        description="Words per example: longer texts are cut, shorter ones padded with 0; "
+        "the model's input_shape is [sequence_length].",
+    )
+
+
 DataConfig = Annotated[
     ConstantData
     | SyntheticClassification
     | SyntheticRegression
     | NumpyData
     | CsvData
-    | ImageFolderData,
+    | ImageFolderData
+    | TextFolderData,
     Field(discriminator="source"),
 ]
 DATA_SOURCES: tuple[str, ...] = (
@@ -709,8 +735,9 @@ DATA_SOURCES: tuple[str, ...] = (
     "numpy",
     "csv",
     "image_folder",
+    "text_folder",
 )
-FOLDER_SOURCES = ("image_folder",)
+FOLDER_SOURCES = ("image_folder", "text_folder")
 """Sources whose classes are subfolder names: their labels are class numbers."""
 
 # --- training --------------------------------------------------------------------------
@@ -904,6 +931,10 @@ class Project(_Strict):
             code = _with_absolute_path(self.custom_code, base_dir)
             if code is not self.custom_code:
                 update["custom_code"] = code
+        model = _with_absolute_path(self.model, base_dir)
+        model = _with_absolute_path(model, base_dir, "weights")
+        if model is not self.model:
+            update["model"] = model
         return self.model_copy(update=update) if update else self
 
     def to_json(self) -> str:
@@ -916,15 +947,15 @@ class Project(_Strict):
 _PathT = TypeVar("_PathT", bound=BaseModel)
 
 
-def _with_absolute_path(section: _PathT, base_dir: Path) -> _PathT:
-    """``section`` itself, or a copy whose relative ``path`` is made absolute."""
-    path_text = getattr(section, "path", None)
+def _with_absolute_path(section: _PathT, base_dir: Path, name: str = "path") -> _PathT:
+    """``section`` itself, or a copy whose relative ``name`` (a path) is made absolute."""
+    path_text = getattr(section, name, None)
     if path_text is None:
         return section
     path = Path(path_text).expanduser()
     if path.is_absolute():
         return section
-    return section.model_copy(update={"path": str((base_dir / path).resolve())})
+    return section.model_copy(update={name: str((base_dir / path).resolve())})
 
 
 def split_counts(examples: int, split: float) -> tuple[int, int]:
@@ -1130,7 +1161,58 @@ def _data_shape_problems(data: DataConfig, project: Project, loc: tuple[str, ...
         )
     elif isinstance(data, ImageFolderData):
         problems += _image_shape_problems(data, project, loc)
+    elif isinstance(data, TextFolderData):
+        problems += _text_shape_problems(data, project, loc)
     return problems
+
+
+def _class_label_problems(project: Project, what: str) -> list[Problem]:
+    """A folder's labels are class numbers: the loss must be a crossentropy."""
+    model, loss = project.model, project.loss
+    if not loss.is_classification:
+        return [
+            Problem(
+                ("loss", "kind"),
+                f"{loss.kind} is a regression loss; {what}'s labels are classes "
+                "(its subfolders), so it needs a crossentropy loss",
+            )
+        ]
+    if loss.kind == "binary_crossentropy" and model.output_units != 1:
+        return [
+            Problem(
+                ("model", "layers"),
+                f"binary_crossentropy needs a last dense layer of 1 unit, not {model.output_units}",
+            )
+        ]
+    return []
+
+
+def _text_shape_problems(
+    data: TextFolderData, project: Project, loc: tuple[str, ...]
+) -> list[Problem]:
+    """Each text becomes ``sequence_length`` word numbers below ``vocabulary_size``."""
+    problems = []
+    if project.model.input_shape != [data.sequence_length]:
+        problems.append(
+            Problem(
+                ("model", "input_shape"),
+                f"text data gives {data.sequence_length} word numbers per example "
+                f"({'.'.join(loc)}.sequence_length); the input_shape must be "
+                f"[{data.sequence_length}], not {project.model.input_shape}",
+            )
+        )
+    for index, layer in enumerate(project.model.layers):
+        input_dim = getattr(layer, "input_dim", None)
+        if getattr(layer, "kind", None) == "embedding" and input_dim < data.vocabulary_size:
+            problems.append(
+                Problem(
+                    ("model", "layers", index, "input_dim"),
+                    f"is {input_dim}, but word numbers run up to "
+                    f"{data.vocabulary_size - 1} ({'.'.join(loc)}.vocabulary_size "
+                    f"{data.vocabulary_size}); make it at least {data.vocabulary_size}",
+                )
+            )
+    return problems + _class_label_problems(project, "a text folder")
 
 
 IMAGE_CHANNELS = {"grayscale": 1, "rgb": 3}
@@ -1167,22 +1249,7 @@ def _image_shape_problems(
                 f"model.input_shape {shape} takes {shape[-1]}; choose auto or change the shape",
             )
         )
-    if not loss.is_classification:
-        problems.append(
-            Problem(
-                ("loss", "kind"),
-                f"{loss.kind} is a regression loss; an image folder's labels are classes "
-                "(its subfolders), so it needs a crossentropy loss",
-            )
-        )
-    elif loss.kind == "binary_crossentropy" and model.output_units != 1:
-        problems.append(
-            Problem(
-                ("model", "layers"),
-                f"binary_crossentropy needs a last dense layer of 1 unit, not {model.output_units}",
-            )
-        )
-    return problems
+    return problems + _class_label_problems(project, "an image folder")
 
 
 _CROSS_RULES: tuple[tuple[frozenset[str], Callable[[Project], list[Problem]]], ...] = (

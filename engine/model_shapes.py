@@ -294,6 +294,43 @@ def read_keras_file(path: str) -> KerasFileInfo:
     return KerasFileInfo(shape, str(config.get("class_name", "")))
 
 
+def model_file_problems(model: Any) -> list[Problem]:
+    """The model's files (paths already absolute), checked as far as reading allows.
+
+    Like the data folders' check, not a validation rule: it reads the disk, and a
+    project names its files relative to itself. ``distloop validate`` and the
+    window ask it; the engine loads the files and reports what only loading shows.
+    """
+    if model.kind == "keras_file":
+        try:
+            info = read_keras_file(model.path)
+        except ModelFileError as exc:
+            return [Problem(("model", "path"), str(exc))]
+        if info.input_shape != list(model.input_shape):
+            return [
+                Problem(
+                    ("model", "input_shape"),
+                    f"{list(model.input_shape)} does not match {model.path}'s input "
+                    f"{info.input_shape}; set it to that",
+                )
+            ]
+    if model.kind == "backbone" and model.weights is not None:
+        try:
+            with open(model.weights, "rb") as handle:
+                start = handle.read(8)
+        except OSError as exc:
+            return [Problem(("model", "weights"), f"cannot read {model.weights}: {exc.strerror}")]
+        if start != b"\x89HDF\r\n\x1a\n":
+            return [
+                Problem(
+                    ("model", "weights"),
+                    f"{model.weights} is not a Keras weights file (HDF5, .h5); give the "
+                    "weights saved without the top, e.g. ..._notop.h5",
+                )
+            ]
+    return []
+
+
 def _stored_input_shape(config: Any) -> list[int] | None:
     if not isinstance(config, dict):
         return None

@@ -36,7 +36,7 @@ from ..config import (
     RMSpropConfig,
     SGDConfig,
 )
-from ..model_shapes import BACKBONES, ModelFileError
+from ..model_shapes import BACKBONES, ModelFileError, read_keras_file
 
 
 def _initializer(config: Initializer, seed: int) -> tf.keras.initializers.Initializer:
@@ -197,8 +197,10 @@ def load_keras_file(config: ModelConfig) -> tf.keras.Model:
     """
     assert config.path is not None
     path = Path(config.path)
-    if not path.is_file():
-        raise ModelFileError(f"model.path: {path} does not exist; give a .keras model file")
+    try:  # Keras calls a file that is no zip "not found": say what is wrong with it
+        read_keras_file(str(path))
+    except ModelFileError as exc:
+        raise ModelFileError(f"model.path: {exc}") from None
     try:
         model = tf.keras.models.load_model(path, compile=False)
     except Exception as exc:  # a bad zip, a missing custom layer, a newer Keras format
