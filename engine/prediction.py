@@ -83,6 +83,15 @@ def model_folder(run_dir: Path) -> Path:
     )
 
 
+def has_model(run_dir: Path) -> bool:
+    """Whether the run left a ``model.keras`` to predict with (cheap: a few ``stat`` calls)."""
+    try:
+        model_folder(run_dir)
+    except PredictionError:
+        return False
+    return True
+
+
 def class_names(folders: Sequence[Path], count: int) -> list[str]:
     """The data's class names from ``classes.json`` when it has ``count`` of them, else numbers.
 
@@ -137,7 +146,7 @@ def predict_command(run_dir: Path, inputs: Sequence[Path], rows: Sequence[str] =
     command = [sys.executable, "-m", MODULE, str(model_folder(run_dir))]
     for row in rows:
         command += ["--row", row]
-    return [*command, "--", *map(str, inputs)]
+    return [*command, "--", *map(str, inputs)] if inputs else command
 
 
 def parse_output(stdout: str) -> PredictionResult:

@@ -67,6 +67,7 @@ from .run_queue import RunQueue, RunQueuePanel
 from .runs_panel import RunsPanel
 from .status_panel import StatusPanel
 from .sweep_dialog import ask_sweep
+from .try_it_panel import TryItPanel
 from .validation import Validation, differences, validate
 
 DEFAULT_SIZE = (1400, 900)
@@ -397,6 +398,7 @@ class MainWindow(QMainWindow):
         controller.started.connect(self._drop_redone_steps)
         controller.state_changed.connect(self._sync_runs_panel)
         self.runs_panel.resume_requested.connect(self.resume_run)
+        self.runs_panel.try_it_requested.connect(self.try_run)
         controller.metrics.connect(self._on_metrics)
         controller.evaluated.connect(self._on_evaluated)
         controller.finished.connect(self._on_finished)
@@ -675,6 +677,14 @@ class MainWindow(QMainWindow):
     def open_run_folder(self) -> None:
         if self._last_run_dir is not None:
             QDesktopServices.openUrl(QUrl.fromLocalFile(str(self._last_run_dir)))
+
+    def try_run(self, run: RunSummary) -> TryItPanel:
+        """Opens a "Try it" window on the run's saved model, beside the main window."""
+        panel = TryItPanel(run.path, run.name, parent=self)
+        panel.setWindowFlag(Qt.WindowType.Window)
+        panel.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        panel.show()
+        return panel
 
     def resume_run(self, run: RunSummary) -> None:
         """Continues a stopped or failed run in its own folder from its last checkpoint.

@@ -52,6 +52,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from ..engine.prediction import has_model
 from ..engine.run_folder import default_runs_root
 from ..engine.run_history import RunSummary, delete_run, list_runs, summarize
 from . import dialogs
@@ -105,6 +106,7 @@ class RunsPanel(QWidget):
     """A sortable table of the runs under ``runs_root`` and what can be done with them."""
 
     resume_requested = Signal(object)  # RunSummary: the window owns the run controller
+    try_it_requested = Signal(object)  # RunSummary whose saved model the window lets one try
 
     def __init__(
         self, plot: LossPlot, runs_root: Path | None = None, parent: QWidget | None = None
@@ -285,6 +287,12 @@ class RunsPanel(QWidget):
             "Show the selected run's folder",
             pixmap.SP_DirOpenIcon,
         )
+        self.try_it_action = self._action(
+            "Try It…",
+            self.try_selected,
+            "Ctrl+T",
+            "Run the selected run's saved model (model.keras) on images, CSV rows or arrays",
+        )
         self.resume_action = self._action(
             "Resume Run",
             self.resume_selected,
@@ -301,6 +309,7 @@ class RunsPanel(QWidget):
             menu.addAction(action)
         menu.addSeparator()
         menu.addAction(self.resume_action)
+        menu.addAction(self.try_it_action)
         menu.addSeparator()
         for action in (
             self.rename_action,
@@ -412,6 +421,7 @@ class RunsPanel(QWidget):
         self.resume_action.setEnabled(
             single is not None and self._active_run is None and can_resume(single)
         )
+        self.try_it_action.setEnabled(single is not None and has_model(single.path))
 
     # --- what can be done with a run ---------------------------------------------------
 
@@ -610,6 +620,11 @@ class RunsPanel(QWidget):
         run = self._single()
         if run is not None:
             QDesktopServices.openUrl(QUrl.fromLocalFile(str(run.path)))
+
+    def try_selected(self) -> None:
+        run = self._single()
+        if run is not None and has_model(run.path):
+            self.try_it_requested.emit(run)
 
     def resume_selected(self) -> None:
         run = self._single()

@@ -1,15 +1,17 @@
 """``python -m distloop.engine.tf.predict FOLDER [--row TEXT]... -- INPUT...`` (imports TF).
 
-Runs a run folder's ``model.keras`` on CSV files, ``.npy`` arrays and pasted CSV
-rows, and prints one JSON object a line on stdout (``engine.prediction`` reads
+Runs a run folder's ``model.keras`` on CSV files, ``.npy`` arrays, images and pasted
+CSV rows, and prints one JSON object a line on stdout (``engine.prediction`` reads
 them): ``{"model": {...}}`` first, then ``{"input": ..., "classes": [...]}`` (a
 classifier's classes, most probable first) or ``{"input": ..., "values": [...]}``
 per example, and ``{"input": ..., "error": ...}`` for an input that cannot be
 used. Exit status 0 when every input was predicted, 1 otherwise.
 
-An example is read as training read it: a CSV's columns are matched to the
-training CSV's feature columns by name (the label column is left out), so their
-order may differ; other CSVs give their columns in the model's input order.
+An example is read as training read it: an image is decoded, resized and scaled
+by the image-folder data's own function (``engine.tf.image_data``); a CSV's
+columns are matched to the training CSV's feature columns by name (the label
+column is left out), so their order may differ; other CSVs give their columns in
+the model's input order.
 """
 
 from __future__ import annotations
@@ -24,10 +26,13 @@ from typing import Any
 
 import numpy as np
 
-from ..config import CsvData, LossConfig, Project, load_project
+from ..config import CsvData, ImageFolderData, LossConfig, Project, load_project
+from ..datasets import IMAGE_EXTENSIONS
 from ..prediction import class_names
 from ..problems import ProblemsError
 from ..run_folder import MODEL_FILE, PROJECT_FILE, TASKS_DIR
+from ..synthetic import DataError
+from .image_data import load_image_for_model
 
 
 class InputError(Exception):
@@ -100,7 +105,7 @@ def main(argv: list[str] | None = None) -> int:
             examples = (
                 _read_row(name, source, inputs)
                 if isinstance(source, str)
-                else _read_file(source, inputs)
+                else _read_file(source, inputs, project)
             )
             predicted = np.asarray(model.predict_on_batch(examples.features), dtype=np.float64)
         except InputError as exc:
@@ -183,16 +188,29 @@ def _classes(output: np.ndarray, loss: LossConfig, names: list[str]) -> list[dic
     return [{"name": names[i], "probability": float(probabilities[i])} for i in order]
 
 
-def _read_file(path: Path, inputs: ModelInputs) -> Examples:
+def _read_file(path: Path, inputs: ModelInputs, project: Project | None) -> Examples:
     suffix = path.suffix.lower()
     if suffix == ".npy":
         return _read_npy(path, inputs)
     if suffix in (".csv", ".txt"):
         return _read_csv(path, inputs)
+    if suffix in IMAGE_EXTENSIONS:
+        return _read_image(path, project)
     raise InputError(
         f"cannot read {path.suffix or 'a file without an extension'}: give a .csv file "
-        "(one example a row) or an .npy array"
+        f"(one example a row), an .npy array or an image ({' '.join(IMAGE_EXTENSIONS)})"
     )
+
+
+def _read_image(path: Path, project: Project | None) -> Examples:
+    """One image, decoded, resized and scaled exactly as training read the project's."""
+    if project is None or not isinstance(project.data, ImageFolderData):
+        raise InputError("is an image, but the model was not trained on an image folder")
+    try:
+        image = load_image_for_model(path, project)
+    except DataError as exc:
+        raise InputError(str(exc).replace(str(path), "it")) from None
+    return Examples([str(path)], image[np.newaxis])
 
 
 def _read_npy(path: Path, inputs: ModelInputs) -> Examples:
@@ -250,7 +268,7 @@ def _read_row(name: str, text: str, inputs: ModelInputs) -> Examples:
         raise InputError(f"is not a CSV row: {exc}") from None
     if not row:
         raise InputError("is empty")
-    return Examples([name], _row_values(row, inputs, None, "it")[np.newaxis])
+    return Examples([name], _row_values(row, inputs, None, "")[np.newaxis])
 
 
 def _columns(header: list[str], inputs: ModelInputs) -> list[int] | None:
@@ -278,23 +296,25 @@ def _numbers(row: list[str]) -> bool:
 
 
 def _row_values(row: list[str], inputs: ModelInputs, pick: list[int] | None, where: str) -> Any:
+    """The row's features in the model's shape; ``where`` names the line (empty: a pasted row)."""
+    where = f"{where} " if where else ""
     if pick is None and inputs.label_position is not None and len(row) == inputs.size + 1:
         # A row of the training CSV, label included: the label's place is left out.
         pick = [i for i in range(len(row)) if i != inputs.label_position]
     if pick is not None:
         if max(pick) >= len(row):
-            raise InputError(f"{where} has {len(row)} value(s), fewer than the header's columns")
+            raise InputError(f"{where}has {len(row)} value(s), fewer than the header's columns")
         row = [row[i] for i in pick]
     if len(row) != inputs.size:
         raise InputError(
-            f"{where} has {len(row)} value(s); the model takes {inputs.size} feature(s)"
+            f"{where}has {len(row)} value(s); the model takes {inputs.size} feature(s)"
             + (f" ({', '.join(inputs.csv_columns)})" if inputs.csv_columns else "")
         )
     try:
         values = np.asarray([float(value) for value in row], dtype=np.float32)
     except ValueError:
-        raise InputError(f"{where} holds a value that is not a number") from None
-    return _finite(values.reshape(inputs.shape), f"{where} holds")
+        raise InputError(f"{where}holds a value that is not a number") from None
+    return _finite(values.reshape(inputs.shape), f"{where}holds")
 
 
 def _finite(array: np.ndarray, what: str) -> np.ndarray:
