@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import csv
 import gzip
+import json
 import struct
 import subprocess
 import sys
 import zlib
+from importlib import resources
 from pathlib import Path
 
 import pytest
-from distloop_testing import REPO
+from distloop.engine.config import load_project
+from distloop_testing import REPO, distloop
 
 EXAMPLES = REPO / "resources" / "examples"
 # Examples per digit in scikit-learn's load_digits() (the UCI optdigits test set).
@@ -165,3 +169,25 @@ def test_package_data_ships_every_example_file() -> None:
         path for path in EXAMPLES.rglob("*") if path.is_file() and "__pycache__" not in path.parts
     }
     assert example_files - shipped == set()
+
+
+def read_eval(run_dir: Path) -> list[dict[str, float]]:
+    with (run_dir / "eval.csv").open(encoding="utf-8", newline="") as file:
+        return [{key: float(value) for key, value in row.items()} for row in csv.DictReader(file)]
+
+
+@pytest.mark.slow
+def test_digits_example_passes_95_percent_validation_accuracy(tmp_path: Path) -> None:
+    """The shipped example, as ``distloop run --example digits`` runs it: its data folder
+    resolves against the installed examples, two replicas train, held-out digits score."""
+    run_dir = tmp_path / "run"
+    result = distloop("run", "--example", "digits", "--out", str(run_dir))
+    assert result.returncode == 0, result.stderr
+    assert "mirrored with 2 replica(s)" in result.stderr
+    ran = load_project(run_dir / "project.json")
+    installed = resources.files("distloop.resources").joinpath("examples", "digits")
+    assert Path(ran.data.path) == Path(str(installed))
+    assert json.loads((run_dir / "classes.json").read_text()) == [str(d) for d in range(10)]
+    evaluations = read_eval(run_dir)
+    assert [row["step"] for row in evaluations][-1] == ran.training.steps
+    assert evaluations[-1]["val_accuracy"] > 0.95
