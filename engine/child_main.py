@@ -30,6 +30,7 @@ from typing import Any
 from .channel import Channel
 from .messages import RunFailed
 from .run_folder import RunFolderLock, write_status
+from .tf_config import TF_CONFIG_VAR
 
 PARENT_POLL_S = 0.5
 # absl's prefix on TensorFlow's C++ log lines: I0000/W0000/E0000/F0000 or "... W tensorflow/...".
@@ -215,7 +216,7 @@ def warm_engine_main(jobs: Connection, out: Any, stop_event: Any) -> None:
     one. A closed pipe without a job (the window closed) ends the process.
     """
     terminated = _prepare_process()
-    os.environ.pop("TF_CONFIG", None)
+    os.environ.pop(TF_CONFIG_VAR, None)
     lines = _HeldLines()
     capture = _OutputCapture(lines)
     # A failed import is not this process's to report: the run imports the same modules
@@ -254,9 +255,9 @@ def _run(
     # checked) is the only one the run sees. TensorFlow's strategies read the variable
     # themselves, even those that need no cluster, and fail on one that is not JSON.
     if job.tf_config_env is not None:
-        os.environ["TF_CONFIG"] = job.tf_config_env
+        os.environ[TF_CONFIG_VAR] = job.tf_config_env
     else:
-        os.environ.pop("TF_CONFIG", None)
+        os.environ.pop(TF_CONFIG_VAR, None)
     folder = Path(job.run_dir) if job.run_dir else None
     channel = Channel(out, task, folder)
     lines.attach(_tensorflow_line(channel))

@@ -28,6 +28,7 @@ from .messages import (
     RunFinished,
     RunStarted,
     StepMetrics,
+    secondary_losses,
 )
 from .model_shapes import model_file_problems
 from .prediction import PredictionError, format_prediction, predict, prediction_json
@@ -45,6 +46,7 @@ from .run_folder import (
 )
 from .run_handle import ClusterHandle, EngineHandle, open_run
 from .run_model import RunModel
+from .tf_config import DEFAULT_WORKERS
 from .user_code import UserCodeError, fingerprint
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
@@ -435,10 +437,11 @@ def _print_message(message: object, *, quiet: bool, verbose: bool) -> int | None
     """Prints one message; returns the exit code once the run has ended."""
     if isinstance(message, StepMetrics):
         if not quiet:
-            named = {k: v for k, v in (message.named_losses or {}).items() if k != "loss"}
+            named = message.named_losses or {}
+            shown = secondary_losses(named)
             lines = (
                 f"step={step} loss={format_loss(loss)}"
-                + "".join(f" {name}={format_loss(values[i])}" for name, values in named.items())
+                + "".join(f" {name}={format_loss(named[name][i])}" for name in shown)
                 for i, (step, loss) in enumerate(zip(message.steps, message.losses, strict=True))
             )
             print("\n".join(lines), flush=True)
@@ -501,7 +504,7 @@ def add_cluster_commands(commands: argparse._SubParsersAction) -> None:
         "--workers",
         type=int,
         metavar="N",
-        help="number of worker tasks (default: the project's tf_config, else 2)",
+        help=f"number of worker tasks (default: the project's tf_config, else {DEFAULT_WORKERS})",
     )
     cluster.add_argument(
         "--quiet", action="store_true", help="print only the summary, not a line per step"

@@ -37,7 +37,7 @@ from .config import CsvData, NumpyData, Project
 from .fileio import atomic_write_text
 from .problems import Problem, ProblemsError
 from .run_folder import PROJECT_FILE
-from .tf_config import JOB_TYPES, TaskSpec, TFConfig, parse_address
+from .tf_config import JOB_TYPES, TF_CONFIG_VAR, TaskSpec, TFConfig, parse_address
 
 FORMATS = ("json", "shell", "k8s", "tfjob")
 DEFAULT_IMAGE = "distloop:latest"
@@ -290,7 +290,7 @@ def kubernetes_manifests(project: Project, config: TFConfig, name: str, image: s
             "--out",
             f"{RUNS_MOUNT}/{hostname}",
         ]
-        env = [{"name": "TF_CONFIG", "value": _task_env(config, task)}]
+        env = [{"name": TF_CONFIG_VAR, "value": _task_env(config, task)}]
         documents.append(
             {
                 "apiVersion": "batch/v1",

@@ -44,11 +44,20 @@ which names the failed task when a task failed) with every task's log lines.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 PROTOCOL_VERSION = 1
+PRIMARY_LOSS = "loss"
+"""The named loss that is the run's loss (``StepMetrics.losses``) when a step names one."""
+
+
+def secondary_losses(names: Iterable[str] | None) -> list[str]:
+    """The named losses that are not the primary one: each gets a column, a curve or a
+    printed value of its own, while the primary one is ``losses`` and is shown once."""
+    return [name for name in names or () if name != PRIMARY_LOSS]
 
 
 class _Message(BaseModel):

@@ -44,7 +44,7 @@ from .run_folder import (
     tail_log,
     write_status,
 )
-from .tf_config import TFConfig, parse_address
+from .tf_config import MULTI_MACHINE_STRATEGIES, TFConfig, parse_address
 
 QUEUE_SIZE = 512
 STOP_BEFORE_FIRST_STEP_S = 2.0
@@ -55,7 +55,6 @@ PEER_CHECK_S = 5.0
 """A cluster task that has not started its run this long after its start is probably
 waiting for peers: the parent then names the ones that do not answer. The engine cannot
 say so itself: TensorFlow holds the GIL while it waits for the cluster."""
-PEER_STRATEGIES = ("multi_worker_mirrored", "parameter_server")
 CLOSE_WAIT_S = 0.5
 """How long an idle warm engine may take to exit on its own when the window closes."""
 _ctx = multiprocessing.get_context("spawn")
@@ -381,7 +380,7 @@ class EngineProcess:
             not self._peers_checked
             and not self._run_started
             and self._tf_config is not None
-            and self.project.strategy.kind in PEER_STRATEGIES
+            and self.project.strategy.kind in MULTI_MACHINE_STRATEGIES
             and time.monotonic() - self._started_at >= PEER_CHECK_S
             and self._process is not None
             and self._process.is_alive()

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from .channel import Channel
-from .messages import StepMetrics
+from .messages import PRIMARY_LOSS, StepMetrics
 from .run_folder import MetricsWriter, format_loss
 
 REPORT_INTERVAL_S = 0.05
@@ -40,8 +40,8 @@ class NonFiniteLossError(ArithmeticError):
 
 def primary_loss(named: Mapping[str, np.ndarray]) -> np.ndarray:
     """The loss that stands for named losses: the ``"loss"`` entry, else their float32 sum."""
-    if "loss" in named:
-        return named["loss"]
+    if PRIMARY_LOSS in named:
+        return named[PRIMARY_LOSS]
     total = np.zeros_like(next(iter(named.values())), dtype=np.float32)
     for value in named.values():
         total = total + value

@@ -34,7 +34,7 @@ import os
 import re
 import shutil
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any, TextIO
@@ -42,6 +42,7 @@ from typing import Any, TextIO
 import numpy as np
 
 from .fileio import atomic_write_text
+from .messages import PRIMARY_LOSS, secondary_losses
 
 try:
     import fcntl
@@ -69,9 +70,24 @@ TASKS_DIR = "tasks"
 LOCK_FILE = ".distloop.lock"
 RESERVE_BYTES = 32 * 1024
 """Kept in the lock file while a run lasts: on a full disk, enough to write its status."""
-METRICS_COLUMNS = ("step", "loss", "elapsed_s")
+METRICS_COLUMNS = ("step", PRIMARY_LOSS, "elapsed_s")
+REPLICA_PREFIX = "replica_"
+"""metrics.csv's per-replica columns are ``replica_0``, ``replica_1``, ... (after the named
+losses, which may therefore not be so named)."""
 CREATED = "created"
 """The status of a folder :func:`new_run_dir` made, before any run wrote to it."""
+
+
+def replica_column(index: int) -> str:
+    return f"{REPLICA_PREFIX}{index}"
+
+
+def loss_columns(header: Iterable[str]) -> tuple[list[str], list[str]]:
+    """A ``metrics.csv`` header's named-loss columns and its replica columns (by replica)."""
+    extra = [name for name in header if name not in METRICS_COLUMNS]
+    replicas = [name for name in extra if name.startswith(REPLICA_PREFIX)]
+    named = [name for name in extra if not name.startswith(REPLICA_PREFIX)]
+    return named, sorted(replicas, key=lambda name: int(name.removeprefix(REPLICA_PREFIX) or 0))
 
 
 def format_loss(value: float) -> str:
@@ -309,12 +325,12 @@ class MetricsWriter:
 
     def __init__(self, path: Path, replicas: int | None, named: Sequence[str] = ()) -> None:
         self._path = path
-        self._named = [name for name in named if name != "loss"]
+        self._named = secondary_losses(named)
         fresh = not path.exists() or path.stat().st_size == 0
         self._file: TextIO = path.open("a", encoding="utf-8", newline="")
         self._csv = csv.writer(self._file, lineterminator="\n")
         if fresh:
-            extra = [*self._named, *(f"replica_{i}" for i in range(replicas or 0))]
+            extra = [*self._named, *(replica_column(i) for i in range(replicas or 0))]
             try:
                 self._csv.writerow([*METRICS_COLUMNS, *extra])
                 self._file.flush()

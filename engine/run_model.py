@@ -18,8 +18,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .messages import EvalMetrics, Message, RunFailed, RunFinished, RunStarted, StepMetrics
-from .run_folder import EVAL_FILE, METRICS_COLUMNS, read_eval, read_metrics
+from .messages import (
+    EvalMetrics,
+    Message,
+    RunFailed,
+    RunFinished,
+    RunStarted,
+    StepMetrics,
+    secondary_losses,
+)
+from .run_folder import EVAL_FILE, loss_columns, read_eval, read_metrics
 from .run_history import summarize
 
 if TYPE_CHECKING:
@@ -27,7 +35,6 @@ if TYPE_CHECKING:
 
 RATE_WINDOW_S = 5.0
 """Steps/s over the last seconds of training, so the ETA follows speed changes."""
-REPLICA_PREFIX = "replica_"
 
 Listener = Callable[[Message | None], None]
 """Called after every change: with the message applied, or None when only the status
@@ -60,8 +67,8 @@ class Trace:
             width = len(message.replica_losses[0]) if message.replica_losses else 0
             self.replica_losses.extend([[math.nan] * width] * (before - len(self.replica_losses)))
             self.replica_losses.extend(list(row) for row in message.replica_losses)
-        named = {k: v for k, v in (message.named_losses or {}).items() if k != "loss"}
-        for name in named:
+        named = message.named_losses or {}
+        for name in secondary_losses(named):
             self.named_losses.setdefault(name, [math.nan] * before)
         for name, values in self.named_losses.items():
             values.extend(named.get(name, [math.nan] * count))
@@ -259,15 +266,8 @@ def _recorded_messages(
 ) -> list[Message]:
     """The StepMetrics of ``metrics.csv``'s rows and the EvalMetrics of ``eval.csv``'s."""
     steps = [int(step) for step in metrics.get("step", [])]
-    replicas = sorted(
-        (name for name in metrics if name.startswith(REPLICA_PREFIX)),
-        key=lambda name: int(name.removeprefix(REPLICA_PREFIX) or 0),
-    )
-    named = {
-        name: list(values)
-        for name, values in metrics.items()
-        if name not in METRICS_COLUMNS and not name.startswith(REPLICA_PREFIX)
-    }
+    named_columns, replicas = loss_columns(metrics)
+    named = {name: list(metrics[name]) for name in named_columns}
     shares = [list(row) for row in zip(*(metrics[r] for r in replicas), strict=True)]
     messages: list[Message] = []
     if steps:

@@ -36,6 +36,7 @@ from .config import (
     SyntheticRegression,
 )
 from .synthetic import make_classification, make_regression
+from .tf_config import TF_CONFIG_VAR
 
 
 class ExportError(ValueError):
@@ -80,7 +81,7 @@ import numpy as np
 # Every task of the cluster runs this script with its own TF_CONFIG. When none is
 # set, the project's (task {project.tf_config.task}) is used. It must be set before
 # TensorFlow starts.
-os.environ.setdefault("TF_CONFIG", {project.tf_config.to_env()!r})
+os.environ.setdefault("{TF_CONFIG_VAR}", {project.tf_config.to_env()!r})
 
 import tensorflow as tf  # noqa: E402"""
     return f'''#!/usr/bin/env python3

@@ -4,7 +4,8 @@ The rules here are the ones TensorFlow enforces when it parses TF_CONFIG, plus t
 mistakes it does not catch until a cluster hangs (duplicate addresses, a second
 chief, a ``ps`` job under a synchronous strategy). The GUI's editor, the project
 validator and the cluster tools all check through this module, so a TF_CONFIG is
-judged the same way everywhere.
+judged the same way everywhere. The facts about multi-machine strategies that the
+cluster tools, the command line and the window share are kept here too.
 """
 
 from __future__ import annotations
@@ -30,6 +31,21 @@ from .problems import (
 JobType = Literal["chief", "worker", "ps", "evaluator"]
 JOB_TYPES: tuple[str, ...] = ("chief", "worker", "ps", "evaluator")
 MULTI_MACHINE_STRATEGIES: tuple[str, ...] = ("multi_worker_mirrored", "parameter_server")
+"""The strategies whose tasks are separate processes, each with its own TF_CONFIG."""
+TF_CONFIG_VAR = "TF_CONFIG"
+"""The environment variable TensorFlow reads the cluster from."""
+DEFAULT_WORKERS = 2
+"""Worker tasks of a cluster laid out on this machine when nothing says how many."""
+LOCAL_CLUSTERS: dict[str, dict[str, int]] = {
+    "multi_worker_mirrored": {"worker": DEFAULT_WORKERS},
+    "parameter_server": {"chief": 1, "worker": DEFAULT_WORKERS, "ps": 1},
+}
+"""Per multi-machine strategy, the tasks of each job a cluster on this machine gets."""
+NO_RESUME = {
+    "parameter_server": "a parameter_server run cannot resume: its training is asynchronous "
+    "and its coordinator keeps no checkpoint; start it again",
+}
+"""Why a strategy's runs cannot be resumed, for the strategies that cannot."""
 
 _HOST_LABEL = re.compile(r"^(?!-)[A-Za-z0-9-]{1,63}(?<!-)$")
 _PORT = re.compile(r"[0-9]+", re.ASCII)
@@ -225,7 +241,7 @@ def strategy_problems(config: TFConfig | None, strategy_kind: str) -> list[Probl
         return [
             Problem(
                 ("tf_config",),
-                f"TF_CONFIG is only used by multi_worker_mirrored and parameter_server, "
+                f"TF_CONFIG is only used by {' and '.join(MULTI_MACHINE_STRATEGIES)}, "
                 f"not {strategy_kind}: remove it or change the strategy",
             )
         ]
@@ -294,7 +310,7 @@ def tf_config_from_env(environ: Mapping[str, str] | None = None) -> TFConfig | N
     TFJob adds ``"environment": "cloud"``, a key only TensorFlow's retired Estimator
     read; it is dropped here so such a TF_CONFIG imports as the cluster it describes.
     """
-    text = (os.environ if environ is None else environ).get("TF_CONFIG", "")
+    text = (os.environ if environ is None else environ).get(TF_CONFIG_VAR, "")
     if not text.strip():
         return None
     with contextlib.suppress(ValueError, RecursionError):  # parse_tf_config_text says why

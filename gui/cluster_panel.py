@@ -32,6 +32,7 @@ from PySide6.QtWidgets import (
 from ..engine.cluster import TaskInfo
 from ..engine.messages import Log, RunFailed, RunFinished
 from ..engine.run_folder import LOG_FILE
+from ..engine.tf_config import MULTI_MACHINE_STRATEGIES
 from .cluster_controller import ClusterController
 from .run_controller import RunController
 
@@ -46,7 +47,7 @@ STATE_COLORS = {
     "stopped": QColor("#b26a00"),
 }
 IDLE_HINT = (
-    "Run starts a multi_worker_mirrored or parameter_server project as a local cluster: "
+    f"Run starts a {' or '.join(MULTI_MACHINE_STRATEGIES)} project as a local cluster: "
     "every task its own engine process on this machine. Its tasks appear here."
 )
 SECURITY_TIP = (

@@ -51,7 +51,7 @@ def cluster_problems(project: Project) -> list[Problem]:
         return [
             Problem(
                 ("strategy", "kind"),
-                f"a cluster setup is for multi_worker_mirrored and parameter_server projects, "
+                f"a cluster setup is for {' and '.join(MULTI_MACHINE_STRATEGIES)} projects, "
                 f"not {kind}: choose one in the Strategy tab",
             )
         ]

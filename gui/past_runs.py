@@ -16,22 +16,20 @@ from numpy.typing import NDArray
 from ..engine.config import Project, load_project
 from ..engine.run_folder import (
     EVAL_FILE,
-    METRICS_COLUMNS,
     PROJECT_FILE,
     TASKS_DIR,
     folder_stamp,
+    loss_columns,
     read_eval,
     read_metrics,
 )
 from ..engine.run_history import INTERRUPTED, RunSummary
+from ..engine.tf_config import MULTI_MACHINE_STRATEGIES, NO_RESUME
 from .loss_plot import LossPlot
 
 # A finished run has nothing left; a running one is busy (an interrupted one is not: its
 # owner was killed, engine.run_history).
 RESUMABLE = ("stopped", "failed", INTERRUPTED)
-# Strategies whose tasks are separate processes (engine.tf_config's multi-machine ones).
-CLUSTER_STRATEGIES = ("multi_worker_mirrored", "parameter_server")
-REPLICA_PREFIX = "replica_"
 STEP = "step"
 WALL_TIME = "elapsed_s"
 X_AXES = {STEP: "step", WALL_TIME: "wall time (s)"}
@@ -45,15 +43,8 @@ def plot_run(plot: LossPlot, run_dir: Path) -> None:
     """
     metrics = read_metrics(run_dir)
     steps = metrics.get("step", [])
-    replicas = sorted(
-        (name for name in metrics if name.startswith(REPLICA_PREFIX)),
-        key=lambda name: int(name.removeprefix(REPLICA_PREFIX) or 0),
-    )
-    named = {
-        name: values
-        for name, values in metrics.items()
-        if name not in METRICS_COLUMNS and not name.startswith(REPLICA_PREFIX)
-    }
+    named_columns, replicas = loss_columns(metrics)
+    named = {name: metrics[name] for name in named_columns}
     plot.append(
         steps,
         metrics.get("loss", []),
@@ -78,7 +69,7 @@ def comparable_metrics(run_dir: Path) -> list[str]:
         evaluated = list(read_eval(run_dir)) if (run_dir / EVAL_FILE).is_file() else []
     except (OSError, UnicodeDecodeError):
         return []
-    named = [c for c in columns if c not in METRICS_COLUMNS and not c.startswith(REPLICA_PREFIX)]
+    named, _ = loss_columns(columns)
     return [
         *(["loss"] if "loss" in columns else []),
         *named,
@@ -172,13 +163,10 @@ def resume_refusal(project: Project, run_dir: Path) -> str | None:
     peers are elsewhere.
     """
     kind = project.strategy.kind
-    if kind not in CLUSTER_STRATEGIES:
+    if kind not in MULTI_MACHINE_STRATEGIES:
         return None
-    if kind == "parameter_server":
-        return (
-            "a parameter_server run cannot resume: its training is asynchronous and its "
-            "coordinator keeps no checkpoint; start it again"
-        )
+    if kind in NO_RESUME:
+        return NO_RESUME[kind]
     if not (run_dir / TASKS_DIR).is_dir():
         return (
             f"this folder holds one task of a {kind} cluster that ran elsewhere (it has no "

@@ -52,6 +52,9 @@ from ..engine.problems import (
 )
 from ..engine.tf_config import (
     JOB_TYPES,
+    LOCAL_CLUSTERS,
+    MULTI_MACHINE_STRATEGIES,
+    TF_CONFIG_VAR,
     TaskSpec,
     TFConfig,
     parse_address,
@@ -67,15 +70,9 @@ _FIRST_LOCAL_PORT = 12345
 _MAX_TASK_INDEX = 2**31 - 1  # what a QSpinBox can show
 _MAX_LISTED_PROBLEMS = 20
 
-# The smallest cluster each multi-machine strategy can run on.
-_LOCAL_SHAPES: dict[str, dict[str, int]] = {
-    "multi_worker_mirrored": {"worker": 2},
-    "parameter_server": {"chief": 1, "worker": 2, "ps": 1},
-}
-
 _USE_TOOLTIP = (
-    "TF_CONFIG tells each process of a multi-machine run (multi_worker_mirrored, "
-    "parameter_server) the whole cluster and which task it is."
+    f"TF_CONFIG tells each process of a multi-machine run ({', '.join(MULTI_MACHINE_STRATEGIES)}) "
+    "the whole cluster and which task it is."
 )
 _TYPE_TOOLTIP = "The job of the task this TF_CONFIG is for; each process gets its own."
 _INDEX_TOOLTIP = "The task's position in its job (0 is the first row)."
@@ -290,7 +287,7 @@ class TFConfigEditor(QWidget):
 
     def import_environment(self) -> bool:
         """Imports this process's TF_CONFIG environment variable; True when it was imported."""
-        text = os.environ.get("TF_CONFIG")
+        text = os.environ.get(TF_CONFIG_VAR)
         if text is None:
             problem = Problem((), "the TF_CONFIG environment variable is not set")
             self.report_import_problems("the environment", [problem])
@@ -434,8 +431,10 @@ class TFConfigEditor(QWidget):
     # --- convenience -----------------------------------------------------------------------
 
     def add_localhost_tasks(self) -> None:
-        """Adds the rows missing from the strategy's smallest cluster, on localhost."""
-        shape = _LOCAL_SHAPES.get(self._strategy_kind or "", _LOCAL_SHAPES["multi_worker_mirrored"])
+        """Adds the rows missing from the strategy's cluster on this machine, on localhost."""
+        shape = LOCAL_CLUSTERS.get(
+            self._strategy_kind or "", LOCAL_CLUSTERS["multi_worker_mirrored"]
+        )
         self.use_checkbox.setChecked(True)
         for job, count in shape.items():
             table = self.tables[job]

@@ -32,8 +32,6 @@ from __future__ import annotations
 
 from .plan import (
     DEFAULT_COMMUNICATION_TIMEOUT_S,
-    DEFAULT_WORKERS,
-    NO_RESUME,
     local_cluster_config,
     local_cluster_tasks,
     run_problems,
@@ -44,9 +42,7 @@ from .supervisor import FAILURE_GRACE_S, STOP_GRACE_S, LocalCluster, TaskInfo, T
 
 __all__ = [
     "DEFAULT_COMMUNICATION_TIMEOUT_S",
-    "DEFAULT_WORKERS",
     "FAILURE_GRACE_S",
-    "NO_RESUME",
     "STOP_GRACE_S",
     "LocalCluster",
     "TaskInfo",

@@ -16,6 +16,7 @@ from pydantic import ValidationError
 from ..config import Project
 from ..problems import Problem, ProblemsError, problems_from_validation_error
 from ..tf_config import (
+    DEFAULT_WORKERS,
     JOB_TYPES,
     MULTI_MACHINE_STRATEGIES,
     TaskSpec,
@@ -27,8 +28,6 @@ from ..tf_config import (
 )
 from . import ports
 
-DEFAULT_WORKERS = 2
-"""Worker tasks of a local cluster whose project names no cluster (``--workers`` unset)."""
 DEFAULT_COMMUNICATION_TIMEOUT_S = 60.0
 """Given to multi_worker_mirrored tasks whose project sets none: without it, a worker
 that stalls (rather than dies) leaves its peers waiting in a collective forever."""
@@ -36,11 +35,6 @@ LOOPBACK_HOSTS = ("localhost",)
 SERVER_JOBS = {"parameter_server": ("ps", "worker")}
 """Per strategy, the jobs whose tasks only serve (``tf.distribute.Server``): the chief
 coordinates and trains; a cluster's run ends when its trainers are done."""
-NO_RESUME = {
-    "parameter_server": "a parameter_server run cannot resume: its training is asynchronous "
-    "and its coordinator keeps no checkpoint; start it again",
-}
-"""Why a strategy's cluster runs cannot be resumed, for the strategies that cannot."""
 
 
 def task_dir_name(task: TaskSpec) -> str:

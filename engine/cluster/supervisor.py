@@ -21,8 +21,8 @@ from ..netns import PrivateNetwork, PrivateNetworkUnavailable, start_private_net
 from ..problems import Problem, ProblemsError
 from ..process import EngineProcess
 from ..run_folder import TASKS_DIR, RunFolderError, RunFolderLock, refuse_links
-from ..tf_config import TaskSpec
-from .plan import NO_RESUME, local_cluster_config, serves_only, task_dir_name, task_project
+from ..tf_config import NO_RESUME, TaskSpec
+from .plan import local_cluster_config, serves_only, task_dir_name, task_project
 from .top_folder import ClusterFolder
 
 FAILURE_GRACE_S = 2.0

@@ -20,6 +20,7 @@ from typing import Any
 
 import tensorflow as tf
 
+from ..messages import PRIMARY_LOSS
 from ..reporting import StepReporter
 
 
@@ -53,8 +54,8 @@ class ReplicaStepRunner:
         def local_primary(per_replica: Any) -> tf.Tensor:
             if not isinstance(per_replica, dict):
                 return tf.stack(strategy.experimental_local_results(per_replica))
-            if "loss" in per_replica:
-                return tf.stack(strategy.experimental_local_results(per_replica["loss"]))
+            if PRIMARY_LOSS in per_replica:
+                return tf.stack(strategy.experimental_local_results(per_replica[PRIMARY_LOSS]))
             return tf.add_n(
                 [tf.stack(strategy.experimental_local_results(v)) for v in per_replica.values()]
             )

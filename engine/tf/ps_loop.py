@@ -33,7 +33,7 @@ from ..config import Project, uneven_batch_warnings
 from ..messages import RunFinished, RunStarted
 from ..reporting import StepReporter
 from ..run_folder import METRICS_FILE, MetricsWriter
-from ..tf_config import parse_address
+from ..tf_config import NO_RESUME, parse_address
 from .data import build_training_data
 from .loop import StepRunner
 from .model import build_loss, build_model, build_optimizer, set_precision
@@ -62,10 +62,7 @@ def train_parameter_server(
     if resolver.task_type in ("ps", "worker"):
         return serve(resolver, run_dir, channel, should_stop)
     if resume:
-        raise ValueError(
-            "parameter_server runs cannot be resumed: their asynchronous steps keep no "
-            "checkpoint; start a new run instead"
-        )
+        raise ValueError(NO_RESUME["parameter_server"])
     workers = len(resolver.cluster_spec().as_dict().get("worker", []))
     return coordinate(project, workers, run_dir, channel, should_stop)
 

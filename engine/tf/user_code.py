@@ -18,11 +18,14 @@ from typing import Any
 import tensorflow as tf
 
 from ..config import Project
+from ..messages import PRIMARY_LOSS
+from ..run_folder import METRICS_COLUMNS, REPLICA_PREFIX
 from ..user_code import UserCode, UserCodeError, location_in
 from .model import build_model, build_optimizer
 
 LOSS_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
-RESERVED_NAMES = ("step", "elapsed_s")
+RESERVED_NAMES = tuple(column for column in METRICS_COLUMNS if column != PRIMARY_LOSS)
+"""metrics.csv's own columns, which no named loss may take (``loss`` is the primary one)."""
 
 
 @dataclass(frozen=True)
@@ -148,12 +151,12 @@ def _scalar_loss(where: str, value: Any, name: Any) -> tf.Tensor:
         not isinstance(name, str)
         or not LOSS_NAME.fullmatch(name)
         or name in RESERVED_NAMES
-        or name.startswith("replica_")
+        or name.startswith(REPLICA_PREFIX)
     ):
         raise UserCodeError(
             f"{where} returned a loss named {name!r}; names are letters, digits and "
             f"underscores, starting with a letter, and not {', '.join(RESERVED_NAMES)} "
-            "or replica_*"
+            f"or {REPLICA_PREFIX}*"
         )
     try:
         tensor = tf.convert_to_tensor(value)
