@@ -70,6 +70,10 @@ def test_sigterm_stops_like_ctrl_c_with_a_checkpoint_and_exit_143(tmp_path) -> N
     assert f"distloop: stopped after step {step}," in err
     assert (tmp_path / "run" / "checkpoints" / f"ckpt-{step}.index").is_file()
     assert summarize(tmp_path / "run").status == "stopped"
+    # A stopped run leaves its model too: the weights of its last step.
+    record = json.loads((tmp_path / "run" / "model.json").read_text())
+    assert record == {"step": step, "selected": "last_step"}
+    assert (tmp_path / "run" / "model.keras").is_file()
 
 
 def test_a_second_ctrl_c_kills_and_the_run_is_stopped_not_failed(tmp_path) -> None:

@@ -1,0 +1,177 @@
+"""A trained model out: model.keras (best by val_loss), confusion.json, distloop predict."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from distloop.engine.prediction import (
+    ClassScore,
+    Prediction,
+    PredictionError,
+    format_prediction,
+    model_folder,
+    parse_output,
+)
+from distloop.engine.run_folder import read_eval
+from distloop.engine.synthetic import make_classification
+from distloop_testing import distloop
+
+FEATURES = [f"f{i}" for i in range(8)]
+
+
+def validation_csv(path: Path) -> tuple[np.ndarray, np.ndarray]:
+    """Training examples with a third of their labels replaced at random, label column inside.
+
+    The model learns the true labels, so val_loss first falls, then rises as it grows
+    sure of the examples whose label was replaced: its lowest point is mid-run.
+    """
+    x, y = make_classification(256, [8], 4, 0.0, 1, "sparse_categorical_crossentropy")
+    x, y = x[:45], y[:45].reshape(-1).astype(np.int64)
+    rng = np.random.default_rng(7)
+    replaced = rng.random(len(y)) < 0.35
+    y[replaced] = rng.integers(0, 4, replaced.sum())
+    header = [*FEATURES[:3], "label", *FEATURES[3:]]
+    lines = [",".join(header)]
+    for features, label in zip(x, y, strict=True):
+        cells = [f"{value:.6f}" for value in features]
+        lines.append(",".join([*cells[:3], str(label), *cells[3:]]))
+    path.write_text("\n".join(lines) + "\n")
+    table = np.loadtxt(path, delimiter=",", skiprows=1, dtype=np.float32)
+    return np.delete(table, 3, axis=1), y
+
+
+def classification_project() -> dict:
+    return {
+        "schema_version": 1,
+        "name": "model out",
+        "strategy": {"kind": "mirrored", "cpu_replicas": 2},
+        "model": {
+            "input_shape": [8],
+            "layers": [
+                {"kind": "dense", "units": 16, "activation": "relu"},
+                {"kind": "dense", "units": 4},
+            ],
+        },
+        "optimizer": {"kind": "adam", "learning_rate": 0.02},
+        "loss": {"kind": "sparse_categorical_crossentropy", "from_logits": True},
+        "data": {
+            "source": "synthetic_classification",
+            "examples": 256,
+            "num_classes": 4,
+            "global_batch_size": 32,
+            "seed": 1,
+        },
+        "evaluation": {
+            "every": 5,
+            "source": {
+                "source": "csv",
+                "path": "val.csv",
+                "label_column": "label",
+                "global_batch_size": 16,
+            },
+        },
+        "training": {"steps": 40, "seed": 0, "export_saved_model": True},
+    }
+
+
+@pytest.mark.slow
+def test_a_run_saves_its_best_model_and_distloop_predict_reproduces_its_evaluation(
+    tmp_path,
+) -> None:
+    features, labels = validation_csv(tmp_path / "val.csv")
+    np.save(tmp_path / "val.npy", features[:5])
+    np.save(tmp_path / "wrong.npy", np.zeros((2, 3), np.float32))
+    (tmp_path / "p.json").write_text(json.dumps(classification_project()))
+    run_dir = tmp_path / "run"
+    run = distloop("run", str(tmp_path / "p.json"), "--out", str(run_dir), "--quiet")
+    assert run.returncode == 0, run.stderr[-3000:]
+
+    assert (run_dir / "model.keras").is_file()
+    assert (run_dir / "saved_model" / "saved_model.pb").is_file()
+    assert not list(run_dir.glob(".*tmp*"))
+    evaluations = read_eval(run_dir)
+    best = int(np.argmin(evaluations["val_loss"]))
+    best_step = int(evaluations["step"][best])
+    assert best_step not in (evaluations["step"][0], evaluations["step"][-1])  # a real choice
+    record = json.loads((run_dir / "model.json").read_text())
+    assert (record["step"], record["selected"]) == (best_step, "best_val_loss")
+
+    predict = distloop(
+        "predict",
+        str(run_dir),
+        str(tmp_path / "val.csv"),
+        str(tmp_path / "val.npy"),
+        str(tmp_path / "wrong.npy"),
+        str(tmp_path / "missing.csv"),
+        "--json",
+    )
+    assert predict.returncode == 1
+    errors = predict.stderr.strip().splitlines()
+    assert errors == [
+        f"distloop: {tmp_path / 'wrong.npy'}: has shape [2, 3]; the model takes examples of "
+        "shape [8] (one array of that shape, or a stack of them)",
+        f"distloop: {tmp_path / 'missing.csv'}: cannot read it: No such file or directory",
+    ]
+    lines = [json.loads(line) for line in predict.stdout.splitlines()]
+    rows, arrays = lines[:45], lines[45:]
+    assert [row["input"] for row in rows] == [f"{tmp_path / 'val.csv'}:{n}" for n in range(2, 47)]
+    assert [a["input"] for a in arrays] == [f"{tmp_path / 'val.npy'}[{i}]" for i in range(5)]
+    probabilities = np.array([[row["classes"][str(c)] for c in range(4)] for row in rows])
+    np.testing.assert_allclose(probabilities.sum(axis=1), 1.0, rtol=1e-6)
+    # model.keras is the best evaluation's model: its loss and accuracy on the same data.
+    loss = -np.mean(np.log(probabilities[np.arange(len(labels)), labels]))
+    np.testing.assert_allclose(loss, evaluations["val_loss"][best], rtol=1e-5)
+    predicted = np.array([int(row["class"]) for row in rows])
+    assert np.mean(predicted == labels) == pytest.approx(evaluations["val_accuracy"][best])
+    for array, row in zip(arrays, rows[:5], strict=True):
+        assert array["class"] == row["class"]
+        for name, value in array["classes"].items():
+            assert value == pytest.approx(row["classes"][name], rel=1e-5)
+
+    confusion = json.loads((run_dir / "confusion.json").read_text())
+    expected = np.zeros((4, 4), np.int64)
+    np.add.at(expected, (labels, predicted), 1)
+    assert confusion["classes"] == ["0", "1", "2", "3"]
+    assert confusion["matrix"] == expected.tolist()
+    assert np.sum(confusion["matrix"]) == len(labels) == confusion["examples"]
+
+
+def test_predict_without_a_model_says_so_in_one_line(tmp_path) -> None:
+    (tmp_path / "model-generator.keras").write_bytes(b"")
+    result = distloop("predict", str(tmp_path), "rows.csv")
+    assert result.returncode == 1
+    assert result.stderr.strip().splitlines() == [
+        f"distloop: {tmp_path}: no model.keras in this run folder (it has "
+        "model-generator.keras: custom code's models by name); a run saves it when it "
+        "finishes or is stopped"
+    ]
+    assert result.stdout == ""
+
+
+def test_a_cluster_run_s_model_is_its_chief_s(tmp_path) -> None:
+    chief = tmp_path / "tasks" / "worker-0"
+    chief.mkdir(parents=True)
+    (chief / "model.keras").write_bytes(b"")
+    assert model_folder(tmp_path) == chief
+    with pytest.raises(PredictionError, match="no such run folder"):
+        model_folder(tmp_path / "nothing")
+
+
+def test_predictions_print_as_one_line_each() -> None:
+    scores = [ClassScore(name, p) for name, p in [("cat", 0.9), ("dog", 0.06), ("fox", 0.04)]]
+    assert format_prediction(Prediction("a.png", classes=scores), shown=2) == (
+        "a.png: cat 0.9000  (dog 0.0600, +1 more)"
+    )
+    assert format_prediction(Prediction("x.npy[0]", values=[1.5, -2.0])) == "x.npy[0]: 1.5 -2"
+    result = parse_output(
+        "chatter from a library\n"
+        '{"model": {"classifier": false}}\n'
+        '{"input": "row 1", "values": [0.5]}\n'
+        '{"input": "b.csv", "error": "is empty"}\n'
+    )
+    assert result.model == {"classifier": False}
+    assert result.predictions == [Prediction("row 1", values=[0.5])]
+    assert result.errors == ["b.csv: is empty"]
