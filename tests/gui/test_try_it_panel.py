@@ -1,0 +1,127 @@
+"""The Try it panel: opened from the runs panel, predictions off the GUI thread, the confusion."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from distloop.engine.examples import load_example
+from distloop.engine.prediction import (
+    ClassScore,
+    Prediction,
+    PredictionError,
+    PredictionResult,
+)
+from distloop.engine.run_folder import write_status
+from distloop.gui.try_it_panel import TryItPanel
+from PySide6.QtCore import QMimeData, QPointF, Qt, QUrl
+from PySide6.QtGui import QDropEvent
+
+CONFUSION = {"step": 30, "classes": ["cat", "dog"], "matrix": [[8, 2], [1, 9]], "examples": 20}
+
+
+def run_folder(root: Path, name: str, *, model: bool) -> Path:
+    """A finished run's folder as the engine leaves it, with or without its model."""
+    run_dir = root / name
+    run_dir.mkdir(parents=True)
+    (run_dir / "project.json").write_text(load_example("seed").to_json(), encoding="utf-8")
+    write_status(run_dir, "finished", started_at=time.time(), last_step=40)
+    if model:
+        (run_dir / "model.keras").write_bytes(b"a model")
+        record = {"step": 30, "selected": "best_val_loss", "val_loss": 0.25}
+        (run_dir / "model.json").write_text(json.dumps(record))
+        (run_dir / "confusion.json").write_text(json.dumps(CONFUSION))
+    return run_dir
+
+
+class FakePredictor:
+    """Answers as the predict subprocess would, noting the thread it was called on."""
+
+    def __init__(self, error: str | None = None) -> None:
+        self.calls: list[tuple[Path, list[Path], list[str]]] = []
+        self.threads: list[threading.Thread] = []
+        self.error = error
+
+    def __call__(
+        self, run_dir: Path, inputs: Sequence[Path], rows: Sequence[str]
+    ) -> PredictionResult:
+        self.calls.append((run_dir, list(inputs), list(rows)))
+        self.threads.append(threading.current_thread())
+        if self.error:
+            raise PredictionError(self.error)
+        scores = [ClassScore("dog", 0.875), ClassScore("cat", 0.125)]
+        return PredictionResult(
+            model={"classifier": True},
+            predictions=[Prediction(str(path), classes=scores) for path in inputs]
+            + [Prediction(f"row {n}", classes=scores[::-1]) for n, _ in enumerate(rows, 1)],
+            errors=["/data/broken.png: it is not a JPEG, PNG, GIF or BMP image"],
+        )
+
+
+def test_try_it_opens_from_the_runs_panel_only_for_a_run_with_a_model(
+    make_window, tmp_path: Path
+) -> None:
+    window = make_window()
+    with_model = run_folder(tmp_path / "runs", "a", model=True)
+    without = run_folder(tmp_path / "runs", "b", model=False)
+    panel = window.runs_panel
+    panel.refresh()
+    panel.select_paths([without])
+    assert not panel.try_it_action.isEnabled()
+    panel.select_paths([with_model])
+    assert panel.try_it_action.isEnabled()
+    panel.try_it_action.trigger()
+    [opened] = window.findChildren(TryItPanel)
+    assert opened.run_dir == with_model and opened.isVisible()
+    assert "step 30, the lowest val_loss (0.25)" in opened.model_note.text()
+    assert "20 examples, accuracy 85.0%" in opened.confusion_title.text()
+    table = opened.confusion
+    assert [table.item(r, c).text() for r in range(2) for c in range(2)] == ["8", "2", "1", "9"]
+    assert table.horizontalHeaderItem(1).text() == "dog"
+    opened.close()
+
+
+def test_predictions_run_off_the_gui_thread_and_show_bad_inputs(
+    qtbot, qloop, tmp_path: Path
+) -> None:
+    run_dir = run_folder(tmp_path, "run", model=True)
+    predictor = FakePredictor()
+    panel = TryItPanel(run_dir, "run #1", predictor)
+    qtbot.addWidget(panel)
+
+    mime = QMimeData()
+    mime.setUrls([QUrl.fromLocalFile("/data/a.png"), QUrl.fromLocalFile("/data/broken.png")])
+    drop = QDropEvent(
+        QPointF(5, 5),
+        Qt.DropAction.CopyAction,
+        mime,
+        Qt.MouseButton.LeftButton,
+        Qt.KeyboardModifier.NoModifier,
+    )
+    panel.drop_area.dropEvent(drop)
+    assert panel.busy() and not panel.choose_button.isEnabled()
+    qtbot.waitUntil(lambda: not panel.busy(), timeout=5000)
+    assert predictor.calls == [(run_dir, [Path("/data/a.png"), Path("/data/broken.png")], [])]
+    assert predictor.threads[0] is not threading.main_thread()
+    assert panel.results.rowCount() == 2
+    cells = [panel.results.item(0, column).text() for column in range(3)]
+    assert cells == ["a.png", "dog  87.5%", "cat 12.5%"]
+    assert "broken.png: it is not a JPEG" in panel.status.text()
+    assert panel.choose_button.isEnabled()
+
+    panel.row_edit.setText("0.5, 1.5, 2.5")
+    panel.row_button.click()
+    qtbot.waitUntil(lambda: not panel.busy(), timeout=5000)
+    assert predictor.calls[-1] == (run_dir, [], ["0.5, 1.5, 2.5"])
+    assert panel.results.item(0, 0).text() == "row 1"  # the newest on top
+    assert panel.results.item(0, 1).text() == "cat  12.5%"
+
+    failing = TryItPanel(run_dir, "run #1", FakePredictor(error=f"{run_dir}: no model.keras"))
+    qtbot.addWidget(failing)
+    failing.predict_files([Path("/data/a.png")])
+    qtbot.waitUntil(lambda: not failing.busy(), timeout=5000)
+    assert failing.status.text() == f"{run_dir}: no model.keras"
+    assert failing.results.rowCount() == 0
