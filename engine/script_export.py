@@ -24,17 +24,29 @@ from . import __version__
 from .config import (
     AdagradConfig,
     AdamConfig,
+    BatchNormalizationLayer,
     ConstantData,
+    Conv1DLayer,
+    Conv2DLayer,
     CsvData,
     DenseLayer,
+    DropoutLayer,
+    EmbeddingLayer,
+    GRULayer,
     Initializer,
+    Layer,
+    LayerNormalizationLayer,
+    LSTMLayer,
     NumpyData,
     Project,
+    Regularizer,
+    RescalingLayer,
     RMSpropConfig,
     SGDConfig,
     SyntheticClassification,
     SyntheticRegression,
 )
+from .model_shapes import BACKBONES
 from .synthetic import make_classification, make_regression
 from .tf_config import TF_CONFIG_VAR
 
@@ -100,7 +112,7 @@ def _strategy(project: Project) -> str:
     lines = [
         "# --- strategy ---------------------------------------------------------------",
         "for gpu in tf.config.list_physical_devices('GPU'):",
-        "    tf.config.experimental.set_memory_growth(gpu, True)",
+        f"    tf.config.experimental.set_memory_growth(gpu, {project.training.gpu_memory_growth})",
     ]
     if config.cpu_replicas > 1:
         lines += [
@@ -195,33 +207,133 @@ def _optimizer(project: Project) -> str:
     return f"tf.keras.optimizers.{name}(\n{body}    )"
 
 
+def _regularizer(config: Regularizer | None) -> str:
+    if config is None or not (config.l1 or config.l2):
+        return "None"
+    return f"tf.keras.regularizers.L1L2(l1={config.l1!r}, l2={config.l2!r})"
+
+
+def _arguments(*positional: object, **named: object) -> str:
+    """Constructor arguments, one a line when there are several (as a person writes them)."""
+    parts = [str(p) for p in positional] + [f"{k}={v}" for k, v in named.items()]
+    if len(parts) <= 2:
+        return ", ".join(parts)
+    return "\n" + "".join(f"            {part},\n" for part in parts) + "        "
+
+
+def _layer(layer: Layer, seed: int) -> str:
+    """One project layer as the Keras constructor the engine calls (engine.tf.model)."""
+    k = "tf.keras.layers"
+    if isinstance(layer, DenseLayer):
+        activation = None if layer.activation == "linear" else layer.activation
+        return (
+            f"{k}.Dense(\n"
+            f"            {layer.units},\n"
+            f"            activation={activation!r},\n"
+            f"            use_bias={layer.use_bias!r},\n"
+            f"            kernel_initializer={_initializer(layer.kernel_initializer, seed)},\n"
+            f"            kernel_regularizer={_regularizer(layer.kernel_regularizer)},\n"
+            f"        )"
+        )
+    if isinstance(layer, DropoutLayer):
+        return f"{k}.Dropout({layer.rate!r}, seed={seed})"
+    if isinstance(layer, Conv1DLayer | Conv2DLayer):
+        name = "Conv1D" if isinstance(layer, Conv1DLayer) else "Conv2D"
+        activation = None if layer.activation == "linear" else layer.activation
+        return (
+            f"{k}.{name}("
+            + _arguments(
+                layer.filters,
+                layer.kernel_size,
+                strides=layer.strides,
+                padding=repr(layer.padding),
+                activation=repr(activation),
+                use_bias=layer.use_bias,
+                kernel_initializer=_initializer(layer.kernel_initializer, seed),
+                kernel_regularizer=_regularizer(layer.kernel_regularizer),
+            )
+            + ")"
+        )
+    pooling = {
+        "max_pooling1d": "MaxPooling1D",
+        "max_pooling2d": "MaxPooling2D",
+        "average_pooling1d": "AveragePooling1D",
+        "average_pooling2d": "AveragePooling2D",
+    }.get(layer.kind)
+    if pooling is not None:
+        return (
+            f"{k}.{pooling}({layer.pool_size}, strides={layer.strides}, padding={layer.padding!r})"
+        )
+    global_pooling = {
+        "global_average_pooling1d": "GlobalAveragePooling1D",
+        "global_average_pooling2d": "GlobalAveragePooling2D",
+        "global_max_pooling1d": "GlobalMaxPooling1D",
+        "global_max_pooling2d": "GlobalMaxPooling2D",
+        "flatten": "Flatten",
+    }.get(layer.kind)
+    if global_pooling is not None:
+        return f"{k}.{global_pooling}()"
+    if isinstance(layer, BatchNormalizationLayer):
+        return (
+            f"{k}.BatchNormalization(momentum={layer.momentum!r}, epsilon={layer.epsilon!r}, "
+            f"synchronized={layer.synchronized!r})"
+        )
+    if isinstance(layer, LayerNormalizationLayer):
+        return f"{k}.LayerNormalization(epsilon={layer.epsilon!r})"
+    if isinstance(layer, EmbeddingLayer):
+        uniform = f"tf.keras.initializers.RandomUniform(-0.05, 0.05, seed={seed})"
+        return (
+            f"{k}.Embedding("
+            + _arguments(
+                layer.input_dim,
+                layer.output_dim,
+                embeddings_initializer=uniform,
+            )
+            + ")"
+        )
+    if isinstance(layer, LSTMLayer | GRULayer):
+        name = "LSTM" if isinstance(layer, LSTMLayer) else "GRU"
+        return (
+            f"{k}.{name}("
+            + _arguments(
+                layer.units,
+                return_sequences=layer.return_sequences,
+                kernel_initializer=_initializer(layer.kernel_initializer, seed),
+                recurrent_initializer=f"tf.keras.initializers.Orthogonal(seed={seed})",
+            )
+            + ")"
+        )
+    if isinstance(layer, RescalingLayer):
+        return f"{k}.Rescaling({layer.scale!r}, offset={layer.offset!r})"
+    raise ExportError(f"no script form for layer {layer.kind!r}")
+
+
 def _model(project: Project) -> str:
-    seed = project.training.seed
-    layers = [f"        tf.keras.Input({tuple(project.model.input_shape)!r}),"]
-    if len(project.model.input_shape) > 1:
-        layers.append("        tf.keras.layers.Flatten(),")
-    for i, layer in enumerate(project.model.layers):
-        layer_seed = seed * 1000 + i
-        if isinstance(layer, DenseLayer):
-            activation = None if layer.activation == "linear" else layer.activation
-            reg = layer.kernel_regularizer
-            regularizer = (
-                f"tf.keras.regularizers.L1L2(l1={reg.l1!r}, l2={reg.l2!r})"
-                if reg and (reg.l1 or reg.l2)
-                else "None"
+    seed, model = project.training.seed, project.model
+    layers = [f"tf.keras.Input({tuple(model.input_shape)!r})"]
+    before = ""
+    if model.kind == "keras_file":
+        layers.append(f"tf.keras.models.load_model({model.path!r}, compile=False)")
+    else:
+        if model.backbone is not None:
+            application = BACKBONES[model.backbone].application
+            shape = tuple(model.input_shape)
+            before = (
+                f"    backbone = tf.keras.applications.{application}(\n"
+                f"        include_top=False, weights=None, input_shape={shape!r}\n"
+                "    )\n"
             )
-            layers.append(
-                f"        tf.keras.layers.Dense(\n"
-                f"            {layer.units},\n"
-                f"            activation={activation!r},\n"
-                f"            use_bias={layer.use_bias!r},\n"
-                f"            kernel_initializer="
-                f"{_initializer(layer.kernel_initializer, layer_seed)},\n"
-                f"            kernel_regularizer={regularizer},\n"
-                f"        ),"
-            )
-        else:
-            layers.append(f"        tf.keras.layers.Dropout({layer.rate!r}, seed={layer_seed}),")
+            if model.weights is not None:
+                before += f"    backbone.load_weights({model.weights!r})\n"
+            layers += ["backbone", "tf.keras.layers.GlobalAveragePooling2D()"]
+        flatten_before = model.shapes().flatten_before
+        for i, layer in enumerate(model.layers):
+            if i == flatten_before:
+                layers.append("tf.keras.layers.Flatten()")
+            layers.append(_layer(layer, seed * 1000 + i))
+    mixed = project.training.mixed_precision
+    if mixed != "none":
+        layers.append("tf.keras.layers.Activation('linear', dtype='float32')")
     loss = project.loss
     loss_class = "".join(part.capitalize() for part in loss.kind.split("_"))
     loss_args = ["reduction=None"]
@@ -229,15 +341,28 @@ def _model(project: Project) -> str:
         loss_args.insert(0, f"from_logits={loss.from_logits!r}")
     if loss.kind == "huber":
         loss_args.insert(0, f"delta={loss.delta or 1.0!r}")
-    layer_text = "\n".join(layers)
+    layer_text = "\n".join(f"        {layer}," for layer in layers)
+    optimizer = _optimizer(project)
+    if mixed == "mixed_float16":
+        optimizer += (
+            "\n    # float16: the step scales the loss, apply_gradients unscales the gradients."
+            "\n    optimizer = tf.keras.optimizers.LossScaleOptimizer(optimizer)"
+        )
+    policy = (
+        "# Layers compute in 16 bits, weights stay float32; the last layer casts to float32\n"
+        "# so the loss is computed in float32.\n"
+        f"tf.keras.mixed_precision.set_global_policy({mixed!r})\n"
+        if mixed != "none"
+        else ""
+    )
     return f"""# --- model and optimizer, created inside the strategy scope ---------------------
 # Built eagerly (an Input, optimizer.build): with 2+ replicas Keras 3 cannot create
 # variables inside the replicated step.
-with strategy.scope():
-    model = tf.keras.Sequential([
+{policy}with strategy.scope():
+{before}    model = tf.keras.Sequential([
 {layer_text}
     ])
-    optimizer = {_optimizer(project)}
+    optimizer = {optimizer}
     optimizer.build(model.trainable_variables)
 
 # Per-example losses: compute_average_loss does the reducing.
@@ -321,6 +446,14 @@ def _step(project: Project) -> str:
         if project.training.jit_compile
         else ""
     )
+    float16 = project.training.mixed_precision == "mixed_float16"
+    scaling = (
+        "\n        # float16: scale the loss so small gradients survive; apply_gradients unscales."
+        "\n        scaled_loss = optimizer.scale_loss(loss)"
+        if float16
+        else ""
+    )
+    gradient_of = "scaled_loss" if float16 else "loss"
     return f"""# --- the guide's train_step and distributed_train_step -----------------------
 def loss_and_gradients(inputs):
     features, labels = inputs
@@ -330,8 +463,8 @@ def loss_and_gradients(inputs):
         # Divide by the GLOBAL batch size: gradients are summed across replicas.
         loss = tf.nn.compute_average_loss(per_example_loss, global_batch_size=GLOBAL_BATCH_SIZE)
         if model.losses:
-            loss += tf.nn.scale_regularization_loss(tf.add_n(model.losses))
-    return loss, tape.gradient(loss, model.trainable_variables){compiled}
+            loss += tf.nn.scale_regularization_loss(tf.add_n(model.losses)){scaling}
+    return loss, tape.gradient({gradient_of}, model.trainable_variables){compiled}
 
 
 def train_step(inputs):

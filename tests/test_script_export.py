@@ -41,10 +41,31 @@ def regression_on_csv(tmp_path) -> dict:
     return data
 
 
+def conv_project() -> dict:
+    """Conv, batch normalization, pooling and an implicit Flatten (the example's strategy)."""
+    data = example_data("classification")
+    data["model"] = {
+        "input_shape": [8, 8, 1],
+        "layers": [
+            {"kind": "rescaling", "scale": 0.5},
+            {"kind": "conv2d", "filters": 4, "activation": "relu", "padding": "same"},
+            {"kind": "batch_normalization"},
+            {"kind": "max_pooling2d"},
+            {"kind": "dropout", "rate": 0.2},
+            {"kind": "dense", "units": data["data"]["num_classes"]},
+        ],
+    }
+    data["training"] = {"steps": 12, "seed": 3}
+    return data
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("name", ["seed", "classification", "regression", "csv"])
+@pytest.mark.parametrize("name", ["seed", "classification", "regression", "csv", "conv"])
 def test_exported_script_gives_the_engines_loss_trace(tmp_path, name: str) -> None:
-    data = regression_on_csv(tmp_path) if name == "csv" else example_data(name)
+    if name == "conv":
+        data = conv_project()
+    else:
+        data = regression_on_csv(tmp_path) if name == "csv" else example_data(name)
     if name == "classification":
         data["training"]["steps"] = 60  # enough to compare, quicker than the example's 300
     project = load_project_data(data)
