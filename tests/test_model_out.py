@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import queue
 from pathlib import Path
 
 import numpy as np
@@ -17,7 +18,7 @@ from distloop.engine.prediction import (
 )
 from distloop.engine.run_folder import read_eval
 from distloop.engine.synthetic import make_classification
-from distloop_testing import distloop
+from distloop_testing import distloop, example_data
 
 FEATURES = [f"f{i}" for i in range(8)]
 
@@ -175,3 +176,53 @@ def test_predictions_print_as_one_line_each() -> None:
     assert result.model == {"classifier": False}
     assert result.predictions == [Prediction("row 1", values=[0.5])]
     assert result.errors == ["b.csv: is empty"]
+
+
+def test_the_kept_model_is_the_lowest_val_loss_and_a_resume_keeps_it_unless_beaten(
+    tmp_path,
+) -> None:
+    """In-process (a real Keras model, a real channel): which weights model.keras gets."""
+    import tensorflow as tf
+    from distloop.engine.channel import Channel
+    from distloop.engine.config import load_project_data
+    from distloop.engine.tf.model import build_model
+    from distloop.engine.tf.model_export import ModelKeeper
+
+    data = example_data("regression")
+    data["evaluation"] = {"every": 5, "split": 0.1}
+    project = load_project_data(data)
+    model = build_model(project.model, 0)
+    channel = Channel(queue.Queue(), None, tmp_path)
+
+    def weights_of(step: int) -> None:
+        model.set_weights([np.full(w.shape, step, w.dtype) for w in model.get_weights()])
+
+    def segment(resumed_at: int | None, evaluations: dict[int, float]) -> None:
+        keeper = ModelKeeper(
+            tmp_path, {"model": model}, project, channel, chief=True, resumed_at=resumed_at
+        )
+        after_evaluation = keeper.watching(None)
+        for step, val_loss in evaluations.items():
+            weights_of(step)
+            after_evaluation(step, {"val_loss": val_loss, "val_mae": 0.0})
+        keeper.save(max(evaluations))
+        assert model.get_weights()[0].flat[0] == max(evaluations)  # training's weights back
+
+    def saved_step() -> float:
+        return tf.keras.models.load_model(tmp_path / "model.keras").get_weights()[0].flat[0]
+
+    segment(None, {5: 1.0, 10: 0.5, 15: float("nan"), 20: 0.7})
+    assert saved_step() == 10
+    assert json.loads((tmp_path / "model.json").read_text()) == {
+        "step": 10,
+        "selected": "best_val_loss",
+        "val_loss": 0.5,
+    }
+    segment(20, {25: 0.6, 30: 0.9})  # no lower val_loss: the first segment's model stays
+    assert saved_step() == 10
+    assert "model.keras keeps step 10 (val_loss 0.5)" in (tmp_path / "engine.log").read_text()
+    segment(30, {35: 0.4})
+    assert saved_step() == 35
+    assert json.loads((tmp_path / "model.json").read_text())["step"] == 35
+    assert not list(tmp_path.glob(".*tmp*"))
+    channel.close()

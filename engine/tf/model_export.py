@@ -134,15 +134,25 @@ class ModelKeeper:
             if self._project.training.export_saved_model:
                 self._export(model, keep=keep)
             if saved and keep and self._chief:
-                atomic_write_text(
-                    self._run_dir / MODEL_RECORD_FILE,
-                    json.dumps(record, indent=2) + "\n",
-                    follow_symlinks=False,
-                )
-                self._write_confusion(model, record["step"])
+                self._describe(model, record)
         finally:
             if last_weights is not None:
                 model.set_weights(last_weights)
+
+    def _describe(self, model: tf.keras.Model, record: dict[str, Any]) -> None:
+        """``model.json`` and the confusion matrix; a run that trained is not failed for them."""
+        try:
+            atomic_write_text(
+                self._run_dir / MODEL_RECORD_FILE,
+                json.dumps(record, indent=2) + "\n",
+                follow_symlinks=False,
+            )
+            self._write_confusion(model, record["step"])
+        except (OSError, ValueError, tf.errors.OpError) as exc:
+            self._channel.log(
+                f"cannot describe {MODEL_FILE}: {type(exc).__name__}: {str(exc).splitlines()[0]}",
+                level="warning",
+            )
 
     def _save_file(self, model: tf.keras.Model, name: str, *, keep: bool = True) -> bool:
         """Saves ``model`` as ``name``; False (with a warning) when it cannot be saved."""
