@@ -15,7 +15,8 @@ macOS (not exercised): ``dist/Distloop.app`` from the spec's BUNDLE, then a ``.d
 made by ``hdiutil``. Windows (not exercised): the Inno Setup installer from
 ``packaging/windows/distloop.iss`` (``ISCC.exe`` on PATH or in its default folder).
 
-The version is ``engine.__version__``, the single place it is written.
+The version is ``distloop.engine.__version__`` (``engine/__init__.py``), the single place
+it is written.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Entry script of the frozen app (PyInstaller): the same ``distloop`` command as the wheel's.
 
-``gui.launcher.main`` calls ``multiprocessing.freeze_support()`` first, so when
+``distloop.gui.launcher.main`` calls ``multiprocessing.freeze_support()`` first, so when
 ``spawn`` re-executes this bundle for an engine process (or for multiprocessing's
 resource tracker) the child runs that and never reaches the GUI or the CLI.
 """

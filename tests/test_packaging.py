@@ -183,7 +183,7 @@ def home(tmp_path: Path) -> Path:
 def test_package_layout_and_metadata(deb: Path) -> None:
     """Bundle under /opt, command, desktop entry, icons, Version and Qt's Depends."""
     assert INSTALLED.is_symlink() and INSTALLED.resolve() == Path("/opt/distloop/distloop")
-    assert Path("/opt/distloop/_internal/resources/examples/seed.json").is_file()
+    assert Path("/opt/distloop/_internal/distloop/resources/examples/seed.json").is_file()
     assert Path("/usr/share/applications/distloop.desktop").is_file()
     for size in (16, 32, 48, 64, 128, 256, 512):
         assert Path(f"/usr/share/icons/hicolor/{size}x{size}/apps/distloop.png").is_file()
