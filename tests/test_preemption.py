@@ -11,20 +11,23 @@ import pytest
 from distloop.engine.cluster import LocalCluster
 from distloop.engine.config import load_project_data
 from distloop.engine.messages import RunFailed, RunFinished, StepMetrics
-from distloop.engine.run_folder import read_metrics, read_status
+from distloop.engine.run_folder import read_eval, read_metrics, read_status
 from distloop_testing import distloop, run_engine, synthetic_project
 
 pytestmark = pytest.mark.slow
 
 STEPS = 500
 FUSED = 5
+EVERY = 10
 
 
 def cluster_project(kind: str = "multi_worker_mirrored") -> dict:
-    """Shuffled, regularized, checkpointed every 25 steps, 5 steps fused per call."""
+    """Shuffled, regularized, checkpointed every 25 steps, 5 steps fused per call,
+    evaluated every 10 steps on a held-out quarter."""
     data = synthetic_project(1, steps=STEPS, checkpoint_every=25, steps_per_execution=FUSED)
     data["name"] = "preemption test"
     data["strategy"] = {"kind": kind}
+    data["evaluation"] = {"every": EVERY, "split": 0.25}
     return data
 
 
@@ -82,3 +85,10 @@ def test_sigterm_to_one_worker_stops_every_task_at_one_step_and_the_run_resumes(
     assert read_status(run_dir)["status"] == "finished"
     for task in ("worker-0", "worker-1"):
         assert read_status(tasks / task)["status"] == "finished"
+    # The top level has the chief's evaluations too, cut back and continued like its trace
+    # (it had no eval.csv: the launcher kept only the steps).
+    evaluations = read_eval(run_dir)
+    assert evaluations == read_eval(tasks / "worker-0")
+    assert evaluations["step"] == list(range(EVERY, STEPS + 1, EVERY))
+    expected = [e.metrics["val_loss"] for e in whole["evals"]]
+    np.testing.assert_allclose(np.float32(evaluations["val_loss"]), expected, rtol=1e-5)

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Literal
 
 from ..config import Project
-from ..messages import Log, Message, RunFailed, RunFinished, RunStarted, StepMetrics
+from ..messages import EvalMetrics, Log, Message, RunFailed, RunFinished, RunStarted, StepMetrics
 from ..netns import PrivateNetwork, PrivateNetworkUnavailable, start_private_network
 from ..problems import Problem, ProblemsError
 from ..process import EngineProcess
@@ -335,6 +335,8 @@ class LocalCluster:
                 task=task.name,
             )
         elif reporter:  # what a later protocol adds (within version 1) is the chief's to say
+            if isinstance(message, EvalMetrics):
+                self._folder.evaluated(message)
             self._pass_on(message)
         self._release_start()
 

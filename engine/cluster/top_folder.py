@@ -6,6 +6,7 @@ runs list, the plots and ``distloop cluster --resume`` treat a cluster run like 
 
     project.json   the chief's project, with the TF_CONFIG it ran with
     metrics.csv    the chief's trace (worker 0's when there is no chief), from its messages
+    eval.csv       the chief's evaluations, when the project evaluates
     status.json    the cluster's status; a failure names the task that failed
     engine.log     the launcher's notes and every task's warnings and errors
 
@@ -25,16 +26,19 @@ from typing import Any, TextIO
 
 from ..config import Project
 from ..fileio import atomic_write_text
-from ..messages import RunStarted, StepMetrics
+from ..messages import EvalMetrics, RunStarted, StepMetrics
 from ..run_folder import (
     CHECKPOINT_DIR,
+    EVAL_FILE,
     LOG_FILE,
     METRICS_FILE,
     PROJECT_FILE,
     TASKS_DIR,
+    EvalWriter,
     MetricsWriter,
     RunFolderError,
     remove_path,
+    truncate_eval,
     truncate_metrics,
     write_status,
 )
@@ -53,6 +57,7 @@ class ClusterFolder:
         self._on_failure = on_failure
         self._failed = False
         self._metrics: MetricsWriter | None = None
+        self._evaluations: EvalWriter | None = None
         self._log: TextIO | None = None
 
     def share_chief_checkpoint(self, chief_dir: str, other_dirs: Sequence[str]) -> None:
@@ -98,6 +103,7 @@ class ClusterFolder:
     def resumed_at(self, first_step: int) -> None:
         """The chief restarts from ``first_step``: its later rows are trained again."""
         self._guarded(truncate_metrics, self.run_dir, first_step - 1)
+        self._guarded(truncate_eval, self.run_dir, first_step - 1)
 
     def run_started(self, started: RunStarted) -> None:
         """Records what runs (strategy, replicas, devices), as a single engine's status does."""
@@ -130,6 +136,15 @@ class ClusterFolder:
             message.named_losses,
         )
 
+    def evaluated(self, message: EvalMetrics) -> None:
+        """Appends the chief's evaluation to the top-level ``eval.csv``."""
+        self._guarded(self._evaluated, message)
+
+    def _evaluated(self, message: EvalMetrics) -> None:
+        if self._evaluations is None:
+            self._evaluations = EvalWriter(self.run_dir / EVAL_FILE, list(message.metrics))
+        self._evaluations.write(message.step, message.metrics)
+
     def _guarded(self, write: Callable[..., object], *args: Any, **kwargs: Any) -> None:
         if self._failed:
             return
@@ -148,6 +163,9 @@ class ClusterFolder:
         if self._metrics is not None:
             self._metrics.close()
             self._metrics = None
+        if self._evaluations is not None:
+            self._evaluations.close()
+            self._evaluations = None
         if self._log is not None:
             self._log.close()
             self._log = None
