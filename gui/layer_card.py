@@ -1,9 +1,17 @@
-"""One layer of the model as a card: its kind, its settings and move/remove buttons."""
+"""One layer of the model as a card: its kind, its settings, its output shape and parameters,
+and move/remove buttons.
+
+Each kind's settings are generated from its config model (``engine.config``), so a
+layer kind or setting added there appears here without GUI code; only the nested
+kernel initializer and regularizer, shared by the kinds that have weights, have
+editors of their own.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
+from pydantic import BaseModel
 from PySide6.QtCore import QSignalBlocker, Signal
 from PySide6.QtWidgets import (
     QFormLayout,
@@ -17,24 +25,48 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from ..engine.config import DenseLayer, DropoutLayer, Initializer, Regularizer
+from ..engine.config import LAYER_KINDS, LAYER_TYPES, Initializer, Regularizer
 from ..engine.problems import Loc
 from .applicability import applicable_fields
 from .auto_form import AutoForm, show_page
 from .field_editors import ChoiceEdit, editor_for
 
-LAYER_KINDS = ("dense", "dropout")
 NO_REGULARIZER, L1_L2 = "none", "l1_l2"
-# Dense fields with editors of their own below the plain ones.
-DENSE_NESTED = ("kind", "kernel_initializer", "kernel_regularizer")
-
+NESTED = ("kind", "kernel_initializer", "kernel_regularizer")
+"""Fields with editors of their own below the kind's generated ones."""
 
 NEW_DENSE_UNITS = 16
+# What "Add" fills in for the settings a kind has no default for.
+_NEW_REQUIRED: dict[str, dict[str, int]] = {
+    "dense": {"units": NEW_DENSE_UNITS},
+    "conv1d": {"filters": 16},
+    "conv2d": {"filters": 16},
+    "embedding": {"input_dim": 1000, "output_dim": 16},
+    "lstm": {"units": 16},
+    "gru": {"units": 16},
+}
+_LABELS = {
+    "use_bias": "Use bias:",
+    "rate": "Dropout rate:",
+    "return_sequences": "Return sequences:",
+    "input_dim": "Vocabulary size:",
+    "output_dim": "Vector length:",
+}
+KIND_TIPS = (
+    "dense: fully connected; dropout: drops inputs while training; conv1d/conv2d: "
+    "convolutions over sequences/images; pooling: the max or mean of each window, or of "
+    "everything (global); flatten: one vector; batch/layer normalization; embedding: token "
+    "ids to vectors (first layer only); lstm/gru: recurrent; rescaling: x * scale + offset"
+)
 
 
-def new_layer(kind: str) -> DenseLayer | DropoutLayer:
-    """The layer "Add" creates: a small dense layer, or the model's default dropout."""
-    return DenseLayer(units=NEW_DENSE_UNITS) if kind == "dense" else DropoutLayer()
+def new_layer(kind: str) -> BaseModel:
+    """The layer "Add" creates: the kind's defaults, small sizes where it has none."""
+    return LAYER_TYPES[kind](**_NEW_REQUIRED.get(kind, {}))
+
+
+def _plain_fields(kind: str) -> list[str]:
+    return [name for name in LAYER_TYPES[kind].model_fields if name not in NESTED]
 
 
 class LayerCard(QFrame):
@@ -44,13 +76,13 @@ class LayerCard(QFrame):
     move_requested = Signal(object, int)  # (card, -1 up / +1 down)
     remove_requested = Signal(object)
 
-    def __init__(self, layer: DenseLayer | DropoutLayer) -> None:
+    def __init__(self, layer: BaseModel) -> None:
         super().__init__()
         self.setFrameShape(QFrame.Shape.StyledPanel)
         self.title = QLabel()
         self.title.setStyleSheet("font-weight: bold;")
         self.kind = ChoiceEdit(LAYER_KINDS)
-        self.kind.setToolTip("dense: a fully connected layer; dropout: drops inputs while training")
+        self.kind.setToolTip(KIND_TIPS)
         style = self.style()
         self.up_button = self._tool_button(
             style.standardIcon(QStyle.StandardPixmap.SP_ArrowUp), "Move up"
@@ -71,12 +103,29 @@ class LayerCard(QFrame):
         header.addStretch(1)
         for button in (self.up_button, self.down_button, self.remove_button):
             header.addWidget(button)
-
-        self.dense = AutoForm(
-            DenseLayer,
-            [name for name in DenseLayer.model_fields if name not in DENSE_NESTED],
-            labels={"use_bias": "Use bias:"},
+        self.shape = QLabel()
+        self.shape.setToolTip(
+            "What this layer outputs for one batch (None: the batch size) and its weights, "
+            "as model.summary() shows them; computed as you edit"
         )
+        self.shape.setWordWrap(True)
+
+        self.forms: dict[str, QWidget] = {}
+        self.pages = QStackedWidget()
+        for kind in LAYER_KINDS:
+            fields = _plain_fields(kind)
+            if fields:
+                form = AutoForm(LAYER_TYPES[kind], fields, labels=_LABELS)
+                form.edited.connect(self.edited)
+                page: QWidget = form
+                self.forms[kind] = form
+            else:
+                page = QLabel("No settings: it has no weights and no options.")
+                page.setEnabled(False)
+            self.pages.addWidget(page)
+        self.dense = self.forms["dense"]
+        self.dropout = self.forms["dropout"]
+
         self.initializer = AutoForm(
             Initializer,
             ["kind", "value", "stddev"],
@@ -94,32 +143,21 @@ class LayerCard(QFrame):
         for text, editor in (("L1", self.l1), ("L2", self.l2)):
             regularizer_row.addWidget(QLabel(text))
             regularizer_row.addWidget(editor, 1)
-        dense_page = QWidget()
-        dense_layout = QVBoxLayout(dense_page)
-        dense_layout.setContentsMargins(0, 0, 0, 0)
-        dense_layout.addWidget(self.dense)
-        dense_layout.addWidget(self.initializer)
-        regularizer_form = QFormLayout()
+        self.regularizer = QWidget()
+        regularizer_form = QFormLayout(self.regularizer)
+        regularizer_form.setContentsMargins(0, 0, 0, 0)
         regularizer_form.addRow("Regularizer:", regularizer_row)
-        dense_layout.addLayout(regularizer_form)
-
-        self.dropout = AutoForm(
-            DropoutLayer,
-            [name for name in DropoutLayer.model_fields if name != "kind"],
-            labels={"rate": "Dropout rate:"},
-        )
-        self.pages = QStackedWidget()
-        self.pages.addWidget(dense_page)
-        self.pages.addWidget(self.dropout)
 
         layout = QVBoxLayout(self)
         layout.setContentsMargins(8, 6, 8, 8)
         layout.addLayout(header)
+        layout.addWidget(self.shape)
         layout.addWidget(self.pages)
+        layout.addWidget(self.initializer)
+        layout.addWidget(self.regularizer)
 
-        for editor in (self.dense, self.initializer, self.regularizer_kind, self.l1, self.l2):
+        for editor in (self.initializer, self.regularizer_kind, self.l1, self.l2):
             editor.edited.connect(self.edited)
-        self.dropout.edited.connect(self.edited)
         self.kind.edited.connect(self._on_kind)
         self.kind.edited.connect(self.edited)
         self.initializer.edited.connect(self._refresh)
@@ -134,48 +172,62 @@ class LayerCard(QFrame):
         button.setAutoRaise(True)
         return button
 
-    def set_layer(self, layer: DenseLayer | DropoutLayer) -> None:
-        """Shows ``layer``; the other kind's page starts from what "Add" would create."""
-        dense = layer if isinstance(layer, DenseLayer) else DenseLayer(units=NEW_DENSE_UNITS)
-        dropout = layer if isinstance(layer, DropoutLayer) else DropoutLayer()
+    def set_layer(self, layer: BaseModel) -> None:
+        """Shows ``layer``; the other kinds' pages start from what "Add" would create."""
+        kind = layer.kind  # type: ignore[attr-defined]
         with QSignalBlocker(self):
-            self.kind.set_value(layer.kind)
-            self.dense.set_value(dense)
-            self.initializer.set_value(dense.kernel_initializer)
-            regularizer = dense.kernel_regularizer
+            self.kind.set_value(kind)
+            for name, form in self.forms.items():
+                form.set_value(layer if name == kind else new_layer(name))
+            self.initializer.set_value(getattr(layer, "kernel_initializer", None) or Initializer())
+            regularizer = getattr(layer, "kernel_regularizer", None)
             self.regularizer_kind.set_value(L1_L2 if regularizer else NO_REGULARIZER)
             if regularizer is not None:
                 self.l1.set_value(regularizer.l1)
                 self.l2.set_value(regularizer.l2)
-            self.dropout.set_value(dropout)
         self._on_kind()
 
     def value(self) -> dict[str, Any]:
-        if self.kind.value() == "dropout":
-            return {"kind": "dropout", **self.dropout.value()}
-        regularizer = (
-            {"l1": self.l1.value(), "l2": self.l2.value()}
-            if self.regularizer_kind.value() == L1_L2
-            else None
-        )
-        return {
-            "kind": "dense",
-            **self.dense.value(),
-            "kernel_initializer": self.initializer.value(),
-            "kernel_regularizer": regularizer,
-        }
+        kind = self.kind.value()
+        fields = LAYER_TYPES[kind].model_fields
+        value: dict[str, Any] = {"kind": kind}
+        if kind in self.forms:
+            value.update(self.forms[kind].value())
+        if "kernel_initializer" in fields:
+            value["kernel_initializer"] = self.initializer.value()
+        if "kernel_regularizer" in fields:
+            value["kernel_regularizer"] = (
+                {"l1": self.l1.value(), "l2": self.l2.value()}
+                if self.regularizer_kind.value() == L1_L2
+                else None
+            )
+        return value
 
     def set_position(self, index: int, count: int) -> None:
         self.title.setText(f"Layer {index + 1}")
         self.up_button.setEnabled(index > 0)
         self.down_button.setEnabled(index < count - 1)
 
+    def set_shape(self, text: str | None, problem: str | None = None) -> None:
+        """Shows the layer's output and parameters, or why it cannot take its input.
+
+        ``text`` None with no problem: unknown, because a layer before this one has one.
+        """
+        if problem is not None:
+            self.shape.setText(problem)
+            self.shape.setStyleSheet("color: #b00020;")
+        else:
+            self.shape.setText(text or "output unknown until the layers above are fixed")
+            self.shape.setStyleSheet("color: #555;" if text else "color: #888;")
+
     def targets(self, prefix: Loc) -> dict[Loc, QWidget]:
         """Owners of this layer's locations, ``prefix`` being ``("model", "layers", i)``."""
         targets: dict[Loc, QWidget] = {prefix: self, (*prefix, "kind"): self.kind}
-        for name, editor in self.dense.editors.items():
-            targets[(*prefix, name)] = editor
-        targets[(*prefix, "rate")] = self.dropout.editors["rate"]
+        current = self.kind.value()
+        # The shown kind's editors last: a name several kinds share is marked where it shows.
+        for kind in [*(k for k in self.forms if k != current), current]:
+            for name, editor in getattr(self.forms.get(kind), "editors", {}).items():
+                targets[(*prefix, name)] = editor
         targets[(*prefix, "kernel_initializer")] = self.initializer.editors["kind"]
         for name in ("value", "stddev"):
             targets[(*prefix, "kernel_initializer", name)] = self.initializer.editors[name]
@@ -185,7 +237,11 @@ class LayerCard(QFrame):
         return targets
 
     def _on_kind(self) -> None:
-        show_page(self.pages, self.pages.widget(LAYER_KINDS.index(self.kind.value())))
+        kind = self.kind.value()
+        show_page(self.pages, self.pages.widget(LAYER_KINDS.index(kind)))
+        fields = LAYER_TYPES[kind].model_fields
+        self.initializer.setVisible("kernel_initializer" in fields)
+        self.regularizer.setVisible("kernel_regularizer" in fields)
         self._refresh()
 
     def _refresh(self) -> None:

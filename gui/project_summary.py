@@ -2,16 +2,30 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QFormLayout, QGroupBox, QLabel
 
 from ..engine.config import DenseLayer, Project
+from ..engine.model_shapes import BACKBONES
 
 ROWS = ("Strategy", "Model", "Optimizer", "Loss", "Data", "Training")
 
 
 def _plural(count: int, word: str) -> str:
     return f"{count:,} {word}{'' if count == 1 else 's'}"
+
+
+def _model_line(project: Project, dense: int) -> str:
+    model = project.model
+    if model.kind == "keras_file":
+        return f"input {model.input_shape}, the .keras file {Path(model.path or '').name}"
+    layers = f"{_plural(len(model.layers), 'layer')} ({dense} dense)"
+    if model.backbone is not None:
+        layers = f"{BACKBONES[model.backbone].title} + {layers}"
+    parameters = _plural(model.parameter_count() or 0, "parameter")
+    return f"input {model.input_shape}, {layers}, {parameters}"
 
 
 def describe(project: Project) -> dict[str, str]:
@@ -39,8 +53,7 @@ def describe(project: Project) -> dict[str, str]:
     return {
         "Strategy": f"{strategy.kind}, "
         + (_plural(replicas, "replica") if replicas else "replicas: what TensorFlow finds"),
-        "Model": f"input {project.model.input_shape}, {_plural(len(project.model.layers), 'layer')}"
-        f" ({dense} dense), {_plural(project.model.parameter_count(), 'parameter')}",
+        "Model": _model_line(project, dense),
         "Optimizer": f"{project.optimizer.kind}, learning rate {project.optimizer.learning_rate:g}",
         "Loss": loss,
         "Data": data,

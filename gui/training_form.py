@@ -39,6 +39,7 @@ class TrainingForm(QWidget):
                 "per_replica_losses": "Per-replica losses:",
                 "stop_on_nan": "Stop on NaN:",
                 "jit_compile": "XLA (jit_compile):",
+                "gpu_memory_growth": "GPU memory growth:",
             },
             initial={"checkpoint_every": 1000},
         )
