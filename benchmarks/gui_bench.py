@@ -227,7 +227,7 @@ def streaming(app, tmp: Path) -> tuple[float, float, float, float, float]:
     asyncio.set_event_loop(loop)
     engines: list[StreamingEngine] = []
 
-    def factory(project, run_dir):
+    def factory(project, run_dir, *, resume=False):
         engines.append(StreamingEngine(project, run_dir))
         return engines[-1]
 

@@ -53,9 +53,7 @@ class EngineHandle(Protocol):
 
 @runtime_checkable
 class ClusterHandle(EngineHandle, Protocol):
-    """A run of several tasks: also lists them, and ends its own stragglers after a stop."""
-
-    stop_grace_s: float
+    """A run of several tasks, which also lists them (for the window's cluster panel)."""
 
     def tasks(self) -> list[TaskInfo]: ...
 

@@ -10,13 +10,18 @@ the same live, loaded, or resumed (loaded, then fed).
 
 from __future__ import annotations
 
+import bisect
 import math
 import time
+from array import array
 from collections import deque
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+import numpy as np
+from numpy.typing import NDArray
 
 from .messages import (
     EvalMetrics,
@@ -41,45 +46,65 @@ Listener = Callable[[Message | None], None]
 (a stop was asked for) or the cluster's tasks changed."""
 
 
+def _floats(values: Iterable[float] = ()) -> array[float]:
+    return array("d", values)
+
+
 @dataclass
 class Trace:
     """Every step's losses and every evaluation so far, aligned by step.
 
-    ``replica_losses[i]`` are step ``steps[i]``'s per-replica shares (as
-    ``StepMetrics`` reports them), ``named_losses[name][i]`` its named loss (NaN
-    where a batch did not report that name); ``loss`` itself is never a named loss,
-    as ``metrics.csv`` has it once.
+    Kept in typed arrays (8 bytes a value), beside the plot's own copy: a run of a
+    million steps costs tens of megabytes here, not the hundreds lists would.
+    ``named_losses[name][i]`` is step ``steps[i]``'s named loss (NaN where a batch
+    did not report that name); ``loss`` itself is never a named loss, as
+    ``metrics.csv`` has it once. The per-replica shares (as ``StepMetrics`` reports
+    them) are read with :meth:`replica_losses`.
     """
 
-    steps: list[int] = field(default_factory=list)
-    losses: list[float] = field(default_factory=list)
-    elapsed_s: list[float] = field(default_factory=list)
-    replica_losses: list[list[float]] = field(default_factory=list)
-    named_losses: dict[str, list[float]] = field(default_factory=dict)
+    steps: array[int] = field(default_factory=lambda: array("q"))
+    losses: array[float] = field(default_factory=_floats)
+    elapsed_s: array[float] = field(default_factory=_floats)
+    named_losses: dict[str, array[float]] = field(default_factory=dict)
     evaluations: list[tuple[int, dict[str, float]]] = field(default_factory=list)
+    _shares: array[float] = field(default_factory=_floats)
+    _replicas: int = 0
+
+    def replica_losses(self, first: int = 0) -> NDArray[np.float64] | None:
+        """The per-replica shares of the steps from index ``first`` on, a row per step."""
+        if not self._replicas:
+            return None
+        rows = np.asarray(self._shares[first * self._replicas :], dtype=np.float64)
+        return rows.reshape(-1, self._replicas)
 
     def extend(self, message: StepMetrics) -> None:
         before, count = len(self.steps), len(message.steps)
         self.steps.extend(message.steps)
         self.losses.extend(message.losses)
         self.elapsed_s.extend(message.elapsed_s)
-        if message.replica_losses is not None:
-            width = len(message.replica_losses[0]) if message.replica_losses else 0
-            self.replica_losses.extend([[math.nan] * width] * (before - len(self.replica_losses)))
-            self.replica_losses.extend(list(row) for row in message.replica_losses)
+        if message.replica_losses:
+            if not self._replicas:
+                self._replicas = len(message.replica_losses[0])
+            self._pad_shares(before)
+            for row in message.replica_losses:
+                self._shares.extend(row[: self._replicas])
+                self._shares.extend(_floats([math.nan]) * (self._replicas - len(row)))
         named = message.named_losses or {}
         for name in secondary_losses(named):
-            self.named_losses.setdefault(name, [math.nan] * before)
+            self.named_losses.setdefault(name, _floats([math.nan]) * before)
         for name, values in self.named_losses.items():
-            values.extend(named.get(name, [math.nan] * count))
+            values.extend(named.get(name, _floats([math.nan]) * count))
+
+    def _pad_shares(self, steps: int) -> None:
+        missing = steps * self._replicas - len(self._shares)
+        self._shares.extend(_floats([math.nan]) * missing)
 
     def truncate_after(self, last_step: int) -> None:
         """Keeps the steps up to ``last_step``: a resumed run redoes the rest."""
-        keep = next((i for i, step in enumerate(self.steps) if step > last_step), len(self.steps))
-        for values in (self.steps, self.losses, self.elapsed_s, self.replica_losses):
+        keep = bisect.bisect_right(self.steps, last_step)
+        for values in (self.steps, self.losses, self.elapsed_s, *self.named_losses.values()):
             del values[keep:]
-        for values in self.named_losses.values():
-            del values[keep:]
+        del self._shares[keep * self._replicas :]
         self.evaluations = [(s, m) for s, m in self.evaluations if s <= last_step]
 
 

@@ -33,7 +33,6 @@ from ..engine.cluster import TaskInfo
 from ..engine.messages import Log, RunFailed, RunFinished
 from ..engine.run_folder import LOG_FILE
 from ..engine.tf_config import MULTI_MACHINE_STRATEGIES
-from .cluster_controller import ClusterController
 from .run_controller import RunController
 
 COLUMNS = ("Task", "Address", "State", "PID", "Last step", "Last log line")
@@ -58,11 +57,9 @@ SECURITY_TIP = (
 
 
 class ClusterPanel(QDockWidget):
-    """Follows the cluster controller's tasks and the run's messages while a cluster runs."""
+    """Follows the run controller's cluster tasks and the run's messages while a cluster runs."""
 
-    def __init__(
-        self, clusters: ClusterController, runs: RunController, parent: QWidget | None = None
-    ) -> None:
+    def __init__(self, runs: RunController, parent: QWidget | None = None) -> None:
         super().__init__("Cluster", parent)
         self.setObjectName("clusterDock")
         self._following = False  # True from a cluster's start until its run is idle
@@ -121,8 +118,8 @@ class ClusterPanel(QDockWidget):
         layout.addWidget(self.splitter, 1)
         self.setWidget(body)
 
-        clusters.cluster_started.connect(self._on_cluster_started)
-        clusters.tasks_changed.connect(self.show_tasks)
+        runs.cluster_started.connect(self._on_cluster_started)
+        runs.tasks_changed.connect(self.show_tasks)
         runs.log.connect(self.add_log)
         runs.finished.connect(self._on_finished)
         runs.failed.connect(self._on_failed)

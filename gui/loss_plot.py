@@ -38,7 +38,9 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from ..engine.messages import EvalMetrics, Message, RunStarted, StepMetrics
 from ..engine.run_folder import format_loss
+from ..engine.run_model import RunModel, Trace
 from .series import GrowingArray, Smoother
 
 REDRAW_INTERVAL_MS = 33
@@ -228,6 +230,7 @@ class LossPlot(QWidget):
         self._comparisons: dict[str, _Comparison] = {}
         self._smoother = Smoother(DEFAULT_SMOOTHING)
         self._num_replicas: int | None = None
+        self._model: RunModel | None = None  # the run the plot follows
         self._dirty = False
         self.redraw_count = 0
 
@@ -358,6 +361,41 @@ class LossPlot(QWidget):
         self.hint.setVisible(False)
         if legend_entries != (True, len(self._replicas) + len(self._named)):
             self._rebuild_legend()
+
+    def follow(self, model: RunModel) -> None:
+        """Draws ``model``'s run as it grows: a loaded (or resumed) run's steps at once."""
+        self._model = model
+        self.show_trace(model.trace)
+
+    def show_change(self, model: RunModel, message: Message | None) -> None:
+        """``model`` took ``message``: draws what it added (or dropped) when it is the run shown."""
+        if model is not self._model:  # an earlier run's model, or the plot was cleared
+            return
+        if isinstance(message, RunStarted):
+            self.set_num_replicas(message.num_replicas)
+        if isinstance(message, RunStarted | StepMetrics | EvalMetrics):
+            self.show_trace(model.trace)
+
+    def show_trace(self, trace: Trace) -> None:
+        """Draws what the run's trace has and the plot does not yet.
+
+        The one way a run reaches the plot, live (after every batch) and loaded from
+        its folder alike; steps the trace dropped (a resume redoes them) go too.
+        """
+        drawn = len(self._steps)
+        if drawn > len(trace.steps):
+            self.truncate_after(trace.steps[-1] if trace.steps else 0)
+            drawn = len(self._steps)
+        if drawn < len(trace.steps):
+            self.append(
+                trace.steps[drawn:],
+                trace.losses[drawn:],
+                trace.replica_losses(drawn),
+                {name: values[drawn:] for name, values in trace.named_losses.items()} or None,
+            )
+        evaluated = [(step, m["val_loss"]) for step, m in trace.evaluations if "val_loss" in m]
+        for step, val_loss in evaluated[len(self._eval_steps) :]:
+            self.add_evaluation(step, val_loss)
 
     def set_num_replicas(self, replicas: int) -> None:
         """The run's replicas in sync (all tasks'), which turn a replica's share into its mean.
@@ -548,6 +586,7 @@ class LossPlot(QWidget):
 
     def clear(self) -> None:
         """Empties the plot for a new run (smoothing settings and compared runs stay)."""
+        self._model = None
         for buffer in (self._steps, self._losses, self._smoothed):
             buffer.clear()
         for series in self._extra_series():

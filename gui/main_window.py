@@ -33,36 +33,30 @@ from PySide6.QtWidgets import (
 )
 
 from ..engine import __version__
-from ..engine.cluster import LocalCluster
 from ..engine.config import Project, load_project
 from ..engine.examples import example_names, example_text, is_shipped, load_example
 from ..engine.fileio import atomic_write_text
 from ..engine.formatting import format_duration
-from ..engine.messages import (
-    DevicesDetected,
-    EvalMetrics,
-    RunFailed,
-    RunFinished,
-    RunStarted,
-    StepMetrics,
-)
+from ..engine.messages import DevicesDetected, EvalMetrics, RunFailed, RunFinished, RunStarted
 from ..engine.problems import ProblemsError
-from ..engine.process import EngineProcess, WarmEngines, detect_devices
+from ..engine.process import WarmEngines, detect_devices
 from ..engine.run_folder import format_loss, new_run_dir
+from ..engine.run_handle import ClusterFactory, EngineFactory
 from ..engine.run_history import RunSummary, summarize
+from ..engine.run_model import RunModel
 from ..engine.user_code import UserCodeError, fingerprint
 from . import dialogs, settings
-from .cluster_controller import ClusterController, ClusterFactory, cluster_plan
 from .cluster_panel import ClusterPanel
+from .cluster_plan import cluster_plan
 from .dataset_preview import DatasetPreview
 from .export_dialog import ExportDialog
 from .exports import save_plot_as, save_script_as
 from .log_panel import LogPanel
 from .loss_plot import LossPlot
-from .past_runs import plot_run, resume_project, resume_refusal
+from .past_runs import resume_project, resume_refusal
 from .problems_panel import ProblemsPanel
 from .project_editor import ProjectEditor
-from .run_controller import Engine, EngineFactory, ResumeFactory, RunController, RunState
+from .run_controller import RunController, RunState
 from .run_queue import RunQueue, RunQueuePanel
 from .runs_panel import RunsPanel
 from .status_panel import StatusPanel
@@ -89,19 +83,14 @@ class MainWindow(QMainWindow):
         engine_factory: EngineFactory | None = None,
         detect: Callable[[float], DevicesDetected] = detect_devices,
         runs_root: Path | None = None,
-        cluster_factory: ClusterFactory = LocalCluster,
-        resume_factory: ResumeFactory | None = None,
+        cluster_factory: ClusterFactory | None = None,
         warm_engines: WarmEngines | None = None,
     ) -> None:
         """``warm_engines``: single-process runs (new and resumed) take a warm engine and
-        the window keeps the next one ready; ``engine_factory`` and ``resume_factory``
-        default to those, or to a cold :class:`EngineProcess` without warm engines.
+        the window keeps the next one ready. ``engine_factory`` and ``cluster_factory``
+        stand in for the engine processes (tests).
         """
         super().__init__()
-        self._warm_engines = warm_engines
-        self._warm_taken = False
-        self._warm_closed = False
-        default_factory = EngineProcess if warm_engines is None else self._warm_engine
         self._runs_root = runs_root
         self._path: Path | None = None
         self._title = ""
@@ -119,23 +108,10 @@ class MainWindow(QMainWindow):
         self.log_panel = LogPanel()
         self.runs_panel = RunsPanel(self.plot, runs_root)
         # Multi-machine strategies run as a local cluster, driven like one engine.
-        self.cluster_controller = ClusterController(
-            engine_factory or default_factory,
-            cluster_factory,
-            resume_factory=resume_factory or default_factory,
-            parent=self,
-        )
         self.controller = RunController(
-            self.cluster_controller.make_engine,
-            resume_factory=self.cluster_controller.make_resumed_engine,
-            parent=self,
+            engine_factory, cluster_factory, warm_engines=warm_engines, parent=self
         )
-        if warm_engines is not None:
-            # The next warm engine loads TensorFlow once the run that took the last one is
-            # past its own start (its first step, or its end): they would share the CPU.
-            self.controller.metrics.connect(self._replace_warm_engine)
-            self.controller.idle.connect(self._replace_warm_engine)
-        self.cluster_panel = ClusterPanel(self.cluster_controller, self.controller, self)
+        self.cluster_panel = ClusterPanel(self.controller, self)
         self.run_queue = RunQueue(self.controller, self._start_queued_run, self)
         self.queue_panel = RunQueuePanel(
             self.run_queue, self._project_for_queue, lambda base: ask_sweep(self, base)
@@ -394,12 +370,12 @@ class MainWindow(QMainWindow):
         controller = self.controller
         controller.state_changed.connect(self._on_state)
         controller.log.connect(self.log_panel.add_message)
+        controller.changed.connect(self.plot.show_change)
+        controller.changed.connect(self.status_panel.show_change)
         controller.started.connect(self._on_started)
-        controller.started.connect(self._drop_redone_steps)
         controller.state_changed.connect(self._sync_runs_panel)
         self.runs_panel.resume_requested.connect(self.resume_run)
         self.runs_panel.try_it_requested.connect(self.try_run)
-        controller.metrics.connect(self._on_metrics)
         controller.evaluated.connect(self._on_evaluated)
         controller.finished.connect(self._on_finished)
         controller.failed.connect(self._on_failed)
@@ -614,15 +590,22 @@ class MainWindow(QMainWindow):
         except OSError as exc:
             dialogs.show_error(self, "Cannot run", f"No run folder could be made: {exc}")
             return None
-        self._last_run_dir = run_dir
+        name = summarize(run_dir).name
+        model = RunModel(total_steps=project.total_steps(), run_dir=run_dir, name=name)
+        self._show_run(model, name)
+        self.log_panel.add(f"run folder: {run_dir}")
+        self.controller.start(project, run_dir, model=model)
+        return run_dir
+
+    def _show_run(self, model: RunModel, caption: str) -> None:
+        """The plot and the status panel follow ``model``'s run from now on."""
+        assert model.run_dir is not None
+        self._last_run_dir = model.run_dir
         self.open_run_folder_action.setEnabled(True)
         self.plot.clear()
-        name = summarize(run_dir).name
-        self.plot.set_caption(name)
-        self.status_panel.start(project.total_steps(), str(run_dir), name)
-        self.log_panel.add(f"run folder: {run_dir}")
-        self.controller.start(project, run_dir)
-        return run_dir
+        self.plot.follow(model)
+        self.plot.set_caption(caption)
+        self.status_panel.follow(model, str(model.run_dir), model.name)
 
     def _project_for_queue(self) -> Project | None:
         """The project as Run would start it, or None after saying why it cannot run."""
@@ -689,9 +672,9 @@ class MainWindow(QMainWindow):
     def resume_run(self, run: RunSummary) -> None:
         """Continues a stopped or failed run in its own folder from its last checkpoint.
 
-        The plot first shows the steps already in ``metrics.csv``; the engine then
-        reports from the step after its checkpoint, and the plot drops the steps it
-        redoes (:meth:`_drop_redone_steps`), so no step is drawn twice.
+        The run's model is loaded from its folder, so the plot first shows the steps
+        already in ``metrics.csv``; the engine then reports from the step after its
+        checkpoint, and the model drops the steps it redoes, so no step is drawn twice.
         """
         if self.controller.active:
             return
@@ -708,21 +691,16 @@ class MainWindow(QMainWindow):
             return
         if not self._may_run_custom_code(project, None):
             return
-        self._last_run_dir = run.path
-        self.open_run_folder_action.setEnabled(True)
-        self.plot.clear()
         try:
-            plot_run(self.plot, run.path)
+            model = RunModel.from_folder(run.path)
         except OSError as exc:  # no metrics yet: the plot starts empty, the engine from step 1
             self.log_panel.add(f"no earlier steps to show: {exc}", "warning")
-        self.plot.set_caption(f"{run.name} (resumed)")
-        self.status_panel.start(project.total_steps(), str(run.path), run.name)
+            model = RunModel(run_dir=run.path, name=run.name)
+        model.total_steps = project.total_steps()
+        model.resume()
+        self._show_run(model, f"{run.name} (resumed)")
         self.log_panel.add(f"resuming {run.name} from its last checkpoint in {run.path}")
-        self.controller.start(project, run.path, resume=True)
-
-    def _drop_redone_steps(self, message: RunStarted) -> None:
-        """A run reports from ``first_step``: anything plotted from there on is redone."""
-        self.plot.truncate_after(message.first_step - 1)
+        self.controller.start(project, run.path, resume=True, model=model)
 
     def _sync_runs_panel(self, state: RunState) -> None:
         """The runs list follows the run: it appears running, then ends selected."""
@@ -739,13 +717,9 @@ class MainWindow(QMainWindow):
         self._update_actions()
         if state is RunState.STARTING:
             self.log_panel.run_starting()
-        if state is RunState.STOPPING:
-            self.status_panel.stopping()
 
     def _on_started(self, message: RunStarted) -> None:
-        self.status_panel.run_started(message)
         self.log_panel.run_started()
-        self.plot.set_num_replicas(message.num_replicas)
         self._tensorflow_version = message.tensorflow_version
         devices = ", ".join(message.devices)
         self.log_panel.add(
@@ -755,23 +729,13 @@ class MainWindow(QMainWindow):
         for warning in message.warnings:
             self.log_panel.add(warning, "warning")
 
-    def _on_metrics(self, message: StepMetrics) -> None:
-        self.plot.append(
-            message.steps, message.losses, message.replica_losses, message.named_losses
-        )
-        self.status_panel.metrics(message)
-
     def _on_evaluated(self, message: EvalMetrics) -> None:
-        if "val_loss" in message.metrics:
-            self.plot.add_evaluation(message.step, message.metrics["val_loss"])
-        self.status_panel.evaluation(message)
         values = ", ".join(f"{name}={value:.6g}" for name, value in message.metrics.items())
         self.log_panel.add(
             f"evaluation after step {message.step} on {message.examples} examples: {values}"
         )
 
     def _on_finished(self, message: RunFinished) -> None:
-        self.status_panel.finished(message)
         loss = (
             "" if message.final_loss is None else f", final loss {format_loss(message.final_loss)}"
         )
@@ -782,7 +746,6 @@ class MainWindow(QMainWindow):
         )
 
     def _on_failed(self, message: RunFailed) -> None:
-        self.status_panel.failed(message)
         self.log_panel.add(f"{message.error_type}: {message.message}", "error")
         if message.traceback:
             self.log_panel.add(message.traceback, "error")
@@ -882,26 +845,9 @@ class MainWindow(QMainWindow):
     def _splitters(self) -> dict[str, QSplitter]:
         return {"runSplitter": self.run_splitter}
 
-    def _warm_engine(self, project: Project, run_dir: Path, *, resume: bool = False) -> Engine:
-        """A single-process run takes the warm engine (a cold one when none is ready)."""
-        assert self._warm_engines is not None
-        self._warm_taken = True
-        return self._warm_engines.engine(project, run_dir, resume=resume)
-
-    def _replace_warm_engine(self) -> None:
-        if self._warm_taken:
-            self._warm_taken = False
-            self._prepare_warm_engine()
-
-    def _prepare_warm_engine(self) -> None:
-        """Starts a warm engine unless one is ready or the window is closing."""
-        if self._warm_engines is not None and not (self._warm_closed or self._close_after_run):
-            self._warm_engines.prepare()
-
     def showEvent(self, event: QShowEvent) -> None:
         super().showEvent(event)
-        if self._warm_engines is not None:
-            QTimer.singleShot(WARM_UP_DELAY_MS, self._prepare_warm_engine)
+        QTimer.singleShot(WARM_UP_DELAY_MS, self.controller.prepare_warm_engine)
 
     def closeEvent(self, event: QCloseEvent) -> None:
         """Unsaved changes and a running engine both need the user's word before closing."""
@@ -914,12 +860,11 @@ class MainWindow(QMainWindow):
             self._close_confirmed = True
         if self.controller.active:
             self._close_after_run = True
+            self.controller.stop_warming()  # none warms up after the run's end
             self.controller.stop()
             self.statusBar().showMessage("Stopping the run before closing…")
             event.ignore()
             return
         self._save_settings()
-        if self._warm_engines is not None:  # an idle warm engine has no run to lose
-            self._warm_closed = True
-            self._warm_engines.close()
+        self.controller.close_warm_engines()  # an idle warm engine has no run to lose
         event.accept()

@@ -1,8 +1,9 @@
-"""Past runs in the window: their curves from the run folder, and whether they can resume.
+"""Past runs in the window: their curves to compare, and whether they can resume.
 
 Everything here reads what the engine left on disk (``metrics.csv``, ``eval.csv``,
 ``project.json``), so a run looks the same whether it ran a minute ago in this
-window, last week from the command line, or on another machine.
+window, last week from the command line, or on another machine. A past run shown as
+the plot's own run is loaded as a run model (``engine.run_model``), as a live run is fed.
 """
 
 from __future__ import annotations
@@ -23,8 +24,9 @@ from ..engine.run_folder import (
     read_eval,
     read_metrics,
 )
+from ..engine.run_handle import runs_as_cluster
 from ..engine.run_history import INTERRUPTED, RunSummary
-from ..engine.tf_config import MULTI_MACHINE_STRATEGIES, NO_RESUME
+from ..engine.tf_config import NO_RESUME
 from .loss_plot import LossPlot
 
 # A finished run has nothing left; a running one is busy (an interrupted one is not: its
@@ -34,29 +36,6 @@ STEP = "step"
 WALL_TIME = "elapsed_s"
 X_AXES = {STEP: "step", WALL_TIME: "wall time (s)"}
 """What compared runs can be drawn against: the axis's label by the column it comes from."""
-
-
-def plot_run(plot: LossPlot, run_dir: Path) -> None:
-    """Appends the run's steps and evaluations to ``plot`` exactly as the files hold them.
-
-    Raises OSError when ``metrics.csv`` cannot be read.
-    """
-    metrics = read_metrics(run_dir)
-    steps = metrics.get("step", [])
-    named_columns, replicas = loss_columns(metrics)
-    named = {name: metrics[name] for name in named_columns}
-    plot.append(
-        steps,
-        metrics.get("loss", []),
-        np.column_stack([metrics[name] for name in replicas]) if replicas else None,
-        named or None,
-    )
-    if (run_dir / EVAL_FILE).is_file():
-        evaluations = read_eval(run_dir)
-        for step, val_loss in zip(
-            evaluations.get("step", []), evaluations.get("val_loss", []), strict=False
-        ):
-            plot.add_evaluation(int(step), val_loss)
 
 
 def comparable_metrics(run_dir: Path) -> list[str]:
@@ -163,7 +142,7 @@ def resume_refusal(project: Project, run_dir: Path) -> str | None:
     peers are elsewhere.
     """
     kind = project.strategy.kind
-    if kind not in MULTI_MACHINE_STRATEGIES:
+    if not runs_as_cluster(project):
         return None
     if kind in NO_RESUME:
         return NO_RESUME[kind]

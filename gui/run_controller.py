@@ -1,11 +1,16 @@
-"""One run's session with its engine process, kept out of the widgets so it can be tested.
+"""One run's session with its engine, kept out of the widgets so it can be tested.
 
-The controller starts an engine, reads its messages in an asyncio task (qasync
-runs asyncio on Qt's event loop) that awaits ``engine.poll`` in a worker thread,
-so the Qt thread never blocks, and re-emits each message as a Qt signal. Stop
-asks the engine to stop after its current step and kills it if it has not
-stopped within :data:`KILL_AFTER_S`. Every run ends with exactly one of
-``finished`` or ``failed``, then ``idle`` once the engine is closed.
+The controller opens the run with the engine's own :func:`engine.run_handle.open_run`
+(one engine process, the warm one when it is ready, or a local cluster: the same
+choice ``distloop`` makes), reads its messages in an asyncio task (qasync runs
+asyncio on Qt's event loop) that awaits ``poll`` in a worker thread, so the Qt
+thread never blocks, feeds each into the run's :class:`engine.run_model.RunModel`
+and re-emits it as Qt signals: ``changed`` for the model's views (the plot, the
+status panel), one per kind for the rest. Stop asks the engine to stop after its current
+step and kills it if it has not stopped within :data:`KILL_AFTER_S`. Every run
+ends with exactly one of ``finished`` or ``failed``, then ``idle`` once the engine
+is closed. While a cluster runs, its tasks are read a few times a second (cheap
+attribute reads, safe beside the poll running in the executor).
 """
 
 from __future__ import annotations
@@ -13,9 +18,7 @@ from __future__ import annotations
 import asyncio
 import enum
 import traceback
-from collections.abc import Callable
 from pathlib import Path
-from typing import Protocol
 
 from PySide6.QtCore import QObject, QTimer, Signal
 
@@ -29,38 +32,19 @@ from ..engine.messages import (
     RunStarted,
     StepMetrics,
 )
-from ..engine.process import EngineProcess
+from ..engine.process import WarmEngines
+from ..engine.run_handle import (
+    ClusterFactory,
+    ClusterHandle,
+    EngineFactory,
+    EngineHandle,
+    open_run,
+)
+from ..engine.run_model import RunModel
 
 KILL_AFTER_S = 5.0
 POLL_S = 0.1
-
-
-class Engine(Protocol):
-    """What the controller needs of an engine (``engine.process.EngineProcess``)."""
-
-    @property
-    def done(self) -> bool: ...
-
-    def start(self) -> None: ...
-
-    def poll(self, timeout_s: float = POLL_S) -> list[Message]: ...
-
-    def request_stop(self) -> None: ...
-
-    def kill(self) -> None: ...
-
-    def stop(self, grace_s: float = KILL_AFTER_S) -> None: ...
-
-    def close(self) -> None: ...
-
-
-EngineFactory = Callable[[Project, Path], Engine]
-
-
-class ResumeFactory(Protocol):
-    """Makes an engine that continues the run in ``run_dir`` from its last checkpoint."""
-
-    def __call__(self, project: Project, run_dir: Path, *, resume: bool) -> Engine: ...
+REFRESH_MS = 250
 
 
 class RunState(enum.Enum):
@@ -71,7 +55,7 @@ class RunState(enum.Enum):
 
 
 class RunController(QObject):
-    """Runs one project at a time and reports it through signals."""
+    """Runs one project at a time and reports it through signals and its run model."""
 
     state_changed = Signal(object)  # RunState
     log = Signal(object)  # engine.messages.Log
@@ -81,22 +65,36 @@ class RunController(QObject):
     finished = Signal(object)  # RunFinished
     failed = Signal(object)  # RunFailed
     idle = Signal()  # the engine is closed; a new run may start
+    cluster_started = Signal(object)  # list[TaskInfo]: a cluster run was opened
+    changed = Signal(object, object)  # RunModel, and the Message it took (None: status, tasks)
+    tasks_changed = Signal(object)  # list[TaskInfo]: the tasks' latest state
 
     def __init__(
         self,
-        engine_factory: EngineFactory = EngineProcess,
+        engine_factory: EngineFactory | None = None,
+        cluster_factory: ClusterFactory | None = None,
         *,
-        resume_factory: ResumeFactory = EngineProcess,
+        warm_engines: WarmEngines | None = None,
         kill_after_s: float = KILL_AFTER_S,
         poll_s: float = POLL_S,
+        refresh_ms: int = REFRESH_MS,
         parent: QObject | None = None,
     ) -> None:
+        """``engine_factory`` and ``cluster_factory`` stand in for the real processes
+        (tests); ``warm_engines`` keeps one engine ready for single-process runs: a run
+        takes it, and the next one loads once that run is past its start (its first
+        step, or its end), so the two never share the CPU at start-up.
+        """
         super().__init__(parent)
-        self._factory = engine_factory
-        # Its own factory: a resumed run is always one engine process in an existing folder.
-        self._resume_factory = resume_factory
+        self._engine_factory = engine_factory
+        self._cluster_factory = cluster_factory
+        self._warm_engines = warm_engines
+        self._warm_taken = False
+        self._warm_closed = False
         self._poll_s = poll_s
-        self._engine: Engine | None = None
+        self._engine: EngineHandle | None = None
+        self._cluster: ClusterHandle | None = None
+        self._model: RunModel | None = None
         self._task: asyncio.Task[None] | None = None
         self._state = RunState.IDLE
         self.stop_requested = False
@@ -106,6 +104,9 @@ class RunController(QObject):
         self._kill_after_ms = round(kill_after_s * 1000)
         self._kill_timer.setInterval(self._kill_after_ms)
         self._kill_timer.timeout.connect(self._kill_if_running)
+        self._tasks_timer = QTimer(self)
+        self._tasks_timer.setInterval(refresh_ms)
+        self._tasks_timer.timeout.connect(self.refresh)
 
     @property
     def state(self) -> RunState:
@@ -117,31 +118,61 @@ class RunController(QObject):
         return self._state is not RunState.IDLE
 
     @property
-    def engine(self) -> Engine | None:
+    def engine(self) -> EngineHandle | None:
         return self._engine
 
-    def start(self, project: Project, run_dir: Path, *, resume: bool = False) -> None:
-        """Starts an engine for ``project``; failures to start arrive as ``failed``.
+    @property
+    def cluster(self) -> ClusterHandle | None:
+        """The running cluster, or the last one (its tasks show how each ended)."""
+        return self._cluster
+
+    @property
+    def model(self) -> RunModel | None:
+        """The latest run's model (it stays after the run, for the views)."""
+        return self._model
+
+    def start(
+        self,
+        project: Project,
+        run_dir: Path,
+        *,
+        resume: bool = False,
+        model: RunModel | None = None,
+    ) -> None:
+        """Opens and starts the run; failures to start arrive as ``failed``.
 
         ``resume`` continues the run already in ``run_dir`` from its last checkpoint.
+        ``model`` is the run's model when the caller made it (a resumed run's, loaded
+        from its folder), else a fresh one.
         """
         if self.active:
             raise RuntimeError("a run is already active")
         loop = asyncio.get_running_loop()
         self.stop_requested = False
         self.killed = False
-        engine = (
-            self._resume_factory(project, run_dir, resume=True)
-            if resume
-            else self._factory(project, run_dir)
-        )
-        self._engine = engine
+        run_model = model or RunModel(total_steps=project.total_steps(), run_dir=run_dir)
+        # The model's plain callback becomes a signal: a view that is gone is disconnected.
+        run_model.subscribe(lambda message: self.changed.emit(run_model, message))
+        self._model = run_model
         self._set_state(RunState.STARTING)
         try:
+            engine = open_run(
+                project,
+                run_dir,
+                resume=resume,
+                warm_engines=self._warm_engines,
+                engine_factory=self._engine_factory,
+                cluster_factory=self._cluster_factory,
+            )
+            self._engine = engine
+            if isinstance(engine, ClusterHandle):
+                self._follow_cluster(engine)
+            else:  # a stand-in engine takes no warm one
+                self._warm_taken = self._warm_engines is not None and self._engine_factory is None
             engine.start()
         except Exception as exc:  # a process that cannot start is a failed run, not a crash
             self._engine = None
-            self.failed.emit(
+            self._dispatch(
                 RunFailed(
                     error_type=type(exc).__name__,
                     message=f"the engine process could not start: {exc}",
@@ -149,6 +180,7 @@ class RunController(QObject):
                 )
             )
             self._set_state(RunState.IDLE)
+            self._replace_warm_engine()
             self.idle.emit()
             return
         self._task = loop.create_task(self._pump(engine))
@@ -160,6 +192,8 @@ class RunController(QObject):
         self.stop_requested = True
         self._engine.request_stop()
         self._set_state(RunState.STOPPING)
+        if self._model is not None:
+            self._model.stopping()
         # An engine that ends its own stragglers (a local cluster, which first saves an
         # agreed checkpoint) gets its grace and a little more before the window kills.
         own_grace_s = getattr(self._engine, "stop_grace_s", None)
@@ -173,7 +207,53 @@ class RunController(QObject):
         if self._engine is not None and not self._engine.done:
             self._engine.stop(grace_s)
 
-    async def _pump(self, engine: Engine) -> None:
+    # --- warm engines -------------------------------------------------------------------
+
+    def prepare_warm_engine(self) -> None:
+        """Starts a warm engine unless one is ready or they were closed."""
+        if self._warm_engines is not None and not self._warm_closed:
+            self._warm_engines.prepare()
+
+    def stop_warming(self) -> None:
+        """Starts no other warm engine (the window closes once its run ended)."""
+        self._warm_closed = True
+
+    def close_warm_engines(self) -> None:
+        """Ends the idle warm engine and starts no other (the window closes)."""
+        self._warm_closed = True
+        if self._warm_engines is not None:
+            self._warm_engines.close()
+
+    def _replace_warm_engine(self) -> None:
+        if self._warm_taken:
+            self._warm_taken = False
+            self.prepare_warm_engine()
+
+    # --- clusters -----------------------------------------------------------------------
+
+    def _follow_cluster(self, cluster: ClusterHandle) -> None:
+        self._cluster = cluster
+        tasks = cluster.tasks()
+        if self._model is not None:
+            self._model.set_tasks(tasks)
+        self.cluster_started.emit(tasks)
+        self._tasks_timer.start()
+
+    def refresh(self) -> None:
+        """Publishes the tasks' state; the first refresh after the cluster ended is the last."""
+        cluster = self._cluster
+        if cluster is None:
+            return
+        tasks = cluster.tasks()
+        if self._model is not None:
+            self._model.set_tasks(tasks)
+        self.tasks_changed.emit(tasks)
+        if cluster.done:
+            self._tasks_timer.stop()
+
+    # --- the run's messages -------------------------------------------------------------
+
+    async def _pump(self, engine: EngineHandle) -> None:
         loop = asyncio.get_running_loop()
         try:
             while not engine.done:
@@ -181,7 +261,7 @@ class RunController(QObject):
                     self._dispatch(message)
         except Exception as exc:  # the engine's queue broke: end the run, keep the GUI
             engine.kill()
-            self.failed.emit(
+            self._dispatch(
                 RunFailed(
                     error_type=type(exc).__name__,
                     message=f"lost contact with the engine process: {exc}",
@@ -193,12 +273,17 @@ class RunController(QObject):
             engine.close()
             self._engine = None
             self._set_state(RunState.IDLE)
+            self._replace_warm_engine()
             self.idle.emit()
 
     def _dispatch(self, message: Message) -> None:
+        """Feeds the run's model, then tells the signals' listeners."""
+        if self._model is not None:
+            self._model.apply(message)
         if isinstance(message, Log):
             self.log.emit(message)
         elif isinstance(message, StepMetrics):
+            self._replace_warm_engine()
             self.metrics.emit(message)
         elif isinstance(message, EvalMetrics):
             self.evaluated.emit(message)

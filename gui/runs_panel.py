@@ -55,6 +55,7 @@ from PySide6.QtWidgets import (
 from ..engine.prediction import has_model
 from ..engine.run_folder import default_runs_root
 from ..engine.run_history import RunSummary, delete_run, list_runs, summarize
+from ..engine.run_model import RunModel
 from . import dialogs
 from .exports import CSV_FILTER, copy_metrics
 from .loss_plot import LossPlot
@@ -64,7 +65,6 @@ from .past_runs import (
     can_resume,
     comparable_metrics,
     compare_runs,
-    plot_run,
 )
 from .runs_model import SORT_ROLE, Column, RunsTableModel
 
@@ -443,7 +443,7 @@ class RunsPanel(QWidget):
         self._plot.clear()
         self._shown = None
         try:
-            plot_run(self._plot, run.path)
+            self._plot.show_trace(RunModel.from_folder(run.path).trace)
         except OSError as exc:
             dialogs.show_error(self, "Cannot show the run", f"{run.name}: {exc}")
             return

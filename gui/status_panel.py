@@ -1,10 +1,12 @@
-"""Where the run stands: step, loss, speed, time, progress, and what TensorFlow really runs."""
+"""Where the run stands: step, loss, speed, time, progress, and what TensorFlow really runs.
+
+A view of the run's model (``engine.run_model``), which owns the numbers (the rate,
+the ETA, the training clock); the panel only words them.
+"""
 
 from __future__ import annotations
 
 import re
-import time
-from collections import deque
 from pathlib import Path
 
 from PySide6.QtCore import Qt, QTimer
@@ -19,12 +21,19 @@ from PySide6.QtWidgets import (
 )
 
 from ..engine.formatting import format_duration
-from ..engine.messages import EvalMetrics, RunFailed, RunFinished, RunStarted, StepMetrics
+from ..engine.messages import (
+    EvalMetrics,
+    Message,
+    RunFailed,
+    RunFinished,
+    RunStarted,
+    StepMetrics,
+)
 from ..engine.run_folder import format_loss
+from ..engine.run_model import RunModel
 
 ROWS = 4  # fields fill columns of four rows: the panel stays low and the plot keeps the height
 _TASK_DEVICE = re.compile(r"/job:([^/]+)/replica:\d+/task:(\d+)(?:/device:(.+))?")
-RATE_WINDOW_S = 5.0  # steps/s over the last seconds, so the ETA follows speed changes
 
 
 def short_device(name: str) -> str:
@@ -43,14 +52,8 @@ class StatusPanel(QWidget):
 
     def __init__(self) -> None:
         super().__init__()
-        self._total: int | None = None
-        self._first_step = 1
-        self._last_step: int | None = None
-        self._started_at: float | None = None
-        self._ended_at: float | None = None
-        self._engine_clock: tuple[float, float] | None = None
-        """The engine's last reported ``elapsed_s`` and when it arrived (monotonic)."""
-        self._rate_points: deque[tuple[float, int]] = deque()
+        self._model: RunModel | None = None
+        self._stepped = False  # the run has reported a step of its own
 
         self.state = QLabel("Idle")
         self.state.setStyleSheet("font-weight: bold;")
@@ -106,19 +109,15 @@ class StatusPanel(QWidget):
         self._clock.setInterval(1000)
         self._clock.timeout.connect(self._update_times)
 
-    def start(self, total_steps: int | None, run_dir: str, name: str = "") -> None:
-        """A run was asked for: reset everything and start the clock.
+    def follow(self, model: RunModel, run_dir: str, name: str = "") -> None:
+        """Shows ``model``'s run from now on: everything reset, the clock started.
 
         The run is shown by ``name`` (the one the runs panel lists), else by its
-        folder's name; the tooltip has the folder.
+        folder's name; the tooltip has the folder. A resumed run's model holds its
+        earlier steps; the panel shows this run's own from its first report on.
         """
-        self._total = total_steps
-        self._first_step = 1
-        self._last_step = None
-        self._started_at = time.monotonic()
-        self._ended_at = None
-        self._engine_clock = None
-        self._rate_points.clear()
+        self._model = model
+        self._stepped = False
         for key in ("step", "loss", "rate", "eta", "validation", "strategy", "replicas", "devices"):
             self.values[key].setText("—")
         self.values["run_dir"].setText(name or Path(run_dir).name)
@@ -128,10 +127,24 @@ class StatusPanel(QWidget):
         self._update_times()
         self._clock.start()
 
-    def run_started(self, message: RunStarted) -> None:
-        self._first_step = message.first_step
-        if message.total_steps is not None:
-            self._total = message.total_steps
+    def show_change(self, model: RunModel, message: Message | None) -> None:
+        """``model`` took ``message`` (None: its status changed): the labels follow."""
+        if model is not self._model:  # an earlier run's model
+            return
+        if isinstance(message, RunStarted):
+            self._run_started(message)
+        elif isinstance(message, StepMetrics):
+            self._metrics(message)
+        elif isinstance(message, EvalMetrics):
+            self._evaluation(message)
+        elif isinstance(message, RunFinished):
+            self._finished(message)
+        elif isinstance(message, RunFailed):
+            self._failed(message)
+        elif message is None and model.status == "stopping":
+            self.state.setText("Stopping… (the engine stops after the current step)")
+
+    def _run_started(self, message: RunStarted) -> None:
         self.state.setText("Running")
         self.values["strategy"].setText(message.strategy_kind or message.strategy)
         self.values["strategy"].setToolTip(f"TensorFlow's {message.strategy}")
@@ -141,104 +154,87 @@ class StatusPanel(QWidget):
         self.set_tensorflow_version(message.tensorflow_version)
         self._set_progress()
 
-    def metrics(self, message: StepMetrics) -> None:
+    def _metrics(self, message: StepMetrics) -> None:
         if not message.steps:
             return
-        self._last_step = message.steps[-1]
+        self._stepped = True
         self.values["step"].setText(self._step_text())
         self.values["loss"].setText(format_loss(message.losses[-1]))
-        if not self._rate_points:
-            self._rate_points.append((message.elapsed_s[0], message.steps[0]))
-        self._rate_points.append((message.elapsed_s[-1], message.steps[-1]))
-        self._engine_clock = (message.elapsed_s[-1], time.monotonic())
-        while len(self._rate_points) > 2 and (
-            self._rate_points[-1][0] - self._rate_points[1][0] >= RATE_WINDOW_S
-        ):
-            self._rate_points.popleft()
         self._set_progress()
         self._update_times()
 
-    def evaluation(self, message: EvalMetrics) -> None:
+    def _evaluation(self, message: EvalMetrics) -> None:
         """The latest validation metrics, e.g. ``val_loss 0.31, val_accuracy 0.94 (step 500)``."""
         values = ", ".join(f"{name} {value:.6g}" for name, value in message.metrics.items())
         self.values["validation"].setText(f"{values} (step {message.step:,})")
         self.values["validation"].setToolTip(self.values["validation"].text())
 
-    def stopping(self) -> None:
-        self.state.setText("Stopping… (the engine stops after the current step)")
-
-    def finished(self, message: RunFinished) -> None:
-        self._last_step = message.last_step if message.last_step else self._last_step
+    def _finished(self, message: RunFinished) -> None:
+        self._stepped = self._stepped or bool(message.last_step)
         words = "Finished" if message.status == "finished" else "Stopped"
         loss = (
             "" if message.final_loss is None else f", final loss {format_loss(message.final_loss)}"
         )
         self.state.setText(f"{words} at step {message.last_step}{loss}")
-        self._engine_clock = (message.elapsed_s, time.monotonic())
         self._end()
 
-    def failed(self, message: RunFailed) -> None:
+    def _failed(self, message: RunFailed) -> None:
         where = f" in {message.task}" if message.task else ""  # the cluster task that failed
         self.state.setText(
             f"<span style='color:#c62828'>Failed: {message.error_type}{where}</span>"
         )
-        if self._engine_clock is not None:  # a failed run trained until its last step
-            self._engine_clock = (self._engine_clock[0], time.monotonic())
         self._end()
 
     def set_tensorflow_version(self, version: str) -> None:
         self.values["tensorflow"].setText(version)
 
     def _elapsed_text(self) -> str:
-        """The run's training time on the engine's clock, ticking between its reports.
+        """The run's training time on the engine's clock (the model's), ticking between reports.
 
-        It is the clock of metrics.csv's ``elapsed_s`` (continued by a resume) and of
-        the engine's final report, so the status panel, the runs table and the log give
-        one duration for one run; the engine's start-up before the first step is not
-        training and shows as "—".
+        The status panel, the runs table and the log give one duration for one run;
+        the engine's start-up before the first step is not training and shows as "—".
         """
-        if self._engine_clock is None:
-            return "—"
-        engine_s, received = self._engine_clock
-        end = self._ended_at if self._ended_at is not None else time.monotonic()
-        return format_duration(engine_s + max(0.0, end - received))
+        elapsed = None if self._model is None else self._model.elapsed_s()
+        return "—" if elapsed is None else format_duration(elapsed)
 
     def rate(self) -> float | None:
         """Steps per second over the last few seconds of training."""
-        if len(self._rate_points) < 2:
-            return None
-        (t0, s0), (t1, s1) = self._rate_points[0], self._rate_points[-1]
-        return (s1 - s0) / (t1 - t0) if t1 > t0 else None
+        return None if self._model is None else self._model.rate()
 
     def _end(self) -> None:
-        self._ended_at = time.monotonic()
         self._clock.stop()
         self.values["eta"].setText("—")
         self.values["step"].setText(self._step_text())
         self._update_times()
 
     def _step_text(self) -> str:
-        if self._last_step is None:
+        model = self._model
+        last = None if model is None or not self._stepped else model.last_step
+        if last is None:
             return "—"
-        return f"{self._last_step:,} / {self._total:,}" if self._total else f"{self._last_step:,}"
+        total = model.total_steps if model is not None else None
+        return f"{last:,} / {total:,}" if total else f"{last:,}"
 
     def _set_progress(self) -> None:
-        if self._total:
-            done = 0 if self._last_step is None else self._last_step - self._first_step + 1
-            span = self._total - self._first_step + 1
-            self.progress.setRange(0, max(span, 1))
-            self.progress.setValue(max(0, min(done, span)))
+        model = self._model
+        span = None if model is None else model.progress()
+        if span is not None:
+            done, steps = span
+            self.progress.setRange(0, steps)
+            self.progress.setValue(done if self._stepped else 0)
             self.progress.setFormat("%p%")
         else:
-            self.progress.setRange(0, 0 if self._ended_at is None and self._started_at else 1)
+            self.progress.setRange(0, 0 if model is not None and model.live else 1)
             self.progress.setFormat("")
 
     def _update_times(self) -> None:
-        if self._started_at is None:
+        model = self._model
+        if model is None:
             return
         self.values["elapsed"].setText(self._elapsed_text())
-        rate = self.rate()
+        rate = model.rate()
         if rate:
             self.values["rate"].setText(f"{rate:,.1f}")
-        if self._ended_at is None and rate and self._total and self._last_step is not None:
-            self.values["eta"].setText(format_duration((self._total - self._last_step) / rate))
+        eta = model.eta_s()
+        if eta is not None:
+            self.values["eta"].setText(format_duration(eta))

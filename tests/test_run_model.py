@@ -47,15 +47,16 @@ STARTED = RunStarted(
 )
 
 
-def steps(first: int, last: int, *, named: bool = True) -> StepMetrics:
+def steps(first: int, last: int, *, full: bool = True) -> StepMetrics:
+    """Steps ``first``..``last``; ``full``: with per-replica shares and named losses."""
     numbers = list(range(first, last + 1))
     return StepMetrics(
         steps=numbers,
         losses=[1.0 / n for n in numbers],
         elapsed_s=[0.5 * n for n in numbers],
-        replica_losses=[[0.25 / n, 0.75 / n] for n in numbers],
+        replica_losses=[[0.25 / n, 0.75 / n] for n in numbers] if full else None,
         named_losses={"loss": [1.0 / n for n in numbers], "g": [2.0 / n for n in numbers]}
-        if named
+        if full
         else None,
     )
 
@@ -75,16 +76,18 @@ def test_applied_messages_make_the_trace_status_and_clock() -> None:
     model.apply(Log(text="engine starting"))
     model.apply(STARTED)
     assert (model.status, model.total_steps, model.started) == ("running", 10, STARTED)
-    model.apply(steps(1, 2, named=False))
+    model.apply(steps(1, 2, full=False))
     model.apply(steps(3, 4))
     clock.now += 1.0
     trace = model.trace
-    assert trace.steps == [1, 2, 3, 4] and trace.losses == [1.0, 0.5, 1 / 3, 0.25]
-    assert trace.replica_losses[3] == [0.25 / 4, 0.75 / 4]
+    assert list(trace.steps) == [1, 2, 3, 4] and list(trace.losses) == [1.0, 0.5, 1 / 3, 0.25]
+    shares = trace.replica_losses()
+    assert shares is not None and shares.shape == (4, 2)
+    assert all(math.isnan(v) for v in shares[0]) and list(shares[3]) == [0.25 / 4, 0.75 / 4]
     # "loss" is the loss itself; a name first reported late is NaN before it
     assert list(trace.named_losses) == ["g"]
     assert all(math.isnan(v) for v in trace.named_losses["g"][:2])
-    assert trace.named_losses["g"][2:] == [2 / 3, 0.5]
+    assert list(trace.named_losses["g"][2:]) == [2 / 3, 0.5]
     assert model.rate() == pytest.approx(2.0)  # 3 steps in 1.5 s of the engine's clock
     assert model.eta_s() == pytest.approx(3.0)  # 6 steps left
     assert model.elapsed_s() == pytest.approx(3.0)  # 2.0 reported, 1 s since
@@ -159,7 +162,8 @@ def test_a_past_run_loads_as_the_same_run_and_resumes_from_it(tmp_path: Path) ->
     loaded.resume()
     assert loaded.status == "starting" and loaded.live
     loaded.apply(STARTED.model_copy(update={"first_step": 5}))
-    assert loaded.trace.steps == [1, 2, 3, 4]
+    assert list(loaded.trace.steps) == [1, 2, 3, 4]
+    assert loaded.trace.replica_losses().shape == (4, 2)
     assert loaded.trace.evaluations == [(3, {"val_loss": 0.4, "val_accuracy": 0.5})]
     assert loaded.progress() == (0, 6)
     with pytest.raises(OSError):

@@ -136,7 +136,7 @@ def factory(
 ) -> Callable[[Project, Path], FakeEngine]:
     """An engine factory that returns ``engine`` and records what it was asked to run."""
 
-    def make(project: Project, run_dir: Path) -> FakeEngine:
+    def make(project: Project, run_dir: Path, *, resume: bool = False) -> FakeEngine:
         if made is not None:
             made.append((project, run_dir))
         return engine

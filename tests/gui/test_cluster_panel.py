@@ -14,7 +14,7 @@ from distloop.engine.config import Project, load_project_data
 from distloop.engine.examples import load_example
 from distloop.engine.messages import Log, Message, RunFailed, RunFinished, RunStarted, StepMetrics
 from distloop.engine.run_folder import MetricsWriter, read_metrics, read_status, write_status
-from distloop.gui.cluster_controller import ClusterController, cluster_plan
+from distloop.gui.cluster_plan import cluster_plan
 from distloop.gui.main_window import MainWindow
 from distloop.gui.run_controller import RunController
 from gui_fakes import FakeEngine, factory, seed_run
@@ -90,7 +90,7 @@ def cluster_window(make_window, cluster_batches: list[list[Message]], **options:
     """A window whose runs of multi-machine projects get a FakeCluster; the project is one."""
     made: list[FakeCluster] = []
 
-    def make_cluster(project: Project, run_dir: Path) -> FakeCluster:
+    def make_cluster(project: Project, run_dir: Path, *, resume: bool = False) -> FakeCluster:
         made.append(FakeCluster(cluster_batches, run_dir, **options))
         return made[-1]
 
@@ -147,7 +147,7 @@ def test_editing_a_cluster_project_binds_no_port_and_run_still_gets_ports(
     monkeypatch.setattr(cluster_ports, "free_local_ports", counted)
     laid_out: list[LocalCluster] = []
 
-    def make_cluster(project: Project, run_dir: Path) -> FakeCluster:
+    def make_cluster(project: Project, run_dir: Path, *, resume: bool = False) -> FakeCluster:
         laid_out.append(LocalCluster(project, run_dir))
         laid_out[-1].close()
         return FakeCluster(cluster_run(4, 2), run_dir)
@@ -191,27 +191,29 @@ def test_controller_picks_the_engine_and_follows_the_tasks(qtbot, qloop, tmp_pat
     single = FakeEngine(seed_run())
     clusters: list[FakeCluster] = []
 
-    def make_cluster(project: Project, run_dir: Path) -> FakeCluster:
+    def make_cluster(project: Project, run_dir: Path, *, resume: bool = False) -> FakeCluster:
         clusters.append(FakeCluster(cluster_run(), run_dir))
         return clusters[-1]
 
-    controller = ClusterController(factory(single), make_cluster, refresh_ms=20)
+    runs = RunController(factory(single), make_cluster, refresh_ms=20)
     updates: list[list[TaskInfo]] = []
     started: list[list[TaskInfo]] = []
-    controller.tasks_changed.connect(updates.append)
-    controller.cluster_started.connect(started.append)
-    assert controller.make_engine(load_example("seed"), tmp_path / "a") is single
-    assert controller.cluster is None and started == []
+    runs.tasks_changed.connect(updates.append)
+    runs.cluster_started.connect(started.append)
+    runs.start(load_example("seed"), tmp_path / "a")
+    assert runs.engine is single and runs.cluster is None and started == []
+    qtbot.waitUntil(lambda: not runs.active, timeout=10_000)
 
-    runs = RunController(controller.make_engine)
     runs.start(multi_worker(), tmp_path / "b")
     (cluster,) = clusters
-    assert controller.cluster is cluster
+    assert runs.cluster is cluster and runs.model is not None
+    assert [t.state for t in runs.model.tasks] == ["starting", "starting"]
     assert [[t.state for t in tasks] for tasks in started] == [["starting", "starting"]]
     qtbot.waitUntil(lambda: not runs.active, timeout=10_000)
     qtbot.waitUntil(lambda: [t.state for t in updates[-1]] == ["finished"] * 2, timeout=5_000)
     assert [t.last_step for t in updates[-1]] == [20, 20]
     assert updates[-1][1].last_line == "worker:1 finished"
+    assert runs.model.tasks == updates[-1]  # the run's model holds the cluster's tasks
     seen = len(updates)
     qtbot.wait(100)
     assert len(updates) == seen  # no refreshes once the cluster is done
@@ -293,12 +295,11 @@ def test_stop_stops_every_task(qtbot, make_window, dialog_recorder) -> None:
 def test_a_cluster_that_ignores_stop_is_killed(qtbot, qloop, tmp_path: Path) -> None:
     clusters: list[FakeCluster] = []
 
-    def make_cluster(project: Project, run_dir: Path) -> FakeCluster:
+    def make_cluster(project: Project, run_dir: Path, *, resume: bool = False) -> FakeCluster:
         clusters.append(FakeCluster([], run_dir, endless=True, stubborn=True))
         return clusters[-1]
 
-    controller = ClusterController(cluster_factory=make_cluster, refresh_ms=20)
-    runs = RunController(controller.make_engine, kill_after_s=0.3)
+    runs = RunController(cluster_factory=make_cluster, kill_after_s=0.3, refresh_ms=20)
     runs.start(multi_worker(), tmp_path / "run")
     qtbot.wait(100)
     runs.stop()
@@ -399,9 +400,7 @@ def test_resume_of_a_cluster_run_resumes_the_cluster_and_continues_its_trace(
         return clusters[-1]
 
     single = FakeEngine(seed_run())
-    window: MainWindow = make_window(
-        cluster_factory=make_cluster, engine_factory=factory(single), resume_factory=factory(single)
-    )
+    window: MainWindow = make_window(cluster_factory=make_cluster, engine_factory=factory(single))
     window.show()
     window.runs_panel.select_paths([run_dir])
     assert window.resume_action.isEnabled()

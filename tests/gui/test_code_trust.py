@@ -49,7 +49,7 @@ class Engines:
     def __init__(self) -> None:
         self.made: list[tuple[Project, Path]] = []
 
-    def __call__(self, project: Project, run_dir: Path) -> FakeEngine:
+    def __call__(self, project: Project, run_dir: Path, *, resume: bool = False) -> FakeEngine:
         self.made.append((project, run_dir))
         return FakeEngine(seed_run(4, 2))
 
@@ -148,11 +148,12 @@ def test_resume_asks_and_no_resumes_nothing(
     write_status(run_dir, "stopped", last_step=2)
     resumed: list[Path] = []
 
-    def resume_factory(project: Project, folder: Path, *, resume: bool) -> FakeEngine:
+    def engines(project: Project, folder: Path, *, resume: bool = False) -> FakeEngine:
+        assert resume
         resumed.append(folder)
         return FakeEngine(seed_run(4, 2))
 
-    window = make_window(resume_factory=resume_factory)
+    window = make_window(engine_factory=engines)
     answers.will(False, True)
     window.resume_run(summarize(run_dir))
     assert resumed == [] and len(answers.asked) == 1

@@ -12,6 +12,7 @@ from distloop.engine.messages import (
     RunStarted,
     StepMetrics,
 )
+from distloop.engine.run_model import RunModel
 from distloop.gui.log_panel import LEVEL_COLORS, MAX_LINES, LogPanel
 from distloop.gui.main_window import MainWindow
 from distloop.gui.status_panel import StatusPanel, short_device
@@ -22,10 +23,12 @@ from gui_fakes import FakeEngine, seed_run
 def test_status_panel_rate_progress_and_eta(qtbot) -> None:
     panel = StatusPanel()
     qtbot.addWidget(panel)
-    panel.start(1000, "/runs/20260101-seed")
+    model = RunModel(total_steps=1000)
+    model.subscribe(lambda message: panel.show_change(model, message))
+    panel.follow(model, "/runs/20260101-seed")
     assert panel.values["run_dir"].text() == "20260101-seed"
     assert panel.values["elapsed"].text() == "—"  # TensorFlow's start-up is not training
-    panel.run_started(
+    model.apply(
         RunStarted(
             strategy="MirroredStrategy",
             strategy_kind="mirrored",
@@ -38,9 +41,7 @@ def test_status_panel_rate_progress_and_eta(qtbot) -> None:
     assert "MirroredStrategy" in panel.values["strategy"].toolTip()
     for first in range(1, 201, 50):
         steps = list(range(first, first + 50))
-        panel.metrics(
-            StepMetrics(steps=steps, losses=[0.5] * 50, elapsed_s=[s / 100 for s in steps])
-        )
+        model.apply(StepMetrics(steps=steps, losses=[0.5] * 50, elapsed_s=[s / 100 for s in steps]))
     assert panel.rate() == pytest.approx(100.0)
     assert panel.values["step"].text() == "200 / 1,000"
     assert panel.values["rate"].text() == "100.0"
@@ -48,7 +49,7 @@ def test_status_panel_rate_progress_and_eta(qtbot) -> None:
     assert panel.progress.value() == 200 and panel.progress.maximum() == 1000
     assert panel.values["devices"].text() == "/cpu:0, /cpu:1"
     assert panel.values["elapsed"].text() == "2.0 s"  # the engine's clock, not the window's
-    panel.finished(RunFinished(status="stopped", last_step=200, final_loss=0.5, elapsed_s=2.5))
+    model.apply(RunFinished(status="stopped", last_step=200, final_loss=0.5, elapsed_s=2.5))
     assert panel.state.text() == "Stopped at step 200, final loss 0.5"
     assert panel.values["eta"].text() == "—"
     # One duration for one run: what the engine reported, as the runs table and log say.
@@ -58,12 +59,19 @@ def test_status_panel_rate_progress_and_eta(qtbot) -> None:
 def test_status_panel_without_a_known_length(qtbot) -> None:
     panel = StatusPanel()
     qtbot.addWidget(panel)
-    panel.start(None, "/runs/x")
+    model = RunModel()
+    model.subscribe(lambda message: panel.show_change(model, message))
+    panel.follow(model, "/runs/x")
     assert panel.progress.maximum() == 0  # busy indicator
-    panel.metrics(StepMetrics(steps=[1, 2], losses=[1.0, 0.9], elapsed_s=[0.1, 0.2]))
+    model.apply(StepMetrics(steps=[1, 2], losses=[1.0, 0.9], elapsed_s=[0.1, 0.2]))
     assert panel.values["step"].text() == "2"
-    panel.failed(RunFailed(error_type="EngineDied", message="killed"))
+    model.stopping()
+    assert panel.state.text().startswith("Stopping")
+    model.apply(RunFailed(error_type="EngineDied", message="killed"))
     assert "EngineDied" in panel.state.text()
+    panel.follow(RunModel(), "/runs/y")  # the next run: the last one's model speaks no more
+    model.apply(StepMetrics(steps=[3], losses=[0.8], elapsed_s=[0.3]))
+    assert panel.values["run_dir"].text() == "y" and panel.values["step"].text() == "—"
 
 
 def test_log_panel_levels_and_limit(qtbot) -> None:

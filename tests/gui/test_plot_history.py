@@ -102,7 +102,7 @@ def test_truncate_after_drops_redone_steps_everywhere(plot: LossPlot) -> None:
     assert len(plot.steps()) == 0
 
 
-def test_controller_resumes_through_its_resume_factory(qtbot, qloop, tmp_path: Path) -> None:
+def test_controller_resumes_through_its_engine_factory(qtbot, qloop, tmp_path: Path) -> None:
     made: list[tuple[str, Path, bool]] = []
     engine = FakeEngine(
         [
@@ -111,15 +111,11 @@ def test_controller_resumes_through_its_resume_factory(qtbot, qloop, tmp_path: P
         ]
     )
 
-    def fresh(project, run_dir):
-        made.append(("fresh", run_dir, False))
+    def engines(project, run_dir, *, resume=False):
+        made.append(("resumed" if resume else "fresh", run_dir, resume))
         return engine
 
-    def resumed(project, run_dir, *, resume):
-        made.append(("resumed", run_dir, resume))
-        return engine
-
-    controller = RunController(fresh, resume_factory=resumed)
+    controller = RunController(engines)
     controller.start(load_example("seed"), tmp_path, resume=True)
     qtbot.waitUntil(lambda: not controller.active, timeout=10_000)
     assert made == [("resumed", tmp_path, True)]

@@ -40,7 +40,7 @@ class Engines:
         self.endless = endless
         self.made: list[tuple[Project, Path, FakeEngine]] = []
 
-    def __call__(self, project: Project, run_dir: Path) -> FakeEngine:
+    def __call__(self, project: Project, run_dir: Path, *, resume: bool = False) -> FakeEngine:
         assert all(engine.closed for _, _, engine in self.made), "two runs at once"
         rate = project.optimizer.learning_rate
         if rate in self.fail:
@@ -138,7 +138,7 @@ def test_a_failed_run_is_recorded_and_the_queue_goes_on(qtbot, make_window, dial
 def test_an_engine_that_cannot_start_fails_its_item_only(qtbot, make_window, dialog_recorder):
     engines = Engines()
 
-    def factory(project: Project, run_dir: Path) -> FakeEngine:
+    def factory(project: Project, run_dir: Path, *, resume: bool = False) -> FakeEngine:
         if project.optimizer.learning_rate == 0.01:
             return FakeEngine([], start_error=OSError("no more processes"))
         return engines(project, run_dir)

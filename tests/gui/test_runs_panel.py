@@ -541,14 +541,12 @@ def test_resume_plots_the_old_steps_then_the_new_ones_without_duplicates(
     )
     made: list[tuple[Path, bool]] = []
 
-    def resume_factory(project, folder, *, resume):
+    def engines(project, folder, *, resume=False):
         made.append((folder, resume))
         assert project == load_project(run_dir / "project.json")
         return engine
 
-    window: MainWindow = make_window(
-        engine_factory=factory(FakeEngine([])), resume_factory=resume_factory
-    )
+    window: MainWindow = make_window(engine_factory=engines)
     panel = window.runs_panel
     _select(panel, finished)
     assert not window.resume_action.isEnabled()  # a finished run has nothing left
