@@ -20,8 +20,16 @@ from distloop.engine.examples import load_example
 from distloop.engine.messages import RunFailed
 from distloop.engine.problems import ProblemsError
 from distloop.engine.run_folder import read_metrics, read_status
+from distloop.engine.run_model import RunModel
 from distloop.engine.user_code import UserCodeError, load_user_code
-from distloop_testing import REPO, distloop, example_data, run_engine, synthetic_project
+from distloop_testing import (
+    REPO,
+    assert_same_trace,
+    distloop,
+    example_data,
+    run_engine,
+    synthetic_project,
+)
 from test_resume import interrupt_after
 
 GUIDE_STEP = '''
@@ -205,6 +213,7 @@ def test_gan_example_reports_both_named_losses_every_step(tmp_path) -> None:
     assert on_disk["step"] == list(range(1, 41))
     for name in ("generator", "discriminator"):
         np.testing.assert_array_equal(np.float32(on_disk[name]), named[name])
+    assert_same_trace(run["model"], RunModel.from_folder(tmp_path / "run"))
 
 
 @pytest.mark.slow

@@ -15,7 +15,8 @@ from distloop.engine.examples import load_example
 from distloop.engine.messages import RunFailed, RunStarted
 from distloop.engine.process import EngineProcess
 from distloop.engine.run_folder import read_metrics, read_status
-from distloop_testing import REPO, example_data, run_engine, synthetic_project
+from distloop.engine.run_model import RunModel
+from distloop_testing import REPO, assert_same_trace, example_data, run_engine, synthetic_project
 
 pytestmark = pytest.mark.slow
 
@@ -56,6 +57,8 @@ def test_loss_trace_does_not_depend_on_the_replica_count(tmp_path) -> None:
         # per-replica losses are each replica's share: they add up to the reduced loss
         assert run["replica_losses"].shape == (60, replicas)
         np.testing.assert_allclose(run["replica_losses"].sum(axis=1), run["losses"], rtol=1e-5)
+        # the window shows the run live and later from its folder: the same trace
+        assert_same_trace(run["model"], RunModel.from_folder(tmp_path / f"x{replicas}"))
     assert len(traces[1]) == 60
     assert traces[1][-1] < traces[1][0]
     np.testing.assert_allclose(traces[2], traces[1], rtol=1e-5)

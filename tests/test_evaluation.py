@@ -9,7 +9,14 @@ import pytest
 from distloop.engine.config import load_project, load_project_data
 from distloop.engine.problems import ProblemsError
 from distloop.engine.run_folder import read_eval, read_metrics
-from distloop_testing import distloop, example_data, run_engine, synthetic_project
+from distloop.engine.run_model import RunModel
+from distloop_testing import (
+    assert_same_trace,
+    distloop,
+    example_data,
+    run_engine,
+    synthetic_project,
+)
 
 
 def problem_paths(data: dict) -> list[str]:
@@ -110,6 +117,7 @@ def test_separate_source_evaluates_every_n_steps_and_leaves_training_unchanged(t
     accuracy = [e.metrics["val_accuracy"] for e in evals]
     assert accuracy[0] < 0.8 and accuracy[-1] > 0.95, accuracy
     assert evals[-1].metrics["val_loss"] < evals[0].metrics["val_loss"]
+    assert_same_trace(evaluated["model"], RunModel.from_folder(tmp_path / "run"))
 
     on_disk = read_eval(tmp_path / "run")
     assert list(on_disk) == ["step", "val_loss", "val_accuracy"]
