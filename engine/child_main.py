@@ -381,3 +381,22 @@ def detect_devices_main(out: Any) -> None:
     finally:
         capture.close()
         channel.close()
+
+
+def predict_main(out: Connection, folder: str, inputs: list[str], rows: list[str]) -> None:
+    """A prediction process: ``folder``'s model on the inputs, each item sent on ``out``.
+
+    TensorFlow's own output is dropped: the items say what happened, input by input.
+    """
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _watch_parent()
+    capture = _OutputCapture(lambda text: None)
+    try:
+        from .tf.predict import predict_all
+
+        predict_all(Path(folder), [Path(path) for path in inputs], rows, out.send)
+    except Exception as exc:  # an answer, not a silent death: the caller shows one line
+        out.send({"error": f"the prediction failed: {type(exc).__name__}: {exc}"})
+    finally:
+        capture.close()
+        out.close()

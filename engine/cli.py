@@ -210,6 +210,9 @@ def command_predict(run_dir: Path, inputs: list[Path], *, as_json: bool) -> int:
     except PredictionError as exc:
         _err(f"distloop: {exc}")
         return EXIT_FAILED
+    except KeyboardInterrupt:  # the prediction process is ended with it
+        _err("distloop: prediction interrupted")
+        return EXIT_INTERRUPTED
     for prediction in result.predictions:
         print(prediction_json(prediction) if as_json else format_prediction(prediction))
     for error in result.errors:

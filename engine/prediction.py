@@ -1,29 +1,31 @@
 """Predictions of a run's saved model for ``distloop predict`` and the Try it panel (TF-free).
 
 The window never loads TensorFlow, and ``engine.cli`` is imported by the window's
-launcher, so the model runs in a subprocess of its own (``python -m
-distloop.engine.tf.predict``) that prints one JSON object a line on stdout: first
-the model's description, then one line per example, or per input that could not be
-read (with ``error``). This module finds a run's model, starts that process and
-reads its lines back; the command line and the window both call :func:`predict`.
+launcher, so the model runs in a process of its own, spawned as engine processes
+are (``engine.child_main.predict_main`` runs ``engine.tf.predict``). It sends plain
+items through a pipe: first the model's description, then one per example, or per
+input that could not be read (with ``error``). This module finds a run's model,
+starts that process and reads its items back; the command line and the window both
+call :func:`predict`.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-from collections.abc import Sequence
+import multiprocessing
+import time
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .child_main import predict_main
 from .run_folder import CLASSES_FILE, CONFUSION_FILE, MODEL_FILE, MODEL_RECORD_FILE, TASKS_DIR
 
 PREDICT_TIMEOUT_S = 300.0
 """TensorFlow's start takes seconds; thousands of rows take a few more."""
-MODULE = "distloop.engine.tf.predict"
+POLL_S = 0.5
+_ctx = multiprocessing.get_context("spawn")
 
 
 class PredictionError(Exception):
@@ -141,24 +143,10 @@ def read_model_record(run_dir: Path) -> dict[str, Any] | None:
     return record if isinstance(record, dict) else None
 
 
-def predict_command(run_dir: Path, inputs: Sequence[Path], rows: Sequence[str] = ()) -> list[str]:
-    """The subprocess's command line: the model's folder, the input files, pasted rows."""
-    command = [sys.executable, "-m", MODULE, str(model_folder(run_dir))]
-    for row in rows:
-        command += ["--row", row]
-    return [*command, "--", *map(str, inputs)] if inputs else command
-
-
-def parse_output(stdout: str) -> PredictionResult:
-    """The subprocess's JSON lines; anything else on stdout (a library's chatter) is skipped."""
+def parse_items(items: Iterable[dict[str, Any]]) -> PredictionResult:
+    """The prediction process's items, in the order it sent them."""
     result = PredictionResult()
-    for line in stdout.splitlines():
-        if not line.startswith("{"):
-            continue
-        try:
-            item = json.loads(line)
-        except ValueError:
-            continue
+    for item in items:
         if "model" in item:
             result.model = item["model"]
         elif "error" in item:
@@ -185,32 +173,48 @@ def predict(
     *,
     timeout_s: float = PREDICT_TIMEOUT_S,
 ) -> PredictionResult:
-    """Runs the run's model on ``inputs`` (files) and ``rows`` (CSV text) in a subprocess.
+    """Runs the run's model on ``inputs`` (files) and ``rows`` (CSV text) in a new process.
 
-    A whole-run failure (no model, a model that does not load, TensorFlow dying)
+    The process is spawned as engine processes are, so the frozen app runs it too.
+    A whole-run failure (no model, a model that does not load, the process dying)
     raises :class:`PredictionError`; an input that cannot be read is one of the
     result's ``errors`` and the others are still predicted.
     """
-    command = predict_command(run_dir, inputs, rows)
-    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
+    folder = model_folder(run_dir)
+    receiver, sender = _ctx.Pipe(duplex=False)
+    process = _ctx.Process(
+        target=predict_main,
+        args=(sender, str(folder), [str(path) for path in inputs], list(rows)),
+        name="distloop-predict",
+        daemon=True,
+    )
+    process.start()
+    sender.close()
+    items: list[dict[str, Any]] = []
+    deadline = time.monotonic() + timeout_s
     try:
-        done = subprocess.run(
-            command, capture_output=True, text=True, timeout=timeout_s, env=env, check=False
-        )
-    except subprocess.TimeoutExpired:
-        raise PredictionError(f"{run_dir}: the prediction took over {timeout_s:.0f} s") from None
-    except OSError as exc:
-        raise PredictionError(f"cannot start the prediction: {exc}") from None
-    result = parse_output(done.stdout)
+        while True:
+            if time.monotonic() > deadline:
+                raise PredictionError(f"{run_dir}: the prediction took over {timeout_s:.0f} s")
+            if receiver.poll(POLL_S):
+                try:
+                    items.append(receiver.recv())
+                except EOFError:
+                    break
+    finally:
+        receiver.close()
+        if process.is_alive():
+            process.kill()
+        process.join()
+    result = parse_items(items)
     if not result.model:
-        reason = result.errors[0] if result.errors else _last_line(done.stderr)
+        reason = (
+            result.errors[0]
+            if result.errors
+            else f"the prediction process ended (exit code {process.exitcode}) without an answer"
+        )
         raise PredictionError(f"{run_dir}: {reason}")
     return result
-
-
-def _last_line(text: str) -> str:
-    lines = [line for line in text.splitlines() if line.strip()]
-    return lines[-1] if lines else "the prediction process ended without an answer"
 
 
 def format_prediction(prediction: Prediction, *, shown: int = 5) -> str:

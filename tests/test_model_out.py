@@ -14,7 +14,7 @@ from distloop.engine.prediction import (
     PredictionError,
     format_prediction,
     model_folder,
-    parse_output,
+    parse_items,
 )
 from distloop.engine.run_folder import read_eval
 from distloop.engine.synthetic import make_classification
@@ -167,11 +167,12 @@ def test_predictions_print_as_one_line_each() -> None:
         "a.png: cat 0.9000  (dog 0.0600, +1 more)"
     )
     assert format_prediction(Prediction("x.npy[0]", values=[1.5, -2.0])) == "x.npy[0]: 1.5 -2"
-    result = parse_output(
-        "chatter from a library\n"
-        '{"model": {"classifier": false}}\n'
-        '{"input": "row 1", "values": [0.5]}\n'
-        '{"input": "b.csv", "error": "is empty"}\n'
+    result = parse_items(
+        [
+            {"model": {"classifier": False}},
+            {"input": "row 1", "values": [0.5]},
+            {"input": "b.csv", "error": "is empty"},
+        ]
     )
     assert result.model == {"classifier": False}
     assert result.predictions == [Prediction("row 1", values=[0.5])]

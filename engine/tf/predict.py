@@ -1,11 +1,12 @@
-"""``python -m distloop.engine.tf.predict FOLDER [--row TEXT]... -- INPUT...`` (imports TF).
+"""A run's ``model.keras`` on files and pasted rows, in a prediction process (imports TF).
 
-Runs a run folder's ``model.keras`` on CSV files, ``.npy`` arrays, images and pasted
-CSV rows, and prints one JSON object a line on stdout (``engine.prediction`` reads
-them): ``{"model": {...}}`` first, then ``{"input": ..., "classes": [...]}`` (a
+:func:`predict_all` runs in a process of its own (``engine.child_main.predict_main``,
+started by ``engine.prediction``) on CSV files, ``.npy`` arrays, images and pasted
+CSV rows, and emits one plain item each (``engine.prediction`` reads them):
+``{"model": {...}}`` first, then ``{"input": ..., "classes": [...]}`` (a
 classifier's classes, most probable first) or ``{"input": ..., "values": [...]}``
 per example, and ``{"input": ..., "error": ...}`` for an input that cannot be
-used. Exit status 0 when every input was predicted, 1 otherwise.
+used (``{"error": ...}`` alone when the model cannot be loaded).
 
 An example is read as training read it: an image is decoded, resized and scaled
 by the image-folder data's own function (``engine.tf.image_data``); a CSV's
@@ -16,10 +17,8 @@ the model's input order.
 
 from __future__ import annotations
 
-import argparse
 import csv
-import json
-import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -61,68 +60,58 @@ class ModelInputs:
         return int(np.prod(self.shape))
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m distloop.engine.tf.predict")
-    parser.add_argument("folder", type=Path, help="the folder holding model.keras")
-    parser.add_argument("--row", action="append", default=[], help="one CSV row of features")
-    parser.add_argument("inputs", nargs="*", type=Path)
-    args = parser.parse_args(argv)
+def predict_all(
+    folder: Path, inputs: list[Path], rows: list[str], emit: Callable[[dict[str, Any]], None]
+) -> None:
+    """Predicts every row and input with ``folder``'s model, emitting one item for each."""
     try:
-        model, project = _load(args.folder)
+        model, project = _load(folder)
     except InputError as exc:
-        _emit({"error": str(exc)})
-        return 1
-    inputs = _model_inputs(model, project)
+        emit({"error": str(exc)})
+        return
+    shape = _model_inputs(model, project)
     outputs = int(np.prod(model.output_shape[1:]))
     classifier = project is not None and project.loss.is_classification
     # A cluster task's folder (tasks/worker-0) has the run's folder above it.
-    folders = [args.folder]
-    if args.folder.parent.name == TASKS_DIR:
-        folders.append(args.folder.parent.parent)
+    folders = [folder]
+    if folder.parent.name == TASKS_DIR:
+        folders.append(folder.parent.parent)
     names = (
         class_names(folders, _class_count(project, outputs))
         if classifier and project is not None
         else None
     )
-    _emit(
+    emit(
         {
             "model": {
-                "path": str(args.folder / MODEL_FILE),
-                "input_shape": list(inputs.shape),
-                "csv_columns": inputs.csv_columns,
+                "path": str(folder / MODEL_FILE),
+                "input_shape": list(shape.shape),
+                "csv_columns": shape.csv_columns,
                 "classifier": classifier,
                 "classes": names,
             }
         }
     )
-    sources: list[tuple[str, Any]] = [
-        (f"row {number}", row) for number, row in enumerate(args.row, 1)
+    sources: list[tuple[str, str | Path]] = [
+        (f"row {number}", row) for number, row in enumerate(rows, 1)
     ]
-    sources += [(str(path), path) for path in args.inputs]
-    failed = False
+    sources += [(str(path), path) for path in inputs]
     for name, source in sources:
         try:
             examples = (
-                _read_row(name, source, inputs)
+                _read_row(name, source, shape)
                 if isinstance(source, str)
-                else _read_file(source, inputs, project)
+                else _read_file(source, shape, project)
             )
             predicted = np.asarray(model.predict_on_batch(examples.features), dtype=np.float64)
         except InputError as exc:
-            _emit({"input": name, "error": str(exc)})
-            failed = True
+            emit({"input": name, "error": str(exc)})
             continue
         for label, output in zip(examples.labels, predicted, strict=True):
             if names is not None and project is not None:
-                _emit({"input": label, "classes": _classes(output, project.loss, names)})
+                emit({"input": label, "classes": _classes(output, project.loss, names)})
             else:
-                _emit({"input": label, "values": output.reshape(-1).tolist()})
-    return 1 if failed else 0
-
-
-def _emit(item: dict[str, Any]) -> None:
-    sys.stdout.write(json.dumps(item) + "\n")
-    sys.stdout.flush()
+                emit({"input": label, "values": output.reshape(-1).tolist()})
 
 
 def _load(folder: Path) -> tuple[Any, Project | None]:
@@ -321,7 +310,3 @@ def _finite(array: np.ndarray, what: str) -> np.ndarray:
     if not np.isfinite(array).all():
         raise InputError(f"{what} a value that is not a finite number (NaN or infinity)")
     return array
-
-
-if __name__ == "__main__":
-    sys.exit(main())
