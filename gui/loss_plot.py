@@ -596,6 +596,9 @@ class LossPlot(QWidget):
         self._num_replicas = None
         if self._eval_steps:
             self.plot_item.removeItem(self.eval_curve)
+            # Re-added holding these points, the curve would ask for its view before it is
+            # in one (pyqtgraph raises) and keep the old run's markers.
+            self.eval_curve.clear()
         self._eval_steps.clear()
         self._eval_losses.clear()
         self.replica_checkbox.setEnabled(False)

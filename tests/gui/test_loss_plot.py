@@ -153,6 +153,23 @@ def test_evaluations_are_markers_on_their_steps(plot: LossPlot) -> None:
     assert plot.eval_curve not in plot.plot_item.listDataItems()
 
 
+def test_the_next_runs_evaluations_show_after_a_clear(plot: LossPlot) -> None:
+    """Re-adding the marker curve with the last run's points raised inside pyqtgraph (its
+    view was not yet a ViewBox) and left a stray dashed line: two examples run one after
+    the other, both evaluating, showed it."""
+    plot.append(np.arange(1, 201), np.linspace(2.5, 0.1, 200))
+    plot.add_evaluation(100, 0.06)
+    plot.add_evaluation(200, 0.05)
+    plot.redraw()
+    plot.clear()
+    plot.append(np.arange(1, 51), np.linspace(1.4, 0.7, 50))
+    plot.add_evaluation(50, 0.7)
+    plot.redraw()
+    assert plot.eval_curve in plot.plot_item.listDataItems()
+    steps, losses = plot.eval_curve.getData()
+    assert np.array_equal(steps, [50]) and np.array_equal(losses, [0.7])
+
+
 LONG_RUN_NAME = "classification-" + "with-a-long-descriptive-name-" * 8 + "2026-12-03T05-30-00"
 
 
