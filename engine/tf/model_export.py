@@ -114,7 +114,7 @@ class ModelKeeper:
             record = {"step": step, "selected": BEST_VAL_LOSS, "val_loss": val_loss}
             last_weights = model.get_weights()
             model.set_weights(weights)
-        elif evaluating:
+        elif evaluating and self._earlier is None:
             self._channel.log(
                 "no evaluation gave a finite val_loss: model.keras holds the last weights",
                 level="warning",
