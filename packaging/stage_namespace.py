@@ -26,18 +26,28 @@ PIECES = {"": "packaging/distloop", "engine": "engine", "gui": "gui", "resources
 
 
 def stage(target: Path, root: Path = ROOT) -> Path:
-    """Copies the package into ``target/distloop`` (replacing an older copy); returns ``target``.
+    """Copies the package's modules into ``target/distloop`` (replacing an older copy);
+    returns ``target``.
 
     Copies, not links: PyInstaller keeps what it collects, and a fresh copy per call
-    can never show a tool files that the checkout no longer has.
+    can never show a tool files that the checkout no longer has. Only ``.py`` files:
+    both tools read modules, and the spec takes the data files from the checkout.
     """
     package = target / "distloop"
     if package.exists():
         shutil.rmtree(package)
-    skip = shutil.ignore_patterns("__pycache__", "*.pyc")
     for inside, source in PIECES.items():
-        shutil.copytree(root / source, package / inside, ignore=skip, dirs_exist_ok=True)
+        shutil.copytree(root / source, package / inside, ignore=python_only, dirs_exist_ok=True)
     return target
+
+
+def python_only(folder: str, names: list[str]) -> set[str]:
+    """A ``copytree`` ignore function: leaves out caches and every file that is not a module."""
+    return {
+        name
+        for name in names
+        if name == "__pycache__" or (not name.endswith(".py") and Path(folder, name).is_file())
+    }
 
 
 def lint_imports(target: Path, root: Path = ROOT) -> subprocess.CompletedProcess[str]:
