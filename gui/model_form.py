@@ -94,11 +94,15 @@ class ModelForm(QWidget):
         buttons.addWidget(self.add_dense_button)
         buttons.addWidget(self.add_dropout_button)
         buttons.addStretch(1)
-        buttons.addWidget(self.add_kind)
-        buttons.addWidget(self.add_button)
+        # A row of its own: beside the two buttons it would widen the dock past its default.
+        other = QHBoxLayout()
+        other.addWidget(QLabel("Other layer:"))
+        other.addWidget(self.add_kind, 1)
+        other.addWidget(self.add_button)
         box_layout = QVBoxLayout(self.layers_box)
         box_layout.addLayout(self._cards_layout)
         box_layout.addLayout(buttons)
+        box_layout.addLayout(other)
 
         layout = QVBoxLayout(self)
         layout.addLayout(self.form)
