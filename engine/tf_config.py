@@ -166,11 +166,16 @@ class TFConfig(BaseModel):
         return self.cluster[task.type][task.index]
 
     def chief_task(self) -> TaskSpec:
-        """The task that reports for the cluster: the chief, or worker 0 when there is none.
+        """The task that reports for the cluster (:func:`chief_of`)."""
+        return chief_of(self.cluster)
 
-        This is TensorFlow's own rule for who saves checkpoints and writes summaries.
-        """
-        return TaskSpec(type="chief" if "chief" in self.cluster else "worker", index=0)
+
+def chief_of(cluster: Mapping[str, object]) -> TaskSpec:
+    """The task that reports for a cluster: the chief, or worker 0 when there is none.
+
+    This is TensorFlow's own rule for who saves checkpoints and writes summaries.
+    """
+    return TaskSpec(type="chief" if "chief" in cluster else "worker", index=0)
 
 
 def cluster_problems(config: TFConfig) -> list[Problem]:

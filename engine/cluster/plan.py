@@ -21,6 +21,7 @@ from ..tf_config import (
     MULTI_MACHINE_STRATEGIES,
     TaskSpec,
     TFConfig,
+    chief_of,
     parse_address,
     parse_task,
     strategy_problems,
@@ -131,8 +132,7 @@ def _local_layout(
             for job in JOB_TYPES
             if job in sizes
         }
-    chief = TaskSpec(type="chief" if "chief" in cluster else "worker", index=0)
-    config = _validated(cluster, chief, "cluster")
+    config = _validated(cluster, chief_of(cluster), "cluster")
     _raise_if(run_problems(config, kind), "cluster")
     return config
 

@@ -11,6 +11,7 @@ import signal
 import tensorflow as tf
 
 from ..config import StrategyConfig
+from ..tf_config import chief_of
 
 _CROSS_DEVICE_OPS = {
     "nccl": lambda: tf.distribute.NcclAllReduce(),
@@ -182,7 +183,5 @@ def is_chief(strategy: tf.distribute.Strategy) -> bool:
     resolver = getattr(strategy, "cluster_resolver", None)
     if resolver is None or not resolver.task_type:
         return True
-    if resolver.task_type == "chief":
-        return True
-    has_chief = "chief" in resolver.cluster_spec().as_dict()
-    return resolver.task_type == "worker" and resolver.task_id == 0 and not has_chief
+    chief = chief_of(resolver.cluster_spec().as_dict())
+    return (resolver.task_type, resolver.task_id) == (chief.type, chief.index)
