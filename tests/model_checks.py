@@ -4,7 +4,8 @@
 per-layer output shapes and parameter counts next to ``engine.model_shapes``'s;
 the moving variance synchronized and unsynchronized BatchNormalization keep on two
 replicas whose halves of the batch differ; a float16 step with loss scaling on the
-CPU. It also saves ``OUT_DIR/conv.keras``, a small conv model for an engine run.
+CPU. It also saves ``OUT_DIR/conv.keras``, a small conv model saved under the
+mixed_bfloat16 policy, for an engine run.
 """
 
 from __future__ import annotations
@@ -220,8 +221,9 @@ def float16_step() -> dict[str, Any]:
         set_precision("none")
 
 
-def save_conv_model(path: Path) -> None:
+def save_conv_model(path: Path, policy: str) -> None:
     """A small synchronized-BN conv model, saved as the engine's keras_file test input."""
+    set_precision(policy)
     config = ModelConfig.model_validate(
         {
             "input_shape": [8, 8, 1],
@@ -233,7 +235,10 @@ def save_conv_model(path: Path) -> None:
             ],
         }
     )
-    build_model(config, seed=2).save(path)
+    try:
+        build_model(config, seed=2).save(path)
+    finally:
+        set_precision("none")
 
 
 def load_failures(folder: Path) -> list[str]:
@@ -242,7 +247,7 @@ def load_failures(folder: Path) -> list[str]:
     (folder / "random.h5").write_bytes(b"\x89HDF\r\n\x1a\n" + bytes(200))
     models = [
         {"kind": "keras_file", "path": str(folder / "broken.keras"), "input_shape": [8, 8, 1]},
-        {"kind": "keras_file", "path": str(folder / "conv.keras"), "input_shape": [8, 8, 3]},
+        {"kind": "keras_file", "path": str(folder / "float32.keras"), "input_shape": [8, 8, 3]},
         {
             "kind": "backbone",
             "backbone": "mobilenet_v2",
@@ -257,12 +262,21 @@ def load_failures(folder: Path) -> list[str]:
             build_model(ModelConfig.model_validate(data), seed=0)
         except ModelFileError as exc:
             messages.append(str(exc))
+    set_precision("mixed_bfloat16")
+    try:
+        model = {"kind": "keras_file", "path": str(folder / "float32.keras")}
+        build_model(ModelConfig.model_validate({**model, "input_shape": [8, 8, 1]}), seed=0)
+    except ModelFileError as exc:
+        messages.append(str(exc))
+    finally:
+        set_precision("none")
     return messages
 
 
 if __name__ == "__main__":
     out = Path(sys.argv[1])
-    save_conv_model(out / "conv.keras")
+    save_conv_model(out / "conv.keras", "mixed_bfloat16")
+    save_conv_model(out / "float32.keras", "none")
     # One strategy for both runs: a second MirroredStrategy's collectives clash with the first's.
     mirrored = tf.distribute.MirroredStrategy([d.name for d in tf.config.list_logical_devices()])
     report = {

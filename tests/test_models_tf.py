@@ -38,10 +38,12 @@ def test_models_match_keras_and_a_keras_file_trains_in_bfloat16_on_two_replicas(
     assert float16["output_dtype"] == "float32" and float16["loss_dtype"] == "float32"
     assert np.isfinite(float16["loss"]) and float16["moved"]
     assert float16["scale"] == 2.0**15  # Keras's initial scale, kept: the gradients were finite
-    broken, wrong_shape, bad_weights = report["load_failures"]
+    broken, wrong_shape, bad_weights, float32_layers = report["load_failures"]
     assert broken.startswith("model.path: ") and "is not a .keras model file" in broken
     assert wrong_shape.startswith("model.input_shape: [8, 8, 3] does not match the input")
     assert bad_weights.startswith("model.weights: cannot load ")
+    assert float32_layers.startswith("training.mixed_precision: the layers of ")
+    assert "compute in float32, not mixed_bfloat16" in float32_layers
     assert all("\n" not in message for message in report["load_failures"])
 
     project = load_project_data(

@@ -211,6 +211,17 @@ def load_keras_file(config: ModelConfig) -> tf.keras.Model:
             f"model.input_shape: {config.input_shape} does not match the input "
             f"{stored if stored is not None else model.input_shape} of {path}; set it to that"
         )
+    policy = tf.keras.mixed_precision.global_policy().name
+    saved = {layer.dtype_policy.name for layer in model.layers}
+    # A loaded layer keeps the dtype policy it was saved with, whatever the global one;
+    # a mixed model may end in a float32 layer (as the engine's own models do).
+    fits = saved == {"float32"} if policy == "float32" else policy in saved
+    if not fits:
+        raise ModelFileError(
+            f"training.mixed_precision: the layers of {path} were saved to compute in "
+            f"{' and '.join(sorted(saved))}, not {policy}; save the model under the policy "
+            "you train with, or set mixed_precision to match it"
+        )
     return model
 
 
