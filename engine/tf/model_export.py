@@ -159,7 +159,8 @@ class ModelKeeper:
         try:
             with self._target(name, keep=keep) as path:
                 model.save(path)
-        except (OSError, ValueError, TypeError, NotImplementedError, tf.errors.OpError) as exc:
+        # Custom code's models may fail to serialize in any way Keras has; the run trained.
+        except Exception as exc:
             self._channel.log(
                 f"cannot save {name}: {type(exc).__name__}: {str(exc).splitlines()[0]}; the "
                 "weights are in checkpoints/",
@@ -172,7 +173,7 @@ class ModelKeeper:
         try:
             with self._target(SAVED_MODEL_DIR, keep=keep) as path:
                 model.export(path, verbose=False)
-        except (OSError, ValueError, TypeError, NotImplementedError, tf.errors.OpError) as exc:
+        except Exception as exc:  # as for model.keras: a warning, never a failed run
             self._channel.log(
                 f"cannot export {SAVED_MODEL_DIR}/ for TF Serving: {type(exc).__name__}: "
                 f"{str(exc).splitlines()[0]}",
