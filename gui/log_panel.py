@@ -21,7 +21,10 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from ..engine.messages import Log
+from ..engine.formatting import format_duration
+from ..engine.messages import EvalMetrics, Log, Message, RunFailed, RunFinished, RunStarted
+from ..engine.run_folder import format_loss
+from ..engine.run_model import RunModel
 
 MAX_LINES = 10_000
 LEVEL_COLORS = {
@@ -85,6 +88,37 @@ class LogPanel(QWidget):
 
     def run_started(self) -> None:
         self._starting = False
+
+    def show_change(self, model: RunModel, message: Message | None) -> None:
+        """A line for what the run reports (its engine's own lines come as add_message)."""
+        if isinstance(message, RunStarted):
+            self.run_started()
+            devices = ", ".join(message.devices)
+            self.add(
+                f"{message.strategy_kind or message.strategy} with {message.num_replicas} "
+                f"replica(s) on {devices} ({message.strategy}, "
+                f"TensorFlow {message.tensorflow_version})"
+            )
+            for warning in message.warnings:
+                self.add(warning, "warning")
+        elif isinstance(message, EvalMetrics):
+            values = ", ".join(f"{name}={value:.6g}" for name, value in message.metrics.items())
+            self.add(
+                f"evaluation after step {message.step} on {message.examples} examples: {values}"
+            )
+        elif isinstance(message, RunFinished):
+            loss = (
+                ""
+                if message.final_loss is None
+                else f", final loss {format_loss(message.final_loss)}"
+            )
+            how = " (killed on request)" if message.killed else ""
+            took = format_duration(message.elapsed_s)
+            self.add(f"run {message.status}{how} at step {message.last_step} after {took}{loss}")
+        elif isinstance(message, RunFailed):
+            self.add(f"{message.error_type}: {message.message}", "error")
+            if message.traceback:
+                self.add(message.traceback, "error")
 
     def add_message(self, message: Log) -> None:
         source = SOURCE_TAGS.get(message.source, message.source)

@@ -36,11 +36,10 @@ from ..engine import __version__
 from ..engine.config import Project, load_project
 from ..engine.examples import example_names, example_text, is_shipped, load_example
 from ..engine.fileio import atomic_write_text
-from ..engine.formatting import format_duration
-from ..engine.messages import DevicesDetected, EvalMetrics, RunFailed, RunFinished, RunStarted
+from ..engine.messages import DevicesDetected, RunFailed, RunStarted
 from ..engine.problems import ProblemsError
 from ..engine.process import WarmEngines, detect_devices
-from ..engine.run_folder import format_loss, new_run_dir
+from ..engine.run_folder import new_run_dir
 from ..engine.run_handle import ClusterFactory, EngineFactory
 from ..engine.run_history import RunSummary, summarize
 from ..engine.run_model import RunModel
@@ -372,12 +371,11 @@ class MainWindow(QMainWindow):
         controller.log.connect(self.log_panel.add_message)
         controller.changed.connect(self.plot.show_change)
         controller.changed.connect(self.status_panel.show_change)
+        controller.changed.connect(self.log_panel.show_change)
         controller.started.connect(self._on_started)
         controller.state_changed.connect(self._sync_runs_panel)
         self.runs_panel.resume_requested.connect(self.resume_run)
         self.runs_panel.try_it_requested.connect(self.try_run)
-        controller.evaluated.connect(self._on_evaluated)
-        controller.finished.connect(self._on_finished)
         controller.failed.connect(self._on_failed)
         controller.idle.connect(self._on_idle)
 
@@ -719,36 +717,10 @@ class MainWindow(QMainWindow):
             self.log_panel.run_starting()
 
     def _on_started(self, message: RunStarted) -> None:
-        self.log_panel.run_started()
         self._tensorflow_version = message.tensorflow_version
-        devices = ", ".join(message.devices)
-        self.log_panel.add(
-            f"{message.strategy_kind or message.strategy} with {message.num_replicas} "
-            f"replica(s) on {devices} ({message.strategy}, TensorFlow {message.tensorflow_version})"
-        )
-        for warning in message.warnings:
-            self.log_panel.add(warning, "warning")
-
-    def _on_evaluated(self, message: EvalMetrics) -> None:
-        values = ", ".join(f"{name}={value:.6g}" for name, value in message.metrics.items())
-        self.log_panel.add(
-            f"evaluation after step {message.step} on {message.examples} examples: {values}"
-        )
-
-    def _on_finished(self, message: RunFinished) -> None:
-        loss = (
-            "" if message.final_loss is None else f", final loss {format_loss(message.final_loss)}"
-        )
-        took = format_duration(message.elapsed_s)
-        how = " (killed on request)" if message.killed else ""
-        self.log_panel.add(
-            f"run {message.status}{how} at step {message.last_step} after {took}{loss}"
-        )
 
     def _on_failed(self, message: RunFailed) -> None:
-        self.log_panel.add(f"{message.error_type}: {message.message}", "error")
-        if message.traceback:
-            self.log_panel.add(message.traceback, "error")
+        """The failure is in the log (the log panel's view); a dialog too, unless expected."""
         if self.controller.stop_requested and self.controller.killed:
             return  # the user asked for the stop; the log says it was forced
         if self.run_queue.current is not None:
