@@ -1230,9 +1230,8 @@ def _image_shape_problems(
 ) -> list[Problem]:
     """Images are resized to the model's input, so the input must name a size and a color
     mode; their labels are class numbers, so the loss must be a crossentropy."""
-    model, loss = project.model, project.loss
     problems = []
-    shape = model.input_shape
+    shape = project.model.input_shape
     if len(shape) != 3 or shape[-1] not in IMAGE_CHANNELS.values():
         problems.append(
             Problem(

@@ -14,11 +14,18 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-from .config import ImageFolderData, Project
+from .config import ImageFolderData, Project, TextFolderData
 from .problems import Problem
 
 IMAGE_EXTENSIONS = (".bmp", ".gif", ".jpeg", ".jpg", ".png")
 """What ``tf.io.decode_image`` (and Qt's QImage, for the preview) reads."""
+TEXT_EXTENSIONS = (".txt",)
+"""What ``text_dataset_from_directory`` reads: one example per file."""
+FOLDER_KINDS = {
+    "image_folder": ("images", IMAGE_EXTENSIONS),
+    "text_folder": ("text files", TEXT_EXTENSIONS),
+}
+"""Each folder source's words for its files, and the extensions it reads."""
 
 
 class FolderError(ValueError):
@@ -35,6 +42,7 @@ class FolderScan:
     """(file, class number), class by class, each class's files sorted by path."""
     others: tuple[Path, ...]
     """Files whose extension no decoder reads: left out, named when a class has nothing else."""
+    extensions: tuple[str, ...] = IMAGE_EXTENSIONS
 
     def counts(self) -> dict[str, int]:
         """Files per class name, every class listed (0 for an empty one)."""
@@ -65,7 +73,7 @@ def scan_folder(path: str | Path, extensions: tuple[str, ...] = IMAGE_EXTENSIONS
                 files.append((file, label))
             else:
                 others.append(file)
-    return FolderScan(root, tuple(classes), tuple(files), tuple(others))
+    return FolderScan(root, tuple(classes), tuple(files), tuple(others), extensions)
 
 
 def _files_below(folder: Path) -> list[Path]:
@@ -92,18 +100,15 @@ def folder_problems(scan: FolderScan, field: str, kind: str = "images") -> list[
             f"two, one subfolder of {kind} per class"
         )
     empty = [name for name, count in scan.counts().items() if count == 0]
+    extensions = " ".join(scan.extensions)
     if empty and len(empty) == len(scan.classes):
-        problems.append(f"{where} holds no {kind} ({_extensions_text()}){_others_text(scan)}")
+        problems.append(f"{where} holds no {kind} ({extensions}){_others_text(scan)}")
     elif empty:
         problems.append(
             f"{where}: class folder(s) {', '.join(empty)} hold no {kind} "
-            f"({_extensions_text()}){_others_text(scan)}; add {kind} or remove the folder(s)"
+            f"({extensions}){_others_text(scan)}; add {kind} or remove the folder(s)"
         )
     return problems
-
-
-def _extensions_text() -> str:
-    return " ".join(IMAGE_EXTENSIONS)
 
 
 def _others_text(scan: FolderScan) -> str:
@@ -126,21 +131,34 @@ def project_folder_problems(project: Project) -> list[Problem]:
         sections.append((("evaluation", "source"), project.evaluation.source))
     scans: dict[tuple[str, ...], FolderScan] = {}
     for loc, data in sections:
-        if not isinstance(data, ImageFolderData):
+        if not isinstance(data, ImageFolderData | TextFolderData):
             continue
         field = ".".join(loc)
+        kind, extensions = FOLDER_KINDS[data.source]
         try:
-            scan = scan_folder(data.path)
+            scan = scan_folder(data.path, extensions)
         except FolderError as exc:
             problems.append(Problem((*loc, "path"), str(exc)))
             continue
-        found = folder_problems(scan, f"{field}.path")
+        found = folder_problems(scan, f"{field}.path", kind)
         problems += [Problem((*loc, "path"), _without_field(text)) for text in found]
         if not found:
             scans[loc] = scan
             problems += _class_count_problems(scan, project, loc)
     training, held = scans.get(("data",)), scans.get(("evaluation", "source"))
-    if training is not None and held is not None and training.classes != held.classes:
+    if (
+        isinstance(project.data, TextFolderData)
+        != isinstance(project.evaluation and project.evaluation.source, TextFolderData)
+        and held is not None
+    ):
+        problems.append(
+            Problem(
+                ("evaluation", "source", "source"),
+                "text is evaluated with the training texts' vocabulary: evaluate text_folder "
+                "data only when data is a text_folder too, and the other way round",
+            )
+        )
+    elif training is not None and held is not None and training.classes != held.classes:
         problems.append(
             Problem(
                 ("evaluation", "source", "path"),

@@ -24,6 +24,7 @@ from ..engine.config import (
     NumpyData,
     SyntheticClassification,
     SyntheticRegression,
+    TextFolderData,
 )
 from ..engine.problems import Loc
 from .auto_form import AutoForm, show_page
@@ -35,6 +36,7 @@ _REQUIRED_STARTS: dict[str, dict[str, Any]] = {
     "numpy": {"path": ""},
     "csv": {"path": "", "label_column": ""},
     "image_folder": {"path": ""},
+    "text_folder": {"path": ""},
 }
 
 
@@ -45,6 +47,7 @@ SOURCE_MODELS: dict[str, type[BaseModel]] = {
     "numpy": NumpyData,
     "csv": CsvData,
     "image_folder": ImageFolderData,
+    "text_folder": TextFolderData,
 }
 # The fields every source shares (batching), in the models' order.
 BATCHING_FIELDS = [
@@ -91,8 +94,8 @@ class DataForm(QWidget):
         self.source = ChoiceEdit(DATA_SOURCES)
         self.source.setToolTip(
             "constant: the guide's from_tensors(...).repeat(examples); synthetic: seeded random "
-            "data; numpy: an .npz file; csv: a CSV file with a header row; image_folder: a folder "
-            "with one subfolder of images per class"
+            "data; numpy: an .npz file; csv: a CSV file with a header row; image_folder / "
+            "text_folder: a folder with one subfolder of images / .txt files per class"
         )
         self.pages = {source: _source_page(source) for source in DATA_SOURCES}
         for page in self.pages.values():

@@ -28,12 +28,14 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from ..engine.datasets import FolderError, FolderScan, scan_folder
+from ..engine.datasets import FOLDER_KINDS, FolderError, FolderScan, scan_folder
 
 THUMBNAIL_PX = 56
 IMAGES_PER_CLASS = 8
 SHOWN_CLASSES = 12
 CSV_ROWS = 10
+TEXTS_PER_CLASS = 3
+TEXT_CHARS = 160
 
 
 class DatasetPreview(QWidget):
@@ -78,8 +80,8 @@ class DatasetPreview(QWidget):
             return
         path = Path(path_text).expanduser()
         path = path if path.is_absolute() else base_dir / path
-        if source == "image_folder":
-            self._show_folder(path)
+        if source in FOLDER_KINDS:
+            self._show_folder(path, str(source))
         elif source == "csv":
             self._show_csv(path, str(data.get("label_column") or ""))
         else:
@@ -96,26 +98,50 @@ class DatasetPreview(QWidget):
             if item.widget() is not None:
                 item.widget().deleteLater()
 
-    def _show_folder(self, path: Path) -> None:
+    def _show_folder(self, path: Path, source: str) -> None:
+        kind, extensions = FOLDER_KINDS[source]
         try:
-            scan = scan_folder(path)
+            scan = scan_folder(path, extensions)
         except FolderError as exc:
             self.summary.setText(str(exc))
             return
         counts = scan.counts()
         self.summary.setText(
-            f"{path}: {len(scan.files)} image(s) in {len(scan.classes)} class(es)"
+            f"{path}: {len(scan.files)} {kind} in {len(scan.classes)} class(es)"
             + (f"; {len(scan.others)} other file(s) not read" if scan.others else "")
         )
         self.table.setColumnCount(3)
-        self.table.setHorizontalHeaderLabels(["Label", "Class", "Images"])
+        self.table.setHorizontalHeaderLabels(["Label", "Class", kind.capitalize()])
         self.table.setRowCount(len(counts))
         for row, (name, count) in enumerate(counts.items()):
             for column, value in enumerate((str(row), name, str(count))):
                 self.table.setItem(row, column, QTableWidgetItem(value))
         self.table.show()
-        if scan.files:
+        if scan.files and source == "image_folder":
             self._show_images(scan)
+        elif scan.files:
+            self._show_texts(scan)
+
+    def _show_texts(self, scan: FolderScan) -> None:
+        """The start of each class's first texts, one row each, the class named first."""
+        row = 0
+        for label, items in itertools.islice(
+            itertools.groupby(scan.files, key=lambda item: item[1]), SHOWN_CLASSES
+        ):
+            for file, _ in itertools.islice(items, TEXTS_PER_CLASS):
+                try:
+                    with file.open(encoding="utf-8", errors="replace") as handle:
+                        text = " ".join(handle.read(TEXT_CHARS).split())
+                except OSError as exc:
+                    text = f"(cannot be read: {exc.strerror or exc})"
+                name = QLabel(f"<b>{scan.classes[label]}</b>")
+                name.setToolTip(str(file))
+                self.grid.addWidget(name, row, 0)
+                shown = QLabel(text)
+                shown.setTextFormat(Qt.TextFormat.PlainText)
+                self.grid.addWidget(shown, row, 1)
+                row += 1
+        self.images.show()
 
     def _show_images(self, scan: FolderScan) -> None:
         """The first images of each class, one row per class, each captioned with its class."""

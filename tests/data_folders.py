@@ -19,7 +19,9 @@ def png_bytes(pixels: np.ndarray) -> bytes:
     raw = b"".join(b"\x00" + row.tobytes() for row in rows)
 
     def chunk(kind: bytes, body: bytes) -> bytes:
-        return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body))
+        return (
+            struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body))
+        )
 
     header = struct.pack(">IIBBBBB", image.shape[1], image.shape[0], 8, color_type, 0, 0, 0)
     return (

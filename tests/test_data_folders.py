@@ -295,3 +295,75 @@ def test_image_folder_run_on_two_replicas(tmp_path: Path) -> None:
         "triangle",
     ]
     assert [e.step for e in result["evals"]] == [12, 24]
+
+
+# --- text folders ----------------------------------------------------------------------
+
+
+def write_text_folder(root: Path) -> Path:
+    """Two classes of four texts; 'zebra' is written only in the file a split holds out."""
+    texts = {
+        "en": ["the cat sat", "the dog ran", "a cat and a dog", "the end"],
+        "fr": ["le chat", "le chien court", "un chat et un chien", "la fin"],
+    }
+    for name, lines in texts.items():
+        (root / name).mkdir(parents=True)
+        for index, line in enumerate(lines):
+            (root / name / f"{index}.txt").write_text(line)
+    return root
+
+
+def text_project(path: Path, **changes: object) -> dict:
+    project = image_project(path, **changes)
+    project["model"] = {"input_shape": [5], "layers": [{"kind": "dense", "units": 2}]}
+    project["data"] = {
+        "source": "text_folder",
+        "path": str(path),
+        "sequence_length": 5,
+        "vocabulary_size": 20,
+        "global_batch_size": 4,
+    }
+    return project
+
+
+def test_text_folder_checks_shape_vocabulary_and_folder(tmp_path: Path) -> None:
+    write_text_folder(tmp_path / "texts")
+    project = text_project(tmp_path / "texts")
+    assert problems_of(project) == []
+    project["model"]["input_shape"] = [6]
+    assert problems_of(project) == [
+        "model.input_shape: text data gives 5 word numbers per example (data.sequence_length); "
+        "the input_shape must be [5], not [6]"
+    ]
+    (tmp_path / "texts" / "de").mkdir()
+    (tmp_path / "texts" / "de" / "notes.md").write_text("nicht gelesen")
+    (found,) = problems_of(text_project(tmp_path / "texts"))
+    assert found == (
+        f"data.path: {tmp_path / 'texts'}: class folder(s) de hold no text files (.txt); other "
+        "files such as de/notes.md are not read; add text files or remove the folder(s)"
+    )
+
+
+def test_text_vocabulary_is_learned_from_the_training_split_only(tmp_path: Path) -> None:
+    from distloop.engine.tf.data import build_eval_data, build_training_data, load_text_for_model
+
+    folder = write_text_folder(tmp_path / "texts")
+    project = load_project_data(text_project(folder, evaluation={"every": 1, "split": 0.25}))
+    training = build_training_data(project)
+    assert training.classes == ("en", "fr") and training.examples == 6
+    held, count = build_eval_data(project)
+    assert count == 2
+    (held_words, held_labels) = next(iter(held))
+    held_texts = sorted({int(label) for label in held_labels.numpy()})
+    assert held_texts == [0, 1]  # the seeded split holds out one text per class here
+    train_words = np.concatenate([x.numpy() for x, _ in training.dataset.take(2)])  # one epoch
+    assert train_words.shape == (6, 5) and train_words.dtype == np.float32
+    # A word seen only in held-out texts is unknown (1) to the vocabulary.
+    trained_vocabulary = set(train_words.ravel().tolist())
+    held_only = {w for w in held_words.numpy().ravel().tolist() if w not in trained_vocabulary}
+    assert held_only <= {1.0}
+    for words in held_words.numpy():
+        assert any(
+            np.array_equal(words, load_text_for_model(path.read_text(), project))
+            for path in folder.glob("*/*.txt")
+        )

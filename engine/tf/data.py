@@ -32,6 +32,7 @@ from ..config import (
     Project,
     SyntheticClassification,
     SyntheticRegression,
+    TextFolderData,
     split_counts,
 )
 from ..datasets import project_folder_problems
@@ -42,7 +43,8 @@ from ..synthetic import (
     numpy_arrays,
     regression_arrays,
 )
-from .image_data import ImageFiles, augment_batch, image_decoder, image_files
+from .image_data import FolderFiles, augment_batch, image_decoder, image_files
+from .text_data import text_decoder, text_files, text_vectorizer
 
 Arrays = tuple[np.ndarray, np.ndarray]
 Decode = Callable[[tf.Tensor, tf.Tensor], tuple[tf.Tensor, tf.Tensor]]
@@ -75,14 +77,47 @@ class _Examples:
         return self.dataset.map(self.decode, num_parallel_calls=tf.data.AUTOTUNE)
 
 
-def _image_examples(
-    files: ImageFiles, data: ImageFolderData, project: Project, where: str
+def _folder_files(data: ImageFolderData | TextFolderData, where: str) -> FolderFiles:
+    if isinstance(data, ImageFolderData):
+        return image_files(data, where)
+    return text_files(data, where)
+
+
+def _folder_split(project: Project) -> tuple[FolderFiles, FolderFiles | None]:
+    """(training, held-out or None) files of a folder, split by seed as arrays are."""
+    data = project.data
+    assert isinstance(data, ImageFolderData | TextFolderData)
+    files = _folder_files(data, "data")
+    if project.evaluation is None or project.evaluation.split is None:
+        return files, None
+    held = _held_out(len(files.paths), project)
+    return files.subset(~held), files.subset(held)
+
+
+def _folder_examples(
+    files: FolderFiles,
+    data: ImageFolderData | TextFolderData,
+    project: Project,
+    where: str,
+    training_files: FolderFiles | None = None,
 ) -> _Examples:
+    """File names and labels; the decoder reads them. Text is read with the vocabulary of
+    ``training_files`` (the training data's files when not given)."""
+    decode: Decode
+    if isinstance(data, ImageFolderData):
+        decode = image_decoder(data, project)
+    else:
+        training = project.data
+        if not isinstance(training, TextFolderData):
+            raise DataError(f"{where}: text data is evaluated only when data is a text_folder too")
+        if training_files is None:
+            training_files = _folder_split(project)[0]
+        decode = text_decoder(training, project, training_files.paths)
     warning = files.skip_warning(f"{where}.path")
     return _Examples(
-        tf.data.Dataset.from_tensor_slices((files.paths, files.labels)),
+        tf.data.Dataset.from_tensor_slices((list(files.paths), files.labels)),
         len(files.paths),
-        image_decoder(data, project),
+        decode,
         files.classes,
         [warning] if warning else [],
     )
@@ -90,8 +125,8 @@ def _image_examples(
 
 def _dataset_of(data: DataConfig, project: Project, where: str) -> tuple[tf.data.Dataset, int]:
     """The examples of ``data`` (``where``: the training data or an evaluation source)."""
-    if isinstance(data, ImageFolderData):
-        examples = _image_examples(image_files(data, where), data, project, where)
+    if isinstance(data, ImageFolderData | TextFolderData):
+        examples = _folder_examples(_folder_files(data, where), data, project, where)
         return examples.decoded(), examples.count
     if isinstance(data, ConstantData):
         model, loss = project.model, project.loss
@@ -141,30 +176,26 @@ def _held_out(examples: int, project: Project) -> np.ndarray:
     return held
 
 
-def _split_images(project: Project) -> tuple[_Examples, _Examples]:
-    """(training, held-out) files of an image folder, split as arrays are."""
-    data = project.data
-    assert isinstance(data, ImageFolderData)
-    files = image_files(data)
-    held = _held_out(len(files.paths), project)
-    return (
-        _image_examples(files.subset(~held), data, project, "data"),
-        _image_examples(files.subset(held), data, project, "data"),
-    )
-
-
 def _examples(project: Project) -> _Examples:
     """The training examples: the data's, less what an evaluation split holds out."""
     evaluation, data = project.evaluation, project.data
-    split = evaluation is not None and evaluation.split is not None
-    if isinstance(data, ImageFolderData):
-        if split:
-            return _split_images(project)[0]
-        return _image_examples(image_files(data), data, project, "data")
-    if not split:
+    if isinstance(data, ImageFolderData | TextFolderData):
+        files = _folder_split(project)[0]
+        return _folder_examples(files, data, project, "data", training_files=files)
+    if evaluation is None or evaluation.split is None:
         return _Examples(*_dataset_of(data, project, "data"))
     (x, y), _ = _split(project)
     return _Examples(tf.data.Dataset.from_tensor_slices((x, y)), len(x))
+
+
+def load_text_for_model(text: str, project: Project) -> np.ndarray:
+    """One text as training turns it into word numbers (float32 ``[sequence_length]``),
+    with the vocabulary of the training split: for prediction on a text_folder model."""
+    data = project.data
+    if not isinstance(data, TextFolderData):
+        raise DataError(f"data: the project trains on {data.source} data, not a text folder")
+    vectorize = text_vectorizer(data, _folder_split(project)[0].paths)
+    return tf.cast(vectorize(tf.constant([text]))[0], tf.float32).numpy()
 
 
 def build_training_data(project: Project, skip_steps: int = 0) -> TrainingData:
@@ -261,8 +292,10 @@ def build_eval_data(project: Project) -> tuple[tf.data.Dataset, int]:
     if evaluation.source is not None:
         dataset, examples = _dataset_of(evaluation.source, project, "evaluation.source")
         source = evaluation.source
-    elif isinstance(project.data, ImageFolderData):
-        held = _split_images(project)[1]
+    elif isinstance(project.data, ImageFolderData | TextFolderData):
+        training_files, held_files = _folder_split(project)
+        assert held_files is not None
+        held = _folder_examples(held_files, project.data, project, "data", training_files)
         dataset, examples = held.decoded(), held.count
         source = project.data
     else:

@@ -28,17 +28,31 @@ SHOWN_BAD_FILES = 3
 
 
 @dataclass(frozen=True)
-class ImageFiles:
-    """An image folder's files and labels, checked, with what skipping left out."""
+class FolderFiles:
+    """A class folder's files and labels, checked, with what skipping left out."""
 
-    paths: list[str]
+    paths: tuple[str, ...]
     labels: np.ndarray
     classes: tuple[str, ...]
     skipped: list[tuple[Path, str]]
 
-    def subset(self, keep: np.ndarray) -> ImageFiles:
-        paths = [path for path, kept in zip(self.paths, keep, strict=True) if kept]
-        return ImageFiles(paths, self.labels[keep], self.classes, self.skipped)
+    @classmethod
+    def of(cls, scan: FolderScan, skipped: list[tuple[Path, str]]) -> FolderFiles:
+        """``scan``'s files, less the ``skipped`` ones."""
+        left_out = {path for path, _ in skipped}
+        kept = [(path, label) for path, label in scan.files if path not in left_out]
+        if not kept:
+            raise DataError(f"data.path: none of the files in {scan.root} can be read")
+        return cls(
+            tuple(str(path) for path, _ in kept),
+            np.array([label for _, label in kept], dtype=np.int32),
+            scan.classes,
+            skipped,
+        )
+
+    def subset(self, keep: np.ndarray) -> FolderFiles:
+        paths = tuple(path for path, kept in zip(self.paths, keep, strict=True) if kept)
+        return FolderFiles(paths, self.labels[keep], self.classes, self.skipped)
 
     def skip_warning(self, field: str) -> str | None:
         """The log line that says which unreadable files were left out."""
@@ -53,7 +67,7 @@ class ImageFiles:
         )
 
 
-def image_files(data: ImageFolderData, where: str = "data") -> ImageFiles:
+def image_files(data: ImageFolderData, where: str = "data") -> FolderFiles:
     """The folder's images in label order; unreadable ones fail or are skipped as chosen."""
     field = f"{where}.path"
     try:
@@ -71,21 +85,7 @@ def image_files(data: ImageFolderData, where: str = "data") -> ImageFiles:
             f"{field}: {path} {why}{others}; replace or remove it, or set "
             f"{where}.on_bad_file to skip"
         )
-    return _files_without(scan, {path for path, _ in bad}, bad)
-
-
-def _files_without(
-    scan: FolderScan, left_out: set[Path], bad: list[tuple[Path, str]]
-) -> ImageFiles:
-    kept = [(path, label) for path, label in scan.files if path not in left_out]
-    if not kept:
-        raise DataError(f"data.path: none of the images in {scan.root} can be read")
-    return ImageFiles(
-        [str(path) for path, _ in kept],
-        np.array([label for _, label in kept], dtype=np.int32),
-        scan.classes,
-        bad,
-    )
+    return FolderFiles.of(scan, bad)
 
 
 def decode_image(contents: tf.Tensor, height: int, width: int, channels: int) -> tf.Tensor:

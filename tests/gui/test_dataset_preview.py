@@ -25,12 +25,13 @@ def _table(preview: DatasetPreview) -> list[list[str]]:
 
 
 def _captions(preview: DatasetPreview) -> list[str]:
-    return [
-        label.text()
-        for index in range(preview.grid.count())
-        for label in preview.grid.itemAt(index).widget().findChildren(QLabel)
-        if label.text()
-    ]
+    """The grid's texts in order: image captions (or "unreadable"), or text rows."""
+    texts = []
+    for index in range(preview.grid.count()):
+        widget = preview.grid.itemAt(index).widget()
+        labels = [widget] if isinstance(widget, QLabel) else widget.findChildren(QLabel)
+        texts += [label.text() for label in labels if label.text()]
+    return texts
 
 
 def test_an_image_folder_shows_counts_and_captioned_images(qtbot: QtBot, tmp_path: Path) -> None:
@@ -39,7 +40,7 @@ def test_an_image_folder_shows_counts_and_captioned_images(qtbot: QtBot, tmp_pat
     preview = DatasetPreview()
     qtbot.addWidget(preview)
     preview.show_data({"source": "image_folder", "path": "pics"}, tmp_path)  # relative
-    assert preview.summary.text() == f"{tmp_path / 'pics'}: 20 image(s) in 2 class(es)"
+    assert preview.summary.text() == f"{tmp_path / 'pics'}: 20 images in 2 class(es)"
     assert _table(preview) == [["0", "cat", "10"], ["1", "dog", "10"]]
     captions = _captions(preview)
     assert captions.count("cat") == IMAGES_PER_CLASS and captions.count("dog") == IMAGES_PER_CLASS
@@ -61,6 +62,13 @@ def test_a_csv_file_shows_its_first_rows_and_synthetic_data_says_why_not(
     preview.show_data({"source": "image_folder", "path": "missing"}, tmp_path)
     assert preview.summary.text().endswith("does not exist; choose a folder of class subfolders")
     assert preview.table.isHidden()
+    (tmp_path / "texts" / "fr").mkdir(parents=True)
+    (tmp_path / "texts" / "fr" / "a.txt").write_text("Bonjour  <b>tout</b>\n le monde")
+    (tmp_path / "texts" / "en").mkdir()
+    preview.show_data({"source": "text_folder", "path": "texts"}, tmp_path)
+    assert preview.summary.text().endswith("texts: 1 text files in 2 class(es)")
+    assert _table(preview) == [["0", "en", "0"], ["1", "fr", "1"]]
+    assert _captions(preview) == ["<b>fr</b>", "Bonjour <b>tout</b> le monde"]
     preview.show_data({"source": "synthetic_regression"}, tmp_path)
     assert preview.summary.text() == "synthetic_regression data is generated when the run starts."
 
@@ -74,7 +82,7 @@ def test_preview_button_fills_the_dataset_tab(
     path.write_text(json.dumps(project))
     assert window.open_project(path)
     window.editor.data_form.preview.click()
-    assert window.dataset_preview.summary.text().endswith("6 image(s) in 3 class(es)")
+    assert window.dataset_preview.summary.text().endswith("6 images in 3 class(es)")
     assert not window.dataset_dock.isHidden()
     assert window.run_action.isEnabled()
 
