@@ -8,6 +8,7 @@ from typing import Any
 
 from ..engine.config import Project, load_project_data, uneven_batch_warnings
 from ..engine.datasets import project_folder_problems
+from ..engine.model_shapes import model_file_problems
 from ..engine.problems import Problem, ProblemsError
 
 
@@ -36,16 +37,19 @@ class Validation:
 def validate(data: dict[str, Any], base_dir: Path | None = None) -> Validation:
     """Runs the engine's own loader on the forms' dict: same rules, same messages.
 
-    With ``base_dir`` (where relative paths start), data folders are checked too, as
-    ``distloop validate`` checks them: their problems keep the project from running,
-    not from being saved.
+    With ``base_dir`` (where relative paths start), data folders and model files are
+    checked too, as ``distloop validate`` checks them: their problems keep the project
+    from running, not from being saved.
     """
     try:
         project = load_project_data(data, "the project")
     except ProblemsError as exc:
         return Validation(None, exc.problems)
-    folders = [] if base_dir is None else project_folder_problems(project.resolve_paths(base_dir))
-    return Validation(project, folders, uneven_batch_warnings(project))
+    files: list[Problem] = []
+    if base_dir is not None:
+        resolved = project.resolve_paths(base_dir)
+        files = project_folder_problems(resolved) + model_file_problems(resolved.model)
+    return Validation(project, files, uneven_batch_warnings(project))
 
 
 def differences(shown: Any, loaded: Any, path: str = "") -> list[str]:

@@ -9,6 +9,7 @@ from distloop.engine.config import DenseLayer, DropoutLayer, ModelConfig, Traini
 from distloop.engine.examples import load_example
 from distloop.gui.model_form import ModelForm
 from distloop.gui.training_form import TrainingForm
+from distloop.gui.validation import validate
 
 
 @pytest.fixture
@@ -181,3 +182,18 @@ def test_training_form_shows_mixed_precision_and_memory_growth(qtbot) -> None:
     training.rest.editors["gpu_memory_growth"].set_value(False)
     value = TrainingConfig.model_validate(training.value())
     assert (value.mixed_precision, value.gpu_memory_growth) == ("mixed_bfloat16", False)
+
+
+def test_the_window_checks_model_files_before_a_run(tmp_path) -> None:
+    (tmp_path / "model.keras").write_text("not a zip")
+    data = load_example("classification").model_dump(mode="json")
+    data["model"] = {"kind": "keras_file", "path": "model.keras", "input_shape": [20]}
+    found = validate(data, tmp_path)
+    assert found.project is not None and not found.valid
+    assert [(p.path, p.message) for p in found.problems] == [
+        (
+            "model.path",
+            f"{tmp_path / 'model.keras'} is not a .keras model file "
+            "(save one with model.save('name.keras'))",
+        )
+    ]
