@@ -63,6 +63,7 @@ class ModelForm(QWidget):
         self.file_note = QLabel()
         self.file_note.setWordWrap(True)
         self.backbone_shape = QLabel()
+        self.backbone_shape.setWordWrap(True)  # unwrapped, it widened the dock
         for editor in (self.backbone, self.weights, self.path):
             editor.edited.connect(self._on_edited)
         self.parameters = QLabel()
@@ -259,7 +260,7 @@ class ModelForm(QWidget):
             self.form.setRowVisible(widget, shown)
         self.layers_box.setVisible(kind != "keras_file")
         self.layers_box.setTitle(
-            "Head layers (after the backbone and its global average pooling)"
+            "Head layers (after global average pooling)"
             if kind == "backbone"
             else "Layers (in order)"
         )
