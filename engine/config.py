@@ -989,6 +989,25 @@ def _training_data_problems(project: Project) -> list[Problem]:
     return _data_shape_problems(project.data, project, ("data",))
 
 
+REAL_VALUED_SOURCES = ("constant", "synthetic_classification", "synthetic_regression")
+
+
+def _token_id_problems(project: Project) -> list[Problem]:
+    """An embedding reads token ids: random real numbers would index outside its table."""
+    layers = project.model.layers if project.model.kind == "layers" else []
+    if project.custom_code is not None or not layers or layers[0].kind != "embedding":
+        return []
+    if project.data.source not in REAL_VALUED_SOURCES:
+        return []
+    return [
+        Problem(
+            ("model", "layers", 0),
+            f"an embedding reads token ids, but {project.data.source} data are real numbers; "
+            "use text_folder data, or numpy/csv data holding ids from 0 to input_dim - 1",
+        )
+    ]
+
+
 def _length_problems(project: Project) -> list[Problem]:
     epochs, per_epoch = project.training.epochs, project.steps_per_epoch()
     if epochs is None or per_epoch is None or epochs * per_epoch <= MAX_STEPS:
@@ -1255,6 +1274,7 @@ _CROSS_RULES: tuple[tuple[frozenset[str], Callable[[Project], list[Problem]]], .
     (frozenset({"strategy"}), _strategy_problems),
     (frozenset({"strategy", "tf_config"}), _tf_config_problems),
     (frozenset({"data", "model", "loss"}), _training_data_problems),
+    (frozenset({"data", "model", "custom_code"}), _token_id_problems),
     (frozenset({"custom_code", "strategy"}), _custom_code_problems),
     (
         frozenset({"evaluation", "strategy", "data", "model", "loss"}),

@@ -254,3 +254,13 @@ def test_validate_names_model_files_that_cannot_load_relative_to_the_project(tmp
         result.stderr
     )
     assert json.loads(project.read_text())["model"]["path"] == "model.keras"  # left as written
+
+
+def test_an_embedding_on_real_valued_data_is_a_problem_at_the_layer() -> None:
+    embedding = {"kind": "embedding", "input_dim": 50, "output_dim": 4}
+    found = problems({"input_shape": [20], "layers": [embedding, {"kind": "dense", "units": 4}]})
+    assert found == [
+        "model.layers.0: an embedding reads token ids, but synthetic_classification data are "
+        "real numbers; use text_folder data, or numpy/csv data holding ids from 0 to "
+        "input_dim - 1"
+    ]
