@@ -220,7 +220,7 @@ class RunModel:
 
     @property
     def last_step(self) -> int | None:
-        if self.outcome is not None and getattr(self.outcome, "last_step", None):
+        if self.outcome is not None and self.outcome.last_step:
             return self.outcome.last_step
         return self.trace.steps[-1] if self.trace.steps else None
 
@@ -263,22 +263,23 @@ class RunModel:
     # --- past runs ----------------------------------------------------------------------
 
     @classmethod
-    def from_folder(cls, run_dir: Path) -> RunModel:
+    def from_folder(cls, run_dir: Path, clock: Callable[[], float] = time.monotonic) -> RunModel:
         """A past run from its folder: the messages its files record, applied in order.
 
-        Raises OSError when ``metrics.csv`` cannot be read (a run that never reached
-        its first step has none).
+        Its evaluations' ``examples`` are 0: ``eval.csv`` does not keep them. Raises
+        OSError when ``metrics.csv`` cannot be read (a run that never reached its
+        first step has none).
         """
         summary = summarize(run_dir)
-        model = cls(run_dir=run_dir, name=summary.name, clock=lambda: 0.0)
-        model._began_at = None
+        model = cls(run_dir=run_dir, name=summary.name, clock=clock)
         metrics = read_metrics(run_dir)
         for message in _recorded_messages(metrics, _read_evaluations(run_dir)):
             model.apply(message)
         model.status = summary.status
+        model._began_at, model._ended_at = None, clock()
+        model._engine_clock = None
         if summary.duration_s is not None:
-            model._engine_clock = (summary.duration_s, 0.0)
-        model._ended_at = 0.0
+            model._engine_clock = (summary.duration_s, model._ended_at)
         return model
 
 

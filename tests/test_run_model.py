@@ -154,18 +154,24 @@ def test_a_past_run_loads_as_the_same_run_and_resumes_from_it(tmp_path: Path) ->
     for message in messages:
         live.apply(message)
     write_like_the_engine(tmp_path / "run", messages)
-    loaded = RunModel.from_folder(tmp_path / "run")
+    clock = Clock()
+    loaded = RunModel.from_folder(tmp_path / "run", clock)
     assert_same_trace(live, loaded)
     assert (loaded.name, loaded.status, loaded.live) == ("model run", "stopped", False)
-    assert loaded.elapsed_s() == 3.0  # metrics.csv's clock
+    clock.now += 10
+    assert loaded.elapsed_s() == 3.0  # metrics.csv's clock, standing still
     # Resumed from the checkpoint at step 4: what comes after it is trained again.
     loaded.resume()
-    assert loaded.status == "starting" and loaded.live
+    assert loaded.status == "starting" and loaded.live and loaded.elapsed_s() is None
     loaded.apply(STARTED.model_copy(update={"first_step": 5}))
     assert list(loaded.trace.steps) == [1, 2, 3, 4]
     assert loaded.trace.replica_losses().shape == (4, 2)
-    assert loaded.trace.evaluations == [(3, {"val_loss": 0.4, "val_accuracy": 0.5})]
     assert loaded.progress() == (0, 6)
+    loaded.apply(steps(5, 5))
+    clock.now += 1.5
+    assert loaded.elapsed_s() == pytest.approx(4.0)  # the engine's 2.5 s, ticking on
+    assert loaded.progress() == (1, 6)
+    assert loaded.trace.evaluations == [(3, {"val_loss": 0.4, "val_accuracy": 0.5})]
     with pytest.raises(OSError):
         RunModel.from_folder(tmp_path / "nothing")
 
