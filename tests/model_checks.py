@@ -208,6 +208,8 @@ def float16_step() -> dict[str, Any]:
         )
         element = (tf.random.stateless_normal([4, 8, 8, 1], [1, 2]), tf.ones([4, 2]))
         loss, _ = runner.run_one(element)
+        # Fused steps too: the loss scale's cond and merge_call inside the tf.range loop.
+        fused, _ = runner.run_many(iter(tf.data.Dataset.from_tensors(element).repeat()), 3)
         return {
             "loss": float(loss),
             "loss_dtype": loss.dtype.name,
@@ -216,6 +218,7 @@ def float16_step() -> dict[str, Any]:
             "output_dtype": str(model.outputs[0].dtype),
             "moved": bool((model.layers[0].kernel.numpy() != before).any()),
             "scale": float(optimizer.dynamic_scale.numpy()),
+            "fused_losses": [float(value) for value in fused.numpy()],
         }
     finally:
         set_precision("none")

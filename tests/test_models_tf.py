@@ -37,6 +37,7 @@ def test_models_match_keras_and_a_keras_file_trains_in_bfloat16_on_two_replicas(
     assert float16["compute_dtype"] == "float16" and float16["kernel_dtype"] == "float32"
     assert float16["output_dtype"] == "float32" and float16["loss_dtype"] == "float32"
     assert np.isfinite(float16["loss"]) and float16["moved"]
+    assert len(float16["fused_losses"]) == 3 and np.isfinite(float16["fused_losses"]).all()
     assert float16["scale"] == 2.0**15  # Keras's initial scale, kept: the gradients were finite
     broken, wrong_shape, bad_weights, float32_layers = report["load_failures"]
     assert broken.startswith("model.path: ") and "is not a .keras model file" in broken
