@@ -52,10 +52,10 @@ class FolderScan:
 
 def scan_folder(path: str | Path, extensions: tuple[str, ...] = IMAGE_EXTENSIONS) -> FolderScan:
     """Lists ``path``'s class subfolders and their files; raises FolderError when it is no
-    folder. Hidden entries (names starting with a dot) are left out, as file managers do."""
+    folder."""
     root = Path(path).expanduser()
     try:
-        entries = sorted(os.scandir(root), key=lambda entry: entry.name)
+        classes, files, labels, others = list_class_files(str(root), extensions)
     except FileNotFoundError:
         raise FolderError(f"{root} does not exist; choose a folder of class subfolders") from None
     except NotADirectoryError:
@@ -64,25 +64,43 @@ def scan_folder(path: str | Path, extensions: tuple[str, ...] = IMAGE_EXTENSIONS
         ) from None
     except OSError as exc:
         raise FolderError(f"cannot read {root}: {exc.strerror or exc}") from None
-    classes = [e.name for e in entries if e.is_dir() and not e.name.startswith(".")]
-    files: list[tuple[Path, int]] = []
-    others: list[Path] = []
+    return FolderScan(
+        root,
+        tuple(classes),
+        tuple((Path(file), label) for file, label in zip(files, labels, strict=True)),
+        tuple(Path(other) for other in others),
+        extensions,
+    )
+
+
+# Plain values and the standard library only, so that "Export as script" can copy its
+# source: the script then trains on the same files in the same order.
+def list_class_files(
+    root: str, extensions: tuple[str, ...]
+) -> tuple[list[str], list[str], list[int], list[str]]:
+    """(class names, files, their class numbers, other files) of a folder of class folders.
+
+    Classes are the subfolders in sorted order; a class's files are every file below its
+    folder, sorted, whose extension is in ``extensions`` (other files are listed apart).
+    Hidden names (starting with a dot) are left out; links to folders are not followed.
+    """
+    classes = sorted(
+        name
+        for name in os.listdir(root)
+        if not name.startswith(".") and os.path.isdir(os.path.join(root, name))
+    )
+    files, labels, others = [], [], []
     for label, name in enumerate(classes):
-        for file in _files_below(root / name):
-            if file.suffix.lower() in extensions:
-                files.append((file, label))
-            else:
-                others.append(file)
-    return FolderScan(root, tuple(classes), tuple(files), tuple(others), extensions)
-
-
-def _files_below(folder: Path) -> list[Path]:
-    """Every file under ``folder`` in sorted order; links to folders are not followed."""
-    found = []
-    for directory, subfolders, names in os.walk(folder):
-        subfolders[:] = sorted(name for name in subfolders if not name.startswith("."))
-        found += [Path(directory, name) for name in sorted(names) if not name.startswith(".")]
-    return found
+        for directory, subfolders, names in os.walk(os.path.join(root, name)):
+            subfolders[:] = sorted(sub for sub in subfolders if not sub.startswith("."))
+            for file in sorted(n for n in names if not n.startswith(".")):
+                path = os.path.join(directory, file)
+                if os.path.splitext(file)[1].lower() in extensions:
+                    files.append(path)
+                    labels.append(label)
+                else:
+                    others.append(path)
+    return classes, files, labels, others
 
 
 def folder_problems(scan: FolderScan, field: str, kind: str = "images") -> list[str]:

@@ -33,6 +33,7 @@ from .config import (
     DropoutLayer,
     EmbeddingLayer,
     GRULayer,
+    ImageFolderData,
     Initializer,
     Layer,
     LayerNormalizationLayer,
@@ -45,7 +46,10 @@ from .config import (
     SGDConfig,
     SyntheticClassification,
     SyntheticRegression,
+    TextFolderData,
+    image_channels,
 )
+from .datasets import IMAGE_EXTENSIONS, list_class_files
 from .model_shapes import BACKBONES
 from .synthetic import make_classification, make_regression
 from .tf_config import TF_CONFIG_VAR
@@ -67,6 +71,16 @@ def render_script(project: Project) -> str:
             "the project runs custom step code from "
             f"{project.custom_code.path}; a standalone script cannot contain it"
         )
+    if isinstance(project.data, TextFolderData):
+        raise ExportError(
+            "text_folder data needs its TextVectorization vocabulary, learned by the run; "
+            "export is for the other data sources"
+        )
+    if isinstance(project.data, ImageFolderData) and project.data.augments:
+        raise ExportError(
+            "image augmentation (data.flip, data.rotation, data.crop) is Distloop's own "
+            "seeded pipeline; turn it off to export the run as a script"
+        )
     if project.evaluation is not None and project.evaluation.split is not None:
         raise ExportError(
             "evaluation.split holds training examples out, which the script does not do; "
@@ -85,6 +99,8 @@ def render_script(project: Project) -> str:
 
 def _header(project: Project) -> str:
     imports = "import numpy as np\nimport tensorflow as tf"
+    if isinstance(project.data, ImageFolderData):
+        imports = "import os\n\n" + imports
     if project.tf_config is not None:
         imports = f"""import os
 
@@ -373,7 +389,10 @@ def _data(project: Project) -> str:
     data, model, loss, training = project.data, project.model, project.loss, project.training
     lines = ["# --- data --------------------------------------------------------------------"]
     lines.append(f"GLOBAL_BATCH_SIZE = {data.global_batch_size}")
-    if isinstance(data, ConstantData):
+    decode = isinstance(data, ImageFolderData)
+    if isinstance(data, ImageFolderData):
+        lines += _image_folder_lines(data, project)
+    elif isinstance(data, ConstantData):
         label_type = "np.int32" if loss.kind == "sparse_categorical_crossentropy" else "np.float32"
         lines += [
             f"features = np.asarray({data.features!r}, np.float32).reshape("
@@ -421,6 +440,8 @@ def _data(project: Project) -> str:
             f"dataset = dataset.shuffle({data.shuffle_buffer}, seed={training.seed}, "
             "reshuffle_each_iteration=True)"
         )
+    if decode:  # after the shuffle: the shuffle buffer holds file names, not images
+        lines.append("dataset = dataset.map(load_example, num_parallel_calls=tf.data.AUTOTUNE)")
     lines.append(
         f"dataset = dataset.batch(GLOBAL_BATCH_SIZE, drop_remainder={data.drop_remainder!r})"
     )
@@ -436,6 +457,43 @@ def _data(project: Project) -> str:
         "dist_dataset = strategy.experimental_distribute_dataset(dataset)",
     ]
     return "\n".join(lines)
+
+
+def _image_folder_lines(data: ImageFolderData, project: Project) -> list[str]:
+    """The folder's files listed as the engine lists them, decoded as the engine decodes."""
+    height, width = project.model.input_shape[:2]
+    channels = image_channels(data, project.model)
+    loss, units = project.loss.kind, project.model.output_units
+    if loss == "sparse_categorical_crossentropy":
+        label = "label"
+    elif loss == "binary_crossentropy":
+        label = "tf.reshape(tf.cast(label, tf.float32), (1,))"
+    else:
+        label = f"tf.one_hot(label, {units}, dtype=tf.float32)"
+    skip = (
+        "# Distloop skips unreadable images (data.on_bad_file: skip); here they fail the run."
+        if data.on_bad_file == "skip"
+        else ""
+    )
+    return [
+        "",
+        textwrap.dedent(inspect.getsource(list_class_files)),
+        f"classes, files, labels, _ = list_class_files({data.path!r}, {IMAGE_EXTENSIONS!r})",
+        "print('classes:', ', '.join(classes))",
+        skip,
+        "",
+        "",
+        "def load_example(path, label):",
+        f'    """Decoded, resized to {height}x{width}, {channels} channel(s), scaled to [0, 1]."""',
+        f"    image = tf.io.decode_image(tf.io.read_file(path), channels={channels}, "
+        "expand_animations=False)",
+        f"    image = tf.image.resize(image, ({height}, {width})) / 255.0",
+        f"    image.set_shape(({height}, {width}, {channels}))",
+        f"    return image, {label}",
+        "",
+        "",
+        "dataset = tf.data.Dataset.from_tensor_slices((files, np.asarray(labels, np.int32)))",
+    ]
 
 
 def _step(project: Project) -> str:

@@ -9,6 +9,8 @@ generated folder with two CPU replicas.
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -367,3 +369,28 @@ def test_text_vocabulary_is_learned_from_the_training_split_only(tmp_path: Path)
             np.array_equal(words, load_text_for_model(path.read_text(), project))
             for path in folder.glob("*/*.txt")
         )
+
+
+# --- export as script ------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_exported_image_folder_script_gives_the_engines_loss_trace(tmp_path: Path) -> None:
+    from distloop.engine.script_export import render_script
+
+    folder = write_image_folder(tmp_path / "shapes", per_class=6)
+    data = {"shuffle_buffer": 18, "global_batch_size": 6}
+    project = load_project_data(
+        image_project(folder, data=data, strategy={"kind": "mirrored"}, training={"epochs": 2})
+    )
+    script = tmp_path / "exported.py"
+    script.write_text(render_script(project))
+    result = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=240, check=True
+    )
+    pairs = [line.split() for line in result.stdout.splitlines() if line.startswith("step=")]
+    losses = np.array([float(loss.removeprefix("loss=")) for _, loss in pairs], np.float32)
+    assert "classes: circle, square, triangle" in result.stdout
+    engine = run_engine(project, None)
+    assert len(losses) == len(engine["steps"]) == 6
+    np.testing.assert_allclose(losses, engine["losses"], rtol=1e-5)
