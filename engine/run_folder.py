@@ -19,7 +19,10 @@ Layout (one folder per run; a cluster task gets one of its own)::
 
 The engine process writes all of it, so a run keeps its record when the GUI dies;
 the parent only writes ``status.json`` when it makes the folder (the run's name)
-and when the engine died too abruptly to record the end.
+and when the engine died too abruptly to record the end. The top level of a local
+cluster's run folder is the exception: the launcher writes it, from the chief's
+messages and what only it sees (``engine.cluster.top_folder`` says why); each task's
+engine writes its own folder under ``tasks/``.
 Nothing here follows a symbolic link when it replaces or deletes: a run folder is
 the run's own, and a crafted link must not make a run write or delete elsewhere.
 """
