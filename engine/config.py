@@ -646,6 +646,11 @@ class NumpyData(_DataBase):
     path: str = Field(min_length=1)
     features_key: str = "x"
     labels_key: str = "y"
+    stream: bool = Field(
+        False,
+        description="Memory-map the arrays and read each batch from the file, never the "
+        "whole file into memory (an .npz written by numpy.savez, not savez_compressed).",
+    )
 
 
 class CsvData(_DataBase):
@@ -654,6 +659,11 @@ class CsvData(_DataBase):
     source: Literal["csv"] = "csv"
     path: str = Field(min_length=1)
     label_column: str = Field(min_length=1)
+    stream: bool = Field(
+        False,
+        description="Read rows as batches form (tf.data's CsvDataset), never the whole file "
+        "into memory; a cell that is no number fails the run when its batch is read.",
+    )
 
 
 class ImageFolderData(_DataBase):

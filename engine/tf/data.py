@@ -44,6 +44,7 @@ from ..synthetic import (
     regression_arrays,
 )
 from .image_data import FolderFiles, augment_batch, image_decoder, image_files
+from .stream_data import csv_examples, npz_batches
 from .text_data import text_decoder, text_files, text_vectorizer
 
 Arrays = tuple[np.ndarray, np.ndarray]
@@ -70,6 +71,26 @@ class _Examples:
     decode: Decode | None = None
     classes: tuple[str, ...] | None = None
     warnings: list[str] = field(default_factory=list)
+    read_batch: Callable[[tf.Tensor], tuple[tf.Tensor, tf.Tensor]] | None = None
+    """For memory-mapped arrays: the elements are example numbers, read a batch at a time."""
+
+    def batched(self, size: int, drop_remainder: bool = False) -> tf.data.Dataset:
+        """One pass in batches of ``size``, read from the files as they are needed."""
+        dataset = self.decoded().batch(size, drop_remainder=drop_remainder)
+        if self.read_batch is None:
+            return dataset
+        return dataset.map(self.read_batch, num_parallel_calls=tf.data.AUTOTUNE)
+
+    def part(self, keep: np.ndarray) -> _Examples:
+        """The examples whose ``keep`` is true, streamed (for an evaluation split)."""
+        mask = tf.constant(keep)
+        dataset = (
+            self.dataset.enumerate()
+            .filter(lambda number, _: tf.gather(mask, number))
+            .map(lambda _, element: element)
+        )
+        count = int(keep.sum())
+        return _Examples(dataset, count, self.decode, self.classes, self.warnings, self.read_batch)
 
     def decoded(self) -> tf.data.Dataset:
         if self.decode is None:
@@ -123,11 +144,28 @@ def _folder_examples(
     )
 
 
-def _dataset_of(data: DataConfig, project: Project, where: str) -> tuple[tf.data.Dataset, int]:
+def _streamed(data: DataConfig, project: Project, where: str) -> _Examples | None:
+    """A CSV or .npz file read as batches form (``stream``), else None."""
+    if isinstance(data, CsvData) and data.stream:
+        return _Examples(*csv_examples(data, project, where))
+    if isinstance(data, NumpyData) and data.stream:
+        numbers, count, read_batch = npz_batches(data, project, where)
+        return _Examples(numbers, count, read_batch=read_batch)
+    return None
+
+
+def _source_examples(data: DataConfig, project: Project, where: str) -> _Examples:
     """The examples of ``data`` (``where``: the training data or an evaluation source)."""
     if isinstance(data, ImageFolderData | TextFolderData):
-        examples = _folder_examples(_folder_files(data, where), data, project, where)
-        return examples.decoded(), examples.count
+        return _folder_examples(_folder_files(data, where), data, project, where)
+    streamed = _streamed(data, project, where)
+    if streamed is not None:
+        return streamed
+    return _Examples(*_dataset_of(data, project, where))
+
+
+def _dataset_of(data: DataConfig, project: Project, where: str) -> tuple[tf.data.Dataset, int]:
+    """The in-memory examples of ``data``."""
     if isinstance(data, ConstantData):
         model, loss = project.model, project.loss
         features = np.asarray(data.features, np.float32).reshape(model.input_shape)
@@ -183,7 +221,10 @@ def _examples(project: Project) -> _Examples:
         files = _folder_split(project)[0]
         return _folder_examples(files, data, project, "data", training_files=files)
     if evaluation is None or evaluation.split is None:
-        return _Examples(*_dataset_of(data, project, "data"))
+        return _source_examples(data, project, "data")
+    streamed = _streamed(data, project, "data")
+    if streamed is not None:
+        return streamed.part(~_held_out(streamed.count, project))
     (x, y), _ = _split(project)
     return _Examples(tf.data.Dataset.from_tensor_slices((x, y)), len(x))
 
@@ -219,6 +260,8 @@ def build_training_data(project: Project, skip_steps: int = 0) -> TrainingData:
     if examples.decode is not None and not data.cache:
         dataset = dataset.map(examples.decode, num_parallel_calls=tf.data.AUTOTUNE)
     dataset = dataset.batch(data.global_batch_size, drop_remainder=data.drop_remainder)
+    if examples.read_batch is not None:
+        dataset = dataset.map(examples.read_batch, num_parallel_calls=tf.data.AUTOTUNE)
     if data.cache and not data.shuffle_buffer:
         dataset = dataset.cache()
     full, rest = divmod(examples.count, data.global_batch_size)
@@ -289,20 +332,24 @@ def build_eval_data(project: Project) -> tuple[tf.data.Dataset, int]:
     """
     evaluation = project.evaluation
     assert evaluation is not None
+    data = project.data
+    held: _Examples
     if evaluation.source is not None:
-        dataset, examples = _dataset_of(evaluation.source, project, "evaluation.source")
+        held = _source_examples(evaluation.source, project, "evaluation.source")
         source = evaluation.source
-    elif isinstance(project.data, ImageFolderData | TextFolderData):
+    elif isinstance(data, ImageFolderData | TextFolderData):
         training_files, held_files = _folder_split(project)
         assert held_files is not None
-        held = _folder_examples(held_files, project.data, project, "data", training_files)
-        dataset, examples = held.decoded(), held.count
-        source = project.data
+        held = _folder_examples(held_files, data, project, "data", training_files)
+        source = data
+    elif (streamed := _streamed(data, project, "data")) is not None:
+        held = streamed.part(_held_out(streamed.count, project))
+        source = data
     else:
         _, (x, y) = _split(project)
-        dataset, examples = tf.data.Dataset.from_tensor_slices((x, y)), len(x)
-        source = project.data
-    dataset = dataset.batch(source.global_batch_size)
+        held = _Examples(tf.data.Dataset.from_tensor_slices((x, y)), len(x))
+        source = data
+    dataset, examples = held.batched(source.global_batch_size), held.count
     if source.cache:  # every evaluation reads the same batches again
         dataset = dataset.cache()
     return _finished(dataset, source), examples

@@ -1,0 +1,159 @@
+"""CSV and .npz data read as batches form, for files larger than memory (``stream: true``).
+
+A CSV file goes through ``tf.data.experimental.CsvDataset``, one row at a time. An .npz
+file written by ``numpy.savez`` stores each array uncompressed inside the zip, so its
+bytes can be memory-mapped where they lie: the pipeline shuffles and batches example
+*numbers*, and each batch reads its rows from the map. Either way the examples and their
+order are those of the in-memory path (a shuffle's order depends only on the seed and
+the sizes), so turning ``stream`` on changes memory, not the run.
+"""
+
+from __future__ import annotations
+
+import struct
+import zipfile
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import tensorflow as tf
+
+from ..config import CsvData, NumpyData, Project
+from ..synthetic import DataError
+
+_LOCAL_HEADER = struct.Struct("<4s2B4HL2L2H")
+"""A zip member's local file header (its name and extra field follow it)."""
+COUNT_CHUNK = 1 << 22
+
+Examples = tuple[tf.data.Dataset, int]
+
+
+def _label_type(project: Project) -> tf.DType:
+    return tf.int32 if project.loss.kind == "sparse_categorical_crossentropy" else tf.float32
+
+
+def csv_examples(data: CsvData, project: Project, where: str = "data") -> Examples:
+    """(features, label) rows of the CSV file, read as they are needed, and their count."""
+    path, field = Path(data.path), f"{where}.path"
+    try:
+        with path.open(encoding="utf-8-sig", newline="") as handle:
+            header = handle.readline().strip().split(",")
+        rows = _count_rows(path)
+    except (OSError, UnicodeDecodeError) as exc:
+        raise DataError(f"{field}: cannot read {path}: {exc}") from None
+    if data.label_column not in header:
+        raise DataError(
+            f"{where}.label_column: {path} has no column {data.label_column!r} "
+            f"(columns: {', '.join(header)})"
+        )
+    if rows == 0:
+        raise DataError(f"{field}: {path} has a header but no rows of data")
+    if len(header) - 1 != project.model.input_size:
+        raise DataError(
+            f"{field}: examples in {path} have {len(header) - 1} feature column(s), but "
+            f"model.input_shape {project.model.input_shape} takes {project.model.input_size}"
+        )
+    label_at = header.index(data.label_column)
+    shape, label_type = project.model.input_shape, _label_type(project)
+
+    def example(*cells: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
+        values = list(cells)
+        label = values.pop(label_at)
+        features = tf.reshape(tf.stack(values), shape)
+        return features, tf.reshape(tf.cast(label, label_type), (1,))
+
+    rows_dataset = tf.data.experimental.CsvDataset(
+        str(path), [tf.float32] * len(header), header=True
+    )
+    return rows_dataset.map(example, num_parallel_calls=tf.data.AUTOTUNE), rows
+
+
+def _count_rows(path: Path) -> int:
+    """Lines after the header, read in chunks (constant memory)."""
+    lines, last = 0, b"\n"
+    with path.open("rb") as handle:
+        while chunk := handle.read(COUNT_CHUNK):
+            lines += chunk.count(b"\n")
+            last = chunk[-1:]
+    lines += last != b"\n"  # a last line without its newline
+    return max(0, lines - 1)
+
+
+def npz_memmaps(data: NumpyData, where: str = "data") -> tuple[np.ndarray, np.ndarray]:
+    """The features and labels arrays of an uncompressed .npz, memory-mapped in place."""
+    path, field = Path(data.path), f"{where}.path"
+    try:
+        with zipfile.ZipFile(path) as archive, path.open("rb") as handle:
+            return tuple(  # type: ignore[return-value]
+                _member_map(archive, handle, path, key, field)
+                for key in (data.features_key, data.labels_key)
+            )
+    except (OSError, zipfile.BadZipFile, ValueError) as exc:
+        if isinstance(exc, DataError):
+            raise
+        raise DataError(f"{field}: cannot read {path} as .npz: {exc}") from None
+
+
+def _member_map(
+    archive: zipfile.ZipFile, handle: object, path: Path, key: str, field: str
+) -> np.ndarray:
+    try:
+        info = archive.getinfo(f"{key}.npy")
+    except KeyError:
+        names = ", ".join(name.removesuffix(".npy") for name in archive.namelist())
+        raise DataError(f"{field}: {path} has no array named {key} (it has {names})") from None
+    if info.compress_type != zipfile.ZIP_STORED:
+        raise DataError(
+            f"{field}: array {key!r} in {path} is compressed (numpy.savez_compressed); "
+            "streaming reads arrays in place, so save them with numpy.savez or set "
+            "stream to false"
+        )
+    handle.seek(info.header_offset)  # type: ignore[attr-defined]
+    fields = _LOCAL_HEADER.unpack(handle.read(_LOCAL_HEADER.size))  # type: ignore[attr-defined]
+    name_length, extra_length = fields[-2], fields[-1]
+    start = info.header_offset + _LOCAL_HEADER.size + name_length + extra_length
+    handle.seek(start)  # type: ignore[attr-defined]
+    version = np.lib.format.read_magic(handle)
+    if version == (1, 0):
+        shape, fortran, dtype = np.lib.format.read_array_header_1_0(handle)
+    else:
+        shape, fortran, dtype = np.lib.format.read_array_header_2_0(handle)
+    if dtype.hasobject or dtype.kind not in "biuf" or not shape:
+        raise DataError(
+            f"{field}: array {key!r} in {path} holds {dtype} values of shape {list(shape)}; "
+            "streaming needs real numbers with one entry per example"
+        )
+    offset = handle.tell()  # type: ignore[attr-defined]
+    order = "F" if fortran else "C"
+    return np.memmap(path, dtype=dtype, mode="r", offset=offset, shape=shape, order=order)
+
+
+def npz_batches(
+    data: NumpyData, project: Project, where: str = "data"
+) -> tuple[tf.data.Dataset, int, Callable[[tf.Tensor], tuple[tf.Tensor, tf.Tensor]]]:
+    """Example numbers of the memory-mapped arrays, their count, and the map function that
+    reads a batch of numbers as (features, labels), typed as the in-memory path types them."""
+    x, y = npz_memmaps(data, where)
+    field = f"{where}.path"
+    if len(x) != len(y):
+        raise DataError(f"{field}: {data.path} has {len(x)} feature rows but {len(y)} labels")
+    if int(np.prod(x.shape[1:])) != project.model.input_size:
+        raise DataError(
+            f"{field}: examples in {data.path} have shape {list(x.shape[1:])}, "
+            f"but model.input_shape is {project.model.input_shape}"
+        )
+    shape = project.model.input_shape
+    label_type = _label_type(project)
+    label_shape = list(y.shape[1:])
+
+    def read(numbers: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        features = np.asarray(x[numbers], dtype=np.float32).reshape(len(numbers), *shape)
+        return features, np.asarray(y[numbers]).astype(label_type.as_numpy_dtype)
+
+    def batch(numbers: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
+        features, labels = tf.numpy_function(read, [numbers], [tf.float32, label_type])
+        features.set_shape([None, *shape])
+        labels.set_shape([None, *label_shape])
+        return features, labels
+
+    return tf.data.Dataset.range(len(x)), len(x), batch
