@@ -1,16 +1,24 @@
 """Input pipeline benchmarks (issue 13): an image folder through Distloop's pipeline vs Keras's.
 
-Run with ``python -m benchmarks.data_bench [rounds]`` from the repository root. It writes
+Run with ``python -m benchmarks.data_bench [rounds]`` from the repository root (and
+``python -m benchmarks.data_bench memory`` for the streaming measurement below). It writes
 a folder of PNGs (10 classes of 64x64 RGB images, encoded with ``tf.io.encode_png``),
 then reads it, one shuffled epoch at a time, with Distloop's ``image_folder`` pipeline
 (``build_training_data``) and with ``tf.keras.utils.image_dataset_from_directory``
 (same image size, batch size and shuffling), rounds interleaved, and prints the best
 images/s of each and their ratio. Both decode and resize every image in a parallel map
 and prefetch batches; Distloop's also scales to [0, 1].
+
+``memory`` writes an uncompressed .npz of ``MEMORY_ROWS`` x ``MEMORY_FEATURES`` float32
+(about 400 MB), trains one epoch over it with ``distloop.engine`` (``data.stream`` on,
+then off as the baseline) and prints the engine process's peak resident memory, sampled
+every 0.2 s from /proc.
 """
 
 from __future__ import annotations
 
+import json
+import subprocess
 import sys
 import tempfile
 import time
@@ -78,6 +86,62 @@ def images_per_second(dataset: tf.data.Dataset) -> float:
     return count / (time.perf_counter() - start)
 
 
+MEMORY_ROWS = 1_000_000
+MEMORY_FEATURES = 100
+MEMORY_BATCH = 1000
+
+
+def engine_peak_rss_mib(project: dict, folder: Path) -> int:
+    """Peak resident memory (MiB) of ``python -m distloop.engine`` running ``project``."""
+    from benchmarks.engine_bench import _watch_peak_rss
+
+    path = folder / "project.json"
+    path.write_text(json.dumps(project))
+    command = [sys.executable, "-m", "distloop.engine", str(path), "--out", str(folder / "run")]
+    command += ["--quiet", "--overwrite"]
+    process = subprocess.Popen(command, stderr=subprocess.PIPE, text=True)
+    peak = _watch_peak_rss(process)
+    _, err = process.communicate()
+    if process.returncode:
+        raise RuntimeError(err)
+    return peak()
+
+
+def memory() -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        rng = np.random.default_rng(0)
+        x = rng.standard_normal((MEMORY_ROWS, MEMORY_FEATURES), dtype=np.float32)
+        y = rng.integers(0, 2, (MEMORY_ROWS, 1)).astype(np.float32)
+        np.savez(folder / "big.npz", x=x, y=y)
+        del x, y
+        size_mb = (folder / "big.npz").stat().st_size / 1e6
+        peaks = {}
+        for stream in (True, False):
+            project = {
+                "schema_version": 1,
+                "model": {
+                    "input_shape": [MEMORY_FEATURES],
+                    "layers": [{"kind": "dense", "units": 1}],
+                },
+                "loss": {"kind": "binary_crossentropy", "from_logits": True},
+                "data": {
+                    "source": "numpy",
+                    "path": str(folder / "big.npz"),
+                    "stream": stream,
+                    "global_batch_size": MEMORY_BATCH,
+                    "shuffle_buffer": 10_000,
+                },
+                "training": {"epochs": 1, "seed": 0},
+            }
+            peaks[stream] = engine_peak_rss_mib(project, folder)
+        print(
+            f"one epoch over a {size_mb:,.0f} MB .npz ({MEMORY_ROWS:,} x {MEMORY_FEATURES} "
+            f"float32, batch {MEMORY_BATCH}): engine peak RSS {peaks[True]:,} MiB streamed, "
+            f"{peaks[False]:,} MiB loaded"
+        )
+
+
 def main(rounds: int) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp) / "images"
@@ -97,4 +161,7 @@ def main(rounds: int) -> None:
 
 
 if __name__ == "__main__":
-    main(int(sys.argv[1]) if len(sys.argv) > 1 else 5)
+    if sys.argv[1:] == ["memory"]:
+        memory()
+    else:
+        main(int(sys.argv[1]) if len(sys.argv) > 1 else 5)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import struct
 import zipfile
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -79,8 +80,8 @@ def _count_rows(path: Path) -> int:
     return max(0, lines - 1)
 
 
-def npz_memmaps(data: NumpyData, where: str = "data") -> tuple[np.ndarray, np.ndarray]:
-    """The features and labels arrays of an uncompressed .npz, memory-mapped in place."""
+def npz_memmaps(data: NumpyData, where: str = "data") -> tuple[MappedArray, MappedArray]:
+    """Where the features and labels arrays of an uncompressed .npz lie in the file."""
     path, field = Path(data.path), f"{where}.path"
     try:
         with zipfile.ZipFile(path) as archive, path.open("rb") as handle:
@@ -96,7 +97,7 @@ def npz_memmaps(data: NumpyData, where: str = "data") -> tuple[np.ndarray, np.nd
 
 def _member_map(
     archive: zipfile.ZipFile, handle: object, path: Path, key: str, field: str
-) -> np.ndarray:
+) -> MappedArray:
     try:
         info = archive.getinfo(f"{key}.npy")
     except KeyError:
@@ -124,8 +125,36 @@ def _member_map(
             "streaming needs real numbers with one entry per example"
         )
     offset = handle.tell()  # type: ignore[attr-defined]
-    order = "F" if fortran else "C"
-    return np.memmap(path, dtype=dtype, mode="r", offset=offset, shape=shape, order=order)
+    return MappedArray(path, dtype, offset, tuple(shape), "F" if fortran else "C")
+
+
+@dataclass(frozen=True)
+class MappedArray:
+    """Where an array lies in a file. Each read maps it and unmaps it again, so the pages a
+    batch touched leave this process's resident memory with the batch (they stay in the
+    page cache, which the kernel frees when it needs to)."""
+
+    path: Path
+    dtype: np.dtype
+    offset: int
+    shape: tuple[int, ...]
+    order: str
+
+    def __len__(self) -> int:
+        return self.shape[0]
+
+    def rows(self, numbers: np.ndarray) -> np.ndarray:
+        mapped = np.memmap(
+            self.path,
+            dtype=self.dtype,
+            mode="r",
+            offset=self.offset,
+            shape=self.shape,
+            order=self.order,  # type: ignore[arg-type]
+        )
+        rows = np.array(mapped[numbers])
+        del mapped  # its last reference: unmapped here, not at some later collection
+        return rows
 
 
 def npz_batches(
@@ -147,8 +176,8 @@ def npz_batches(
     label_shape = list(y.shape[1:])
 
     def read(numbers: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        features = np.asarray(x[numbers], dtype=np.float32).reshape(len(numbers), *shape)
-        return features, np.asarray(y[numbers]).astype(label_type.as_numpy_dtype)
+        features = x.rows(numbers).astype(np.float32).reshape(len(numbers), *shape)
+        return features, y.rows(numbers).astype(label_type.as_numpy_dtype)
 
     def batch(numbers: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
         features, labels = tf.numpy_function(read, [numbers], [tf.float32, label_type])
