@@ -74,12 +74,6 @@ class ClusterFactory(Protocol):
     ) -> ClusterHandle: ...
 
 
-class RunOpener(Protocol):
-    """:func:`open_run` as the window calls it: the project, the folder, new or resumed."""
-
-    def __call__(self, project: Project, folder: Path, *, resume: bool = False) -> EngineHandle: ...
-
-
 def runs_as_cluster(project: Project) -> bool:
     """True for the strategies whose tasks are separate processes (a cluster)."""
     return project.strategy.kind in MULTI_MACHINE_STRATEGIES
