@@ -728,6 +728,35 @@ class TextFolderData(_DataBase):
     )
 
 
+class FeatureSpec(_Strict):
+    """One feature of the records: its name, value type and shape ([] for one value)."""
+
+    name: str = Field(min_length=1, max_length=200)
+    dtype: Literal["float32", "int64"] = "float32"
+    shape: list[Annotated[int, Field(ge=1, le=MAX_DIMENSION)]] = Field(
+        default_factory=list, max_length=4
+    )
+
+    @property
+    def size(self) -> int:
+        return math.prod(self.shape)
+
+
+class TFRecordData(_DataBase):
+    """TFRecord files of ``tf.train.Example`` records, parsed by a feature spec: the label
+    feature is the label, the others (flattened, in the spec's order) the model's input."""
+
+    source: Literal["tfrecord"] = "tfrecord"
+    path: str = Field(
+        min_length=1,
+        description="A .tfrecord file, or a pattern such as train-*.tfrecord (files in "
+        "sorted order).",
+    )
+    features: list[FeatureSpec] = Field(min_length=2, max_length=1000)
+    label: str = Field(min_length=1, description="The name of the feature that holds the label.")
+    compression: Literal["none", "GZIP", "ZLIB"] = "none"
+
+
 DataConfig = Annotated[
     ConstantData
     | SyntheticClassification
@@ -735,7 +764,8 @@ DataConfig = Annotated[
     | NumpyData
     | CsvData
     | ImageFolderData
-    | TextFolderData,
+    | TextFolderData
+    | TFRecordData,
     Field(discriminator="source"),
 ]
 DATA_SOURCES: tuple[str, ...] = (
@@ -746,6 +776,7 @@ DATA_SOURCES: tuple[str, ...] = (
     "csv",
     "image_folder",
     "text_folder",
+    "tfrecord",
 )
 FOLDER_SOURCES = ("image_folder", "text_folder")
 """Sources whose classes are subfolder names: their labels are class numbers."""
@@ -838,6 +869,7 @@ SPLIT_SOURCES = (
     "synthetic_regression",
     "numpy",
     "csv",
+    "tfrecord",
     *FOLDER_SOURCES,
 )
 
@@ -1192,6 +1224,55 @@ def _data_shape_problems(data: DataConfig, project: Project, loc: tuple[str, ...
         problems += _image_shape_problems(data, project, loc)
     elif isinstance(data, TextFolderData):
         problems += _text_shape_problems(data, project, loc)
+    elif isinstance(data, TFRecordData):
+        problems += _tfrecord_shape_problems(data, project, loc)
+    return problems
+
+
+def _tfrecord_shape_problems(
+    data: TFRecordData, project: Project, loc: tuple[str, ...]
+) -> list[Problem]:
+    """The spec names the label once, and its other features fill the model's input."""
+    model, loss = project.model, project.loss
+    names = [spec.name for spec in data.features]
+    repeated = sorted({name for name in names if names.count(name) > 1})
+    if repeated:
+        return [Problem((*loc, "features"), f"names {', '.join(repeated)} more than once")]
+    if data.label not in names:
+        return [
+            Problem(
+                (*loc, "label"),
+                f"{data.label!r} is not one of the features ({', '.join(names)}); name the "
+                "feature that holds the label",
+            )
+        ]
+    problems = []
+    label = data.features[names.index(data.label)]
+    inputs = sum(spec.size for spec in data.features if spec.name != data.label)
+    if inputs != model.input_size:
+        problems.append(
+            Problem(
+                (*loc, "features"),
+                f"the features other than the label hold {inputs} value(s) per example, but "
+                f"model.input_shape {model.input_shape} takes {model.input_size}",
+            )
+        )
+    if loss.kind == "sparse_categorical_crossentropy" and (label.dtype, label.size) != ("int64", 1):
+        problems.append(
+            Problem(
+                (*loc, "features", names.index(data.label)),
+                "sparse_categorical_crossentropy takes one class number per example: give the "
+                "label feature dtype int64 and shape []",
+            )
+        )
+    elif loss.kind != "sparse_categorical_crossentropy" and label.size != model.output_units:
+        problems.append(
+            Problem(
+                (*loc, "features", names.index(data.label)),
+                f"the label feature holds {label.size} value(s) per example but the model "
+                f"predicts {model.output_units} with {loss.kind}",
+            )
+        )
     return problems
 
 

@@ -47,6 +47,7 @@ from .config import (
     SyntheticClassification,
     SyntheticRegression,
     TextFolderData,
+    TFRecordData,
     image_channels,
 )
 from .datasets import IMAGE_EXTENSIONS, list_class_files
@@ -75,6 +76,11 @@ def render_script(project: Project) -> str:
         raise ExportError(
             "text_folder data needs its TextVectorization vocabulary, learned by the run; "
             "export is for the other data sources"
+        )
+    if isinstance(project.data, TFRecordData):
+        raise ExportError(
+            "tfrecord data is parsed by Distloop's own pipeline; export is for the other "
+            "data sources"
         )
     if isinstance(project.data, ImageFolderData) and project.data.augments:
         raise ExportError(

@@ -10,6 +10,7 @@ from PySide6.QtWidgets import (
     QFormLayout,
     QGroupBox,
     QHBoxLayout,
+    QLineEdit,
     QPushButton,
     QStackedWidget,
     QVBoxLayout,
@@ -25,6 +26,7 @@ from ..engine.config import (
     SyntheticClassification,
     SyntheticRegression,
     TextFolderData,
+    TFRecordData,
 )
 from ..engine.problems import Loc
 from .auto_form import AutoForm, show_page
@@ -37,6 +39,11 @@ _REQUIRED_STARTS: dict[str, dict[str, Any]] = {
     "csv": {"path": "", "label_column": ""},
     "image_folder": {"path": ""},
     "text_folder": {"path": ""},
+    "tfrecord": {
+        "path": "",
+        "features": [{"name": "x", "dtype": "float32", "shape": [1]}, {"name": "y"}],
+        "label": "y",
+    },
 }
 
 
@@ -48,6 +55,7 @@ SOURCE_MODELS: dict[str, type[BaseModel]] = {
     "csv": CsvData,
     "image_folder": ImageFolderData,
     "text_folder": TextFolderData,
+    "tfrecord": TFRecordData,
 }
 # The fields every source shares (batching), in the models' order.
 BATCHING_FIELDS = [
@@ -58,16 +66,64 @@ BATCHING_FIELDS = [
 FILE_FILTERS = {
     "numpy": "NumPy archives (*.npz);;All files (*)",
     "csv": "CSV files (*.csv);;All files (*)",
+    "tfrecord": "TFRecord files (*.tfrecord *.tfrecords *.tfrec);;All files (*)",
 }
+
+
+class FeatureSpecEdit(QLineEdit):
+    """A TFRecord feature spec typed as ``name dtype shape`` entries, comma-separated:
+    ``image float32 28x28, label int64`` (no shape: one value; no dtype: float32).
+
+    What does not read as a number goes to the model as typed, so the model reports it
+    under the entry's own path (``data.features.1.shape.0``).
+    """
+
+    edited = Signal()
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.setPlaceholderText("image float32 28x28, label int64")
+        self.setToolTip(
+            "The records' features: name, dtype (float32 or int64) and shape (e.g. 28x28; "
+            "none for one value), comma-separated"
+        )
+        self.textChanged.connect(self.edited)
+
+    def value(self) -> list[dict[str, Any]]:
+        specs = []
+        for entry in self.text().split(","):
+            parts = entry.split()
+            if not parts:
+                continue
+            spec: dict[str, Any] = {"name": parts[0]}
+            if len(parts) > 1:
+                spec["dtype"] = parts[1]
+            if len(parts) > 2:
+                spec["shape"] = [int(n) if n.isdigit() else n for n in parts[2].split("x")]
+            specs.append(spec)
+        return specs
+
+    def set_value(self, value: list[Any]) -> None:
+        entries = []
+        for spec in value or []:
+            spec = spec.model_dump() if isinstance(spec, BaseModel) else spec
+            shape = "x".join(str(n) for n in spec.get("shape") or [])
+            entries.append(" ".join(filter(None, (spec["name"], spec.get("dtype", ""), shape))))
+        self.setText(", ".join(entries))
 
 
 def _source_page(source: str) -> AutoForm:
     """The settings only ``source`` has (file sources get a Browse button)."""
     model = SOURCE_MODELS[source]
+    custom: dict[str, QWidget] = {}
+    if "path" in model.model_fields:
+        custom["path"] = _path_edit(source)
+    if source == "tfrecord":
+        custom["features"] = FeatureSpecEdit()
     return AutoForm(
         model,
         [name for name in model.model_fields if name != "source" and name not in BATCHING_FIELDS],
-        custom={"path": _path_edit(source)} if "path" in model.model_fields else None,
+        custom=custom,
     )
 
 
@@ -95,7 +151,8 @@ class DataForm(QWidget):
         self.source.setToolTip(
             "constant: the guide's from_tensors(...).repeat(examples); synthetic: seeded random "
             "data; numpy: an .npz file; csv: a CSV file with a header row; image_folder / "
-            "text_folder: a folder with one subfolder of images / .txt files per class"
+            "text_folder: a folder with one subfolder of images / .txt files per class; "
+            "tfrecord: TFRecord files of tf.train.Example records"
         )
         self.pages = {source: _source_page(source) for source in DATA_SOURCES}
         for page in self.pages.values():

@@ -84,3 +84,116 @@ def test_streaming_refuses_a_compressed_npz_naming_the_field(tmp_path: Path) -> 
         f"data.path: array 'x' in {tmp_path / 'c.npz'} is compressed (numpy.savez_compressed); "
         "streaming reads arrays in place, so save them with numpy.savez or set stream to false"
     )
+
+
+# --- TFRecord files --------------------------------------------------------------------
+
+
+def _write_records(path: Path, x: np.ndarray, y: np.ndarray) -> None:
+    import tensorflow as tf
+
+    with tf.io.TFRecordWriter(str(path)) as writer:
+        for features, label in zip(x, y, strict=True):
+            example = tf.train.Example(
+                features=tf.train.Features(
+                    feature={
+                        "x": tf.train.Feature(float_list=tf.train.FloatList(value=features)),
+                        "label": tf.train.Feature(int64_list=tf.train.Int64List(value=label)),
+                    }
+                )
+            )
+            writer.write(example.SerializeToString())
+
+
+def _tfrecord(path: Path, **changes: object) -> dict:
+    return {
+        "source": "tfrecord",
+        "path": str(path),
+        "features": [{"name": "x", "shape": [3]}, {"name": "label", "dtype": "int64"}],
+        "label": "label",
+        **changes,
+    }
+
+
+def test_tfrecord_files_give_the_arrays_batches_and_split(tmp_path: Path) -> None:
+    x, y = _arrays(rows=45)
+    _write_records(tmp_path / "part-0.tfrecord", x[:20], y[:20])
+    _write_records(tmp_path / "part-1.tfrecord", x[20:], y[20:])
+    np.savez(tmp_path / "same.npz", x=x, y=y[:, 0])
+    split = {"every": 1, "split": 0.2}
+    records = _batches(_project(_tfrecord(tmp_path / "part-*.tfrecord"), split))
+    arrays = _batches(_project({"source": "numpy", "path": str(tmp_path / "same.npz")}, split))
+    _same(records[0], arrays[0])
+    _same(records[1], arrays[1])
+
+
+def test_a_mismatched_tfrecord_spec_is_one_line_naming_the_entry(tmp_path: Path) -> None:
+    from distloop.engine.tf.data import build_training_data
+
+    x, y = _arrays(rows=4)
+    _write_records(tmp_path / "r.tfrecord", x, y)
+    file = tmp_path / "r.tfrecord"
+    cases = {
+        "data.features.0.name: {f}'s first record has no feature 'pixels' (it has label, x)": [
+            {"name": "pixels", "shape": [3]},
+            {"name": "label", "dtype": "int64"},
+        ],
+        "data.features.1.dtype: 'label' holds int64 values in {f}, not float32": [
+            {"name": "x", "shape": [3]},
+            {"name": "label", "dtype": "float32"},
+        ],
+        "data.features.0.shape: [4] takes 4 value(s), but 'x' has 3 in {f}'s first record": [
+            {"name": "x", "shape": [4]},
+            {"name": "label", "dtype": "int64"},
+        ],
+    }
+    for expected, features in cases.items():
+        model = {
+            "input_shape": [features[0].get("shape", [1])[0]],
+            "layers": [{"kind": "dense", "units": 4}],
+        }
+        data = _project(_tfrecord(file, features=features))
+        data["model"] = model
+        if features[1]["dtype"] == "float32":
+            data["loss"] = {"kind": "mean_squared_error"}
+            data["model"]["layers"][0]["units"] = 1
+        with pytest.raises(DataError) as refused:
+            build_training_data(load_project_data(data))
+        assert str(refused.value) == expected.format(f=file)
+    with pytest.raises(DataError) as refused:
+        build_training_data(load_project_data(_project(_tfrecord(tmp_path / "none-*.tfrecord"))))
+    assert str(refused.value) == f"data.path: no file matches {tmp_path / 'none-*.tfrecord'}"
+
+
+def test_tfrecord_spec_checks_before_a_run() -> None:
+    from distloop.engine.problems import ProblemsError
+
+    def problems(**changes: object) -> list[str]:
+        try:
+            load_project_data(_project(_tfrecord(Path("r.tfrecord"), **changes)))
+        except ProblemsError as exc:
+            return [str(p) for p in exc.problems]
+        return []
+
+    assert problems() == []
+    assert problems(label="y") == [
+        "data.label: 'y' is not one of the features (x, label); name the feature that holds "
+        "the label"
+    ]
+    assert problems(
+        features=[{"name": "x", "shape": [2]}, {"name": "label", "dtype": "int64"}]
+    ) == [
+        "data.features: the features other than the label hold 2 value(s) per example, but "
+        "model.input_shape [3] takes 3"
+    ]
+    assert problems(features=[{"name": "x", "shape": [3]}, {"name": "label"}]) == [
+        "data.features.1: sparse_categorical_crossentropy takes one class number per example: "
+        "give the label feature dtype int64 and shape []"
+    ]
+
+
+def test_tfrecord_projects_are_not_exported_as_scripts() -> None:
+    from distloop.engine.script_export import ExportError, render_script
+
+    with pytest.raises(ExportError, match="tfrecord data is parsed by Distloop's own pipeline"):
+        render_script(load_project_data(_project(_tfrecord(Path("r.tfrecord")))))

@@ -33,6 +33,7 @@ from ..config import (
     SyntheticClassification,
     SyntheticRegression,
     TextFolderData,
+    TFRecordData,
     split_counts,
 )
 from ..datasets import project_folder_problems
@@ -46,6 +47,7 @@ from ..synthetic import (
 from .image_data import FolderFiles, augment_batch, image_decoder, image_files
 from .stream_data import csv_examples, npz_batches
 from .text_data import text_decoder, text_files, text_vectorizer
+from .tfrecord_data import tfrecord_examples
 
 Arrays = tuple[np.ndarray, np.ndarray]
 Decode = Callable[[tf.Tensor, tf.Tensor], tuple[tf.Tensor, tf.Tensor]]
@@ -145,9 +147,11 @@ def _folder_examples(
 
 
 def _streamed(data: DataConfig, project: Project, where: str) -> _Examples | None:
-    """A CSV or .npz file read as batches form (``stream``), else None."""
+    """TFRecord files, or a CSV or .npz file with ``stream``: read as batches form; else None."""
     if isinstance(data, CsvData) and data.stream:
         return _Examples(*csv_examples(data, project, where))
+    if isinstance(data, TFRecordData):
+        return _Examples(*tfrecord_examples(data, project, where))
     if isinstance(data, NumpyData) and data.stream:
         numbers, count, read_batch = npz_batches(data, project, where)
         return _Examples(numbers, count, read_batch=read_batch)

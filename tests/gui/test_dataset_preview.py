@@ -122,3 +122,21 @@ def test_png_helper_round_trips_through_qt(tmp_path: Path) -> None:
     image = QImage(str(tmp_path / "x.png"))
     assert (image.width(), image.height()) == (4, 3)
     assert image.pixelColor(3, 2).red() == int(pixels[2, 3])
+
+
+def test_tfrecord_feature_spec_is_typed_as_one_line(qtbot: QtBot) -> None:
+    from distloop.gui.data_form import DataForm
+
+    form = DataForm()
+    qtbot.addWidget(form)
+    form.source.set_value("tfrecord")
+    spec = form.pages["tfrecord"].editors["features"]
+    spec.setText("image float32 28x28, label int64")
+    assert form.value()["features"] == [
+        {"name": "image", "dtype": "float32", "shape": [28, 28]},
+        {"name": "label", "dtype": "int64"},
+    ]
+    spec.set_value(form.value()["features"])
+    assert spec.text() == "image float32 28x28, label int64"
+    spec.setText("image float32 28xabc, label int64")
+    assert form.value()["features"][0]["shape"] == [28, "abc"]  # the model reports shape.1
