@@ -364,6 +364,7 @@ class MainWindow(QMainWindow):
     def _connect(self) -> None:
         self.editor.edited.connect(self._revalidate)
         self.editor.data_form.preview_requested.connect(self._preview_data)
+        self.editor.evaluation.source.preview_requested.connect(self._preview_data)
         self.editor.devices_detected.connect(self._on_devices_detected)
         self.problems_panel.problem_activated.connect(self.editor.reveal)
         controller = self.controller

@@ -140,3 +140,17 @@ def test_tfrecord_feature_spec_is_typed_as_one_line(qtbot: QtBot) -> None:
     assert spec.text() == "image float32 28x28, label int64"
     spec.setText("image float32 28xabc, label int64")
     assert form.value()["features"][0]["shape"] == [28, "abc"]  # the model reports shape.1
+
+
+def test_the_evaluation_sources_preview_fills_the_tab_too(
+    window: MainWindow, tmp_path: Path
+) -> None:
+    (tmp_path / "v.csv").write_text("a,label\n1,0\n")
+    evaluation = window.editor.evaluation
+    evaluation.enabled.setChecked(True)
+    evaluation.source_radio.setChecked(True)
+    source = evaluation.source
+    source.source.set_value("csv")
+    source.pages["csv"].editors["path"].set_value(str(tmp_path / "v.csv"))
+    source.preview.click()
+    assert window.dataset_preview.summary.text().endswith("first 1 row(s), 2 column(s)")
