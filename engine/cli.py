@@ -18,7 +18,7 @@ from pathlib import Path
 from . import __version__
 from .config import Project, load_project, memory_problems, uneven_batch_warnings
 from .datasets import project_folder_problems
-from .examples import example_names, example_text, load_example
+from .examples import example_names, load_example, portable_example_text
 from .formatting import format_duration
 from .messages import (
     EvalMetrics,
@@ -178,7 +178,7 @@ def command_example(name: str | None) -> int:
             print(f"{known:16} {load_example(known).name}")
         return EXIT_OK
     try:
-        sys.stdout.write(example_text(name))
+        sys.stdout.write(portable_example_text(name))
     except KeyError:
         _err(_no_example(name))
         return EXIT_USAGE

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 from .config import Project, load_project_text
 
@@ -28,6 +30,25 @@ def example_text(name: str) -> str:
     if name not in example_names():
         raise KeyError(name)
     return entry.read_text(encoding="utf-8")
+
+
+def portable_example_text(name: str) -> str:
+    """The example as shipped, but with its files (data folder, custom code) named by
+    absolute paths, so the printed project runs wherever the user saves it."""
+    shipped = json.loads(example_text(name))
+    resolved = load_example(name).model_dump(mode="json")
+    return json.dumps(_take_changed_strings(shipped, resolved), indent=2) + "\n"
+
+
+def _take_changed_strings(shipped: Any, resolved: Any) -> Any:
+    """``shipped`` with every string that resolving changed (only paths change) replaced."""
+    if isinstance(shipped, dict) and isinstance(resolved, dict):
+        return {
+            key: _take_changed_strings(value, resolved.get(key)) for key, value in shipped.items()
+        }
+    if isinstance(shipped, str) and isinstance(resolved, str):
+        return resolved
+    return shipped
 
 
 def load_example(name: str) -> Project:

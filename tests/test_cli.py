@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -29,6 +30,20 @@ def test_example_seed_prints_the_shipped_project() -> None:
     result = distloop("example", "seed")
     assert result.returncode == 0
     assert json.loads(result.stdout) == json.loads(example_text("seed"))
+
+
+def test_a_printed_example_with_a_data_folder_validates_wherever_it_is_saved(tmp_path) -> None:
+    """``distloop example digits > d.json`` once named its image folder relative to the
+    installed examples, so the saved project failed with ``data.path ... does not exist``."""
+    printed = distloop("example", "digits")
+    assert printed.returncode == 0
+    project = tmp_path / "d.json"
+    project.write_text(printed.stdout)
+    shipped = json.loads(example_text("digits"))
+    assert Path(json.loads(printed.stdout)["data"]["path"]).is_absolute()
+    assert json.loads(printed.stdout)["model"] == shipped["model"]
+    result = distloop("validate", str(project))
+    assert result.returncode == 0, result.stderr
 
 
 def test_example_list_and_unknown_name() -> None:
