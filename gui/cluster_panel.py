@@ -50,9 +50,11 @@ IDLE_HINT = (
     "every task its own engine process on this machine. Its tasks appear here."
 )
 SECURITY_TIP = (
-    "The tasks talk over 127.0.0.1, but TensorFlow's gRPC servers are unauthenticated and "
-    "listen on every network interface: their ports are open to the network while the run "
-    "lasts. Run clusters on a trusted network only."
+    "The tasks run in a private network of their own where the system allows it (the log "
+    "says so), and their ports are reachable only inside it. Where it does not (the log "
+    "warns), TensorFlow's gRPC servers, unauthenticated and listening on every network "
+    "interface, are open to the network while the run lasts: run clusters on a trusted "
+    "network only."
 )
 
 
