@@ -59,7 +59,8 @@ class TrainingData:
     examples: int
     total_steps: int
     classes: tuple[str, ...] | None = None
-    """The class names, in label order, of data whose classes have names (image folders)."""
+    """The class names, in label order, of data whose classes have names (image and text
+    folders)."""
     warnings: list[str] = field(default_factory=list)
     """What the run should say about its data (unreadable files it skipped)."""
 
@@ -76,9 +77,9 @@ class _Examples:
     read_batch: Callable[[tf.Tensor], tuple[tf.Tensor, tf.Tensor]] | None = None
     """For memory-mapped arrays: the elements are example numbers, read a batch at a time."""
 
-    def batched(self, size: int, drop_remainder: bool = False) -> tf.data.Dataset:
-        """One pass in batches of ``size``, read from the files as they are needed."""
-        dataset = self.decoded().batch(size, drop_remainder=drop_remainder)
+    def batched(self, size: int) -> tf.data.Dataset:
+        """One pass in batches of ``size`` (the last may be short), read as they are needed."""
+        dataset = self.decoded().batch(size)
         if self.read_batch is None:
             return dataset
         return dataset.map(self.read_batch, num_parallel_calls=tf.data.AUTOTUNE)
