@@ -386,11 +386,19 @@ def detect_devices_main(out: Any) -> None:
 def predict_main(out: Connection, folder: str, inputs: list[str], rows: list[str]) -> None:
     """A prediction process: ``folder``'s model on the inputs, each item sent on ``out``.
 
-    TensorFlow's own output is dropped: the items say what happened, input by input.
+    TensorFlow's own output goes nowhere, up to the process's exit (its runtime writes
+    there too): the items say what happened, input by input, and ``distloop predict``
+    prints nothing else.
     """
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     _watch_parent()
-    capture = _OutputCapture(lambda text: None)
+    for stream in (sys.stdout, sys.stderr):
+        if stream is not None:
+            stream.flush()
+    null = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(null, 1)
+    os.dup2(null, 2)
+    os.close(null)
     try:
         from .tf.predict import predict_all
 
@@ -398,5 +406,4 @@ def predict_main(out: Connection, folder: str, inputs: list[str], rows: list[str
     except Exception as exc:  # an answer, not a silent death: the caller shows one line
         out.send({"error": f"the prediction failed: {type(exc).__name__}: {exc}"})
     finally:
-        capture.close()
         out.close()
