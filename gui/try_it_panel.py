@@ -1,6 +1,6 @@
 """The "Try it" panel of a past run: its saved model on dropped files or a pasted row.
 
-The model runs in a subprocess (``engine.prediction``: TensorFlow never loads in
+The model runs in a process of its own (``engine.prediction``: TensorFlow never loads in
 the window), awaited in a worker thread through asyncio, so the window stays
 responsive while TensorFlow starts. A classifier's confusion matrix on the
 validation data (``confusion.json``, written by the engine) is shown below, as a
