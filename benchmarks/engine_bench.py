@@ -134,8 +134,54 @@ def mlp_project() -> dict:
     }
 
 
+def cnn_project() -> dict:
+    """Row 7: a small CNN on 32x32x3 images (synthetic), as ``baselines.cnn_fit`` builds it."""
+    return {
+        "schema_version": 1,
+        "name": "cnn",
+        "strategy": {"kind": "mirrored"},
+        "model": {
+            "input_shape": [32, 32, 3],
+            "layers": [
+                {"kind": "conv2d", "filters": 32, "padding": "same", "activation": "relu"},
+                {"kind": "max_pooling2d"},
+                {"kind": "conv2d", "filters": 64, "padding": "same", "activation": "relu"},
+                {"kind": "max_pooling2d"},
+                {"kind": "flatten"},
+                {"kind": "dense", "units": 10},
+            ],
+        },
+        "optimizer": {"kind": "adam", "learning_rate": 0.001},
+        "loss": {"kind": "sparse_categorical_crossentropy", "from_logits": True},
+        "data": {
+            "source": "synthetic_classification",
+            "examples": 128 * 16,
+            "num_classes": 10,
+            "global_batch_size": 128,
+            "drop_remainder": True,
+        },
+        "training": {"steps": 200, "seed": 0, "steps_per_execution": 20},
+    }
+
+
+def cnn(repeats: int) -> None:
+    ours, keras = best_of(
+        repeats,
+        lambda: engine_rate(cnn_project(), 40, examples_per_step=128)[0],
+        lambda: baseline("cnn_fit", 200, 40, 20),
+    )
+    print(
+        f"7. CNN conv32-pool-conv64-pool-dense10 on 32x32x3, batch 128, Adam, K=20: distloop "
+        f"{ours:.0f} examples/s, model.fit {keras:.0f} examples/s, ratio {ours / keras:.2f} "
+        "(goal >= 1.1)"
+    )
+
+
 def main() -> None:
     repeats = int(sys.argv[1]) if len(sys.argv) > 1 else 3
+    if sys.argv[2:] == ["cnn"]:  # row 7 alone
+        cnn(repeats)
+        return
     steps, warmup = 4000, 200
     seed = _project("seed", {"training": {"steps": steps, "seed": 0}})
     # The script's input path (experimental_distribute_dataset), for a like-for-like overhead.
@@ -182,6 +228,8 @@ def main() -> None:
             "seed", {"training": {"steps": total, "seed": 0, "steps_per_execution": 100}}
         )
         return engine_rate(project, 100)[1]
+
+    cnn(repeats)
 
     peak_short, peak_long = peak(1_000), peak(100_000)
     print(
