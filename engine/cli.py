@@ -83,11 +83,15 @@ def build_parser() -> argparse.ArgumentParser:
     commands.add_parser("devices", help="list the devices TensorFlow sees on this machine")
 
     predict = commands.add_parser(
-        "predict", help="run a run's saved model (model.keras) on CSV files or .npy arrays"
+        "predict", help="run a run's saved model (model.keras) on CSV, .npy, image or text files"
     )
     predict.add_argument("run", type=Path, help="the run folder")
     predict.add_argument(
-        "inputs", nargs="+", type=Path, metavar="INPUT", help="a .csv (one example a row) or .npy"
+        "inputs",
+        nargs="+",
+        type=Path,
+        metavar="INPUT",
+        help="a .csv (one example a row), an .npy array, an image, or a .txt for a text model",
     )
     predict.add_argument("--json", action="store_true", help="one JSON object per example")
     return parser

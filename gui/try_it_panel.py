@@ -44,7 +44,7 @@ Predictor = Callable[[Path, Sequence[Path], Sequence[str]], PredictionResult]
 SHOWN_CLASSES = 3
 """Classes listed per example: the top one and its runners-up."""
 ERROR_STYLE = "color:#c62828"
-INPUT_FILTER = "Examples (*.csv *.npy *.png *.jpg *.jpeg *.gif *.bmp);;All files (*)"
+INPUT_FILTER = "Examples (*.csv *.npy *.png *.jpg *.jpeg *.gif *.bmp *.txt);;All files (*)"
 
 
 def _default_predictor(
@@ -54,7 +54,7 @@ def _default_predictor(
 
 
 class DropArea(QFrame):
-    """Takes dropped files (images, CSVs, .npy arrays) and hands their paths on."""
+    """Takes dropped files (images, texts, CSVs, .npy arrays) and hands their paths on."""
 
     def __init__(self, on_files: Callable[[list[Path]], None]) -> None:
         super().__init__()
@@ -62,7 +62,7 @@ class DropArea(QFrame):
         self.setAcceptDrops(True)
         self.setFrameShape(QFrame.Shape.StyledPanel)
         self.setMinimumHeight(64)
-        label = QLabel("Drop images, CSV files or .npy arrays here")
+        label = QLabel("Drop images, texts, CSV files or .npy arrays here")
         label.setAlignment(Qt.AlignmentFlag.AlignCenter)
         label.setStyleSheet("color:#555")
         layout = QVBoxLayout(self)
@@ -126,7 +126,9 @@ class TryItPanel(QWidget):
         self.choose_button = QPushButton("Choose Files…")
         self.choose_button.clicked.connect(self._choose_files)
         self.row_edit = QLineEdit()
-        self.row_edit.setPlaceholderText("Paste one CSV row of features, e.g. 0.1, 2.5, -1.0")
+        self.row_edit.setPlaceholderText(
+            "Paste one CSV row of features (0.1, 2.5, -1.0), or a text for a text model"
+        )
         self.row_edit.returnPressed.connect(self.predict_row)
         self.row_button = QPushButton("Predict Row")
         self.row_button.clicked.connect(self.predict_row)

@@ -9,7 +9,9 @@ per example, and ``{"input": ..., "error": ...}`` for an input that cannot be
 used (``{"error": ...}`` alone when the model cannot be loaded).
 
 An example is read as training read it: an image is decoded, resized and scaled
-by the image-folder data's own function (``engine.tf.image_data``); a CSV's
+by the image-folder data's own function (``engine.tf.image_data``), a text (a
+``.txt`` file or a pasted row, for a text-folder model) turned into word numbers
+with the training split's vocabulary (``engine.tf.data``); a CSV's
 columns are matched to the training CSV's feature columns by name (the label
 column is left out), so their order may differ; other CSVs give their columns in
 the model's input order.
@@ -25,12 +27,20 @@ from typing import Any
 
 import numpy as np
 
-from ..config import CsvData, ImageFolderData, LossConfig, Project, load_project
+from ..config import (
+    CsvData,
+    ImageFolderData,
+    LossConfig,
+    Project,
+    TextFolderData,
+    load_project,
+)
 from ..datasets import IMAGE_EXTENSIONS
 from ..prediction import class_names
 from ..problems import ProblemsError
 from ..run_folder import MODEL_FILE, PROJECT_FILE, TASKS_DIR
 from ..synthetic import DataError
+from .data import load_text_for_model
 from .image_data import load_image_for_model
 
 
@@ -98,11 +108,12 @@ def predict_all(
     sources += [(str(path), path) for path in inputs]
     for name, source in sources:
         try:
-            examples = (
-                _read_row(name, source, shape)
-                if isinstance(source, str)
-                else _read_file(source, shape, project)
-            )
+            if not isinstance(source, str):
+                examples = _read_file(source, shape, project)
+            elif project is not None and isinstance(project.data, TextFolderData):
+                examples = _text_example(name, source, project)  # a pasted text
+            else:
+                examples = _read_row(name, source, shape)
             predicted = np.asarray(model.predict_on_batch(examples.features), dtype=np.float64)
         except InputError as exc:
             emit({"input": name, "error": str(exc)})
@@ -179,6 +190,14 @@ def _classes(output: np.ndarray, loss: LossConfig, names: list[str]) -> list[dic
 
 def _read_file(path: Path, inputs: ModelInputs, project: Project | None) -> Examples:
     suffix = path.suffix.lower()
+    if project is not None and isinstance(project.data, TextFolderData) and suffix == ".txt":
+        try:
+            text = path.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise InputError(f"cannot read it: {exc.strerror or exc}") from None
+        except UnicodeDecodeError:
+            raise InputError("is not UTF-8 text") from None
+        return _text_example(str(path), text, project)
     if suffix == ".npy":
         return _read_npy(path, inputs)
     if suffix in (".csv", ".txt"):
@@ -248,6 +267,14 @@ def _read_csv(path: Path, inputs: ModelInputs) -> Examples:
         labels.append(f"{path}:{number}")
         features.append(values)
     return Examples(labels, np.stack(features))
+
+
+def _text_example(name: str, text: str, project: Project) -> Examples:
+    """One text as training turned it into word numbers (the training split's vocabulary)."""
+    try:
+        return Examples([name], load_text_for_model(text, project)[np.newaxis])
+    except DataError as exc:
+        raise InputError(str(exc)) from None
 
 
 def _read_row(name: str, text: str, inputs: ModelInputs) -> Examples:
