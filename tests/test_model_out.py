@@ -227,3 +227,46 @@ def test_the_kept_model_is_the_lowest_val_loss_and_a_resume_keeps_it_unless_beat
     assert json.loads((tmp_path / "model.json").read_text())["step"] == 35
     assert not list(tmp_path.glob(".*tmp*"))
     channel.close()
+
+
+def test_a_text_model_predicts_text_files_and_pasted_texts_as_training_read_them(
+    tmp_path,
+) -> None:
+    """In-process: predict_all on a text-folder model's folder, as the prediction process runs."""
+    from distloop.engine.config import load_project_data
+    from distloop.engine.tf.data import load_text_for_model
+    from distloop.engine.tf.model import build_model
+    from distloop.engine.tf.predict import predict_all
+
+    for name, lines in {"en": ["the cat sat", "a dog ran"], "fr": ["le chat", "un chien"]}.items():
+        (tmp_path / "texts" / name).mkdir(parents=True)
+        for index, line in enumerate(lines):
+            (tmp_path / "texts" / name / f"{index}.txt").write_text(line)
+    data = example_data("classification")
+    data["model"] = {"input_shape": [5], "layers": [{"kind": "dense", "units": 2}]}
+    data["loss"] = {"kind": "sparse_categorical_crossentropy", "from_logits": True}
+    data["data"] = {
+        "source": "text_folder",
+        "path": str(tmp_path / "texts"),
+        "sequence_length": 5,
+        "vocabulary_size": 20,
+        "global_batch_size": 2,
+    }
+    project = load_project_data(data)
+    folder = tmp_path / "run"
+    folder.mkdir()
+    (folder / "project.json").write_text(project.to_json())
+    (folder / "classes.json").write_text('["en", "fr"]')
+    model = build_model(project.model, 0)
+    model.save(folder / "model.keras")
+    (tmp_path / "new.txt").write_text("the cat ran")
+
+    items: list[dict] = []
+    predict_all(folder, [tmp_path / "new.txt"], ["un chat"], items.append)
+    assert items[0]["model"]["classes"] == ["en", "fr"]
+    assert [item["input"] for item in items[1:]] == ["row 1", str(tmp_path / "new.txt")]
+    for item, text in zip(items[1:], ["un chat", "the cat ran"], strict=True):
+        logits = model(load_text_for_model(text, project)[np.newaxis]).numpy()[0]
+        expected = np.exp(logits - logits.max()) / np.exp(logits - logits.max()).sum()
+        got = {c["name"]: c["probability"] for c in item["classes"]}
+        np.testing.assert_allclose([got["en"], got["fr"]], expected, rtol=1e-5)
