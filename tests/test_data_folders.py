@@ -228,6 +228,28 @@ def test_fail_mode_names_the_unreadable_file_and_skip_mode_counts_it(tmp_path: P
     assert bad.exists()  # nothing a user made is touched
 
 
+def test_damage_inside_a_whole_file_is_named_before_the_run(tmp_path: Path) -> None:
+    """A file with a sound start and end but damaged data inside fails the decoder, which
+    inside the training step names no file: it is found (and named) before the run."""
+    from distloop.engine.synthetic import DataError
+    from distloop.engine.tf.image_data import image_files
+
+    write_image_folder(tmp_path, per_class=2)
+    damaged = tmp_path / "circle" / "001.png"
+    content = bytearray(damaged.read_bytes())
+    content[40:60] = bytes(b ^ 0xFF for b in content[40:60])
+    damaged.write_bytes(bytes(content))
+    project = load_project_data(image_project(tmp_path))
+    with pytest.raises(DataError) as failed:
+        image_files(project.data)
+    assert str(failed.value) == (
+        f"data.path: {damaged} cannot be decoded (its image data is damaged); replace or "
+        "remove it, or set data.on_bad_file to skip"
+    )
+    skipping = image_files(project.data.model_copy(update={"on_bad_file": "skip"}))
+    assert len(skipping.paths) == 5 and str(damaged) not in skipping.paths
+
+
 def test_training_batches_match_load_image_for_model(tmp_path: Path) -> None:
     """Prediction preprocesses one image exactly as training does (here RGB, resized)."""
     from distloop.engine.tf.data import build_eval_data, build_training_data

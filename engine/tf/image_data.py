@@ -10,6 +10,7 @@ gets the same augmentation in a resumed run, and evaluation never gets any.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -78,6 +79,13 @@ def image_files(data: ImageFolderData, where: str = "data") -> FolderFiles:
     if problems:
         raise DataError(problems[0])
     bad = unreadable_images(scan)
+    cut_short = {path for path, _ in bad}
+    sound = tuple(str(path) for path, _ in scan.files if path not in cut_short)
+    damaged = set(undecodable_images(sound))
+    if damaged:
+        order = {path: index for index, (path, _) in enumerate(scan.files)}
+        bad += [(Path(path), DAMAGED) for path in sound if path in damaged]
+        bad.sort(key=lambda item: order[item[0]])
     if bad and data.on_bad_file == "fail":
         path, why = bad[0]
         others = f" ({len(bad) - 1} more unreadable)" if len(bad) > 1 else ""
@@ -86,6 +94,34 @@ def image_files(data: ImageFolderData, where: str = "data") -> FolderFiles:
             f"{where}.on_bad_file to skip"
         )
     return FolderFiles.of(scan, bad)
+
+
+DAMAGED = "cannot be decoded (its image data is damaged)"
+VERIFY_BATCH = 256
+
+
+@functools.lru_cache(maxsize=4)
+def undecodable_images(paths: tuple[str, ...]) -> tuple[str, ...]:
+    """The files TensorFlow's decoder refuses, found by decoding each once, in parallel.
+
+    The structural check (:func:`~engine.datasets.unreadable_images`) sees a file cut
+    short, not damage inside it; a damaged file would otherwise fail the run from inside
+    the training step, where no error names a file. Cached: the training and the
+    evaluation pipelines of a run share the answer.
+    """
+
+    def decodes(path: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
+        image = tf.io.decode_image(tf.io.read_file(path), expand_animations=False)
+        return path, tf.shape(image)[0]
+
+    decoded = (
+        tf.data.Dataset.from_tensor_slices(list(paths))
+        .map(decodes, num_parallel_calls=tf.data.AUTOTUNE, deterministic=False)
+        .ignore_errors()
+        .batch(VERIFY_BATCH)
+    )
+    good = {path.decode() for names, _ in decoded.as_numpy_iterator() for path in names}
+    return tuple(path for path in paths if path not in good)
 
 
 def decode_image(contents: tf.Tensor, height: int, width: int, channels: int) -> tf.Tensor:
