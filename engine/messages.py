@@ -21,6 +21,12 @@ Engine → parent, in the order a run produces them::
   | RunFailed       an exception in the engine, with its traceback
     DevicesDetected answer to a device probe (``engine.process.detect_devices``)
 
+A prediction process (``engine.prediction.predict``) answers with::
+
+    ModelLoaded     first: the model it runs, what an example must be, the class names
+    Predicted*      one per example: classes best first for classifiers, else the outputs
+    InputRefused*   one per input that cannot be used (no ``input``: the model itself)
+
 A run that ends with neither RunFinished nor RunFailed died abruptly (killed,
 segfault, out of memory); :class:`engine.process.EngineProcess` then synthesizes
 a RunFailed from the exit code, so consumers handle exactly one terminal message.
@@ -192,8 +198,60 @@ class DevicesDetected(_Message):
     tensorflow_version: str
 
 
+class ModelLoaded(_Message):
+    """The saved model a prediction process loaded, and what it takes."""
+
+    type: Literal["model_loaded"] = "model_loaded"
+    path: str
+    input_shape: list[int]
+    csv_columns: list[str] | None = Field(
+        None, description="The training CSV's feature columns, which a CSV input must name."
+    )
+    classifier: bool
+    classes: list[str] | None = Field(None, description="Class names in label order.")
+
+
+class ClassScore(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str
+    probability: float
+
+
+class Predicted(_Message):
+    """One example's prediction."""
+
+    type: Literal["predicted"] = "predicted"
+    input: str = Field(
+        description="Where the example came from: ``rows.csv:3``, ``x.npy[4]``, ``cat.png``."
+    )
+    classes: list[ClassScore] | None = Field(None, description="A classifier's, best first.")
+    values: list[float] | None = Field(None, description="Anything else's raw outputs.")
+
+    @property
+    def top(self) -> ClassScore | None:
+        return self.classes[0] if self.classes else None
+
+
+class InputRefused(_Message):
+    """An input that cannot be predicted, in one line; without ``input``, the model itself."""
+
+    type: Literal["input_refused"] = "input_refused"
+    input: str | None = None
+    error: str
+
+
 Message = Annotated[
-    Log | RunStarted | StepMetrics | EvalMetrics | RunFinished | RunFailed | DevicesDetected,
+    Log
+    | RunStarted
+    | StepMetrics
+    | EvalMetrics
+    | RunFinished
+    | RunFailed
+    | DevicesDetected
+    | ModelLoaded
+    | Predicted
+    | InputRefused,
     Field(discriminator="type"),
 ]
 TERMINAL_TYPES = (RunFinished, RunFailed)

@@ -2,11 +2,11 @@
 
 The window never loads TensorFlow, and ``engine.cli`` is imported by the window's
 launcher, so the model runs in a process of its own, spawned as engine processes
-are (``engine.child_main.predict_main`` runs ``engine.tf.predict``). It sends plain
-items through a pipe: first the model's description, then one per example, or per
-input that could not be read (with ``error``). This module finds a run's model,
-starts that process and reads its items back; the command line and the window both
-call :func:`predict`.
+are (``engine.child_main.predict_main`` runs ``engine.tf.predict``). It answers
+through a pipe with the protocol's messages (``engine.messages``: ``ModelLoaded``,
+then a ``Predicted`` per example or an ``InputRefused`` per input that could not be
+read). This module finds a run's model, starts that process and reads its messages
+back; the command line and the window both call :func:`predict`.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from .child_main import predict_main
+from .messages import InputRefused, ModelLoaded, Predicted, parse_message
 from .run_folder import CLASSES_FILE, CONFUSION_FILE, MODEL_FILE, MODEL_RECORD_FILE, TASKS_DIR
 
 PREDICT_TIMEOUT_S = 300.0
@@ -32,32 +33,12 @@ class PredictionError(Exception):
     """Nothing could be predicted (no model, a model that does not load): one line to show."""
 
 
-@dataclass(frozen=True)
-class ClassScore:
-    name: str
-    probability: float
-
-
-@dataclass(frozen=True)
-class Prediction:
-    """One example's prediction: classes best first for classifiers, else the raw outputs."""
-
-    input: str
-    """Where it came from: ``rows.csv:3`` (a line), ``x.npy[4]``, ``cat.png``, ``row 1``."""
-    classes: list[ClassScore] | None = None
-    values: list[float] | None = None
-
-    @property
-    def top(self) -> ClassScore | None:
-        return self.classes[0] if self.classes else None
-
-
 @dataclass
 class PredictionResult:
     """What a prediction run gave: the model's description, the predictions, bad inputs."""
 
-    model: dict[str, Any] = field(default_factory=dict)
-    predictions: list[Prediction] = field(default_factory=list)
+    model: ModelLoaded | None = None
+    predictions: list[Predicted] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     """One line per input that could not be predicted, naming the input."""
 
@@ -144,25 +125,17 @@ def read_model_record(run_dir: Path) -> dict[str, Any] | None:
 
 
 def parse_items(items: Iterable[dict[str, Any]]) -> PredictionResult:
-    """The prediction process's items, in the order it sent them."""
+    """The prediction process's messages, in the order it sent them."""
     result = PredictionResult()
     for item in items:
-        if "model" in item:
-            result.model = item["model"]
-        elif "error" in item:
-            where = item.get("input")
-            result.errors.append(f"{where}: {item['error']}" if where else item["error"])
-        elif "input" in item:
-            classes = item.get("classes")
-            result.predictions.append(
-                Prediction(
-                    input=item["input"],
-                    classes=[ClassScore(c["name"], float(c["probability"])) for c in classes]
-                    if classes is not None
-                    else None,
-                    values=item.get("values"),
-                )
-            )
+        message = parse_message(item)
+        if isinstance(message, ModelLoaded):
+            result.model = message
+        elif isinstance(message, Predicted):
+            result.predictions.append(message)
+        elif isinstance(message, InputRefused):
+            where = message.input
+            result.errors.append(f"{where}: {message.error}" if where else message.error)
     return result
 
 
@@ -207,7 +180,7 @@ def predict(
             process.kill()
         process.join()
     result = parse_items(items)
-    if not result.model:
+    if result.model is None:
         reason = (
             result.errors[0]
             if result.errors
@@ -217,7 +190,7 @@ def predict(
     return result
 
 
-def format_prediction(prediction: Prediction, *, shown: int = 5) -> str:
+def format_prediction(prediction: Predicted, *, shown: int = 5) -> str:
     """One line: the input, the top class and its probability, then the runners-up."""
     if prediction.classes:
         top, *rest = prediction.classes
@@ -233,7 +206,7 @@ def format_prediction(prediction: Prediction, *, shown: int = 5) -> str:
     return f"{prediction.input}: {shown_values}{more}"
 
 
-def prediction_json(prediction: Prediction) -> str:
+def prediction_json(prediction: Predicted) -> str:
     """The machine form of one prediction (``distloop predict --json``)."""
     item: dict[str, Any] = {"input": prediction.input}
     if prediction.classes is not None:

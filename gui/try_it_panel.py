@@ -31,8 +31,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from ..engine.messages import Predicted
 from ..engine.prediction import (
-    Prediction,
     PredictionError,
     PredictionResult,
     predict,
@@ -249,7 +249,7 @@ class TryItPanel(QWidget):
         self.status.setStyleSheet(ERROR_STYLE if error else "")
         self.status.setText(text)
 
-    def _add_row(self, prediction: Prediction) -> None:
+    def _add_row(self, prediction: Predicted) -> None:
         self.results.insertRow(0)
         name = Path(prediction.input).name if "/" in prediction.input else prediction.input
         cells = [name, *_prediction_cells(prediction)]
@@ -259,7 +259,7 @@ class TryItPanel(QWidget):
             self.results.setItem(0, column, item)
 
 
-def _prediction_cells(prediction: Prediction) -> tuple[str, str]:
+def _prediction_cells(prediction: Predicted) -> tuple[str, str]:
     """The top class with its probability, and the runners-up; or the model's outputs."""
     if prediction.classes:
         top, *rest = prediction.classes

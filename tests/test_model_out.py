@@ -8,9 +8,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from distloop.engine.messages import ClassScore, InputRefused, ModelLoaded, Predicted
 from distloop.engine.prediction import (
-    ClassScore,
-    Prediction,
     PredictionError,
     format_prediction,
     model_folder,
@@ -162,20 +161,24 @@ def test_a_cluster_run_s_model_is_its_chief_s(tmp_path) -> None:
 
 
 def test_predictions_print_as_one_line_each() -> None:
-    scores = [ClassScore(name, p) for name, p in [("cat", 0.9), ("dog", 0.06), ("fox", 0.04)]]
-    assert format_prediction(Prediction("a.png", classes=scores), shown=2) == (
+    scores = [
+        ClassScore(name=name, probability=p)
+        for name, p in [("cat", 0.9), ("dog", 0.06), ("fox", 0.04)]
+    ]
+    assert format_prediction(Predicted(input="a.png", classes=scores), shown=2) == (
         "a.png: cat 0.9000  (dog 0.0600, +1 more)"
     )
-    assert format_prediction(Prediction("x.npy[0]", values=[1.5, -2.0])) == "x.npy[0]: 1.5 -2"
+    assert format_prediction(Predicted(input="x.npy[0]", values=[1.5, -2.0])) == "x.npy[0]: 1.5 -2"
+    model = ModelLoaded(path="m.keras", input_shape=[1], classifier=False)
     result = parse_items(
         [
-            {"model": {"classifier": False}},
-            {"input": "row 1", "values": [0.5]},
-            {"input": "b.csv", "error": "is empty"},
+            model.model_dump(),
+            Predicted(input="row 1", values=[0.5]).model_dump(),
+            InputRefused(input="b.csv", error="is empty").model_dump(),
         ]
     )
-    assert result.model == {"classifier": False}
-    assert result.predictions == [Prediction("row 1", values=[0.5])]
+    assert result.model == model
+    assert result.predictions == [Predicted(input="row 1", values=[0.5])]
     assert result.errors == ["b.csv: is empty"]
 
 
@@ -263,10 +266,11 @@ def test_a_text_model_predicts_text_files_and_pasted_texts_as_training_read_them
 
     items: list[dict] = []
     predict_all(folder, [tmp_path / "new.txt"], ["un chat"], items.append)
-    assert items[0]["model"]["classes"] == ["en", "fr"]
-    assert [item["input"] for item in items[1:]] == ["row 1", str(tmp_path / "new.txt")]
-    for item, text in zip(items[1:], ["un chat", "the cat ran"], strict=True):
+    result = parse_items(items)
+    assert result.model is not None and result.model.classes == ["en", "fr"]
+    assert [p.input for p in result.predictions] == ["row 1", str(tmp_path / "new.txt")]
+    for prediction, text in zip(result.predictions, ["un chat", "the cat ran"], strict=True):
         logits = model(load_text_for_model(text, project)[np.newaxis]).numpy()[0]
         expected = np.exp(logits - logits.max()) / np.exp(logits - logits.max()).sum()
-        got = {c["name"]: c["probability"] for c in item["classes"]}
+        got = {c.name: c.probability for c in prediction.classes or []}
         np.testing.assert_allclose([got["en"], got["fr"]], expected, rtol=1e-5)

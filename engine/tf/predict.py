@@ -3,10 +3,10 @@
 :func:`predict_all` runs in a process of its own (``engine.child_main.predict_main``,
 started by ``engine.prediction``) on CSV files, ``.npy`` arrays, images and pasted
 CSV rows, and emits one plain item each (``engine.prediction`` reads them):
-``{"model": {...}}`` first, then ``{"input": ..., "classes": [...]}`` (a
-classifier's classes, most probable first) or ``{"input": ..., "values": [...]}``
-per example, and ``{"input": ..., "error": ...}`` for an input that cannot be
-used (``{"error": ...}`` alone when the model cannot be loaded).
+``ModelLoaded`` first, then a ``Predicted`` per example (a classifier's classes,
+most probable first, or the raw values) and an ``InputRefused`` for an input that
+cannot be used (without ``input`` when the model cannot be loaded): the protocol's
+messages (``engine.messages``), sent as dicts.
 
 An example is read as training read it: an image is decoded, resized and scaled
 by the image-folder data's own function (``engine.tf.image_data``), a text (a
@@ -36,6 +36,7 @@ from ..config import (
     load_project,
 )
 from ..datasets import IMAGE_EXTENSIONS
+from ..messages import ClassScore, InputRefused, ModelLoaded, Predicted
 from ..prediction import class_names
 from ..problems import ProblemsError
 from ..run_folder import MODEL_FILE, PROJECT_FILE, TASKS_DIR
@@ -77,7 +78,7 @@ def predict_all(
     try:
         model, project = _load(folder)
     except InputError as exc:
-        emit({"error": str(exc)})
+        emit(InputRefused(error=str(exc)).model_dump())
         return
     shape = _model_inputs(model, project)
     outputs = int(np.prod(model.output_shape[1:]))
@@ -92,15 +93,13 @@ def predict_all(
         else None
     )
     emit(
-        {
-            "model": {
-                "path": str(folder / MODEL_FILE),
-                "input_shape": list(shape.shape),
-                "csv_columns": shape.csv_columns,
-                "classifier": classifier,
-                "classes": names,
-            }
-        }
+        ModelLoaded(
+            path=str(folder / MODEL_FILE),
+            input_shape=list(shape.shape),
+            csv_columns=shape.csv_columns,
+            classifier=classifier,
+            classes=names,
+        ).model_dump()
     )
     sources: list[tuple[str, str | Path]] = [
         (f"row {number}", row) for number, row in enumerate(rows, 1)
@@ -116,13 +115,17 @@ def predict_all(
                 examples = _read_row(name, source, shape)
             predicted = np.asarray(model.predict_on_batch(examples.features), dtype=np.float64)
         except InputError as exc:
-            emit({"input": name, "error": str(exc)})
+            emit(InputRefused(input=name, error=str(exc)).model_dump())
             continue
         for label, output in zip(examples.labels, predicted, strict=True):
             if names is not None and project is not None:
-                emit({"input": label, "classes": _classes(output, project.loss, names)})
+                emit(
+                    Predicted(
+                        input=label, classes=_classes(output, project.loss, names)
+                    ).model_dump()
+                )
             else:
-                emit({"input": label, "values": output.reshape(-1).tolist()})
+                emit(Predicted(input=label, values=output.reshape(-1).tolist()).model_dump())
 
 
 def _load(folder: Path) -> tuple[Any, Project | None]:
@@ -173,7 +176,7 @@ def _class_count(project: Project, outputs: int) -> int:
     return 2 if project.loss.kind == "binary_crossentropy" and outputs == 1 else outputs
 
 
-def _classes(output: np.ndarray, loss: LossConfig, names: list[str]) -> list[dict[str, Any]]:
+def _classes(output: np.ndarray, loss: LossConfig, names: list[str]) -> list[ClassScore]:
     """Each class and its probability, most probable first (softmax/sigmoid of logits)."""
     output = output.reshape(-1)
     if loss.kind == "binary_crossentropy" and len(output) == 1:
@@ -185,7 +188,7 @@ def _classes(output: np.ndarray, loss: LossConfig, names: list[str]) -> list[dic
     else:
         probabilities = output
     order = np.argsort(-probabilities, kind="stable")
-    return [{"name": names[i], "probability": float(probabilities[i])} for i in order]
+    return [ClassScore(name=names[i], probability=float(probabilities[i])) for i in order]
 
 
 def _read_file(path: Path, inputs: ModelInputs, project: Project | None) -> Examples:

@@ -9,12 +9,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from distloop.engine.examples import load_example
-from distloop.engine.prediction import (
-    ClassScore,
-    Prediction,
-    PredictionError,
-    PredictionResult,
-)
+from distloop.engine.messages import ClassScore, ModelLoaded, Predicted
+from distloop.engine.prediction import PredictionError, PredictionResult
 from distloop.engine.run_folder import write_status
 from distloop.gui.try_it_panel import TryItPanel
 from PySide6.QtCore import QMimeData, QPointF, Qt, QUrl
@@ -52,11 +48,14 @@ class FakePredictor:
         self.threads.append(threading.current_thread())
         if self.error:
             raise PredictionError(self.error)
-        scores = [ClassScore("dog", 0.875), ClassScore("cat", 0.125)]
+        scores = [
+            ClassScore(name="dog", probability=0.875),
+            ClassScore(name="cat", probability=0.125),
+        ]
         return PredictionResult(
-            model={"classifier": True},
-            predictions=[Prediction(str(path), classes=scores) for path in inputs]
-            + [Prediction(f"row {n}", classes=scores[::-1]) for n, _ in enumerate(rows, 1)],
+            model=ModelLoaded(path="model.keras", input_shape=[8, 8, 1], classifier=True),
+            predictions=[Predicted(input=str(path), classes=scores) for path in inputs]
+            + [Predicted(input=f"row {n}", classes=scores[::-1]) for n, _ in enumerate(rows, 1)],
             errors=["/data/broken.png: it is not a JPEG, PNG, GIF or BMP image"],
         )
 
