@@ -93,7 +93,7 @@ def fit(steps: int, warmup: int, steps_per_execution: int) -> float:
 
 
 def cnn_fit(steps: int, warmup: int, steps_per_execution: int) -> float:
-    """Row 7's baseline: engine_bench's small CNN on 32x32x3 images under ``model.fit``."""
+    """Row 9's baseline: engine_bench's small CNN on 32x32x3 images under ``model.fit``."""
     import tensorflow as tf
 
     tf.keras.utils.set_random_seed(0)

@@ -135,7 +135,7 @@ def mlp_project() -> dict:
 
 
 def cnn_project() -> dict:
-    """Row 7: a small CNN on 32x32x3 images (synthetic), as ``baselines.cnn_fit`` builds it."""
+    """Row 9: a small CNN on 32x32x3 images (synthetic), as ``baselines.cnn_fit`` builds it."""
     return {
         "schema_version": 1,
         "name": "cnn",
@@ -171,7 +171,7 @@ def cnn(repeats: int) -> None:
         lambda: baseline("cnn_fit", 200, 40, 20),
     )
     print(
-        f"7. CNN conv32-pool-conv64-pool-dense10 on 32x32x3, batch 128, Adam, K=20: distloop "
+        f"9. CNN conv32-pool-conv64-pool-dense10 on 32x32x3, batch 128, Adam, K=20: distloop "
         f"{ours:.0f} examples/s, model.fit {keras:.0f} examples/s, ratio {ours / keras:.2f} "
         "(goal >= 1.1)"
     )
@@ -179,7 +179,7 @@ def cnn(repeats: int) -> None:
 
 def main() -> None:
     repeats = int(sys.argv[1]) if len(sys.argv) > 1 else 3
-    if sys.argv[2:] == ["cnn"]:  # row 7 alone
+    if sys.argv[2:] == ["cnn"]:  # row 9 alone
         cnn(repeats)
         return
     steps, warmup = 4000, 200
