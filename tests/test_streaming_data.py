@@ -197,3 +197,19 @@ def test_tfrecord_projects_are_not_exported_as_scripts() -> None:
 
     with pytest.raises(ExportError, match="tfrecord data is parsed by Distloop's own pipeline"):
         render_script(load_project_data(_project(_tfrecord(Path("r.tfrecord")))))
+
+
+def test_a_streamed_csv_names_its_first_bad_row_before_the_run(tmp_path: Path) -> None:
+    """TensorFlow's CSV parser names no line; the run would fail inside its step."""
+    from distloop.engine.tf.data import build_training_data
+
+    path = tmp_path / "t.csv"
+    for body, expected in [
+        ("1,2,3,0\n4,x,6,1\n", "line 3, column 'b': 'x' is not a number; fill or remove that row"),
+        ("1,2,3,0\n4,5,6\n", "line 3 has 3 value(s), but the header names 4 columns"),
+    ]:
+        path.write_text(f"a,b,c,label\n{body}")
+        data = {"source": "csv", "path": str(path), "label_column": "label", "stream": True}
+        with pytest.raises(DataError) as refused:
+            build_training_data(load_project_data(_project(data)))
+        assert str(refused.value) == f"data.path: {path} {expected}"

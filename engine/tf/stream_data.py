@@ -10,6 +10,7 @@ the sizes), so turning ``stream`` on changes memory, not the run.
 
 from __future__ import annotations
 
+import csv
 import struct
 import zipfile
 from collections.abc import Callable
@@ -24,7 +25,6 @@ from ..synthetic import DataError
 
 _LOCAL_HEADER = struct.Struct("<4s2B4HL2L2H")
 """A zip member's local file header (its name and extra field follow it)."""
-COUNT_CHUNK = 1 << 22
 
 Examples = tuple[tf.data.Dataset, int]
 
@@ -38,22 +38,28 @@ def csv_examples(data: CsvData, project: Project, where: str = "data") -> Exampl
     path, field = Path(data.path), f"{where}.path"
     try:
         with path.open(encoding="utf-8-sig", newline="") as handle:
-            header = handle.readline().strip().split(",")
-        rows = _count_rows(path)
-    except (OSError, UnicodeDecodeError) as exc:
+            header = next(csv.reader(handle), [])
+    except (OSError, UnicodeDecodeError, csv.Error) as exc:
         raise DataError(f"{field}: cannot read {path}: {exc}") from None
     if data.label_column not in header:
         raise DataError(
             f"{where}.label_column: {path} has no column {data.label_column!r} "
             f"(columns: {', '.join(header)})"
         )
-    if rows == 0:
-        raise DataError(f"{field}: {path} has a header but no rows of data")
     if len(header) - 1 != project.model.input_size:
         raise DataError(
             f"{field}: examples in {path} have {len(header) - 1} feature column(s), but "
             f"model.input_shape {project.model.input_shape} takes {project.model.input_size}"
         )
+    rows_dataset = tf.data.experimental.CsvDataset(
+        str(path), [tf.float32] * len(header), header=True
+    )
+    try:  # one pass in TensorFlow's parser: counts the rows and finds a bad one up front
+        rows = int(rows_dataset.reduce(tf.constant(0, tf.int64), lambda count, *_: count + 1))
+    except tf.errors.OpError:
+        raise DataError(f"{field}: {path} {_first_bad_row(path, header)}") from None
+    if rows == 0:
+        raise DataError(f"{field}: {path} has a header but no rows of data")
     label_at = header.index(data.label_column)
     shape, label_type = project.model.input_shape, _label_type(project)
 
@@ -63,21 +69,30 @@ def csv_examples(data: CsvData, project: Project, where: str = "data") -> Exampl
         features = tf.reshape(tf.stack(values), shape)
         return features, tf.reshape(tf.cast(label, label_type), (1,))
 
-    rows_dataset = tf.data.experimental.CsvDataset(
-        str(path), [tf.float32] * len(header), header=True
-    )
     return rows_dataset.map(example, num_parallel_calls=tf.data.AUTOTUNE), rows
 
 
-def _count_rows(path: Path) -> int:
-    """Lines after the header, read in chunks (constant memory)."""
-    lines, last = 0, b"\n"
-    with path.open("rb") as handle:
-        while chunk := handle.read(COUNT_CHUNK):
-            lines += chunk.count(b"\n")
-            last = chunk[-1:]
-    lines += last != b"\n"  # a last line without its newline
-    return max(0, lines - 1)
+def _first_bad_row(path: Path, header: list[str]) -> str:
+    """Where the parser stopped, found by reading the file again a row at a time (this runs
+    only after it failed, since TensorFlow's message names no line)."""
+    with path.open(encoding="utf-8-sig", newline="", errors="replace") as handle:
+        reader = csv.reader(handle)
+        next(reader, None)
+        for row in reader:
+            if len(row) != len(header):
+                return (
+                    f"line {reader.line_num} has {len(row)} value(s), but the header names "
+                    f"{len(header)} columns"
+                )
+            for name, value in zip(header, row, strict=True):
+                try:
+                    float(value)
+                except ValueError:
+                    return (
+                        f"line {reader.line_num}, column {name!r}: {value!r} is not a number; "
+                        "fill or remove that row"
+                    )
+    return "cannot be read as CSV numbers"
 
 
 def npz_memmaps(data: NumpyData, where: str = "data") -> tuple[MappedArray, MappedArray]:
