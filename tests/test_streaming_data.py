@@ -134,15 +134,18 @@ def test_a_mismatched_tfrecord_spec_is_one_line_naming_the_entry(tmp_path: Path)
     _write_records(tmp_path / "r.tfrecord", x, y)
     file = tmp_path / "r.tfrecord"
     cases = {
-        "data.features.0.name: {f}'s first record has no feature 'pixels' (it has label, x)": [
+        "data.features.0.name: the first record of {f} has no feature 'pixels' (it has label, x)": [
             {"name": "pixels", "shape": [3]},
             {"name": "label", "dtype": "int64"},
         ],
-        "data.features.1.dtype: 'label' holds int64 values in {f}, not float32": [
+        (
+            "data.features.1.dtype: 'label' holds int64 values in the first record of {f}, "
+            "not float32"
+        ): [
             {"name": "x", "shape": [3]},
             {"name": "label", "dtype": "float32"},
         ],
-        "data.features.0.shape: [4] takes 4 value(s), but 'x' has 3 in {f}'s first record": [
+        "data.features.0.shape: [4] takes 4 value(s), but 'x' has 3 in the first record of {f}": [
             {"name": "x", "shape": [4]},
             {"name": "label", "dtype": "int64"},
         ],
@@ -160,6 +163,13 @@ def test_a_mismatched_tfrecord_spec_is_one_line_naming_the_entry(tmp_path: Path)
         with pytest.raises(DataError) as refused:
             build_training_data(load_project_data(data))
         assert str(refused.value) == expected.format(f=file)
+    later = tmp_path / "later.tfrecord"  # the third record has 4 values where 3 are expected
+    _write_records(later, [*x[:2], np.arange(4, dtype=np.float32)], y[:3])
+    with pytest.raises(DataError) as refused:
+        build_training_data(load_project_data(_project(_tfrecord(later))))
+    assert str(refused.value) == (
+        f"data.features.0.shape: [3] takes 3 value(s), but 'x' has 4 in record 2 of {later}"
+    )
     with pytest.raises(DataError) as refused:
         build_training_data(load_project_data(_project(_tfrecord(tmp_path / "none-*.tfrecord"))))
     assert str(refused.value) == f"data.path: no file matches {tmp_path / 'none-*.tfrecord'}"

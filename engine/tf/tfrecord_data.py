@@ -1,8 +1,8 @@
 """TFRecord files parsed by the project's feature spec, read as batches form.
 
-The first record is checked against the spec before the run starts, so a feature the
-files lack, or one of another type or length, is one line naming the spec entry, not
-a parse error inside the training step.
+Every record is parsed once before the run starts (which also counts them), so a feature
+a record lacks, or one of another type or length, is one line naming the spec entry and
+the record, not a parse error inside the training step.
 """
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import tensorflow as tf
+from google.protobuf.message import DecodeError
 
 from ..config import Project, TFRecordData
 from ..synthetic import DataError
@@ -27,40 +28,64 @@ def tfrecord_examples(
         raise DataError(f"{field}: no file matches {data.path}")
     compression = "" if data.compression == "none" else data.compression
     records = tf.data.TFRecordDataset(files, compression_type=compression)
-    try:
-        first = next(iter(records.take(1)), None)
-        if first is None:
-            raise DataError(f"{field}: {', '.join(files[:3])} hold no records")
-        _check_first(data, tf.train.Example.FromString(first.numpy()), files[0], where)
-        count = int(records.reduce(tf.constant(0, tf.int64), lambda total, _: total + 1))
-    except (tf.errors.DataLossError, tf.errors.InvalidArgumentError, tf.errors.OpError) as exc:
-        raise DataError(
-            f"{field}: cannot read {data.path} as TFRecord files: {exc.message}"
-        ) from None
-    return records.map(_parser(data, project), num_parallel_calls=tf.data.AUTOTUNE), count
+    parse = _parser(data, project)
+    try:  # every record parsed once before the run: a mismatch is named here, not in a step
+        count = int(
+            records.map(parse, num_parallel_calls=tf.data.AUTOTUNE).reduce(
+                tf.constant(0, tf.int64), lambda total, *_: total + 1
+            )
+        )
+    except tf.errors.OpError as exc:
+        raise DataError(_first_bad_record(data, files, compression, where, exc)) from None
+    if count == 0:
+        raise DataError(f"{field}: {', '.join(files[:3])} hold no records")
+    return records.map(parse, num_parallel_calls=tf.data.AUTOTUNE), count
 
 
-def _check_first(data: TFRecordData, example: tf.train.Example, file: str, where: str) -> None:
+def _first_bad_record(
+    data: TFRecordData, files: list[str], compression: str, where: str, error: tf.errors.OpError
+) -> str:
+    """The first record that does not fit the spec, by reading the files again one record at
+    a time (only after the parser failed: its message names no file or record)."""
+    for file in files:
+        number = 0
+        try:
+            for number, record in enumerate(
+                tf.data.TFRecordDataset(file, compression_type=compression).as_numpy_iterator()
+            ):
+                _check_record(data, tf.train.Example.FromString(record), file, number, where)
+        except tf.errors.OpError as exc:
+            return f"{where}.path: {file} cannot be read after record {number}: {exc.message}"
+        except DecodeError:
+            return f"{where}.path: record {number} of {file} is not a tf.train.Example"
+    return f"{where}.path: cannot read {data.path} as TFRecord files: {error.message}"
+
+
+def _check_record(
+    data: TFRecordData, example: tf.train.Example, file: str, number: int, where: str
+) -> None:
+    """Raises DataError naming the spec entry that record ``number`` of ``file`` breaks."""
     found = example.features.feature
+    record = "the first record" if number == 0 else f"record {number}"
     for index, spec in enumerate(data.features):
         loc = f"{where}.features.{index}"
         if spec.name not in found:
             raise DataError(
-                f"{loc}.name: {file}'s first record has no feature {spec.name!r} "
+                f"{loc}.name: {record} of {file} has no feature {spec.name!r} "
                 f"(it has {', '.join(sorted(found)) or 'none'})"
             )
         kind = found[spec.name].WhichOneof("kind")
         if kind != _KINDS[spec.dtype]:
             held = {"float_list": "float32", "int64_list": "int64", "bytes_list": "bytes"}
             raise DataError(
-                f"{loc}.dtype: {spec.name!r} holds {held.get(kind, kind)} values in {file}, "
-                f"not {spec.dtype}"
+                f"{loc}.dtype: {spec.name!r} holds {held.get(kind, kind)} values in {record} "
+                f"of {file}, not {spec.dtype}"
             )
         values = len(getattr(found[spec.name], kind).value)
         if values != spec.size:
             raise DataError(
                 f"{loc}.shape: {spec.shape} takes {spec.size} value(s), but {spec.name!r} has "
-                f"{values} in {file}'s first record"
+                f"{values} in {record} of {file}"
             )
 
 
