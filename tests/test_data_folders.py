@@ -416,3 +416,17 @@ def test_exported_image_folder_script_gives_the_engines_loss_trace(tmp_path: Pat
     engine = run_engine(project, None)
     assert len(losses) == len(engine["steps"]) == 6
     np.testing.assert_allclose(losses, engine["losses"], rtol=1e-5)
+
+
+def test_a_text_file_that_is_not_utf8_is_named(tmp_path: Path) -> None:
+    from distloop.engine.synthetic import DataError
+    from distloop.engine.tf.data import build_training_data
+
+    folder = write_text_folder(tmp_path / "texts")
+    latin = folder / "fr" / "2.txt"
+    latin.write_bytes("un caf\u00e9".encode("latin-1"))
+    with pytest.raises(DataError) as refused:
+        build_training_data(load_project_data(text_project(folder)))
+    assert str(refused.value) == (
+        f"data.path: {latin} is not UTF-8 text (byte 6 is 0xe9); save it as UTF-8"
+    )

@@ -2,8 +2,8 @@
 
 The vocabulary is learned (``TextVectorization.adapt``) from the training examples only,
 never from held-out ones, so an evaluation split measures words the model has not been
-told about. Files are read as batches form, like images; only the adapt pass reads the
-training texts once up front.
+told about. Files are read as batches form, like images; before the run, every file is
+read once to check that it is UTF-8 text, and the adapt pass reads the training texts.
 """
 
 from __future__ import annotations
@@ -31,6 +31,16 @@ def text_files(data: TextFolderData, where: str = "data") -> FolderFiles:
     problems = folder_problems(scan, field, "text files")
     if problems:
         raise DataError(problems[0])
+    for path, _ in scan.files:  # TextVectorization would fail on it with a Python traceback
+        try:
+            path.read_bytes().decode("utf-8")
+        except OSError as exc:
+            raise DataError(f"{field}: cannot read {path}: {exc.strerror or exc}") from None
+        except UnicodeDecodeError as exc:
+            raise DataError(
+                f"{field}: {path} is not UTF-8 text (byte {exc.start} is "
+                f"{exc.object[exc.start]:#04x}); save it as UTF-8"
+            ) from None
     return FolderFiles.of(scan, [])
 
 
@@ -49,12 +59,7 @@ def _adapted(
         max_tokens=vocabulary_size, output_sequence_length=sequence_length
     )
     texts = tf.data.Dataset.from_tensor_slices(list(paths)).map(tf.io.read_file)
-    try:
-        layer.adapt(texts.batch(ADAPT_BATCH))
-    except tf.errors.InvalidArgumentError as exc:
-        raise DataError(
-            f"data.path: a training text file is not UTF-8 text ({exc.message})"
-        ) from None
+    layer.adapt(texts.batch(ADAPT_BATCH))
     return layer
 
 
