@@ -215,7 +215,14 @@ def test_a_streamed_csv_names_its_first_bad_row_before_the_run(tmp_path: Path) -
 
     path = tmp_path / "t.csv"
     for body, expected in [
-        ("1,2,3,0\n4,x,6,1\n", "line 3, column 'b': 'x' is not a number; fill or remove that row"),
+        (
+            "1,2,3,0\n4,x,6,1\n",
+            "line 3, column 'b': 'x' is not a finite number; fill or remove that row",
+        ),
+        (
+            "1,2,3,0\n4,5,nan,1\n",
+            "line 3, column 'c': 'nan' is not a finite number; fill or remove that row",
+        ),
         ("1,2,3,0\n4,5,6\n", "line 3 has 3 value(s), but the header names 4 columns"),
     ]:
         path.write_text(f"a,b,c,label\n{body}")

@@ -11,6 +11,7 @@ the sizes), so turning ``stream`` on changes memory, not the run.
 from __future__ import annotations
 
 import csv
+import math
 import struct
 import zipfile
 from collections.abc import Callable
@@ -54,10 +55,20 @@ def csv_examples(data: CsvData, project: Project, where: str = "data") -> Exampl
     rows_dataset = tf.data.experimental.CsvDataset(
         str(path), [tf.float32] * len(header), header=True
     )
+    finite = rows_dataset.map(
+        lambda *cells: tf.reduce_all(tf.math.is_finite(tf.stack(cells))),
+        num_parallel_calls=tf.data.AUTOTUNE,
+    )
     try:  # one pass in TensorFlow's parser: counts the rows and finds a bad one up front
-        rows = int(rows_dataset.reduce(tf.constant(0, tf.int64), lambda count, *_: count + 1))
+        rows, all_finite = finite.reduce(
+            (tf.constant(0, tf.int64), tf.constant(True)),
+            lambda state, ok: (state[0] + 1, tf.logical_and(state[1], ok)),
+        )
+        rows, all_finite = int(rows), bool(all_finite)
     except tf.errors.OpError:
-        raise DataError(f"{field}: {path} {_first_bad_row(path, header)}") from None
+        all_finite = False
+    if not all_finite:
+        raise DataError(f"{field}: {path} {_first_bad_row(path, header)}")
     if rows == 0:
         raise DataError(f"{field}: {path} has a header but no rows of data")
     label_at = header.index(data.label_column)
@@ -86,11 +97,13 @@ def _first_bad_row(path: Path, header: list[str]) -> str:
                 )
             for name, value in zip(header, row, strict=True):
                 try:
-                    float(value)
+                    finite = math.isfinite(float(value))
                 except ValueError:
+                    finite = False
+                if not finite:
                     return (
-                        f"line {reader.line_num}, column {name!r}: {value!r} is not a number; "
-                        "fill or remove that row"
+                        f"line {reader.line_num}, column {name!r}: {value!r} is not a finite "
+                        "number; fill or remove that row"
                     )
     return "cannot be read as CSV numbers"
 
