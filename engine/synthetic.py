@@ -136,8 +136,11 @@ _NUMBER_KINDS = "biuf"
 _KIND_NAMES = {"c": "complex numbers", "U": "strings", "S": "bytes", "O": "Python objects"}
 
 
-def _check_array(array: object, what: str) -> None:
-    """Refuses what ``astype(np.float32)`` would coerce silently or fail on."""
+def _check_array(array: object, what: str, first: int = 0) -> None:
+    """Refuses what ``astype(np.float32)`` would coerce silently or fail on.
+
+    ``first``: the number of the array's first example in its file (a streamed chunk's).
+    """
     if not isinstance(array, np.ndarray):  # a zip member numpy did not write: raw bytes
         raise DataError(f"{what} is not a numpy array; write the file with numpy.savez")
     if array.ndim == 0:
@@ -149,7 +152,8 @@ def _check_array(array: object, what: str) -> None:
         bad = ~np.isfinite(array.reshape(len(array), -1)).all(axis=1)
         if bad.any():
             raise DataError(
-                f"{what} holds NaN or infinity (example {int(np.argmax(bad))}, counting from 0); "
+                f"{what} holds NaN or infinity (example {first + int(np.argmax(bad))}, counting "
+                "from 0); "
                 "fill or remove those values"
             )
 
@@ -248,7 +252,9 @@ def _fit_to_model(
     return x, y.astype(np.float32)
 
 
-def _class_ids(y: np.ndarray, field: str, origin: str, classes: int | None) -> np.ndarray:
+def _class_ids(
+    y: np.ndarray, field: str, origin: str, classes: int | None, first: int = 0
+) -> np.ndarray:
     """Sparse crossentropy's labels: one whole class number per example, in the model's range.
 
     TensorFlow would truncate 1.5 to class 1 without a word, and fail inside the
@@ -266,7 +272,8 @@ def _class_ids(y: np.ndarray, field: str, origin: str, classes: int | None) -> n
     if wrong.any():
         at = int(np.argmax(wrong))
         raise DataError(
-            f"{field}: label {flat[at]} in {origin} (example {at}, counting from 0) is not a "
+            f"{field}: label {flat[at]} in {origin} (example {first + at}, counting from 0) is "
+            "not a "
             f"whole number; sparse_categorical_crossentropy takes class numbers 0{top}"
         )
     outside = (flat < 0) | (flat >= classes if classes is not None else False)
@@ -274,7 +281,8 @@ def _class_ids(y: np.ndarray, field: str, origin: str, classes: int | None) -> n
         at = int(np.argmax(outside))
         units = "" if classes is None else f": the model's last layer has {classes} units"
         raise DataError(
-            f"{field}: label {flat[at]:g} in {origin} (example {at}, counting from 0) is not a "
+            f"{field}: label {flat[at]:g} in {origin} (example {first + at}, counting from 0) is "
+            "not a "
             f"class number 0{top}{units}, one per class"
         )
     return y.astype(np.int32)

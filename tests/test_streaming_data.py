@@ -230,3 +230,42 @@ def test_a_streamed_csv_names_its_first_bad_row_before_the_run(tmp_path: Path) -
         with pytest.raises(DataError) as refused:
             build_training_data(load_project_data(_project(data)))
         assert str(refused.value) == f"data.path: {path} {expected}"
+
+
+def test_a_streamed_npz_is_refused_as_loading_refuses_it(tmp_path: Path) -> None:
+    """NaN features and labels outside the model's classes: the same line either way."""
+    from distloop.engine.tf.data import build_training_data
+
+    x, y = _arrays(rows=70_000)  # past one check chunk: example numbers count from the file
+    bad_features = x.copy()
+    bad_features[66_000, 1] = np.nan
+    bad_labels = y.copy()
+    bad_labels[69_999] = 4
+    for name, (features, labels) in {"nan": (bad_features, y), "class": (x, bad_labels)}.items():
+        path = tmp_path / f"{name}.npz"
+        np.savez(path, x=features, y=labels)
+        messages = []
+        for stream in (False, True):
+            data = {"source": "numpy", "path": str(path), "stream": stream}
+            with pytest.raises(DataError) as refused:
+                build_training_data(load_project_data(_project(data)))
+            messages.append(str(refused.value))
+        assert messages[0] == messages[1]
+        assert ("example 66000" if name == "nan" else "example 69999") in messages[1]
+
+
+def test_a_streamed_csv_refuses_labels_as_loading_does(tmp_path: Path) -> None:
+    from distloop.engine.tf.data import build_training_data
+
+    path = tmp_path / "t.csv"
+    for labels in ("0\n1.5", "0\n4"):  # not whole; no class 4 among the model's 4 units
+        first, second = labels.split("\n")
+        path.write_text(f"a,b,c,label\n1,2,3,{first}\n4,5,6,{second}\n")
+        messages = []
+        for stream in (False, True):
+            data = {"source": "csv", "path": str(path), "label_column": "label", "stream": stream}
+            with pytest.raises(DataError) as refused:
+                build_training_data(load_project_data(_project(data)))
+            messages.append(str(refused.value))
+        assert messages[0] == messages[1]
+        assert messages[1].startswith(f"data.label_column: label {second} in {path} (example 1,")

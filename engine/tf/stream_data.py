@@ -22,7 +22,7 @@ import numpy as np
 import tensorflow as tf
 
 from ..config import CsvData, NumpyData, Project
-from ..synthetic import DataError
+from ..synthetic import DataError, _check_array, _class_ids
 
 _LOCAL_HEADER = struct.Struct("<4s2B4HL2L2H")
 """A zip member's local file header (its name and extra field follow it)."""
@@ -55,10 +55,20 @@ def csv_examples(data: CsvData, project: Project, where: str = "data") -> Exampl
     rows_dataset = tf.data.experimental.CsvDataset(
         str(path), [tf.float32] * len(header), header=True
     )
-    finite = rows_dataset.map(
-        lambda *cells: tf.reduce_all(tf.math.is_finite(tf.stack(cells))),
-        num_parallel_calls=tf.data.AUTOTUNE,
-    )
+    label_at = header.index(data.label_column)
+    sparse = project.loss.kind == "sparse_categorical_crossentropy"
+    classes = project.model.output_units if project.custom_code is None else None
+
+    def sound(*cells: tf.Tensor) -> tf.Tensor:
+        """Every cell finite; for sparse crossentropy, the label a class number in range."""
+        ok = tf.reduce_all(tf.math.is_finite(tf.stack(cells)))
+        if sparse:
+            label = cells[label_at]
+            ok = ok & tf.equal(label, tf.round(label)) & (label >= 0)
+            ok = ok if classes is None else ok & (label < classes)
+        return ok
+
+    finite = rows_dataset.map(sound, num_parallel_calls=tf.data.AUTOTUNE)
     try:  # one pass in TensorFlow's parser: counts the rows and finds a bad one up front
         rows, all_finite = finite.reduce(
             (tf.constant(0, tf.int64), tf.constant(True)),
@@ -68,10 +78,10 @@ def csv_examples(data: CsvData, project: Project, where: str = "data") -> Exampl
     except tf.errors.OpError:
         all_finite = False
     if not all_finite:
-        raise DataError(f"{field}: {path} {_first_bad_row(path, header)}")
+        labels = _LabelCheck(f"{where}.label_column", str(path), label_at, classes, sparse)
+        raise DataError(f"{field}: {path} {_first_bad_row(path, header, labels)}")
     if rows == 0:
         raise DataError(f"{field}: {path} has a header but no rows of data")
-    label_at = header.index(data.label_column)
     shape, label_type = project.model.input_shape, _label_type(project)
 
     def example(*cells: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
@@ -83,13 +93,30 @@ def csv_examples(data: CsvData, project: Project, where: str = "data") -> Exampl
     return rows_dataset.map(example, num_parallel_calls=tf.data.AUTOTUNE), rows
 
 
-def _first_bad_row(path: Path, header: list[str]) -> str:
-    """Where the parser stopped, found by reading the file again a row at a time (this runs
-    only after it failed, since TensorFlow's message names no line)."""
+@dataclass(frozen=True)
+class _LabelCheck:
+    """A row's label checked as loading checks it (same message): for sparse crossentropy."""
+
+    field: str
+    origin: str
+    column: int
+    classes: int | None
+    sparse: bool
+
+    def __call__(self, row: list[str], example: int) -> None:
+        if self.sparse:
+            label = np.array([[float(row[self.column])]])
+            _class_ids(label, self.field, self.origin, self.classes, example)
+
+
+def _first_bad_row(path: Path, header: list[str], check_label: _LabelCheck) -> str:
+    """Where the parser stopped, or the first row a check refused, found by reading the
+    file again a row at a time (this runs only after a failure: TensorFlow's message
+    names no line). A label is refused by raising DataError with loading's message."""
     with path.open(encoding="utf-8-sig", newline="", errors="replace") as handle:
         reader = csv.reader(handle)
         next(reader, None)
-        for row in reader:
+        for example, row in enumerate(reader):
             if len(row) != len(header):
                 return (
                     f"line {reader.line_num} has {len(row)} value(s), but the header names "
@@ -105,6 +132,7 @@ def _first_bad_row(path: Path, header: list[str]) -> str:
                         f"line {reader.line_num}, column {name!r}: {value!r} is not a finite "
                         "number; fill or remove that row"
                     )
+            check_label(row, example)
     return "cannot be read as CSV numbers"
 
 
@@ -199,6 +227,7 @@ def npz_batches(
             f"{field}: examples in {data.path} have shape {list(x.shape[1:])}, "
             f"but model.input_shape is {project.model.input_shape}"
         )
+    _check_npz(x, y, data, project, field)
     shape = project.model.input_shape
     label_type = _label_type(project)
     label_shape = list(y.shape[1:])
@@ -214,3 +243,21 @@ def npz_batches(
         return features, labels
 
     return tf.data.Dataset.range(len(x)), len(x), batch
+
+
+CHECK_ROWS = 65_536
+
+
+def _check_npz(
+    x: MappedArray, y: MappedArray, data: NumpyData, project: Project, field: str
+) -> None:
+    """What loading checks, a chunk of rows at a time: finite features, and labels the
+    loss can take (whole class numbers in the model's range for sparse crossentropy)."""
+    origin = str(data.path)
+    for start in range(0, len(x), CHECK_ROWS):
+        numbers = np.arange(start, min(start + CHECK_ROWS, len(x)))
+        for key, array in ((data.features_key, x), (data.labels_key, y)):
+            _check_array(array.rows(numbers), f"{field}: array {key!r} in {origin}", start)
+        if project.loss.kind == "sparse_categorical_crossentropy":
+            classes = project.model.output_units if project.custom_code is None else None
+            _class_ids(y.rows(numbers), f"{field}", origin, classes, start)
