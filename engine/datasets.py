@@ -9,12 +9,13 @@ calls it once at the start of a run, not on every edit.
 
 from __future__ import annotations
 
+import glob
 import os
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-from .config import ImageFolderData, Project, TextFolderData
+from .config import ImageFolderData, Project, TextFolderData, TFRecordData
 from .problems import Problem
 
 IMAGE_EXTENSIONS = (".bmp", ".gif", ".jpeg", ".jpg", ".png")
@@ -137,7 +138,8 @@ def _others_text(scan: FolderScan) -> str:
 
 
 def project_folder_problems(project: Project) -> list[Problem]:
-    """The data folders of ``project`` (paths already absolute), checked against its model.
+    """The data folders of ``project`` (paths already absolute), checked against its model;
+    and that a TFRecord pattern matches a file.
 
     Not part of :func:`~engine.config.cross_field_problems`: it reads the disk, and a
     project file names the folder relative to itself. The CLI's ``validate``, the
@@ -149,6 +151,8 @@ def project_folder_problems(project: Project) -> list[Problem]:
         sections.append((("evaluation", "source"), project.evaluation.source))
     scans: dict[tuple[str, ...], FolderScan] = {}
     for loc, data in sections:
+        if isinstance(data, TFRecordData) and not glob.glob(os.path.expanduser(data.path)):
+            problems.append(Problem((*loc, "path"), f"no file matches {data.path}"))
         if not isinstance(data, ImageFolderData | TextFolderData):
             continue
         field = ".".join(loc)

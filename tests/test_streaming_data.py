@@ -269,3 +269,14 @@ def test_a_streamed_csv_refuses_labels_as_loading_does(tmp_path: Path) -> None:
             messages.append(str(refused.value))
         assert messages[0] == messages[1]
         assert messages[1].startswith(f"data.label_column: label {second} in {path} (example 1,")
+
+
+def test_a_tfrecord_pattern_that_matches_nothing_is_a_problem_before_run(tmp_path: Path) -> None:
+    from distloop.engine.datasets import project_folder_problems
+
+    project = load_project_data(_project(_tfrecord(tmp_path / "train-*.tfrecord")))
+    assert [str(p) for p in project_folder_problems(project)] == [
+        f"data.path: no file matches {tmp_path / 'train-*.tfrecord'}"
+    ]
+    _write_records(tmp_path / "train-0.tfrecord", *_arrays(rows=2))
+    assert project_folder_problems(project) == []
