@@ -814,6 +814,12 @@ class TrainingConfig(_Strict):
         "at the end of the run.",
     )
     jit_compile: bool = Field(False, description="Compile the training step with XLA.")
+    deterministic: bool = Field(
+        True,
+        description="Deterministic ops (enable_op_determinism), so a run with the same seed "
+        "repeats exactly; off, TensorFlow may pick faster kernels and runs can differ in the "
+        "last bits. Parameter-server runs are never bit-exact.",
+    )
     input_distribution: InputDistribution = Field(
         "auto",
         description="How each global batch reaches the replicas: split_on_host (one host "

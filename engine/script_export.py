@@ -146,8 +146,9 @@ def _strategy(project: Project) -> str:
         ]
     lines += [
         f"tf.keras.utils.set_random_seed({project.training.seed})",
-        "tf.config.experimental.enable_op_determinism()",
     ]
+    if project.training.deterministic:
+        lines.append("tf.config.experimental.enable_op_determinism()")
     kind = config.kind
     if kind == "default":
         lines.append("strategy = tf.distribute.get_strategy()")

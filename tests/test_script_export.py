@@ -85,6 +85,15 @@ def test_script_is_standalone_and_readable() -> None:
     compile(text, "exported.py", "exec")
 
 
+def test_op_determinism_follows_training_deterministic() -> None:
+    data = example_data("seed")
+    on = render_script(load_project_data(data))
+    data["training"]["deterministic"] = False
+    off = render_script(load_project_data(data))
+    assert "tf.config.experimental.enable_op_determinism()" in on
+    assert "enable_op_determinism" not in off
+
+
 def test_tf_config_is_set_before_tensorflow_starts() -> None:
     data = example_data()
     data["strategy"] = {"kind": "multi_worker_mirrored"}

@@ -76,7 +76,8 @@ def train(
     configure_devices(project.strategy, memory_growth=training.gpu_memory_growth)
     set_precision(training.mixed_precision)
     tf.keras.utils.set_random_seed(training.seed)
-    tf.config.experimental.enable_op_determinism()
+    if training.deterministic:
+        tf.config.experimental.enable_op_determinism()
 
     # Loaded before the strategy exists, so a broken file fails the run at once.
     code = load_user_code(project.custom_code.path) if project.custom_code else None
