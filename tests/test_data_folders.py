@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from data_folders import png_bytes, write_image_folder
-from distloop.engine.config import Project, load_project_data
+from distloop.engine.config import ImageFolderData, Project, load_project_data
 from distloop.engine.datasets import (
     image_file_problem,
     project_folder_problems,
@@ -250,22 +250,30 @@ def test_damage_inside_a_whole_file_is_named_before_the_run(tmp_path: Path) -> N
     assert len(skipping.paths) == 5 and str(damaged) not in skipping.paths
 
 
-def test_training_batches_match_load_image_for_model(tmp_path: Path) -> None:
-    """Prediction preprocesses one image exactly as training does (here RGB, resized)."""
+@pytest.mark.parametrize("size", [(6, 10), (4, 5)], ids=["resized", "model-sized"])
+def test_training_batches_match_load_image_for_model(tmp_path: Path, size: tuple[int, int]) -> None:
+    """Prediction preprocesses one image exactly as training does (here RGB), whether the
+    pipeline resizes or, every image having the model's size, leaves the resize out."""
+    import tensorflow as tf
     from distloop.engine.tf.data import build_eval_data, build_training_data
-    from distloop.engine.tf.image_data import load_image_for_model
+    from distloop.engine.tf.image_data import image_decoder, image_files, load_image_for_model
 
     rng = np.random.default_rng(0)
     for name in ("a", "b"):
         (tmp_path / name).mkdir()
         for index in range(3):
-            pixels = rng.integers(0, 256, (6, 10, 3))
+            pixels = rng.integers(0, 256, (*size, 3))
             (tmp_path / name / f"{index}.png").write_bytes(png_bytes(pixels))
     data = {"global_batch_size": 3}
     model = _model(2, [4, 5, 3])
     project = load_project_data(
         image_project(tmp_path, data=data, model=model, evaluation={"every": 1, "split": 0.34})
     )
+    assert isinstance(project.data, ImageFolderData)
+    folder = image_files(project.data)
+    assert folder.sizes == {size}
+    pixels, _ = image_decoder(project.data, project, folder)(tf.constant(folder.paths[0]), 0)
+    assert pixels.dtype == (tf.float32 if size == (6, 10) else tf.uint8)
     training = build_training_data(project)
     assert training.classes == ("a", "b") and training.examples == 4
     images, labels = next(iter(training.dataset))

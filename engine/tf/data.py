@@ -44,7 +44,7 @@ from ..synthetic import (
     numpy_arrays,
     regression_arrays,
 )
-from .image_data import FolderFiles, augment_batch, image_decoder, image_files
+from .image_data import FolderFiles, augment_batch, image_decoder, image_files, scale_batch
 from .stream_data import csv_examples, npz_batches
 from .text_data import text_decoder, text_files, text_vectorizer
 from .tfrecord_data import tfrecord_examples
@@ -74,15 +74,17 @@ class _Examples:
     decode: Decode | None = None
     classes: tuple[str, ...] | None = None
     warnings: list[str] = field(default_factory=list)
-    read_batch: Callable[[tf.Tensor], tuple[tf.Tensor, tf.Tensor]] | None = None
-    """For memory-mapped arrays: the elements are example numbers, read a batch at a time."""
+    batch_map: Callable[..., tuple[tf.Tensor, tf.Tensor]] | None = None
+    """What makes each batch what the step takes: memory-mapped arrays' elements are
+    example numbers, read a batch at a time; image folders' pixels are scaled a batch at a
+    time."""
 
     def batched(self, size: int) -> tf.data.Dataset:
         """One pass in batches of ``size`` (the last may be short), read as they are needed."""
         dataset = self.decoded().batch(size)
-        if self.read_batch is None:
+        if self.batch_map is None:
             return dataset
-        return dataset.map(self.read_batch, num_parallel_calls=tf.data.AUTOTUNE)
+        return dataset.map(self.batch_map, num_parallel_calls=tf.data.AUTOTUNE)
 
     def part(self, keep: np.ndarray) -> _Examples:
         """The examples whose ``keep`` is true, streamed (for an evaluation split)."""
@@ -93,7 +95,7 @@ class _Examples:
             .map(lambda _, element: element)
         )
         count = int(keep.sum())
-        return _Examples(dataset, count, self.decode, self.classes, self.warnings, self.read_batch)
+        return _Examples(dataset, count, self.decode, self.classes, self.warnings, self.batch_map)
 
     def decoded(self) -> tf.data.Dataset:
         if self.decode is None:
@@ -128,8 +130,9 @@ def _folder_examples(
     """File names and labels; the decoder reads them. Text is read with the vocabulary of
     ``training_files`` (the training data's files when not given)."""
     decode: Decode
+    batch_map: Callable[..., tuple[tf.Tensor, tf.Tensor]] | None = None
     if isinstance(data, ImageFolderData):
-        decode = image_decoder(data, project)
+        decode, batch_map = image_decoder(data, project, files), scale_batch
     else:
         training = project.data
         if not isinstance(training, TextFolderData):
@@ -144,6 +147,7 @@ def _folder_examples(
         decode,
         files.classes,
         [warning] if warning else [],
+        batch_map,
     )
 
 
@@ -155,7 +159,7 @@ def _streamed(data: DataConfig, project: Project, where: str) -> _Examples | Non
         return _Examples(*tfrecord_examples(data, project, where))
     if isinstance(data, NumpyData) and data.stream:
         numbers, count, read_batch = npz_batches(data, project, where)
-        return _Examples(numbers, count, read_batch=read_batch)
+        return _Examples(numbers, count, batch_map=read_batch)
     return None
 
 
@@ -265,8 +269,8 @@ def build_training_data(project: Project, skip_steps: int = 0) -> TrainingData:
     if examples.decode is not None and not data.cache:
         dataset = dataset.map(examples.decode, num_parallel_calls=tf.data.AUTOTUNE)
     dataset = dataset.batch(data.global_batch_size, drop_remainder=data.drop_remainder)
-    if examples.read_batch is not None:
-        dataset = dataset.map(examples.read_batch, num_parallel_calls=tf.data.AUTOTUNE)
+    if examples.batch_map is not None:
+        dataset = dataset.map(examples.batch_map, num_parallel_calls=tf.data.AUTOTUNE)
     if data.cache and not data.shuffle_buffer:
         dataset = dataset.cache()
     full, rest = divmod(examples.count, data.global_batch_size)

@@ -1,11 +1,15 @@
 """Image folders as tf.data pipelines: file names in memory, images decoded as batches form.
 
-Training, evaluation and prediction all preprocess an image with :func:`decode_image`
+Training, evaluation and prediction all preprocess an image with :func:`decode_pixels`
 (decode, resize to the model's input with bilinear interpolation, as
-``image_dataset_from_directory`` does, then scale to [0, 1]), so a model trained here
-sees the same pixels when it predicts. Augmentation (:func:`augment_batch`) is drawn
-from stateless random ops seeded by the run seed and the step number: the same step
-gets the same augmentation in a resumed run, and evaluation never gets any.
+``image_dataset_from_directory`` does) and :func:`scale` (to [0, 1]), so a model trained
+here sees the same pixels when it predicts. The pipelines scale whole batches, and leave
+the resize out when the check before the run found every image already the model's
+size: a bilinear resize to the same size returns each pixel unchanged, so both save work
+per image without changing a bit of what the model sees. Augmentation
+(:func:`augment_batch`) is drawn from stateless random ops seeded by the run seed and the
+step number: the same step gets the same augmentation in a resumed run, and evaluation
+never gets any.
 """
 
 from __future__ import annotations
@@ -36,9 +40,17 @@ class FolderFiles:
     labels: np.ndarray
     classes: tuple[str, ...]
     skipped: list[tuple[Path, str]]
+    sizes: frozenset[tuple[int, int]] = frozenset()
+    """The (height, width) of the images among the files (empty for text): the pipeline
+    resizes only when some image is not the model's size."""
 
     @classmethod
-    def of(cls, scan: FolderScan, skipped: list[tuple[Path, str]]) -> FolderFiles:
+    def of(
+        cls,
+        scan: FolderScan,
+        skipped: list[tuple[Path, str]],
+        sizes: frozenset[tuple[int, int]] = frozenset(),
+    ) -> FolderFiles:
         """``scan``'s files, less the ``skipped`` ones."""
         left_out = {path for path, _ in skipped}
         kept = [(path, label) for path, label in scan.files if path not in left_out]
@@ -49,11 +61,13 @@ class FolderFiles:
             np.array([label for _, label in kept], dtype=np.int32),
             scan.classes,
             skipped,
+            sizes,
         )
 
     def subset(self, keep: np.ndarray) -> FolderFiles:
+        """The files whose ``keep`` is true; their sizes are among the whole folder's."""
         paths = tuple(path for path, kept in zip(self.paths, keep, strict=True) if kept)
-        return FolderFiles(paths, self.labels[keep], self.classes, self.skipped)
+        return FolderFiles(paths, self.labels[keep], self.classes, self.skipped, self.sizes)
 
     def skip_warning(self, field: str) -> str | None:
         """The log line that says which unreadable files were left out."""
@@ -81,7 +95,8 @@ def image_files(data: ImageFolderData, where: str = "data") -> FolderFiles:
     bad = unreadable_images(scan)
     cut_short = {path for path, _ in bad}
     sound = tuple(str(path) for path, _ in scan.files if path not in cut_short)
-    damaged = set(undecodable_images(sound))
+    check = decode_check(sound)
+    damaged = set(check.damaged)
     if damaged:
         order = {path: index for index, (path, _) in enumerate(scan.files)}
         bad += [(Path(path), DAMAGED) for path in sound if path in damaged]
@@ -93,16 +108,26 @@ def image_files(data: ImageFolderData, where: str = "data") -> FolderFiles:
             f"{field}: {path} {why}{others}; replace or remove it, or set "
             f"{where}.on_bad_file to skip"
         )
-    return FolderFiles.of(scan, bad)
+    return FolderFiles.of(scan, bad, check.sizes)
 
 
 DAMAGED = "cannot be decoded (its image data is damaged)"
 VERIFY_BATCH = 256
 
 
+@dataclass(frozen=True)
+class DecodeCheck:
+    """What decoding every file once found."""
+
+    damaged: tuple[str, ...]
+    """The files TensorFlow's decoder refuses."""
+    sizes: frozenset[tuple[int, int]]
+    """The (height, width) of the images that decoded."""
+
+
 @functools.lru_cache(maxsize=4)
-def undecodable_images(paths: tuple[str, ...]) -> tuple[str, ...]:
-    """The files TensorFlow's decoder refuses, found by decoding each once, in parallel.
+def decode_check(paths: tuple[str, ...]) -> DecodeCheck:
+    """Decodes each file once, in parallel: which are damaged, which sizes the rest have.
 
     The structural check (:func:`~engine.datasets.unreadable_images`) sees a file cut
     short, not damage inside it; a damaged file would otherwise fail the run from inside
@@ -112,7 +137,7 @@ def undecodable_images(paths: tuple[str, ...]) -> tuple[str, ...]:
 
     def decodes(path: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
         image = tf.io.decode_image(tf.io.read_file(path), expand_animations=False)
-        return path, tf.shape(image)[0]
+        return path, tf.shape(image)[:2]
 
     decoded = (
         tf.data.Dataset.from_tensor_slices(list(paths))
@@ -120,30 +145,62 @@ def undecodable_images(paths: tuple[str, ...]) -> tuple[str, ...]:
         .ignore_errors()
         .batch(VERIFY_BATCH)
     )
-    good = {path.decode() for names, _ in decoded.as_numpy_iterator() for path in names}
-    return tuple(path for path in paths if path not in good)
+    good: set[str] = set()
+    sizes: set[tuple[int, int]] = set()
+    for names, shapes in decoded.as_numpy_iterator():
+        good.update(path.decode() for path in names)
+        sizes.update((int(height), int(width)) for height, width in shapes)
+    return DecodeCheck(tuple(path for path in paths if path not in good), frozenset(sizes))
+
+
+def decode_pixels(
+    contents: tf.Tensor, height: int, width: int, channels: int, resize: bool = True
+) -> tf.Tensor:
+    """One encoded image (JPEG, PNG, BMP, GIF's first frame) at [height, width, channels],
+    not yet scaled: float32 in [0, 255] when resized, else the decoder's uint8 (only for
+    an image known to have that size)."""
+    image = tf.io.decode_image(contents, channels=channels, expand_animations=False)
+    if resize:
+        image = tf.image.resize(image, (height, width))
+        image.set_shape((height, width, channels))
+        return image
+    return tf.ensure_shape(image, (height, width, channels))  # a file changed since the check
+
+
+def scale(pixels: tf.Tensor) -> tf.Tensor:
+    """Pixels (one image or a batch, uint8 or float32) as float32 in [0, 1]."""
+    return tf.cast(pixels, tf.float32) / 255.0
 
 
 def decode_image(contents: tf.Tensor, height: int, width: int, channels: int) -> tf.Tensor:
-    """One encoded image (JPEG, PNG, BMP, GIF's first frame) as float32 [height, width,
-    channels] in [0, 1]: the preprocessing shared by training, evaluation and prediction."""
-    image = tf.io.decode_image(contents, channels=channels, expand_animations=False)
-    image = tf.image.resize(image, (height, width))
-    return image / 255.0
+    """One encoded image as float32 [height, width, channels] in [0, 1], as the pipelines'
+    batches hold it (:func:`image_decoder`, then :func:`scale_batch`)."""
+    return scale(decode_pixels(contents, height, width, channels))
 
 
-def image_decoder(data: ImageFolderData, project: Project) -> Decode:
-    """The map function from (file name, label) to (image, label shaped for the loss)."""
+def image_decoder(data: ImageFolderData, project: Project, files: FolderFiles) -> Decode:
+    """The map function from (file name, label) to (pixels, label shaped for the loss).
+
+    Its pixels are unscaled: :func:`scale_batch` scales them once batched. Without a
+    resize (every one of ``files`` already has the model's size) they stay uint8, a
+    quarter of float32's bytes to batch and cache.
+    """
     height, width = project.model.input_shape[:2]
     channels = image_channels(data, project.model)
     encode = label_encoder(project)
+    resize = files.sizes != {(height, width)}
 
     def decode(path: tf.Tensor, label: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
-        image = decode_image(tf.io.read_file(path), height, width, channels)
-        image.set_shape((height, width, channels))
-        return image, encode(label)
+        pixels = decode_pixels(tf.io.read_file(path), height, width, channels, resize)
+        return pixels, encode(label)
 
     return decode
+
+
+def scale_batch(pixels: tf.Tensor, labels: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
+    """The map function that scales a batch of :func:`image_decoder`'s pixels to [0, 1]:
+    one operation per batch instead of one per image, the same numbers."""
+    return scale(pixels), labels
 
 
 def label_encoder(project: Project) -> Callable[[tf.Tensor], tf.Tensor]:
