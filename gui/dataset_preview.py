@@ -36,6 +36,7 @@ SHOWN_CLASSES = 12
 CSV_ROWS = 10
 TEXTS_PER_CLASS = 3
 TEXT_CHARS = 160
+HINT = "Choose Preview… on the Data tab to see the data here."
 
 
 class DatasetPreview(QWidget):
@@ -43,7 +44,7 @@ class DatasetPreview(QWidget):
 
     def __init__(self) -> None:
         super().__init__()
-        self.summary = QLabel("Choose Preview… on the Data tab to see the data here.")
+        self.summary = QLabel(HINT)
         self.summary.setWordWrap(True)
         self.summary.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.table = QTableWidget()
@@ -86,6 +87,11 @@ class DatasetPreview(QWidget):
             self._show_csv(path, str(data.get("label_column") or ""))
         else:
             self.summary.setText(f"No preview for {source} data: {path}")
+
+    def clear(self) -> None:
+        """Back to the hint: another project's data must not pass for this one's."""
+        self._clear()
+        self.summary.setText(HINT)
 
     def _clear(self) -> None:
         self.table.clear()

@@ -1,10 +1,10 @@
 """The main window: settings on the left, the live run (plot, status, log) on the right.
 
-The window owns the document (the project file being edited, its path and
-whether it changed) and wires the forms, the validator and the run controller
-together; it keeps no rule of its own. Validation runs the engine's loader on the
-forms' content after every edit, and Run is enabled only when that loader
-accepts it.
+The window builds the layout, the actions and the menus, and wires the forms, the
+project document (:mod:`gui.project_document`: the file, its changes, its validation),
+the run starter (:mod:`gui.run_starter`) and the run controller to the views; it keeps
+no rule of its own. Run is enabled only when the engine's loader accepts the forms'
+content.
 """
 
 from __future__ import annotations
@@ -22,7 +22,6 @@ from PySide6.QtGui import QAction, QCloseEvent, QDesktopServices, QKeySequence, 
 from PySide6.QtWidgets import (
     QApplication,
     QDockWidget,
-    QFileDialog,
     QLabel,
     QMainWindow,
     QSplitter,
@@ -33,17 +32,13 @@ from PySide6.QtWidgets import (
 )
 
 from ..engine import __version__
-from ..engine.config import Project, load_project
-from ..engine.examples import example_names, example_text, is_shipped, load_example
-from ..engine.fileio import atomic_write_text
+from ..engine.config import Project
+from ..engine.examples import example_names, example_text
 from ..engine.messages import DevicesDetected, RunFailed, RunStarted
-from ..engine.problems import ProblemsError
 from ..engine.process import WarmEngines, detect_devices
-from ..engine.run_folder import new_run_dir
 from ..engine.run_handle import ClusterFactory, EngineFactory
-from ..engine.run_history import RunSummary, summarize
+from ..engine.run_history import RunSummary
 from ..engine.run_model import RunModel
-from ..engine.user_code import UserCodeError, fingerprint
 from . import dialogs, settings
 from .cluster_panel import ClusterPanel
 from .cluster_plan import cluster_plan
@@ -52,20 +47,19 @@ from .export_dialog import ExportDialog
 from .exports import save_plot_as, save_script_as
 from .log_panel import LogPanel
 from .loss_plot import LossPlot
-from .past_runs import resume_project, resume_refusal
 from .problems_panel import ProblemsPanel
+from .project_document import ProjectDocument
 from .project_editor import ProjectEditor
 from .run_controller import RunController, RunState
 from .run_queue import RunQueue, RunQueuePanel
+from .run_starter import RunStarter
 from .runs_panel import RunsPanel
 from .status_panel import StatusPanel
 from .sweep_dialog import ask_sweep
 from .try_it_panel import TryItPanel
-from .validation import Validation, differences, validate
+from .validation import Validation
 
 DEFAULT_SIZE = (1400, 900)
-FILE_FILTER = "Distloop projects (*.json);;All files (*)"
-STARTER_EXAMPLE = "seed"
 BOTTOM_DOCK_HEIGHT = 190  # pixels: a handful of runs or log lines; the plot keeps the height
 PROJECT_DOCK_WIDTH = 470  # pixels: the forms' fields and their labels side by side
 WINDOW_STATE_VERSION = 1  # 0: the forms beside the plot in a splitter, the log under it
@@ -90,11 +84,6 @@ class MainWindow(QMainWindow):
         stand in for the engine processes (tests).
         """
         super().__init__()
-        self._runs_root = runs_root
-        self._path: Path | None = None
-        self._title = ""
-        self._saved_data: dict[str, object] = {}
-        self._validation = Validation(None)
         self._tensorflow_version: str | None = None
         self._last_run_dir: Path | None = None
         self._close_confirmed = False
@@ -110,8 +99,10 @@ class MainWindow(QMainWindow):
         self.controller = RunController(
             engine_factory, cluster_factory, warm_engines=warm_engines, parent=self
         )
+        self.document = ProjectDocument(self.editor, self)
+        self.starter = RunStarter(self.controller, self.document, runs_root, self)
         self.cluster_panel = ClusterPanel(self.controller, self)
-        self.run_queue = RunQueue(self.controller, self._start_queued_run, self)
+        self.run_queue = RunQueue(self.controller, self.starter.start_queued, self)
         self.queue_panel = RunQueuePanel(
             self.run_queue, self._project_for_queue, lambda base: ask_sweep(self, base)
         )
@@ -125,7 +116,7 @@ class MainWindow(QMainWindow):
         self.statusBar().addPermanentWidget(self.validity)
         self._connect()
         self._restore_settings()
-        self._set_document(load_example(STARTER_EXAMPLE), None, STARTER_EXAMPLE)
+        self.document.start()
 
     # --- construction -------------------------------------------------------------------
 
@@ -312,7 +303,9 @@ class MainWindow(QMainWindow):
         file_menu.addAction(self.new_action)
         file_menu.addAction(self.open_action)
         self.recent_menu = file_menu.addMenu("Open &Recent")
-        self.recent_menu.aboutToShow.connect(self._fill_recent_menu)
+        self.recent_menu.aboutToShow.connect(
+            lambda: self.document.fill_recent_menu(self.recent_menu)
+        )
         self.examples_menu = file_menu.addMenu("&Examples")
         for name in example_names():
             title = json.loads(example_text(name)).get("name", name)
@@ -362,7 +355,15 @@ class MainWindow(QMainWindow):
         self.addToolBar(toolbar)
 
     def _connect(self) -> None:
-        self.editor.edited.connect(self._revalidate)
+        document = self.document
+        self.editor.edited.connect(document.revalidate)
+        document.validated.connect(self._show_validation)
+        document.title_changed.connect(self._show_title)
+        document.replaced.connect(self.dataset_preview.clear)
+        document.saved.connect(lambda path: self.statusBar().showMessage(f"Saved {path}", 5000))
+        document.warning.connect(lambda text: self.log_panel.add(text, "warning"))
+        self.starter.following.connect(self._show_run)
+        self.starter.log.connect(self.log_panel.add)
         self.editor.data_form.preview_requested.connect(self._preview_data)
         self.editor.evaluation.source.preview_requested.connect(self._preview_data)
         self.editor.devices_detected.connect(self._on_devices_detected)
@@ -375,7 +376,7 @@ class MainWindow(QMainWindow):
         controller.changed.connect(self.log_panel.show_change)
         controller.started.connect(self._on_started)
         controller.state_changed.connect(self._sync_runs_panel)
-        self.runs_panel.resume_requested.connect(self.resume_run)
+        self.runs_panel.resume_requested.connect(self.starter.resume)
         self.runs_panel.try_it_requested.connect(self.try_run)
         controller.failed.connect(self._on_failed)
         controller.idle.connect(self._on_idle)
@@ -384,11 +385,11 @@ class MainWindow(QMainWindow):
 
     @property
     def path(self) -> Path | None:
-        return self._path
+        return self.document.path
 
     @property
     def validation(self) -> Validation:
-        return self._validation
+        return self.document.validation
 
     @property
     def last_run_dir(self) -> Path | None:
@@ -396,38 +397,23 @@ class MainWindow(QMainWindow):
         return self._last_run_dir
 
     def is_modified(self) -> bool:
-        return self.editor.data() != self._saved_data
+        return self.document.is_modified()
 
-    def _set_document(self, project: Project, path: Path | None, title: str) -> None:
-        self.editor.set_project(project)
-        self._path = path
-        self._title = title
-        self._saved_data = self.editor.data()
-        self._revalidate()
-        shown = self._validation.project
-        changed = differences(
-            shown.model_dump(mode="json") if shown else {}, project.model_dump(mode="json")
-        )
-        if changed:
-            self.log_panel.add(
-                "these values are outside what the forms can show and were changed: "
-                + ", ".join(changed),
-                "warning",
-            )
-
-    def _revalidate(self) -> None:
-        self._validation = validate(self.editor.data(), self._base_dir())
-        self.editor.show_validation(self._validation)
-        self.problems_panel.show_validation(self._validation)
+    def _show_validation(self, validation: Validation) -> None:
+        self.editor.show_validation(validation)
+        self.problems_panel.show_validation(validation)
         self._update_actions()
-        self.setWindowModified(self.is_modified())
-        self.setWindowTitle(f"{self._title}[*] — Distloop")
+
+    def _show_title(self, title: str, modified: bool) -> None:
+        self.setWindowModified(modified)
+        self.setWindowTitle(f"{title}[*] — Distloop")
 
     def _update_actions(self) -> None:
         active = self.controller.active
-        plan = cluster_plan(self._validation.project)  # None: the project runs as one process
-        valid = self._validation.valid and (plan is None or plan.runnable)
-        summary = self._validation.summary() if plan is None else plan.summary()
+        validation = self.document.validation
+        plan = cluster_plan(validation.project)  # None: the project runs as one process
+        valid = validation.valid and (plan is None or plan.runnable)
+        summary = validation.summary() if plan is None else plan.summary()
         single_tip = "Train the project (Ctrl+R)" if valid else summary
         tip = single_tip if plan is None else plan.describe()
         self.run_action.setText("&Run" if plan is None else "&Run Cluster")
@@ -436,165 +422,44 @@ class MainWindow(QMainWindow):
         self.stop_action.setEnabled(active and self.controller.state is not RunState.STOPPING)
         self.validity.setText("Run in progress" if active else summary)
 
-    def _maybe_save(self) -> bool:
-        """Asks about unsaved changes; False means the user cancelled."""
-        if not self.is_modified():
-            return True
-        answer = dialogs.ask_unsaved(self, self._title)
-        if answer is dialogs.Unsaved.SAVE:
-            return self.save()
-        return answer is dialogs.Unsaved.DISCARD
-
     def new_project(self) -> None:
-        if not self._maybe_save():
-            return
-        seed = load_example(STARTER_EXAMPLE)
-        project = seed.model_copy(update={"name": "Untitled", "description": ""})
-        self._set_document(project, None, "Untitled")
+        self.document.new()
 
     def open_example(self, name: str) -> None:
-        if self._maybe_save():
-            self._set_document(load_example(name), None, name)
+        self.document.open_example(name)
 
     def open_project(self, path: str | Path | None = None) -> bool:
-        """Opens a project file; a bad one is reported and the current project stays."""
-        if not self._maybe_save():
-            return False
-        if path is None:
-            start = str(self._path.parent) if self._path else ""
-            chosen, _ = QFileDialog.getOpenFileName(self, "Open project", start, FILE_FILTER)
-            if not chosen:
-                return False
-            path = chosen
-        path = Path(path)
-        try:
-            project = load_project(path)
-        except ProblemsError as exc:
-            count = len(exc.problems)
-            dialogs.show_problems(
-                self,
-                "Cannot open project",
-                f"{path.name} has {count} problem{'s' if count != 1 else ''}; "
-                "the current project is unchanged.",
-                exc.problems,
-            )
-            if not path.is_file():
-                settings.remove_recent_file(path)
-            return False
-        self._set_document(project, path, path.name)
-        settings.add_recent_file(path)
-        settings.set_last_project(path)
-        return True
+        return self.document.open(path)
 
     def open_startup_project(self, path: str | None) -> None:
-        """The project named on the command line, else the last one, else the seed."""
-        if path:
-            self.open_project(path)
-            return
-        last = settings.last_project()
-        if last is None:
-            return
-        try:
-            self._set_document(load_project(last), last, last.name)
-        except ProblemsError as exc:
-            self.log_panel.add(f"the last project could not be reopened: {exc}", "warning")
+        self.document.open_startup(path)
 
     def save(self) -> bool:
-        return self._write(self._path) if self._path else self.save_as()
+        return self.document.save()
 
     def save_as(self) -> bool:
-        suggested = str(self._path) if self._path else f"{self._title or 'project'}.json"
-        chosen, _ = QFileDialog.getSaveFileName(self, "Save project", suggested, FILE_FILTER)
-        if not chosen:
-            return False
-        path = Path(chosen)
-        return self._write(path if path.suffix else path.with_suffix(".json"))
-
-    def _valid_project(self, title: str, why: str) -> Project | None:
-        """The project, or None after showing the problems under ``title``, ``why`` first."""
-        project = self._validation.project
-        if project is None:
-            dialogs.show_problems(self, title, why, self._validation.problems)
-        return project
+        return self.document.save_as()
 
     def _preview_data(self, data: dict[str, Any]) -> None:
-        self.dataset_preview.show_data(data, self._base_dir())
+        self.dataset_preview.show_data(data, self.document.base_dir())
         self.dataset_dock.show()
         self.dataset_dock.raise_()
 
-    def _base_dir(self) -> Path:
-        """Where the project's relative paths start: its file's folder, else the working one."""
-        return self._path.parent if self._path else Path.cwd()
-
-    def _write(self, path: Path) -> bool:
-        project = self._valid_project(
-            "Cannot save",
-            "A project file must be valid so every tool can read it; fix these first.",
-        )
-        if project is None:
-            return False
-        try:
-            atomic_write_text(path, project.to_json())
-        except OSError as exc:
-            dialogs.show_error(self, "Cannot save", f"Saving {path} failed: {exc}")
-            return False
-        self._path = path
-        self._title = path.name
-        self._saved_data = self.editor.data()
-        settings.add_recent_file(path)
-        settings.set_last_project(path)
-        self._revalidate()
-        self.statusBar().showMessage(f"Saved {path}", 5000)
-        return True
-
-    def _fill_recent_menu(self) -> None:
-        self.recent_menu.clear()
-        files = settings.recent_files()
-        for index, file in enumerate(files, start=1):
-            action = self.recent_menu.addAction(f"&{index} {file}")
-            action.triggered.connect(lambda _checked=False, f=file: self.open_project(f))
-        if files:
-            self.recent_menu.addSeparator()
-        clear = self.recent_menu.addAction("Clear Recent Files")
-        clear.setEnabled(bool(files))
-        clear.triggered.connect(settings.clear_recent_files)
-
     def export_cluster_setup(self) -> None:
         """File ▸ Export Cluster Setup: the files that start this cluster on real hosts."""
-        project = self._valid_project(
+        project = self.document.valid_project(
             "Cannot export the cluster setup",
             "The export includes the project, so it must be valid; fix these first.",
         )
         if project is None:
             return
-        base = self._base_dir()
+        base = self.document.base_dir()
         ExportDialog(project.resolve_paths(base), base, self).exec()
 
     # --- running ------------------------------------------------------------------------
 
     def run(self) -> None:
-        """Starts the project as the forms show it, in a fresh run folder."""
-        project = self._validation.project
-        if project is None or self.controller.active:
-            return
-        project = project.resolve_paths(self._base_dir())
-        if not self._may_run_custom_code(project, self._path.parent if self._path else None):
-            return
-        self._start_new_run(project)
-
-    def _start_new_run(self, project: Project) -> Path | None:
-        """Starts ``project`` (paths resolved, code trusted) in a fresh folder; the folder."""
-        try:
-            run_dir = new_run_dir(project.name, self._runs_root)
-        except OSError as exc:
-            dialogs.show_error(self, "Cannot run", f"No run folder could be made: {exc}")
-            return None
-        name = summarize(run_dir).name
-        model = RunModel(total_steps=project.total_steps(), run_dir=run_dir, name=name)
-        self._show_run(model, name)
-        self.log_panel.add(f"run folder: {run_dir}")
-        self.controller.start(project, run_dir, model=model)
-        return run_dir
+        self.starter.run()
 
     def _show_run(self, model: RunModel, caption: str) -> None:
         """The plot and the status panel follow ``model``'s run from now on."""
@@ -607,51 +472,12 @@ class MainWindow(QMainWindow):
         self.status_panel.follow(model, str(model.run_dir), model.name)
 
     def _project_for_queue(self) -> Project | None:
-        """The project as Run would start it, or None after saying why it cannot run."""
-        project = self._valid_project(
-            "Cannot queue", "Only a valid project can run; fix these first."
-        )
-        plan = cluster_plan(project)
-        if project is None or (plan is not None and not plan.runnable):
-            if plan is not None:
-                dialogs.show_error(self, "Cannot queue", plan.summary())
-            return None
-        project = project.resolve_paths(self._base_dir())
-        if not self._may_run_custom_code(project, self._path.parent if self._path else None):
-            return None
-        self.queue_dock.show()
-        self.queue_dock.raise_()
+        """The project as Run would start it; the queue's tab shows itself for it."""
+        project = self.starter.project_for_queue()
+        if project is not None:
+            self.queue_dock.show()
+            self.queue_dock.raise_()
         return project
-
-    def _start_queued_run(self, project: Project) -> Path | None:
-        """The queue's Run: asks about custom code again only if the file changed since."""
-        if self.controller.active or not self._may_run_custom_code(project, None):
-            return None
-        self.log_panel.add(f"queue: starting {project.name}")
-        return self._start_new_run(project)
-
-    def _may_run_custom_code(self, project: Project, project_dir: Path | None) -> bool:
-        """A project's custom code runs only once the user trusts that file with that content.
-
-        Projects travel, and their code runs with the user's rights, so the user is
-        asked once per file and content (the answer is kept in the settings; a changed
-        file asks again); the shipped examples' code is Distloop's own. ``project_dir``
-        is None for a run folder's copy, whose paths are all absolute.
-        """
-        if project.custom_code is None:
-            return True
-        try:
-            code = fingerprint(project.custom_code.path, project_dir)
-        except UserCodeError as exc:
-            dialogs.show_error(self, "Cannot run", str(exc))
-            return False
-        if not (is_shipped(code.path) or settings.trusts_code(code.path, code.sha256)):
-            if not dialogs.trust_custom_code(self, code):
-                self.log_panel.add(f"not run: {code.path} is not trusted", "warning")
-                return False
-            settings.trust_code(code.path, code.sha256)
-        self.log_panel.add(f"running custom step code {code.path} (sha256 {code.sha256})")
-        return True
 
     def stop(self) -> None:
         self.controller.stop()
@@ -669,37 +495,7 @@ class MainWindow(QMainWindow):
         return panel
 
     def resume_run(self, run: RunSummary) -> None:
-        """Continues a stopped or failed run in its own folder from its last checkpoint.
-
-        The run's model is loaded from its folder, so the plot first shows the steps
-        already in ``metrics.csv``; the engine then reports from the step after its
-        checkpoint, and the model drops the steps it redoes, so no step is drawn twice.
-        """
-        if self.controller.active:
-            return
-        try:
-            project = resume_project(run.path)
-        except ProblemsError as exc:
-            dialogs.show_problems(
-                self, "Cannot resume", f"{run.name}: its project.json has problems.", exc.problems
-            )
-            return
-        refusal = resume_refusal(project, run.path)
-        if refusal is not None:
-            dialogs.show_error(self, "Cannot resume", f"{run.name}: {refusal}")
-            return
-        if not self._may_run_custom_code(project, None):
-            return
-        try:
-            model = RunModel.from_folder(run.path)
-        except OSError as exc:  # no metrics yet: the plot starts empty, the engine from step 1
-            self.log_panel.add(f"no earlier steps to show: {exc}", "warning")
-            model = RunModel(run_dir=run.path, name=run.name)
-        model.total_steps = project.total_steps()
-        model.resume()
-        self._show_run(model, f"{run.name} (resumed)")
-        self.log_panel.add(f"resuming {run.name} from its last checkpoint in {run.path}")
-        self.controller.start(project, run.path, resume=True, model=model)
+        self.starter.resume(run)
 
     def _sync_runs_panel(self, state: RunState) -> None:
         """The runs list follows the run: it appears running, then ends selected."""
@@ -746,31 +542,29 @@ class MainWindow(QMainWindow):
 
     # --- exports ------------------------------------------------------------------------
 
-    def _export_dir(self) -> Path:
-        return self._path.parent if self._path else Path.home()
-
     def export_script(self) -> None:
         """File ▸ Export as Script: the project as a program that trains without Distloop."""
-        project = self._valid_project(
+        project = self.document.valid_project(
             "Cannot export as script",
             "The script is made from the project, so it must be valid; fix these first.",
         )
         if project is None:
             return
-        written = save_script_as(self, project.resolve_paths(self._base_dir()), self._export_dir())
+        project = project.resolve_paths(self.document.base_dir())
+        written = save_script_as(self, project, self.document.export_dir())
         if written is not None:
             self.statusBar().showMessage(f"Exported {written}", 5000)
 
     def export_plot(self) -> None:
-        written = save_plot_as(self, self.plot, self._export_dir())
+        written = save_plot_as(self, self.plot, self.document.export_dir())
         if written is not None:
             self.statusBar().showMessage(f"Exported {written}", 5000)
 
     def copy_project_json(self) -> None:
         """The project file's text, ready to paste into an issue or a chat."""
-        project = self._validation.project
+        project = self.document.validation.project
         if project is None:
-            self.statusBar().showMessage(f"Not copied: {self._validation.summary()}", 5000)
+            self.statusBar().showMessage(f"Not copied: {self.document.validation.summary()}", 5000)
             return
         QApplication.clipboard().setText(project.to_json())
         self.statusBar().showMessage("Copied the project as JSON", 5000)
@@ -813,7 +607,7 @@ class MainWindow(QMainWindow):
         for key, splitter in self._splitters().items():
             store.setValue(f"window/{key}", splitter.saveState())
         self.runs_panel.save_settings()
-        settings.set_last_project(self._path)
+        settings.set_last_project(self.document.path)
 
     def _splitters(self) -> dict[str, QSplitter]:
         return {"runSplitter": self.run_splitter}
@@ -825,7 +619,7 @@ class MainWindow(QMainWindow):
     def closeEvent(self, event: QCloseEvent) -> None:
         """Unsaved changes and a running engine both need the user's word before closing."""
         if not self._close_confirmed:
-            if not self._maybe_save() or (
+            if not self.document.maybe_save() or (
                 self.controller.active and not dialogs.confirm_stop_run(self)
             ):
                 event.ignore()

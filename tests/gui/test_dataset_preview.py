@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 from data_folders import png_bytes, write_image_folder
-from distloop.gui.dataset_preview import IMAGES_PER_CLASS, DatasetPreview
+from distloop.gui.dataset_preview import HINT, IMAGES_PER_CLASS, DatasetPreview
 from distloop.gui.main_window import MainWindow
 from distloop.gui.problem_marks import is_marked
 from distloop.gui.validation import validate
@@ -154,3 +154,19 @@ def test_the_evaluation_sources_preview_fills_the_tab_too(
     source.pages["csv"].editors["path"].set_value(str(tmp_path / "v.csv"))
     source.preview.click()
     assert window.dataset_preview.summary.text().endswith("first 1 row(s), 2 column(s)")
+
+
+def test_opening_another_project_clears_the_dataset_tab(window: MainWindow, tmp_path: Path) -> None:
+    write_image_folder(tmp_path / "pics", classes=("a", "b"), per_class=2)
+    path = tmp_path / "p.json"
+    path.write_text(json.dumps(_image_project(tmp_path / "pics")))
+    assert window.open_project(path)
+    window.editor.data_form.preview.click()
+    assert window.dataset_preview.summary.text().endswith("4 images in 2 class(es)")
+    window.open_example("seed")
+    assert "pics" not in window.dataset_preview.summary.text()
+    assert window.dataset_preview.table.isHidden() and window.dataset_preview.images.isHidden()
+    window.editor.data_form.preview.click()
+    window.new_project()
+    assert window.dataset_preview.table.isHidden()
+    assert window.dataset_preview.summary.text() == HINT

@@ -89,7 +89,7 @@ def test_recent_files_menu_keeps_eight(window: MainWindow, tmp_path: Path) -> No
         assert window.open_project(path)
     files = settings.recent_files()
     assert len(files) == settings.MAX_RECENT and files[0].endswith("p9.json")
-    window._fill_recent_menu()
+    window.document.fill_recent_menu(window.recent_menu)
     texts = [action.text() for action in window.recent_menu.actions() if action.text()]
     assert texts[0] == f"&1 {files[0]}" and texts[-1] == "Clear Recent Files"
 

@@ -96,7 +96,8 @@ def test_a_sweep_runs_in_order_each_in_its_own_folder_and_results_sort(
 
     assert engines.names() == [f"seed lr={rate}" for rate in (0.03, 0.01, 0.04, 0.02)]
     folders = [run_dir for _, run_dir, _ in engines.made]
-    assert len(set(folders)) == 4 and all(folder.parent == window._runs_root for folder in folders)
+    root = window.starter.runs_root
+    assert len(set(folders)) == 4 and all(folder.parent == root for folder in folders)
     assert [item.run_dir for item in window.run_queue.items] == folders
     assert _states(window) == ["finished"] * 4
     panel = window.queue_panel

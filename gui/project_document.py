@@ -1,0 +1,217 @@
+"""The project being edited: its file, whether it changed, and its validation.
+
+Kept out of the main window so the window only wires views to it. The forms hold the
+project's values (the document reads them through the editor); the document knows where
+they came from and where they go: the file's path (the base of the project's relative
+paths), what was last saved (to tell whether the user would lose anything), the recent
+files, and every way a project replaces the forms' content (New, Open, an example, the
+startup project), each asking about unsaved changes first. Saving writes atomically, so a
+failed save never leaves half a project file where the user's was.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from PySide6.QtCore import QObject, Signal
+from PySide6.QtWidgets import QFileDialog, QMenu, QWidget
+
+from ..engine.config import Project, load_project
+from ..engine.examples import load_example
+from ..engine.fileio import atomic_write_text
+from ..engine.problems import ProblemsError
+from . import dialogs, settings
+from .project_editor import ProjectEditor
+from .validation import Validation, differences, validate
+
+FILE_FILTER = "Distloop projects (*.json);;All files (*)"
+STARTER_EXAMPLE = "seed"
+
+
+class ProjectDocument(QObject):
+    """One project at a time, edited in ``editor``; dialogs open over ``window``."""
+
+    validated = Signal(object)  # Validation: after every edit, load and save
+    replaced = Signal()  # another project is in the forms (New, Open, an example)
+    title_changed = Signal(str, bool)  # the document's title, and whether it has changes
+    saved = Signal(object)  # Path
+    warning = Signal(str)  # something the user should know, for the log
+
+    def __init__(self, editor: ProjectEditor, window: QWidget) -> None:
+        super().__init__(window)
+        self._editor = editor
+        self._window = window
+        self._path: Path | None = None
+        self._title = ""
+        self._saved_data: dict[str, object] = {}
+        self._validation = Validation(None)
+
+    @property
+    def path(self) -> Path | None:
+        return self._path
+
+    @property
+    def validation(self) -> Validation:
+        return self._validation
+
+    def is_modified(self) -> bool:
+        return self._editor.data() != self._saved_data
+
+    def base_dir(self) -> Path:
+        """Where the project's relative paths start: its file's folder, else the working one."""
+        return self._path.parent if self._path else Path.cwd()
+
+    def project_dir(self) -> Path | None:
+        """The project file's folder (custom code outside it is pointed out); None if unsaved."""
+        return self._path.parent if self._path else None
+
+    def export_dir(self) -> Path:
+        """Where export dialogs start: beside the project file, else the home folder."""
+        return self._path.parent if self._path else Path.home()
+
+    def valid_project(self, title: str, why: str) -> Project | None:
+        """The project, or None after showing the problems under ``title``, ``why`` first."""
+        project = self._validation.project
+        if project is None:
+            dialogs.show_problems(self._window, title, why, self._validation.problems)
+        return project
+
+    def revalidate(self) -> None:
+        """Runs the engine's loader on the forms' content; the views follow the signals."""
+        self._validation = validate(self._editor.data(), self.base_dir())
+        self.validated.emit(self._validation)
+        self.title_changed.emit(self._title, self.is_modified())
+
+    def set_project(self, project: Project, path: Path | None, title: str) -> None:
+        """Puts ``project`` in the forms as the saved state of ``path`` (None: not saved)."""
+        self._editor.set_project(project)
+        self._path = path
+        self._title = title
+        self._saved_data = self._editor.data()
+        self.replaced.emit()
+        self.revalidate()
+        shown = self._validation.project
+        changed = differences(
+            shown.model_dump(mode="json") if shown else {}, project.model_dump(mode="json")
+        )
+        if changed:
+            self.warning.emit(
+                "these values are outside what the forms can show and were changed: "
+                + ", ".join(changed)
+            )
+
+    def maybe_save(self) -> bool:
+        """Asks about unsaved changes; False means the user cancelled."""
+        if not self.is_modified():
+            return True
+        answer = dialogs.ask_unsaved(self._window, self._title)
+        if answer is dialogs.Unsaved.SAVE:
+            return self.save()
+        return answer is dialogs.Unsaved.DISCARD
+
+    def start(self) -> None:
+        """The seed example, as the project the window opens with."""
+        self.set_project(load_example(STARTER_EXAMPLE), None, STARTER_EXAMPLE)
+
+    def new(self) -> None:
+        if not self.maybe_save():
+            return
+        seed = load_example(STARTER_EXAMPLE)
+        project = seed.model_copy(update={"name": "Untitled", "description": ""})
+        self.set_project(project, None, "Untitled")
+
+    def open_example(self, name: str) -> None:
+        if self.maybe_save():
+            self.set_project(load_example(name), None, name)
+
+    def open(self, path: str | Path | None = None) -> bool:
+        """Opens a project file; a bad one is reported and the current project stays."""
+        if not self.maybe_save():
+            return False
+        if path is None:
+            start = str(self._path.parent) if self._path else ""
+            chosen, _ = QFileDialog.getOpenFileName(
+                self._window, "Open project", start, FILE_FILTER
+            )
+            if not chosen:
+                return False
+            path = chosen
+        path = Path(path)
+        try:
+            project = load_project(path)
+        except ProblemsError as exc:
+            count = len(exc.problems)
+            dialogs.show_problems(
+                self._window,
+                "Cannot open project",
+                f"{path.name} has {count} problem{'s' if count != 1 else ''}; "
+                "the current project is unchanged.",
+                exc.problems,
+            )
+            if not path.is_file():
+                settings.remove_recent_file(path)
+            return False
+        self.set_project(project, path, path.name)
+        settings.add_recent_file(path)
+        settings.set_last_project(path)
+        return True
+
+    def open_startup(self, path: str | None) -> None:
+        """The project named on the command line, else the last one, else the seed."""
+        if path:
+            self.open(path)
+            return
+        last = settings.last_project()
+        if last is None:
+            return
+        try:
+            self.set_project(load_project(last), last, last.name)
+        except ProblemsError as exc:
+            self.warning.emit(f"the last project could not be reopened: {exc}")
+
+    def save(self) -> bool:
+        return self._write(self._path) if self._path else self.save_as()
+
+    def save_as(self) -> bool:
+        suggested = str(self._path) if self._path else f"{self._title or 'project'}.json"
+        chosen, _ = QFileDialog.getSaveFileName(
+            self._window, "Save project", suggested, FILE_FILTER
+        )
+        if not chosen:
+            return False
+        path = Path(chosen)
+        return self._write(path if path.suffix else path.with_suffix(".json"))
+
+    def _write(self, path: Path) -> bool:
+        project = self.valid_project(
+            "Cannot save",
+            "A project file must be valid so every tool can read it; fix these first.",
+        )
+        if project is None:
+            return False
+        try:
+            atomic_write_text(path, project.to_json())
+        except OSError as exc:
+            dialogs.show_error(self._window, "Cannot save", f"Saving {path} failed: {exc}")
+            return False
+        self._path = path
+        self._title = path.name
+        self._saved_data = self._editor.data()
+        settings.add_recent_file(path)
+        settings.set_last_project(path)
+        self.revalidate()
+        self.saved.emit(path)
+        return True
+
+    def fill_recent_menu(self, menu: QMenu) -> None:
+        """Filled as it opens, so files opened in another Distloop window are listed too."""
+        menu.clear()
+        files = settings.recent_files()
+        for index, file in enumerate(files, start=1):
+            action = menu.addAction(f"&{index} {file}")
+            action.triggered.connect(lambda _checked=False, f=file: self.open(f))
+        if files:
+            menu.addSeparator()
+        clear = menu.addAction("Clear Recent Files")
+        clear.setEnabled(bool(files))
+        clear.triggered.connect(settings.clear_recent_files)
