@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 import enum
+import platform
 
+import pyqtgraph as pg
+import PySide6
+from PySide6.QtCore import qVersion
 from PySide6.QtWidgets import QMessageBox, QWidget
 
+from ..engine import __version__
 from ..engine.problems import Problem
 from ..engine.user_code import Fingerprint
 
@@ -83,6 +88,20 @@ def trust_custom_code(parent: QWidget, code: Fingerprint) -> bool:
         QMessageBox.StandardButton.No,
     )
     return answer == QMessageBox.StandardButton.Yes
+
+
+def about_html(tensorflow_version: str | None) -> str:
+    """The versions a bug report needs; TensorFlow's only once an engine process said it."""
+    tensorflow = tensorflow_version or (
+        "shown after a run or device detection (only engine processes load it)"
+    )
+    return (
+        f"<h3>Distloop {__version__}</h3>"
+        "<p>TensorFlow distributed training with custom training loops.</p>"
+        f"<p>Qt {qVersion()}<br>PySide6 {PySide6.__version__}<br>"
+        f"pyqtgraph {pg.__version__}<br>Python {platform.python_version()}<br>"
+        f"TensorFlow: {tensorflow}</p>"
+    )
 
 
 def about(parent: QWidget, html: str) -> None:

@@ -10,17 +10,13 @@ content.
 from __future__ import annotations
 
 import json
-import platform
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import pyqtgraph as pg
-import PySide6
-from PySide6.QtCore import QSettings, Qt, QTimer, QUrl, qVersion
+from PySide6.QtCore import QSettings, Qt, QTimer, QUrl
 from PySide6.QtGui import QAction, QCloseEvent, QDesktopServices, QKeySequence, QShowEvent
 from PySide6.QtWidgets import (
-    QApplication,
     QDockWidget,
     QLabel,
     QMainWindow,
@@ -31,7 +27,6 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from ..engine import __version__
 from ..engine.config import Project
 from ..engine.examples import example_names, example_text
 from ..engine.messages import DevicesDetected, RunFailed, RunStarted
@@ -43,8 +38,7 @@ from . import dialogs, settings
 from .cluster_panel import ClusterPanel
 from .cluster_plan import cluster_plan
 from .dataset_preview import DatasetPreview
-from .export_dialog import ExportDialog
-from .exports import save_plot_as, save_script_as
+from .exports import save_plot_as
 from .log_panel import LogPanel
 from .loss_plot import LossPlot
 from .problems_panel import ProblemsPanel
@@ -220,7 +214,7 @@ class MainWindow(QMainWindow):
         )
         self.export_cluster_action = self._action(
             "Export &Cluster Setup…",
-            self.export_cluster_setup,
+            self.document.export_cluster_setup,
             None,
             None,
             "Write the files that start this project's cluster on real hosts: TF_CONFIGs, "
@@ -260,7 +254,7 @@ class MainWindow(QMainWindow):
         self.about_action = self._action("&About Distloop", self.show_about)
         self.export_script_action = self._action(
             "Export as &Script…",
-            self.export_script,
+            self.document.export_script,
             "Ctrl+Shift+E",
             None,
             "Write the project as a standalone TensorFlow program that needs no Distloop",
@@ -274,7 +268,7 @@ class MainWindow(QMainWindow):
         )
         self.copy_json_action = self._action(
             "Copy Project &JSON",
-            self.copy_project_json,
+            self.document.copy_json,
             "Ctrl+Shift+J",
             None,
             "Copy the project file's text to the clipboard",
@@ -360,7 +354,7 @@ class MainWindow(QMainWindow):
         document.validated.connect(self._show_validation)
         document.title_changed.connect(self._show_title)
         document.replaced.connect(self.dataset_preview.clear)
-        document.saved.connect(lambda path: self.statusBar().showMessage(f"Saved {path}", 5000))
+        document.reported.connect(lambda text: self.statusBar().showMessage(text, 5000))
         document.warning.connect(lambda text: self.log_panel.add(text, "warning"))
         self.starter.following.connect(self._show_run)
         self.starter.log.connect(self.log_panel.add)
@@ -444,17 +438,6 @@ class MainWindow(QMainWindow):
         self.dataset_preview.show_data(data, self.document.base_dir())
         self.dataset_dock.show()
         self.dataset_dock.raise_()
-
-    def export_cluster_setup(self) -> None:
-        """File ▸ Export Cluster Setup: the files that start this cluster on real hosts."""
-        project = self.document.valid_project(
-            "Cannot export the cluster setup",
-            "The export includes the project, so it must be valid; fix these first.",
-        )
-        if project is None:
-            return
-        base = self.document.base_dir()
-        ExportDialog(project.resolve_paths(base), base, self).exec()
 
     # --- running ------------------------------------------------------------------------
 
@@ -542,46 +525,15 @@ class MainWindow(QMainWindow):
 
     # --- exports ------------------------------------------------------------------------
 
-    def export_script(self) -> None:
-        """File ▸ Export as Script: the project as a program that trains without Distloop."""
-        project = self.document.valid_project(
-            "Cannot export as script",
-            "The script is made from the project, so it must be valid; fix these first.",
-        )
-        if project is None:
-            return
-        project = project.resolve_paths(self.document.base_dir())
-        written = save_script_as(self, project, self.document.export_dir())
-        if written is not None:
-            self.statusBar().showMessage(f"Exported {written}", 5000)
-
     def export_plot(self) -> None:
         written = save_plot_as(self, self.plot, self.document.export_dir())
         if written is not None:
             self.statusBar().showMessage(f"Exported {written}", 5000)
 
-    def copy_project_json(self) -> None:
-        """The project file's text, ready to paste into an issue or a chat."""
-        project = self.document.validation.project
-        if project is None:
-            self.statusBar().showMessage(f"Not copied: {self.document.validation.summary()}", 5000)
-            return
-        QApplication.clipboard().setText(project.to_json())
-        self.statusBar().showMessage("Copied the project as JSON", 5000)
-
     # --- about, settings, closing -------------------------------------------------------
 
     def about_text(self) -> str:
-        tensorflow = self._tensorflow_version or (
-            "shown after a run or device detection (only engine processes load it)"
-        )
-        return (
-            f"<h3>Distloop {__version__}</h3>"
-            "<p>TensorFlow distributed training with custom training loops.</p>"
-            f"<p>Qt {qVersion()}<br>PySide6 {PySide6.__version__}<br>"
-            f"pyqtgraph {pg.__version__}<br>Python {platform.python_version()}<br>"
-            f"TensorFlow: {tensorflow}</p>"
-        )
+        return dialogs.about_html(self._tensorflow_version)
 
     def show_about(self) -> None:
         dialogs.about(self, self.about_text())

@@ -5,7 +5,8 @@ project's values (the document reads them through the editor); the document know
 they came from and where they go: the file's path (the base of the project's relative
 paths), what was last saved (to tell whether the user would lose anything), the recent
 files, and every way a project replaces the forms' content (New, Open, an example, the
-startup project), each asking about unsaved changes first. Saving writes atomically, so a
+startup project), each asking about unsaved changes first, and what the project becomes
+besides its file (a script, its JSON text, a cluster's setup). Saving writes atomically, so a
 failed save never leaves half a project file where the user's was.
 """
 
@@ -14,13 +15,15 @@ from __future__ import annotations
 from pathlib import Path
 
 from PySide6.QtCore import QObject, Signal
-from PySide6.QtWidgets import QFileDialog, QMenu, QWidget
+from PySide6.QtWidgets import QApplication, QFileDialog, QMenu, QWidget
 
 from ..engine.config import Project, load_project
 from ..engine.examples import load_example
 from ..engine.fileio import atomic_write_text
 from ..engine.problems import ProblemsError
 from . import dialogs, settings
+from .export_dialog import ExportDialog
+from .exports import save_script_as
 from .project_editor import ProjectEditor
 from .validation import Validation, differences, validate
 
@@ -34,7 +37,7 @@ class ProjectDocument(QObject):
     validated = Signal(object)  # Validation: after every edit, load and save
     replaced = Signal()  # another project is in the forms (New, Open, an example)
     title_changed = Signal(str, bool)  # the document's title, and whether it has changes
-    saved = Signal(object)  # Path
+    reported = Signal(str)  # a short report for the status bar ("Saved …", "Exported …")
     warning = Signal(str)  # something the user should know, for the log
 
     def __init__(self, editor: ProjectEditor, window: QWidget) -> None:
@@ -200,7 +203,7 @@ class ProjectDocument(QObject):
         settings.add_recent_file(path)
         settings.set_last_project(path)
         self.revalidate()
-        self.saved.emit(path)
+        self.reported.emit(f"Saved {path}")
         return True
 
     def fill_recent_menu(self, menu: QMenu) -> None:
@@ -215,3 +218,36 @@ class ProjectDocument(QObject):
         clear = menu.addAction("Clear Recent Files")
         clear.setEnabled(bool(files))
         clear.triggered.connect(settings.clear_recent_files)
+
+    def export_script(self) -> None:
+        """File ▸ Export as Script: the project as a program that trains without Distloop."""
+        project = self.valid_project(
+            "Cannot export as script",
+            "The script is made from the project, so it must be valid; fix these first.",
+        )
+        if project is None:
+            return
+        project = project.resolve_paths(self.base_dir())
+        written = save_script_as(self._window, project, self.export_dir())
+        if written is not None:
+            self.reported.emit(f"Exported {written}")
+
+    def copy_json(self) -> None:
+        """The project file's text, ready to paste into an issue or a chat."""
+        project = self._validation.project
+        if project is None:
+            self.reported.emit(f"Not copied: {self._validation.summary()}")
+            return
+        QApplication.clipboard().setText(project.to_json())
+        self.reported.emit("Copied the project as JSON")
+
+    def export_cluster_setup(self) -> None:
+        """File ▸ Export Cluster Setup: the files that start this cluster on real hosts."""
+        project = self.valid_project(
+            "Cannot export the cluster setup",
+            "The export includes the project, so it must be valid; fix these first.",
+        )
+        if project is None:
+            return
+        base = self.base_dir()
+        ExportDialog(project.resolve_paths(base), base, self._window).exec()
