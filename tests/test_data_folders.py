@@ -272,7 +272,8 @@ def test_training_batches_match_load_image_for_model(tmp_path: Path, size: tuple
     assert isinstance(project.data, ImageFolderData)
     folder = image_files(project.data)
     assert folder.sizes == {size}
-    pixels, _ = image_decoder(project.data, project, folder)(tf.constant(folder.paths[0]), 0)
+    decode, _ = image_decoder(project.data, project, folder)
+    pixels, _ = decode(tf.constant(folder.paths[0]), 0)
     assert pixels.dtype == (tf.float32 if size == (6, 10) else tf.uint8)
     training = build_training_data(project)
     assert training.classes == ("a", "b") and training.examples == 4

@@ -44,7 +44,7 @@ from ..synthetic import (
     numpy_arrays,
     regression_arrays,
 )
-from .image_data import FolderFiles, augment_batch, image_decoder, image_files, scale_batch
+from .image_data import FolderFiles, augment_batch, image_decoder, image_files
 from .stream_data import csv_examples, npz_batches
 from .text_data import text_decoder, text_files, text_vectorizer
 from .tfrecord_data import tfrecord_examples
@@ -76,8 +76,8 @@ class _Examples:
     warnings: list[str] = field(default_factory=list)
     batch_map: Callable[..., tuple[tf.Tensor, tf.Tensor]] | None = None
     """What makes each batch what the step takes: memory-mapped arrays' elements are
-    example numbers, read a batch at a time; image folders' pixels are scaled a batch at a
-    time."""
+    example numbers, read a batch at a time; image folders' uint8 pixels are scaled a
+    batch at a time."""
 
     def batched(self, size: int) -> tf.data.Dataset:
         """One pass in batches of ``size`` (the last may be short), read as they are needed."""
@@ -132,7 +132,7 @@ def _folder_examples(
     decode: Decode
     batch_map: Callable[..., tuple[tf.Tensor, tf.Tensor]] | None = None
     if isinstance(data, ImageFolderData):
-        decode, batch_map = image_decoder(data, project, files), scale_batch
+        decode, batch_map = image_decoder(data, project, files)
     else:
         training = project.data
         if not isinstance(training, TextFolderData):

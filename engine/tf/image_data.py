@@ -3,10 +3,10 @@
 Training, evaluation and prediction all preprocess an image with :func:`decode_pixels`
 (decode, resize to the model's input with bilinear interpolation, as
 ``image_dataset_from_directory`` does) and :func:`scale` (to [0, 1]), so a model trained
-here sees the same pixels when it predicts. The pipelines scale whole batches, and leave
-the resize out when the check before the run found every image already the model's
-size: a bilinear resize to the same size returns each pixel unchanged, so both save work
-per image without changing a bit of what the model sees. Augmentation
+here sees the same pixels when it predicts. The pipelines leave the resize out when the
+check before the run found every image already the model's size (a bilinear resize to
+the same size returns each pixel unchanged) and then scale whole batches of uint8
+pixels: less work per image without changing a bit of what the model sees. Augmentation
 (:func:`augment_batch`) is drawn from stateless random ops seeded by the run seed and the
 step number: the same step gets the same augmentation in a resumed run, and evaluation
 never gets any.
@@ -28,6 +28,7 @@ from ..datasets import FolderError, FolderScan, folder_problems, scan_folder, un
 from ..synthetic import DataError
 
 Decode = Callable[[tf.Tensor, tf.Tensor], tuple[tf.Tensor, tf.Tensor]]
+BatchMap = Callable[[tf.Tensor, tf.Tensor], tuple[tf.Tensor, tf.Tensor]]
 SHOWN_BAD_FILES = 3
 """Unreadable files a skip warning names; the rest are counted."""
 
@@ -174,16 +175,20 @@ def scale(pixels: tf.Tensor) -> tf.Tensor:
 
 def decode_image(contents: tf.Tensor, height: int, width: int, channels: int) -> tf.Tensor:
     """One encoded image as float32 [height, width, channels] in [0, 1], as the pipelines'
-    batches hold it (:func:`image_decoder`, then :func:`scale_batch`)."""
+    batches hold it (:func:`image_decoder`)."""
     return scale(decode_pixels(contents, height, width, channels))
 
 
-def image_decoder(data: ImageFolderData, project: Project, files: FolderFiles) -> Decode:
-    """The map function from (file name, label) to (pixels, label shaped for the loss).
+def image_decoder(
+    data: ImageFolderData, project: Project, files: FolderFiles
+) -> tuple[Decode, BatchMap | None]:
+    """The map function from (file name, label) to (image, label shaped for the loss), and
+    the one that finishes its batches, if they need one.
 
-    Its pixels are unscaled: :func:`scale_batch` scales them once batched. Without a
-    resize (every one of ``files`` already has the model's size) they stay uint8, a
-    quarter of float32's bytes to batch and cache.
+    When every one of ``files`` already has the model's size the images are not resized
+    and stay uint8 (a quarter of float32's bytes to batch and cache) until
+    :func:`scale_batch` scales each batch in one operation. Resized images are float32
+    already, and are scaled one at a time while they are still in the processor's cache.
     """
     height, width = project.model.input_shape[:2]
     channels = image_channels(data, project.model)
@@ -192,14 +197,14 @@ def image_decoder(data: ImageFolderData, project: Project, files: FolderFiles) -
 
     def decode(path: tf.Tensor, label: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
         pixels = decode_pixels(tf.io.read_file(path), height, width, channels, resize)
-        return pixels, encode(label)
+        return (scale(pixels) if resize else pixels), encode(label)
 
-    return decode
+    return decode, (None if resize else scale_batch)
 
 
 def scale_batch(pixels: tf.Tensor, labels: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
-    """The map function that scales a batch of :func:`image_decoder`'s pixels to [0, 1]:
-    one operation per batch instead of one per image, the same numbers."""
+    """The map function that scales a batch of uint8 pixels to [0, 1]: one operation per
+    batch, the same numbers as one per image."""
     return scale(pixels), labels
 
 
