@@ -267,10 +267,22 @@ def test_broken_user_code_fails_the_run_clearly(tmp_path, source, expected) -> N
 
 @pytest.mark.slow
 def test_user_written_guide_step_gives_the_built_in_trace_on_the_seed_example(tmp_path) -> None:
-    """The strongest check that user code runs exactly like the built-in step."""
-    path = write(tmp_path, GUIDE_STEP.replace("RESULT", "loss"))
+    """The strongest check that user code runs exactly like the built-in step.
+
+    The user's run also turns ``training.deterministic`` off: its step fails the run if
+    op determinism is on all the same (this dense model's trace does not depend on it).
+    """
+    determinism_off = GUIDE_STEP.replace("RESULT", "loss").replace(
+        "    features, labels = inputs\n",
+        "    if config.is_op_determinism_enabled():\n"
+        "        raise RuntimeError('op determinism is on')\n"
+        "    features, labels = inputs\n",
+    )
+    path = write(tmp_path, "from tensorflow.python.framework import config\n" + determinism_off)
     built_in = run_engine(load_example("seed"), None)
-    custom = run_engine(load_project_data(with_code(example_data("seed"), path)), None)
+    data = example_data("seed")
+    data["training"]["deterministic"] = False
+    custom = run_engine(load_project_data(with_code(data, path)), None)
     assert custom["terminal"].status == "finished", custom["terminal"]
     assert custom["steps"] == built_in["steps"] == list(range(1, 101))
     assert custom["named_losses"] == {}
