@@ -7,6 +7,7 @@ same strategy and ``steps_per_execution``.
 
 Usage: python -m benchmarks.baselines plain STEPS WARMUP
        python -m benchmarks.baselines fit STEPS WARMUP STEPS_PER_EXECUTION
+       python -m benchmarks.baselines cnn_fit STEPS WARMUP STEPS_PER_EXECUTION [DETERMINISTIC]
 Prints one number: steps per second (plain) or examples per second (fit).
 """
 
@@ -92,11 +93,17 @@ def fit(steps: int, warmup: int, steps_per_execution: int) -> float:
     return (steps - warmup) * batch / (time.perf_counter() - start)
 
 
-def cnn_fit(steps: int, warmup: int, steps_per_execution: int) -> float:
-    """Row 9's baseline: engine_bench's small CNN on 32x32x3 images under ``model.fit``."""
+def cnn_fit(steps: int, warmup: int, steps_per_execution: int, deterministic: int = 1) -> float:
+    """Row 9's baseline: engine_bench's small CNN on 32x32x3 images under ``model.fit``.
+
+    ``deterministic`` (1 or 0) matches the engine's ``training.deterministic``, so the ratio
+    compares like with like: op determinism is what makes the engine's runs repeat exactly.
+    """
     import tensorflow as tf
 
     tf.keras.utils.set_random_seed(0)
+    if deterministic:
+        tf.config.experimental.enable_op_determinism()
     strategy = tf.distribute.MirroredStrategy()
     batch = 128
     rng = np.random.default_rng(0)
