@@ -19,7 +19,6 @@ import math
 
 import numpy as np
 import tensorflow as tf
-
 from distloop.engine.tf.model import build_model
 
 LATENT = 4
