@@ -290,6 +290,26 @@ def test_training_batches_match_load_image_for_model(tmp_path: Path, size: tuple
     assert labels.dtype == np.int32
 
 
+def test_an_image_replaced_by_another_size_during_a_run_is_resized(tmp_path: Path) -> None:
+    """The pipeline leaves the resize out when every image had the model's size before the
+    run; one replaced since by another size must not stop the run with a shape error."""
+    import tensorflow as tf
+    from distloop.engine.tf.image_data import image_decoder, image_files, load_image_for_model
+
+    write_image_folder(tmp_path, classes=("a", "b"), per_class=2, size=8)
+    project = load_project_data(image_project(tmp_path, model=_model(2)))
+    assert isinstance(project.data, ImageFolderData)
+    folder = image_files(project.data)
+    assert folder.sizes == {(8, 8)}
+    decode, _ = image_decoder(project.data, project, folder)
+    replaced = Path(folder.paths[1])
+    replaced.write_bytes(png_bytes(np.random.default_rng(1).integers(0, 256, (12, 20))))
+    pixels, label = decode(tf.constant(str(replaced)), 0)
+    assert pixels.dtype == tf.uint8 and pixels.shape == (8, 8, 1) and int(label) == 0
+    expected = load_image_for_model(replaced, project) * 255.0
+    np.testing.assert_allclose(pixels.numpy(), expected, atol=0.51)
+
+
 # --- a real run ------------------------------------------------------------------------
 
 

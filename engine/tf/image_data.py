@@ -158,14 +158,22 @@ def decode_pixels(
     contents: tf.Tensor, height: int, width: int, channels: int, resize: bool = True
 ) -> tf.Tensor:
     """One encoded image (JPEG, PNG, BMP, GIF's first frame) at [height, width, channels],
-    not yet scaled: float32 in [0, 255] when resized, else the decoder's uint8 (only for
-    an image known to have that size)."""
+    not yet scaled: float32 in [0, 255] when resized, else uint8 (for images the check
+    before the run found to have that size)."""
     image = tf.io.decode_image(contents, channels=channels, expand_animations=False)
     if resize:
         image = tf.image.resize(image, (height, width))
         image.set_shape((height, width, channels))
         return image
-    return tf.ensure_shape(image, (height, width, channels))  # a file changed since the check
+    # A file replaced by one of another size since the check is resized (to the nearest
+    # uint8) rather than failing the step with a shape error that names no file.
+    image = tf.cond(
+        tf.reduce_all(tf.equal(tf.shape(image)[:2], (height, width))),
+        lambda: image,
+        lambda: tf.saturate_cast(tf.round(tf.image.resize(image, (height, width))), tf.uint8),
+    )
+    image.set_shape((height, width, channels))
+    return image
 
 
 def scale(pixels: tf.Tensor) -> tf.Tensor:
