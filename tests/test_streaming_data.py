@@ -254,6 +254,32 @@ def test_a_streamed_npz_is_refused_as_loading_refuses_it(tmp_path: Path) -> None
         assert ("example 66000" if name == "nan" else "example 69999") in messages[1]
 
 
+def test_the_check_of_a_streamed_npz_holds_a_bounded_part_of_wide_rows(tmp_path: Path) -> None:
+    """Checking every value reads the file in parts of bounded bytes, not of a fixed number
+    of rows: 65,536 rows of 4,096 float32 features were a 1 GiB part, which killed a run
+    under a 1.5 GiB memory limit before its first step."""
+    import tracemalloc
+
+    from distloop.engine.tf.stream_data import npz_batches
+
+    x = np.random.default_rng(0).random((4096, 4096), dtype=np.float32)  # 64 MiB
+    np.savez(tmp_path / "wide.npz", x=x, y=np.zeros((4096, 1), np.float32))
+    project = load_project_data(
+        {
+            **_project({"source": "numpy", "path": str(tmp_path / "wide.npz"), "stream": True}),
+            "model": {"input_shape": [4096], "layers": [{"kind": "dense", "units": 1}]},
+            "loss": {"kind": "binary_crossentropy", "from_logits": True},
+        }
+    )
+    tracemalloc.start()  # numpy reports its arrays' memory to tracemalloc
+    try:
+        npz_batches(project.data, project)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < x.nbytes / 2
+
+
 def test_a_streamed_csv_refuses_labels_as_loading_does(tmp_path: Path) -> None:
     from distloop.engine.tf.data import build_training_data
 

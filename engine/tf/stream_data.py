@@ -246,16 +246,21 @@ def npz_batches(
 
 
 CHECK_ROWS = 65_536
+CHECK_BYTES = 16 * 2**20
+"""A check part's rows are at most this many bytes: wide rows would otherwise make a part
+larger than the memory streaming is for (65,536 rows of 4,096 float32 are 1 GiB)."""
 
 
 def _check_npz(
     x: MappedArray, y: MappedArray, data: NumpyData, project: Project, field: str
 ) -> None:
-    """What loading checks, a chunk of rows at a time: finite features, and labels the
+    """What loading checks, a part of the rows at a time: finite features, and labels the
     loss can take (whole class numbers in the model's range for sparse crossentropy)."""
     origin = str(data.path)
-    for start in range(0, len(x), CHECK_ROWS):
-        numbers = np.arange(start, min(start + CHECK_ROWS, len(x)))
+    row_bytes = sum(array.dtype.itemsize * math.prod(array.shape[1:]) for array in (x, y))
+    part = max(1, min(CHECK_ROWS, CHECK_BYTES // max(1, row_bytes)))
+    for start in range(0, len(x), part):
+        numbers = np.arange(start, min(start + part, len(x)))
         for key, array in ((data.features_key, x), (data.labels_key, y)):
             _check_array(array.rows(numbers), f"{field}: array {key!r} in {origin}", start)
         if project.loss.kind == "sparse_categorical_crossentropy":
