@@ -475,6 +475,12 @@ def _rewrite(path: Path, text: str) -> None:
         raise folder_write_error(path.parent, exc, path.name) from None
 
 
+def write_classes(run_dir: str | Path, classes: Sequence[str]) -> None:
+    """``classes.json``: prediction (``distloop predict``, Try it) names the model's outputs
+    by it, in label order; every strategy's chief writes it."""
+    _rewrite(Path(run_dir) / CLASSES_FILE, json.dumps(list(classes)) + "\n")
+
+
 def write_status(run_dir: str | Path, status: str, **details: Any) -> None:
     """Records how the run stands; atomic, so a reader never sees half a status.
 

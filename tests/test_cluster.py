@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from data_folders import write_image_folder
 from distloop.engine.cluster import (
     DEFAULT_COMMUNICATION_TIMEOUT_S,
     LocalCluster,
@@ -26,6 +27,7 @@ from distloop.engine.cluster import (
 from distloop.engine.config import load_project, load_project_data
 from distloop.engine.messages import RunFailed, RunFinished, RunStarted, StepMetrics
 from distloop.engine.netns import ENV_SWITCH, PrivateNetworkUnavailable, start_private_network
+from distloop.engine.prediction import class_names
 from distloop.engine.problems import ProblemsError
 from distloop.engine.run_folder import read_metrics, read_status
 from distloop_testing import REPO, distloop, example_data, run_engine, synthetic_project
@@ -293,8 +295,21 @@ def test_workers_keep_the_same_share_of_each_batch_with_either_input_distributio
 
 
 @pytest.mark.slow
-def test_parameter_server_cluster_trains(tmp_path) -> None:
-    cluster = LocalCluster(load_project_data(parameter_server()), tmp_path)
+def test_parameter_server_cluster_trains(tmp_path, tmp_path_factory) -> None:
+    """On an image folder with an unreadable file skipped: the coordinator says so and
+    leaves the class names that ``distloop predict`` and Try it show."""
+    images = write_image_folder(tmp_path_factory.mktemp("images"), per_class=40)
+    (images / "square" / "empty.png").write_bytes(b"")
+    project = parameter_server()
+    project["model"]["input_shape"] = [8, 8, 1]
+    project["data"] = {
+        "source": "image_folder",
+        "path": str(images),
+        "global_batch_size": 32,
+        "shuffle_buffer": 120,
+        "on_bad_file": "skip",
+    }
+    cluster = LocalCluster(load_project_data(project), tmp_path)
     cluster.start()
     started, steps, losses, terminal = None, [], [], None
     try:
@@ -312,6 +327,7 @@ def test_parameter_server_cluster_trains(tmp_path) -> None:
         cluster.close()
     assert isinstance(terminal, RunFinished) and terminal.status == "finished", terminal
     assert started.strategy.startswith("ParameterServerStrategy")
+    assert any("skipped 1 unreadable image(s)" in note for note in started.warnings)
     assert steps == list(range(1, 31))
     assert np.mean(losses[-5:]) < 0.8 * np.mean(losses[:5])
     states = {task.name: task.state for task in cluster.tasks()}
@@ -327,6 +343,8 @@ def test_parameter_server_cluster_trains(tmp_path) -> None:
     assert sorted(tmp_path.rglob("model*.keras")) == [
         tmp_path / "tasks" / "chief-0" / "model.keras"
     ]
+    chief = tmp_path / "tasks" / "chief-0"
+    assert class_names([chief], 3) == ["circle", "square", "triangle"]
 
 
 @pytest.mark.slow

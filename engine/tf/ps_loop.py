@@ -32,7 +32,7 @@ from ..channel import Channel
 from ..config import Project, uneven_batch_warnings
 from ..messages import RunFinished, RunStarted
 from ..reporting import StepReporter
-from ..run_folder import METRICS_FILE, MetricsWriter
+from ..run_folder import METRICS_FILE, MetricsWriter, write_classes
 from ..tf_config import NO_RESUME, parse_address
 from .data import build_training_data
 from .loop import StepRunner
@@ -92,7 +92,8 @@ def coordinate(
         )
     loss_object = build_loss(project.loss)
 
-    total_steps = build_training_data(project).total_steps
+    data = build_training_data(project)
+    total_steps = data.total_steps
 
     def dataset_fn(_input_context: tf.distribute.InputContext) -> tf.data.Dataset:
         # Built on each worker; repeated so that no worker runs dry while others still
@@ -120,7 +121,7 @@ def coordinate(
         loss, _ = runner.run_one(next(iterator))
         return loss
 
-    warnings = uneven_batch_warnings(project, 1) + _ignored_settings(project)
+    warnings = data.warnings + uneven_batch_warnings(project, 1) + _ignored_settings(project)
     for note in warnings:
         channel.log(note, level="warning")
     channel.send(
@@ -136,6 +137,8 @@ def coordinate(
         )
     )
 
+    if run_dir is not None and data.classes is not None:
+        write_classes(run_dir, data.classes)
     metrics = MetricsWriter(run_dir / METRICS_FILE, None) if run_dir else None
     reporter = StepReporter(channel, metrics, stop_on_nan=training.stop_on_nan)
     in_flight: deque[tuple[int, Any]] = deque()

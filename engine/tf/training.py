@@ -12,7 +12,6 @@ step in place of the built-in ones (``engine.user_code``); one with
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from contextlib import ExitStack
 from pathlib import Path
@@ -21,17 +20,16 @@ import tensorflow as tf
 
 from ..channel import Channel
 from ..config import Project, uneven_batch_warnings
-from ..fileio import atomic_write_text
 from ..messages import RunFinished, RunStarted
 from ..reporting import StepReporter
 from ..run_folder import (
-    CLASSES_FILE,
     EVAL_FILE,
     METRICS_FILE,
     EvalWriter,
     MetricsWriter,
     truncate_eval,
     truncate_metrics,
+    write_classes,
     write_status,
 )
 from ..user_code import UserCode, UserCodeError, load_user_code
@@ -151,8 +149,7 @@ def train(
     )
     channel.send(started)
     if run_dir is not None and chief and data.classes is not None:
-        # Prediction needs the names of the model's outputs, in label order.
-        atomic_write_text(run_dir / CLASSES_FILE, json.dumps(list(data.classes)) + "\n")
+        write_classes(run_dir, data.classes)
     if run_dir is not None:
         write_status(
             run_dir,
