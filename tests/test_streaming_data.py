@@ -3,6 +3,7 @@ same evaluation split as loading them, without holding the file in memory."""
 
 from __future__ import annotations
 
+import gzip
 from pathlib import Path
 
 import numpy as np
@@ -173,6 +174,28 @@ def test_a_mismatched_tfrecord_spec_is_one_line_naming_the_entry(tmp_path: Path)
     with pytest.raises(DataError) as refused:
         build_training_data(load_project_data(_project(_tfrecord(tmp_path / "none-*.tfrecord"))))
     assert str(refused.value) == f"data.path: no file matches {tmp_path / 'none-*.tfrecord'}"
+    text = tmp_path / "text.tfrecord"
+    text.write_text("not records\n" * 20)
+    cut = tmp_path / "cut.tfrecord"
+    cut.write_bytes(file.read_bytes()[:-7])
+    packed = tmp_path / "packed.tfrecord"
+    packed.write_bytes(gzip.compress(file.read_bytes()))
+    refusals = {}
+    for path, compression in ((text, "none"), (cut, "none"), (text, "GZIP"), (packed, "none")):
+        with pytest.raises(DataError) as refused:
+            spec = {**_tfrecord(path), "compression": compression}
+            build_training_data(load_project_data(_project(spec)))
+        refusals[path.name, compression] = str(refused.value)
+    assert refusals == {
+        ("text.tfrecord", "none"): f"data.path: {text} is not a TFRecord file; choose TFRecord "
+        "files (or, for compressed ones, set data.compression to GZIP or ZLIB)",
+        ("cut.tfrecord", "none"): f"data.path: {cut} is cut short or damaged after record 2; "
+        "write it again, or remove it from the pattern",
+        ("text.tfrecord", "GZIP"): f"data.path: {text} is not a GZIP-compressed TFRecord file; "
+        "set data.compression to how the files were written",
+        ("packed.tfrecord", "none"): f"data.path: {packed} is not a TFRecord file; choose "
+        "TFRecord files (or, for compressed ones, set data.compression to GZIP or ZLIB)",
+    }
 
 
 def test_tfrecord_spec_checks_before_a_run() -> None:

@@ -50,15 +50,35 @@ def _first_bad_record(
     for file in files:
         number = 0
         try:
-            for number, record in enumerate(
-                tf.data.TFRecordDataset(file, compression_type=compression).as_numpy_iterator()
-            ):
+            for record in tf.data.TFRecordDataset(
+                file, compression_type=compression
+            ).as_numpy_iterator():
                 _check_record(data, tf.train.Example.FromString(record), file, number, where)
-        except tf.errors.OpError as exc:
-            return f"{where}.path: {file} cannot be read after record {number}: {exc.message}"
+                number += 1
+        except tf.errors.OpError:
+            return f"{where}.path: {_unreadable_file(file, number, compression, where)}"
         except DecodeError:
             return f"{where}.path: record {number} of {file} is not a tf.train.Example"
     return f"{where}.path: cannot read {data.path} as TFRecord files: {error.message}"
+
+
+def _unreadable_file(file: str, records: int, compression: str, where: str) -> str:
+    """Why ``file`` stops being readable after its first ``records`` records, in words: TF's
+    own message names a graph node, not the file."""
+    if records == 0 and compression:
+        return (
+            f"{file} is not a {compression}-compressed TFRecord file; set "
+            f"{where}.compression to how the files were written"
+        )
+    if records == 0:
+        return (
+            f"{file} is not a TFRecord file; choose TFRecord files (or, for compressed "
+            f"ones, set {where}.compression to GZIP or ZLIB)"
+        )
+    return (
+        f"{file} is cut short or damaged after record {records - 1}; write it again, or "
+        "remove it from the pattern"
+    )
 
 
 def _check_record(
