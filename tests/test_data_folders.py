@@ -310,6 +310,33 @@ def test_an_image_replaced_by_another_size_during_a_run_is_resized(tmp_path: Pat
     np.testing.assert_allclose(pixels.numpy(), expected, atol=0.51)
 
 
+def test_prediction_says_what_is_wrong_with_an_image_or_a_folder(tmp_path: Path) -> None:
+    """``distloop predict`` and Try it name a cut-short or empty image as the training
+    check does, and a folder given for a file as a folder."""
+    import tensorflow as tf
+    from distloop.engine.synthetic import DataError
+    from distloop.engine.tf.predict import InputError, ModelInputs, _read_file
+
+    write_image_folder(tmp_path / "data", classes=("a", "b"), per_class=1)
+    project = load_project_data(image_project(tmp_path / "data", model=_model(2)))
+    inputs = ModelInputs((8, 8, 1), None, None, None)
+    jpeg = tf.io.encode_jpeg(tf.fill((8, 8, 1), tf.constant(90, tf.uint8))).numpy()
+    (tmp_path / "cut.jpg").write_bytes(jpeg[: len(jpeg) // 2])
+    (tmp_path / "empty.png").write_bytes(b"")
+    (tmp_path / "text.png").write_text("a note")
+    refusals = {}
+    for name in ("cut.jpg", "empty.png", "text.png", "data"):
+        with pytest.raises((InputError, DataError)) as refused:
+            _read_file(tmp_path / name, inputs, project)
+        refusals[name] = str(refused.value)
+    assert refusals == {
+        "cut.jpg": "it is cut short (JPEG)",
+        "empty.png": "it is empty",
+        "text.png": "it is not a JPEG, PNG, GIF or BMP image",
+        "data": f"is a folder; name the files in it instead (such as {tmp_path / 'data'}/*.png)",
+    }
+
+
 # --- a real run ------------------------------------------------------------------------
 
 

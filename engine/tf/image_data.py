@@ -24,7 +24,14 @@ import numpy as np
 import tensorflow as tf
 
 from ..config import ImageFolderData, Project, image_channels
-from ..datasets import FolderError, FolderScan, folder_problems, scan_folder, unreadable_images
+from ..datasets import (
+    FolderError,
+    FolderScan,
+    folder_problems,
+    image_file_problem,
+    scan_folder,
+    unreadable_images,
+)
 from ..synthetic import DataError
 
 Decode = Callable[[tf.Tensor, tf.Tensor], tuple[tf.Tensor, tf.Tensor]]
@@ -247,9 +254,9 @@ def load_image_for_model(image: str | Path | bytes, project: Project) -> np.ndar
             tf.constant(contents), height, width, image_channels(data, project.model)
         )
     except (tf.errors.InvalidArgumentError, tf.errors.UnimplementedError):
-        raise DataError(
-            f"{what} is not a JPEG, PNG, GIF or BMP image TensorFlow can read"
-        ) from None
+        found = None if isinstance(image, bytes) else image_file_problem(Path(image))
+        reason = found or "is not a JPEG, PNG, GIF or BMP image TensorFlow can read"
+        raise DataError(f"{what} {reason}") from None
     return decoded.numpy()
 
 

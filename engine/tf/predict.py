@@ -192,6 +192,8 @@ def _classes(output: np.ndarray, loss: LossConfig, names: list[str]) -> list[Cla
 
 
 def _read_file(path: Path, inputs: ModelInputs, project: Project | None) -> Examples:
+    if path.is_dir():
+        raise InputError(f"is a folder; name the files in it instead (such as {path}/*.png)")
     suffix = path.suffix.lower()
     if project is not None and isinstance(project.data, TextFolderData) and suffix == ".txt":
         try:
