@@ -5,7 +5,9 @@ reads messages with :meth:`EngineProcess.poll` (never blocking longer than asked
 so a GUI can call it from a worker thread) and always gets exactly one terminal
 message: the engine's own RunFinished/RunFailed, or, when the process died without
 one (SIGKILL, segfault, out of memory), a RunFailed made here from its exit code
-and the last lines of its log.
+and the last lines of its log. A SIGKILL while the kernel's count of out-of-memory kills
+rose is reported as running out of memory, with what to do, and without the log's lines
+(the process had no last words).
 """
 
 from __future__ import annotations
@@ -76,6 +78,47 @@ def describe_exit(exit_code: int | None) -> str:
         )
         return f"the engine process was killed by {name}{hint}"
     return f"the engine process exited with code {exit_code} without reporting why"
+
+
+OUT_OF_MEMORY = (
+    "the engine process ran out of memory: the system's out-of-memory killer ended it "
+    "(SIGKILL); give the run more memory or make it need less (data.stream: true reads a .npz "
+    "or CSV file as batches instead of loading it; a smaller data.global_batch_size)"
+)
+
+
+def oom_kill_count() -> int | None:
+    """Processes the kernel's out-of-memory killer has ended in this process's memory cgroup
+    (an engine it starts lives there too), or on the whole machine where no cgroup counts
+    them; None where the kernel does not say. Its rise while an engine died of SIGKILL tells
+    running out of memory from a kill by hand."""
+    for counter in _oom_counters():
+        try:
+            lines = counter.read_text(encoding="ascii").splitlines()
+        except OSError:
+            continue
+        for line in lines:
+            name, _, value = line.partition(" ")
+            if name == "oom_kill":
+                return int(value)
+    return None
+
+
+def _oom_counters() -> list[Path]:
+    """The files that count OOM kills, the narrowest first: the memory cgroup's (v2 or v1),
+    then the machine's."""
+    try:
+        entries = Path("/proc/self/cgroup").read_text(encoding="ascii").splitlines()
+    except OSError:
+        entries = []
+    root, counters = Path("/sys/fs/cgroup"), []
+    for entry in entries:
+        _, controllers, path = entry.split(":", 2)
+        if not controllers:
+            counters.append(root / path.lstrip("/") / "memory.events")
+        elif "memory" in controllers.split(","):
+            counters.append(root / "memory" / path.lstrip("/") / "memory.oom_control")
+    return [*counters, Path("/proc/vmstat")]
 
 
 class WarmEngine:
@@ -227,6 +270,7 @@ class EngineProcess:
         self._peers_checked = not name_missing_peers
         self._last_step: int | None = None
         self._last_loss: float | None = None
+        self._oom_kills_at_start: int | None = None
 
     def start(self) -> None:
         """Writes the project into the run folder and starts the engine."""
@@ -267,6 +311,7 @@ class EngineProcess:
         )
         warm, self._warm = self._warm, None
         self._started_at = time.monotonic()
+        self._oom_kills_at_start = oom_kill_count()
         if warm is not None and warm.hand_over(job, self._folder_lock):
             self._process, self._queue, self._stop_event = warm.process, warm.queue, warm.stop_event
             return
@@ -452,6 +497,9 @@ class EngineProcess:
         self._process.join(1)
         code = self._process.exitcode
         reason = describe_exit(code)
+        out_of_memory = self._killed_by_oom(code)
+        if out_of_memory:
+            reason = OUT_OF_MEMORY
         last_lines: list[str] = []
         last_step = self._last_step
         if self.run_dir is not None and last_step is None:
@@ -484,7 +532,16 @@ class EngineProcess:
             last_step=last_step,
             exit_code=code,
             task=self.task,
+            known=out_of_memory,  # the log's last lines say nothing about it
         )
+
+    def _killed_by_oom(self, code: int | None) -> bool:
+        """Killed by the out-of-memory killer: SIGKILL, not asked for, and the kernel's
+        count of its kills rose while this engine ran."""
+        if code != -signal.SIGKILL or self._killed_on_request:
+            return False
+        before, now = self._oom_kills_at_start, oom_kill_count()
+        return before is not None and now is not None and now > before
 
     def messages(self) -> Iterator[Message]:
         """Every message until the terminal one, blocking: the CLI's way of listening."""

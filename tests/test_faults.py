@@ -60,6 +60,43 @@ def test_sigterm_stops_with_a_checkpoint_that_resumes(tmp_path) -> None:
     assert engine.exit_code == 0
 
 
+def test_an_engine_out_of_memory_fails_the_run_with_one_line_saying_so(tmp_path) -> None:
+    """The kernel kills an engine that outgrows its memory (here a 150 MiB cgroup limit: it
+    dies loading TensorFlow): one line says so and what to do, and the status file records
+    it; the last lines of TensorFlow's start-up log, which say nothing about it, stay out."""
+    from distloop.engine.process import OUT_OF_MEMORY
+
+    group = Path("/sys/fs/cgroup/memory") / f"distloop_test_{os.getpid()}"
+    try:
+        group.mkdir()
+    except OSError:
+        pytest.skip("needs a writable cgroup v1 memory controller (root)")
+    try:
+        for key in ("memory.limit_in_bytes", "memory.memsw.limit_in_bytes"):
+            if (group / key).exists():
+                (group / key).write_text(str(150 * 2**20))
+        join = ["sh", "-c", 'echo $$ > "$0" && exec "$@"', str(group / "cgroup.procs")]
+        command = [sys.executable, "-m", "distloop.gui.launcher", "run", "--example", "seed"]
+        result = subprocess.run(  # the shell joins the group, then becomes `distloop run`
+            [*join, *command, "--out", str(tmp_path / "run")],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+    finally:
+        for _ in range(50):  # the kernel takes a moment to let the group go
+            try:
+                group.rmdir()
+                break
+            except OSError:
+                time.sleep(0.1)
+    assert result.returncode == 1
+    last = result.stderr.splitlines()[-1]
+    assert last == f"distloop: the run failed: EngineDied: {OUT_OF_MEMORY}"
+    assert read_status(tmp_path / "run")["error"] == OUT_OF_MEMORY
+
+
 def test_engine_exits_when_its_parent_dies(tmp_path) -> None:
     """The GUI killed with SIGKILL: its engine notices and exits within a few seconds."""
     script = tmp_path / "parent.py"
