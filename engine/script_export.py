@@ -4,21 +4,34 @@ The script is what a user would write by hand from the reference guide, with the
 project's settings filled in: the strategy, TF_CONFIG handling, the model, the
 data, the ``train_step`` / ``distributed_train_step`` pair and the loop, printing
 ``step=<n> loss=<value>`` like ``distloop run``. It needs TensorFlow and numpy,
-not Distloop: synthetic data generators are copied in from ``engine.synthetic``
-(their source, so the examples are the same ones), and every seed is the one
-the engine uses, so the script's loss trace equals the engine's.
+not Distloop, and every seed is the one the engine uses, so the script's loss trace
+equals the engine's.
+
+Every data source is exported. Where the engine's data code is what makes the trace
+equal (synthetic generators, folder listing, the evaluation split's choice, image
+decoding and augmentation, text vectorization, TFRecord parsing), the script gets that
+code's source, not a second version written here: from TensorFlow-free modules with
+``inspect``, from ``engine/tf`` modules by reading the file (:func:`_engine_tf_source`).
+CSV and .npz files the engine streams (``data.stream``) are loaded whole: the same
+examples in the same order. An evaluation split holds out the examples the engine
+holds out; the script does not evaluate them (evaluation does not change training),
+nor does it evaluate a separate source.
 
 Fused steps (``steps_per_execution``) are left out on purpose: they change speed,
-not the trace, and the one-call-per-step loop is the guide's form. Evaluation on a
-separate source is left out too (it does not change training); projects with
-custom step code or an evaluation split are refused with the reason.
+not the trace, and the one-call-per-step loop is the guide's form. Image files the
+engine skips as unreadable (``on_bad_file: skip``) are not checked by the script: one
+that cannot be decoded fails it, as its comment says. Projects with custom step code
+or a parameter-server strategy are refused with the reason.
 """
 
 from __future__ import annotations
 
+import ast
 import inspect
 import json
-import textwrap
+import re
+from collections.abc import Callable
+from pathlib import Path
 
 from . import __version__
 from .config import (
@@ -49,10 +62,11 @@ from .config import (
     TextFolderData,
     TFRecordData,
     image_channels,
+    split_counts,
 )
-from .datasets import IMAGE_EXTENSIONS, list_class_files
+from .datasets import IMAGE_EXTENSIONS, TEXT_EXTENSIONS, list_class_files
 from .model_shapes import BACKBONES
-from .synthetic import make_classification, make_regression
+from .synthetic import held_out, make_classification, make_regression
 from .tf_config import TF_CONFIG_VAR
 
 
@@ -72,26 +86,6 @@ def render_script(project: Project) -> str:
             "the project runs custom step code from "
             f"{project.custom_code.path}; a standalone script cannot contain it"
         )
-    if isinstance(project.data, TextFolderData):
-        raise ExportError(
-            "text_folder data needs its TextVectorization vocabulary, learned by the run; "
-            "export is for the other data sources"
-        )
-    if isinstance(project.data, TFRecordData):
-        raise ExportError(
-            "tfrecord data is parsed by Distloop's own pipeline; export is for the other "
-            "data sources"
-        )
-    if isinstance(project.data, ImageFolderData) and project.data.augments:
-        raise ExportError(
-            "image augmentation (data.flip, data.rotation, data.crop) is Distloop's own "
-            "seeded pipeline; turn it off to export the run as a script"
-        )
-    if project.evaluation is not None and project.evaluation.split is not None:
-        raise ExportError(
-            "evaluation.split holds training examples out, which the script does not do; "
-            "use a separate evaluation source (the script then trains the same way)"
-        )
     sections = [
         _header(project),
         _strategy(project),
@@ -104,20 +98,25 @@ def render_script(project: Project) -> str:
 
 
 def _header(project: Project) -> str:
-    imports = "import numpy as np\nimport tensorflow as tf"
-    if isinstance(project.data, ImageFolderData):
-        imports = "import os\n\n" + imports
+    data = project.data
+    standard = {
+        "math": isinstance(data, ImageFolderData) and data.augments,
+        "os": isinstance(data, ImageFolderData | TextFolderData) or project.tf_config is not None,
+    }
+    imports = "".join(f"import {name}\n" for name, used in standard.items() if used)
+    imports += "\n" if imports else ""
+    imports += "import numpy as np\nimport tensorflow as tf"
     if project.tf_config is not None:
-        imports = f"""import os
-
-import numpy as np
-
+        imports = imports.replace(
+            "import tensorflow as tf",
+            f"""
 # Every task of the cluster runs this script with its own TF_CONFIG. When none is
 # set, the project's (task {project.tf_config.task}) is used. It must be set before
 # TensorFlow starts.
 os.environ.setdefault("{TF_CONFIG_VAR}", {project.tf_config.to_env()!r})
 
-import tensorflow as tf  # noqa: E402"""
+import tensorflow as tf  # noqa: E402""",
+        )
     return f'''#!/usr/bin/env python3
 """{project.name}: a custom training loop with tf.distribute.
 
@@ -393,61 +392,26 @@ loss_object = tf.keras.losses.{loss_class}({", ".join(loss_args)})"""
 
 
 def _data(project: Project) -> str:
-    data, model, loss, training = project.data, project.model, project.loss, project.training
+    data, training = project.data, project.training
     lines = ["# --- data --------------------------------------------------------------------"]
     lines.append(f"GLOBAL_BATCH_SIZE = {data.global_batch_size}")
-    decode = isinstance(data, ImageFolderData)
+    decode = isinstance(data, ImageFolderData | TextFolderData)
     if isinstance(data, ImageFolderData):
         lines += _image_folder_lines(data, project)
+    elif isinstance(data, TextFolderData):
+        lines += _text_folder_lines(data, project)
+    elif isinstance(data, TFRecordData):
+        lines += _tfrecord_lines(data, project)
     elif isinstance(data, ConstantData):
-        label_type = "np.int32" if loss.kind == "sparse_categorical_crossentropy" else "np.float32"
-        lines += [
-            f"features = np.asarray({data.features!r}, np.float32).reshape("
-            f"{list(model.input_shape)!r})",
-            f"labels = np.asarray({data.labels!r}, {label_type})",
-            f"dataset = tf.data.Dataset.from_tensors((features, labels)).repeat({data.examples})",
-        ]
+        lines += _constant_lines(data, project)
     else:
-        if isinstance(data, SyntheticClassification):
-            lines += [
-                "",
-                textwrap.dedent(inspect.getsource(make_classification)),
-                f"x, y = make_classification({data.examples}, {list(model.input_shape)!r}, "
-                f"{data.num_classes}, {data.noise!r}, {data.seed}, {loss.kind!r})",
-            ]
-        elif isinstance(data, SyntheticRegression):
-            lines += [
-                "",
-                textwrap.dedent(inspect.getsource(make_regression)),
-                f"x, y = make_regression({data.examples}, {list(model.input_shape)!r}, "
-                f"{model.output_units}, {data.noise!r}, {data.seed})",
-            ]
-        elif isinstance(data, NumpyData):
-            lines += [
-                f"with np.load({data.path!r}) as arrays:",
-                f"    x, y = arrays[{data.features_key!r}], arrays[{data.labels_key!r}]",
-            ]
-        elif isinstance(data, CsvData):
-            lines += [
-                f"with open({data.path!r}, encoding='utf-8') as handle:",
-                "    header = handle.readline().strip().split(',')",
-                f"table = np.loadtxt({data.path!r}, delimiter=',', skiprows=1, ndmin=2)",
-                "table = table.astype(np.float32)",
-                f"label_at = header.index({data.label_column!r})",
-                "x = np.delete(table, label_at, axis=1)",
-                "y = table[:, label_at:label_at + 1]",
-            ]
-        lines += [
-            f"x = x.reshape(len(x), *{list(model.input_shape)!r}).astype(np.float32)",
-            "y = y.astype(np.int32) if y.dtype.kind in 'iu' else y.astype(np.float32)",
-            "dataset = tf.data.Dataset.from_tensor_slices((x, y))",
-        ]
+        lines += _array_lines(project)
     if data.shuffle_buffer:
         lines.append(
             f"dataset = dataset.shuffle({data.shuffle_buffer}, seed={training.seed}, "
             "reshuffle_each_iteration=True)"
         )
-    if decode:  # after the shuffle: the shuffle buffer holds file names, not images
+    if decode:  # after the shuffle: the shuffle buffer holds file names, not examples
         lines.append("dataset = dataset.map(load_example, num_parallel_calls=tf.data.AUTOTUNE)")
     lines.append(
         f"dataset = dataset.batch(GLOBAL_BATCH_SIZE, drop_remainder={data.drop_remainder!r})"
@@ -457,50 +421,242 @@ def _data(project: Project) -> str:
         if training.steps is not None
         else f"dataset = dataset.repeat({training.epochs})  # {training.epochs} epoch(s)"
     )
+    if isinstance(data, ImageFolderData) and data.augments:
+        lines += _augmentation_lines(data, training.seed)
     lines += [
         "options = tf.data.Options()",
         "options.deterministic = True",
         "dataset = dataset.with_options(options).prefetch(tf.data.AUTOTUNE)",
         "dist_dataset = strategy.experimental_distribute_dataset(dataset)",
     ]
-    return "\n".join(lines)
+    return re.sub(r"\n{4,}", "\n\n\n", "\n".join(lines))  # at most two blank lines
+
+
+def _engine_tf_source(module: str, *names: str) -> str:
+    """The source of functions and constants of ``engine/tf/<module>.py``, read from the file.
+
+    Those modules import TensorFlow, and this one must not (the window imports it), so
+    ``inspect`` cannot reach them; a copy written out here would be a second definition
+    that drifts from what the engine runs. The file is read instead, and ``ast`` finds
+    each definition (without its decorators: caching is the engine's business).
+    """
+    text = (Path(__file__).with_name("tf") / f"{module}.py").read_text(encoding="utf-8")
+    found: dict[str, str] = {}
+    for node in ast.parse(text).body:
+        if isinstance(node, ast.FunctionDef):
+            name = node.name
+        elif isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name):
+            name = node.targets[0].id
+        else:
+            continue
+        if name in names:
+            found[name] = ast.get_source_segment(text, node) or ""
+    return "\n\n\n".join(found[name] for name in names)
+
+
+def _source(*functions: Callable[..., object]) -> list[str]:
+    """Functions of TensorFlow-free engine modules, as the script's lines."""
+    return _definitions("\n\n\n".join(inspect.getsource(f).strip() for f in functions))
+
+
+def _definitions(text: str) -> list[str]:
+    """Top-level definitions as lines of the script, with two blank lines around them."""
+    return ["", "", text, "", ""]
+
+
+def _split_of(project: Project) -> float | None:
+    return project.evaluation.split if project.evaluation is not None else None
+
+
+def _held_out_lines(split: float, count: str, seed: int) -> list[str]:
+    """The held_out function and the line that picks the held-out examples of ``count``."""
+    return [
+        *_source(split_counts, held_out),
+        "",
+        f"# evaluation.split: Distloop holds these {split:g} of the examples out to evaluate",
+        "# on; training keeps the rest, in their order.",
+        f"held = held_out({count}, {split!r}, {seed})",
+    ]
+
+
+def _constant_lines(data: ConstantData, project: Project) -> list[str]:
+    model, loss = project.model, project.loss
+    label_type = "np.int32" if loss.kind == "sparse_categorical_crossentropy" else "np.float32"
+    return [
+        f"features = np.asarray({data.features!r}, np.float32).reshape("
+        f"{list(model.input_shape)!r})",
+        f"labels = np.asarray({data.labels!r}, {label_type})",
+        f"dataset = tf.data.Dataset.from_tensors((features, labels)).repeat({data.examples})",
+    ]
+
+
+def _array_lines(project: Project) -> list[str]:
+    """Synthetic examples made as the engine makes them, or a file's loaded into memory."""
+    data, model, loss = project.data, project.model, project.loss
+    lines: list[str] = []
+    if isinstance(data, SyntheticClassification):
+        lines += [
+            *_source(make_classification),
+            f"x, y = make_classification({data.examples}, {list(model.input_shape)!r}, "
+            f"{data.num_classes}, {data.noise!r}, {data.seed}, {loss.kind!r})",
+        ]
+    elif isinstance(data, SyntheticRegression):
+        lines += [
+            *_source(make_regression),
+            f"x, y = make_regression({data.examples}, {list(model.input_shape)!r}, "
+            f"{model.output_units}, {data.noise!r}, {data.seed})",
+        ]
+    elif isinstance(data, NumpyData | CsvData) and data.stream:
+        lines.append(
+            "# Distloop streams this file (data.stream); loading it whole gives the same "
+            "examples in the same order."
+        )
+    if isinstance(data, NumpyData):
+        lines += [
+            f"with np.load({data.path!r}) as arrays:",
+            f"    x, y = arrays[{data.features_key!r}], arrays[{data.labels_key!r}]",
+        ]
+    elif isinstance(data, CsvData):
+        lines += [
+            f"with open({data.path!r}, encoding='utf-8') as handle:",
+            "    header = handle.readline().strip().split(',')",
+            f"table = np.loadtxt({data.path!r}, delimiter=',', skiprows=1, ndmin=2)",
+            "table = table.astype(np.float32)",
+            f"label_at = header.index({data.label_column!r})",
+            "x = np.delete(table, label_at, axis=1)",
+            "y = table[:, label_at:label_at + 1]",
+        ]
+    lines += [
+        f"x = x.reshape(len(x), *{list(model.input_shape)!r}).astype(np.float32)",
+        "y = y.astype(np.int32) if y.dtype.kind in 'iu' else y.astype(np.float32)",
+    ]
+    split = _split_of(project)
+    if split is not None:
+        lines += [*_held_out_lines(split, "len(x)", project.training.seed)]
+        lines.append("x, y = x[~held], y[~held]")
+    lines.append("dataset = tf.data.Dataset.from_tensor_slices((x, y))")
+    return lines
+
+
+def _folder_lines(
+    data: ImageFolderData | TextFolderData, project: Project, extensions: tuple[str, ...]
+) -> list[str]:
+    """The folder's files and labels listed as the engine lists them, less a split's."""
+    lines = [
+        *_source(list_class_files),
+        f"classes, files, labels, _ = list_class_files({data.path!r}, {extensions!r})",
+        "print('classes:', ', '.join(classes))",
+    ]
+    if isinstance(data, ImageFolderData) and data.on_bad_file == "skip":
+        lines += [
+            "# Distloop leaves out images it cannot decode (data.on_bad_file: skip); this",
+            "# script does not look for them first: a damaged image fails it. Remove those",
+            "# files (the run's log names them) to train on the same images.",
+        ]
+    split = _split_of(project)
+    if split is not None:
+        lines += [
+            *_held_out_lines(split, "len(files)", project.training.seed),
+            "files = [file for file, out in zip(files, held) if not out]",
+            "labels = [label for label, out in zip(labels, held) if not out]",
+        ]
+    return lines
+
+
+def _label(project: Project) -> str:
+    """The call that makes a class number what the loss takes (``encode_label``)."""
+    return f"encode_label(label, {project.loss.kind!r}, {project.model.output_units})"
 
 
 def _image_folder_lines(data: ImageFolderData, project: Project) -> list[str]:
-    """The folder's files listed as the engine lists them, decoded as the engine decodes."""
+    """The folder's images, decoded as the engine decodes them for training."""
     height, width = project.model.input_shape[:2]
     channels = image_channels(data, project.model)
-    loss, units = project.loss.kind, project.model.output_units
-    if loss == "sparse_categorical_crossentropy":
-        label = "label"
-    elif loss == "binary_crossentropy":
-        label = "tf.reshape(tf.cast(label, tf.float32), (1,))"
-    else:
-        label = f"tf.one_hot(label, {units}, dtype=tf.float32)"
-    skip = (
-        "# Distloop skips unreadable images (data.on_bad_file: skip); here they fail the run."
-        if data.on_bad_file == "skip"
-        else ""
-    )
     return [
-        "",
-        textwrap.dedent(inspect.getsource(list_class_files)),
-        f"classes, files, labels, _ = list_class_files({data.path!r}, {IMAGE_EXTENSIONS!r})",
-        "print('classes:', ', '.join(classes))",
-        skip,
-        "",
-        "",
+        *_folder_lines(data, project, IMAGE_EXTENSIONS),
+        *_definitions(_engine_tf_source("image_data", "decode_pixels", "scale", "encode_label")),
         "def load_example(path, label):",
         f'    """Decoded, resized to {height}x{width}, {channels} channel(s), scaled to [0, 1]."""',
-        f"    image = tf.io.decode_image(tf.io.read_file(path), channels={channels}, "
-        "expand_animations=False)",
-        f"    image = tf.image.resize(image, ({height}, {width})) / 255.0",
-        f"    image.set_shape(({height}, {width}, {channels}))",
-        f"    return image, {label}",
+        "    # Resizing an image that already has the model's size leaves every pixel as it is.",
+        f"    image = scale(decode_pixels(tf.io.read_file(path), {height}, {width}, {channels}))",
+        f"    return image, {_label(project)}",
         "",
         "",
         "dataset = tf.data.Dataset.from_tensor_slices((files, np.asarray(labels, np.int32)))",
     ]
+
+
+def _augmentation_lines(data: ImageFolderData, seed: int) -> list[str]:
+    return [
+        *_definitions(_engine_tf_source("image_data", "augment_images", "_rotate", "_crop")),
+        "def augment(step, batch):",
+        '    """Training batches only; the draw depends on the seed and the batch number."""',
+        "    images, labels = batch",
+        f"    images = augment_images(images, step, {seed}, flip={data.flip!r}, "
+        f"rotation={data.rotation!r}, crop={data.crop!r})",
+        "    return images, labels",
+        "",
+        "",
+        "# Batches numbered from 0 across epochs: the number seeds the batch's augmentation.",
+        "dataset = dataset.enumerate().map(augment, num_parallel_calls=tf.data.AUTOTUNE)",
+    ]
+
+
+def _text_folder_lines(data: TextFolderData, project: Project) -> list[str]:
+    """The folder's texts as word numbers, with a vocabulary learned from the training files."""
+    length = data.sequence_length
+    return [
+        *_folder_lines(data, project, TEXT_EXTENSIONS),
+        *_definitions(
+            _engine_tf_source("text_data", "ADAPT_BATCH", "adapt_vectorizer", "read_words")
+        ),
+        *_definitions(_engine_tf_source("image_data", "encode_label")),
+        "# The vocabulary comes from the training files only, never from held-out ones.",
+        f"vectorize = adapt_vectorizer(tuple(files), {data.vocabulary_size}, {length})",
+        "",
+        "",
+        "def load_example(path, label):",
+        f'    """The file\'s first {length} word numbers (0 pads, 1 is an unknown word)."""',
+        f"    return read_words(vectorize, path, {length}), {_label(project)}",
+        "",
+        "",
+        "dataset = tf.data.Dataset.from_tensor_slices((files, np.asarray(labels, np.int32)))",
+    ]
+
+
+def _tfrecord_lines(data: TFRecordData, project: Project) -> list[str]:
+    """The records, parsed by the project's feature spec as the engine parses them."""
+    spec = "".join(
+        f"    {feature.name!r}: tf.io.FixedLenFeature({feature.shape!r}, tf.{feature.dtype}),\n"
+        for feature in data.features
+    )
+    inputs = [feature.name for feature in data.features if feature.name != data.label]
+    sparse = project.loss.kind == "sparse_categorical_crossentropy"
+    compression = "" if data.compression == "none" else data.compression
+    lines = [
+        *_definitions(_engine_tf_source("tfrecord_data", "parse_record")),
+        f"FEATURES = {{\n{spec}}}",
+        f"files = sorted(tf.io.gfile.glob({data.path!r}))",
+        f"records = tf.data.TFRecordDataset(files, compression_type={compression!r})",
+        "dataset = records.map(",
+        f"    lambda record: parse_record(record, FEATURES, {inputs!r}, {data.label!r}, "
+        f"{list(project.model.input_shape)!r}, {sparse!r}),",
+        "    num_parallel_calls=tf.data.AUTOTUNE,",
+        ")",
+    ]
+    split = _split_of(project)
+    if split is not None:
+        lines += [
+            "examples = int(dataset.reduce(tf.constant(0, tf.int64), lambda count, _: count + 1))",
+            *_held_out_lines(split, "examples", project.training.seed),
+            "keep = tf.constant(~held)",
+            "dataset = (",
+            "    dataset.enumerate()",
+            "    .filter(lambda number, _: tf.gather(keep, number))",
+            "    .map(lambda _, example: example)",
+            ")",
+        ]
+    return lines
 
 
 def _step(project: Project) -> str:

@@ -21,6 +21,7 @@ from .config import (
     NumpyData,
     SyntheticClassification,
     SyntheticRegression,
+    split_counts,
 )
 
 
@@ -82,6 +83,17 @@ def make_regression(
     teacher /= np.sqrt(flat.shape[1])
     y = flat @ teacher + noise * rng.standard_normal((examples, outputs))
     return x, y.astype(np.float32)
+
+
+# numpy and split_counts only, for the same reason: an exported script holds out the
+# examples the engine holds out.
+def held_out(examples: int, split: float, seed: int) -> np.ndarray:
+    """Which of ``examples`` an evaluation split holds out: a seeded random choice, so the
+    same project holds out the same examples in every run."""
+    _, held_count = split_counts(examples, split)
+    held = np.zeros(examples, dtype=bool)
+    held[np.random.default_rng(seed).permutation(examples)[:held_count]] = True
+    return held
 
 
 def numpy_arrays(

@@ -8,6 +8,7 @@ import sys
 
 import numpy as np
 import pytest
+from data_folders import write_image_folder
 from distloop.engine.config import load_project_data
 from distloop.engine.examples import example_text
 from distloop.engine.script_export import ExportError, render_script
@@ -24,6 +25,7 @@ def run_script(path) -> tuple[list[int], np.ndarray]:
 
 
 def regression_on_csv(tmp_path) -> dict:
+    """Streamed by the engine, loaded by the script; a fifth of the rows held out."""
     rng = np.random.default_rng(4)
     x = rng.standard_normal((120, 3)).astype(np.float32)
     y = x @ np.array([[0.5], [-1.0], [2.0]], np.float32)
@@ -36,7 +38,9 @@ def regression_on_csv(tmp_path) -> dict:
         "label_column": "y",
         "global_batch_size": 25,
         "shuffle_buffer": 50,
+        "stream": True,
     }
+    data["evaluation"] = {"every": 100, "split": 0.2}  # the script holds out the same rows
     data["training"] = {"epochs": 2, "seed": 1}
     return data
 
@@ -124,12 +128,169 @@ def test_cli_writes_the_script(tmp_path) -> None:
     compile(out.read_text(), str(out), "exec")
 
 
-def test_custom_code_and_evaluation_split_are_refused() -> None:
-    data = example_data("regression")
-    data["evaluation"] = {"every": 10, "split": 0.1}
-    with pytest.raises(ExportError, match="split"):
-        render_script(load_project_data(data))
+def test_custom_code_is_refused() -> None:
     data = example_data()
     data["custom_code"] = {"path": "/tmp/step.py"}
     with pytest.raises(ExportError, match="custom step code"):
         render_script(load_project_data(data))
+
+
+# --- file sources: text and image folders, TFRecord files ------------------------------
+
+WRITE_RECORDS = """
+import numpy as np
+import tensorflow as tf
+
+rng = np.random.default_rng(5)
+x = rng.standard_normal((30, 3)).astype(np.float32)
+y = rng.integers(0, 3, 30)
+for part in range(2):
+    with tf.io.TFRecordWriter(f"part-{part}.tfrecord.gz", "GZIP") as writer:
+        for at in range(part * 15, part * 15 + 15):
+            feature = {
+                "a": tf.train.Feature(float_list=tf.train.FloatList(value=x[at, :2])),
+                "label": tf.train.Feature(int64_list=tf.train.Int64List(value=[y[at]])),
+                "b": tf.train.Feature(int64_list=tf.train.Int64List(value=[int(x[at, 2] * 9)])),
+            }
+            example = tf.train.Example(features=tf.train.Features(feature=feature))
+            writer.write(example.SerializeToString())
+"""
+"""Two GZIP files of records whose features (a float pair, an int64) are joined in spec
+order; run in the scripts' process (writing records takes TensorFlow)."""
+
+RUN_SCRIPTS = """
+import runpy, sys
+
+for path in sys.argv[1:]:
+    print("script=" + path, flush=True)
+    runpy.run_path(path, run_name="__main__")
+"""
+"""One process runs the scripts one after another: TensorFlow starts once, not per script."""
+
+
+def file_source_projects(tmp_path) -> dict[str, dict]:
+    """Tiny text, TFRecord and augmented image projects, each with an evaluation split."""
+    texts = {
+        "en": ["the cat sat on the mat", "the dog ran home", "a cat and a dog", "my dog is old"],
+        "fr": ["le chat est noir", "le chien court vite", "un chat et un chien", "la fin"],
+    }
+    for name, lines in texts.items():
+        (tmp_path / "texts" / name).mkdir(parents=True)
+        for index, line in enumerate(lines):
+            (tmp_path / "texts" / name / f"{index}.txt").write_text(line)
+    common = {"schema_version": 1, "evaluation": {"every": 100, "split": 0.2}}
+    text = {
+        **common,
+        "model": {
+            "input_shape": [6],
+            "layers": [
+                {"kind": "embedding", "input_dim": 30, "output_dim": 4},
+                {"kind": "global_average_pooling1d"},
+                {"kind": "dense", "units": 2},
+            ],
+        },
+        "optimizer": {"kind": "adam", "learning_rate": 0.05},
+        "loss": {"kind": "categorical_crossentropy", "from_logits": True},
+        "data": {
+            "source": "text_folder",
+            "path": str(tmp_path / "texts"),
+            "sequence_length": 6,
+            "vocabulary_size": 30,
+            "global_batch_size": 3,
+            "shuffle_buffer": 8,
+        },
+        "training": {"steps": 6, "seed": 2},
+    }
+    records = {
+        **common,
+        "model": {"input_shape": [3], "layers": [{"kind": "dense", "units": 3}]},
+        "optimizer": {"kind": "sgd", "learning_rate": 0.1},
+        "loss": {"kind": "sparse_categorical_crossentropy", "from_logits": True},
+        "data": {
+            "source": "tfrecord",
+            "path": str(tmp_path / "part-*.tfrecord.gz"),
+            "compression": "GZIP",
+            "features": [
+                {"name": "a", "shape": [2]},
+                {"name": "label", "dtype": "int64"},
+                {"name": "b", "dtype": "int64"},
+            ],
+            "label": "label",
+            "global_batch_size": 6,
+            "shuffle_buffer": 12,
+        },
+        "training": {"steps": 6, "seed": 3},
+    }
+    # 8x8 images for an 8x8 model: the engine skips the resize and scales uint8 batches.
+    folder = write_image_folder(tmp_path / "shapes", per_class=5, size=8)
+    images = {
+        **common,
+        "model": {
+            "input_shape": [8, 8, 1],
+            "layers": [
+                {"kind": "dense", "units": 16, "activation": "relu"},
+                {"kind": "dense", "units": 3},
+            ],
+        },
+        "optimizer": {"kind": "adam", "learning_rate": 0.02},
+        "loss": {"kind": "sparse_categorical_crossentropy", "from_logits": True},
+        "data": {
+            "source": "image_folder",
+            "path": str(folder),
+            "global_batch_size": 4,
+            "shuffle_buffer": 12,
+            "flip": True,
+            "rotation": 20.0,
+            "crop": 0.2,
+            "on_bad_file": "skip",
+        },
+        "training": {"steps": 6, "seed": 1},
+    }
+    plain = json.loads(json.dumps(images))
+    plain["data"].update(flip=False, rotation=0.0, crop=0.0)
+    return {"text": text, "tfrecord": records, "augmented": images, "plain": plain}
+
+
+@pytest.mark.slow
+def test_exported_scripts_of_file_sources_give_the_engines_loss_trace(tmp_path) -> None:
+    projects = {
+        name: load_project_data(data) for name, data in file_source_projects(tmp_path).items()
+    }
+    (tmp_path / "write_records.py").write_text(WRITE_RECORDS)
+    paths = [tmp_path / "write_records.py"]
+    for name, project in projects.items():
+        paths.append(tmp_path / f"{name}.py")
+        paths[-1].write_text(render_script(project))
+    result = subprocess.run(
+        [sys.executable, "-c", RUN_SCRIPTS, *map(str, paths)],
+        capture_output=True,
+        text=True,
+        timeout=240,
+        check=True,
+        cwd=tmp_path,
+    )
+    traces: dict[str, list[float]] = {}
+    for line in result.stdout.splitlines():
+        if line.startswith("script="):
+            trace = traces.setdefault(line.split("/")[-1].removesuffix(".py"), [])
+        elif line.startswith("step="):
+            trace.append(float(line.split()[1].removeprefix("loss=")))
+    assert len(traces["plain"]) == 6
+    # Augmentation changes what trains: the test would see a script that ignored it.
+    assert not np.allclose(traces["augmented"], traces["plain"], rtol=1e-3)
+    for name in ("text", "tfrecord", "augmented"):
+        engine = run_engine(projects[name], None)
+        assert engine["steps"] == [1, 2, 3, 4, 5, 6], name
+        np.testing.assert_allclose(traces[name], engine["losses"], rtol=1e-5, err_msg=name)
+
+
+def test_file_source_scripts_are_standalone_and_hold_the_split_out(tmp_path) -> None:
+    for name, data in file_source_projects(tmp_path).items():
+        text = render_script(load_project_data(data))
+        code = text.split('"""', 2)[2].split("# The Distloop project")[0]
+        assert "import distloop" not in code and "from distloop" not in code, name
+        assert "held = held_out(" in code, name
+        compile(text, f"{name}.py", "exec")
+    augmented = render_script(load_project_data(file_source_projects(tmp_path / "b")["augmented"]))
+    assert "def augment_images(" in augmented and "import math" in augmented
+    assert "a damaged image fails it" in augmented

@@ -225,13 +225,6 @@ def test_tfrecord_spec_checks_before_a_run() -> None:
     ]
 
 
-def test_tfrecord_projects_are_not_exported_as_scripts() -> None:
-    from distloop.engine.script_export import ExportError, render_script
-
-    with pytest.raises(ExportError, match="tfrecord data is parsed by Distloop's own pipeline"):
-        render_script(load_project_data(_project(_tfrecord(Path("r.tfrecord")))))
-
-
 def test_a_streamed_csv_names_its_first_bad_row_before_the_run(tmp_path: Path) -> None:
     """TensorFlow's CSV parser names no line; the run would fail inside its step."""
     from distloop.engine.tf.data import build_training_data

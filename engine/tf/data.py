@@ -41,6 +41,7 @@ from ..synthetic import (
     DataError,
     classification_arrays,
     csv_arrays,
+    held_out,
     numpy_arrays,
     regression_arrays,
 )
@@ -218,9 +219,7 @@ def _held_out(examples: int, project: Project) -> np.ndarray:
             f"evaluation.split: holding out {held_count} of {examples} example(s) leaves none "
             "to train on"
         )
-    held = np.zeros(examples, dtype=bool)
-    held[np.random.default_rng(project.training.seed).permutation(examples)[:held_count]] = True
-    return held
+    return held_out(examples, project.evaluation.split, project.training.seed)
 
 
 def _examples(project: Project) -> _Examples:

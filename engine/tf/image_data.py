@@ -226,11 +226,17 @@ def scale_batch(pixels: tf.Tensor, labels: tf.Tensor) -> tuple[tf.Tensor, tf.Ten
 def label_encoder(project: Project) -> Callable[[tf.Tensor], tf.Tensor]:
     """Class numbers as the loss takes them, as the synthetic classification data has them."""
     kind, units = project.loss.kind, project.model.output_units
-    if kind == "sparse_categorical_crossentropy":
-        return lambda label: label
-    if kind == "binary_crossentropy":
-        return lambda label: tf.reshape(tf.cast(label, tf.float32), (1,))
-    return lambda label: tf.one_hot(label, units, dtype=tf.float32)
+    return lambda label: encode_label(label, kind, units)
+
+
+def encode_label(label: tf.Tensor, loss: str, classes: int) -> tf.Tensor:
+    """A class number as ``loss`` takes it: the number itself for sparse crossentropy, one
+    float for binary crossentropy, a one-hot row of ``classes`` for the others."""
+    if loss == "sparse_categorical_crossentropy":
+        return label
+    if loss == "binary_crossentropy":
+        return tf.reshape(tf.cast(label, tf.float32), (1,))
+    return tf.one_hot(label, classes, dtype=tf.float32)
 
 
 def load_image_for_model(image: str | Path | bytes, project: Project) -> np.ndarray:
@@ -264,26 +270,35 @@ def augment_batch(
     data: ImageFolderData, seed: int
 ) -> Callable[[tf.Tensor, tuple[tf.Tensor, tf.Tensor]], tuple[tf.Tensor, tf.Tensor]]:
     """The map function that augments global batch number ``step`` (flip, rotate, crop)."""
-    max_angle = math.radians(data.rotation)
 
     def augment(step: tf.Tensor, batch: tuple[tf.Tensor, tf.Tensor]) -> tuple[tf.Tensor, tf.Tensor]:
         images, labels = batch
-
-        def seed_for(op: int) -> tf.Tensor:  # one stream per step and operation
-            return tf.stack([tf.constant(seed, tf.int64), step * 3 + op])
-
-        if data.flip:
-            images = tf.image.stateless_random_flip_left_right(images, seed=seed_for(0))
-        if max_angle > 0:
-            angles = tf.random.stateless_uniform(
-                tf.shape(images)[:1], seed=seed_for(1), minval=-max_angle, maxval=max_angle
-            )
-            images = _rotate(images, angles)
-        if data.crop > 0:
-            images = _crop(images, data.crop, seed_for(2))
-        return images, labels
+        return augment_images(images, step, seed, data.flip, data.rotation, data.crop), labels
 
     return augment
+
+
+def augment_images(
+    images: tf.Tensor, step: tf.Tensor, seed: int, flip: bool, rotation: float, crop: float
+) -> tf.Tensor:
+    """Global batch number ``step`` flipped, rotated by up to ``rotation`` degrees and cropped
+    by up to ``crop`` per side, at random: stateless ops seeded by the run seed and the step,
+    so a resumed run draws what the first run drew for the same step."""
+
+    def seed_for(op: int) -> tf.Tensor:  # one stream per step and operation
+        return tf.stack([tf.constant(seed, tf.int64), step * 3 + op])
+
+    if flip:
+        images = tf.image.stateless_random_flip_left_right(images, seed=seed_for(0))
+    max_angle = math.radians(rotation)
+    if max_angle > 0:
+        angles = tf.random.stateless_uniform(
+            tf.shape(images)[:1], seed=seed_for(1), minval=-max_angle, maxval=max_angle
+        )
+        images = _rotate(images, angles)
+    if crop > 0:
+        images = _crop(images, crop, seed_for(2))
+    return images
 
 
 def _rotate(images: tf.Tensor, angles: tf.Tensor) -> tf.Tensor:

@@ -55,6 +55,13 @@ def _adapted(
     paths: tuple[str, ...], vocabulary_size: int, sequence_length: int
 ) -> tf.keras.layers.Layer:
     """Adapted once per run: the training and the evaluation pipelines share it."""
+    return adapt_vectorizer(paths, vocabulary_size, sequence_length)
+
+
+def adapt_vectorizer(
+    paths: tuple[str, ...], vocabulary_size: int, sequence_length: int
+) -> tf.keras.layers.Layer:
+    """A TextVectorization layer whose vocabulary is the most frequent words of the files."""
     layer = tf.keras.layers.TextVectorization(
         max_tokens=vocabulary_size, output_sequence_length=sequence_length
     )
@@ -71,10 +78,17 @@ def text_decoder(
     encode = label_encoder(project)
 
     def decode(path: tf.Tensor, label: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
-        # float32 like every other source's features: exact below 2**24, and an
-        # Embedding layer casts them back to whole numbers.
-        words = tf.cast(vectorize(tf.io.read_file(path)), tf.float32)
-        words.set_shape((data.sequence_length,))
-        return words, encode(label)
+        return read_words(vectorize, path, data.sequence_length), encode(label)
 
     return decode
+
+
+def read_words(
+    vectorize: tf.keras.layers.Layer, path: tf.Tensor, sequence_length: int
+) -> tf.Tensor:
+    """One text file as its ``sequence_length`` word numbers, float32 like every other
+    source's features: exact below 2**24, and an Embedding layer casts them back to whole
+    numbers."""
+    words = tf.cast(vectorize(tf.io.read_file(path)), tf.float32)
+    words.set_shape((sequence_length,))
+    return words

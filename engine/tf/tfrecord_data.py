@@ -119,13 +119,22 @@ def _parser(
     inputs = [feature.name for feature in data.features if feature.name != data.label]
     shape = project.model.input_shape
     sparse = project.loss.kind == "sparse_categorical_crossentropy"
+    return lambda record: parse_record(record, spec, inputs, data.label, shape, sparse)
 
-    def parse(record: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
-        parsed = tf.io.parse_single_example(record, spec)
-        flat = [tf.reshape(tf.cast(parsed[name], tf.float32), (-1,)) for name in inputs]
-        features = tf.reshape(tf.concat(flat, axis=0), shape)
-        label = parsed[data.label]
-        label = tf.cast(label, tf.int32) if sparse else tf.cast(label, tf.float32)
-        return features, label
 
-    return parse
+def parse_record(
+    record: tf.Tensor,
+    spec: dict[str, tf.io.FixedLenFeature],
+    inputs: list[str],
+    label: str,
+    shape: list[int],
+    sparse_labels: bool,
+) -> tuple[tf.Tensor, tf.Tensor]:
+    """One ``tf.train.Example`` as (features, label): the ``inputs`` features flattened and
+    joined in their order, shaped as the model's input; the label an int32 class number
+    for sparse crossentropy, else float32."""
+    parsed = tf.io.parse_single_example(record, spec)
+    flat = [tf.reshape(tf.cast(parsed[name], tf.float32), (-1,)) for name in inputs]
+    features = tf.reshape(tf.concat(flat, axis=0), shape)
+    value = parsed[label]
+    return features, tf.cast(value, tf.int32 if sparse_labels else tf.float32)
