@@ -21,7 +21,14 @@ from typing import Any
 
 from .child_main import predict_main
 from .messages import InputRefused, ModelLoaded, Predicted, parse_message
-from .run_folder import CLASSES_FILE, CONFUSION_FILE, MODEL_FILE, MODEL_RECORD_FILE, TASKS_DIR
+from .run_folder import (
+    CLASSES_FILE,
+    CONFUSION_FILE,
+    MODEL_FILE,
+    MODEL_RECORD_FILE,
+    TASKS_DIR,
+    VOCABULARY_FILE,
+)
 
 PREDICT_TIMEOUT_S = 300.0
 """TensorFlow's start takes seconds; thousands of rows take a few more."""
@@ -94,6 +101,19 @@ def class_names(folders: Sequence[Path], count: int) -> list[str]:
         ):
             return names
     return [str(index) for index in range(count)]
+
+
+def saved_vocabulary(folders: Sequence[Path]) -> list[str] | None:
+    """The text vocabulary the run trained with (``vocabulary.json``); None for a run that
+    kept none (not a text model, or saved before runs kept it)."""
+    for folder in folders:
+        try:
+            words = json.loads((folder / VOCABULARY_FILE).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if isinstance(words, list) and all(isinstance(word, str) for word in words):
+            return words
+    return None
 
 
 def read_confusion(run_dir: Path) -> dict[str, Any] | None:

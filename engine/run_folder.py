@@ -15,6 +15,9 @@ Layout (one folder per run; a cluster task gets one of its own)::
                    weights of the lowest val_loss; model.json says which step they are
     saved_model/   the same model for TF Serving, with training.export_saved_model
     confusion.json a classifier's confusion matrix on the validation data (with evaluation)
+    classes.json   the class names in label order, for data that names them (image and text
+                   folders)
+    vocabulary.json  a text folder's vocabulary (the training split's words, in number order)
     .distloop.lock locked while a run writes the folder (:class:`RunFolderLock`)
 
 The engine process writes all of it, so a run keeps its record when the GUI dies;
@@ -68,6 +71,8 @@ CONFUSION_FILE = "confusion.json"
 """A classifier's confusion matrix on the validation data, for ``model.keras``."""
 CLASSES_FILE = "classes.json"
 """The class names of the run's data, where the data has them (image folders)."""
+VOCABULARY_FILE = "vocabulary.json"
+"""A text-folder run's vocabulary: prediction turns texts into the numbers training used."""
 TASKS_DIR = "tasks"
 """A cluster run's task folders, one run folder each (``engine.cluster``)."""
 LOCK_FILE = ".distloop.lock"
@@ -479,6 +484,14 @@ def write_classes(run_dir: str | Path, classes: Sequence[str]) -> None:
     """``classes.json``: prediction (``distloop predict``, Try it) names the model's outputs
     by it, in label order; every strategy's chief writes it."""
     _rewrite(Path(run_dir) / CLASSES_FILE, json.dumps(list(classes)) + "\n")
+
+
+def write_vocabulary(run_dir: str | Path, vocabulary: Sequence[str]) -> None:
+    """``vocabulary.json``: the words a text model was trained on, in number order (0 pads,
+    1 is an unknown word). Prediction reads it instead of learning the vocabulary again from
+    the data folder, which may have changed (a file added) and would then number the words
+    differently from training, silently."""
+    _rewrite(Path(run_dir) / VOCABULARY_FILE, json.dumps([str(word) for word in vocabulary]) + "\n")
 
 
 def write_status(run_dir: str | Path, status: str, **details: Any) -> None:

@@ -444,7 +444,7 @@ def test_text_vocabulary_is_learned_from_the_training_split_only(tmp_path: Path)
     assert held_only <= {1.0}
     for words in held_words.numpy():
         assert any(
-            np.array_equal(words, load_text_for_model(path.read_text(), project))
+            np.array_equal(words, load_text_for_model(path.read_text(), project, None))
             for path in folder.glob("*/*.txt")
         )
 

@@ -206,6 +206,10 @@ def test_languages_example_learns_which_language_a_message_is_in(tmp_path: Path)
         "german",
         "spanish",
     ]
+    # The words' numbers as training gave them, for prediction (the folder may change later).
+    vocabulary = json.loads((run_dir / "vocabulary.json").read_text())
+    size = load_project(run_dir / "project.json").data.vocabulary_size
+    assert vocabulary[:2] == ["", "[UNK]"] and 100 < len(vocabulary) <= size
     steps = [line for line in result.stdout.splitlines() if line.startswith("step=")]
     losses = [float(line.split(" loss=")[1].split()[0]) for line in steps]
     assert len(losses) == load_project(run_dir / "project.json").training.steps

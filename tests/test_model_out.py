@@ -235,9 +235,14 @@ def test_the_kept_model_is_the_lowest_val_loss_and_a_resume_keeps_it_unless_beat
 def test_a_text_model_predicts_text_files_and_pasted_texts_as_training_read_them(
     tmp_path,
 ) -> None:
-    """In-process: predict_all on a text-folder model's folder, as the prediction process runs."""
+    """In-process: predict_all on a text-folder model's folder, as the prediction process runs.
+
+    The words are numbered by the vocabulary the run saved, even after the data folder
+    changed (here a text that makes "zebra" the most frequent word): learning it again
+    would renumber every word and silently change the predictions.
+    """
     from distloop.engine.config import load_project_data
-    from distloop.engine.tf.data import load_text_for_model
+    from distloop.engine.tf.data import load_text_for_model, text_vocabulary
     from distloop.engine.tf.model import build_model
     from distloop.engine.tf.predict import predict_all
 
@@ -260,6 +265,10 @@ def test_a_text_model_predicts_text_files_and_pasted_texts_as_training_read_them
     folder.mkdir()
     (folder / "project.json").write_text(project.to_json())
     (folder / "classes.json").write_text('["en", "fr"]')
+    trained_words = text_vocabulary(project)
+    (folder / "vocabulary.json").write_text(json.dumps(trained_words))
+    (tmp_path / "texts" / "en" / "9.txt").write_text("zebra zebra zebra zebra zebra cat")
+    assert text_vocabulary(load_project_data(data))[2] == "zebra"
     model = build_model(project.model, 0)
     model.save(folder / "model.keras")
     (tmp_path / "new.txt").write_text("the cat ran")
@@ -270,7 +279,7 @@ def test_a_text_model_predicts_text_files_and_pasted_texts_as_training_read_them
     assert result.model is not None and result.model.classes == ["en", "fr"]
     assert [p.input for p in result.predictions] == ["row 1", str(tmp_path / "new.txt")]
     for prediction, text in zip(result.predictions, ["un chat", "the cat ran"], strict=True):
-        logits = model(load_text_for_model(text, project)[np.newaxis]).numpy()[0]
+        logits = model(load_text_for_model(text, project, trained_words)[np.newaxis]).numpy()[0]
         expected = np.exp(logits - logits.max()) / np.exp(logits - logits.max()).sum()
         got = {c.name: c.probability for c in prediction.classes or []}
         np.testing.assert_allclose([got["en"], got["fr"]], expected, rtol=1e-5)

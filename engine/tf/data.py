@@ -16,7 +16,7 @@ data's examples; the rest train, in their original order.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -47,7 +47,7 @@ from ..synthetic import (
 )
 from .image_data import FolderFiles, augment_batch, image_decoder, image_files
 from .stream_data import csv_examples, npz_batches
-from .text_data import text_decoder, text_files, text_vectorizer
+from .text_data import saved_vectorizer, text_decoder, text_files, text_vectorizer
 from .tfrecord_data import tfrecord_examples
 
 Arrays = tuple[np.ndarray, np.ndarray]
@@ -237,13 +237,26 @@ def _examples(project: Project) -> _Examples:
     return _Examples(tf.data.Dataset.from_tensor_slices((x, y)), len(x))
 
 
-def load_text_for_model(text: str, project: Project) -> np.ndarray:
-    """One text as training turns it into word numbers (float32 ``[sequence_length]``),
-    with the vocabulary of the training split: for prediction on a text_folder model."""
+def text_vocabulary(project: Project) -> list[str]:
+    """The words the run's training split numbers, in number order (``vocabulary.json``)."""
+    data = project.data
+    assert isinstance(data, TextFolderData)
+    return text_vectorizer(data, _folder_split(project)[0].paths).get_vocabulary()
+
+
+def load_text_for_model(
+    text: str, project: Project, vocabulary: Sequence[str] | None
+) -> np.ndarray:
+    """One text as training turned it into word numbers (float32 ``[sequence_length]``): for
+    prediction on a text_folder model, with the ``vocabulary`` the run saved. A run saved
+    before runs kept theirs (None) learns it again from the training split, which gives the
+    same words only while the folder is unchanged."""
     data = project.data
     if not isinstance(data, TextFolderData):
         raise DataError(f"data: the project trains on {data.source} data, not a text folder")
-    vectorize = text_vectorizer(data, _folder_split(project)[0].paths)
+    if vocabulary is None:
+        vocabulary = text_vocabulary(project)
+    vectorize = saved_vectorizer(data, vocabulary)
     return tf.cast(vectorize(tf.constant([text]))[0], tf.float32).numpy()
 
 

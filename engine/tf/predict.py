@@ -11,7 +11,7 @@ messages (``engine.messages``), sent as dicts.
 An example is read as training read it: an image is decoded, resized and scaled
 by the image-folder data's own function (``engine.tf.image_data``), a text (a
 ``.txt`` file or a pasted row, for a text-folder model) turned into word numbers
-with the training split's vocabulary (``engine.tf.data``); a CSV's
+with the vocabulary the run saved (``vocabulary.json``); a CSV's
 columns are matched to the training CSV's feature columns by name (the label
 column is left out), so their order may differ; other CSVs give their columns in
 the model's input order.
@@ -37,7 +37,7 @@ from ..config import (
 )
 from ..datasets import IMAGE_EXTENSIONS
 from ..messages import ClassScore, InputRefused, ModelLoaded, Predicted
-from ..prediction import class_names
+from ..prediction import class_names, saved_vocabulary
 from ..problems import ProblemsError
 from ..run_folder import MODEL_FILE, PROJECT_FILE, TASKS_DIR
 from ..synthetic import DataError
@@ -58,13 +58,16 @@ class Examples:
 
 @dataclass(frozen=True)
 class ModelInputs:
-    """What an example must be for the model: its shape, and the training CSV's columns."""
+    """What an example must be for the model: its shape, the training CSV's columns, and a
+    text model's vocabulary."""
 
     shape: tuple[int, ...]
     csv_columns: list[str] | None
     label_column: str | None
     label_position: int | None
     """Where the label column was among the training CSV's columns."""
+    vocabulary: list[str] | None
+    """The words a text model's numbers stand for (the run's ``vocabulary.json``)."""
 
     @property
     def size(self) -> int:
@@ -80,13 +83,13 @@ def predict_all(
     except InputError as exc:
         emit(InputRefused(error=str(exc)).model_dump())
         return
-    shape = _model_inputs(model, project)
-    outputs = int(np.prod(model.output_shape[1:]))
-    classifier = project is not None and project.loss.is_classification
     # A cluster task's folder (tasks/worker-0) has the run's folder above it.
     folders = [folder]
     if folder.parent.name == TASKS_DIR:
         folders.append(folder.parent.parent)
+    shape = _model_inputs(model, project, folders)
+    outputs = int(np.prod(model.output_shape[1:]))
+    classifier = project is not None and project.loss.is_classification
     names = (
         class_names(folders, _class_count(project, outputs))
         if classifier and project is not None
@@ -110,7 +113,7 @@ def predict_all(
             if not isinstance(source, str):
                 examples = _read_file(source, shape, project)
             elif project is not None and isinstance(project.data, TextFolderData):
-                examples = _text_example(name, source, project)  # a pasted text
+                examples = _text_example(name, source, project, shape)  # a pasted text
             else:
                 examples = _read_row(name, source, shape)
             predicted = np.asarray(model.predict_on_batch(examples.features), dtype=np.float64)
@@ -148,7 +151,7 @@ def _load(folder: Path) -> tuple[Any, Project | None]:
     return model, project
 
 
-def _model_inputs(model: Any, project: Project | None) -> ModelInputs:
+def _model_inputs(model: Any, project: Project | None, folders: list[Path]) -> ModelInputs:
     shape = tuple(int(n) for n in model.input_shape[1:])
     columns = label = position = None
     sources = [] if project is None else [project.data]
@@ -161,7 +164,7 @@ def _model_inputs(model: Any, project: Project | None) -> ModelInputs:
         if header is not None and label in header and len(header) - 1 == int(np.prod(shape)):
             columns = [name for name in header if name != label]
             position = header.index(label)
-    return ModelInputs(shape, columns, label, position)
+    return ModelInputs(shape, columns, label, position, saved_vocabulary(folders))
 
 
 def _header(path: Path) -> list[str] | None:
@@ -202,7 +205,7 @@ def _read_file(path: Path, inputs: ModelInputs, project: Project | None) -> Exam
             raise InputError(f"cannot read it: {exc.strerror or exc}") from None
         except UnicodeDecodeError:
             raise InputError("is not UTF-8 text") from None
-        return _text_example(str(path), text, project)
+        return _text_example(str(path), text, project, inputs)
     if suffix == ".npy":
         return _read_npy(path, inputs)
     if suffix in (".csv", ".txt"):
@@ -274,10 +277,10 @@ def _read_csv(path: Path, inputs: ModelInputs) -> Examples:
     return Examples(labels, np.stack(features))
 
 
-def _text_example(name: str, text: str, project: Project) -> Examples:
-    """One text as training turned it into word numbers (the training split's vocabulary)."""
+def _text_example(name: str, text: str, project: Project, inputs: ModelInputs) -> Examples:
+    """One text as training turned it into word numbers (the run's saved vocabulary)."""
     try:
-        return Examples([name], load_text_for_model(text, project)[np.newaxis])
+        return Examples([name], load_text_for_model(text, project, inputs.vocabulary)[np.newaxis])
     except DataError as exc:
         raise InputError(str(exc)) from None
 

@@ -29,12 +29,12 @@ from typing import Any
 import tensorflow as tf
 
 from ..channel import Channel
-from ..config import Project, uneven_batch_warnings
+from ..config import Project, TextFolderData, uneven_batch_warnings
 from ..messages import RunFinished, RunStarted
 from ..reporting import StepReporter
-from ..run_folder import METRICS_FILE, MetricsWriter, write_classes
+from ..run_folder import METRICS_FILE, MetricsWriter, write_classes, write_vocabulary
 from ..tf_config import NO_RESUME, parse_address
-from .data import build_training_data
+from .data import build_training_data, text_vocabulary
 from .loop import StepRunner
 from .model import build_loss, build_model, build_optimizer, set_precision
 from .model_export import ModelKeeper
@@ -139,6 +139,8 @@ def coordinate(
 
     if run_dir is not None and data.classes is not None:
         write_classes(run_dir, data.classes)
+    if run_dir is not None and isinstance(project.data, TextFolderData):
+        write_vocabulary(run_dir, text_vocabulary(project))
     metrics = MetricsWriter(run_dir / METRICS_FILE, None) if run_dir else None
     reporter = StepReporter(channel, metrics, stop_on_nan=training.stop_on_nan)
     in_flight: deque[tuple[int, Any]] = deque()

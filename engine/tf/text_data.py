@@ -9,7 +9,7 @@ read once to check that it is UTF-8 text, and the adapt pass reads the training 
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import tensorflow as tf
 
@@ -68,6 +68,16 @@ def adapt_vectorizer(
     texts = tf.data.Dataset.from_tensor_slices(list(paths)).map(tf.io.read_file)
     layer.adapt(texts.batch(ADAPT_BATCH))
     return layer
+
+
+def saved_vectorizer(data: TextFolderData, vocabulary: Sequence[str]) -> tf.keras.layers.Layer:
+    """A TextVectorization layer numbering words as a finished run did (its
+    ``vocabulary.json``, pad and unknown first, as ``get_vocabulary`` lists them)."""
+    return tf.keras.layers.TextVectorization(
+        max_tokens=data.vocabulary_size,
+        output_sequence_length=data.sequence_length,
+        vocabulary=list(vocabulary),
+    )
 
 
 def text_decoder(

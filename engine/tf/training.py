@@ -19,7 +19,7 @@ from pathlib import Path
 import tensorflow as tf
 
 from ..channel import Channel
-from ..config import Project, uneven_batch_warnings
+from ..config import Project, TextFolderData, uneven_batch_warnings
 from ..messages import RunFinished, RunStarted
 from ..reporting import StepReporter
 from ..run_folder import (
@@ -31,10 +31,11 @@ from ..run_folder import (
     truncate_metrics,
     write_classes,
     write_status,
+    write_vocabulary,
 )
 from ..user_code import UserCode, UserCodeError, load_user_code
 from .checkpoint import RunCheckpoints
-from .data import build_training_data, custom_training_data
+from .data import build_training_data, custom_training_data, text_vocabulary
 from .evaluation import EvalReporter, Evaluator
 from .input_pipeline import distribute_input
 from .loop import LoopPlan, ReplicaStepRunner, StepRunner, run_loop
@@ -150,6 +151,8 @@ def train(
     channel.send(started)
     if run_dir is not None and chief and data.classes is not None:
         write_classes(run_dir, data.classes)
+    if run_dir is not None and chief and isinstance(project.data, TextFolderData):
+        write_vocabulary(run_dir, text_vocabulary(project))
     if run_dir is not None:
         write_status(
             run_dir,
