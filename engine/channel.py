@@ -47,8 +47,11 @@ class Channel:
         self._waiting.append(message)
         self._deliver(block=False)
 
-    def log(self, text: str, level: str = "info", source: str = "engine") -> None:
-        """Writes the line to ``engine.log`` and passes it on when the queue has room."""
+    def log(
+        self, text: str, level: str = "info", source: str = "engine", *, forward: bool = True
+    ) -> None:
+        """Writes the line to ``engine.log`` and, with ``forward``, passes it on when the
+        queue has room."""
         if self._log_file is not None:
             stamp = time.strftime("%H:%M:%S")
             try:
@@ -56,7 +59,7 @@ class Channel:
                 self._log_file.flush()
             except OSError:  # a full disk: the run stops on its own write; the parent hears it
                 self._close_log()
-        if self._waiting:
+        if self._waiting or not forward:
             return
         message = Log(level=level, source=source, text=text, task=self._task)
         with contextlib.suppress(queue.Full):

@@ -316,7 +316,8 @@ def _run(
                     last_step=failure.last_step,
                     task=task,
                 )
-        channel.log(failure.traceback or failure.message, level="error")
+        # A known failure's message says it all: its traceback is for engine.log only.
+        channel.log(failure.traceback or failure.message, level="error", forward=not failure.known)
         with contextlib.suppress(Exception):
             channel.send(failure)
     finally:

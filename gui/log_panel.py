@@ -117,7 +117,7 @@ class LogPanel(QWidget):
             self.add(f"run {message.status}{how} at step {message.last_step} after {took}{loss}")
         elif isinstance(message, RunFailed):
             self.add(f"{message.error_type}: {message.message}", "error")
-            if message.traceback:
+            if message.traceback and not message.known:  # a known one's is in engine.log
                 self.add(message.traceback, "error")
 
     def add_message(self, message: Log) -> None:

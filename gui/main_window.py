@@ -495,6 +495,7 @@ class MainWindow(QMainWindow):
         self._update_actions()
         if state is RunState.STARTING:
             self.log_panel.run_starting()
+            self.problems_panel.show_validation(self.validation)  # the last failure goes
 
     def _on_started(self, message: RunStarted) -> None:
         self._tensorflow_version = message.tensorflow_version
@@ -505,11 +506,13 @@ class MainWindow(QMainWindow):
             return  # the user asked for the stop; the log says it was forced
         if self.run_queue.current is not None:
             return  # the queue goes on with its next run; its results table shows the failure
+        if message.known:
+            self.problems_panel.show_run_failure(message.message)
         dialogs.show_error(
             self,
             "The run failed",
             f"{message.error_type}: {message.message}",
-            "" if message.known else message.traceback,  # a known failure's is in the log
+            "" if message.known else message.traceback,  # a known one's is in engine.log
         )
 
     def _on_idle(self) -> None:

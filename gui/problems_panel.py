@@ -2,11 +2,19 @@
 
 from __future__ import annotations
 
+import re
+
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QLabel, QListWidget, QListWidgetItem, QStyle, QVBoxLayout, QWidget
 
+from ..engine.config import Project
 from ..engine.problems import Problem
 from .validation import Validation
+
+_FIELD_FIRST = re.compile(
+    rf"^((?:{'|'.join(Project.model_fields)})(?:\.[A-Za-z0-9_]+)*): (.+)$", re.DOTALL
+)
+"""A message that starts with the project field it is about."""
 
 
 class ProblemsPanel(QWidget):
@@ -51,6 +59,33 @@ class ProblemsPanel(QWidget):
                 f"<span style='color:#c62828'><b>{validation.summary()}</b></span>"
                 " — click one to go to its setting:"
             )
+
+    def show_run_failure(self, message: str) -> None:
+        """Puts a failed run's one-line reason first in the list, until the next edit or run.
+
+        The engine names the field a failure is about first (``data.path: ... is empty``);
+        such a line goes to its setting when clicked, as a validation problem does.
+        """
+        found = _FIELD_FIRST.match(message)
+        problem = (
+            Problem(
+                tuple(int(part) if part.isdigit() else part for part in found[1].split(".")),
+                found[2],
+            )
+            if found
+            else None
+        )
+        icon = self.style().standardIcon(QStyle.StandardPixmap.SP_MessageBoxCritical)
+        item = QListWidgetItem(icon, message)
+        if problem is not None:
+            item.setData(Qt.ItemDataRole.UserRole, problem)
+            item.setToolTip("Click to go to the setting")
+        self.list.insertItem(0, item)
+        self.list.show()
+        self.summary.setText(
+            "<span style='color:#c62828'><b>The last run failed</b></span>"
+            + (" — click it to go to its setting:" if problem is not None else ":")
+        )
 
     def problems(self) -> list[Problem]:
         return [

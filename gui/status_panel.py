@@ -6,6 +6,7 @@ the ETA, the training clock); the panel only words them.
 
 from __future__ import annotations
 
+import html
 import re
 from pathlib import Path
 
@@ -57,6 +58,9 @@ class StatusPanel(QWidget):
 
         self.state = QLabel("Idle")
         self.state.setStyleSheet("font-weight: bold;")
+        # Cut at the panel's width (a failure's whole line is its tooltip and in the
+        # problems list), never widening the window nor wrapping into the numbers below.
+        self.state.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         self.progress = QProgressBar()
         self.progress.setTextVisible(True)
         self.progress.setRange(0, 1)
@@ -123,6 +127,7 @@ class StatusPanel(QWidget):
         self.values["run_dir"].setText(name or Path(run_dir).name)
         self.values["run_dir"].setToolTip(run_dir)
         self.state.setText("Starting… (TensorFlow loads in the engine process)")
+        self.state.setToolTip("")
         self._set_progress()
         self._update_times()
         self._clock.start()
@@ -180,9 +185,15 @@ class StatusPanel(QWidget):
 
     def _failed(self, message: RunFailed) -> None:
         where = f" in {message.task}" if message.task else ""  # the cluster task that failed
-        self.state.setText(
-            f"<span style='color:#c62828'>Failed: {message.error_type}{where}</span>"
+        # A known failure's message says what to fix (a file, a field): it stays in view
+        # once the dialog is closed, where an error type alone would say little.
+        text = (
+            f"Failed{where}: {html.escape(message.message)}"
+            if message.known
+            else f"Failed: {message.error_type}{where}"
         )
+        self.state.setText(f"<span style='color:#c62828'>{text}</span>")
+        self.state.setToolTip(message.message if message.known else "")
         self._end()
 
     def set_tensorflow_version(self, version: str) -> None:

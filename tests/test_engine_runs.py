@@ -137,6 +137,9 @@ def test_missing_data_file_fails_with_a_clear_message(tmp_path) -> None:
     assert failure.error_type == "DataError"
     assert "missing.npz" in failure.message and "data.path" in failure.message
     assert run["exit_code"] == 1
+    # The message says it all: the window's log gets no traceback; engine.log keeps it.
+    assert not any("Traceback" in log.text for log in run["logs"]), run["logs"]
+    assert "Traceback" in (tmp_path / "run" / "engine.log").read_text()
 
 
 def test_nan_loss_stops_the_run_naming_the_step(tmp_path) -> None:

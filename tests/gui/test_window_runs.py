@@ -7,6 +7,7 @@ from pathlib import Path
 import numpy as np
 from distloop.engine.examples import load_example
 from distloop.engine.messages import EvalMetrics, RunFailed, RunFinished, StepMetrics
+from distloop.engine.problems import Problem
 from distloop.gui.main_window import MainWindow
 from distloop.gui.run_controller import RunState
 from gui_fakes import FakeEngine, factory, seed_run
@@ -51,6 +52,36 @@ def test_failure_is_shown_and_the_window_stays_usable(qtbot, make_window, dialog
     assert window.run_action.isEnabled()
     window.editor.data_form.batching.editors["global_batch_size"].set_value(20)
     assert window.validation.valid
+
+
+def test_a_known_failure_stays_in_the_status_without_a_traceback(
+    qtbot, make_window, dialog_recorder
+) -> None:
+    """Bad data names the file and what to do; that line stays in view after the dialog,
+    and its traceback (engine.log has it) is nowhere in the window."""
+    failure = RunFailed(
+        error_type="DataError",
+        message="data.path: /data/cats/<1>.png is empty; replace or remove it",
+        traceback="Traceback: here",
+        known=True,
+    )
+    engines = iter([FakeEngine([*seed_run(20, 5)[:1], [failure]]), FakeEngine(seed_run(20, 5))])
+    window: MainWindow = make_window(engine_factory=lambda *_, **__: next(engines))
+    window.run()
+    qtbot.waitUntil(lambda: not window.controller.active, timeout=10_000)
+    _, _, text = dialog_recorder.shown[0]
+    assert "Traceback" not in text
+    assert not any("Traceback" in line for line in window.log_panel.lines())
+    state = window.status_panel.state
+    assert "data.path: /data/cats/&lt;1&gt;.png is empty; replace or remove it" in state.text()
+    (problem,) = window.problems_panel.problems()  # first in the list, it leads to the field
+    assert problem == Problem(("data", "path"), "/data/cats/<1>.png is empty; replace or remove it")
+    window.problems_panel.problem_activated.emit(problem)
+    assert window.editor.currentIndex() == window.editor.tab_of(problem)
+    assert window.run_action.isEnabled()  # the file may be fixed outside the window
+    window.run()  # the next run clears it
+    assert window.problems_panel.problems() == []
+    qtbot.waitUntil(lambda: not window.controller.active, timeout=10_000)
 
 
 def test_stop_button_stops_the_run(qtbot, make_window) -> None:
