@@ -473,8 +473,8 @@ def _held_out_lines(split: float, count: str, seed: int) -> list[str]:
     return [
         *_source(split_counts, held_out),
         "",
-        f"# evaluation.split: Distloop holds these {split:g} of the examples out to evaluate",
-        "# on; training keeps the rest, in their order.",
+        f"# evaluation.split: {split:g} of the examples are held out to evaluate on (the",
+        "# same ones in every run of the project); training keeps the rest, in their order.",
         f"held = held_out({count}, {split!r}, {seed})",
     ]
 
@@ -508,8 +508,8 @@ def _array_lines(project: Project) -> list[str]:
         ]
     elif isinstance(data, NumpyData | CsvData) and data.stream:
         lines.append(
-            "# Distloop streams this file (data.stream); loading it whole gives the same "
-            "examples in the same order."
+            "# data.stream: the project's runs read this file as batches form; loading it "
+            "whole gives the same examples in the same order."
         )
     if isinstance(data, NumpyData):
         lines += [
@@ -549,9 +549,9 @@ def _folder_lines(
     ]
     if isinstance(data, ImageFolderData) and data.on_bad_file == "skip":
         lines += [
-            "# Distloop leaves out images it cannot decode (data.on_bad_file: skip); this",
-            "# script does not look for them first: a damaged image fails it. Remove those",
-            "# files (the run's log names them) to train on the same images.",
+            "# data.on_bad_file is skip: the project's runs leave out images that cannot be",
+            "# decoded. This script does not look for them first: a damaged image fails it.",
+            "# Remove those files (a run's log names them) to train on the same images.",
         ]
     split = _split_of(project)
     if split is not None:
@@ -694,7 +694,10 @@ def train_step(inputs):
     return loss
 
 
-@tf.function(reduce_retracing=True)
+# Traced once, for the dataset's element_spec (the batch size left open): a short last
+# batch needs no second trace, and the numbers do not depend on the first batch's size
+# (a convolution may choose another algorithm for a known batch size).
+@tf.function(input_signature=[dist_dataset.element_spec])
 def distributed_train_step(dist_inputs):
     per_replica_losses = strategy.run(train_step, args=(dist_inputs,))
     return strategy.reduce(tf.distribute.ReduceOp.SUM, per_replica_losses, axis=None)"""

@@ -137,7 +137,7 @@ def test_custom_code_is_refused() -> None:
 
 # --- file sources: text and image folders, TFRecord files ------------------------------
 
-WRITE_RECORDS = """
+WRITE_FILES = """
 import numpy as np
 import tensorflow as tf
 
@@ -154,9 +154,11 @@ for part in range(2):
             }
             example = tf.train.Example(features=tf.train.Features(feature=feature))
             writer.write(example.SerializeToString())
+tf.keras.utils.set_random_seed(6)
+tf.keras.Sequential([tf.keras.Input((3,)), tf.keras.layers.Dense(3)]).save("model.keras")
 """
 """Two GZIP files of records whose features (a float pair, an int64) are joined in spec
-order; run in the scripts' process (writing records takes TensorFlow)."""
+order, and a .keras model for them; run in the scripts' process (it takes TensorFlow)."""
 
 RUN_SCRIPTS = """
 import runpy, sys
@@ -168,8 +170,9 @@ for path in sys.argv[1:]:
 """One process runs the scripts one after another: TensorFlow starts once, not per script."""
 
 
-def file_source_projects(tmp_path) -> dict[str, dict]:
-    """Tiny text, TFRecord and augmented image projects, each with an evaluation split."""
+def write_folders(tmp_path) -> None:
+    """The text folder, and 8x8 images for an 8x8 model: the engine skips their resize and
+    scales uint8 batches (the script resizes: the numbers must be the same)."""
     texts = {
         "en": ["the cat sat on the mat", "the dog ran home", "a cat and a dog", "my dog is old"],
         "fr": ["le chat est noir", "le chien court vite", "un chat et un chien", "la fin"],
@@ -178,6 +181,12 @@ def file_source_projects(tmp_path) -> dict[str, dict]:
         (tmp_path / "texts" / name).mkdir(parents=True)
         for index, line in enumerate(lines):
             (tmp_path / "texts" / name / f"{index}.txt").write_text(line)
+    write_image_folder(tmp_path / "shapes", per_class=5, size=8)
+
+
+def file_source_projects(tmp_path) -> dict[str, dict]:
+    """Tiny text, TFRecord (with a .keras model) and augmented image projects, each with an
+    evaluation split; "plain" is the image project without augmentation."""
     common = {"schema_version": 1, "evaluation": {"every": 100, "split": 0.2}}
     text = {
         **common,
@@ -203,7 +212,7 @@ def file_source_projects(tmp_path) -> dict[str, dict]:
     }
     records = {
         **common,
-        "model": {"input_shape": [3], "layers": [{"kind": "dense", "units": 3}]},
+        "model": {"kind": "keras_file", "path": str(tmp_path / "model.keras"), "input_shape": [3]},
         "optimizer": {"kind": "sgd", "learning_rate": 0.1},
         "loss": {"kind": "sparse_categorical_crossentropy", "from_logits": True},
         "data": {
@@ -221,8 +230,6 @@ def file_source_projects(tmp_path) -> dict[str, dict]:
         },
         "training": {"steps": 6, "seed": 3},
     }
-    # 8x8 images for an 8x8 model: the engine skips the resize and scales uint8 batches.
-    folder = write_image_folder(tmp_path / "shapes", per_class=5, size=8)
     images = {
         **common,
         "model": {
@@ -236,7 +243,7 @@ def file_source_projects(tmp_path) -> dict[str, dict]:
         "loss": {"kind": "sparse_categorical_crossentropy", "from_logits": True},
         "data": {
             "source": "image_folder",
-            "path": str(folder),
+            "path": str(tmp_path / "shapes"),
             "global_batch_size": 4,
             "shuffle_buffer": 12,
             "flip": True,
@@ -253,11 +260,11 @@ def file_source_projects(tmp_path) -> dict[str, dict]:
 
 @pytest.mark.slow
 def test_exported_scripts_of_file_sources_give_the_engines_loss_trace(tmp_path) -> None:
-    projects = {
-        name: load_project_data(data) for name, data in file_source_projects(tmp_path).items()
-    }
-    (tmp_path / "write_records.py").write_text(WRITE_RECORDS)
-    paths = [tmp_path / "write_records.py"]
+    write_folders(tmp_path)
+    data = file_source_projects(tmp_path)
+    projects = {name: load_project_data(project) for name, project in data.items()}
+    (tmp_path / "write_files.py").write_text(WRITE_FILES)
+    paths = [tmp_path / "write_files.py"]
     for name, project in projects.items():
         paths.append(tmp_path / f"{name}.py")
         paths[-1].write_text(render_script(project))
@@ -279,7 +286,8 @@ def test_exported_scripts_of_file_sources_give_the_engines_loss_trace(tmp_path) 
     # Augmentation changes what trains: the test would see a script that ignored it.
     assert not np.allclose(traces["augmented"], traces["plain"], rtol=1e-3)
     for name in ("text", "tfrecord", "augmented"):
-        engine = run_engine(projects[name], None)
+        # Loaded again: the .keras file exists now, and the project reads its shapes.
+        engine = run_engine(load_project_data(data[name]), None)
         assert engine["steps"] == [1, 2, 3, 4, 5, 6], name
         np.testing.assert_allclose(traces[name], engine["losses"], rtol=1e-5, err_msg=name)
 
@@ -291,6 +299,6 @@ def test_file_source_scripts_are_standalone_and_hold_the_split_out(tmp_path) -> 
         assert "import distloop" not in code and "from distloop" not in code, name
         assert "held = held_out(" in code, name
         compile(text, f"{name}.py", "exec")
-    augmented = render_script(load_project_data(file_source_projects(tmp_path / "b")["augmented"]))
+    augmented = render_script(load_project_data(file_source_projects(tmp_path)["augmented"]))
     assert "def augment_images(" in augmented and "import math" in augmented
     assert "a damaged image fails it" in augmented
