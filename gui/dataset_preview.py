@@ -28,7 +28,13 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from ..engine.datasets import FOLDER_KINDS, FolderError, FolderScan, scan_folder
+from ..engine.datasets import (
+    FOLDER_KINDS,
+    FolderError,
+    FolderScan,
+    scan_folder,
+    unreadable_images,
+)
 
 THUMBNAIL_PX = 56
 IMAGES_PER_CLASS = 8
@@ -115,6 +121,7 @@ class DatasetPreview(QWidget):
         self.summary.setText(
             f"{path}: {len(scan.files)} {kind} in {len(scan.classes)} class(es)"
             + (f"; {len(scan.others)} other file(s) not read" if scan.others else "")
+            + (_unreadable_text(scan) if source == "image_folder" else "")
         )
         self.table.setColumnCount(3)
         self.table.setHorizontalHeaderLabels(["Label", "Class", kind.capitalize()])
@@ -177,6 +184,17 @@ class DatasetPreview(QWidget):
             for column, value in enumerate(values[: len(header)]):
                 self.table.setItem(row, column, QTableWidgetItem(value))
         self.table.show()
+
+
+def _unreadable_text(scan: FolderScan) -> str:
+    """The images a run would fail on or skip (data.on_bad_file), found before the run: the
+    grid shows only each class's first few. Reads each file's ends only, once per preview."""
+    bad = unreadable_images(scan)
+    if not bad:
+        return ""
+    path, why = bad[0]
+    more = f" and {len(bad) - 1} more" if len(bad) > 1 else ""
+    return f"; {len(bad)} unreadable (see On bad file): {path.relative_to(scan.root)} {why}{more}"
 
 
 def _thumbnail(file: Path, class_name: str) -> QWidget:

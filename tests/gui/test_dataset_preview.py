@@ -40,11 +40,19 @@ def test_an_image_folder_shows_counts_and_captioned_images(qtbot: QtBot, tmp_pat
     preview = DatasetPreview()
     qtbot.addWidget(preview)
     preview.show_data({"source": "image_folder", "path": "pics"}, tmp_path)  # relative
-    assert preview.summary.text() == f"{tmp_path / 'pics'}: 20 images in 2 class(es)"
+    assert preview.summary.text() == (
+        f"{tmp_path / 'pics'}: 20 images in 2 class(es); 1 unreadable (see On bad file): "
+        "cat/000.png is cut short (PNG)"
+    )
     assert _table(preview) == [["0", "cat", "10"], ["1", "dog", "10"]]
     captions = _captions(preview)
     assert captions.count("cat") == IMAGES_PER_CLASS and captions.count("dog") == IMAGES_PER_CLASS
     assert captions[0] == "unreadable"  # the broken file says so instead of failing the view
+    (tmp_path / "pics" / "dog" / "later.png").write_bytes(b"")  # beyond the images shown
+    preview.show_data({"source": "image_folder", "path": "pics"}, tmp_path)
+    assert preview.summary.text().endswith(
+        "2 unreadable (see On bad file): cat/000.png is cut short (PNG) and 1 more"
+    )
 
 
 def test_a_csv_file_shows_its_first_rows_and_synthetic_data_says_why_not(
