@@ -16,10 +16,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 from . import __version__
-from .config import Project, load_project, memory_problems, uneven_batch_warnings
+from .config import Project, load_project, uneven_batch_warnings
 from .datasets import project_folder_problems
 from .examples import example_names, load_example, portable_example_text
 from .formatting import format_duration
+from .memory_check import memory_problems
 from .messages import (
     EvalMetrics,
     Log,

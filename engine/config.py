@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import re
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
@@ -1076,7 +1075,7 @@ def _size_problems(project: Project) -> list[Problem]:
     return [
         Problem(
             estimate.loc,
-            f"needs about {_bytes_text(estimate.total)} of memory, more than the "
+            f"needs about {bytes_text(estimate.total)} of memory, more than the "
             f"{MAX_PROJECT_BYTES // 2**50} PiB any machine has",
         )
     ]
@@ -1400,7 +1399,7 @@ class MemoryEstimate:
 
     A lower bound of what matters, not an account of everything: TensorFlow's own
     few hundred MiB and file sources (.npz, CSV, whose size only reading tells) are
-    left out.
+    left out; ``engine.memory_check`` adds the files on the machine that runs them.
     """
 
     parameters: int
@@ -1423,9 +1422,9 @@ class MemoryEstimate:
 
     def describe(self) -> str:
         return (
-            f"{_bytes_text(self.parameters)} for parameters, gradients and optimizer state, "
-            f"{_bytes_text(self.inputs)} for input data, "
-            f"{_bytes_text(self.activations)} for activations"
+            f"{bytes_text(self.parameters)} for parameters, gradients and optimizer state, "
+            f"{bytes_text(self.inputs)} for input data, "
+            f"{bytes_text(self.activations)} for activations"
         )
 
 
@@ -1483,86 +1482,8 @@ def _data_bytes(data: DataConfig, project: Project) -> int:
     return held + cached + shuffled
 
 
-def available_memory_bytes() -> int | None:
-    """Memory this process may still use: the kernel's MemAvailable, or less under a
-    cgroup (container) limit, since that is where the OOM killer strikes; None when
-    the system does not say."""
-    available = None
-    try:
-        for line in Path("/proc/meminfo").read_text(encoding="ascii").splitlines():
-            if line.startswith("MemAvailable:"):
-                available = int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        available = None
-    if available is None:
-        try:
-            available = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-        except (AttributeError, ValueError, OSError):
-            return None
-    headroom = _cgroup_headroom()
-    return available if headroom is None else min(available, headroom)
-
-
-def _cgroup_headroom() -> int | None:
-    """The tightest cgroup memory limit over this process, less the anonymous memory
-    charged to it (page cache counts against a limit too, but the kernel reclaims it
-    before it kills); None without a limit."""
-    try:
-        entries = Path("/proc/self/cgroup").read_text(encoding="ascii").splitlines()
-    except OSError:
-        return None
-    root, found = Path("/sys/fs/cgroup"), []
-    for entry in entries:
-        _, controllers, path = entry.split(":", 2)
-        relative = path.lstrip("/")
-        if not controllers:  # cgroup v2: its own folder, or the root a container sees
-            for folder in (root / relative, root):
-                found.append(_headroom(folder, "memory.max", "anon"))
-        elif "memory" in controllers.split(","):  # cgroup v1
-            for folder in (root / "memory" / relative, root / "memory"):
-                found.append(_headroom(folder, "hierarchical_memory_limit", "total_rss"))
-    limits = [headroom for headroom in found if headroom is not None]
-    return min(limits) if limits else None
-
-
-def _headroom(folder: Path, limit_name: str, used_name: str) -> int | None:
-    try:
-        words = (folder / "memory.stat").read_text(encoding="ascii").split()
-        stat = dict(zip(words[::2], words[1::2], strict=False))
-        if limit_name in stat:
-            limit = stat[limit_name]
-        else:
-            limit = (folder / limit_name).read_text(encoding="ascii").strip()
-        used = int(stat[used_name])
-        limit_bytes = int(limit)
-    except (OSError, KeyError, ValueError):
-        return None  # no such folder, no limit ("max"), or not readable
-    if not used < limit_bytes < 2**62:  # unlimited (v1 says 2**63 - 4096), or nonsense
-        return None
-    return limit_bytes - used
-
-
-def memory_problems(project: Project, available_bytes: int | None = None) -> list[Problem]:
-    """The project as a problem when it cannot fit this machine's memory (or
-    ``available_bytes``): refused with the estimate instead of met by the OOM killer.
-
-    Only where the project is about to run: the same project may fit the machine
-    it is meant for.
-    """
-    available = available_memory_bytes() if available_bytes is None else available_bytes
-    estimate = memory_estimate(project)
-    if available is None or estimate.total <= available:
-        return []
-    return [
-        Problem(
-            estimate.loc,
-            f"needs about {_bytes_text(estimate.total)} of memory ({estimate.describe()}); "
-            f"this machine has {_bytes_text(available)} available",
-        )
-    ]
-
-
-def _bytes_text(count: int) -> str:
+def bytes_text(count: int) -> str:
+    """A byte count as people read it: ``1.5 GiB``, ``0.25 MiB``."""
     for unit, size in (("PiB", 2**50), ("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20)):
         if count >= size:
             return f"{count / size:.1f} {unit}"

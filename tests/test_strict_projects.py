@@ -8,19 +8,23 @@ from __future__ import annotations
 import json
 import math
 
+import numpy as np
 import pytest
 from distloop.engine.config import (
     MAX_PROJECT_BYTES,
-    _headroom,
-    available_memory_bytes,
     canonical_device,
     load_project,
     load_project_data,
     load_project_text,
     memory_estimate,
-    memory_problems,
 )
 from distloop.engine.examples import load_example
+from distloop.engine.memory_check import (
+    _headroom,
+    available_memory_bytes,
+    loaded_file_bytes,
+    memory_problems,
+)
 from distloop.engine.problems import ProblemsError
 from distloop_testing import example_data
 
@@ -273,3 +277,26 @@ def test_model_sizes_are_bounded() -> None:
     found = problems_of(data)
     assert "less than or equal to 1000000" in found["model.input_shape.0"]
     assert "at most 1000 items" in found["model.layers"]
+
+
+def test_a_file_too_big_to_load_is_refused_with_the_stream_switch(tmp_path) -> None:
+    """An .npz or CSV loaded whole (data.stream off) is counted from the file itself, so a
+    run that cannot hold it is refused before it starts, naming the switch that fits it."""
+    np.savez(tmp_path / "big.npz", x=np.zeros((50_000, 100)), y=np.zeros(50_000, np.int32))
+    data = example_data("classification")
+    data["model"] = {"input_shape": [100], "layers": [{"kind": "dense", "units": 2}]}
+    data["data"] = {"source": "numpy", "path": str(tmp_path / "big.npz")}
+    # float64 features as stored (40 MB) and as float32 (20 MB), the int32 labels twice.
+    assert loaded_file_bytes(load_project_data(data).data) == pytest.approx(60.4e6, rel=0.01)
+    (problem,) = memory_problems(load_project_data(data), available_bytes=50 * 2**20)
+    assert problem.path == "data"
+    assert "loading the file(s) whole needs about 57.6 MiB" in problem.message
+    assert problem.message.endswith("set data.stream to true to read them in batches instead")
+    data["data"]["stream"] = True
+    assert memory_problems(load_project_data(data), available_bytes=50 * 2**20) == []
+
+    rows = np.random.default_rng(0).integers(0, 10**6, (150_000, 4))  # ~4 MB: sampled
+    np.savetxt(tmp_path / "t.csv", rows, fmt="%d", delimiter=",", header="a,b,c,y", comments="")
+    data["data"] = {"source": "csv", "path": str(tmp_path / "t.csv"), "label_column": "y"}
+    counted = loaded_file_bytes(load_project_data(data).data)
+    assert counted == pytest.approx(2 * 4 * rows.size, rel=0.05)
