@@ -264,7 +264,8 @@ def _run(
     started = time.time()
     exit_code = 0
     try:
-        from .config import load_project_text, memory_problems
+        from .config import load_project_text
+        from .memory_check import memory_problems
         from .problems import ProblemsError
 
         project = load_project_text(job.project_json)
