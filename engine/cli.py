@@ -17,7 +17,7 @@ from pathlib import Path
 
 from . import __version__
 from .config import Project, load_project, uneven_batch_warnings
-from .datasets import project_folder_problems
+from .datasets import project_folder_problems, unreadable_image_problems
 from .examples import example_names, load_example, portable_example_text
 from .formatting import format_duration
 from .memory_check import memory_problems
@@ -165,11 +165,12 @@ def command_validate(path: Path) -> int:
     if project is None:
         return EXIT_FAILED
     folder_problems = project_folder_problems(project) + model_file_problems(project.model)
-    if folder_problems:
-        _err(f"distloop: {ProblemsError(folder_problems, str(path))}")
+    bad_files, skipped = ([], []) if folder_problems else unreadable_image_problems(project)
+    if folder_problems or bad_files:
+        _err(f"distloop: {ProblemsError(folder_problems + bad_files, str(path))}")
         return EXIT_FAILED
     print(f"{path}: valid ({project.strategy.kind}, {project.total_steps() or '?'} steps)")
-    for note in uneven_batch_warnings(project):
+    for note in skipped + uneven_batch_warnings(project):
         print(f"note: {note}")
     # Valid all the same: the project may be meant for a bigger machine; a run here refuses.
     for problem in memory_problems(project):

@@ -262,6 +262,46 @@ def image_file_problem(path: Path) -> str | None:
     return "is not a JPEG, PNG, GIF or BMP image"
 
 
+def unreadable_image_problems(project: Project) -> tuple[list[Problem], list[str]]:
+    """The image folders' files cut short, empty or no image, as the run would meet them:
+    a problem for each folder whose ``on_bad_file`` is fail, a note for one that skips.
+
+    For ``distloop validate``: it reads every file's ends, too slow for each edit in the
+    window. The run also decodes every file, which finds damage inside one as well.
+    """
+    problems, notes = [], []
+    sections: list[tuple[str, object]] = [("data", project.data)]
+    if project.evaluation is not None and project.evaluation.source is not None:
+        sections.append(("evaluation.source", project.evaluation.source))
+    for where, data in sections:
+        if not isinstance(data, ImageFolderData):
+            continue
+        try:
+            bad = unreadable_images(scan_folder(data.path))
+        except FolderError:
+            continue  # project_folder_problems names it
+        if not bad:
+            continue
+        path, why = bad[0]
+        if data.on_bad_file == "fail":
+            others = f" ({len(bad) - 1} more unreadable)" if len(bad) > 1 else ""
+            loc = (*where.split("."), "path")
+            problems.append(
+                Problem(
+                    loc,
+                    f"{path} {why}{others}; replace or remove it, or set {where}.on_bad_file "
+                    "to skip",
+                )
+            )
+        else:
+            more = f" and {len(bad) - 1} more" if len(bad) > 1 else ""
+            notes.append(
+                f"{where}.path: {len(bad)} unreadable image(s) will be skipped "
+                f"({where}.on_bad_file is skip): {path} {why}{more}"
+            )
+    return problems, notes
+
+
 def unreadable_images(scan: FolderScan) -> list[tuple[Path, str]]:
     """The folder's files that no decoder would read, each with the reason."""
     found = []

@@ -21,6 +21,7 @@ from distloop.engine.datasets import (
     image_file_problem,
     project_folder_problems,
     scan_folder,
+    unreadable_image_problems,
 )
 from distloop.engine.messages import RunFinished
 from distloop.engine.problems import ProblemsError
@@ -199,6 +200,30 @@ def test_validate_names_a_one_class_folder_in_one_line(tmp_path: Path) -> None:
         "least two, one subfolder of images per class"
     )
     assert "Traceback" not in result.stderr
+
+
+def test_validate_names_an_unreadable_image_the_run_would_fail_on(tmp_path: Path) -> None:
+    """``validate`` said valid for a folder with an empty file, and the run then failed."""
+    write_image_folder(tmp_path / "pics", per_class=2)
+    empty, cut = tmp_path / "pics" / "circle" / "empty.png", tmp_path / "pics" / "square" / "c.png"
+    empty.write_bytes(b"")
+    cut.write_bytes(png_bytes(np.zeros((8, 8)))[:30])
+    project_file = tmp_path / "project.json"
+    project_file.write_text(json.dumps(image_project(tmp_path / "pics")))
+    result = distloop("validate", str(project_file), timeout_s=60)
+    assert result.returncode == 1 and result.stdout == ""
+    assert result.stderr.strip().splitlines()[-1].strip() == (
+        f"data.path: {empty} is empty (1 more unreadable); replace or remove it, or set "
+        "data.on_bad_file to skip"
+    )
+    skipping = load_project_data(image_project(tmp_path / "pics", data={"on_bad_file": "skip"}))
+    assert unreadable_image_problems(skipping) == (
+        [],
+        [
+            f"data.path: 2 unreadable image(s) will be skipped (data.on_bad_file is skip): "
+            f"{empty} is empty and 1 more"
+        ],
+    )
 
 
 # --- the pipeline (TensorFlow in this process) -----------------------------------------
