@@ -647,6 +647,7 @@ def _tfrecord_lines(data: TFRecordData, project: Project) -> list[str]:
     split = _split_of(project)
     if split is not None:
         lines += [
+            "# One counting pass: the split chooses among all the records.",
             "examples = int(dataset.reduce(tf.constant(0, tf.int64), lambda count, _: count + 1))",
             *_held_out_lines(split, "examples", project.training.seed),
             "keep = tf.constant(~held)",
