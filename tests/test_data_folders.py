@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -335,6 +336,36 @@ def test_an_image_replaced_by_another_size_during_a_run_is_resized(tmp_path: Pat
     np.testing.assert_allclose(pixels.numpy(), expected, atol=0.51)
 
 
+def test_an_image_removed_or_damaged_during_a_run_is_named(tmp_path: Path) -> None:
+    """TensorFlow's own error, raised from inside the step, names a graph node: the run
+    failed with a traceback. The file is found and named instead."""
+    import tensorflow as tf
+    from distloop.engine.tf.data import build_training_data
+    from distloop.engine.tf.image_data import changed_file_error
+
+    write_image_folder(tmp_path, classes=("a", "b"), per_class=4)
+    project = load_project_data(image_project(tmp_path, model=_model(2)))
+    training = build_training_data(project)
+    gone = tmp_path / "a" / "001.png"
+    kept = gone.read_bytes()
+    gone.unlink()
+    with pytest.raises(tf.errors.OpError) as failed:
+        next(iter(training.dataset))
+    then = "then resume the run: it goes on from its last checkpoint"
+    assert str(changed_file_error(project, failed.value)) == (
+        f"data.path: {gone} was removed during the run; put it back, {then}"
+    )
+    gone.write_bytes(kept)
+    other_error = tf.errors.InvalidArgumentError(None, None, "Input is empty.")
+    assert changed_file_error(project, other_error) is None  # every image still reads
+    damaged = tmp_path / "b" / "002.png"  # the ends of a PNG, no image between them
+    damaged.write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(40) + b"IEND\xaeB`\x82")
+    assert str(changed_file_error(project, other_error)) == (
+        f"data.path: {damaged} cannot be decoded (its image data is damaged) since the run "
+        f"started; replace or remove it, {then}"
+    )
+
+
 def test_prediction_says_what_is_wrong_with_an_image_or_a_folder(tmp_path: Path) -> None:
     """``distloop predict`` and Try it name a cut-short or empty image as the training
     check does, and a folder given for a file as a folder."""
@@ -363,6 +394,38 @@ def test_prediction_says_what_is_wrong_with_an_image_or_a_folder(tmp_path: Path)
 
 
 # --- a real run ------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_a_run_names_an_image_removed_while_it_trains(tmp_path: Path) -> None:
+    """One line naming the file, no traceback, and the checkpoints kept for a resume."""
+    from distloop.engine.messages import RunFailed, StepMetrics
+    from distloop.engine.process import EngineProcess
+
+    images = write_image_folder(tmp_path / "pics", classes=("a", "b"), per_class=4)
+    training = {"steps": 1_000_000, "seed": 1, "checkpoint_every": 5}
+    project = load_project_data(image_project(images, model=_model(2), training=training))
+    gone = images / "b" / "002.png"
+    engine = EngineProcess(project.resolve_paths(tmp_path), tmp_path / "run")
+    engine.start()
+    messages: list = []
+    try:
+        deadline = time.monotonic() + 120
+        while not engine.done:
+            assert time.monotonic() < deadline, "the run did not fail"
+            for message in engine.poll(0.2):
+                messages.append(message)
+                if isinstance(message, StepMetrics) and message.steps[-1] >= 10 and gone.exists():
+                    gone.unlink()  # after the checkpoint of step 10
+    finally:
+        engine.close()
+    failure = messages[-1]
+    assert isinstance(failure, RunFailed) and failure.known, failure
+    assert failure.message == (
+        f"data.path: {gone} was removed during the run; put it back, then resume the run: it "
+        "goes on from its last checkpoint"
+    )
+    assert list((tmp_path / "run" / "checkpoints").glob("ckpt-*.index"))
 
 
 @pytest.mark.slow

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import functools
 import math
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -159,6 +160,45 @@ def decode_check(paths: tuple[str, ...]) -> DecodeCheck:
         good.update(path.decode() for path in names)
         sizes.update((int(height), int(width)) for height, width in shapes)
     return DecodeCheck(tuple(path for path in paths if path not in good), frozenset(sizes))
+
+
+_MISSING = re.compile(r"\}\} (.+?); No such file or directory")
+"""Where TensorFlow's error for a file that is gone names it."""
+
+
+def changed_file_error(project: Project, error: tf.errors.OpError) -> DataError | None:
+    """The image a run failed on mid-run (removed, or replaced by one no decoder reads since
+    the check before the run), as one line naming it; None when no image explains ``error``.
+
+    TensorFlow's error comes from inside the step and names a graph node, at best the file,
+    so after such a failure the folders are checked again, once, to find it.
+    """
+    sections: list[tuple[str, object]] = [("data", project.data)]
+    if project.evaluation is not None and project.evaluation.source is not None:
+        sections.append(("evaluation.source", project.evaluation.source))
+    then = "then resume the run: it goes on from its last checkpoint"
+    gone = _MISSING.search(error.message) if isinstance(error, tf.errors.NotFoundError) else None
+    for where, data in sections:
+        if not isinstance(data, ImageFolderData):
+            continue
+        if gone is not None and gone[1].startswith(str(Path(data.path).expanduser())):
+            return DataError(
+                f"{where}.path: {gone[1]} was removed during the run; put it back, {then}"
+            )
+        try:
+            scan = scan_folder(data.path)
+        except FolderError as exc:
+            return DataError(f"{where}.path: {exc} (it changed during the run)")
+        bad = unreadable_images(scan)
+        if not bad:
+            sound = tuple(str(path) for path, _ in scan.files)
+            bad = [(Path(path), DAMAGED) for path in decode_check.__wrapped__(sound).damaged]
+        if bad:
+            path, why = bad[0]
+            return DataError(
+                f"{where}.path: {path} {why} since the run started; replace or remove it, {then}"
+            )
+    return None
 
 
 def decode_pixels(

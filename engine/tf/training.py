@@ -37,6 +37,7 @@ from ..user_code import UserCode, UserCodeError, load_user_code
 from .checkpoint import RunCheckpoints
 from .data import build_training_data, custom_training_data, text_vocabulary
 from .evaluation import EvalReporter, Evaluator
+from .image_data import changed_file_error
 from .input_pipeline import distribute_input
 from .loop import LoopPlan, ReplicaStepRunner, StepRunner, run_loop
 from .model import build_loss, build_model, build_optimizer, set_precision
@@ -298,6 +299,11 @@ def train(
             )
         except AlignedStop:
             stopped = True
+        except tf.errors.OpError as exc:
+            changed = changed_file_error(project, exc)  # an image changed since the check
+            if changed is None:
+                raise
+            raise changed from exc
         last_step = reporter.last_step or done_steps
         channel.log(f"the step function was traced {runner.traces()} time(s)", level="debug")
         if checkpoints is not None and last_step > done_steps:
