@@ -299,7 +299,7 @@ def train(
             )
         except AlignedStop:
             stopped = True
-        except tf.errors.OpError as exc:
+        except (tf.errors.NotFoundError, tf.errors.InvalidArgumentError) as exc:
             changed = changed_file_error(project, exc)  # an image changed since the check
             if changed is None:
                 raise
