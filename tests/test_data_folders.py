@@ -201,6 +201,10 @@ def test_validate_names_a_one_class_folder_in_one_line(tmp_path: Path) -> None:
         "least two, one subfolder of images per class"
     )
     assert "Traceback" not in result.stderr
+    # run says the same before TensorFlow starts, and leaves no failed run folder behind
+    run = distloop("run", str(project_file), "--out", str(tmp_path / "run"), timeout_s=60)
+    assert run.returncode == 1 and run.stderr.strip().splitlines()[-1] == lines[-1]
+    assert not (tmp_path / "run").exists()
 
 
 def test_validate_names_an_unreadable_image_the_run_would_fail_on(tmp_path: Path) -> None:
