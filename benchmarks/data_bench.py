@@ -19,20 +19,36 @@ the same images up to that scale. Distloop's check of every file before a run (a
 image is named then, not failed on inside the step) is timed apart: it happens once per
 run, not per epoch.
 
-``memory`` writes an uncompressed .npz of ``MEMORY_ROWS`` x ``MEMORY_FEATURES`` float32
-(about 400 MB), trains one epoch over it with ``distloop.engine`` (``data.stream`` on,
-then off as the baseline) and prints the engine process's peak resident memory, sampled
-every 0.2 s from /proc.
+``memory`` (root, cgroup v1; about 6 minutes and 18 GB of disk, removed afterwards, also
+when interrupted) writes an uncompressed .npz of ``MEMORY_ROWS`` x ``MEMORY_FEATURES``
+float32 (16.4 GB, over 10 x the memory limit L, ``MEMORY_LIMIT``, 1.5 GiB) and one of a
+tenth of the rows, in chunks, and runs ``python -m distloop.engine`` (``distloop run``) on
+each for one epoch in a memory cgroup: the big file streamed (``data.stream: true``) and
+loaded under L (refused by distloop's check before loading, ``engine.memory_check``, or
+killed by the OOM killer), the small one streamed under L and loaded without it (a 12 GiB
+cap protects the machine). It samples the engine process's resident memory (anonymous and
+file-mapped) every ``SAMPLE_S`` from /proc, with the step the CLI last printed, and
+prints the peak, the medians of the epoch's first and last fifths,
+the peak in each tenth, the cgroup's peak charge and OOM kills, the times and MB/s, the
+load average, how the loaded big run ended (with what distloop printed), and the ratios of
+the peaks. Without a cgroup it runs without the limit and does not load the big file.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import resource
+import shutil
+import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+import zipfile
+from dataclasses import dataclass
+from itertools import pairwise
 from pathlib import Path
 
 import numpy as np
@@ -124,59 +140,426 @@ def timed_epoch(dataset: tf.data.Dataset, rates: list[float], cpu: list[float], 
     cpu.append((cpu_seconds() - started) / total * 1e6)
 
 
-MEMORY_ROWS = 1_000_000
-MEMORY_FEATURES = 100
-MEMORY_BATCH = 1000
+MEMORY_LIMIT = 3 * 2**29
+"""L, 1.5 GiB: the cgroup v1 memory limit on the CLI and its engine together (TensorFlow and
+the engine alone take ~610 MiB)."""
+MEMORY_FEATURES = 2048
+"""Wide rows (8 KiB of float32): the file is read in long runs and the small model's step
+costs little per byte, so an epoch of 16 GB takes minutes."""
+MEMORY_ROWS = 2_000_000
+"""16.4 GB of features: over 10 x L."""
+MEMORY_BATCH = 2048
+"""16 MiB batches; the shuffle buffer is one batch, so a batch's rows lie close together."""
+LOADED_LIMIT = 12 * 2**30
+"""The small file loaded: a limit only to keep a runaway off the shared machine."""
+CGROUP_MEMORY = Path("/sys/fs/cgroup/memory")
+SAMPLE_S = 0.5
+WRITE_CHUNK_BYTES = 64 * 2**20
 
 
-def engine_peak_rss_mib(project: dict, folder: Path) -> int:
-    """Peak resident memory (MiB) of ``python -m distloop.engine`` running ``project``."""
-    from benchmarks.engine_bench import _watch_peak_rss
+def write_npz(path: Path, rows: int, features: int) -> float:
+    """An uncompressed .npz of ``x`` (rows x features float32 in [0, 1)) and ``y`` (rows x 1
+    float32 0/1), written in chunks, never whole in memory; returns the seconds taken.
 
+    The file's pages are dropped from the page cache after the write, so the engine reads
+    from the disk and the pages it reads are charged to its cgroup, not to this process."""
+    started = time.perf_counter()
+    rng = np.random.default_rng(0)
+    chunk = max(1, WRITE_CHUNK_BYTES // (features * 4))
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_STORED, allowZip64=True) as archive:
+        for name, width in (("x", features), ("y", 1)):
+            header = {
+                "descr": np.lib.format.dtype_to_descr(np.dtype(np.float32)),
+                "fortran_order": False,
+                "shape": (rows, width),
+            }
+            with archive.open(f"{name}.npy", "w", force_zip64=True) as member:
+                np.lib.format.write_array_header_2_0(member, header)
+                for start in range(0, rows, chunk):
+                    count = min(chunk, rows - start)
+                    if name == "x":
+                        member.write(rng.random((count, width), dtype=np.float32))
+                    else:
+                        member.write(rng.integers(0, 2, (count, 1)).astype(np.float32))
+    drop_cached(path)
+    return time.perf_counter() - started
+
+
+def drop_cached(path: Path) -> None:
+    """Writes the file out and drops its pages from the page cache."""
+    descriptor = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(descriptor)
+        os.posix_fadvise(descriptor, 0, 0, os.POSIX_FADV_DONTNEED)
+    finally:
+        os.close(descriptor)
+
+
+class MemoryCgroup:
+    """A cgroup v1 memory group with a limit; processes put in it take their children along.
+
+    Page cache counts against a v1 limit too, but the kernel reclaims it before it kills."""
+
+    def __init__(self, limit: int) -> None:
+        self.path = CGROUP_MEMORY / f"distloop_bench_{os.getpid()}_{time.monotonic_ns()}"
+        self.path.mkdir()
+        try:
+            for key in ("memory.limit_in_bytes", "memory.memsw.limit_in_bytes"):
+                if (self.path / key).exists():  # memsw: no swap past the limit either
+                    (self.path / key).write_text(str(limit))
+        except OSError:
+            self.path.rmdir()
+            raise
+
+    def value(self, key: str) -> int:
+        return int((self.path / key).read_text())
+
+    def oom_kills(self) -> int:
+        for line in (self.path / "memory.oom_control").read_text().splitlines():
+            if line.startswith("oom_kill "):
+                return int(line.split()[1])
+        return 0
+
+    def remove(self) -> None:
+        """Removes the group once its last process has gone (the kernel takes a moment)."""
+        for _ in range(100):
+            try:
+                self.path.rmdir()
+                return
+            except FileNotFoundError:
+                return
+            except OSError:
+                time.sleep(0.1)
+        raise RuntimeError(f"cannot remove {self.path}: processes are still in it")
+
+
+def cgroups_work() -> bool:
+    try:
+        MemoryCgroup(MEMORY_LIMIT).remove()
+    except OSError:
+        return False
+    return True
+
+
+@dataclass(frozen=True)
+class Sample:
+    at: float
+    """Seconds since the CLI started."""
+    step: int | None
+    """The last step the CLI had printed (None before the first)."""
+    rss: int
+    """The engine process's resident memory (bytes): anonymous plus mapped file pages."""
+    anon: int
+    file: int
+    cli: int
+    """The CLI's resident memory, in the same cgroup."""
+    load: float
+
+
+@dataclass(frozen=True)
+class EngineRun:
+    code: int
+    err: str
+    """What distloop printed on stderr."""
+    samples: list[Sample]
+    wall_s: float
+    steps: int
+    max_usage: int | None
+    """The cgroup's peak charge (page cache included); None without a cgroup."""
+    oom_kills: int
+    engine_cpu_s: float
+
+    @property
+    def peak_rss(self) -> int:
+        return max((sample.rss for sample in self.samples), default=0)
+
+    @property
+    def first_step_s(self) -> float:
+        return next(sample.at for sample in self.samples if sample.step is not None)
+
+    def epoch_part(self, start: float, stop: float) -> list[Sample]:
+        """The samples while the steps between ``start`` and ``stop`` of the epoch ran."""
+        return [
+            sample
+            for sample in self.samples
+            if sample.step is not None and start * self.steps <= sample.step <= stop * self.steps
+        ]
+
+
+def _proc_status(pid: int) -> dict[str, int]:
+    """VmRSS, RssAnon and RssFile of ``pid`` in bytes (empty once it has gone)."""
+    try:
+        lines = Path(f"/proc/{pid}/status").read_text().splitlines()
+    except OSError:
+        return {}
+    found = {}
+    for line in lines:
+        key, _, value = line.partition(":")
+        if key in ("VmRSS", "RssAnon", "RssFile"):
+            found[key] = int(value.split()[0]) * 1024
+    return found
+
+
+def _cpu_seconds(pid: int) -> float | None:
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _engine_pid(cli: int) -> int | None:
+    """The engine: the CLI's child started by multiprocessing's spawn."""
+    from benchmarks.engine_bench import _descendants
+
+    for pid in _descendants(cli):
+        try:
+            if b"spawn_main" in Path(f"/proc/{pid}/cmdline").read_bytes():
+                return pid
+        except OSError:
+            continue
+    return None
+
+
+def engine_run(project: dict, folder: Path, limit: int | None, steps: int) -> EngineRun:
+    """``python -m distloop.engine PROJECT.json`` (``distloop run``) in a memory cgroup of
+    ``limit`` bytes (none: no cgroup), its engine's memory sampled every ``SAMPLE_S``."""
     path = folder / "project.json"
     path.write_text(json.dumps(project))
     command = [sys.executable, "-m", "distloop.engine", str(path), "--out", str(folder / "run")]
-    command += ["--quiet", "--overwrite"]
-    process = subprocess.Popen(command, stderr=subprocess.PIPE, text=True)
-    peak = _watch_peak_rss(process)
-    _, err = process.communicate()
-    if process.returncode:
-        raise RuntimeError(err)
-    return peak()
+    command.append("--overwrite")
+    group = None if limit is None else MemoryCgroup(limit)
+    if group is not None:  # the shell joins the group, then becomes the CLI
+        join = ["sh", "-c", 'echo $$ > "$0" && exec "$@"', str(group.path / "cgroup.procs")]
+        command = [*join, *command]
+    try:
+        process = subprocess.Popen(
+            command,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+        )
+        try:
+            return _follow(process, group, steps)
+        finally:
+            if process.poll() is None:  # interrupted: the CLI and its engine go too
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait()
+    finally:
+        if group is not None:
+            group.remove()
+
+
+def _follow(process: subprocess.Popen[str], group: MemoryCgroup | None, steps: int) -> EngineRun:
+    """Samples the engine until the CLI exits; the steps from its output, its error lines."""
+    started = time.monotonic()
+    last_step: list[int] = []
+    err: list[str] = []
+
+    def read_steps() -> None:
+        assert process.stdout is not None
+        for line in process.stdout:
+            if line.startswith("step="):
+                last_step.append(int(line.split()[0].removeprefix("step=")))
+
+    def read_err() -> None:
+        assert process.stderr is not None
+        err.extend(process.stderr)
+
+    readers = [threading.Thread(target=read, daemon=True) for read in (read_steps, read_err)]
+    for reader in readers:
+        reader.start()
+    samples: list[Sample] = []
+    engine, cpu = None, 0.0
+    while process.poll() is None:
+        engine = engine or _engine_pid(process.pid)
+        status = _proc_status(engine) if engine else {}
+        if engine and status:
+            cpu = _cpu_seconds(engine) or cpu
+            samples.append(
+                Sample(
+                    at=time.monotonic() - started,
+                    step=last_step[-1] if last_step else None,
+                    rss=status["VmRSS"],
+                    anon=status["RssAnon"],
+                    file=status["RssFile"],
+                    cli=_proc_status(process.pid).get("VmRSS", 0),
+                    load=os.getloadavg()[0],
+                )
+            )
+        time.sleep(SAMPLE_S)
+    wall = time.monotonic() - started
+    for reader in readers:
+        reader.join()
+    return EngineRun(
+        code=process.returncode,
+        err="".join(err),
+        samples=samples,
+        wall_s=wall,
+        steps=steps,
+        max_usage=group.value("memory.max_usage_in_bytes") if group else None,
+        oom_kills=group.oom_kills() if group else 0,
+        engine_cpu_s=cpu,
+    )
+
+
+def memory_project(path: Path, *, stream: bool) -> dict:
+    return {
+        "schema_version": 1,
+        "model": {"input_shape": [MEMORY_FEATURES], "layers": [{"kind": "dense", "units": 1}]},
+        "loss": {"kind": "binary_crossentropy", "from_logits": True},
+        "data": {
+            "source": "numpy",
+            "path": str(path),
+            "stream": stream,
+            "global_batch_size": MEMORY_BATCH,
+            "shuffle_buffer": MEMORY_BATCH,
+        },
+        "training": {"epochs": 1, "seed": 0},
+    }
+
+
+def _mib(count: float) -> str:
+    return f"{count / 2**20:,.0f} MiB"
+
+
+def _median_mib(samples: list[Sample], key: str) -> str:
+    return _mib(float(np.median([getattr(sample, key) for sample in samples])))
+
+
+def _died(run: EngineRun) -> str:
+    """How a run ended, and the last lines distloop printed."""
+    how = f"exit code {run.code}, {run.oom_kills} OOM kill(s) in its cgroup"
+    lines = [line for line in run.err.splitlines() if line.strip()]
+    shown = "\n    ".join(lines[-12:])
+    return f"{how}, {run.wall_s:.0f} s after its start; distloop printed:\n    {shown}"
+
+
+def _require_finished(run: EngineRun, what: str) -> None:
+    if run.code:
+        raise RuntimeError(f"{what} did not finish: {_died(run)}")
+
+
+def _tenths(samples: list[Sample]) -> list[list[Sample]]:
+    """The samples in ten consecutive runs of (nearly) equal length."""
+    bounds = np.linspace(0, len(samples), 11).round().astype(int)
+    return [samples[a:b] for a, b in pairwise(bounds) if b > a]
+
+
+def report_streamed(run: EngineRun, size: int, limit: int | None) -> None:
+    """Times, throughput and the engine's memory before the first step and over the epoch."""
+    first = run.first_step_s
+    epoch_s = run.wall_s - first
+    during = [sample for sample in run.samples if sample.step is not None]
+    before = [sample for sample in run.samples if sample.step is None]
+    tenths = _tenths(during)
+    early, late = tenths[0] + tenths[1], tenths[-2] + tenths[-1]
+    loads = [sample.load for sample in run.samples]
+    under = f"under a {_mib(limit)} limit" if limit else "without a limit"
+    charge = (
+        f"; the cgroup's peak charge {_mib(run.max_usage)} (page cache included, reclaimed at "
+        f"the limit), {run.oom_kills} OOM kill(s)"
+        if run.max_usage is not None
+        else ""
+    )
+    print(
+        f"  streamed {size / 1e9:,.2f} GB {under}: finished, {run.steps} steps; start to the "
+        f"first step (TensorFlow, the model, the check of every value: one read of the file) "
+        f"{first:.0f} s, the epoch {epoch_s:.0f} s ({size / 1e6 / epoch_s:,.0f} MB/s); engine "
+        f"CPU {run.engine_cpu_s:.0f} s over {run.wall_s:.0f} s; load average "
+        f"{min(loads):.1f}-{max(loads):.1f}\n"
+        f"    engine RSS: peak {_mib(run.peak_rss)}, before the first step "
+        f"{_mib(max(s.rss for s in before))}, during the epoch {_mib(max(s.rss for s in during))}"
+        f"; median of the epoch's first fifth {_median_mib(early, 'rss')} (anon "
+        f"{_median_mib(early, 'anon')}, file {_median_mib(early, 'file')}), of its last fifth "
+        f"{_median_mib(late, 'rss')} (anon {_median_mib(late, 'anon')}, file "
+        f"{_median_mib(late, 'file')}): late/early "
+        f"{np.median([s.rss for s in late]) / np.median([s.rss for s in early]):.3f}; by tenths "
+        f"of the epoch (max) {', '.join(str(max(s.rss for s in t) // 2**20) for t in tenths)} "
+        f"MiB ({len(during)} samples); CLI RSS {_mib(max(s.cli for s in run.samples))}{charge}"
+    )
 
 
 def memory() -> None:
-    with tempfile.TemporaryDirectory() as tmp:
-        folder = Path(tmp)
-        rng = np.random.default_rng(0)
-        x = rng.standard_normal((MEMORY_ROWS, MEMORY_FEATURES), dtype=np.float32)
-        y = rng.integers(0, 2, (MEMORY_ROWS, 1)).astype(np.float32)
-        np.savez(folder / "big.npz", x=x, y=y)
-        del x, y
-        size_mb = (folder / "big.npz").stat().st_size / 1e6
-        peaks = {}
-        for stream in (True, False):
-            project = {
-                "schema_version": 1,
-                "model": {
-                    "input_shape": [MEMORY_FEATURES],
-                    "layers": [{"kind": "dense", "units": 1}],
-                },
-                "loss": {"kind": "binary_crossentropy", "from_logits": True},
-                "data": {
-                    "source": "numpy",
-                    "path": str(folder / "big.npz"),
-                    "stream": stream,
-                    "global_batch_size": MEMORY_BATCH,
-                    "shuffle_buffer": 10_000,
-                },
-                "training": {"epochs": 1, "seed": 0},
-            }
-            peaks[stream] = engine_peak_rss_mib(project, folder)
+    """One epoch streamed over an .npz 10x larger than a memory limit L, the same file loaded
+    under L, and a tenth of the file streamed and loaded (the loaded one without L)."""
+    signal.signal(signal.SIGTERM, lambda number, frame: sys.exit(128 + number))
+    limit = MEMORY_LIMIT if cgroups_work() else None
+    if limit is None:
         print(
-            f"one epoch over a {size_mb:,.0f} MB .npz ({MEMORY_ROWS:,} x {MEMORY_FEATURES} "
-            f"float32, batch {MEMORY_BATCH}): engine peak RSS {peaks[True]:,} MiB streamed, "
-            f"{peaks[False]:,} MiB loaded"
+            f"no cgroup v1 memory controller at {CGROUP_MEMORY} (root needed): no limit, and "
+            "the big file is not loaded (it would meet the machine's OOM killer)"
+        )
+    small_rows = MEMORY_ROWS // 10
+    row_bytes = (MEMORY_FEATURES + 1) * 4
+    needed = (MEMORY_ROWS + small_rows) * row_bytes
+    with tempfile.TemporaryDirectory(prefix="distloop_memory_") as tmp:
+        folder = Path(tmp)
+        free = shutil.disk_usage(folder).free
+        if free < needed + 10 * 10**9:
+            raise SystemExit(f"{folder}: {needed / 1e9:.1f} GB needed, {free / 1e9:.1f} GB free")
+        big, small = folder / "big.npz", folder / "small.npz"
+        write_s = write_npz(big, MEMORY_ROWS, MEMORY_FEATURES)
+        write_npz(small, small_rows, MEMORY_FEATURES)
+        sizes = {path: path.stat().st_size for path in (big, small)}
+        steps = {big: -(-MEMORY_ROWS // MEMORY_BATCH), small: -(-small_rows // MEMORY_BATCH)}
+        print(
+            f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, load average "
+            f"{os.getloadavg()[0]:.1f}: {MEMORY_ROWS:,} x {MEMORY_FEATURES} float32 (big.npz, "
+            f"{sizes[big]:,} bytes, written in {write_s:.0f} s) and {small_rows:,} rows "
+            f"(small.npz, {sizes[small]:,} bytes), uncompressed; "
+            + (f"L = {_mib(limit)}, big.npz is {sizes[big] / limit:.1f} x L; " if limit else "")
+            + f"batch {MEMORY_BATCH}, shuffle buffer {MEMORY_BATCH}, dense 1 unit"
+        )
+        runs = {}
+        for name, path, stream, run_limit in (
+            ("big streamed", big, True, limit),
+            ("big loaded", big, False, limit),
+            ("small streamed", small, True, limit),
+            ("small loaded", small, False, LOADED_LIMIT if limit else None),
+        ):
+            if name == "big loaded" and limit is None:
+                continue
+            runs[name] = engine_run(
+                memory_project(path, stream=stream), folder, run_limit, steps[path]
+            )
+            drop_cached(path)
+            if name != "big loaded":
+                _require_finished(runs[name], name)
+        print("one epoch over big.npz:")
+        report_streamed(runs["big streamed"], sizes[big], limit)
+        if "big loaded" in runs:
+            loaded = runs["big loaded"]
+            if loaded.oom_kills:
+                outcome = "killed by the OOM killer"
+            else:  # distloop's check before loading (engine.memory_check)
+                outcome = "refused" if loaded.code else "finished (not expected)"
+            print(
+                f"  loaded under the same limit: {outcome}, engine RSS peak "
+                f"{_mib(loaded.peak_rss)}, the cgroup's peak charge "
+                f"{_mib(loaded.max_usage or 0)}; {_died(loaded)}"
+            )
+        print("one epoch over small.npz (a tenth):")
+        report_streamed(runs["small streamed"], sizes[small], limit)
+        small_loaded = runs["small loaded"]
+        grown = small_loaded.peak_rss - runs["small streamed"].peak_rss
+        print(
+            f"  loaded (limit {_mib(LOADED_LIMIT)}, to protect the machine): engine RSS peak "
+            f"{_mib(small_loaded.peak_rss)}, the cgroup's peak charge "
+            f"{_mib(small_loaded.max_usage or 0)}; {grown / sizes[small]:.2f} bytes of memory "
+            f"per byte of the file over streaming, so big.npz would need about "
+            f"{(runs['small streamed'].peak_rss + grown * 10) / 2**30:.1f} GiB loaded"
+        )
+        streamed_big, streamed_small = (
+            runs["big streamed"].peak_rss,
+            runs["small streamed"].peak_rss,
+        )
+        print(
+            f"ratios (engine peak RSS): big streamed / small streamed "
+            f"{streamed_big / streamed_small:.3f} (a file 10x larger); big streamed / small "
+            f"loaded {streamed_big / small_loaded.peak_rss:.2f} (a file 10x larger, streamed, "
+            f"against a tenth of it loaded)"
         )
 
 
