@@ -277,14 +277,6 @@ class EngineRun:
     def first_step_s(self) -> float:
         return next(sample.at for sample in self.samples if sample.step is not None)
 
-    def epoch_part(self, start: float, stop: float) -> list[Sample]:
-        """The samples while the steps between ``start`` and ``stop`` of the epoch ran."""
-        return [
-            sample
-            for sample in self.samples
-            if sample.step is not None and start * self.steps <= sample.step <= stop * self.steps
-        ]
-
 
 def _proc_status(pid: int) -> dict[str, int]:
     """VmRSS, RssAnon and RssFile of ``pid`` in bytes (empty once it has gone)."""
