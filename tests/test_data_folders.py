@@ -379,7 +379,7 @@ def test_prediction_says_what_is_wrong_with_an_image_or_a_folder(tmp_path: Path)
 
     write_image_folder(tmp_path / "data", classes=("a", "b"), per_class=1)
     project = load_project_data(image_project(tmp_path / "data", model=_model(2)))
-    inputs = ModelInputs((8, 8, 1), None, None, None)
+    inputs = ModelInputs((8, 8, 1), None, None, None, None)
     jpeg = tf.io.encode_jpeg(tf.fill((8, 8, 1), tf.constant(90, tf.uint8))).numpy()
     (tmp_path / "cut.jpg").write_bytes(jpeg[: len(jpeg) // 2])
     (tmp_path / "empty.png").write_bytes(b"")
