@@ -282,10 +282,11 @@ def _fit_to_model(
             f"{field}: examples in {origin} have shape {list(x.shape[1:])}, "
             f"but model.input_shape is {model.input_shape}"
         )
-    x = x.reshape(len(x), *model.input_shape).astype(np.float32)
+    # No copy when already float32: a loaded file's features are most of a run's memory.
+    x = x.reshape(len(x), *model.input_shape).astype(np.float32, copy=False)
     if loss.kind == "sparse_categorical_crossentropy":
         return x, _class_ids(y, label_field, origin, classes)
-    return x, y.astype(np.float32)
+    return x, y.astype(np.float32, copy=False)
 
 
 def _class_ids(

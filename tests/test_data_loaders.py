@@ -221,3 +221,19 @@ def test_a_loaded_csv_holds_its_numbers_not_its_text(tmp_path) -> None:
     np.testing.assert_array_equal(x, rows[:, :2])
     np.testing.assert_array_equal(y.ravel(), rows[:, 2])
     assert peak < 4 * rows.nbytes, f"{peak / rows.nbytes:.1f} times the table"
+
+
+def test_loaded_float32_features_are_not_copied(tmp_path) -> None:
+    """A float32 .npz is most of a loaded run's memory: held once, not once more as a copy."""
+    x = np.random.default_rng(0).standard_normal((10_000, 2, 50)).astype(np.float32)
+    np.savez(tmp_path / "f.npz", x=x, y=np.arange(10_000, dtype=np.int32) % CLASSES)
+    p = project({"source": "numpy", "path": str(tmp_path / "f.npz")})
+    model = p.model.model_copy(update={"input_shape": [100]})  # wide rows, small labels
+    tracemalloc.start()
+    try:
+        features, _ = numpy_arrays(p.data, model, p.loss)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    np.testing.assert_array_equal(features, x.reshape(-1, 100))
+    assert peak < 1.5 * x.nbytes, f"{peak / x.nbytes:.2f} times the features"

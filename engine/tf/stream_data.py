@@ -233,8 +233,8 @@ def npz_batches(
     label_shape = list(y.shape[1:])
 
     def read(numbers: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        features = x.rows(numbers).astype(np.float32).reshape(len(numbers), *shape)
-        return features, y.rows(numbers).astype(label_type.as_numpy_dtype)
+        features = x.rows(numbers).astype(np.float32, copy=False).reshape(len(numbers), *shape)
+        return features, y.rows(numbers).astype(label_type.as_numpy_dtype, copy=False)
 
     def batch(numbers: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
         features, labels = tf.numpy_function(read, [numbers], [tf.float32, label_type])
