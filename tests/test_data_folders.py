@@ -320,11 +320,12 @@ def test_training_batches_match_load_image_for_model(tmp_path: Path, size: tuple
     assert labels.dtype == np.int32
 
 
-def test_an_image_replaced_by_another_size_during_a_run_is_resized(tmp_path: Path) -> None:
+def test_an_image_replaced_by_another_size_during_a_run_is_named(tmp_path: Path) -> None:
     """The pipeline leaves the resize out when every image had the model's size before the
-    run; one replaced since by another size must not stop the run with a shape error."""
+    run; one replaced since by another size stopped the run with TensorFlow's shape error,
+    which names no file."""
     import tensorflow as tf
-    from distloop.engine.tf.image_data import image_decoder, image_files, load_image_for_model
+    from distloop.engine.tf.image_data import changed_file_error, image_decoder, image_files
 
     write_image_folder(tmp_path, classes=("a", "b"), per_class=2, size=8)
     project = load_project_data(image_project(tmp_path, model=_model(2)))
@@ -334,10 +335,13 @@ def test_an_image_replaced_by_another_size_during_a_run_is_resized(tmp_path: Pat
     decode, _ = image_decoder(project.data, project, folder)
     replaced = Path(folder.paths[1])
     replaced.write_bytes(png_bytes(np.random.default_rng(1).integers(0, 256, (12, 20))))
-    pixels, label = decode(tf.constant(str(replaced)), 0)
-    assert pixels.dtype == tf.uint8 and pixels.shape == (8, 8, 1) and int(label) == 0
-    expected = load_image_for_model(replaced, project) * 255.0
-    np.testing.assert_allclose(pixels.numpy(), expected, atol=0.51)
+    with pytest.raises(tf.errors.InvalidArgumentError) as failed:
+        decode(tf.constant(str(replaced)), 0)
+    assert str(changed_file_error(project, failed.value)) == (
+        f"data.path: {replaced} was replaced during the run by an image of another size than "
+        "the model's 8x8 (every image had that size when the run started); resume the run: it "
+        "goes on from its last checkpoint and resizes the images that need it"
+    )
 
 
 def test_an_image_removed_or_damaged_during_a_run_is_named(tmp_path: Path) -> None:

@@ -167,8 +167,9 @@ _MISSING = re.compile(r"\}\} (.+?); No such file or directory")
 
 
 def changed_file_error(project: Project, error: tf.errors.OpError) -> DataError | None:
-    """The image a run failed on mid-run (removed, or replaced by one no decoder reads since
-    the check before the run), as one line naming it; None when no image explains ``error``.
+    """The image a run failed on mid-run (removed, or replaced since the check before the run
+    by one no decoder reads or of another size), as one line naming it; None when no image
+    explains ``error``.
 
     TensorFlow's error comes from inside the step and names a graph node, at best the file,
     so after such a failure the folders are checked again, once, to find it.
@@ -190,15 +191,43 @@ def changed_file_error(project: Project, error: tf.errors.OpError) -> DataError 
         except FolderError as exc:
             return DataError(f"{where}.path: {exc} (it changed during the run)")
         bad = unreadable_images(scan)
+        cut = {path for path, _ in bad}
+        sound = tuple(str(path) for path, _ in scan.files if path not in cut)
         if not bad:
-            sound = tuple(str(path) for path, _ in scan.files)
             bad = [(Path(path), DAMAGED) for path in decode_check.__wrapped__(sound).damaged]
         if bad:
             path, why = bad[0]
             return DataError(
                 f"{where}.path: {path} {why} since the run started; replace or remove it, {then}"
             )
+        height, width = project.model.input_shape[:2]
+        if isinstance(error, tf.errors.InvalidArgumentError) and "expected shape" in error.message:
+            resized = _other_size(sound, height, width)
+            if resized is not None:
+                return DataError(
+                    f"{where}.path: {resized} was replaced during the run by an image of "
+                    f"another size than the model's {height}x{width} (every image had that "
+                    "size when the run started); resume the run: it goes on from its last "
+                    "checkpoint and resizes the images that need it"
+                )
     return None
+
+
+def _other_size(paths: tuple[str, ...], height: int, width: int) -> str | None:
+    """The first of ``paths`` whose image is not ``height`` x ``width`` (decoding them all)."""
+
+    def size(path: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
+        image = tf.io.decode_image(tf.io.read_file(path), expand_animations=False)
+        return path, tf.shape(image)[:2]
+
+    found = (
+        tf.data.Dataset.from_tensor_slices(list(paths))
+        .map(size, num_parallel_calls=tf.data.AUTOTUNE)
+        .ignore_errors()
+        .filter(lambda _, shape: tf.reduce_any(shape != (height, width)))
+        .take(1)
+    )
+    return next((path.decode() for path, _ in found.as_numpy_iterator()), None)
 
 
 def decode_pixels(
@@ -212,15 +241,9 @@ def decode_pixels(
         image = tf.image.resize(image, (height, width))
         image.set_shape((height, width, channels))
         return image
-    # A file replaced by one of another size since the check is resized (to the nearest
-    # uint8) rather than failing the step with a shape error that names no file.
-    image = tf.cond(
-        tf.reduce_all(tf.equal(tf.shape(image)[:2], (height, width))),
-        lambda: image,
-        lambda: tf.saturate_cast(tf.round(tf.image.resize(image, (height, width))), tf.uint8),
-    )
-    image.set_shape((height, width, channels))
-    return image
+    # A file replaced by one of another size since the check fails here (a resize on this
+    # path would cost every image a test); changed_file_error then names it.
+    return tf.ensure_shape(image, (height, width, channels))
 
 
 def scale(pixels: tf.Tensor) -> tf.Tensor:
