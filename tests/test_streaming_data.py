@@ -322,3 +322,37 @@ def test_a_tfrecord_pattern_that_matches_nothing_is_a_problem_before_run(tmp_pat
     ]
     _write_records(tmp_path / "train-0.tfrecord", *_arrays(rows=2))
     assert project_folder_problems(project) == []
+
+
+def test_a_streamed_csv_names_the_lines_its_parser_cannot_take(tmp_path: Path) -> None:
+    """Blocks of lines are split at line feeds: a quoted line break in a header name is
+    skipped over, one in a cell, or lines ended by a carriage return alone, are one line
+    saying so. A number beyond float32 is named as loading names it (it was "cannot be
+    read as CSV numbers": Python's float took it)."""
+    from distloop.engine.tf.data import build_training_data
+
+    path = tmp_path / "t.csv"
+    data = {"source": "csv", "path": str(path), "label_column": "label", "stream": True}
+    path.write_bytes(b'"a\nx",b,c,label\r\n1,2,3,0\r\n4,5,6,1\r\n')
+    assert build_training_data(load_project_data(_project(data))).examples == 2
+    for body, expected in [
+        (
+            b'a,b,c,label\n1,2,3,0\n4,"5\n",6,1\n',
+            "line 4, column 'b': '5\\n' holds a line break, which streaming cannot read; "
+            "remove it, or set stream to false",
+        ),
+        (
+            b"a,b,c,label\r1,2,3,0\r",
+            "ends its lines with a carriage return alone (classic Mac OS), which streaming "
+            "cannot split; save it with Unix (LF) or Windows (CR LF) line ends, or set stream "
+            "to false",
+        ),
+        (
+            b"a,b,c,label\n1,2,3,0\n4,1e39,6,1\n",
+            "line 3, column 'b': '1e39' is not a finite number; fill or remove that row",
+        ),
+    ]:
+        path.write_bytes(body)
+        with pytest.raises(DataError) as refused:
+            build_training_data(load_project_data(_project(data)))
+        assert str(refused.value) == f"data.path: {path} {expected}"

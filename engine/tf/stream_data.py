@@ -175,8 +175,14 @@ def _first_bad_row(path: Path, header: list[str], check_label: _LabelCheck) -> s
                     f"{len(header)} columns"
                 )
             for name, value in zip(header, row, strict=True):
+                if "\n" in value or "\r" in value:
+                    return (
+                        f"line {reader.line_num}, column {name!r}: {value!r} holds a line "
+                        "break, which streaming cannot read; remove it, or set stream to false"
+                    )
                 try:
-                    finite = math.isfinite(float(value))
+                    with np.errstate(over="ignore"):  # parsed as float32: 1e39 is inf
+                        finite = bool(np.isfinite(np.float32(float(value))))
                 except ValueError:
                     finite = False
                 if not finite:
