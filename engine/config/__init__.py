@@ -1,0 +1,148 @@
+"""The project file: every setting of a training run, validated by pydantic.
+
+A project is JSON with ``"schema_version": 1`` and the top-level keys
+``strategy``, ``tf_config``, ``model``, ``optimizer``, ``loss``, ``data`` and
+``training``, plus the optional ``custom_code`` and ``evaluation``. These names
+are a public contract (other tools read and write project files), so fields are
+only ever added, never renamed.
+
+The models are the single source of truth for what is valid: field rules live on
+the fields, rules that join several fields live in :meth:`Project._cross_field`,
+and the CLI and GUI both show :func:`load_project`'s problems unchanged.
+
+One section a module (``tf_config`` has its own, ``engine.tf_config``); import
+from this package, which names what the rest of Distloop uses:
+
+``_strict``      the strict rules every value follows; limits several sections share
+``strategy``     ``strategy``: the ``tf.distribute`` strategy and its devices
+``model``        ``model``: layers, initializers, regularizers, backbone, ``.keras`` file
+``optimizer``    ``optimizer``: one model per Keras optimizer
+``loss``         ``loss``: the per-example loss
+``data``         ``data`` (and an evaluation source): one model per source
+``training``     ``training``, ``custom_code`` and ``evaluation``
+``project``      :class:`Project`, which holds them all, and ``load_project*``
+``cross_field``  the rules that join sections (shapes must fit, strategies agree)
+``memory``       the memory a run needs at least, from the project alone
+"""
+
+from ._strict import MAX_SEED
+from .data import (
+    DATA_SOURCES,
+    ConstantData,
+    CsvData,
+    DataConfig,
+    ImageFolderData,
+    NumpyData,
+    SyntheticClassification,
+    SyntheticRegression,
+    TextFolderData,
+    TFRecordData,
+    image_channels,
+)
+from .loss import LossConfig
+from .memory import MAX_PROJECT_BYTES, bytes_text, memory_estimate
+from .model import (
+    LAYER_KINDS,
+    LAYER_TYPES,
+    MAX_DIMENSION,
+    MODEL_KINDS,
+    BatchNormalizationLayer,
+    Conv1DLayer,
+    Conv2DLayer,
+    DenseLayer,
+    DropoutLayer,
+    EmbeddingLayer,
+    FlattenLayer,
+    GRULayer,
+    Initializer,
+    Layer,
+    LayerNormalizationLayer,
+    LSTMLayer,
+    ModelConfig,
+    Regularizer,
+    RescalingLayer,
+)
+from .optimizer import (
+    OPTIMIZER_KINDS,
+    AdagradConfig,
+    AdamConfig,
+    OptimizerConfig,
+    RMSpropConfig,
+    SGDConfig,
+)
+from .project import (
+    SCHEMA_VERSION,
+    Project,
+    load_project,
+    load_project_data,
+    load_project_text,
+    uneven_batch_warnings,
+)
+from .strategy import STRATEGY_KINDS, StrategyConfig, canonical_device
+from .training import (
+    CustomCode,
+    EvaluationConfig,
+    InputDistribution,
+    MixedPrecision,
+    TrainingConfig,
+    split_counts,
+)
+
+__all__ = [
+    "DATA_SOURCES",
+    "LAYER_KINDS",
+    "LAYER_TYPES",
+    "MAX_DIMENSION",
+    "MAX_PROJECT_BYTES",
+    "MAX_SEED",
+    "MODEL_KINDS",
+    "OPTIMIZER_KINDS",
+    "SCHEMA_VERSION",
+    "STRATEGY_KINDS",
+    "AdagradConfig",
+    "AdamConfig",
+    "BatchNormalizationLayer",
+    "ConstantData",
+    "Conv1DLayer",
+    "Conv2DLayer",
+    "CsvData",
+    "CustomCode",
+    "DataConfig",
+    "DenseLayer",
+    "DropoutLayer",
+    "EmbeddingLayer",
+    "EvaluationConfig",
+    "FlattenLayer",
+    "GRULayer",
+    "ImageFolderData",
+    "Initializer",
+    "InputDistribution",
+    "LSTMLayer",
+    "Layer",
+    "LayerNormalizationLayer",
+    "LossConfig",
+    "MixedPrecision",
+    "ModelConfig",
+    "NumpyData",
+    "OptimizerConfig",
+    "Project",
+    "RMSpropConfig",
+    "Regularizer",
+    "RescalingLayer",
+    "SGDConfig",
+    "StrategyConfig",
+    "SyntheticClassification",
+    "SyntheticRegression",
+    "TFRecordData",
+    "TextFolderData",
+    "TrainingConfig",
+    "bytes_text",
+    "canonical_device",
+    "image_channels",
+    "load_project",
+    "load_project_data",
+    "load_project_text",
+    "memory_estimate",
+    "split_counts",
+    "uneven_batch_warnings",
+]
