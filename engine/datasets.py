@@ -141,7 +141,7 @@ def project_folder_problems(project: Project) -> list[Problem]:
     """The data folders of ``project`` (paths already absolute), checked against its model;
     and that a TFRecord pattern matches a file.
 
-    Not part of :func:`~engine.config.cross_field_problems`: it reads the disk, and a
+    Not part of :func:`~engine.config.cross_field.cross_field_problems`: it reads the disk, and a
     project file names the folder relative to itself. The CLI's ``validate``, the
     window and the engine call it once the project's paths are resolved.
     """

@@ -125,9 +125,6 @@ def _with_absolute_path(section: _PathT, base_dir: Path, name: str = "path") -> 
     return section.model_copy(update={name: str((base_dir / path).resolve())})
 
 
-register_union_tags([*LAYER_KINDS, *OPTIMIZER_KINDS, *DATA_SOURCES])
-
-
 def uneven_batch_warnings(project: Project, replicas: int | None = None) -> list[str]:
     """What users should know but that is not an error: how short or uneven batches behave."""
     notes = []
@@ -146,6 +143,10 @@ def uneven_batch_warnings(project: Project, replicas: int | None = None) -> list
             f"is still divided by {batch} (set data.drop_remainder to skip it)"
         )
     return notes
+
+
+# pydantic puts the tag of a union's member into error locations; problems leave it out
+register_union_tags([*LAYER_KINDS, *OPTIMIZER_KINDS, *DATA_SOURCES])
 
 
 def load_project_data(data: object, source: str = "project") -> Project:
