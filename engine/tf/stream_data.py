@@ -61,21 +61,20 @@ def csv_examples(data: CsvData, project: Project, where: str = "data") -> Exampl
             f"{field}: examples in {path} have {len(header) - 1} feature column(s), but "
             f"model.input_shape {project.model.input_shape} takes {project.model.input_size}"
         )
-    blocks = csv_blocks(path, len(header), header_lines)
     label_at = header.index(data.label_column)
+    blocks = csv_blocks(path, len(header), header_lines, label_at)
     sparse = project.loss.kind == "sparse_categorical_crossentropy"
     classes = project.model.output_units if project.custom_code is None else None
 
-    def sound(table: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
+    def sound(features: tf.Tensor, labels: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
         """The block's rows, and whether every cell is finite and, for sparse crossentropy,
         every label a class number in range."""
-        ok = tf.reduce_all(tf.math.is_finite(table))
+        ok = tf.reduce_all(tf.math.is_finite(features)) & tf.reduce_all(tf.math.is_finite(labels))
         if sparse:
-            label = table[:, label_at]
-            whole = tf.equal(label, tf.round(label)) & (label >= 0)
-            whole = whole if classes is None else whole & (label < classes)
+            whole = tf.equal(labels, tf.round(labels)) & (labels >= 0)
+            whole = whole if classes is None else whole & (labels < classes)
             ok = ok & tf.reduce_all(whole)
-        return tf.shape(table, out_type=tf.int64)[0], ok
+        return tf.shape(labels, out_type=tf.int64)[0], ok
 
     finite = blocks.map(sound, num_parallel_calls=tf.data.AUTOTUNE)
     try:  # one pass in TensorFlow's parser: counts the rows and finds a bad one up front
@@ -92,18 +91,16 @@ def csv_examples(data: CsvData, project: Project, where: str = "data") -> Exampl
     if rows == 0:
         raise DataError(f"{field}: {path} has a header but no rows of data")
     shape, label_type = project.model.input_shape, _label_type(project)
-    features_at = [column for column in range(len(header)) if column != label_at]
 
-    def examples(table: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
-        features = tf.reshape(tf.gather(table, features_at, axis=1), [-1, *shape])
-        labels = tf.reshape(tf.cast(table[:, label_at], label_type), (-1, 1))
-        return features, labels
+    def examples(features: tf.Tensor, labels: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
+        return tf.reshape(features, [-1, *shape]), tf.reshape(tf.cast(labels, label_type), (-1, 1))
 
     return blocks.map(examples, num_parallel_calls=tf.data.AUTOTUNE).unbatch(), rows
 
 
-def csv_blocks(path: Path, columns: int, header_lines: int) -> tf.data.Dataset:
-    """The CSV file's rows after its header as float32 tables of up to ``CSV_CELLS`` cells.
+def csv_blocks(path: Path, columns: int, header_lines: int, label_at: int) -> tf.data.Dataset:
+    """The CSV file's rows after its header in blocks of up to ``CSV_CELLS`` cells, each a
+    float32 table of the features (the columns but ``label_at``, in order) and the labels.
 
     ``tf.io.decode_csv`` parses numbers as ``CsvDataset`` does (quoted cells too), and
     ``TextLineDataset`` drops the carriage return of Windows line ends; a blank line is a
@@ -111,8 +108,10 @@ def csv_blocks(path: Path, columns: int, header_lines: int) -> tf.data.Dataset:
     """
     required = [tf.constant([], tf.float32)] * columns
 
-    def parse(lines: tf.Tensor) -> tf.Tensor:
-        return tf.stack(tf.io.decode_csv(lines, required), axis=1)
+    def parse(lines: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
+        cells = tf.io.decode_csv(lines, required)
+        labels = cells.pop(label_at)
+        return tf.stack(cells, axis=1), labels
 
     lines = tf.data.TextLineDataset(str(path), buffer_size=2**20).skip(header_lines)
     block = max(1, min(4096, CSV_CELLS // columns))
