@@ -1,7 +1,8 @@
 """Input pipeline benchmarks (issue 13): an image folder through Distloop's pipeline vs Keras's.
 
 Run with ``python -m benchmarks.data_bench [rounds] [resized]`` from the repository root
-(and ``python -m benchmarks.data_bench memory`` for the streaming measurement below). It
+(``python -m benchmarks.data_bench memory`` and ``... csv`` for the streaming measurements
+below). It
 writes a folder of PNGs (10 classes of 64x64 RGB images, encoded with ``tf.io.encode_png``;
 72x72 with ``resized``, so both pipelines must resize them to the model's 64x64), then
 reads it, one shuffled epoch at a time, with Distloop's ``image_folder`` pipeline
@@ -32,10 +33,23 @@ prints the peak, the medians of the epoch's first and last fifths,
 the peak in each tenth, the cgroup's peak charge and OOM kills, the times and MB/s, the
 load average, how the loaded big run ended (with what distloop printed), and the ratios of
 the peaks. Without a cgroup it runs without the limit and does not load the big file.
+
+``csv`` (about 3 minutes, ~0.5 GB of disk, removed afterwards) writes a wide CSV
+(``CSV_WIDE``: 2,048 float32 features and a class label a row) and a narrow one
+(``CSV_NARROW``: 10 features), each with a copy of its first tenth, and times
+``data.stream: true`` through the engine's pipeline (``build_training_data``: the check of
+every value before the run, then one shuffled epoch of batches) against ``OldCsvDataset``,
+a copy of the pipeline it replaced (``tf.data.experimental.CsvDataset``, a row at a time).
+The old pipeline reads the tenth (it is 10-20 x slower; a rate is a rate); both read the
+tenth once first, compared batch for batch: the same values, dtypes and order. It prints,
+over paired rounds (``... csv [rounds]``, 3 by default, the order alternating), the best
+MB/s of the check and of the epoch for each, the median of the rounds' ratios, and the
+process CPU seconds per GB.
 """
 
 from __future__ import annotations
 
+import csv
 import json
 import os
 import resource
@@ -47,14 +61,19 @@ import tempfile
 import threading
 import time
 import zipfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from itertools import pairwise
 from pathlib import Path
 
 import numpy as np
 import tensorflow as tf
-from distloop.engine.config import load_project_data
+from distloop.engine.config import CsvData, Project, load_project_data
+from distloop.engine.synthetic import DataError
+from distloop.engine.tf import data as data_module
 from distloop.engine.tf.data import build_training_data
+from distloop.engine.tf.stream_data import _first_bad_row, _label_type, _LabelCheck
 
 CLASSES = 10
 PER_CLASS = 300
@@ -555,6 +574,218 @@ def memory() -> None:
         )
 
 
+CSV_WIDE = (10_000, 2048)
+"""Rows and features of the wide CSV (about 200 MB: 9-10 characters a cell)."""
+CSV_NARROW = (2_000_000, 10)
+"""Rows and features of the narrow CSV (about 220 MB)."""
+CSV_CLASSES = 10
+CSV_BATCH = 256
+
+
+def write_csv(path: Path, rows: int, features: int) -> int:
+    """A CSV of ``rows`` rows: ``features`` values in [0, 1) printed with 7 significant
+    digits, then a class label. A block of 1,000 distinct rows is written again and again
+    (the parser's work per byte does not depend on repeats; formatting every row would take
+    longer than reading it). Returns the file's size."""
+    rng = np.random.default_rng(0)
+    block = min(rows, 1000)
+    table = rng.random((block, features + 1), dtype=np.float32)
+    table[:, -1] = rng.integers(0, CSV_CLASSES, block)
+    names = [f"f{column}" for column in range(features)] + ["label"]
+    lines = [",".join(f"{value:.7g}" for value in row[:-1]) + f",{int(row[-1])}" for row in table]
+    text = "\n".join(lines) + "\n"
+    with path.open("w") as handle:
+        handle.write(",".join(names) + "\n")
+        for _ in range(rows // block):
+            handle.write(text)
+        handle.write("".join(line + "\n" for line in lines[: rows % block]))
+    return path.stat().st_size
+
+
+def csv_project(path: Path, features: int) -> Project:
+    return load_project_data(
+        {
+            "schema_version": 1,
+            "model": {
+                "input_shape": [features],
+                "layers": [{"kind": "dense", "units": CSV_CLASSES}],
+            },
+            "loss": {"kind": "sparse_categorical_crossentropy", "from_logits": True},
+            "data": {
+                "source": "csv",
+                "path": str(path),
+                "label_column": "label",
+                "stream": True,
+                "global_batch_size": CSV_BATCH,
+                "shuffle_buffer": CSV_BATCH * 4,
+            },
+            "training": {"epochs": 1, "seed": 0},
+        }
+    )
+
+
+def old_csv_examples(
+    data: CsvData, project: Project, where: str = "data"
+) -> tuple[tf.data.Dataset, int]:
+    """The streamed CSV pipeline before issue 13's change (commit 6e2a437), as it was."""
+    path, field = Path(data.path), f"{where}.path"
+    try:
+        with path.open(encoding="utf-8-sig", newline="") as handle:
+            header = next(csv.reader(handle), [])
+    except (OSError, UnicodeDecodeError, csv.Error) as exc:
+        raise DataError(f"{field}: cannot read {path}: {exc}") from None
+    if data.label_column not in header:
+        raise DataError(
+            f"{where}.label_column: {path} has no column {data.label_column!r} "
+            f"(columns: {', '.join(header)})"
+        )
+    if len(header) - 1 != project.model.input_size:
+        raise DataError(
+            f"{field}: examples in {path} have {len(header) - 1} feature column(s), but "
+            f"model.input_shape {project.model.input_shape} takes {project.model.input_size}"
+        )
+    rows_dataset = tf.data.experimental.CsvDataset(
+        str(path), [tf.float32] * len(header), header=True
+    )
+    label_at = header.index(data.label_column)
+    sparse = project.loss.kind == "sparse_categorical_crossentropy"
+    classes = project.model.output_units if project.custom_code is None else None
+
+    def sound(*cells: tf.Tensor) -> tf.Tensor:
+        """Every cell finite; for sparse crossentropy, the label a class number in range."""
+        ok = tf.reduce_all(tf.math.is_finite(tf.stack(cells)))
+        if sparse:
+            label = cells[label_at]
+            ok = ok & tf.equal(label, tf.round(label)) & (label >= 0)
+            ok = ok if classes is None else ok & (label < classes)
+        return ok
+
+    finite = rows_dataset.map(sound, num_parallel_calls=tf.data.AUTOTUNE)
+    try:  # one pass in TensorFlow's parser: counts the rows and finds a bad one up front
+        rows, all_finite = finite.reduce(
+            (tf.constant(0, tf.int64), tf.constant(True)),
+            lambda state, ok: (state[0] + 1, tf.logical_and(state[1], ok)),
+        )
+        rows, all_finite = int(rows), bool(all_finite)
+    except tf.errors.OpError:
+        all_finite = False
+    if not all_finite:
+        labels = _LabelCheck(f"{where}.label_column", str(path), label_at, classes, sparse)
+        raise DataError(f"{field}: {path} {_first_bad_row(path, header, labels)}")
+    if rows == 0:
+        raise DataError(f"{field}: {path} has a header but no rows of data")
+    shape, label_type = project.model.input_shape, _label_type(project)
+
+    def example(*cells: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
+        values = list(cells)
+        label = values.pop(label_at)
+        features = tf.reshape(tf.stack(values), shape)
+        return features, tf.reshape(tf.cast(label, label_type), (1,))
+
+    return rows_dataset.map(example, num_parallel_calls=tf.data.AUTOTUNE), rows
+
+
+@contextmanager
+def old_csv_pipeline() -> Iterator[None]:
+    """``build_training_data`` with the old CSV pipeline in place of the new one."""
+    new = data_module.csv_examples
+    data_module.csv_examples = old_csv_examples
+    try:
+        yield
+    finally:
+        data_module.csv_examples = new
+
+
+@dataclass(frozen=True)
+class CsvTiming:
+    """MB/s and process CPU seconds per GB (every thread's: less moved by other load) of the
+    check before the run and of one epoch."""
+
+    check_mb_s: float
+    epoch_mb_s: float
+    check_cpu: float
+    epoch_cpu: float
+
+
+def time_csv(project: Project, size: int) -> CsvTiming:
+    """The check before the run (in ``build_training_data``), then one epoch."""
+    started, started_cpu = time.perf_counter(), cpu_seconds()
+    dataset = build_training_data(project).dataset
+    checked, checked_cpu = time.perf_counter(), cpu_seconds()
+    for _ in dataset:
+        pass
+    ended, ended_cpu = time.perf_counter(), cpu_seconds()
+    return CsvTiming(
+        size / (checked - started) / 1e6,
+        size / (ended - checked) / 1e6,
+        (checked_cpu - started_cpu) / size * 1e9,
+        (ended_cpu - checked_cpu) / size * 1e9,
+    )
+
+
+def same_batches(project: Project) -> int:
+    """One epoch of the new and the old pipeline, batch for batch; returns the batch count."""
+    new = list(build_training_data(project).dataset)
+    with old_csv_pipeline():
+        old = list(build_training_data(project).dataset)
+    assert len(new) == len(old), "the epochs differ in length"
+    for (new_x, new_y), (old_x, old_y) in zip(new, old, strict=True):
+        assert new_x.dtype == old_x.dtype and new_y.dtype == old_y.dtype
+        np.testing.assert_array_equal(new_x.numpy(), old_x.numpy())
+        np.testing.assert_array_equal(new_y.numpy(), old_y.numpy())
+    return len(new)
+
+
+def csv_speed(rounds: int) -> None:
+    """New vs old streamed CSV pipeline on wide and narrow rows in paired rounds (the order
+    alternating): the new one over the whole file, the old one over its tenth (a pass
+    over the whole file takes it minutes; the new one's fixed costs, tracing and the
+    file's header, would weigh on a tenth)."""
+    print(
+        f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, load average "
+        f"{os.getloadavg()[0]:.1f} (1 min) on {os.cpu_count()} cores; batch {CSV_BATCH}, "
+        f"shuffle buffer {CSV_BATCH * 4}, {rounds} paired rounds",
+        flush=True,
+    )
+    with tempfile.TemporaryDirectory(prefix="distloop_csv_") as tmp:
+        for name, (rows, features) in (("wide", CSV_WIDE), ("narrow", CSV_NARROW)):
+            full, tenth = Path(tmp) / f"{name}.csv", Path(tmp) / f"{name}_tenth.csv"
+            size = write_csv(full, rows, features)
+            tenth_size = write_csv(tenth, rows // 10, features)
+            batches = same_batches(csv_project(tenth, features))
+            new: list[CsvTiming] = []
+            old: list[CsvTiming] = []
+            for round_ in range(rounds):
+                for pipeline in (old, new) if round_ % 2 else (new, old):
+                    if pipeline is new:
+                        new.append(time_csv(csv_project(full, features), size))
+                    else:
+                        with old_csv_pipeline():
+                            old.append(time_csv(csv_project(tenth, features), tenth_size))
+            full.unlink()
+            tenth.unlink()
+            print(
+                f"{name}: {rows:,} x {features + 1} ({size / 1e6:.0f} MB; its tenth, "
+                f"{tenth_size / 1e6:.0f} MB, gave the same {batches} batches new and old), "
+                "new over the file, old over its tenth:",
+                flush=True,
+            )
+            for part in ("check", "epoch"):
+                rates = [[getattr(t, f"{part}_mb_s") for t in runs] for runs in (new, old)]
+                cpu = [[getattr(t, f"{part}_cpu") for t in runs] for runs in (new, old)]
+                ratios = [a / b for a, b in zip(*rates, strict=True)]
+                print(
+                    f"  {part}: new {max(rates[0]):.1f} MB/s best, old "
+                    f"{max(rates[1]):.1f} best; median of the rounds' ratios "
+                    f"{float(np.median(ratios)):.1f}x (each {', '.join(f'{r:.1f}' for r in ratios)}"
+                    f"); CPU s/GB (median) new {float(np.median(cpu[0])):.0f}, old "
+                    f"{float(np.median(cpu[1])):.0f} "
+                    f"({float(np.median(cpu[1])) / float(np.median(cpu[0])):.1f}x less)",
+                    flush=True,
+                )
+            print(f"  load average {os.getloadavg()[0]:.1f}", flush=True)
+
+
 def main(rounds: int, file_size: int) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp) / "images"
@@ -594,6 +825,8 @@ def main(rounds: int, file_size: int) -> None:
 if __name__ == "__main__":
     if sys.argv[1:] == ["memory"]:
         memory()
+    elif sys.argv[1:2] == ["csv"]:
+        csv_speed(int(sys.argv[2]) if len(sys.argv) > 2 else 3)
     else:
         main(
             int(sys.argv[1]) if len(sys.argv) > 1 else 5,
