@@ -3,12 +3,15 @@
 ``plain``: the guide's loop written by hand (no app, no reporting, no run folder)
 on the seed example's model, timing steps after a warm-up, as a user's own
 script would run it. ``fit``: Keras ``model.fit`` on the MLP workload with the
-same strategy and ``steps_per_execution``.
+same strategy and ``steps_per_execution``. ``cnn_loop``: row 9's CNN in the guide's loop
+written by hand, K steps fused in a ``tf.range`` loop: what any custom loop gets, to tell
+the engine's own share of its lead over ``fit`` from the custom loop's.
 
 Usage: python -m benchmarks.baselines plain STEPS WARMUP
        python -m benchmarks.baselines fit STEPS WARMUP STEPS_PER_EXECUTION
        python -m benchmarks.baselines cnn_fit STEPS WARMUP STEPS_PER_EXECUTION [DETERMINISTIC]
-Prints one number: steps per second (plain) or examples per second (fit).
+       python -m benchmarks.baselines cnn_loop STEPS WARMUP STEPS_PER_EXECUTION [DETERMINISTIC]
+Prints one number: steps per second (plain) or examples per second (fit, cnn_loop).
 """
 
 from __future__ import annotations
@@ -93,6 +96,58 @@ def cnn_fit(steps: int, warmup: int, steps_per_execution: int, deterministic: in
     if deterministic:
         tf.config.experimental.enable_op_determinism()
     strategy = tf.distribute.MirroredStrategy()
+    x, y, layers = _cnn_workload(tf)
+    batch = 128
+    return _fit_rate(strategy, layers, x, y, batch, steps, warmup, steps_per_execution)
+
+
+def cnn_loop(steps: int, warmup: int, steps_per_execution: int, deterministic: int = 1) -> float:
+    """Row 9's CNN in the guide's custom loop without Distloop, K steps per call."""
+    import tensorflow as tf
+
+    tf.keras.utils.set_random_seed(0)
+    if deterministic:
+        tf.config.experimental.enable_op_determinism()
+    strategy = tf.distribute.MirroredStrategy()
+    x, y, layers = _cnn_workload(tf)
+    batch = 128
+    dataset = tf.data.Dataset.from_tensor_slices((x, y)).batch(batch, drop_remainder=True)
+    dataset = dataset.repeat().prefetch(tf.data.AUTOTUNE)
+    with strategy.scope():
+        model = tf.keras.Sequential(layers)
+        optimizer = tf.keras.optimizers.Adam(1e-3)
+        optimizer.build(model.trainable_variables)
+    loss_object = tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True, reduction=None)
+
+    def train_step(inputs: Any) -> Any:
+        features, labels = inputs
+        with tf.GradientTape() as tape:
+            predictions = model(features, training=True)
+            loss = tf.nn.compute_average_loss(loss_object(labels, predictions))
+        gradients = tape.gradient(loss, model.trainable_variables)
+        optimizer.apply_gradients(zip(gradients, model.trainable_variables, strict=True))
+        return loss
+
+    @tf.function
+    def fused_steps(iterator: Any) -> Any:
+        losses = tf.TensorArray(tf.float32, size=steps_per_execution)
+        for i in tf.range(steps_per_execution):
+            per_replica = strategy.run(train_step, args=(next(iterator),))
+            losses = losses.write(i, strategy.reduce("SUM", per_replica, axis=None))
+        return losses.stack()
+
+    iterator = iter(strategy.experimental_distribute_dataset(dataset))
+    for _ in range(warmup // steps_per_execution):
+        fused_steps(iterator).numpy()
+    calls = (steps - warmup) // steps_per_execution
+    start = time.perf_counter()
+    for _ in range(calls):
+        fused_steps(iterator).numpy()
+    return calls * steps_per_execution * batch / (time.perf_counter() - start)
+
+
+def _cnn_workload(tf: Any) -> tuple[np.ndarray, np.ndarray, list[Any]]:
+    """Row 9's synthetic 32x32x3 images, labels and layers (fit and the hand loop share them)."""
     batch = 128
     rng = np.random.default_rng(0)
     x = rng.standard_normal((batch * 16, 32, 32, 3)).astype(np.float32)
@@ -106,7 +161,7 @@ def cnn_fit(steps: int, warmup: int, steps_per_execution: int, deterministic: in
         tf.keras.layers.Flatten(),
         tf.keras.layers.Dense(10),
     ]
-    return _fit_rate(strategy, layers, x, y, batch, steps, warmup, steps_per_execution)
+    return x, y, layers
 
 
 def _fit_rate(
@@ -140,4 +195,4 @@ def _fit_rate(
 if __name__ == "__main__":
     kind, *numbers = sys.argv[1:]
     values = [int(n) for n in numbers]
-    print({"plain": plain, "fit": fit, "cnn_fit": cnn_fit}[kind](*values))
+    print({"plain": plain, "fit": fit, "cnn_fit": cnn_fit, "cnn_loop": cnn_loop}[kind](*values))

@@ -165,32 +165,53 @@ def cnn_project() -> dict:
 
 
 def cnn(rounds: int) -> None:
-    """Row 9 in paired rounds (engine and ``fit`` one after the other, the order alternating).
+    """Row 9 in paired rounds (engine, ``fit`` and the hand-written loop, the order rotating).
 
     Both sides run with op determinism on (the engine's default, ``training.deterministic``)
     and both with it off, so each ratio compares like with like; ``fit``'s own default is
-    off. Prints each pair's best rates and the median of the rounds' ratios: on two shared
-    cores a single run can lose half its speed to another process.
+    off. The guide's loop written by hand (``baselines.cnn_loop``) tells how much of the
+    lead over ``fit`` is the custom loop's rather than the engine's. Prints each side's best
+    rate and the median of the rounds' ratios: on two shared cores a single run can lose
+    half its speed to another process.
     """
     for deterministic in (True, False):
-        project = cnn_project()
-        project["training"]["deterministic"] = deterministic
-        ours, keras = [], []
-        for round_ in range(rounds):
-            if round_ % 2:
-                keras.append(baseline("cnn_fit", 200, 40, 20, int(deterministic)))
-            ours.append(engine_rate(project, 40, examples_per_step=128)[0])
-            if not round_ % 2:
-                keras.append(baseline("cnn_fit", 200, 40, 20, int(deterministic)))
-        ratios = sorted(o / k for o, k in zip(ours, keras, strict=True))
+        rates = _cnn_rates(deterministic, rounds)
+        names = list(rates)
+        rounds_text = ", ".join(
+            "/".join(f"{rates[name][i]:.0f}" for name in names) for i in range(rounds)
+        )
         print(
             f"9. CNN conv32-pool-conv64-pool-dense10 on 32x32x3, batch 128, Adam, K=20, "
-            f"op determinism {'on' if deterministic else 'off'} in both: distloop "
-            f"{max(ours):.0f} examples/s best, model.fit {max(keras):.0f} best, "
-            f"median ratio {ratios[len(ratios) // 2]:.2f} (rounds: "
-            f"{', '.join(f'{o:.0f}/{k:.0f}' for o, k in zip(ours, keras, strict=True))}; "
-            "goal >= 1.1)"
+            f"op determinism {'on' if deterministic else 'off'} everywhere: distloop "
+            f"{max(rates['distloop']):.0f} examples/s best, model.fit "
+            f"{max(rates['fit']):.0f}, the guide's loop by hand {max(rates['loop']):.0f}; "
+            f"median ratio {_median_ratio(rates['distloop'], rates['fit']):.2f} to fit "
+            f"(goal >= 1.1), {_median_ratio(rates['distloop'], rates['loop']):.2f} to the "
+            f"hand loop (rounds distloop/fit/loop: {rounds_text})"
         )
+
+
+def _cnn_rates(deterministic: bool, rounds: int) -> dict[str, list[float]]:
+    """Each side's examples/s per round, the order rotating between rounds."""
+    project = cnn_project()
+    project["training"]["deterministic"] = deterministic
+    flag = int(deterministic)
+    sides: dict[str, Callable[[], float]] = {
+        "distloop": lambda: engine_rate(project, 40, examples_per_step=128)[0],
+        "fit": lambda: baseline("cnn_fit", 200, 40, 20, flag),
+        "loop": lambda: baseline("cnn_loop", 200, 40, 20, flag),
+    }
+    rates: dict[str, list[float]] = {name: [] for name in sides}
+    names = list(sides)
+    for round_ in range(rounds):
+        for name in names[round_ % 3 :] + names[: round_ % 3]:
+            rates[name].append(sides[name]())
+    return rates
+
+
+def _median_ratio(ours: list[float], theirs: list[float]) -> float:
+    ratios = sorted(a / b for a, b in zip(ours, theirs, strict=True))
+    return ratios[len(ratios) // 2]
 
 
 def main() -> None:

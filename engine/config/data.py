@@ -106,8 +106,8 @@ class CsvData(_DataBase):
     label_column: str = Field(min_length=1)
     stream: bool = Field(
         False,
-        description="Read rows as batches form (tf.data's CsvDataset), never the whole file "
-        "into memory; a cell that is no number fails the run when its batch is read.",
+        description="Read blocks of lines as batches form (tf.io.decode_csv), never the whole "
+        "file into memory; every cell is checked before the run. Lines must end in LF or CR LF.",
     )
 
 
