@@ -58,6 +58,9 @@ def test_streaming_gives_the_loaded_batches_and_split(tmp_path: Path, source: st
         path = tmp_path / "t.csv"
         table = np.hstack([x, y.astype(np.float32)])
         np.savetxt(path, table, delimiter=",", header="a,b,c,label", comments="", fmt="%.9g")
+        # Blank lines (one with a Windows line end, one at the end) are no rows, either way.
+        lines = path.read_text().splitlines(keepends=True)
+        path.write_text("".join([*lines[:5], "\n", *lines[5:9], "\r\n", *lines[9:], "\n"]))
         data = {"source": "csv", "path": str(path), "label_column": "label"}
     else:
         path = tmp_path / "t.npz"
@@ -240,6 +243,10 @@ def test_a_streamed_csv_names_its_first_bad_row_before_the_run(tmp_path: Path) -
             "line 3, column 'c': 'nan' is not a finite number; fill or remove that row",
         ),
         ("1,2,3,0\n4,5,6\n", "line 3 has 3 value(s), but the header names 4 columns"),
+        (
+            "1,2,3,0\n\n4,x,6,1\n",
+            "line 4, column 'b': 'x' is not a finite number; fill or remove that row",
+        ),
     ]:
         path.write_text(f"a,b,c,label\n{body}")
         data = {"source": "csv", "path": str(path), "label_column": "label", "stream": True}

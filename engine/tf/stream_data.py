@@ -103,12 +103,14 @@ def csv_blocks(path: Path, columns: int, header_lines: int, label_at: int) -> tf
     float32 table of the features (the columns but ``label_at``, in order) and the labels.
 
     ``tf.io.decode_csv`` parses numbers as ``CsvDataset`` does (quoted cells too), and
-    ``TextLineDataset`` drops the carriage return of Windows line ends; a blank line is a
-    record of one empty cell, which fails the parse as it failed ``CsvDataset``.
+    ``TextLineDataset`` drops the carriage return of Windows line ends. Blank lines are no
+    rows, as when the file is loaded (``CsvDataset`` refused them: a file ending in an
+    empty line failed only when streamed).
     """
     required = [tf.constant([], tf.float32)] * columns
 
     def parse(lines: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
+        lines = tf.boolean_mask(lines, tf.strings.length(lines) > 0)  # a block's, at once
         cells = tf.io.decode_csv(lines, required)
         labels = cells.pop(label_at)
         return tf.stack(cells, axis=1), labels
@@ -167,7 +169,7 @@ def _first_bad_row(path: Path, header: list[str], check_label: _LabelCheck) -> s
     with path.open(encoding="utf-8-sig", newline="", errors="replace") as handle:
         reader = csv.reader(handle)
         next(reader, None)
-        for example, row in enumerate(reader):
+        for example, row in enumerate(row for row in reader if row):  # blank lines: no rows
             if len(row) != len(header):
                 return (
                     f"line {reader.line_num} has {len(row)} value(s), but the header names "
