@@ -248,14 +248,19 @@ def command_run(args: argparse.Namespace) -> int:
         return EXIT_FAILED
     if not announce_custom_code(project, args.project.parent if args.project else None):
         return EXIT_FAILED
-    # The engine checks the data folders and model file as it starts: checked here first, a
-    # bad folder costs no TensorFlow start and leaves no failed run folder behind. A
-    # cluster task (--task) may be a ps server that reads no data: the engine decides.
-    files = (
-        [] if args.task else project_folder_problems(project) + model_file_problems(project.model)
+    # The engine checks the data folders, the model file and this machine's memory as it
+    # starts: checked here first, a bad folder or a project too big costs no TensorFlow
+    # start and leaves no failed run folder behind. A cluster task (--task) may be a ps
+    # server that reads no data: the engine decides.
+    problems = (
+        []
+        if args.task
+        else project_folder_problems(project)
+        + model_file_problems(project.model)
+        + memory_problems(project)
     )
-    if files:
-        _err(f"distloop: {ProblemsError(files, str(args.project or args.example))}")
+    if problems:
+        _err(f"distloop: {ProblemsError(problems, str(args.project or args.example))}")
         return EXIT_FAILED
     try:
         run_dir = args.out or new_run_dir(project.name)

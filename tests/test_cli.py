@@ -181,6 +181,7 @@ def test_a_project_too_big_for_this_machine_is_valid_but_not_run_here(tmp_path) 
     assert run.returncode == 1
     assert "model.layers: needs about 11.0 TiB of memory" in run.stderr
     assert "available" in run.stderr and "step=" not in run.stdout
+    assert not (tmp_path / "run").exists()  # refused before TensorFlow and the run folder
 
 
 def _raised(exc: BaseException) -> BaseException:
