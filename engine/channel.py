@@ -29,6 +29,8 @@ class Channel:
         self._task = task
         self._waiting: collections.deque[_Message] = collections.deque()
         self._log_file = (run_dir / LOG_FILE).open("a", encoding="utf-8") if run_dir else None
+        self.last_step: int | None = None
+        """The last step reported (and written to metrics.csv): where a failure stopped."""
 
     @property
     def task(self) -> str | None:
@@ -42,6 +44,8 @@ class Channel:
     def metrics(self, message: StepMetrics) -> None:
         """Sends step metrics without blocking; merges them with a batch still waiting."""
         message = message.model_copy(update={"task": self._task})
+        if message.steps:
+            self.last_step = message.steps[-1]
         if self._waiting and isinstance(self._waiting[-1], StepMetrics):
             message = _merge(self._waiting.pop(), message)
         self._waiting.append(message)

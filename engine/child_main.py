@@ -301,7 +301,7 @@ def _run(
         channel.send(result)
     except BaseException as exc:
         exit_code = 1
-        failure = _failure_message(exc)
+        failure = _failure_message(exc, channel.last_step)
         # The lock's reserve makes room on a full disk; should the write fail all the same,
         # the parent still learns why, from the message.
         if folder_lock is not None:
@@ -356,14 +356,16 @@ def is_known_failure(exc: BaseException) -> bool:
     return False
 
 
-def _failure_message(exc: BaseException) -> RunFailed:
+def _failure_message(exc: BaseException, last_step: int | None = None) -> RunFailed:
+    """``last_step``: the last step the run reported, the step a failure stopped after (a
+    non-finite loss names its own step, which is not kept)."""
     from .reporting import NonFiniteLossError
 
     return RunFailed(
         error_type=type(exc).__name__,
         message=str(exc) or type(exc).__name__,
         traceback="".join(traceback.format_exception(exc)),
-        last_step=exc.step if isinstance(exc, NonFiniteLossError) else None,
+        last_step=exc.step if isinstance(exc, NonFiniteLossError) else last_step,
         known=is_known_failure(exc),
     )
 

@@ -173,7 +173,11 @@ class RunFailed(_Message):
     error_type: str
     message: str
     traceback: str = ""
-    last_step: int | None = None
+    last_step: int | None = Field(
+        None,
+        description="The last step reported before the failure (a non-finite loss: its own "
+        "step); None when it failed before its first step.",
+    )
     exit_code: int | None = None
     known: bool = Field(
         False,

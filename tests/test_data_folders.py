@@ -434,6 +434,11 @@ def test_a_run_names_an_image_removed_while_it_trains(tmp_path: Path) -> None:
         "goes on from its last checkpoint"
     )
     assert list((tmp_path / "run" / "checkpoints").glob("ckpt-*.index"))
+    # Where it stopped: the last step reported, in the message and the run's status.
+    reported = [m.steps[-1] for m in messages if isinstance(m, StepMetrics)][-1]
+    assert failure.last_step == reported >= 10
+    status = json.loads((tmp_path / "run" / "status.json").read_text())
+    assert status["status"] == "failed" and status["last_step"] == reported
 
 
 @pytest.mark.slow
