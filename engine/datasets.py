@@ -146,23 +146,20 @@ def project_folder_problems(project: Project) -> list[Problem]:
     window and the engine call it once the project's paths are resolved.
     """
     problems = []
-    sections: list[tuple[tuple[str, ...], object]] = [(("data",), project.data)]
-    if project.evaluation is not None and project.evaluation.source is not None:
-        sections.append((("evaluation", "source"), project.evaluation.source))
     scans: dict[tuple[str, ...], FolderScan] = {}
-    for loc, data in sections:
+    for where, data in project.data_sources():
+        loc = tuple(where.split("."))
         if isinstance(data, TFRecordData) and not glob.glob(os.path.expanduser(data.path)):
             problems.append(Problem((*loc, "path"), f"no file matches {data.path}"))
         if not isinstance(data, ImageFolderData | TextFolderData):
             continue
-        field = ".".join(loc)
         kind, extensions = FOLDER_KINDS[data.source]
         try:
             scan = scan_folder(data.path, extensions)
         except FolderError as exc:
             problems.append(Problem((*loc, "path"), str(exc)))
             continue
-        found = folder_problems(scan, f"{field}.path", kind)
+        found = folder_problems(scan, f"{where}.path", kind)
         problems += [Problem((*loc, "path"), _without_field(text)) for text in found]
         if not found:
             scans[loc] = scan
@@ -270,10 +267,7 @@ def unreadable_image_problems(project: Project) -> tuple[list[Problem], list[str
     window. The run also decodes every file, which finds damage inside one as well.
     """
     problems, notes = [], []
-    sections: list[tuple[str, object]] = [("data", project.data)]
-    if project.evaluation is not None and project.evaluation.source is not None:
-        sections.append(("evaluation.source", project.evaluation.source))
-    for where, data in sections:
+    for where, data in project.data_sources():
         if not isinstance(data, ImageFolderData):
             continue
         try:

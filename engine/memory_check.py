@@ -40,15 +40,13 @@ def memory_problems(project: Project, available_bytes: int | None = None) -> lis
     if available is None:
         return []
     estimate = memory_estimate(project)
-    sources = [project.data]
-    if project.evaluation is not None and project.evaluation.source is not None:
-        sources.append(project.evaluation.source)
-    loaded = sum(loaded_file_bytes(source) for source in sources)
+    sources = project.data_sources()
+    loaded = sum(loaded_file_bytes(source) for _, source in sources)
     total = estimate.total + loaded
     if total <= available:
         return []
     if loaded > estimate.total:
-        streams = ["data"] + (["evaluation.source"] if len(sources) > 1 else [])
+        streams = [where for where, _ in sources]
         return [
             Problem(
                 ("data",),
@@ -145,24 +143,35 @@ def available_memory_bytes() -> int | None:
     return available if headroom is None else min(available, headroom)
 
 
+def memory_cgroups() -> list[tuple[Path, Path, bool]]:
+    """This process's memory cgroup folders, each with the root of its hierarchy (where a
+    container sees its own limit) and whether it is cgroup v2 (else v1); empty where the
+    system has none (or does not say)."""
+    try:
+        entries = Path("/proc/self/cgroup").read_text(encoding="ascii").splitlines()
+    except OSError:
+        return []
+    found = []
+    for entry in entries:
+        _, controllers, path = entry.split(":", 2)
+        if not controllers:
+            root, v2 = Path("/sys/fs/cgroup"), True
+        elif "memory" in controllers.split(","):
+            root, v2 = Path("/sys/fs/cgroup/memory"), False
+        else:
+            continue
+        found.append((root / path.lstrip("/"), root, v2))
+    return found
+
+
 def _cgroup_headroom() -> int | None:
     """The tightest cgroup memory limit over this process, less the anonymous memory
     charged to it (page cache counts against a limit too, but the kernel reclaims it
     before it kills); None without a limit."""
-    try:
-        entries = Path("/proc/self/cgroup").read_text(encoding="ascii").splitlines()
-    except OSError:
-        return None
-    root, found = Path("/sys/fs/cgroup"), []
-    for entry in entries:
-        _, controllers, path = entry.split(":", 2)
-        relative = path.lstrip("/")
-        if not controllers:  # cgroup v2: its own folder, or the root a container sees
-            for folder in (root / relative, root):
-                found.append(_headroom(folder, "memory.max", "anon"))
-        elif "memory" in controllers.split(","):  # cgroup v1
-            for folder in (root / "memory" / relative, root / "memory"):
-                found.append(_headroom(folder, "hierarchical_memory_limit", "total_rss"))
+    found = []
+    for folder, root, v2 in memory_cgroups():
+        limit, used = ("memory.max", "anon") if v2 else ("hierarchical_memory_limit", "total_rss")
+        found += [_headroom(checked, limit, used) for checked in (folder, root)]
     limits = [headroom for headroom in found if headroom is not None]
     return min(limits) if limits else None
 

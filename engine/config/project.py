@@ -79,6 +79,13 @@ class Project(_Strict):
         per_epoch = self.steps_per_epoch()
         return None if per_epoch is None else per_epoch * (self.training.epochs or 0)
 
+    def data_sources(self) -> list[tuple[str, DataConfig]]:
+        """The data a run reads, each with its field: ``data``, and an evaluation source."""
+        sources: list[tuple[str, DataConfig]] = [("data", self.data)]
+        if self.evaluation is not None and self.evaluation.source is not None:
+            sources.append(("evaluation.source", self.evaluation.source))
+        return sources
+
     def resolve_paths(self, base_dir: Path) -> Project:
         """A copy whose file paths are absolute, as the engine and run folders need.
 

@@ -174,12 +174,9 @@ def changed_file_error(project: Project, error: tf.errors.OpError) -> DataError 
     TensorFlow's error comes from inside the step and names a graph node, at best the file,
     so after such a failure the folders are checked again, once, to find it.
     """
-    sections: list[tuple[str, object]] = [("data", project.data)]
-    if project.evaluation is not None and project.evaluation.source is not None:
-        sections.append(("evaluation.source", project.evaluation.source))
     then = "then resume the run: it goes on from its last checkpoint"
     gone = _MISSING.search(error.message) if isinstance(error, tf.errors.NotFoundError) else None
-    for where, data in sections:
+    for where, data in project.data_sources():
         if not isinstance(data, ImageFolderData):
             continue
         if gone is not None and gone[1].startswith(str(Path(data.path).expanduser())):
