@@ -26,6 +26,7 @@ from typing import Any
 from .child_main import EngineJob, detect_devices_main, run_engine, warm_engine_main
 from .config import Project
 from .fileio import atomic_write_text
+from .memory_check import memory_cgroups
 from .messages import (
     TERMINAL_TYPES,
     DevicesDetected,
@@ -107,17 +108,10 @@ def oom_kill_count() -> int | None:
 def _oom_counters() -> list[Path]:
     """The files that count OOM kills, the narrowest first: the memory cgroup's (v2 or v1),
     then the machine's."""
-    try:
-        entries = Path("/proc/self/cgroup").read_text(encoding="ascii").splitlines()
-    except OSError:
-        entries = []
-    root, counters = Path("/sys/fs/cgroup"), []
-    for entry in entries:
-        _, controllers, path = entry.split(":", 2)
-        if not controllers:
-            counters.append(root / path.lstrip("/") / "memory.events")
-        elif "memory" in controllers.split(","):
-            counters.append(root / "memory" / path.lstrip("/") / "memory.oom_control")
+    counters = [
+        folder / ("memory.events" if v2 else "memory.oom_control")
+        for folder, _, v2 in memory_cgroups()
+    ]
     return [*counters, Path("/proc/vmstat")]
 
 
