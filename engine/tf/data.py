@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -37,6 +38,7 @@ from ..config import (
     split_counts,
 )
 from ..datasets import project_folder_problems
+from ..run_folder import write_classes, write_vocabulary
 from ..synthetic import (
     DataError,
     classification_arrays,
@@ -242,6 +244,15 @@ def text_vocabulary(project: Project) -> list[str]:
     data = project.data
     assert isinstance(data, TextFolderData)
     return text_vectorizer(data, _folder_split(project)[0].paths).get_vocabulary()
+
+
+def write_prediction_files(run_dir: Path, project: Project, data: TrainingData) -> None:
+    """What prediction reads to take inputs and name outputs as training did: the class
+    names (``classes.json``) and a text folder's vocabulary (``vocabulary.json``)."""
+    if data.classes is not None:
+        write_classes(run_dir, data.classes)
+    if isinstance(project.data, TextFolderData):
+        write_vocabulary(run_dir, text_vocabulary(project))
 
 
 def load_text_for_model(

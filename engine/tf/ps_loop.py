@@ -29,12 +29,12 @@ from typing import Any
 import tensorflow as tf
 
 from ..channel import Channel
-from ..config import Project, TextFolderData, uneven_batch_warnings
+from ..config import Project, uneven_batch_warnings
 from ..messages import RunFinished, RunStarted
 from ..reporting import StepReporter
-from ..run_folder import METRICS_FILE, MetricsWriter, write_classes, write_vocabulary
+from ..run_folder import METRICS_FILE, MetricsWriter
 from ..tf_config import NO_RESUME, parse_address
-from .data import build_training_data, text_vocabulary
+from .data import build_training_data, write_prediction_files
 from .loop import StepRunner
 from .model import build_loss, build_model, build_optimizer, set_precision
 from .model_export import ModelKeeper
@@ -137,10 +137,8 @@ def coordinate(
         )
     )
 
-    if run_dir is not None and data.classes is not None:
-        write_classes(run_dir, data.classes)
-    if run_dir is not None and isinstance(project.data, TextFolderData):
-        write_vocabulary(run_dir, text_vocabulary(project))
+    if run_dir is not None:
+        write_prediction_files(run_dir, project, data)
     metrics = MetricsWriter(run_dir / METRICS_FILE, None) if run_dir else None
     reporter = StepReporter(channel, metrics, stop_on_nan=training.stop_on_nan)
     in_flight: deque[tuple[int, Any]] = deque()

@@ -19,7 +19,7 @@ from pathlib import Path
 import tensorflow as tf
 
 from ..channel import Channel
-from ..config import Project, TextFolderData, uneven_batch_warnings
+from ..config import Project, uneven_batch_warnings
 from ..messages import RunFinished, RunStarted
 from ..reporting import StepReporter
 from ..run_folder import (
@@ -29,13 +29,11 @@ from ..run_folder import (
     MetricsWriter,
     truncate_eval,
     truncate_metrics,
-    write_classes,
     write_status,
-    write_vocabulary,
 )
 from ..user_code import UserCode, UserCodeError, load_user_code
 from .checkpoint import RunCheckpoints
-from .data import build_training_data, custom_training_data, text_vocabulary
+from .data import build_training_data, custom_training_data, write_prediction_files
 from .evaluation import EvalReporter, Evaluator
 from .image_data import changed_file_error
 from .input_pipeline import distribute_input
@@ -150,10 +148,8 @@ def train(
         warnings=warnings,
     )
     channel.send(started)
-    if run_dir is not None and chief and data.classes is not None:
-        write_classes(run_dir, data.classes)
-    if run_dir is not None and chief and isinstance(project.data, TextFolderData):
-        write_vocabulary(run_dir, text_vocabulary(project))
+    if run_dir is not None and chief:
+        write_prediction_files(run_dir, project, data)
     if run_dir is not None:
         write_status(
             run_dir,
