@@ -22,6 +22,8 @@ from typing import Any
 
 import numpy as np
 
+CNN_BATCH = 128
+
 
 def plain(steps: int, warmup: int) -> float:
     import tensorflow as tf
@@ -90,29 +92,16 @@ def cnn_fit(steps: int, warmup: int, steps_per_execution: int, deterministic: in
     ``deterministic`` (1 or 0) matches the engine's ``training.deterministic``, so the ratio
     compares like with like: op determinism is what makes the engine's runs repeat exactly.
     """
-    import tensorflow as tf
-
-    tf.keras.utils.set_random_seed(0)
-    if deterministic:
-        tf.config.experimental.enable_op_determinism()
-    strategy = tf.distribute.MirroredStrategy()
-    x, y, layers = _cnn_workload(tf)
-    batch = 128
-    return _fit_rate(strategy, layers, x, y, batch, steps, warmup, steps_per_execution)
+    strategy, x, y, layers = _cnn_workload(deterministic)
+    return _fit_rate(strategy, layers, x, y, CNN_BATCH, steps, warmup, steps_per_execution)
 
 
 def cnn_loop(steps: int, warmup: int, steps_per_execution: int, deterministic: int = 1) -> float:
     """Row 9's CNN in the guide's custom loop without Distloop, K steps per call."""
     import tensorflow as tf
 
-    tf.keras.utils.set_random_seed(0)
-    if deterministic:
-        tf.config.experimental.enable_op_determinism()
-    strategy = tf.distribute.MirroredStrategy()
-    x, y, layers = _cnn_workload(tf)
-    batch = 128
-    dataset = tf.data.Dataset.from_tensor_slices((x, y)).batch(batch, drop_remainder=True)
-    dataset = dataset.repeat().prefetch(tf.data.AUTOTUNE)
+    strategy, x, y, layers = _cnn_workload(deterministic)
+    dataset = _repeated_batches(x, y, CNN_BATCH)
     with strategy.scope():
         model = tf.keras.Sequential(layers)
         optimizer = tf.keras.optimizers.Adam(1e-3)
@@ -143,15 +132,21 @@ def cnn_loop(steps: int, warmup: int, steps_per_execution: int, deterministic: i
     start = time.perf_counter()
     for _ in range(calls):
         fused_steps(iterator).numpy()
-    return calls * steps_per_execution * batch / (time.perf_counter() - start)
+    return calls * steps_per_execution * CNN_BATCH / (time.perf_counter() - start)
 
 
-def _cnn_workload(tf: Any) -> tuple[np.ndarray, np.ndarray, list[Any]]:
-    """Row 9's synthetic 32x32x3 images, labels and layers (fit and the hand loop share them)."""
-    batch = 128
+def _cnn_workload(deterministic: int) -> tuple[Any, np.ndarray, np.ndarray, list[Any]]:
+    """Row 9's strategy, synthetic 32x32x3 images, labels and layers, seeded (and op
+    determinism on or off) as the engine's run is: fit and the hand loop share them."""
+    import tensorflow as tf
+
+    tf.keras.utils.set_random_seed(0)
+    if deterministic:
+        tf.config.experimental.enable_op_determinism()
+    strategy = tf.distribute.MirroredStrategy()
     rng = np.random.default_rng(0)
-    x = rng.standard_normal((batch * 16, 32, 32, 3)).astype(np.float32)
-    y = rng.integers(0, 10, batch * 16).astype(np.int32)
+    x = rng.standard_normal((CNN_BATCH * 16, 32, 32, 3)).astype(np.float32)
+    y = rng.integers(0, 10, CNN_BATCH * 16).astype(np.int32)
     layers = [
         tf.keras.Input((32, 32, 3)),
         tf.keras.layers.Conv2D(32, 3, padding="same", activation="relu"),
@@ -161,7 +156,15 @@ def _cnn_workload(tf: Any) -> tuple[np.ndarray, np.ndarray, list[Any]]:
         tf.keras.layers.Flatten(),
         tf.keras.layers.Dense(10),
     ]
-    return x, y, layers
+    return strategy, x, y, layers
+
+
+def _repeated_batches(x: np.ndarray, y: np.ndarray, batch: int) -> Any:
+    """The in-memory examples as whole batches, repeated, prefetched."""
+    import tensorflow as tf
+
+    dataset = tf.data.Dataset.from_tensor_slices((x, y)).batch(batch, drop_remainder=True)
+    return dataset.repeat().prefetch(tf.data.AUTOTUNE)
 
 
 def _fit_rate(
@@ -177,8 +180,7 @@ def _fit_rate(
     """Examples/s of ``model.fit`` on repeated in-memory batches, after ``warmup`` steps."""
     import tensorflow as tf
 
-    dataset = tf.data.Dataset.from_tensor_slices((x, y)).batch(batch, drop_remainder=True)
-    dataset = dataset.repeat().prefetch(tf.data.AUTOTUNE)
+    dataset = _repeated_batches(x, y, batch)
     with strategy.scope():
         model = tf.keras.Sequential(layers)
         model.compile(
