@@ -21,14 +21,7 @@ from typing import Any
 
 from .child_main import predict_main
 from .messages import InputRefused, ModelLoaded, Predicted, parse_message
-from .run_folder import (
-    CLASSES_FILE,
-    CONFUSION_FILE,
-    MODEL_FILE,
-    MODEL_RECORD_FILE,
-    TASKS_DIR,
-    VOCABULARY_FILE,
-)
+from .run_folder import MODEL_FILE, find_model_folder
 
 PREDICT_TIMEOUT_S = 300.0
 """TensorFlow's start takes seconds; thousands of rows take a few more."""
@@ -51,97 +44,18 @@ class PredictionResult:
 
 
 def model_folder(run_dir: Path) -> Path:
-    """The folder holding the run's ``model.keras``: the run's own, or its chief task's.
-
-    A local cluster's top-level folder records the run; its chief's task folder
-    (``tasks/worker-0``, ``tasks/chief-0``) holds what the chief saved.
-    """
+    """The folder holding the run's ``model.keras`` (:func:`find_model_folder`), or why none."""
     if not run_dir.is_dir():
         raise PredictionError(f"{run_dir}: no such run folder")
-    if (run_dir / MODEL_FILE).is_file():
-        return run_dir
-    tasks = run_dir / TASKS_DIR
-    if tasks.is_dir():
-        for name in ("chief-0", "worker-0"):
-            if (tasks / name / MODEL_FILE).is_file():
-                return tasks / name
+    folder = find_model_folder(run_dir)
+    if folder is not None:
+        return folder
     others = sorted(path.name for path in run_dir.glob("model-*.keras"))
     named = f" (it has {', '.join(others)}: custom code's models by name)" if others else ""
     raise PredictionError(
         f"{run_dir}: no {MODEL_FILE} in this run folder{named}; a run saves it when it "
         "finishes or is stopped"
     )
-
-
-def has_model(run_dir: Path) -> bool:
-    """Whether the run left a ``model.keras`` to predict with (cheap: a few ``stat`` calls)."""
-    try:
-        model_folder(run_dir)
-    except PredictionError:
-        return False
-    return True
-
-
-def class_names(folders: Sequence[Path], count: int) -> list[str]:
-    """The data's class names from ``classes.json`` when it has ``count`` of them, else numbers.
-
-    ``classes.json`` is a list of names, or an object whose ``classes`` is one.
-    """
-    for folder in folders:
-        try:
-            names = json.loads((folder / CLASSES_FILE).read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            continue
-        if isinstance(names, dict):
-            names = names.get("classes")
-        if (
-            isinstance(names, list)
-            and len(names) == count
-            and all(isinstance(name, str) for name in names)
-        ):
-            return names
-    return [str(index) for index in range(count)]
-
-
-def saved_vocabulary(folders: Sequence[Path]) -> list[str] | None:
-    """The text vocabulary the run trained with (``vocabulary.json``); None for a run that
-    kept none (not a text model, or saved before runs kept it)."""
-    for folder in folders:
-        try:
-            words = json.loads((folder / VOCABULARY_FILE).read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            continue
-        if isinstance(words, list) and all(isinstance(word, str) for word in words):
-            return words
-    return None
-
-
-def read_confusion(run_dir: Path) -> dict[str, Any] | None:
-    """The run's ``confusion.json`` (classes, matrix), or None when it has none that reads."""
-    try:
-        folder = model_folder(run_dir)
-        report = json.loads((folder / CONFUSION_FILE).read_text(encoding="utf-8"))
-    except (PredictionError, OSError, ValueError):
-        return None
-    matrix = report.get("matrix") if isinstance(report, dict) else None
-    classes = report.get("classes") if isinstance(report, dict) else None
-    if not (
-        isinstance(matrix, list)
-        and isinstance(classes, list)
-        and len(matrix) == len(classes)
-        and all(isinstance(row, list) and len(row) == len(classes) for row in matrix)
-    ):
-        return None
-    return report
-
-
-def read_model_record(run_dir: Path) -> dict[str, Any] | None:
-    """``model.json``: which step the saved weights are, and how they were chosen."""
-    try:
-        record = json.loads((model_folder(run_dir) / MODEL_RECORD_FILE).read_text("utf-8"))
-    except (PredictionError, OSError, ValueError):
-        return None
-    return record if isinstance(record, dict) else None
 
 
 def parse_items(items: Iterable[dict[str, Any]]) -> PredictionResult:

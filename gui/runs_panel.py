@@ -52,8 +52,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from ..engine.prediction import has_model
-from ..engine.run_folder import default_runs_root
+from ..engine.run_folder import default_runs_root, has_model
 from ..engine.run_history import RunSummary, delete_run, list_runs, summarize
 from ..engine.run_model import RunModel
 from . import dialogs

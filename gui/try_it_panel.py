@@ -32,13 +32,8 @@ from PySide6.QtWidgets import (
 )
 
 from ..engine.messages import Predicted
-from ..engine.prediction import (
-    PredictionError,
-    PredictionResult,
-    predict,
-    read_confusion,
-    read_model_record,
-)
+from ..engine.prediction import PredictionError, PredictionResult, predict
+from ..engine.run_folder import read_confusion, read_model_record
 
 Predictor = Callable[[Path, Sequence[Path], Sequence[str]], PredictionResult]
 SHOWN_CLASSES = 3

@@ -27,9 +27,8 @@ from distloop.engine.cluster import (
 from distloop.engine.config import load_project, load_project_data
 from distloop.engine.messages import RunFailed, RunFinished, RunStarted, StepMetrics
 from distloop.engine.netns import ENV_SWITCH, PrivateNetworkUnavailable, start_private_network
-from distloop.engine.prediction import class_names
 from distloop.engine.problems import ProblemsError
-from distloop.engine.run_folder import read_metrics, read_status
+from distloop.engine.run_folder import class_names, read_metrics, read_status
 from distloop_testing import REPO, distloop, example_data, run_engine, synthetic_project
 
 STEP_LINE = re.compile(r"^step=(\d+) loss=(\S+)$", re.MULTILINE)

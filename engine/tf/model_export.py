@@ -36,12 +36,12 @@ import tensorflow as tf
 from ..channel import Channel
 from ..config import LossConfig, Project
 from ..fileio import atomic_write_text, fsync_folder
-from ..prediction import class_names
 from ..run_folder import (
     CONFUSION_FILE,
     MODEL_FILE,
     MODEL_RECORD_FILE,
     SAVED_MODEL_DIR,
+    class_names,
     remove_path,
 )
 from .data import build_eval_data

@@ -37,9 +37,8 @@ from ..config import (
 )
 from ..datasets import IMAGE_EXTENSIONS
 from ..messages import ClassScore, InputRefused, ModelLoaded, Predicted
-from ..prediction import class_names, saved_vocabulary
 from ..problems import ProblemsError
-from ..run_folder import MODEL_FILE, PROJECT_FILE, TASKS_DIR
+from ..run_folder import MODEL_FILE, PROJECT_FILE, TASKS_DIR, class_names, saved_vocabulary
 from ..synthetic import DataError
 from .data import load_text_for_model
 from .image_data import load_image_for_model
