@@ -7,6 +7,9 @@ stay inside its range; a number typed outside it stays as typed, and the model
 reports it on the field and in the problems list like any wrong text (clamping
 it turned "-64" into 64 and put "0" back without a word). Every editor has the
 same small interface: ``value()``, ``set_value(v)`` and an ``edited`` signal.
+
+Numbers and choices take the mouse wheel only once they have the focus: scrolling a
+form over them changed a conv layer's filters and an initializer without a word.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from typing import Any, Literal, Union
 from annotated_types import Ge, Gt, Le, Lt, MaxLen
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
-from PySide6.QtCore import Signal
+from PySide6.QtCore import QEvent, QObject, Qt, Signal
 from PySide6.QtGui import QValidator
 from PySide6.QtWidgets import (
     QAbstractSpinBox,
@@ -86,6 +89,22 @@ def float_range(info: FieldInfo) -> tuple[float, float]:
     return minimum, maximum
 
 
+class _WheelOnlyWhenFocused(QObject):
+    """Passes a wheel turn over an unfocused editor on to its parents (the form scrolls)."""
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        if event.type() is QEvent.Type.Wheel and not typing.cast(QWidget, watched).hasFocus():
+            event.ignore()  # ignored, so Qt offers it to the parents: the scroll area scrolls
+            return True
+        return False
+
+
+def wheel_only_when_focused(widget: QAbstractSpinBox | QComboBox) -> None:
+    """The wheel neither changes nor focuses ``widget`` until a click or Tab has focused it."""
+    widget.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
+    widget.installEventFilter(_WheelOnlyWhenFocused(widget))
+
+
 def _steps_within(
     spin: QAbstractSpinBox, value: float, low: float, high: float
 ) -> QAbstractSpinBox.StepEnabledFlag:
@@ -110,6 +129,7 @@ class IntEdit(QSpinBox):
         self.bounds = (minimum, maximum)
         self.setRange(INT_MIN, INT_MAX)
         self.setAccelerated(True)
+        wheel_only_when_focused(self)
         self.valueChanged.connect(self.edited)
 
     def stepEnabled(self) -> QAbstractSpinBox.StepEnabledFlag:
@@ -140,6 +160,7 @@ class FloatEdit(QDoubleSpinBox):
         self.setRange(-FLOAT_TYPED_LIMIT, FLOAT_TYPED_LIMIT)
         self.setStepType(QAbstractSpinBox.StepType.AdaptiveDecimalStepType)
         self.setAccelerated(True)
+        wheel_only_when_focused(self)
         self.valueChanged.connect(self.edited)
 
     def stepEnabled(self) -> QAbstractSpinBox.StepEnabledFlag:
@@ -252,6 +273,7 @@ class ChoiceEdit(QComboBox):
     def __init__(self, choices: typing.Sequence[str]) -> None:
         super().__init__()
         self.addItems(list(choices))
+        wheel_only_when_focused(self)
         self.currentIndexChanged.connect(self.edited)
 
     def value(self) -> str:

@@ -61,6 +61,7 @@ from ..engine.tf_config import (
     parse_tf_config_text,
     strategy_problems,
 )
+from .field_editors import wheel_only_when_focused
 from .tf_config_table import JobTable, mark_widget
 
 # Only rule errors (RULE_ERROR_TYPE) can be shown in the tables; any other error means
@@ -360,11 +361,13 @@ class TFConfigEditor(QWidget):
         self.task_type_combo.setToolTip(_TYPE_TOOLTIP)
         self.task_type_combo.setMinimumContentsLength(9)
         self.task_type_combo.currentTextChanged.connect(self._on_task_type_changed)
+        wheel_only_when_focused(self.task_type_combo)
         self.task_index_spin = QSpinBox()
         self.task_index_spin.setObjectName("task_index")
         self.task_index_spin.setToolTip(_INDEX_TOOLTIP)
         self.task_index_spin.setMinimumWidth(70)
         self.task_index_spin.valueChanged.connect(self._on_task_index_changed)
+        wheel_only_when_focused(self.task_index_spin)
         row = QHBoxLayout()
         row.addWidget(QLabel("This TF_CONFIG is for task:"))
         row.addWidget(self.task_type_combo)
