@@ -34,6 +34,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from . import __version__
+from .code_text import inert
 from .config import (
     AdagradConfig,
     AdamConfig,
@@ -118,7 +119,7 @@ os.environ.setdefault("{TF_CONFIG_VAR}", {project.tf_config.to_env()!r})
 import tensorflow as tf  # noqa: E402""",
         )
     return f'''#!/usr/bin/env python3
-"""{project.name}: a custom training loop with tf.distribute.
+"""{inert(project.name)}: a custom training loop with tf.distribute.
 
 Exported by Distloop {__version__}. Standalone: needs TensorFlow and numpy only.
 Prints one line per step, `step=<n> loss=<value>`, like `distloop run`.

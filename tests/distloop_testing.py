@@ -147,3 +147,20 @@ def synthetic_project(cpu_replicas: int, batch: int = 32, steps: int = 60, **tra
         },
         "training": {"steps": steps, "seed": 5, **training},
     }
+
+
+HOSTILE_TEXTS = (
+    'x"""\nPWNED = 1\n"""',
+    "x'''\nPWNED = 1\n'''",
+    "x\\",
+    "a\rPWNED = 1",
+    "x\n; PWNED=1 #",
+    "$(PWNED) `PWNED` ; PWNED",
+    "tab\there\x00nul\x1b[31m",
+    "line\u2028sep\u2029para\x85next",
+    "bidi \u202eDENWP\u202c",
+    "\\N{BOGUS} \\x \\u12",
+    "{PWNED} %(PWNED)s",
+)
+"""Texts that end a docstring, a string, a comment or a line, or start a shell expansion, if
+a generator writes them raw: each holds ``PWNED`` where code would be, for the tests to find."""

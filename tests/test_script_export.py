@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import json
 import subprocess
 import sys
@@ -12,7 +13,7 @@ from data_folders import write_image_folder
 from distloop.engine.config import load_project_data
 from distloop.engine.examples import example_text
 from distloop.engine.script_export import ExportError, render_script
-from distloop_testing import distloop, example_data, run_engine
+from distloop_testing import HOSTILE_TEXTS, distloop, example_data, run_engine
 
 
 def run_script(path) -> tuple[list[int], np.ndarray]:
@@ -302,3 +303,49 @@ def test_file_source_scripts_are_standalone_and_hold_the_split_out(tmp_path) -> 
     augmented = render_script(load_project_data(file_source_projects(tmp_path)["augmented"]))
     assert "def augment_images(" in augmented and "import math" in augmented
     assert "a damaged image fails it" in augmented
+
+
+# --- hostile text: names, descriptions and paths stay data --------------------------------
+
+
+def hostile_project(text: str) -> dict:
+    """Every free text a script shows, set to ``text``: name, description, the CSV's path
+    and label column, and a TF_CONFIG (so the script's environment line is there too)."""
+    data = example_data("regression")
+    data["name"] = text
+    data["description"] = text
+    data["model"]["input_shape"] = [3]
+    data["data"] = {"source": "csv", "path": text, "label_column": text, "global_batch_size": 4}
+    data["strategy"] = {"kind": "multi_worker_mirrored"}
+    data["tf_config"] = {"cluster": {"worker": ["h1:2222"]}, "task": {"type": "worker"}}
+    return data
+
+
+@pytest.mark.parametrize("text", HOSTILE_TEXTS)
+def test_hostile_text_is_inert_data_in_the_script(text: str) -> None:
+    script = render_script(load_project_data(hostile_project(text)))
+    tree = ast.parse(script)
+    assert "PWNED" not in {node.id for node in ast.walk(tree) if isinstance(node, ast.Name)}
+    docstring = ast.get_docstring(tree, clean=False)
+    assert docstring is not None and docstring.startswith(f"{text}: a custom training loop")
+    strings = {n.value for n in ast.walk(tree) if isinstance(n, ast.Constant)}
+    assert text in strings  # the path and the column, as the literals the script reads
+
+
+def test_an_exported_script_with_a_hostile_name_runs_none_of_it(tmp_path) -> None:
+    """The real command writes the script; a Python that lacks numpy runs it up to its
+    imports, past the docstring: code smuggled in the name would have made the marker."""
+    marker = tmp_path / "marker"
+    name = f'x"""\nopen({str(marker)!r}, "w").close()\n"""'
+    data = example_data("seed")
+    data["name"] = name
+    project = tmp_path / "hostile.json"
+    project.write_text(json.dumps(data))
+    out = tmp_path / "hostile.py"
+    result = distloop("export", str(project), "--format", "script", "--out", str(out))
+    assert result.returncode == 0, result.stderr
+    ran = subprocess.run(
+        [sys.executable, "-I", "-S", str(out)], capture_output=True, text=True, timeout=60
+    )
+    assert "No module named 'numpy'" in ran.stderr, ran.stderr
+    assert not marker.exists()

@@ -1,0 +1,36 @@
+"""User text inside generated programs (exported scripts, shell files, manifests' comments).
+
+A project's name, a path or a host comes from a file someone else may have written. Put
+raw into a docstring, ``\"\"\"`` ends it and what follows runs when the script runs; put raw
+into a comment, a line break starts a line of code. Every generator writes such text
+through :func:`inert`, and text that is code (a string literal, a shell word) through
+``repr`` or ``shlex.quote``.
+"""
+
+from __future__ import annotations
+
+_ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def inert(text: str) -> str:
+    """``text`` as one line of printable characters that cannot end a comment or a string.
+
+    Backslashes, double quotes and every character that is not printable (line breaks,
+    control characters, bidirectional marks, lone surrogates) are written as Python
+    escapes, so inside a double-quoted Python string or docstring the text reads back
+    exactly as ``text``, and in a comment of any language it stays on its line.
+    Printable characters, accented letters included, stay as they are.
+    """
+    out = []
+    for char in text:
+        if char in _ESCAPES:
+            out.append(_ESCAPES[char])
+        elif char.isprintable():
+            out.append(char)
+        elif ord(char) <= 0xFF:
+            out.append(f"\\x{ord(char):02x}")
+        elif ord(char) <= 0xFFFF:
+            out.append(f"\\u{ord(char):04x}")
+        else:
+            out.append(f"\\U{ord(char):08x}")
+    return "".join(out)
