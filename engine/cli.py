@@ -9,6 +9,7 @@ engine's own report.
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import signal
 import sys
@@ -16,6 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from . import __version__
+from .cluster.slurm import DEFAULT_PORT_BASE as SLURM_PORT_BASE
 from .config import Project, load_project, uneven_batch_warnings
 from .datasets import project_folder_problems, unreadable_image_problems
 from .examples import example_names, load_example, portable_example_text
@@ -67,11 +69,25 @@ def build_parser() -> argparse.ArgumentParser:
 
     run = commands.add_parser("run", help="train a project headless, one line per step")
     add_run_arguments(run)
-    run.add_argument(
+    task = run.add_mutually_exclusive_group()
+    task.add_argument(
         "--task",
         metavar="TYPE:INDEX",
         help="run this task (e.g. worker:1) of the cluster in the project's tf_config or "
         "in TF_CONFIG (which wins when set)",
+    )
+    task.add_argument(
+        "--task-from",
+        choices=["slurm"],
+        help="compute the cluster and this task from the variables srun sets (each task "
+        "then runs in OUT/tasks/TYPE-INDEX)",
+    )
+    run.add_argument(
+        "--port-base",
+        type=int,
+        default=SLURM_PORT_BASE,
+        help=f"with --task-from slurm: the port of each node's first task (default "
+        f"{SLURM_PORT_BASE}; the node's next tasks take the ports after it)",
     )
     add_cluster_commands(commands)
 
@@ -239,10 +255,24 @@ def command_run(args: argparse.Namespace) -> int:
         project = _load(args.project)
         if project is None:
             return EXIT_FAILED
-    from .cluster import tf_config_for_run
+    from .cluster import task_dir_name, tf_config_for_run
+    from .cluster.slurm import tf_config_from_slurm
 
     try:
-        project = project.model_copy(update={"tf_config": tf_config_for_run(project, args.task)})
+        if args.task_from == "slurm":
+            slurm = tf_config_from_slurm(
+                os.environ, project.strategy.kind, port_base=args.port_base
+            )
+            args.task = str(slurm.task)
+            args.out = (
+                (args.out or new_run_dir(project.name)) / TASKS_DIR / task_dir_name(slurm.task)
+            )
+            project = project.model_copy(update={"tf_config": slurm})
+        # The cluster Slurm laid out wins over a TF_CONFIG the job's environment inherited.
+        environ = {} if args.task_from else None
+        project = project.model_copy(
+            update={"tf_config": tf_config_for_run(project, args.task, environ)}
+        )
     except ProblemsError as exc:
         _err(f"distloop: {exc}")
         return EXIT_FAILED

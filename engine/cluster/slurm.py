@@ -1,0 +1,247 @@
+"""A task's TF_CONFIG computed from the variables Slurm gives each task of a job step.
+
+TensorFlow's own ``SlurmClusterResolver`` cannot serve here: on a node without GPUs it
+runs ``nvidia-smi`` and dies, and with ``gpus_per_task=0`` it divides by zero. The
+cluster is computed the way Slurm lays out a step instead: ranks (``SLURM_PROCID``)
+fill the step's nodes in order, as many on each as ``SLURM_STEP_TASKS_PER_NODE`` says
+(block distribution), and a task's port is a base port plus its rank on its node, so
+tasks sharing a node never share a port.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from pydantic import ValidationError
+
+from ..problems import Problem, ProblemsError, problems_from_validation_error
+from ..tf_config import TaskSpec, TFConfig
+
+DEFAULT_PORT_BASE = 23450
+"""The port of each node's first task; the node's next tasks take the ports after it."""
+_RANGE = re.compile(r"(\d+)(?:-(\d+))?")
+_REPEAT = re.compile(r"(\d+)(?:\(x(\d+)\))?")
+SOURCE = "--task-from slurm"
+_HOSTLIST_LIMIT = 65536
+"""More host names than any Slurm cluster has: a longer expansion is a mistyped range."""
+
+
+class SlurmError(ValueError):
+    """A Slurm variable is missing or says something this layout cannot run."""
+
+
+def expand_hostlist(text: str) -> list[str]:
+    """Slurm's compressed node list (``n[1-3,5],a1,b[02-04]``) as host names, in order.
+
+    What ``scontrol show hostnames`` prints, without needing ``scontrol`` (and the
+    Slurm configuration it reads) on the node: zero-padded ranges keep their width,
+    and several bracket groups in one name multiply out (``r[1-2]n[1-2]``).
+    """
+    hosts: list[str] = []
+    for name in _split_top_level(text.strip()):
+        hosts.extend(_expand_name(name, text))
+        if len(hosts) > _HOSTLIST_LIMIT:
+            raise SlurmError(f"node list {text!r} names more than {_HOSTLIST_LIMIT} hosts")
+    if not hosts:
+        raise SlurmError("the node list is empty")
+    return hosts
+
+
+def _split_top_level(text: str) -> list[str]:
+    """Splits at the commas outside brackets (those inside separate ranges)."""
+    parts, depth, start = [], 0, 0
+    for i, char in enumerate(text):
+        if char == "[":
+            depth += 1
+        elif char == "]":
+            depth -= 1
+        elif char == "," and depth == 0:
+            parts.append(text[start:i])
+            start = i + 1
+        if depth not in (0, 1):
+            raise SlurmError(f"node list {text!r} has unbalanced brackets")
+    if depth:
+        raise SlurmError(f"node list {text!r} has unbalanced brackets")
+    parts.append(text[start:])
+    return [part for part in parts if part]
+
+
+def _expand_name(name: str, whole: str) -> list[str]:
+    opening = name.find("[")
+    if opening < 0:
+        if "]" in name or not name.strip():
+            raise SlurmError(f"node list {whole!r} has a bad name {name!r}")
+        return [name]
+    closing = name.index("]", opening)
+    prefix, ranges, rest = name[:opening], name[opening + 1 : closing], name[closing + 1 :]
+    tails = _expand_name(rest, whole) if rest else [""]
+    return [f"{prefix}{number}{tail}" for number in _numbers(ranges, whole) for tail in tails]
+
+
+def _numbers(ranges: str, whole: str) -> list[str]:
+    numbers: list[str] = []
+    for part in ranges.split(","):
+        match = _RANGE.fullmatch(part.strip())
+        if not match:
+            raise SlurmError(f"node list {whole!r} has a bad range [{ranges}]")
+        low_text, high_text = match.group(1), match.group(2) or match.group(1)
+        low, high = int(low_text), int(high_text)
+        if high < low or high - low > _HOSTLIST_LIMIT:
+            raise SlurmError(f"node list {whole!r} has a bad range {part.strip()!r}")
+        width = len(low_text)
+        numbers.extend(str(n).zfill(width) for n in range(low, high + 1))
+    return numbers
+
+
+def expand_tasks_per_node(text: str) -> list[int]:
+    """``SLURM_STEP_TASKS_PER_NODE`` (``2(x3),1``) as one count per node, in node order."""
+    counts: list[int] = []
+    for part in text.strip().split(","):
+        match = _REPEAT.fullmatch(part.strip())
+        if not match or int(match.group(1)) < 1:
+            raise SlurmError(f"tasks per node {text!r} is not of Slurm's form (e.g. 2(x3),1)")
+        repeat = int(match.group(2) or 1)
+        if repeat > _HOSTLIST_LIMIT:
+            raise SlurmError(f"tasks per node {text!r} repeats more nodes than a cluster has")
+        counts.extend([int(match.group(1))] * repeat)
+    return counts
+
+
+@dataclass(frozen=True)
+class SlurmStep:
+    """The layout of a job step, and which of its tasks this process is."""
+
+    rank: int
+    nodes: list[str]
+    tasks_per_node: list[int]
+
+    @classmethod
+    def from_environment(cls, environ: Mapping[str, str]) -> SlurmStep:
+        """Reads the step from the variables ``srun`` sets in each task's environment."""
+
+        def variable(*names: str) -> str:
+            for name in names:
+                if environ.get(name, "").strip():
+                    return environ[name]
+            raise SlurmError(
+                f"{names[0]} is not set: start each task with srun inside a Slurm job "
+                "(distloop export --format slurm writes such a script)"
+            )
+
+        rank_text = variable("SLURM_PROCID")
+        if not rank_text.strip().isdigit():
+            raise SlurmError(f"SLURM_PROCID is {rank_text!r}, not a task number")
+        step = cls(
+            rank=int(rank_text),
+            nodes=expand_hostlist(variable("SLURM_STEP_NODELIST", "SLURM_JOB_NODELIST")),
+            tasks_per_node=expand_tasks_per_node(
+                variable("SLURM_STEP_TASKS_PER_NODE", "SLURM_TASKS_PER_NODE")
+            ),
+        )
+        if len(step.nodes) != len(step.tasks_per_node):
+            raise SlurmError(
+                f"Slurm lists {len(step.nodes)} node(s) but task counts for "
+                f"{len(step.tasks_per_node)}"
+            )
+        if step.rank >= step.size:
+            raise SlurmError(f"SLURM_PROCID {step.rank} is not below the step's {step.size} tasks")
+        step.check_placement(environ)
+        return step
+
+    @property
+    def size(self) -> int:
+        return sum(self.tasks_per_node)
+
+    def placement(self, rank: int) -> tuple[int, int]:
+        """The node (by its place in the node list) and the rank on that node of a task."""
+        first = 0
+        for node, count in enumerate(self.tasks_per_node):
+            if rank < first + count:
+                return node, rank - first
+            first += count
+        raise SlurmError(f"task {rank} is beyond the step's {self.size} tasks")
+
+    def check_placement(self, environ: Mapping[str, str]) -> None:
+        """Fails where Slurm placed this task elsewhere than block distribution would.
+
+        Under a cyclic or arbitrary distribution the computed addresses would name the
+        wrong nodes and the cluster would hang waiting for tasks that are not there.
+        """
+        node, local = self.placement(self.rank)
+        given = (environ.get("SLURM_NODEID", ""), environ.get("SLURM_LOCALID", ""))
+        if all(value.strip().isdigit() for value in given) and (int(given[0]), int(given[1])) != (
+            node,
+            local,
+        ):
+            raise SlurmError(
+                f"Slurm placed task {self.rank} as task {given[1]} of node {given[0]}, not "
+                f"{local} of node {node}: run the step with --distribution=block"
+            )
+
+    def addresses(self, port_base: int) -> list[str]:
+        """Every task's ``host:port``, by rank."""
+        out = []
+        for rank in range(self.size):
+            node, local = self.placement(rank)
+            out.append(f"{self.nodes[node]}:{port_base + local}")
+        return out
+
+
+def slurm_tf_config(
+    step: SlurmStep, strategy_kind: str, *, port_base: int = DEFAULT_PORT_BASE, ps_tasks: int = 1
+) -> TFConfig:
+    """The TF_CONFIG of this step's task ``step.rank``.
+
+    multi_worker_mirrored: every rank is a worker, rank 0 the one that reports.
+    parameter_server: rank 0 is the chief (the coordinator), the next ``ps_tasks``
+    ranks serve variables, the rest are workers.
+    """
+    top = port_base + max(step.tasks_per_node) - 1
+    if port_base < 1 or top > 65535:
+        raise SlurmError(f"ports {port_base}-{top} are outside 1-65535: choose another --port-base")
+    addresses = step.addresses(port_base)
+    if strategy_kind == "multi_worker_mirrored":
+        cluster = {"worker": addresses}
+        task = TaskSpec(type="worker", index=step.rank)
+    elif strategy_kind == "parameter_server":
+        if step.size < ps_tasks + 2:
+            raise SlurmError(
+                f"a parameter_server step needs a chief, {ps_tasks} ps and at least one "
+                f"worker: {ps_tasks + 2} tasks, not {step.size}"
+            )
+        cluster = {
+            "chief": addresses[:1],
+            "worker": addresses[1 + ps_tasks :],
+            "ps": addresses[1 : 1 + ps_tasks],
+        }
+        task = _ps_task(step.rank, ps_tasks)
+    else:
+        raise SlurmError(
+            f"a Slurm step runs multi_worker_mirrored or parameter_server, not {strategy_kind}"
+        )
+    try:
+        return TFConfig(cluster=cluster, task=task)
+    except ValidationError as exc:  # e.g. a host name Slurm allows and TensorFlow does not
+        raise ProblemsError(problems_from_validation_error(exc, ("tf_config",)), SOURCE) from None
+
+
+def _ps_task(rank: int, ps_tasks: int) -> TaskSpec:
+    if rank == 0:
+        return TaskSpec(type="chief", index=0)
+    if rank <= ps_tasks:
+        return TaskSpec(type="ps", index=rank - 1)
+    return TaskSpec(type="worker", index=rank - 1 - ps_tasks)
+
+
+def tf_config_from_slurm(
+    environ: Mapping[str, str], strategy_kind: str, *, port_base: int = DEFAULT_PORT_BASE
+) -> TFConfig:
+    """This task's TF_CONFIG in the step ``srun`` started; a ProblemsError says why not."""
+    try:
+        return slurm_tf_config(
+            SlurmStep.from_environment(environ), strategy_kind, port_base=port_base
+        )
+    except SlurmError as exc:
+        raise ProblemsError([Problem(("tf_config",), str(exc))], SOURCE) from None
