@@ -567,6 +567,7 @@ def add_cluster_commands(commands: argparse._SubParsersAction) -> None:
     )
 
     from .export import DEFAULT_IMAGE, FORMATS
+    from .export_storage import DATA_MOUNT
 
     export = commands.add_parser(
         "export",
@@ -589,6 +590,29 @@ def add_cluster_commands(commands: argparse._SubParsersAction) -> None:
         default=DEFAULT_IMAGE,
         help=f"image with Distloop installed, for k8s and tfjob (default {DEFAULT_IMAGE})",
     )
+    export.add_argument(
+        "--runs-volume",
+        type=_volume_name,
+        metavar="CLAIM",
+        help="k8s and tfjob: a PersistentVolumeClaim for the run folders, which stay after the "
+        "pods end (default: an emptyDir, lost with the pod)",
+    )
+    export.add_argument(
+        "--data-volume",
+        type=_volume_name,
+        metavar="CLAIM",
+        help="k8s and tfjob: a PersistentVolumeClaim holding the files the project reads, "
+        f"mounted read-only; project.json reads them from {DATA_MOUNT}",
+    )
+
+
+def _volume_name(text: str) -> str:
+    from .export_storage import volume_name_problem
+
+    problem = volume_name_problem(text)
+    if problem is not None:
+        raise argparse.ArgumentTypeError(problem)
+    return text
 
 
 def command_cluster(args: argparse.Namespace) -> int:
@@ -662,11 +686,17 @@ def follow_cluster(cluster: EngineHandle, run_dir: Path, args: argparse.Namespac
 
 def command_export(args: argparse.Namespace) -> int:
     from .export import SECURITY_NOTE, export_cluster
+    from .export_storage import VOLUME_FORMATS, storage_notes
     from .tf_config import parse_tf_config_text
 
     project = _load(args.project)
     if project is None:
         return EXIT_FAILED
+    volumes = {"--runs-volume": args.runs_volume, "--data-volume": args.data_volume}
+    given = [flag for flag, claim in volumes.items() if claim is not None]
+    if given and args.format not in VOLUME_FORMATS:
+        _err(f"distloop: {' and '.join(given)} apply to --format {' and '.join(VOLUME_FORMATS)}")
+        return EXIT_USAGE
     if args.format == "script":
         return export_script(project, args.out)
     try:
@@ -674,7 +704,14 @@ def command_export(args: argparse.Namespace) -> int:
         if args.tf_config is not None:
             tf_config = parse_tf_config_text(args.tf_config.read_text(encoding="utf-8"))
         files = export_cluster(
-            project, args.out, args.format, tf_config=tf_config, image=args.image
+            project,
+            args.out,
+            args.format,
+            tf_config=tf_config,
+            image=args.image,
+            base_dir=args.project.parent,
+            runs_volume=args.runs_volume,
+            data_volume=args.data_volume,
         )
     except ProblemsError as exc:
         _err(f"distloop: {exc}")
@@ -684,6 +721,15 @@ def command_export(args: argparse.Namespace) -> int:
         return EXIT_FAILED
     for path in files:
         print(path)
+    notes = storage_notes(
+        project,
+        args.format,
+        base_dir=args.project.parent,
+        runs_volume=args.runs_volume,
+        data_volume=args.data_volume,
+    )
+    for note in notes:
+        _err(f"distloop: warning: {note}")
     _err(f"distloop: {SECURITY_NOTE}")
     return EXIT_OK
 

@@ -17,7 +17,11 @@
     PS replica specs; the training operator sets TF_CONFIG itself.
 
 Every folder also gets ``project.json`` (its ``tf_config`` is the exported
-cluster) and a ``README.md``. YAML is written by a small emitter here (PyYAML is
+cluster) and a ``README.md``, which lists what the hosts or pods need
+(:func:`engine.export_storage.storage_notes`: the project's local paths, and on
+Kubernetes where the run folders live). ``k8s`` and ``tfjob`` take a runs volume and
+a data volume (PersistentVolumeClaim names); without a runs volume the run folders
+are an ``emptyDir``, lost with the pod. YAML is written by a small emitter here (PyYAML is
 not a dependency); every string is double-quoted, so no value changes type.
 
 Security: TensorFlow's gRPC servers are unauthenticated, so every file that can
@@ -30,10 +34,18 @@ import json
 import re
 import shlex
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from .cluster import run_problems, task_dir_name
-from .config import CsvData, NumpyData, Project
+from .config import Project, load_project_data
+from .export_storage import (
+    DATA_MOUNT,
+    RUNS_MOUNT,
+    VOLUME_FORMATS,
+    data_volume_paths,
+    storage_notes,
+    volume_name_problem,
+)
 from .fileio import atomic_write_text
 from .problems import Problem, ProblemsError
 from .run_folder import PROJECT_FILE
@@ -44,7 +56,8 @@ DEFAULT_IMAGE = "distloop:latest"
 K8S_PORT = 2222
 """The port every pod serves on: TFJob's default, kept for the plain manifests too."""
 PROJECT_MOUNT = "/etc/distloop"
-RUNS_MOUNT = "/var/lib/distloop/runs"
+POD_NAME_VAR = "DISTLOOP_POD_NAME"
+"""A TFJob pod's own name (downward API): its run folder's name on a shared runs volume."""
 SECURITY_NOTE = (
     "SECURITY: TensorFlow's gRPC servers are unauthenticated and unencrypted: anyone who "
     "can reach a task's port can run code in it. They listen on every network interface, "
@@ -62,15 +75,29 @@ def export_cluster(
     *,
     tf_config: TFConfig | None = None,
     image: str = DEFAULT_IMAGE,
+    base_dir: Path | None = None,
+    runs_volume: str | None = None,
+    data_volume: str | None = None,
 ) -> list[Path]:
     """Writes ``fmt``'s files for the project's cluster (or ``tf_config``'s) into ``out_dir``.
 
-    Returns the files written. Raises ProblemsError when there is no cluster to
-    export or it cannot run under the project's strategy, ValueError for an
-    unknown format.
+    ``base_dir`` is the project file's folder (its relative paths start there);
+    ``runs_volume`` and ``data_volume`` name PersistentVolumeClaims (``k8s`` and
+    ``tfjob``). Returns the files written. Raises ProblemsError when there is no
+    cluster to export or it cannot run under the project's strategy, ValueError for
+    an unknown format, or a volume that is no Kubernetes name or whose format has none.
     """
     if fmt not in FORMATS:
         raise ValueError(f"unknown export format {fmt!r}; use one of {', '.join(FORMATS)}")
+    volumes = {"runs volume": runs_volume, "data volume": data_volume}
+    for what, claim in volumes.items():
+        if claim is None:
+            continue
+        if fmt not in VOLUME_FORMATS:
+            raise ValueError(f"a {what} is for the {' and '.join(VOLUME_FORMATS)} formats")
+        problem = volume_name_problem(claim)
+        if problem is not None:
+            raise ValueError(f"{what}: {problem}")
     config = tf_config or project.tf_config
     if config is None:
         raise ProblemsError(
@@ -90,19 +117,27 @@ def export_cluster(
     name = cluster_name(project)
     if fmt == "k8s":
         config = kubernetes_tf_config(config, name)
-    exported = project.model_copy(update={"tf_config": config})
+    notes = storage_notes(
+        project, fmt, base_dir=base_dir, runs_volume=runs_volume, data_volume=data_volume
+    )
+    if fmt in VOLUME_FORMATS and base_dir is not None:
+        # A pod reads project.json from a read-only ConfigMap: nothing can sit beside it.
+        project = project.resolve_paths(base_dir)
+    exported = _on_data_volume(project, base_dir) if data_volume else project
+    exported = exported.model_copy(update={"tf_config": config})
     files: dict[str, str] = {PROJECT_FILE: exported.to_json()}
+    storage = PodStorage(runs_volume, data_volume)
     if fmt == "json":
         usage = _json_files(config, files)
     elif fmt == "shell":
         usage = _shell_files(config, files)
     elif fmt == "k8s":
-        files["kubernetes.yaml"] = kubernetes_manifests(exported, config, name, image)
-        usage = _K8S_USAGE.format(name=name)
+        files["kubernetes.yaml"] = kubernetes_manifests(exported, config, name, image, storage)
+        usage = _K8S_USAGE.format(name=name, runs=RUNS_MOUNT, volumes=_VOLUMES_USAGE)
     else:
-        files["tfjob.yaml"] = tfjob_manifest(exported, config, name, image)
-        usage = _TFJOB_USAGE.format(name=name)
-    files["README.md"] = _readme(exported, config, fmt, usage)
+        files["tfjob.yaml"] = tfjob_manifest(exported, config, name, image, storage)
+        usage = _TFJOB_USAGE.format(name=name, runs=RUNS_MOUNT, volumes=_VOLUMES_USAGE)
+    files["README.md"] = _readme(exported, config, fmt, usage, notes)
     out_dir.mkdir(parents=True, exist_ok=True)
     written = []
     for relative, text in files.items():
@@ -113,6 +148,18 @@ def export_cluster(
             path.chmod(0o755)
         written.append(path)
     return written
+
+
+def _on_data_volume(project: Project, base_dir: Path | None) -> Project:
+    """The project reading every local path from the data volume's mount."""
+    data = project.model_dump(mode="json")
+    for field, path in data_volume_paths(project, base_dir).items():
+        *sections, name = field.split(".")
+        section = data
+        for key in sections:
+            section = section[key]
+        section[name] = path
+    return load_project_data(data, "export")
 
 
 def cluster_name(project: Project) -> str:
@@ -213,11 +260,31 @@ def _labels(name: str, task: TaskSpec | None = None) -> dict[str, str]:
     return labels
 
 
-def _pod_volumes(name: str) -> list[dict[str, Any]]:
-    return [
+class PodStorage(NamedTuple):
+    """The PersistentVolumeClaims a pod mounts; None: an emptyDir (runs) or none (data)."""
+
+    runs_volume: str | None = None
+    data_volume: str | None = None
+
+
+def _pod_volumes(name: str, storage: PodStorage) -> list[dict[str, Any]]:
+    runs: dict[str, Any] = (
+        {"persistentVolumeClaim": {"claimName": storage.runs_volume}}
+        if storage.runs_volume
+        else {"emptyDir": {}}
+    )
+    volumes = [
         {"name": "project", "configMap": {"name": f"{name}-project"}},
-        {"name": "runs", "emptyDir": {}},
+        {"name": "runs", **runs},
     ]
+    if storage.data_volume:
+        volumes.append(
+            {
+                "name": "data",
+                "persistentVolumeClaim": {"claimName": storage.data_volume, "readOnly": True},
+            }
+        )
+    return volumes
 
 
 def _config_map(project: Project, name: str) -> dict[str, Any]:
@@ -244,25 +311,39 @@ def _network_policy(name: str) -> dict[str, Any]:
 
 
 def _container(
-    name: str, image: str, command: list[str], port_name: str, env: list[dict[str, str]]
+    name: str,
+    image: str,
+    command: list[str],
+    port_name: str,
+    env: list[dict[str, Any]],
+    storage: PodStorage,
 ) -> dict[str, Any]:
+    mounts = [
+        {"name": "project", "mountPath": PROJECT_MOUNT, "readOnly": True},
+        {"name": "runs", "mountPath": RUNS_MOUNT},
+    ]
+    if storage.data_volume:
+        mounts.append({"name": "data", "mountPath": DATA_MOUNT, "readOnly": True})
     container: dict[str, Any] = {
         "name": name,
         "image": image,
         "command": command,
         "ports": [{"name": port_name, "containerPort": K8S_PORT}],
-        "volumeMounts": [
-            {"name": "project", "mountPath": PROJECT_MOUNT, "readOnly": True},
-            {"name": "runs", "mountPath": RUNS_MOUNT},
-        ],
+        "volumeMounts": mounts,
     }
     if env:
         container["env"] = env
     return container
 
 
-def kubernetes_manifests(project: Project, config: TFConfig, name: str, image: str) -> str:
-    """ConfigMap, headless Service, NetworkPolicy and one Job per task, as YAML documents."""
+def kubernetes_manifests(
+    project: Project, config: TFConfig, name: str, image: str, storage: PodStorage
+) -> str:
+    """ConfigMap, headless Service, NetworkPolicy and one Job per task, as YAML documents.
+
+    Each task's run folder is ``runs/<cluster>/<type>-<index>``: unique on a runs volume
+    that several clusters share.
+    """
     documents: list[dict[str, Any]] = [
         _config_map(project, name),
         {
@@ -288,7 +369,7 @@ def kubernetes_manifests(project: Project, config: TFConfig, name: str, image: s
             "--task",
             str(task),
             "--out",
-            f"{RUNS_MOUNT}/{hostname}",
+            f"{RUNS_MOUNT}/{name}/{hostname}",
         ]
         env = [{"name": TF_CONFIG_VAR, "value": _task_env(config, task)}]
         documents.append(
@@ -304,8 +385,10 @@ def kubernetes_manifests(project: Project, config: TFConfig, name: str, image: s
                             "hostname": hostname,
                             "subdomain": name,
                             "restartPolicy": "Never",
-                            "containers": [_container("distloop", image, command, "grpc", env)],
-                            "volumes": _pod_volumes(name),
+                            "containers": [
+                                _container("distloop", image, command, "grpc", env, storage)
+                            ],
+                            "volumes": _pod_volumes(name, storage),
                         },
                     },
                 },
@@ -314,9 +397,18 @@ def kubernetes_manifests(project: Project, config: TFConfig, name: str, image: s
     return _yaml_header() + "---\n".join(to_yaml(document) for document in documents)
 
 
-def tfjob_manifest(project: Project, config: TFConfig, name: str, image: str) -> str:
-    """A Kubeflow TFJob; the training operator gives each pod its TF_CONFIG."""
-    command = ["distloop", "run", f"{PROJECT_MOUNT}/{PROJECT_FILE}", "--out", RUNS_MOUNT]
+def tfjob_manifest(
+    project: Project, config: TFConfig, name: str, image: str, storage: PodStorage
+) -> str:
+    """A Kubeflow TFJob; the training operator gives each pod its TF_CONFIG.
+
+    Every replica runs the same command, so each names its run folder after its pod
+    (``<name>-worker-1``; Kubernetes expands ``$(VAR)`` in a command): on a shared runs
+    volume, replicas never write into one folder.
+    """
+    run_dir = f"{RUNS_MOUNT}/$({POD_NAME_VAR})"
+    command = ["distloop", "run", f"{PROJECT_MOUNT}/{PROJECT_FILE}", "--out", run_dir]
+    pod_name = {"name": POD_NAME_VAR, "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}}
     replica_specs = {}
     for job in JOB_TYPES:
         if job not in config.cluster:
@@ -328,8 +420,10 @@ def tfjob_manifest(project: Project, config: TFConfig, name: str, image: str) ->
                 "metadata": {"labels": _labels(name)},
                 "spec": {
                     # TFJob finds the training container by this name and port name.
-                    "containers": [_container("tensorflow", image, command, "tfjob-port", [])],
-                    "volumes": _pod_volumes(name),
+                    "containers": [
+                        _container("tensorflow", image, command, "tfjob-port", [pod_name], storage)
+                    ],
+                    "volumes": _pod_volumes(name, storage),
                 },
             },
         }
@@ -466,18 +560,16 @@ def _literal_lines(head: str, text: str, indent: int) -> list[str]:
 # --- README ----------------------------------------------------------------------------
 
 
-def _readme(project: Project, config: TFConfig, fmt: str, usage: str) -> str:
+def _readme(project: Project, config: TFConfig, fmt: str, usage: str, notes: list[str]) -> str:
     tasks = "\n".join(f"- `{task}`: {config.address(task)}" for task in config.tasks())
-    data_note = ""
-    if isinstance(project.data, NumpyData | CsvData):
-        data_note = (
-            f"\nThe data file `{project.data.path}` must exist at that path on every host "
-            "(or in the image).\n"
-        )
+    storage = ""
+    if notes:
+        listed = "\n".join(f"- {note}" for note in notes)
+        storage = f"\n## Before you start\n\n{listed}\n"
     return (
         f"# Distloop cluster export: {project.name}\n\n"
         f"Strategy `{project.strategy.kind}`, format `{fmt}`. Tasks:\n\n{tasks}\n\n"
-        f"{usage}\n{data_note}\n## Security\n\n{SECURITY_NOTE}\n"
+        f"{usage}{storage}\n## Security\n\n{SECURITY_NOTE}\n"
     )
 
 
@@ -515,7 +607,9 @@ The image must have Distloop installed (`pip install distloop`).
 kubectl apply -f kubernetes.yaml
 kubectl logs -f job/{name}-chief-0   # or job/{name}-worker-0 when there is no chief
 ```
-"""
+
+Each task's run folder is `{runs}/{name}/<type>-<index>` in its pod.
+{volumes}"""
 
 _TFJOB_USAGE = """\
 `tfjob.yaml` holds a ConfigMap with the project, a NetworkPolicy admitting only the
@@ -527,4 +621,14 @@ its addresses are not the ones in `project.json`.
 kubectl apply -f tfjob.yaml
 kubectl get tfjob {name}
 ```
+
+Each pod's run folder is `{runs}/<pod name>` (`{name}-worker-0`, ...).
+{volumes}"""
+
+_VOLUMES_USAGE = f"""\
+With a runs volume (a PersistentVolumeClaim) the run folders are on it, and stay
+after the pods end; its claim must be `ReadWriteMany` when the pods may run on
+different nodes. Without one they are an `emptyDir`, lost with the pod. A data
+volume is mounted read-only at `{DATA_MOUNT}`, and `project.json` reads the
+project's files from there.
 """

@@ -6,7 +6,10 @@ tasks with the right TF_CONFIG. This dialog writes those files with
 the project as the forms show it, whose ``tf_config`` is the TF_CONFIG tab's.
 It stays open after writing, listing the files, so the user can export another
 format, and it always shows the security note: the exported cluster's gRPC
-servers accept anyone who can reach them.
+servers accept anyone who can reach them. Beside it, as the format and volumes
+change, it says what the hosts or pods need (:func:`engine.export_storage.storage_notes`):
+the project's local paths copied blindly into ``project.json`` found nothing there,
+and a Kubernetes run folder without a runs volume went with its pod.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ from PySide6.QtWidgets import (
 
 from ..engine.config import Project
 from ..engine.export import DEFAULT_IMAGE, FORMATS, SECURITY_NOTE, export_cluster
+from ..engine.export_storage import VOLUME_FORMATS, storage_notes, volume_name_problem
 from ..engine.problems import Problem, ProblemsError
 from ..engine.tf_config import MULTI_MACHINE_STRATEGIES
 
@@ -41,7 +45,9 @@ FORMAT_DESCRIPTIONS = {
     "k8s": "kubernetes.yaml: ConfigMap, headless Service, NetworkPolicy and one Job per task",
     "tfjob": "tfjob.yaml: a Kubeflow TFJob (kubeflow.org/v1); the operator sets TF_CONFIG",
 }
-IMAGE_FORMATS = ("k8s", "tfjob")
+NOTE_STYLE = "color: #8a4b00;"
+ERROR_COLOR = "#c62828"
+INVALID_STYLE = f"border: 1px solid {ERROR_COLOR};"
 
 
 def cluster_problems(project: Project) -> list[Problem]:
@@ -100,10 +106,24 @@ class ExportDialog(QDialog):
         self.image_edit.setToolTip(
             "A container image with Distloop installed; the pods run distloop from it"
         )
+        self.runs_volume_edit = self._volume_edit(
+            "A PersistentVolumeClaim for the run folders (model.keras, checkpoints, metrics), "
+            "which then stay after the pods end; empty: an emptyDir, lost with the pod"
+        )
+        self.data_volume_edit = self._volume_edit(
+            "A PersistentVolumeClaim holding the files the project reads, mounted read-only; "
+            "the exported project.json reads them from it"
+        )
         form = QFormLayout()
         form.addRow("Format:", format_column)
         form.addRow("Output folder:", folder_row)
         form.addRow("Image:", self.image_edit)
+        form.addRow("Runs volume:", self.runs_volume_edit)
+        form.addRow("Data volume:", self.data_volume_edit)
+        self.notes_label = QLabel()
+        self.notes_label.setWordWrap(True)
+        self.notes_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.notes_label.setStyleSheet(NOTE_STYLE)
 
         self.security_label = QLabel(SECURITY_NOTE)
         self.security_label.setWordWrap(True)
@@ -130,17 +150,24 @@ class ExportDialog(QDialog):
         layout = QVBoxLayout(self)
         layout.addWidget(self.cluster_label)
         layout.addLayout(form)
+        layout.addWidget(self.notes_label)
         layout.addWidget(self.security_label)
         layout.addWidget(self.result_label)
         layout.addWidget(self.files_list, 1)
         layout.addWidget(buttons)
         self.format_combo.currentIndexChanged.connect(self._on_format_changed)
+        self._cluster_problems = cluster_problems(project)
         self._on_format_changed()
-        problems = cluster_problems(project)
-        if problems:
-            self._show_problems(problems)
-            self.export_button.setEnabled(False)
-        self.resize(640, 460)
+        if self._cluster_problems:
+            self._show_problems(self._cluster_problems)
+        self.resize(680, 560)
+
+    def _volume_edit(self, tip: str) -> QLineEdit:
+        edit = QLineEdit()
+        edit.setPlaceholderText("(none)")
+        edit.setToolTip(f"{tip}. For the k8s and tfjob formats.")
+        edit.textChanged.connect(self._show_storage)
+        return edit
 
     # --- choices ------------------------------------------------------------------------
 
@@ -150,6 +177,17 @@ class ExportDialog(QDialog):
     def folder(self) -> Path | None:
         text = self.folder_edit.text().strip()
         return Path(text).expanduser() if text else None
+
+    def runs_volume(self) -> str | None:
+        return self._volume(self.runs_volume_edit)
+
+    def data_volume(self) -> str | None:
+        return self._volume(self.data_volume_edit)
+
+    def _volume(self, edit: QLineEdit) -> str | None:
+        """The claim typed for a format that mounts volumes; None otherwise."""
+        text = edit.text().strip()
+        return text if text and self.fmt() in VOLUME_FORMATS else None
 
     def set_folder(self, folder: str | Path) -> None:
         """A folder the user chose: it stays when the format changes."""
@@ -177,9 +215,15 @@ class ExportDialog(QDialog):
                 folder,
                 self.fmt(),
                 image=self.image_edit.text().strip() or DEFAULT_IMAGE,
+                base_dir=self._base_dir,
+                runs_volume=self.runs_volume(),
+                data_volume=self.data_volume(),
             )
         except ProblemsError as exc:
             self._show_problems(exc.problems)
+            return []
+        except ValueError as exc:  # a volume that is no Kubernetes name
+            self._show_error(f"Nothing was written: {exc}.")
             return []
         except OSError as exc:
             self._show_error(f"Writing into {folder} failed: {exc}")
@@ -215,7 +259,7 @@ class ExportDialog(QDialog):
         )
 
     def _show_error(self, text: str) -> None:
-        self.result_label.setStyleSheet("color: #c62828;")
+        self.result_label.setStyleSheet(f"color: {ERROR_COLOR};")
         self.result_label.setText(text)
         self.files_list.setVisible(False)
         self.open_folder_button.setEnabled(False)
@@ -223,9 +267,45 @@ class ExportDialog(QDialog):
     def _on_format_changed(self) -> None:
         fmt = self.fmt()
         self.format_description.setText(FORMAT_DESCRIPTIONS[fmt])
-        self.image_edit.setEnabled(fmt in IMAGE_FORMATS)
+        pods = fmt in VOLUME_FORMATS
+        for edit in (self.image_edit, self.runs_volume_edit, self.data_volume_edit):
+            edit.setEnabled(pods)
         if not self._folder_chosen:
             self.folder_edit.setText(str(self._base_dir / f"cluster-{fmt}"))
+        if not self._cluster_problems:  # the last format's files are not this one's
+            self.result_label.clear()
+            self.files_list.clear()
+            self.files_list.setVisible(False)
+            self.open_folder_button.setEnabled(False)
+        self._show_storage()
+
+    def _show_storage(self) -> None:
+        """Marks a volume that is no Kubernetes name, and says what the cluster needs."""
+        problems = []
+        for what, edit in (
+            ("Runs volume", self.runs_volume_edit),
+            ("Data volume", self.data_volume_edit),
+        ):
+            claim = self._volume(edit)
+            problem = None if claim is None else volume_name_problem(claim)
+            edit.setStyleSheet(INVALID_STYLE if problem else "")
+            if problem:
+                problems.append(f"{what}: {problem}")
+        self.export_button.setEnabled(not self._cluster_problems and not problems)
+        if problems:
+            self.notes_label.setStyleSheet(f"color: {ERROR_COLOR};")
+            self.notes_label.setText("\n".join(problems))
+        else:
+            notes = storage_notes(
+                self._project,
+                self.fmt(),
+                base_dir=self._base_dir,
+                runs_volume=self.runs_volume(),
+                data_volume=self.data_volume(),
+            )
+            self.notes_label.setStyleSheet(NOTE_STYLE)
+            self.notes_label.setText("\n".join(f"• {note}" for note in notes))
+        self.notes_label.setVisible(bool(self.notes_label.text()))
 
     def _on_folder_edited(self, _text: str) -> None:
         self._folder_chosen = True

@@ -6,6 +6,7 @@ import json
 import re
 import shlex
 import subprocess
+from pathlib import Path
 
 import pytest
 import yaml
@@ -14,11 +15,13 @@ from distloop.engine.export import (
     DEFAULT_IMAGE,
     FORMATS,
     K8S_PORT,
+    POD_NAME_VAR,
     SECURITY_NOTE,
     cluster_name,
     export_cluster,
     to_yaml,
 )
+from distloop.engine.export_storage import DATA_MOUNT, RUNS_MOUNT, storage_notes
 from distloop.engine.problems import ProblemsError
 from distloop.engine.tf_config import parse_tf_config_text
 from distloop_testing import distloop, synthetic_project
@@ -151,7 +154,7 @@ def test_tfjob_manifest_has_the_replica_counts(project, tmp_path) -> None:
         (container,) = spec["template"]["spec"]["containers"]
         assert container["name"] == "tensorflow"  # the operator looks for this name
         assert container["image"] == DEFAULT_IMAGE
-        assert "env" not in container  # the operator sets TF_CONFIG itself
+        assert "TF_CONFIG" not in str(container.get("env"))  # the operator sets it itself
     assert [d["kind"] for d in documents[:-1]] == ["ConfigMap", "NetworkPolicy"]
 
 
@@ -199,6 +202,181 @@ def test_cli_export_with_an_imported_tf_config(tmp_path) -> None:
     missing = distloop("export", str(project), "--format", "k8s", "--out", str(tmp_path / "k"))
     assert missing.returncode == 1 and "export needs a cluster" in missing.stderr
     assert "Traceback" not in missing.stderr
+
+
+def csv_cluster_data(base: Path) -> dict:
+    """Two workers reading a CSV by an absolute path and validation data by a relative one."""
+    data = synthetic_project(1, steps=10)
+    data["name"] = "Export test: CSV"
+    data["strategy"] = {"kind": "multi_worker_mirrored"}
+    data["tf_config"] = {
+        "cluster": {"worker": ["10.0.0.1:2222", "10.0.0.2:2222"]},
+        "task": {"type": "worker", "index": 0},
+    }
+    csv = {"source": "csv", "label_column": "y", "global_batch_size": 32}
+    data["data"] = {**csv, "path": str(base / "data" / "train.csv")}
+    data["evaluation"] = {"every": 5, "source": {**csv, "path": "val/val.csv"}}
+    return data
+
+
+def pods(documents: list[dict]) -> list[dict]:
+    """Every pod template of the manifests (one per Job, one per TFJob replica type)."""
+    specs = []
+    for document in documents:
+        if document["kind"] == "Job":
+            specs.append(document["spec"]["template"]["spec"])
+        elif document["kind"] == "TFJob":
+            replicas = document["spec"]["tfReplicaSpecs"].values()
+            specs += [replica["template"]["spec"] for replica in replicas]
+    return specs
+
+
+def manifest_documents(folder: Path, fmt: str) -> list[dict]:
+    name = "kubernetes.yaml" if fmt == "k8s" else "tfjob.yaml"
+    return list(yaml.safe_load_all((folder / name).read_text()))
+
+
+@pytest.mark.parametrize("fmt", ["k8s", "tfjob"])
+def test_volumes_keep_the_run_folders_and_hold_the_data(tmp_path, fmt) -> None:
+    base = tmp_path / "me"
+    project = load_project_data(csv_cluster_data(base))
+    out = tmp_path / "out"
+    export_cluster(
+        project,
+        out,
+        fmt,
+        base_dir=base / "proj",
+        runs_volume="distloop-runs",
+        data_volume="training-data.v2",
+    )
+    documents = manifest_documents(out, fmt)
+    exported = load_project(out / "project.json")
+    in_config_map = json.loads(documents[0]["data"]["project.json"])
+    # The files the project reads are on the data volume, below their common folder.
+    assert exported.data.path == f"{DATA_MOUNT}/data/train.csv"
+    assert exported.evaluation.source.path == f"{DATA_MOUNT}/proj/val/val.csv"
+    assert in_config_map["data"]["path"] == exported.data.path
+    run_dirs = []
+    for pod in pods(documents):
+        volumes = {volume["name"]: volume for volume in pod["volumes"]}
+        assert volumes["runs"]["persistentVolumeClaim"] == {"claimName": "distloop-runs"}
+        assert "emptyDir" not in volumes["runs"]
+        assert volumes["data"]["persistentVolumeClaim"] == {
+            "claimName": "training-data.v2",
+            "readOnly": True,
+        }
+        (container,) = pod["containers"]
+        mounts = {mount["name"]: mount for mount in container["volumeMounts"]}
+        assert mounts["runs"]["mountPath"] == RUNS_MOUNT
+        assert mounts["data"] == {"name": "data", "mountPath": DATA_MOUNT, "readOnly": True}
+        command = container["command"]
+        run_dirs.append(command[command.index("--out") + 1])
+    name = cluster_name(project)
+    if fmt == "k8s":  # one folder per task, under the cluster's name: never shared
+        assert run_dirs == [f"{RUNS_MOUNT}/{name}/worker-0", f"{RUNS_MOUNT}/{name}/worker-1"]
+    else:  # every replica runs one command: its pod's name tells the folders apart
+        assert run_dirs == [f"{RUNS_MOUNT}/$({POD_NAME_VAR})"]
+        (container,) = pods(documents)[0]["containers"]
+        assert {
+            "name": POD_NAME_VAR,
+            "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}},
+        } in (container["env"])
+    readme = (out / "README.md").read_text()
+    assert "## Before you start" in readme
+    assert "copy it into the claim as data/train.csv" in readme
+    assert "the run folders are in each pod's emptyDir" not in readme
+
+
+@pytest.mark.parametrize("fmt", ["k8s", "tfjob"])
+def test_without_volumes_the_export_says_what_is_lost_and_what_is_missing(tmp_path, fmt) -> None:
+    base = tmp_path / "me"
+    project = load_project_data(csv_cluster_data(base))
+    out = tmp_path / "out"
+    export_cluster(project, out, fmt, base_dir=base / "proj")
+    for pod in pods(manifest_documents(out, fmt)):
+        volumes = {volume["name"]: volume for volume in pod["volumes"]}
+        assert volumes["runs"] == {"name": "runs", "emptyDir": {}}
+        assert "data" not in volumes
+    # A pod reads project.json from a ConfigMap: a relative path would point into it.
+    assert load_project(out / "project.json").evaluation.source.path == str(
+        base / "proj" / "val" / "val.csv"
+    )
+    readme = " ".join((out / "README.md").read_text().split())
+    assert "the run folders are in each pod's emptyDir" in readme
+    assert f"data.path: {base / 'data' / 'train.csv'} is a path on this machine" in readme
+    assert "evaluation.source.path" in readme
+
+
+def test_hosts_are_told_where_the_data_must_be(tmp_path) -> None:
+    base = tmp_path / "me"
+    project = load_project_data(csv_cluster_data(base))
+    notes = storage_notes(project, "shell", base_dir=base / "proj")
+    assert notes == [
+        f"data.path: {base / 'data' / 'train.csv'} is a path on this machine: every host "
+        "needs it there",
+        f"evaluation.source.path: val/val.csv is relative to project.json: copy "
+        f"{base / 'proj' / 'val' / 'val.csv'} there, beside the exported project.json, on "
+        "every host",
+    ]
+    seed = load_project_data(ps_project_data())  # synthetic data, no files
+    assert storage_notes(seed, "json") == []
+
+
+@pytest.mark.parametrize(
+    ("fmt", "claims", "error"),
+    [
+        ("k8s", {"runs_volume": "Runs_Claim"}, "runs volume: 'Runs_Claim' is not a Kubernetes"),
+        ("tfjob", {"data_volume": "-data"}, "data volume: '-data' is not a Kubernetes name"),
+        ("tfjob", {"data_volume": "d" * 254}, "at most 253 characters"),
+        ("shell", {"runs_volume": "runs"}, "a runs volume is for the k8s and tfjob formats"),
+    ],
+)
+def test_volume_names_are_kubernetes_names(project, tmp_path, fmt, claims, error) -> None:
+    with pytest.raises(ValueError, match=re.escape(error)):
+        export_cluster(project, tmp_path / "out", fmt, **claims)
+    assert not (tmp_path / "out").exists()
+
+
+def test_cli_export_warns_about_local_paths_and_takes_volumes(tmp_path) -> None:
+    base = tmp_path / "me"
+    (base / "proj").mkdir(parents=True)
+    project = base / "proj" / "project.json"
+    project.write_text(json.dumps(csv_cluster_data(base)))
+    plain = distloop("export", str(project), "--format", "k8s", "--out", str(tmp_path / "a"))
+    assert plain.returncode == 0, plain.stderr
+    warnings = [line for line in plain.stderr.splitlines() if "warning:" in line]
+    assert len(warnings) == 3  # the emptyDir, the data file, the validation file
+    assert "the run folders are in each pod's emptyDir" in warnings[0]
+    assert f"data.path: {base / 'data' / 'train.csv'} is a path on this machine" in warnings[1]
+
+    with_volumes = distloop(
+        "export", str(project), "--format", "tfjob", "--out", str(tmp_path / "b"),
+        "--runs-volume", "runs", "--data-volume", "data",
+    )  # fmt: skip
+    assert with_volumes.returncode == 0, with_volumes.stderr
+    assert "emptyDir" not in with_volumes.stderr
+    assert "copy it into the claim as data/train.csv" in with_volumes.stderr
+    (tfjob,) = [d for d in manifest_documents(tmp_path / "b", "tfjob") if d["kind"] == "TFJob"]
+    claims = {
+        volume["persistentVolumeClaim"]["claimName"]
+        for spec in pods([tfjob])
+        for volume in spec["volumes"]
+        if "persistentVolumeClaim" in volume
+    }
+    assert claims == {"runs", "data"}
+
+    bad = distloop(
+        "export", str(project), "--format", "k8s", "--out", str(tmp_path / "c"),
+        "--runs-volume", "My Runs",
+    )  # fmt: skip
+    assert bad.returncode == 2 and "'My Runs' is not a Kubernetes name" in bad.stderr
+    wrong_format = distloop(
+        "export", str(project), "--format", "shell", "--out", str(tmp_path / "d"),
+        "--data-volume", "data",
+    )  # fmt: skip
+    assert wrong_format.returncode == 2
+    assert "--data-volume apply to --format k8s and tfjob" in wrong_format.stderr
+    assert not (tmp_path / "c").exists() and not (tmp_path / "d").exists()
 
 
 _text = st.text(st.characters(exclude_categories=("Cs",)), max_size=30)

@@ -120,6 +120,70 @@ def test_folder_choice_and_unwritable_folder(qtbot, tmp_path: Path) -> None:
     assert dialog.image_edit.text() == DEFAULT_IMAGE
 
 
+def csv_cluster_project(data_path: Path) -> Project:
+    data = cluster_project().model_dump(mode="json")
+    data["model"] = {"input_shape": [2], "layers": [{"kind": "dense", "units": 1}]}
+    data["data"] = {"source": "csv", "path": str(data_path), "label_column": "y"}
+    return load_project_data(data)
+
+
+def test_local_paths_and_the_run_folders_are_pointed_out(qtbot, tmp_path: Path) -> None:
+    data_path = tmp_path / "data" / "train.csv"
+    dialog = make_dialog(qtbot, csv_cluster_project(data_path), tmp_path)
+    dialog.show()
+    dialog.format_combo.setCurrentIndex(FORMATS.index("k8s"))
+    notes = dialog.notes_label.text()
+    assert dialog.notes_label.isVisible()
+    assert "the run folders are in each pod's emptyDir" in notes
+    assert f"data.path: {data_path} is a path on this machine, which the pods cannot see" in notes
+
+    dialog.runs_volume_edit.setText("My Runs")  # not a Kubernetes name
+    assert not dialog.export_button.isEnabled()
+    assert "Runs volume: 'My Runs' is not a Kubernetes name" in dialog.notes_label.text()
+    assert "c62828" in dialog.runs_volume_edit.styleSheet()
+    dialog.runs_volume_edit.setText("distloop-runs")
+    dialog.data_volume_edit.setText("training-data")
+    assert dialog.export_button.isEnabled() and dialog.runs_volume_edit.styleSheet() == ""
+    notes = dialog.notes_label.text()
+    assert "emptyDir" not in notes
+    assert "is read from the data volume training-data" in notes
+    assert "copy it into the claim as train.csv" in notes
+
+    written = dialog.export()
+    (manifest,) = [path for path in written if path.suffix == ".yaml"]
+    claims = {
+        volume["persistentVolumeClaim"]["claimName"]
+        for document in yaml.safe_load_all(manifest.read_text())
+        if document["kind"] == "Job"
+        for volume in document["spec"]["template"]["spec"]["volumes"]
+        if "persistentVolumeClaim" in volume
+    }
+    assert claims == {"distloop-runs", "training-data"}
+    exported = json.loads((dialog.folder() / "project.json").read_text())
+    assert exported["data"]["path"] == "/var/lib/distloop/data/train.csv"
+
+    dialog.format_combo.setCurrentIndex(FORMATS.index("shell"))  # hosts have no volumes
+    assert not dialog.runs_volume_edit.isEnabled() and not dialog.data_volume_edit.isEnabled()
+    assert dialog.notes_label.text() == (
+        f"• data.path: {data_path} is a path on this machine: every host needs it there"
+    )
+    dialog.export()
+    exported = json.loads((dialog.folder() / "project.json").read_text())
+    assert exported["data"]["path"] == str(data_path)
+
+
+def test_the_files_listed_are_the_shown_format_s(qtbot, tmp_path: Path) -> None:
+    dialog = make_dialog(qtbot, cluster_project(), tmp_path)
+    dialog.show()
+    assert dialog.export()
+    assert dialog.files_list.isVisible() and dialog.open_folder_button.isEnabled()
+    dialog.format_combo.setCurrentIndex(FORMATS.index("k8s"))
+    assert not dialog.files_list.isVisible() and dialog.files_list.count() == 0
+    assert dialog.result_label.text() == "" and not dialog.open_folder_button.isEnabled()
+    assert not dialog.notes_label.isHidden()  # the seed reads no files; the run folders
+    assert "emptyDir" in dialog.notes_label.text()
+
+
 def test_the_window_opens_the_dialog_for_the_forms_project(
     qtbot, window: MainWindow, dialog_recorder, monkeypatch: pytest.MonkeyPatch
 ) -> None:
