@@ -77,9 +77,14 @@ class Channel:
                 return
             self._waiting.popleft()
 
-    def close(self) -> None:
-        """Delivers everything still waiting, however long the parent takes to read."""
+    def flush(self) -> None:
+        """Delivers everything still waiting, however long the parent takes to read: a
+        process that answers requests (prediction) ends each answer with it."""
         self._deliver(block=True)
+
+    def close(self) -> None:
+        """Delivers everything still waiting, then closes the queue and the log."""
+        self.flush()
         self._close_log()
         close = getattr(self._queue, "close", None)
         if close is not None:

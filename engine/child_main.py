@@ -28,7 +28,14 @@ from pathlib import Path
 from typing import Any
 
 from .channel import Channel
-from .messages import RunFailed
+from .messages import (
+    InputRefused,
+    PredictionDone,
+    PredictRequest,
+    ProtocolError,
+    RunFailed,
+    parse_message,
+)
 from .run_folder import RunFolderLock, write_status
 from .tf_config import TF_CONFIG_VAR
 
@@ -387,12 +394,17 @@ def detect_devices_main(out: Any) -> None:
         channel.close()
 
 
-def predict_main(out: Connection, folder: str, inputs: list[str], rows: list[str]) -> None:
-    """A prediction process: ``folder``'s model on the inputs, each item sent on ``out``.
+def predict_main(requests: Connection, out: Any, folder: str) -> None:
+    """A prediction process: loads ``folder``'s model once, then answers each request.
 
-    TensorFlow's own output goes nowhere, up to the process's exit (its runtime writes
-    there too): the items say what happened, input by input, and ``distloop predict``
-    prints nothing else.
+    Requests (``PredictRequest``) arrive on ``requests``; the answers go through a
+    :class:`Channel` on ``out``, as an engine's messages do, each request's ending with
+    ``PredictionDone``. A closed ``requests`` pipe (the Try it window closed, the
+    command done) ends the process. Any failure outside one input's answer is a
+    RunFailed, never a silent death or a message the parent cannot read. TensorFlow's
+    own output goes nowhere, up to the process's exit (its runtime writes there too):
+    the messages say what happened, input by input, and ``distloop predict`` prints
+    nothing else.
     """
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     _watch_parent()
@@ -403,11 +415,29 @@ def predict_main(out: Connection, folder: str, inputs: list[str], rows: list[str
     os.dup2(null, 1)
     os.dup2(null, 2)
     os.close(null)
+    channel = Channel(out, None, None)
     try:
-        from .tf.predict import predict_all
+        from .tf.predict import InputError, load_for_prediction
 
-        predict_all(Path(folder), [Path(path) for path in inputs], rows, out.send)
-    except Exception as exc:  # an answer, not a silent death: the caller shows one line
-        out.send({"error": f"the prediction failed: {type(exc).__name__}: {exc}"})
+        try:
+            model = load_for_prediction(Path(folder))
+        except InputError as exc:
+            channel.send(InputRefused(error=str(exc)))
+            return
+        channel.send(model.loaded)
+        channel.flush()
+        while True:
+            try:
+                request = parse_message(requests.recv())
+            except EOFError:
+                return
+            if not isinstance(request, PredictRequest):
+                raise ProtocolError(f"a prediction process takes requests, not {request.type}")
+            model.answer([Path(path) for path in request.inputs], request.rows, channel.send)
+            channel.send(PredictionDone())
+            channel.flush()
+    except Exception as exc:  # an answer, not a silent death: the parent shows one line
+        channel.send(_failure_message(exc))
     finally:
-        out.close()
+        requests.close()
+        channel.close()

@@ -19,13 +19,19 @@ Engine → parent, in the order a run produces them::
     EvalMetrics*    with ``evaluation`` set: validation metrics after every N steps
     RunFinished     status "finished" (ran to the end) or "stopped" (asked to stop)
   | RunFailed       an exception in the engine, with its traceback
-    DevicesDetected answer to a device probe (``engine.process.detect_devices``)
+    DevicesDetected answer to a device probe (``engine.process.detect_devices``), or
+                    RunFailed when the probe itself failed
 
-A prediction process (``engine.prediction.predict``) answers with::
+A prediction process (``engine.prediction.Predictor``) loads one run's model once
+and answers any number of requests, one at a time::
 
     ModelLoaded     first: the model it runs, what an example must be, the class names
+  | InputRefused    without ``input``: the model cannot be used (the process then ends)
+    then, for each PredictRequest (parent → process, on its own pipe):
     Predicted*      one per example: classes best first for classifiers, else the outputs
-    InputRefused*   one per input that cannot be used (no ``input``: the model itself)
+    InputRefused*   one per input that cannot be used, naming it
+    PredictionDone  the request is answered, every input of it
+  | RunFailed       any time: an unexpected failure (the process then ends)
 
 A run that ends with neither RunFinished nor RunFailed died abruptly (killed,
 segfault, out of memory); :class:`engine.process.EngineProcess` then synthesizes
@@ -245,6 +251,24 @@ class InputRefused(_Message):
     error: str
 
 
+class PredictRequest(_Message):
+    """The parent's request to a prediction process: predict these files and pasted rows."""
+
+    type: Literal["predict_request"] = "predict_request"
+    inputs: list[str] = Field(
+        default_factory=list, description="Files: CSV, .npy arrays, images, texts."
+    )
+    rows: list[str] = Field(
+        default_factory=list, description="Pasted CSV rows (or texts, for a text model)."
+    )
+
+
+class PredictionDone(_Message):
+    """A request's last answer: each of its rows and inputs got its Predicted or InputRefused."""
+
+    type: Literal["prediction_done"] = "prediction_done"
+
+
 Message = Annotated[
     Log
     | RunStarted
@@ -255,7 +279,9 @@ Message = Annotated[
     | DevicesDetected
     | ModelLoaded
     | Predicted
-    | InputRefused,
+    | InputRefused
+    | PredictRequest
+    | PredictionDone,
     Field(discriminator="type"),
 ]
 TERMINAL_TYPES = (RunFinished, RunFailed)

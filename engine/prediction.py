@@ -1,46 +1,70 @@
-"""Predictions of a run's saved model for ``distloop predict`` and the Try it panel (TF-free).
+"""A run's saved model in a prediction process, for ``distloop predict`` and Try It (TF-free).
 
 The window never loads TensorFlow, and ``engine.cli`` is imported by the window's
 launcher, so the model runs in a process of its own, spawned as engine processes
-are (``engine.child_main.predict_main`` runs ``engine.tf.predict``). It answers
-through a pipe with the protocol's messages (``engine.messages``: ``ModelLoaded``,
-then a ``Predicted`` per example or an ``InputRefused`` per input that could not be
-read). This module finds a run's model, starts that process and reads its messages
-back; the command line and the window both call :func:`predict`.
+are (``engine.child_main.predict_main`` runs ``engine.tf.predict``). It loads the
+model once and answers request after request over the engine's kind of channel
+(``engine.channel``, the protocol's messages of ``engine.messages``): a
+:class:`Predictor` keeps it while the Try It window is open, so only the first
+prediction waits for TensorFlow; ``distloop predict`` sends it all its inputs as one
+request. Whatever the process does (refuses the model, fails, dies), the caller
+gets one line: a :class:`PredictionError`, or an input's own entry in
+:attr:`PredictionResult.errors` while the other inputs are still predicted.
 """
 
 from __future__ import annotations
 
 import json
 import multiprocessing
+import queue
+import threading
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from .child_main import predict_main
-from .messages import InputRefused, ModelLoaded, Predicted, parse_message
+from .messages import (
+    InputRefused,
+    Message,
+    ModelLoaded,
+    Predicted,
+    PredictionDone,
+    PredictRequest,
+    RunFailed,
+    parse_message,
+)
+from .process import QUEUE_SIZE, describe_exit
 from .run_folder import MODEL_FILE, find_model_folder
 
 PREDICT_TIMEOUT_S = 300.0
 """TensorFlow's start takes seconds; thousands of rows take a few more."""
-POLL_S = 0.5
+POLL_S = 0.25
+PROCESS = "the prediction process"
 _ctx = multiprocessing.get_context("spawn")
 
 
 class PredictionError(Exception):
-    """Nothing could be predicted (no model, a model that does not load): one line to show."""
+    """Nothing could be predicted (no model, a model that does not load, the process
+    failing or dying): one line to show."""
 
 
 @dataclass
 class PredictionResult:
-    """What a prediction run gave: the model's description, the predictions, bad inputs."""
+    """What a prediction request gave: the model's description, the predictions, bad inputs."""
 
     model: ModelLoaded | None = None
     predictions: list[Predicted] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     """One line per input that could not be predicted, naming the input."""
+
+    def add(self, message: Predicted | InputRefused) -> None:
+        if isinstance(message, Predicted):
+            self.predictions.append(message)
+        else:
+            where = message.input
+            self.errors.append(f"{where}: {message.error}" if where else message.error)
 
 
 def model_folder(run_dir: Path) -> Path:
@@ -58,19 +82,168 @@ def model_folder(run_dir: Path) -> Path:
     )
 
 
-def parse_items(items: Iterable[dict[str, Any]]) -> PredictionResult:
-    """The prediction process's messages, in the order it sent them."""
-    result = PredictionResult()
-    for item in items:
-        message = parse_message(item)
+class Predictor:
+    """One run's model, loaded once in a prediction process kept for many requests.
+
+    The process starts with :meth:`start` (or the first :meth:`predict`) and lives until
+    :meth:`close`. One that refused the model, failed or died is started again by the
+    next :meth:`predict`, which first says what happened to the last one. Requests are
+    answered one at a time; :meth:`close` may come from another thread, and ends a
+    request in progress with a PredictionError.
+    """
+
+    def __init__(self, run_dir: Path) -> None:
+        self.run_dir = run_dir
+        self._lock = threading.Lock()
+        self._closed = False
+        self._process: multiprocessing.process.BaseProcess | None = None
+        self._queue: Any = None
+        self._requests: Any = None
+        self._model: ModelLoaded | None = None
+
+    @property
+    def model(self) -> ModelLoaded | None:
+        """The loaded model's description, once the process has answered with it."""
+        return self._model
+
+    def start(self) -> None:
+        """Starts the process unless one is running, so TensorFlow loads ahead of a request."""
+        with self._lock:
+            self._ensure_started()
+
+    def _ensure_started(self) -> None:
+        if self._closed:
+            raise PredictionError(f"{self.run_dir}: the prediction was closed")
+        if self._process is not None and self._process.is_alive():
+            return
+        self._end_process()
+        folder = model_folder(self.run_dir)
+        self._queue = _ctx.Queue(QUEUE_SIZE)
+        self._requests, child_end = _ctx.Pipe()
+        self._process = _ctx.Process(
+            target=predict_main,
+            args=(child_end, self._queue, str(folder)),
+            name="distloop-predict",
+            daemon=True,
+        )
+        self._process.start()
+        child_end.close()
+        self._model = None
+
+    def predict(
+        self,
+        inputs: Sequence[Path] = (),
+        rows: Sequence[str] = (),
+        *,
+        timeout_s: float = PREDICT_TIMEOUT_S,
+    ) -> PredictionResult:
+        """Runs the model on ``inputs`` (files) and ``rows`` (CSV text, or texts).
+
+        Raises :class:`PredictionError` when nothing could be predicted; an input that
+        cannot be read is one of the result's ``errors``, and the others are predicted.
+        """
+        with self._lock:
+            self._ensure_started()
+            deadline = time.monotonic() + timeout_s
+            if self._model is None:
+                self._await_model(deadline)
+            request = PredictRequest(inputs=[str(path) for path in inputs], rows=list(rows))
+            try:
+                self._requests.send(request.model_dump())
+            except (OSError, ValueError):  # it died, or close() closed the pipe meanwhile
+                raise PredictionError(self._ended()) from None
+            result = PredictionResult(model=self._model)
+            while True:
+                message = self._next(deadline)
+                if isinstance(message, PredictionDone):
+                    return result
+                if isinstance(message, Predicted | InputRefused):
+                    result.add(message)
+
+    def _await_model(self, deadline: float) -> None:
+        message = self._next(deadline)
         if isinstance(message, ModelLoaded):
-            result.model = message
-        elif isinstance(message, Predicted):
-            result.predictions.append(message)
-        elif isinstance(message, InputRefused):
-            where = message.input
-            result.errors.append(f"{where}: {message.error}" if where else message.error)
-    return result
+            self._model = message
+            return
+        reason = message.error if isinstance(message, InputRefused) else "no model"
+        self._end_process()
+        raise PredictionError(f"{self.run_dir}: {reason}")
+
+    def _next(self, deadline: float) -> Message:
+        """The process's next message; a failure, a death or the deadline raise."""
+        assert self._process is not None
+        while True:
+            try:
+                raw = self._queue.get(timeout=POLL_S)
+            except queue.Empty:
+                if self._closed:
+                    self._end_process()
+                    raise PredictionError(f"{self.run_dir}: the prediction was closed") from None
+                if not self._process.is_alive():
+                    try:  # what it sent just before it ended
+                        raw = self._queue.get(timeout=POLL_S)
+                    except queue.Empty:
+                        raise PredictionError(self._ended()) from None
+                elif time.monotonic() > deadline:
+                    self._end_process()
+                    raise PredictionError(
+                        f"{self.run_dir}: the prediction took too long; it was stopped"
+                    ) from None
+                else:
+                    continue
+            except (OSError, ValueError, EOFError):  # close() closed the queue meanwhile
+                raise PredictionError(f"{self.run_dir}: the prediction was closed") from None
+            try:
+                message = parse_message(raw)
+            except ValueError as exc:  # ProtocolError, or a message that does not validate
+                self._end_process()
+                raise PredictionError(
+                    f"{self.run_dir}: {PROCESS} sent something that is not a message "
+                    f"of this Distloop: {str(exc).splitlines()[0]}"
+                ) from None
+            if isinstance(message, RunFailed):
+                self._end_process()
+                lines = message.message.splitlines()
+                reason = f"{message.error_type}: {lines[0]}" if lines else message.error_type
+                raise PredictionError(f"{self.run_dir}: the prediction failed: {reason}")
+            return message
+
+    def _ended(self) -> str:
+        """Why the process is gone, once it is, and that the next prediction starts it again."""
+        process = self._process
+        code = None
+        if process is not None:
+            process.join(1)
+            code = process.exitcode
+        self._end_process()
+        return (
+            f"{self.run_dir}: {describe_exit(code, PROCESS)}; the next prediction starts it again"
+        )
+
+    def _end_process(self) -> None:
+        process, self._process = self._process, None
+        if self._requests is not None:
+            self._requests.close()
+            self._requests = None
+        if process is not None:
+            if process.is_alive():
+                process.kill()
+            process.join(5)
+        if self._queue is not None:
+            self._queue.close()
+            self._queue.cancel_join_thread()
+            self._queue = None
+
+    def close(self) -> None:
+        """Ends the process (the Try It window closes, the command is done)."""
+        self._closed = True
+        if self._lock.acquire(blocking=False):
+            try:
+                self._end_process()
+            finally:
+                self._lock.release()
+        elif self._process is not None:  # a request in progress ends with the process
+            self._process.kill()
 
 
 def predict(
@@ -80,48 +253,16 @@ def predict(
     *,
     timeout_s: float = PREDICT_TIMEOUT_S,
 ) -> PredictionResult:
-    """Runs the run's model on ``inputs`` (files) and ``rows`` (CSV text) in a new process.
+    """Runs the run's model on ``inputs`` and ``rows`` in a process of its own, once.
 
-    The process is spawned as engine processes are, so the frozen app runs it too.
-    A whole-run failure (no model, a model that does not load, the process dying)
-    raises :class:`PredictionError`; an input that cannot be read is one of the
-    result's ``errors`` and the others are still predicted.
+    All of them go in one request to one process, so TensorFlow starts once however
+    many inputs a command names.
     """
-    folder = model_folder(run_dir)
-    receiver, sender = _ctx.Pipe(duplex=False)
-    process = _ctx.Process(
-        target=predict_main,
-        args=(sender, str(folder), [str(path) for path in inputs], list(rows)),
-        name="distloop-predict",
-        daemon=True,
-    )
-    process.start()
-    sender.close()
-    items: list[dict[str, Any]] = []
-    deadline = time.monotonic() + timeout_s
+    predictor = Predictor(run_dir)
     try:
-        while True:
-            if time.monotonic() > deadline:
-                raise PredictionError(f"{run_dir}: the prediction took over {timeout_s:.0f} s")
-            if receiver.poll(POLL_S):
-                try:
-                    items.append(receiver.recv())
-                except EOFError:
-                    break
+        return predictor.predict(inputs, rows, timeout_s=timeout_s)
     finally:
-        receiver.close()
-        if process.is_alive():
-            process.kill()
-        process.join()
-    result = parse_items(items)
-    if result.model is None:
-        reason = (
-            result.errors[0]
-            if result.errors
-            else f"the prediction process ended (exit code {process.exitcode}) without an answer"
-        )
-        raise PredictionError(f"{run_dir}: {reason}")
-    return result
+        predictor.close()
 
 
 def format_prediction(prediction: Predicted, *, shown: int = 5) -> str:

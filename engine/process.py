@@ -63,10 +63,10 @@ CLOSE_WAIT_S = 0.5
 _ctx = multiprocessing.get_context("spawn")
 
 
-def describe_exit(exit_code: int | None) -> str:
+def describe_exit(exit_code: int | None, process: str = "the engine process") -> str:
     """Says how a process ended in words a user can act on."""
     if exit_code is None:
-        return "the engine process is still running"
+        return f"{process} is still running"
     if exit_code < 0:
         try:
             name = signal.Signals(-exit_code).name
@@ -77,8 +77,8 @@ def describe_exit(exit_code: int | None) -> str:
             if -exit_code == signal.SIGKILL
             else ""
         )
-        return f"the engine process was killed by {name}{hint}"
-    return f"the engine process exited with code {exit_code} without reporting why"
+        return f"{process} was killed by {name}{hint}"
+    return f"{process} exited with code {exit_code} without reporting why"
 
 
 OUT_OF_MEMORY = (

@@ -224,6 +224,8 @@ class TryItPanel(QWidget):
             result = await loop.run_in_executor(None, self._predictor, self.run_dir, paths, rows)
         except PredictionError as exc:
             self._show_status(str(exc), error=True)
+        except Exception as exc:  # a bug of ours: one line, and the panel stays usable
+            self._show_status(f"The prediction failed: {type(exc).__name__}: {exc}", error=True)
         else:
             self.show_result(result)
         finally:

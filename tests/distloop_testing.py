@@ -164,3 +164,16 @@ HOSTILE_TEXTS = (
 )
 """Texts that end a docstring, a string, a comment or a line, or start a shell expansion, if
 a generator writes them raw: each holds ``PWNED`` where code would be, for the tests to find."""
+
+
+def model_run_folder(folder: Path, data: dict[str, Any]) -> Path:
+    """A finished run's folder with an untrained model.keras of ``data``'s model: what
+    prediction reads, made in seconds instead of by a run (imports TensorFlow)."""
+    from distloop.engine.config import load_project_data
+    from distloop.engine.tf.model import build_model
+
+    project = load_project_data(data)
+    folder.mkdir(parents=True)
+    (folder / "project.json").write_text(project.to_json())
+    build_model(project.model, 0).save(folder / "model.keras")
+    return folder

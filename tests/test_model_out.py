@@ -8,12 +8,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from distloop.engine.messages import ClassScore, InputRefused, ModelLoaded, Predicted
+from distloop.engine.messages import ClassScore, InputRefused, Predicted
 from distloop.engine.prediction import (
     PredictionError,
+    PredictionResult,
     format_prediction,
     model_folder,
-    parse_items,
 )
 from distloop.engine.run_folder import read_eval
 from distloop.engine.synthetic import make_classification
@@ -169,15 +169,9 @@ def test_predictions_print_as_one_line_each() -> None:
         "a.png: cat 0.9000  (dog 0.0600, +1 more)"
     )
     assert format_prediction(Predicted(input="x.npy[0]", values=[1.5, -2.0])) == "x.npy[0]: 1.5 -2"
-    model = ModelLoaded(path="m.keras", input_shape=[1], classifier=False)
-    result = parse_items(
-        [
-            model.model_dump(),
-            Predicted(input="row 1", values=[0.5]).model_dump(),
-            InputRefused(input="b.csv", error="is empty").model_dump(),
-        ]
-    )
-    assert result.model == model
+    result = PredictionResult()
+    result.add(Predicted(input="row 1", values=[0.5]))
+    result.add(InputRefused(input="b.csv", error="is empty"))
     assert result.predictions == [Predicted(input="row 1", values=[0.5])]
     assert result.errors == ["b.csv: is empty"]
 
@@ -235,7 +229,7 @@ def test_the_kept_model_is_the_lowest_val_loss_and_a_resume_keeps_it_unless_beat
 def test_a_text_model_predicts_text_files_and_pasted_texts_as_training_read_them(
     tmp_path,
 ) -> None:
-    """In-process: predict_all on a text-folder model's folder, as the prediction process runs.
+    """In-process: a text-folder model's folder loaded and asked, as the prediction process does.
 
     The words are numbered by the vocabulary the run saved, even after the data folder
     changed (here a text that makes "zebra" the most frequent word): learning it again
@@ -244,7 +238,7 @@ def test_a_text_model_predicts_text_files_and_pasted_texts_as_training_read_them
     from distloop.engine.config import load_project_data
     from distloop.engine.tf.data import load_text_for_model, text_vocabulary
     from distloop.engine.tf.model import build_model
-    from distloop.engine.tf.predict import predict_all
+    from distloop.engine.tf.predict import load_for_prediction
 
     for name, lines in {"en": ["the cat sat", "a dog ran"], "fr": ["le chat", "un chien"]}.items():
         (tmp_path / "texts" / name).mkdir(parents=True)
@@ -273,9 +267,9 @@ def test_a_text_model_predicts_text_files_and_pasted_texts_as_training_read_them
     model.save(folder / "model.keras")
     (tmp_path / "new.txt").write_text("the cat ran")
 
-    items: list[dict] = []
-    predict_all(folder, [tmp_path / "new.txt"], ["un chat"], items.append)
-    result = parse_items(items)
+    loaded = load_for_prediction(folder)
+    result = PredictionResult(model=loaded.loaded)
+    loaded.answer([tmp_path / "new.txt"], ["un chat"], result.add)
     assert result.model is not None and result.model.classes == ["en", "fr"]
     assert [p.input for p in result.predictions] == ["row 1", str(tmp_path / "new.txt")]
     for prediction, text in zip(result.predictions, ["un chat", "the cat ran"], strict=True):

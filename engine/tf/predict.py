@@ -1,12 +1,11 @@
 """A run's ``model.keras`` on files and pasted rows, in a prediction process (imports TF).
 
-:func:`predict_all` runs in a process of its own (``engine.child_main.predict_main``,
-started by ``engine.prediction``) on CSV files, ``.npy`` arrays, images and pasted
-CSV rows, and emits one plain item each (``engine.prediction`` reads them):
-``ModelLoaded`` first, then a ``Predicted`` per example (a classifier's classes,
-most probable first, or the raw values) and an ``InputRefused`` for an input that
-cannot be used (without ``input`` when the model cannot be loaded): the protocol's
-messages (``engine.messages``), sent as dicts.
+:func:`load_for_prediction` loads the model once in a process of its own
+(``engine.child_main.predict_main``, started by ``engine.prediction``), which then
+answers request after request on CSV files, ``.npy`` arrays, images and pasted CSV
+rows with the protocol's messages (``engine.messages``): a ``Predicted`` per example
+(a classifier's classes, most probable first, or the raw values) and an
+``InputRefused`` for an input that cannot be used, naming it and why.
 
 An example is read as training read it: an image is decoded, resized and scaled
 by the image-folder data's own function (``engine.tf.image_data``), a text (a
@@ -48,6 +47,9 @@ class InputError(Exception):
     """An input that cannot be predicted; the message names what is wrong with it."""
 
 
+Emit = Callable[[InputRefused | Predicted], None]
+
+
 @dataclass(frozen=True)
 class Examples:
     labels: list[str]
@@ -73,61 +75,94 @@ class ModelInputs:
         return int(np.prod(self.shape))
 
 
-def predict_all(
-    folder: Path, inputs: list[Path], rows: list[str], emit: Callable[[dict[str, Any]], None]
-) -> None:
-    """Predicts every row and input with ``folder``'s model, emitting one item for each."""
-    try:
-        model, project = _load(folder)
-    except InputError as exc:
-        emit(InputRefused(error=str(exc)).model_dump())
-        return
+@dataclass(frozen=True)
+class PredictionModel:
+    """A run's saved model, loaded once, with what its examples must be and its class names."""
+
+    folder: Path
+    model: Any
+    project: Project | None
+    inputs: ModelInputs
+    names: list[str] | None
+    """A classifier's class names in label order; None for any other model."""
+
+    @property
+    def loaded(self) -> ModelLoaded:
+        """The message that tells the parent which model runs and what it takes."""
+        return ModelLoaded(
+            path=str(self.folder / MODEL_FILE),
+            input_shape=list(self.inputs.shape),
+            csv_columns=self.inputs.csv_columns,
+            classifier=self.names is not None,
+            classes=self.names,
+        )
+
+    def answer(self, inputs: list[Path], rows: list[str], emit: Emit) -> None:
+        """Predicts every row and input, emitting a Predicted per example or an InputRefused.
+
+        Whatever goes wrong with one input is that input's refusal (a failure of Keras on
+        a crafted array included): the other inputs are still predicted.
+        """
+        sources: list[tuple[str, str | Path]] = [
+            (f"row {number}", row) for number, row in enumerate(rows, 1)
+        ]
+        sources += [(str(path), path) for path in inputs]
+        for name, source in sources:
+            try:
+                predictions = self._predict(name, source)
+            except InputError as exc:
+                emit(InputRefused(input=name, error=str(exc)))
+                continue
+            except Exception as exc:
+                emit(InputRefused(input=name, error=f"the prediction failed: {_one_line(exc)}"))
+                continue
+            for prediction in predictions:
+                emit(prediction)
+
+    def _predict(self, name: str, source: str | Path) -> list[Predicted]:
+        project = self.project
+        if not isinstance(source, str):
+            examples = _read_file(source, self.inputs, project)
+        elif project is not None and isinstance(project.data, TextFolderData):
+            examples = _text_example(name, source, project, self.inputs)  # a pasted text
+        else:
+            examples = _read_row(name, source, self.inputs)
+        predicted = np.asarray(self.model.predict_on_batch(examples.features), dtype=np.float64)
+        if len(predicted) != len(examples.labels):
+            raise InputError(
+                f"the model gave {len(predicted)} outputs for {len(examples.labels)} examples"
+            )
+        if self.names is not None and project is not None:
+            return [
+                Predicted(input=label, classes=_classes(output, project.loss, self.names))
+                for label, output in zip(examples.labels, predicted, strict=True)
+            ]
+        return [
+            Predicted(input=label, values=output.reshape(-1).tolist())
+            for label, output in zip(examples.labels, predicted, strict=True)
+        ]
+
+
+def load_for_prediction(folder: Path) -> PredictionModel:
+    """``folder``'s model and what it takes; InputError says in one line why it cannot be used."""
+    model, project = _load(folder)
     # A cluster task's folder (tasks/worker-0) has the run's folder above it.
     folders = [folder]
     if folder.parent.name == TASKS_DIR:
         folders.append(folder.parent.parent)
-    shape = _model_inputs(model, project, folders)
-    outputs = int(np.prod(model.output_shape[1:]))
+    inputs, outputs = _signature(model, folder)
     classifier = project is not None and project.loss.is_classification
     names = (
         class_names(folders, _class_count(project, outputs))
         if classifier and project is not None
         else None
     )
-    emit(
-        ModelLoaded(
-            path=str(folder / MODEL_FILE),
-            input_shape=list(shape.shape),
-            csv_columns=shape.csv_columns,
-            classifier=classifier,
-            classes=names,
-        ).model_dump()
-    )
-    sources: list[tuple[str, str | Path]] = [
-        (f"row {number}", row) for number, row in enumerate(rows, 1)
-    ]
-    sources += [(str(path), path) for path in inputs]
-    for name, source in sources:
-        try:
-            if not isinstance(source, str):
-                examples = _read_file(source, shape, project)
-            elif project is not None and isinstance(project.data, TextFolderData):
-                examples = _text_example(name, source, project, shape)  # a pasted text
-            else:
-                examples = _read_row(name, source, shape)
-            predicted = np.asarray(model.predict_on_batch(examples.features), dtype=np.float64)
-        except InputError as exc:
-            emit(InputRefused(input=name, error=str(exc)).model_dump())
-            continue
-        for label, output in zip(examples.labels, predicted, strict=True):
-            if names is not None and project is not None:
-                emit(
-                    Predicted(
-                        input=label, classes=_classes(output, project.loss, names)
-                    ).model_dump()
-                )
-            else:
-                emit(Predicted(input=label, values=output.reshape(-1).tolist()).model_dump())
+    return PredictionModel(folder, model, project, _model_inputs(inputs, project, folders), names)
+
+
+def _one_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
 
 
 def _load(folder: Path) -> tuple[Any, Project | None]:
@@ -140,18 +175,41 @@ def _load(folder: Path) -> tuple[Any, Project | None]:
     try:
         model = tf.keras.models.load_model(path, compile=False)
     except Exception as exc:  # Keras raises ValueError, TypeError, OSError, zip errors...
-        raise InputError(
-            f"cannot load {path}: {type(exc).__name__}: {str(exc).splitlines()[0]}"
-        ) from None
+        raise InputError(f"cannot load {path}: {_one_line(exc)}") from None
     try:
         project: Project | None = load_project(folder / PROJECT_FILE)
-    except (ProblemsError, OSError, ValueError):
+    except (ProblemsError, OSError, ValueError, RecursionError):
         project = None
     return model, project
 
 
-def _model_inputs(model: Any, project: Project | None, folders: list[Path]) -> ModelInputs:
-    shape = tuple(int(n) for n in model.input_shape[1:])
+def _signature(model: Any, folder: Path) -> tuple[tuple[int, ...], int]:
+    """The shape of one example and the number of outputs, for a model prediction can run:
+    one input and one output, every size known but the batch's."""
+    path = folder / MODEL_FILE
+    inputs = list(getattr(model, "inputs", None) or [])
+    outputs = list(getattr(model, "outputs", None) or [])
+    if len(inputs) != 1 or len(outputs) != 1:
+        raise InputError(
+            f"{path}: the model takes {len(inputs)} input(s) and gives {len(outputs)} "
+            "output(s); prediction runs models of one input and one output"
+        )
+    shapes = []
+    for what, tensor in (("takes examples", inputs[0]), ("gives outputs", outputs[0])):
+        shape = tuple(tensor.shape)[1:]
+        if any(size is None for size in shape):
+            shown = ", ".join("None" if size is None else str(size) for size in shape)
+            raise InputError(
+                f"{path}: the model {what} of shape [{shown}], a size left open; prediction "
+                "needs every size but the batch's"
+            )
+        shapes.append(tuple(int(size) for size in shape))
+    return shapes[0], int(np.prod(shapes[1]))
+
+
+def _model_inputs(
+    shape: tuple[int, ...], project: Project | None, folders: list[Path]
+) -> ModelInputs:
     columns = label = position = None
     sources = [] if project is None else [project.data]
     if project is not None and project.evaluation is not None:
@@ -196,6 +254,8 @@ def _classes(output: np.ndarray, loss: LossConfig, names: list[str]) -> list[Cla
 def _read_file(path: Path, inputs: ModelInputs, project: Project | None) -> Examples:
     if path.is_dir():
         raise InputError(f"is a folder; name the files in it instead (such as {path}/*.png)")
+    if path.exists() and not path.is_file():  # a FIFO or a device would never end
+        raise InputError("is not a regular file")
     suffix = path.suffix.lower()
     if project is not None and isinstance(project.data, TextFolderData) and suffix == ".txt":
         try:
@@ -229,13 +289,34 @@ def _read_image(path: Path, project: Project | None) -> Examples:
 
 
 def _read_npy(path: Path, inputs: ModelInputs) -> Examples:
+    """The examples of an ``.npy`` array, its header checked against the file first: a
+    crafted header declaring terabytes is refused, not allocated."""
     try:
-        array = np.load(path, allow_pickle=False)
+        with path.open("rb") as handle:
+            version = np.lib.format.read_magic(handle)
+            read_header = (
+                np.lib.format.read_array_header_1_0
+                if version == (1, 0)
+                else np.lib.format.read_array_header_2_0
+            )
+            shape, _, dtype = read_header(handle)
+            data_bytes = path.stat().st_size - handle.tell()
+        declared = int(np.prod(shape, dtype=object)) * dtype.itemsize
+        if declared > data_bytes:
+            raise InputError(
+                f"declares an array of shape {list(shape)} ({declared} bytes) but holds "
+                f"{data_bytes} bytes: a cut-short or damaged .npy file"
+            )
+        array = np.load(path, mmap_mode="r", allow_pickle=False)
     except OSError as exc:
         raise InputError(f"cannot read it: {exc.strerror or exc}") from None
-    except (ValueError, EOFError) as exc:
-        raise InputError(f"cannot read it as .npy: {exc}") from None
-    if not isinstance(array, np.ndarray) or not np.issubdtype(array.dtype, np.number):
+    except InputError:
+        raise
+    except Exception as exc:  # numpy names a bad header with ValueError, EOFError, ...
+        raise InputError(f"cannot read it as .npy: {_one_line(exc)}") from None
+    if np.issubdtype(array.dtype, np.complexfloating):
+        raise InputError("holds complex numbers; the model takes real ones")
+    if not np.issubdtype(array.dtype, np.number):
         raise InputError("holds no numeric array; save one with numpy.save")
     if array.shape == inputs.shape:
         array = array[np.newaxis]
@@ -246,7 +327,9 @@ def _read_npy(path: Path, inputs: ModelInputs) -> Examples:
             f"has shape {list(array.shape)}; the model takes examples of shape "
             f"{list(inputs.shape)} (one array of that shape, or a stack of them)"
         )
-    features = _finite(array.astype(np.float32), "holds")
+    if len(array) == 0:
+        raise InputError(f"holds no examples (shape {list(array.shape)})")
+    features = _finite(np.asarray(array, dtype=np.float32), "holds")
     return Examples([f"{path}[{i}]" for i in range(len(features))], features)
 
 

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from distloop.engine.examples import load_example
-from distloop.engine.messages import ClassScore, ModelLoaded, Predicted
+from distloop.engine.messages import ClassScore, ModelLoaded, Predicted, ProtocolError
 from distloop.engine.prediction import PredictionError, PredictionResult
 from distloop.engine.run_folder import write_status
 from distloop.gui.try_it_panel import TryItPanel
@@ -36,10 +36,11 @@ def run_folder(root: Path, name: str, *, model: bool) -> Path:
 class FakePredictor:
     """Answers as the predict subprocess would, noting the thread it was called on."""
 
-    def __init__(self, error: str | None = None) -> None:
+    def __init__(self, error: str | None = None, crash: Exception | None = None) -> None:
         self.calls: list[tuple[Path, list[Path], list[str]]] = []
         self.threads: list[threading.Thread] = []
         self.error = error
+        self.crash = crash
 
     def __call__(
         self, run_dir: Path, inputs: Sequence[Path], rows: Sequence[str]
@@ -48,6 +49,8 @@ class FakePredictor:
         self.threads.append(threading.current_thread())
         if self.error:
             raise PredictionError(self.error)
+        if self.crash:
+            raise self.crash
         scores = [
             ClassScore(name="dog", probability=0.875),
             ClassScore(name="cat", probability=0.125),
@@ -124,3 +127,17 @@ def test_predictions_run_off_the_gui_thread_and_show_bad_inputs(
     qtbot.waitUntil(lambda: not failing.busy(), timeout=5000)
     assert failing.status.text() == f"{run_dir}: no model.keras"
     assert failing.results.rowCount() == 0
+
+
+def test_an_unexpected_failure_leaves_predicting_for_one_line(qtbot, qloop, tmp_path: Path) -> None:
+    """Any exception, not only a PredictionError, ends "Predicting…" (it stayed on before)."""
+    run_dir = run_folder(tmp_path, "run", model=True)
+    crash = ProtocolError("engine speaks protocol None, this Distloop speaks 1")
+    panel = TryItPanel(run_dir, "run #1", FakePredictor(crash=crash))
+    qtbot.addWidget(panel)
+    panel.predict_files([Path("/data/a.png")])
+    qtbot.waitUntil(lambda: not panel.busy(), timeout=5000)
+    assert panel.status.text() == (
+        "The prediction failed: ProtocolError: engine speaks protocol None, this Distloop speaks 1"
+    )
+    assert panel.choose_button.isEnabled() and panel.row_button.isEnabled()
