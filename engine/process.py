@@ -60,6 +60,9 @@ waiting for peers: the parent then names the ones that do not answer. The engine
 say so itself: TensorFlow holds the GIL while it waits for the cluster."""
 CLOSE_WAIT_S = 0.5
 """How long an idle warm engine may take to exit on its own when the window closes."""
+EXIT_AFTER_REPORT_S = 10.0
+"""How long an engine that reported its end may take to exit (closing its files, TensorFlow's
+teardown; seconds on a busy machine) before :meth:`EngineProcess.close` kills it."""
 _ctx = multiprocessing.get_context("spawn")
 
 
@@ -264,6 +267,7 @@ class EngineProcess:
         self._peers_checked = not name_missing_peers
         self._last_step: int | None = None
         self._last_loss: float | None = None
+        self._last_elapsed_s = 0.0
         self._oom_kills_at_start: int | None = None
 
     def start(self) -> None:
@@ -392,8 +396,9 @@ class EngineProcess:
             self._note(message)
             out.append(message)
             if isinstance(message, TERMINAL_TYPES):
+                # Handed out at once: the run has ended. The process's own exit (closing
+                # its files, TensorFlow's teardown) is :meth:`close`'s to wait for.
                 self._terminal = message
-                self._process.join(5)
                 return out
         if self._stuck_before_first_step():
             self.kill()
@@ -410,6 +415,7 @@ class EngineProcess:
         if isinstance(message, StepMetrics):
             self._stepped = True
             self._last_step, self._last_loss = message.steps[-1], message.losses[-1]
+            self._last_elapsed_s = message.elapsed_s[-1]
         elif isinstance(message, RunStarted):
             self._run_started = True
             self._serving = message.serving is not None
@@ -507,7 +513,9 @@ class EngineProcess:
                 status="stopped",
                 last_step=last_step or 0,
                 final_loss=self._last_loss,
-                elapsed_s=time.monotonic() - self._started_at,
+                # The run's one duration is its training clock (metrics.csv's), which the
+                # engine's start-up and the time to the kill are not.
+                elapsed_s=self._last_elapsed_s,
                 killed=True,
                 task=self.task,
             )
@@ -543,7 +551,13 @@ class EngineProcess:
             yield from self.poll(0.5)
 
     def close(self) -> None:
-        """Ends the process if it still runs and releases the queue and the run folder."""
+        """Ends the process if it still runs and releases the queue and the run folder.
+
+        An engine that reported its end is let exit on its own; one that did not is
+        asked to stop, then killed.
+        """
+        if self._process is not None and self._terminal is not None:
+            self._process.join(EXIT_AFTER_REPORT_S)
         if self._process is not None and self._process.is_alive():
             self.stop()
         if self._warm is not None:  # never started: the warm engine it was given ends here

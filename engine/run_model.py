@@ -219,6 +219,19 @@ class RunModel:
         return self._began_at is not None and self._ended_at is None
 
     @property
+    def finishing(self) -> bool:
+        """The last step is in and the run has not ended yet: the engine saves its final
+        checkpoint and model, which is not training (the clock and the ETA stand still)."""
+        last = self.trace.steps[-1] if self.trace.steps else None
+        return (
+            self.live
+            and self.outcome is None
+            and bool(self.total_steps)
+            and last is not None
+            and last >= (self.total_steps or 0)
+        )
+
+    @property
     def last_step(self) -> int | None:
         if self.outcome is not None and self.outcome.last_step:
             return self.outcome.last_step
@@ -234,7 +247,7 @@ class RunModel:
     def eta_s(self) -> float | None:
         """Seconds to the last step at the current rate; None once ended or unknown."""
         rate, last = self.rate(), self.last_step
-        if not self.live or not rate or not self.total_steps or last is None:
+        if not self.live or self.finishing or not rate or not self.total_steps or last is None:
             return None
         return (self.total_steps - last) / rate
 
@@ -248,6 +261,8 @@ class RunModel:
         if self._engine_clock is None:
             return None
         engine_s, received = self._engine_clock
+        if self.finishing:
+            return engine_s
         end = self._ended_at if self._ended_at is not None else self._clock()
         return engine_s + max(0.0, end - received)
 

@@ -270,7 +270,9 @@ class RunController(QObject):
             )
         finally:
             self._kill_timer.stop()
-            engine.close()
+            # After the run's end is shown: the engine's exit (its files, TensorFlow's
+            # teardown) takes seconds, waited for off the Qt thread.
+            await loop.run_in_executor(None, engine.close)
             self._engine = None
             self._set_state(RunState.IDLE)
             self._replace_warm_engine()

@@ -165,6 +165,10 @@ class StatusPanel(QWidget):
         self._stepped = True
         self.values["step"].setText(self._step_text())
         self.values["loss"].setText(format_loss(message.losses[-1]))
+        if self._model is not None and self._model.finishing:
+            # Training is over: what is left is saving, then the engine's end message.
+            self.state.setText("Saving the final checkpoint and model…")
+            self.values["eta"].setText("—")
         self._set_progress()
         self._update_times()
 

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from distloop.engine.config import load_project_data
 from distloop.engine.examples import load_example
-from distloop.engine.messages import RunFailed, RunStarted
+from distloop.engine.messages import RunFailed, RunFinished, RunStarted, StepMetrics
 from distloop.engine.process import EngineProcess
 from distloop.engine.run_folder import read_metrics, read_status
 from distloop.engine.run_model import RunModel
@@ -124,6 +124,31 @@ def test_killed_engine_is_reported_within_seconds(tmp_path) -> None:
     assert len(read_metrics(tmp_path)["step"]) >= 10
 
 
+def test_a_run_killed_on_request_reports_its_training_clock(tmp_path) -> None:
+    """One duration for one run: a kill by the parent reports the clock of the last step
+    (metrics.csv's), not the seconds since the process started, TensorFlow's start-up
+    included."""
+    project = load_project_data(synthetic_project(1, steps=1_000_000))
+    engine = EngineProcess(project, tmp_path)
+    engine.start()
+    reported: list[float] = []
+    try:
+        while len(reported) < 10:
+            reported += [
+                t for m in engine.poll(0.5) if isinstance(m, StepMetrics) for t in m.elapsed_s
+            ]
+        engine.kill()
+        messages = []
+        while not engine.done:
+            messages += engine.poll(0.2)
+    finally:
+        engine.close()
+    reported += [t for m in messages if isinstance(m, StepMetrics) for t in m.elapsed_s]
+    final = messages[-1]
+    assert isinstance(final, RunFinished) and final.killed
+    assert final.elapsed_s == reported[-1]
+
+
 def test_missing_data_file_fails_with_a_clear_message(tmp_path) -> None:
     data = example_data("regression")
     data["data"] = {
@@ -221,3 +246,27 @@ def _status(run_dir) -> str | None:
         return read_status(run_dir)["status"]
     except (OSError, ValueError):
         return None
+
+
+def test_the_end_of_a_run_is_handed_out_before_the_engine_process_exits(tmp_path) -> None:
+    """The window shows Finished when the engine's last message arrives; the process's exit
+    (closing its files, TensorFlow's teardown, here held up by a child writing to its
+    output) is waited for afterwards, in ``close``."""
+    step = tmp_path / "step.py"
+    step.write_text(
+        "import subprocess\n"
+        "subprocess.Popen(['sleep', '4'])  # holds the engine's captured output open\n"
+        "from distloop.engine.tf.user_code import guide_train_step as train_step\n",
+        encoding="utf-8",
+    )
+    data = example_data("seed")
+    data["custom_code"] = {"path": str(step)}
+    engine = EngineProcess(load_project_data(data), tmp_path / "run")
+    engine.start()
+    try:
+        while not engine.done:
+            engine.poll(0.5)
+        assert engine.exit_code is None  # the process is still finishing: not waited for
+    finally:
+        engine.close()
+    assert engine.exit_code == 0

@@ -117,6 +117,22 @@ def test_a_failure_keeps_the_training_time_and_names_the_status() -> None:
     assert model.status == "failed"
 
 
+def test_after_the_last_step_the_clock_stands_still_until_the_end_arrives() -> None:
+    """Saving the last checkpoint and model is not training: the clock does not run on
+    (and then jump back to the engine's figure), nor does an ETA of 0 s stay up."""
+    clock = Clock()
+    model = RunModel(clock=clock)
+    model.apply(STARTED)
+    model.apply(steps(1, 9))
+    assert not model.finishing
+    model.apply(steps(10, 10))
+    clock.now += 5  # the engine saves its checkpoint and model.keras
+    assert model.finishing and model.status == "running"
+    assert model.elapsed_s() == 5.0 and model.eta_s() is None
+    model.apply(RunFinished(status="finished", last_step=10, final_loss=0.1, elapsed_s=5.0))
+    assert not model.finishing and model.elapsed_s() == 5.0
+
+
 def write_like_the_engine(run_dir: Path, messages: list[Message]) -> None:
     """The run folder the engine writes for ``messages``, with the engine's own writers."""
     run_dir.mkdir(parents=True)

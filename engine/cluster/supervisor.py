@@ -135,6 +135,7 @@ class LocalCluster:
         self._started_at = 0.0
         self._began = 0.0
         self._last_loss: float | None = None
+        self._last_elapsed_s = 0.0
         self._folder = ClusterFolder(run_dir, self._folder_failure)
         self._network: PrivateNetwork | None = None
         self._outbox: list[Message] = []
@@ -320,6 +321,7 @@ class LocalCluster:
             task.last_step = message.steps[-1]
             if reporter:
                 self._last_loss = message.losses[-1]
+                self._last_elapsed_s = message.elapsed_s[-1]
                 self._folder.record(message)
                 self._pass_on(message)
         elif isinstance(message, RunFinished):
@@ -452,7 +454,7 @@ class LocalCluster:
                     status="stopped",
                     last_step=last_step or 0,
                     final_loss=self._last_loss,
-                    elapsed_s=time.monotonic() - self._began,
+                    elapsed_s=self._last_elapsed_s,  # the training clock, as metrics.csv's
                     task=reporter.name,
                 )
             details, status = {}, final.status

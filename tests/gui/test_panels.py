@@ -56,6 +56,21 @@ def test_status_panel_rate_progress_and_eta(qtbot) -> None:
     assert panel.values["elapsed"].text() == "2.5 s"
 
 
+def test_status_panel_says_saving_after_the_last_step_not_running(qtbot) -> None:
+    panel = StatusPanel()
+    qtbot.addWidget(panel)
+    model = RunModel(total_steps=100)
+    model.subscribe(lambda message: panel.show_change(model, message))
+    panel.follow(model, "/runs/x")
+    model.apply(StepMetrics(steps=[98, 99], losses=[0.5, 0.5], elapsed_s=[9.8, 9.9]))
+    assert panel.values["eta"].text() == "0.1 s"
+    model.apply(StepMetrics(steps=[100], losses=[0.4], elapsed_s=[10.0]))
+    assert panel.state.text().startswith("Saving the final checkpoint")
+    assert panel.values["eta"].text() == "—" and panel.values["elapsed"].text() == "10.0 s"
+    model.apply(RunFinished(status="finished", last_step=100, final_loss=0.4, elapsed_s=10.0))
+    assert panel.state.text().startswith("Finished at step 100")
+
+
 def test_status_panel_without_a_known_length(qtbot) -> None:
     panel = StatusPanel()
     qtbot.addWidget(panel)
