@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-INSTALL = "bash packaging/install-linux-deps.sh"
+INSTALL = "bash packaging/install-linux-deps.sh test"
 WINDOW_TIMEOUT_S = 30.0
 
 
