@@ -10,6 +10,7 @@ its own ``distloop``, and runs the installed command there.
 from __future__ import annotations
 
 import shutil
+import site
 import subprocess
 import sys
 import zipfile
@@ -113,16 +114,33 @@ def check_entry_point_and_extras(wheel: Path) -> None:
     assert any(line.startswith("tensorflow") and "extra" not in line for line in requires)
 
 
+def see_this_environments_packages(python: Path) -> None:
+    """The new venv's Python finds TensorFlow, pydantic and pip where this one does, after its
+    own site-packages (so its own ``distloop`` comes first).
+
+    Not ``--system-site-packages``: that shows the base interpreter's packages, which a
+    venv's base (a fresh Debian's /usr/bin/python3) lacks. A ``.pth`` file's lines are
+    plain paths: this environment's own ``.pth`` hooks (its editable ``distloop``) stay out.
+    """
+    own = subprocess.run(
+        [str(python), "-c", "import site; print(site.getsitepackages()[0])"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    lines = [path for path in site.getsitepackages() if Path(path).is_dir()]
+    (Path(own) / "this_environments_packages.pth").write_text("\n".join(lines) + "\n")
+
+
 def check_installed_in_a_fresh_venv_beside_a_users_engine_py(wheel: Path, folder: Path) -> None:
     """The installed command works next to a user's own engine.py, gui.py and resources.py,
     which it never imports, and without the gui extra it says how to get the window."""
     venv = folder / "venv"
     subprocess.run(
-        [sys.executable, "-m", "venv", "--without-pip", "--system-site-packages", str(venv)],
-        check=True,
-        timeout=60,
+        [sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=60
     )
     python = venv / "bin" / "python"
+    see_this_environments_packages(python)
     prefix = subprocess.run(
         [str(python), "-c", "import sys; print(sys.prefix != sys.base_prefix)"],
         capture_output=True,
