@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 from ..engine.cli import COMMANDS
+from .system_libraries import install_line, missing_for_xcb, missing_library
 
 GUI_PACKAGES = ("PySide6", "pyqtgraph", "qasync")
 """The window's packages: the ``gui`` extra, which a headless install (a cluster node) lacks."""
@@ -49,6 +50,16 @@ def main(argv: list[str] | None = None) -> int:
             "(distloop --help)",
             file=sys.stderr,
         )
+        return 1
+    except ImportError as exc:  # Qt's own libraries load, a system library they link does not
+        library = missing_library(exc)
+        if library is None:
+            raise
+        print(install_line(library), file=sys.stderr)
+        return 1
+    library = missing_for_xcb()
+    if library is not None:
+        print(install_line(library), file=sys.stderr)
         return 1
     return gui_main(args[1:] if args and args[0] == "gui" else args)
 
