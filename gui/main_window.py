@@ -14,8 +14,25 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import QSettings, Qt, QTimer, QUrl
-from PySide6.QtGui import QAction, QCloseEvent, QDesktopServices, QKeySequence, QShowEvent
+from PySide6.QtCore import (
+    QEvent,
+    QMargins,
+    QObject,
+    QPoint,
+    QRect,
+    QSettings,
+    QSize,
+    Qt,
+    QTimer,
+    QUrl,
+)
+from PySide6.QtGui import (
+    QAction,
+    QCloseEvent,
+    QDesktopServices,
+    QKeySequence,
+    QShowEvent,
+)
 from PySide6.QtWidgets import (
     QDockWidget,
     QLabel,
@@ -62,6 +79,23 @@ WARM_UP_DELAY_MS = 500
 paints and answers, then TensorFlow loads beside it."""
 
 
+def fitted_geometry(available: QRect, frame: QMargins, wanted: QSize) -> QRect:
+    """The window's own rectangle: ``wanted`` or less, so that with its ``frame`` (title bar,
+    borders) it lies inside ``available``, centred there.
+
+    Sized without its frame, a 1400x900 window on a 1400x900 screen had its status bar
+    below the screen's edge.
+    """
+    width = min(wanted.width(), available.width() - frame.left() - frame.right())
+    height = min(wanted.height(), available.height() - frame.top() - frame.bottom())
+    outer = QRect(0, 0, width + frame.left() + frame.right(), height + frame.top() + frame.bottom())
+    outer.moveCenter(available.center())
+    outer.moveTopLeft(
+        QPoint(max(outer.left(), available.left()), max(outer.top(), available.top()))
+    )
+    return QRect(outer.left() + frame.left(), outer.top() + frame.top(), width, height)
+
+
 class MainWindow(QMainWindow):
     """One project at a time; one run at a time."""
 
@@ -82,6 +116,7 @@ class MainWindow(QMainWindow):
         self._last_run_dir: Path | None = None
         self._close_confirmed = False
         self._close_after_run = False
+        self._fit_once_framed = False  # the first size is set again once the frame is known
 
         self.editor = ProjectEditor(detect)
         self.problems_panel = ProblemsPanel()
@@ -546,6 +581,9 @@ class MainWindow(QMainWindow):
         geometry = store.value("window/geometry")
         if geometry is not None:
             self.restoreGeometry(geometry)
+        else:
+            self._fit_to_screen(QSize(*DEFAULT_SIZE))
+            self._fit_once_framed = True
         state = store.value("window/state")
         if state is not None:  # a state of the older layout is refused: the defaults stay
             self.restoreState(state, WINDOW_STATE_VERSION)
@@ -567,8 +605,26 @@ class MainWindow(QMainWindow):
     def _splitters(self) -> dict[str, QSplitter]:
         return {"runSplitter": self.run_splitter}
 
+    def _fit_to_screen(self, size: QSize) -> None:
+        """``size``, or less: the window and its frame fit on the screen."""
+        handle = self.windowHandle()
+        frame = handle.frameMargins() if handle is not None else QMargins()
+        available = self.screen().availableGeometry()
+        self.setGeometry(fitted_geometry(available, frame, size))
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        """A window manager frames a new window before it first shows: fit it again then."""
+        if event.type() is QEvent.Type.Expose and watched is self.windowHandle():
+            watched.removeEventFilter(self)
+            if not self.windowHandle().frameMargins().isNull():
+                self._fit_to_screen(self.size())
+        return super().eventFilter(watched, event)
+
     def showEvent(self, event: QShowEvent) -> None:
         super().showEvent(event)
+        if self._fit_once_framed:
+            self._fit_once_framed = False
+            self.windowHandle().installEventFilter(self)
         QTimer.singleShot(WARM_UP_DELAY_MS, self.controller.prepare_warm_engine)
 
     def closeEvent(self, event: QCloseEvent) -> None:

@@ -9,6 +9,7 @@ of its own, and waits until X shows the window.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -22,6 +23,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 INSTALL = "bash packaging/install-linux-deps.sh test"
 WINDOW_TIMEOUT_S = 30.0
+SCREEN = (1280, 800)
 
 
 def required_tool(name: str, package: str) -> str:
@@ -49,8 +51,9 @@ def display() -> Iterator[str]:
     """An Xvfb on a display number it picks itself (``-displayfd``), so runs never collide."""
     xvfb = required_tool("Xvfb", "xvfb")
     read_end, write_end = os.pipe()
+    screen = "{}x{}x24".format(*SCREEN)
     server = subprocess.Popen(
-        [xvfb, "-displayfd", str(write_end), "-screen", "0", "1280x800x24", "-nolisten", "tcp"],
+        [xvfb, "-displayfd", str(write_end), "-nolisten", "tcp", "-screen", "0", screen],
         pass_fds=(write_end,),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
@@ -108,3 +111,8 @@ def test_window_opens_on_xcb(display: str, tmp_path: Path) -> None:
     assert "Could not load the Qt platform plugin" not in stderr, stderr
     assert windows, f"no Distloop window on X after {WINDOW_TIMEOUT_S:.0f} s:\n{stderr}"
     assert any("— Distloop" in line for line in windows), windows
+    # The window fits the 1280x800 screen: opened at 1400x900, its status bar was off it.
+    (main,) = [line for line in windows if "— Distloop" in line]
+    width, height, left, top = map(int, re.search(r"(\d+)x(\d+)\+(-?\d+)\+(-?\d+)", main).groups())
+    assert (width, height) <= SCREEN and left >= 0 and top >= 0, main
+    assert left + width <= SCREEN[0] and top + height <= SCREEN[1], main
