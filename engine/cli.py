@@ -35,7 +35,7 @@ from .messages import (
 )
 from .model_shapes import model_file_problems
 from .prediction import PredictionError, format_prediction, predict, prediction_json
-from .problems import ProblemsError
+from .problems import Problem, ProblemsError
 from .run_folder import (
     PROJECT_FILE,
     TASKS_DIR,
@@ -49,7 +49,7 @@ from .run_folder import (
 )
 from .run_handle import ClusterHandle, EngineHandle, open_run
 from .run_model import RunModel
-from .tf_config import DEFAULT_WORKERS
+from .tf_config import DEFAULT_WORKERS, NO_RESUME, chief_of
 from .user_code import UserCodeError, fingerprint
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
@@ -359,6 +359,8 @@ def command_resume(args: argparse.Namespace) -> int:
     if args.out is not None or args.overwrite:
         _err("distloop: --resume continues in the run's own folder; drop --out/--overwrite")
         return EXIT_USAGE
+    if args.task_from == "slurm":
+        return resume_slurm_task(run_dir, port_base=args.port_base, args=args)
     if not (run_dir / PROJECT_FILE).is_file():
         _err(f"distloop: {run_dir} is not a run folder (it has no {PROJECT_FILE})")
         return EXIT_FAILED
@@ -373,6 +375,53 @@ def command_resume(args: argparse.Namespace) -> int:
         return EXIT_FAILED
     return run_in_foreground(
         project, run_dir, quiet=args.quiet, verbose=args.verbose, resume=True, folder_lock=lock
+    )
+
+
+def resume_slurm_task(run_dir: Path, *, port_base: int, args: argparse.Namespace) -> int:
+    """One task of a requeued Slurm job: its folder under ``run_dir``, the chief's checkpoint.
+
+    The nodes may differ from the first start's, so the TF_CONFIG is Slurm's new one;
+    a trainer that is not the chief takes the chief's checkpoints first, as a local
+    cluster's resume gives them (only the chief keeps them). The chief writes none
+    before every task has joined its first step, so the copy is whole.
+    """
+    from .cluster import task_dir_name
+    from .cluster.slurm import tf_config_from_slurm
+    from .cluster.top_folder import ClusterFolder
+
+    # multi_worker_mirrored's chief, worker 0: the only multi-machine strategy that resumes.
+    chief_dir = run_dir / TASKS_DIR / task_dir_name(chief_of({"worker": ()}))
+    project = _load(chief_dir / PROJECT_FILE) if (chief_dir / PROJECT_FILE).is_file() else None
+    if project is None:
+        _err(f"distloop: {run_dir} holds no Slurm run of multi_worker_mirrored to resume")
+        return EXIT_FAILED
+    refusal = NO_RESUME.get(project.strategy.kind)
+    try:
+        if refusal:
+            raise ProblemsError([Problem(("strategy", "kind"), refusal)], "resume")
+        config = tf_config_from_slurm(os.environ, project.strategy.kind, port_base=port_base)
+    except ProblemsError as exc:
+        _err(f"distloop: {exc}")
+        return EXIT_FAILED
+    task_dir = run_dir / TASKS_DIR / task_dir_name(config.task)
+    if not (task_dir / PROJECT_FILE).is_file():
+        _err(f"distloop: {config.task} never started in {run_dir}: resume with the job's shape")
+        return EXIT_FAILED
+    lock = _claim_run_to_resume(task_dir)
+    if lock is None:
+        return EXIT_FAILED
+    if task_dir != chief_dir:
+        ClusterFolder(run_dir, lambda *_: None).share_chief_checkpoint(
+            chief_dir.name, [task_dir.name]
+        )
+    return run_in_foreground(
+        project.model_copy(update={"tf_config": config}),
+        task_dir,
+        quiet=args.quiet,
+        verbose=args.verbose,
+        resume=True,
+        folder_lock=lock,
     )
 
 
@@ -566,7 +615,7 @@ def add_cluster_commands(commands: argparse._SubParsersAction) -> None:
         "--verbose", action="store_true", help="also print every task's log output (to stderr)"
     )
 
-    from .export import DEFAULT_IMAGE, FORMATS
+    from .export import DEFAULT_IMAGE, FORMATS, SlurmJob
     from .export_storage import DATA_MOUNT
 
     export = commands.add_parser(
@@ -603,6 +652,23 @@ def add_cluster_commands(commands: argparse._SubParsersAction) -> None:
         metavar="CLAIM",
         help="k8s and tfjob: a PersistentVolumeClaim holding the files the project reads, "
         f"mounted read-only; project.json reads them from {DATA_MOUNT}",
+    )
+
+    slurm = export.add_argument_group("slurm format")
+    slurm.add_argument("--nodes", type=int, default=SlurmJob.nodes, help="nodes (default 2)")
+    slurm.add_argument(
+        "--ntasks-per-node",
+        type=int,
+        default=SlurmJob.tasks_per_node,
+        help="tasks on each node (default 1)",
+    )
+    slurm.add_argument("--time", help="the job's time limit, as sbatch takes it (e.g. 2:00:00)")
+    slurm.add_argument("--partition", help="the partition to submit to")
+    slurm.add_argument(
+        "--port-base",
+        type=int,
+        default=SLURM_PORT_BASE,
+        help=f"each node's first task port (default {SLURM_PORT_BASE})",
     )
 
 
@@ -685,7 +751,7 @@ def follow_cluster(cluster: EngineHandle, run_dir: Path, args: argparse.Namespac
 
 
 def command_export(args: argparse.Namespace) -> int:
-    from .export import SECURITY_NOTE, export_cluster
+    from .export import SECURITY_NOTE, SlurmJob, export_cluster
     from .export_storage import VOLUME_FORMATS, storage_notes
     from .tf_config import parse_tf_config_text
 
@@ -703,6 +769,13 @@ def command_export(args: argparse.Namespace) -> int:
         tf_config = None
         if args.tf_config is not None:
             tf_config = parse_tf_config_text(args.tf_config.read_text(encoding="utf-8"))
+        slurm = SlurmJob(
+            nodes=args.nodes,
+            tasks_per_node=args.ntasks_per_node,
+            time=args.time,
+            partition=args.partition,
+            port_base=args.port_base,
+        )
         files = export_cluster(
             project,
             args.out,
@@ -712,6 +785,7 @@ def command_export(args: argparse.Namespace) -> int:
             base_dir=args.project.parent,
             runs_volume=args.runs_volume,
             data_volume=args.data_volume,
+            slurm=slurm,
         )
     except ProblemsError as exc:
         _err(f"distloop: {exc}")

@@ -15,6 +15,9 @@
 ``tfjob``
     ``tfjob.yaml``: a Kubeflow ``TFJob`` (``kubeflow.org/v1``) with Chief, Worker and
     PS replica specs; the training operator sets TF_CONFIG itself.
+``slurm``
+    ``slurm.sbatch``: a batch script whose tasks each compute their TF_CONFIG from
+    Slurm's variables (``engine.cluster.slurm``), so it needs no cluster in the project.
 
 Every folder also gets ``project.json`` (its ``tf_config`` is the exported
 cluster) and a ``README.md``, which lists what the hosts or pods need
@@ -33,10 +36,12 @@ from __future__ import annotations
 import json
 import re
 import shlex
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, NamedTuple
 
 from .cluster import run_problems, task_dir_name
+from .cluster.slurm import DEFAULT_PORT_BASE as SLURM_PORT_BASE
 from .config import Project, load_project_data
 from .export_storage import (
     DATA_MOUNT,
@@ -49,9 +54,17 @@ from .export_storage import (
 from .fileio import atomic_write_text
 from .problems import Problem, ProblemsError
 from .run_folder import PROJECT_FILE
-from .tf_config import JOB_TYPES, TF_CONFIG_VAR, TaskSpec, TFConfig, parse_address
+from .tf_config import (
+    DEFAULT_WORKERS,
+    JOB_TYPES,
+    MULTI_MACHINE_STRATEGIES,
+    TF_CONFIG_VAR,
+    TaskSpec,
+    TFConfig,
+    parse_address,
+)
 
-FORMATS = ("json", "shell", "k8s", "tfjob")
+FORMATS = ("json", "shell", "k8s", "tfjob", "slurm")
 DEFAULT_IMAGE = "distloop:latest"
 K8S_PORT = 2222
 """The port every pod serves on: TFJob's default, kept for the plain manifests too."""
@@ -78,14 +91,16 @@ def export_cluster(
     base_dir: Path | None = None,
     runs_volume: str | None = None,
     data_volume: str | None = None,
+    slurm: SlurmJob | None = None,
 ) -> list[Path]:
     """Writes ``fmt``'s files for the project's cluster (or ``tf_config``'s) into ``out_dir``.
 
     ``base_dir`` is the project file's folder (its relative paths start there);
     ``runs_volume`` and ``data_volume`` name PersistentVolumeClaims (``k8s`` and
-    ``tfjob``). Returns the files written. Raises ProblemsError when there is no
-    cluster to export or it cannot run under the project's strategy, ValueError for
-    an unknown format, or a volume that is no Kubernetes name or whose format has none.
+    ``tfjob``); ``slurm`` shapes the ``slurm`` format's job. Returns the files
+    written. Raises ProblemsError when there is no cluster to export or it cannot run
+    under the project's strategy, ValueError for an unknown format, or a volume that is
+    no Kubernetes name or whose format has none.
     """
     if fmt not in FORMATS:
         raise ValueError(f"unknown export format {fmt!r}; use one of {', '.join(FORMATS)}")
@@ -98,6 +113,8 @@ def export_cluster(
         problem = volume_name_problem(claim)
         if problem is not None:
             raise ValueError(f"{what}: {problem}")
+    if fmt == "slurm":
+        return _write_files(out_dir, _slurm_files(project, slurm or SlurmJob(), base_dir))
     config = tf_config or project.tf_config
     if config is None:
         raise ProblemsError(
@@ -138,13 +155,17 @@ def export_cluster(
         files["tfjob.yaml"] = tfjob_manifest(exported, config, name, image, storage)
         usage = _TFJOB_USAGE.format(name=name, runs=RUNS_MOUNT, volumes=_VOLUMES_USAGE)
     files["README.md"] = _readme(exported, config, fmt, usage, notes)
+    return _write_files(out_dir, files)
+
+
+def _write_files(out_dir: Path, files: dict[str, str]) -> list[Path]:
     out_dir.mkdir(parents=True, exist_ok=True)
     written = []
     for relative, text in files.items():
         path = out_dir / relative
         path.parent.mkdir(parents=True, exist_ok=True)
         atomic_write_text(path, text)
-        if relative.endswith(".sh"):
+        if relative.endswith((".sh", ".sbatch")):
             path.chmod(0o755)
         written.append(path)
     return written
@@ -160,6 +181,30 @@ def _on_data_volume(project: Project, base_dir: Path | None) -> Project:
             section = section[key]
         section[name] = path
     return load_project_data(data, "export")
+
+
+def _slurm_files(project: Project, job: SlurmJob, base_dir: Path | None) -> dict[str, str]:
+    if job.nodes is None:
+        cluster = project.tf_config
+        nodes = len(cluster.tasks()) if cluster else DEFAULT_WORKERS
+        job = replace(job, nodes=max(1, nodes // job.tasks_per_node))
+    problems = job.problems(project.strategy.kind)
+    if problems:
+        raise ProblemsError(problems, "export")
+    usage = _SLURM_USAGE.format(
+        nodes=job.nodes,
+        per_node=job.tasks_per_node,
+        tasks=job.nodes * job.tasks_per_node,
+        port=job.port_base,
+    )
+    notes = storage_notes(project, "slurm", base_dir=base_dir)
+    if base_dir is not None:  # the job reads the project from the export folder
+        project = project.resolve_paths(base_dir)
+    return {
+        PROJECT_FILE: project.to_json(),
+        SBATCH_FILE: sbatch_script(cluster_name(project), PROJECT_FILE, job),
+        "README.md": _readme_text(project, "slurm", usage, notes),
+    }
 
 
 def cluster_name(project: Project) -> str:
@@ -562,14 +607,18 @@ def _literal_lines(head: str, text: str, indent: int) -> list[str]:
 
 def _readme(project: Project, config: TFConfig, fmt: str, usage: str, notes: list[str]) -> str:
     tasks = "\n".join(f"- `{task}`: {config.address(task)}" for task in config.tasks())
+    return _readme_text(project, fmt, f"Tasks:\n\n{tasks}\n\n{usage}", notes)
+
+
+def _readme_text(project: Project, fmt: str, usage: str, notes: list[str]) -> str:
     storage = ""
     if notes:
         listed = "\n".join(f"- {note}" for note in notes)
         storage = f"\n## Before you start\n\n{listed}\n"
     return (
         f"# Distloop cluster export: {project.name}\n\n"
-        f"Strategy `{project.strategy.kind}`, format `{fmt}`. Tasks:\n\n{tasks}\n\n"
-        f"{usage}{storage}\n## Security\n\n{SECURITY_NOTE}\n"
+        f"Strategy `{project.strategy.kind}`, format `{fmt}`. {usage}{storage}\n"
+        f"## Security\n\n{SECURITY_NOTE}\n"
     )
 
 
@@ -595,6 +644,121 @@ bash run-<host>.sh
 
 Each task writes its run folder under `runs/`. The run's trace is the chief's
 (worker 0's when there is no chief). Ctrl-C stops the script's tasks.
+"""
+
+
+@dataclass(frozen=True)
+class SlurmJob:
+    """What ``sbatch`` is asked for: the step's shape, and where and how long it may run."""
+
+    nodes: int | None = None
+    """None: one node per task of the project's cluster, else :data:`DEFAULT_WORKERS`."""
+    tasks_per_node: int = 1
+    time: str | None = None
+    partition: str | None = None
+    port_base: int = SLURM_PORT_BASE
+
+    def problems(self, strategy_kind: str) -> list[Problem]:
+        found = []
+        if not 1 <= self.nodes <= 10_000:
+            found.append(Problem(("nodes",), f"{self.nodes} nodes: give 1 to 10000"))
+        if not 1 <= self.tasks_per_node <= 1024:
+            found.append(Problem(("ntasks_per_node",), "give 1 to 1024 tasks per node"))
+        if self.time is not None and not _SLURM_TIME.fullmatch(self.time):
+            found.append(
+                Problem(("time",), f"{self.time!r} is not a Slurm time (e.g. 90, 1:30:00, 2-0)")
+            )
+        if self.partition is not None and not _SLURM_NAME.fullmatch(self.partition):
+            found.append(Problem(("partition",), f"{self.partition!r} is not a partition name"))
+        if not 1 <= self.port_base <= 65535 - self.tasks_per_node + 1:
+            found.append(Problem(("port_base",), "the tasks' ports must fit in 1-65535"))
+        tasks = self.nodes * self.tasks_per_node
+        if strategy_kind == "parameter_server" and tasks < 3:
+            found.append(
+                Problem(
+                    ("nodes",), f"parameter_server needs 3 tasks (chief, ps, worker), not {tasks}"
+                )
+            )
+        elif strategy_kind not in MULTI_MACHINE_STRATEGIES:
+            found.append(
+                Problem(
+                    ("strategy", "kind"),
+                    f"a Slurm job runs {' or '.join(MULTI_MACHINE_STRATEGIES)}, "
+                    f"not {strategy_kind}",
+                )
+            )
+        return found
+
+
+_SLURM_TIME = re.compile(r"\d+(-\d+)?(:\d{1,2}){0,2}")
+_SLURM_NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}")
+SBATCH_FILE = "slurm.sbatch"
+STOP_WARNING_S = 120
+"""Seconds before the time limit at which Slurm sends SIGTERM: a stop at the next step
+with a checkpoint, well before the SIGKILL."""
+
+
+def sbatch_script(job_name: str, project_file: str, job: SlurmJob) -> str:
+    """The batch script: every task one ``distloop run --task-from slurm``, and a job that
+    Slurm requeues (preemption, ``scontrol requeue``) resumes from its last checkpoint.
+
+    ``job_name`` and ``project_file`` are the exporter's own (already safe) names; every
+    value here is validated, and the run folder is quoted, so nothing in the script is
+    text a user could turn into a command.
+    """
+    directives = [
+        f"--job-name={job_name}",
+        f"--nodes={job.nodes}",
+        f"--ntasks-per-node={job.tasks_per_node}",
+        *([f"--time={job.time}"] if job.time else []),
+        *([f"--partition={job.partition}"] if job.partition else []),
+        f"--signal=TERM@{STOP_WARNING_S}",
+        "--requeue",
+        "--open-mode=append",
+        "--output=slurm-%j.out",
+    ]
+    return "\n".join(
+        [
+            "#!/usr/bin/env bash",
+            *(f"#SBATCH {directive}" for directive in directives),
+            "# Distloop: submit from this folder with `sbatch slurm.sbatch`. Every task computes",
+            "# its TF_CONFIG from Slurm's variables; the run folder is runs/<job id>/ here",
+            "# (DISTLOOP_RUN_DIR chooses another). DISTLOOP is the command that runs distloop",
+            "# on the nodes (default: distloop). A requeued job resumes from its checkpoint.",
+            "#",
+            *_comment_lines(SECURITY_NOTE, "# "),
+            "set -euo pipefail",
+            'cd "${SLURM_SUBMIT_DIR:-.}"',
+            'run_dir="${DISTLOOP_RUN_DIR:-runs/$SLURM_JOB_ID}"',
+            'if [ "${SLURM_RESTART_COUNT:-0}" -gt 0 ] && [ -d "$run_dir/tasks" ]; then',
+            '  start=(--resume "$run_dir")',
+            "else",
+            f'  start=({project_file} --out "$run_dir")',
+            "fi",
+            "# shellcheck disable=SC2086 (DISTLOOP may be a command with arguments)",
+            "srun --distribution=block --kill-on-bad-exit=1 ${DISTLOOP:-distloop} run "
+            f'"${{start[@]}}" --task-from slurm --port-base {job.port_base}',
+            "",
+        ]
+    )
+
+
+_SLURM_USAGE = """\
+`slurm.sbatch` asks for {nodes} node(s) with {per_node} task(s) each ({tasks} tasks). Every
+task runs `distloop run project.json --task-from slurm`, which computes its TF_CONFIG
+from Slurm's variables: ranks fill the nodes in order (block distribution), and each
+node's tasks serve on ports {port}, {port}+1, ... (open them between the nodes). The
+folder must be on a file system every node shares, with Distloop installed on each
+node (`DISTLOOP=/path/to/venv/bin/distloop sbatch slurm.sbatch` names another command).
+
+```sh
+sbatch slurm.sbatch        # the run folder is runs/<job id>/
+scancel <job id>           # every task stops at the same step with a checkpoint
+scontrol requeue <job id>  # the job starts again and resumes from that checkpoint
+```
+
+Slurm sends SIGTERM 120 s before the time limit (`--signal=TERM@120`), so a job that
+runs out of time stops with a checkpoint too.
 """
 
 _K8S_USAGE = """\

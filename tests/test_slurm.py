@@ -3,11 +3,13 @@ ranks laid out node by node, and every variable that is missing or wrong named."
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shutil
 import socket
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -23,8 +25,8 @@ from distloop.engine.cluster.slurm import (
 )
 from distloop.engine.config import load_project, load_project_data
 from distloop.engine.problems import ProblemsError
-from distloop.engine.run_folder import read_status
-from distloop_testing import REPO, run_engine
+from distloop.engine.run_folder import read_metrics, read_status
+from distloop_testing import REPO, distloop, run_engine
 from slurm_daemons import single_node_slurm, unavailable_reason
 from test_cluster import multi_worker, step_lines
 
@@ -225,3 +227,105 @@ def test_srun_tasks_train_the_one_process_trace(slurm: dict[str, str], tmp_path:
     ran = load_project(out / "tasks" / "worker-1" / "project.json")
     assert str(ran.tf_config.task) == "worker:1"
     assert ran.tf_config.cluster["worker"][0].startswith("localhost:")
+
+
+def _squeue_state(slurm: dict[str, str], job: str) -> str:
+    return subprocess.run(
+        ["squeue", "-h", "-j", job, "-o", "%T"], env=slurm, capture_output=True, text=True
+    ).stdout.strip()
+
+
+def _wait_for(condition, what: str, timeout_s: float = 240) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.5)
+
+
+def _metric_rows(run_dir: Path) -> int:
+    with contextlib.suppress(OSError):
+        return max(0, len((run_dir / "metrics.csv").read_text().splitlines()) - 1)
+    return 0
+
+
+@pytest.mark.slow
+def test_the_exported_sbatch_script_trains_and_a_requeued_job_resumes_its_trace(
+    slurm: dict[str, str], tmp_path: Path
+) -> None:
+    """``distloop export --format slurm`` submitted as it is: a requeue mid-run (Slurm's
+    preemption) stops every task at one step with a checkpoint (SIGTERM), and the job,
+    started again, resumes to the uninterrupted single-process trace."""
+    steps = 1500
+    data = multi_worker(steps=steps)
+    data["name"] = "slurm export"
+    data["training"]["checkpoint_every"] = 50
+    project = tmp_path / "project.json"
+    project.write_text(json.dumps(data))
+    job_dir = tmp_path / "job"
+    exported = distloop(
+        "export", str(project), "--format", "slurm", "--out", str(job_dir),
+        "--nodes", "1", "--ntasks-per-node", "2",
+        "--port-base", str(_consecutive_free_ports(2)),
+    )  # fmt: skip
+    assert exported.returncode == 0, exported.stderr
+    env = {**slurm, "DISTLOOP": f"{sys.executable} -m distloop.gui.launcher"}
+    submitted = subprocess.run(
+        ["sbatch", "--parsable", "slurm.sbatch"],
+        cwd=job_dir, env=env, capture_output=True, text=True, check=True, timeout=30,
+    )  # fmt: skip
+    job = submitted.stdout.strip().split(";")[0]
+    chief = job_dir / "runs" / job / "tasks" / "worker-0"
+    try:
+        _wait_for(lambda: _metric_rows(chief) >= 200, "the first 200 steps")
+        subprocess.run(["scontrol", "requeue", job], env=slurm, check=True, timeout=30)
+        _wait_for(lambda: _squeue_state(slurm, job) == "PENDING", "the requeue")
+        first = read_status(chief)
+        # Slurm holds a requeued job back two minutes; the test lets it start at once.
+        subprocess.run(
+            ["scontrol", "update", f"jobid={job}", "starttime=now"],
+            env=slurm, check=True, timeout=30,
+        )  # fmt: skip
+        _wait_for(lambda: _squeue_state(slurm, job) == "", "the resumed job", timeout_s=400)
+    finally:
+        subprocess.run(["scancel", job], env=slurm, timeout=30)
+    log = (job_dir / f"slurm-{job}.out").read_text()
+    assert first["status"] == "stopped", log[-3000:]
+    assert 200 <= first["last_step"] < steps
+    for task in ("worker-0", "worker-1"):
+        assert read_status(chief.parent / task)["status"] == "finished", log[-3000:]
+
+    single_data = multi_worker(steps=steps)
+    single_data["strategy"] = {"kind": "one_device"}
+    single = run_engine(load_project_data(single_data), None, timeout_s=400)
+    metrics = read_metrics(chief)
+    # Each step once: the steps after the checkpoint were trained again, not appended twice.
+    assert metrics["step"] == [float(s) for s in range(1, steps + 1)]
+    np.testing.assert_allclose(np.float32(metrics["loss"]), single["losses"], rtol=1e-5)
+
+
+def test_the_sbatch_script_takes_the_project_s_cluster_size_and_refuses_bad_values(
+    tmp_path: Path,
+) -> None:
+    data = multi_worker()
+    data["tf_config"] = {
+        "cluster": {"worker": ["a:1", "b:1", "c:1"]},
+        "task": {"type": "worker", "index": 0},
+    }
+    project = tmp_path / "project.json"
+    project.write_text(json.dumps(data))
+    done = distloop("export", str(project), "--format", "slurm", "--out", str(tmp_path / "a"))
+    assert done.returncode == 0, done.stderr
+    script = (tmp_path / "a" / "slurm.sbatch").read_text()
+    assert "#SBATCH --nodes=3\n#SBATCH --ntasks-per-node=1\n" in script
+    assert "#SBATCH --signal=TERM@120\n#SBATCH --requeue\n" in script
+    assert subprocess.run(["bash", "-n", str(tmp_path / "a" / "slurm.sbatch")]).returncode == 0
+
+    refused = distloop(
+        "export", str(project), "--format", "slurm", "--out", str(tmp_path / "b"),
+        "--time", "1:00\n#SBATCH --uid=0", "--partition", "a;rm -rf ~", "--nodes", "0",
+    )  # fmt: skip
+    assert refused.returncode == 1
+    assert "time: '1:00\\n#SBATCH --uid=0' is not a Slurm time" in refused.stderr
+    assert "partition: 'a;rm -rf ~' is not a partition name" in refused.stderr
+    assert "nodes: 0 nodes: give 1 to 10000" in refused.stderr
+    assert not (tmp_path / "b").exists()

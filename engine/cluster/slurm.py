@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pydantic import ValidationError
 
 from ..problems import Problem, ProblemsError, problems_from_validation_error
-from ..tf_config import TaskSpec, TFConfig
+from ..tf_config import MULTI_MACHINE_STRATEGIES, TaskSpec, TFConfig
 
 DEFAULT_PORT_BASE = 23450
 """The port of each node's first task; the node's next tasks take the ports after it."""
@@ -218,13 +218,15 @@ def slurm_tf_config(
         }
         task = _ps_task(step.rank, ps_tasks)
     else:
-        raise SlurmError(
-            f"a Slurm step runs multi_worker_mirrored or parameter_server, not {strategy_kind}"
-        )
+        raise SlurmError(_only_clusters(strategy_kind))
     try:
         return TFConfig(cluster=cluster, task=task)
     except ValidationError as exc:  # e.g. a host name Slurm allows and TensorFlow does not
         raise ProblemsError(problems_from_validation_error(exc, ("tf_config",)), SOURCE) from None
+
+
+def _only_clusters(strategy_kind: str) -> str:
+    return f"a Slurm job runs {' or '.join(MULTI_MACHINE_STRATEGIES)}, not {strategy_kind}"
 
 
 def _ps_task(rank: int, ps_tasks: int) -> TaskSpec:
