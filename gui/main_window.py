@@ -160,6 +160,7 @@ class MainWindow(QMainWindow):
         settings_side = QWidget()
         left = QVBoxLayout(settings_side)
         left.setContentsMargins(4, 0, 4, 4)
+        left.addWidget(self.editor.section_bar)
         left.addWidget(self.editor, 1)
         left.addWidget(self.problems_panel)
         self.project_dock = self._dock("Project", "projectDock", settings_side)

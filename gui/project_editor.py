@@ -37,6 +37,7 @@ from .model_form import ModelForm
 from .optimizer_form import OptimizerForm
 from .problem_marks import owner, route, set_problems
 from .project_summary import ProjectSummary
+from .section_bar import SectionBar
 from .strategy_form import StrategyForm
 from .tf_config_editor import TFConfigEditor
 from .training_form import TrainingForm
@@ -59,17 +60,6 @@ class DescriptionEdit(QPlainTextEdit):
 
     def set_value(self, value: str) -> None:
         self.setPlainText(value)
-
-
-# Fusion's own tabs clip descenders ("Strategy", "TF_CONFIG") with some fonts; styled
-# tabs size their text from the font's full height.
-TAB_STYLE = """
-QTabBar::tab { padding: 4px 10px 5px 10px; border: 1px solid palette(mid); border-bottom: none;
-  border-top-left-radius: 3px; border-top-right-radius: 3px; background: palette(button);
-  margin-right: 1px; }
-QTabBar::tab:selected { background: palette(base); }
-QTabBar::tab:!selected { margin-top: 2px; }
-"""
 
 
 def _scrolled(*widgets: QWidget) -> QScrollArea:
@@ -97,7 +87,11 @@ def _boxed(title: str, widget: QWidget) -> QGroupBox:
 
 
 class ProjectEditor(QTabWidget):
-    """The settings side of the window; ``edited`` fires on every user edit."""
+    """The settings side of the window; ``edited`` fires on every user edit.
+
+    Its sections are chosen in :attr:`section_bar` (two rows of buttons, which the
+    window puts above it), not in a tab strip.
+    """
 
     edited = Signal()
     devices_detected = Signal(object)
@@ -105,7 +99,6 @@ class ProjectEditor(QTabWidget):
     def __init__(self, detect: Callable[[float], DevicesDetected] = detect_devices) -> None:
         super().__init__()
         self.setDocumentMode(True)
-        self.tabBar().setStyleSheet(TAB_STYLE)
         self.general = AutoForm(
             Project,
             ["name", "description"],
@@ -137,6 +130,7 @@ class ProjectEditor(QTabWidget):
         )
         self.addTab(_scrolled(self.evaluation), "Evaluation")
         self._base_tips = [self.tabToolTip(i) for i in range(self.count())]
+        self.section_bar = SectionBar(self)
         self._sections: dict[str, QWidget] = {
             "name": self.general,
             "description": self.general,
@@ -232,6 +226,7 @@ class ProjectEditor(QTabWidget):
             messages = per_tab.get(index, [])
             self.setTabIcon(index, warning if messages else QIcon())
             self.setTabToolTip(index, "\n".join(messages) or self._base_tips[index])
+        self.section_bar.sync()
 
     def tab_of(self, problem: Problem) -> int:
         """The tab that shows ``problem``: its widget's tab, else its section's."""
