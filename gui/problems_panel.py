@@ -1,10 +1,15 @@
-"""Every problem of the current project in one list, plus notes that are not errors."""
+"""Every problem of the current project in one list, plus notes that are not errors.
+
+The list is as tall as its lines, up to :data:`MAX_LIST_HEIGHT` (then it scrolls): at
+a fixed 150 px, one problem took about 170 px from the forms above it.
+"""
 
 from __future__ import annotations
 
 import re
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtGui import QResizeEvent
 from PySide6.QtWidgets import QLabel, QListWidget, QListWidgetItem, QStyle, QVBoxLayout, QWidget
 
 from ..engine.config import Project
@@ -15,6 +20,8 @@ _FIELD_FIRST = re.compile(
     rf"^((?:{'|'.join(Project.model_fields)})(?:\.[A-Za-z0-9_]+)*): (.+)$", re.DOTALL
 )
 """A message that starts with the project field it is about."""
+
+MAX_LIST_HEIGHT = 150  # pixels: about six one-line problems
 
 
 class ProblemsPanel(QWidget):
@@ -29,7 +36,7 @@ class ProblemsPanel(QWidget):
         self.list = QListWidget()
         self.list.setWordWrap(True)
         self.list.setAlternatingRowColors(True)
-        self.list.setMaximumHeight(150)
+        self.list.setVerticalScrollMode(QListWidget.ScrollMode.ScrollPerPixel)
         self.list.itemActivated.connect(self._on_item)
         self.list.itemClicked.connect(self._on_item)
         layout = QVBoxLayout(self)
@@ -52,6 +59,7 @@ class ProblemsPanel(QWidget):
             item.setFlags(item.flags() & ~Qt.ItemFlag.ItemIsSelectable)
             self.list.addItem(item)
         self.list.setVisible(self.list.count() > 0)
+        self._fit_list()
         if validation.valid:
             self.summary.setText("<span style='color:#2e7d32'>✓ No problems: ready to run</span>")
         else:
@@ -82,10 +90,23 @@ class ProblemsPanel(QWidget):
             item.setToolTip("Click to go to the setting")
         self.list.insertItem(0, item)
         self.list.show()
+        self._fit_list()
         self.summary.setText(
             "<span style='color:#c62828'><b>The last run failed</b></span>"
             + (" — click it to go to its setting:" if problem is not None else ":")
         )
+
+    def _fit_list(self) -> None:
+        """The list's height: its rows' (wrapped at the present width), at most the cap."""
+        self.list.doItemsLayout()  # the rows wrapped at the list's present width
+        items = (self.list.item(row) for row in range(self.list.count()))
+        rows = sum(self.list.visualItemRect(item).height() for item in items)
+        self.list.setFixedHeight(min(rows + 2 * self.list.frameWidth(), MAX_LIST_HEIGHT))
+
+    def resizeEvent(self, event: QResizeEvent) -> None:
+        """A narrower panel wraps the lines into more rows: measured again once laid out."""
+        super().resizeEvent(event)
+        QTimer.singleShot(0, self, self._fit_list)
 
     def problems(self) -> list[Problem]:
         return [

@@ -58,3 +58,24 @@ def test_a_section_button_shows_its_page_and_its_problems(qtbot, window: MainWin
     editor.strategy.fields.editors["cpu_replicas"].set_value(2)
     assert not bar.buttons[data].icon().isNull()
     assert "data.global_batch_size" in bar.buttons[data].toolTip()
+
+
+def test_the_problems_list_is_as_tall_as_its_problems(qtbot, window: MainWindow) -> None:
+    window.show()
+    qtbot.waitExposed(window)
+    panel = window.problems_panel
+    editor = window.editor
+    editor.data_form.batching.editors["global_batch_size"].set_value(1)
+    editor.strategy.fields.editors["cpu_replicas"].set_value(2)
+    assert panel.list.count() == 1
+    qtbot.wait(10)
+    line = panel.list.fontMetrics().lineSpacing()
+    # One problem took the list's 150 px cap, about 170 px with the summary above it.
+    assert panel.list.height() < 4 * line
+    assert panel.list.verticalScrollBar().maximum() == 0  # the whole problem shows
+    height = panel.list.height()
+
+    window.resize(1024, 700)  # narrower: the line wraps, and the list grows with it
+    window.resizeDocks([window.project_dock], [200], Qt.Orientation.Horizontal)
+    qtbot.waitUntil(lambda: panel.list.height() > height)
+    assert panel.list.verticalScrollBar().maximum() == 0
