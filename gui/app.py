@@ -11,6 +11,7 @@ import qasync
 from PySide6.QtGui import QIcon, QPixmap
 from PySide6.QtWidgets import QApplication
 
+from .interrupts import Interrupts
 from .settings import APPLICATION, ORGANIZATION
 
 
@@ -58,7 +59,11 @@ def main(argv: list[str]) -> int:
 
     window = MainWindow(warm_engines=WarmEngines())
     app.aboutToQuit.connect(window.controller.shutdown)
+    interrupts = Interrupts(window.interrupt)
     window.show()
     window.open_startup_project(args.project_option or args.file)
-    with loop:
-        return int(loop.run_forever())
+    try:
+        with loop:
+            return int(loop.run_forever())
+    finally:
+        interrupts.close()

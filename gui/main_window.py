@@ -628,6 +628,21 @@ class MainWindow(QMainWindow):
             self.windowHandle().installEventFilter(self)
         QTimer.singleShot(WARM_UP_DELAY_MS, self.controller.prepare_warm_engine)
 
+    def interrupt(self) -> None:
+        """Ctrl-C in the terminal that started the window: quit, as closing it does.
+
+        The interrupt is the user's word on the run (it is stopped after its current
+        step, with a checkpoint, and resumes later), so only unsaved changes are asked
+        about. A second Ctrl-C kills the run's engine, as in ``distloop run``.
+        """
+        if self._close_confirmed:
+            self.controller.kill()
+            return
+        if not self.document.maybe_save():
+            return
+        self._close_confirmed = True
+        self.close()
+
     def closeEvent(self, event: QCloseEvent) -> None:
         """Unsaved changes and a running engine both need the user's word before closing."""
         if not self._close_confirmed:

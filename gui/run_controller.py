@@ -202,6 +202,12 @@ class RunController(QObject):
         else:
             self._kill_timer.start(max(self._kill_after_ms, round((own_grace_s + 2) * 1000)))
 
+    def kill(self) -> None:
+        """Ends the engine now (a second Ctrl-C): the run ends stopped, killed on request."""
+        if self._engine is not None and not self._engine.done:
+            self.stop_requested = self.killed = True
+            self._engine.kill()
+
     def shutdown(self, grace_s: float = KILL_AFTER_S) -> None:
         """Blocking last resort when the app quits: no engine may outlive the window."""
         if self._engine is not None and not self._engine.done:

@@ -131,6 +131,23 @@ def test_closing_during_a_run_asks_then_stops_then_closes(
     assert dialog_recorder.kinds() == ["confirm_stop", "confirm_stop"]
 
 
+def test_ctrl_c_stops_the_run_without_asking_and_a_second_one_kills_it(
+    qtbot, make_window, dialog_recorder
+) -> None:
+    engine = FakeEngine(seed_run()[:2], endless=True, stubborn=True)
+    window: MainWindow = make_window(engine_factory=factory(engine))
+    window.show()
+    window.run()
+    qtbot.waitUntil(lambda: len(window.plot.steps()) >= 2, timeout=5000)
+    window.interrupt()
+    assert engine.stop_requested and not engine.killed and window.isVisible()
+    assert dialog_recorder.kinds() == []  # the interrupt was the user's word on the run
+    window.interrupt()  # a stop that does not come: the second one kills
+    assert engine.killed
+    qtbot.waitUntil(lambda: not window.isVisible(), timeout=5000)
+    assert not window.controller.active and engine.closed
+
+
 def test_run_is_refused_while_invalid(make_window) -> None:
     made: list = []
     window: MainWindow = make_window(engine_factory=factory(FakeEngine(seed_run()), made))
