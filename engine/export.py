@@ -42,6 +42,7 @@ from typing import Any, NamedTuple
 
 from .cluster import run_problems, task_dir_name
 from .cluster.slurm import DEFAULT_PORT_BASE as SLURM_PORT_BASE
+from .code_text import inert
 from .config import Project, load_project_data
 from .export_storage import (
     DATA_MOUNT,
@@ -79,6 +80,17 @@ SECURITY_NOTE = (
     "own pods), never on ports reachable from the internet."
 )
 _TFJOB_REPLICAS = {"chief": "Chief", "worker": "Worker", "ps": "PS"}
+_DOMAIN_PART = r"[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?"
+_PATH_PART = r"[a-z0-9]+(?:(?:[_.]|__|-+)[a-z0-9]+)*"
+_IMAGE = re.compile(
+    rf"(?:{_DOMAIN_PART}(?:\.{_DOMAIN_PART})*(?::[0-9]+)?/)?{_PATH_PART}(?:/{_PATH_PART})*"
+    r"(?::[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?"
+    r"(?:@[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]{32,})?",
+    re.ASCII,
+)
+"""A container image reference, as Docker's distribution/reference grammar has it (less
+IPv6 registries): ``[registry[:port]/]path[:tag][@digest]``."""
+_MAX_IMAGE_LENGTH = 512
 
 
 def export_cluster(
@@ -113,6 +125,17 @@ def export_cluster(
         problem = volume_name_problem(claim)
         if problem is not None:
             raise ValueError(f"{what}: {problem}")
+    if fmt in VOLUME_FORMATS and not valid_image(image):
+        raise ProblemsError(
+            [
+                Problem(
+                    (),
+                    f"{image!r} is not a container image reference; write "
+                    "[registry[:port]/]name[:tag][@digest], e.g. registry.example.org/distloop:1.0",
+                )
+            ],
+            "export",
+        )
     if fmt == "slurm":
         return _write_files(out_dir, _slurm_files(project, slurm or SlurmJob(), base_dir))
     config = tf_config or project.tf_config
@@ -207,6 +230,11 @@ def _slurm_files(project: Project, job: SlurmJob, base_dir: Path | None) -> dict
     }
 
 
+def valid_image(image: str) -> bool:
+    """Whether ``image`` is a container image reference a pod spec can name."""
+    return len(image) <= _MAX_IMAGE_LENGTH and _IMAGE.fullmatch(image) is not None
+
+
 def cluster_name(project: Project) -> str:
     """A Kubernetes name for the project's cluster: ``distloop-<project-name>``.
 
@@ -257,7 +285,7 @@ def _shell_script(config: TFConfig, host: str, tasks: list[TaskSpec]) -> str:
     names = ", ".join(str(t) for t in tasks)
     lines = [
         "#!/usr/bin/env bash",
-        f"# Distloop: the tasks of this cluster that run on {host}: {names}.",
+        f"# Distloop: the tasks of this cluster that run on {inert(host)}: {names}.",
         "# Copy this folder to the host and run: bash " + f"run-{_file_safe(host)}.sh",
         "# Each task's run folder is runs/<type>-<index>/ beside this script.",
         "#",
@@ -606,17 +634,17 @@ def _literal_lines(head: str, text: str, indent: int) -> list[str]:
 
 
 def _readme(project: Project, config: TFConfig, fmt: str, usage: str, notes: list[str]) -> str:
-    tasks = "\n".join(f"- `{task}`: {config.address(task)}" for task in config.tasks())
+    tasks = "\n".join(f"- `{task}`: {inert(config.address(task))}" for task in config.tasks())
     return _readme_text(project, fmt, f"Tasks:\n\n{tasks}\n\n{usage}", notes)
 
 
 def _readme_text(project: Project, fmt: str, usage: str, notes: list[str]) -> str:
     storage = ""
     if notes:
-        listed = "\n".join(f"- {note}" for note in notes)
+        listed = "\n".join(f"- {inert(note)}" for note in notes)
         storage = f"\n## Before you start\n\n{listed}\n"
     return (
-        f"# Distloop cluster export: {project.name}\n\n"
+        f"# Distloop cluster export: {inert(project.name)}\n\n"
         f"Strategy `{project.strategy.kind}`, format `{fmt}`. {usage}{storage}\n"
         f"## Security\n\n{SECURITY_NOTE}\n"
     )
@@ -690,7 +718,7 @@ class SlurmJob:
         return found
 
 
-_SLURM_TIME = re.compile(r"\d+(-\d+)?(:\d{1,2}){0,2}")
+_SLURM_TIME = re.compile(r"\d+(-\d+)?(:\d{1,2}){0,2}", re.ASCII)
 _SLURM_NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}")
 SBATCH_FILE = "slurm.sbatch"
 STOP_WARNING_S = 120

@@ -47,8 +47,11 @@ NO_RESUME = {
 }
 """Why a strategy's runs cannot be resumed, for the strategies that cannot."""
 
-_HOST_LABEL = re.compile(r"^(?!-)[A-Za-z0-9-]{1,63}(?<!-)$")
-_PORT = re.compile(r"[0-9]+", re.ASCII)
+_HOST_LABEL = re.compile(r"(?!-)[A-Za-z0-9-]{1,63}(?<!-)")
+_SCOPE_ID = re.compile(r"[A-Za-z0-9_.-]{1,64}")
+"""An IPv6 zone: an interface name or number (``fe80::1%eth0``). Python's ipaddress takes
+any text after the ``%``, line breaks included; a host is written into launch scripts."""
+_DIGITS = re.compile(r"[0-9]+", re.ASCII)
 _MODEL_CONFIG = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
 
 
@@ -63,9 +66,14 @@ def parse_address(address: str) -> tuple[str, int]:
         if not sep:
             raise ValueError(f"{address!r} is not [ipv6]:port")
         try:
-            ipaddress.IPv6Address(host)
+            scope = ipaddress.IPv6Address(host).scope_id
         except ValueError:
             raise ValueError(f"{host!r} is not an IPv6 address") from None
+        if scope is not None and not _SCOPE_ID.fullmatch(scope):
+            raise ValueError(
+                f"{host!r}: the zone after % must be an interface name or number "
+                "(letters, digits, '_', '.', '-')"
+            )
     else:
         host, sep, port_text = address.rpartition(":")
         if not sep:
@@ -76,7 +84,7 @@ def parse_address(address: str) -> tuple[str, int]:
             raise ValueError(f"{address!r} has no host (expected host:port)")
         if not _valid_hostname(host):
             raise ValueError(f"{host!r} is not a valid host name or IPv4 address")
-    if not _PORT.fullmatch(port_text):
+    if not _DIGITS.fullmatch(port_text):
         raise ValueError(f"port {port_text!r} of {address!r} is not a number (digits 0-9)")
     if port_text.startswith("0") and port_text != "0":
         raise ValueError(
@@ -117,7 +125,7 @@ def _valid_hostname(host: str) -> bool:
         return True
     if len(host) > 253:
         return False
-    return all(_HOST_LABEL.match(label) for label in host.rstrip(".").split("."))
+    return all(_HOST_LABEL.fullmatch(label) for label in host.rstrip(".").split("."))
 
 
 class TaskSpec(BaseModel):
@@ -300,12 +308,15 @@ def parse_tf_config_text(text: str) -> TFConfig:
 def parse_task(text: str) -> TaskSpec:
     """Reads a task as the command line names it, ``TYPE:INDEX`` (``worker:1``)."""
     job, sep, index = text.strip().partition(":")
-    if not sep or job not in JOB_TYPES or not index.isdigit():
+    if not sep or job not in JOB_TYPES or not _DIGITS.fullmatch(index):
         raise ValueError(
             f"{text!r} is not a task; write TYPE:INDEX with TYPE one of "
             f"{', '.join(JOB_TYPES)}, e.g. worker:1"
         )
-    return TaskSpec(type=job, index=int(index))
+    try:
+        return TaskSpec(type=job, index=int(index))
+    except ValidationError:
+        raise ValueError(f"{text!r}: the task index {index} is outside 0-65535") from None
 
 
 def tf_config_from_env(environ: Mapping[str, str] | None = None) -> TFConfig | None:

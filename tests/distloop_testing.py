@@ -2,18 +2,24 @@
 
 from __future__ import annotations
 
+import ast
+import functools
 import json
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-from distloop.engine.config import Project
+import yaml
+from distloop.engine.config import Project, load_project_data
 from distloop.engine.examples import example_text
+from distloop.engine.export import DEFAULT_IMAGE, cluster_name, export_cluster
 from distloop.engine.messages import EvalMetrics, RunFailed, RunFinished, RunStarted, StepMetrics
 from distloop.engine.process import EngineProcess, WarmEngine
 from distloop.engine.run_model import RunModel
+from distloop.engine.script_export import render_script
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -162,8 +168,103 @@ HOSTILE_TEXTS = (
     "\\N{BOGUS} \\x \\u12",
     "{PWNED} %(PWNED)s",
 )
-"""Texts that end a docstring, a string, a comment or a line, or start a shell expansion, if
-a generator writes them raw: each holds ``PWNED`` where code would be, for the tests to find."""
+"""Texts that end a docstring, a string, a comment or a line, start a shell expansion or
+turn an escape into something else, if a generator writes them raw; where code would
+follow, it is named ``PWNED``."""
+
+
+def text_project(text: str = "plain", **texts: str) -> Project:
+    """A two-worker cluster project on a CSV file whose free texts (name, description,
+    the file's path, its label column) are ``text``, or each as ``texts`` says."""
+    data = example_data("regression")
+    fields = {"name": text, "description": text, "path": text, "column": text, **texts}
+    data["name"], data["description"] = fields["name"], fields["description"]
+    data["model"]["input_shape"] = [3]
+    data["data"] = {
+        "source": "csv",
+        "path": fields["path"],
+        "label_column": fields["column"],
+        "global_batch_size": 4,
+    }
+    data["strategy"] = {"kind": "multi_worker_mirrored"}
+    data["tf_config"] = {"cluster": {"worker": ["h1:2222", "h2:2222"]}, "task": {"type": "worker"}}
+    return load_project_data(data)
+
+
+def _blank_strings(value: Any) -> Any:
+    """``value`` with every string in it emptied: its shape, which text must not change."""
+    if isinstance(value, str):
+        return ""
+    if isinstance(value, dict):
+        return {k: _blank_strings(v) for k, v in value.items()}  # keys are the generator's
+    if isinstance(value, list):
+        return [_blank_strings(v) for v in value]
+    return value
+
+
+def _code_shape(script: str) -> str:
+    tree = ast.parse(script)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            node.value = ""
+    return ast.dump(tree)
+
+
+def yaml_documents(text: str) -> list[Any]:
+    return list(yaml.load_all(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)))
+
+
+@functools.cache
+def _plain_script_shape() -> str:
+    return _code_shape(render_script(text_project()))
+
+
+def assert_inert_script(project: Project) -> None:
+    """The project's script is the plain project's program, its texts only in its literals:
+    the same code with every string emptied, the name exactly in the docstring."""
+    script = render_script(project)
+    assert _code_shape(script) == _plain_script_shape()
+    docstring = ast.get_docstring(ast.parse(script), clean=False)
+    assert docstring is not None and docstring.startswith(f"{project.name}: a custom training")
+
+
+@functools.cache
+def _plain_export(fmt: str, image: str) -> dict[str, str]:
+    """The files of the plain project's export by name; its shell scripts pass ``bash -n``."""
+    with tempfile.TemporaryDirectory(prefix="distloop-plain-") as folder:
+        files = export_cluster(text_project(), Path(folder), fmt, image=image)
+        for path in files:
+            if path.suffix in (".sh", ".sbatch"):
+                subprocess.run(["bash", "-n", str(path)], check=True, timeout=30)
+        return {path.relative_to(folder).as_posix(): path.read_text("utf-8") for path in files}
+
+
+def assert_inert_export(project: Project, folder: Path, fmt: str, image: str = DEFAULT_IMAGE):
+    """Exported, the project's texts are data only: every file has the plain project's
+    shape (shell scripts byte for byte, YAML documents with strings emptied, as many
+    README lines), and the project reads back exactly from project.json and the ConfigMap."""
+    files = export_cluster(project, folder, fmt, image=image)
+    plain = _plain_export(fmt, image)
+    assert [path.relative_to(folder).as_posix() for path in files] == list(plain)
+    exported = json.loads((folder / "project.json").read_text(encoding="utf-8"))
+    sent = json.loads(project.to_json())
+    assert {k: v for k, v in exported.items() if k != "tf_config"} == {
+        k: v for k, v in sent.items() if k != "tf_config"
+    }  # k8s names the tasks by their pods
+    for path, plain_text in zip(files, plain.values(), strict=True):
+        text = path.read_text(encoding="utf-8")
+        if path.suffix in (".sh", ".sbatch"):  # the same script, for its Slurm job's name
+            job_name = f"--job-name={cluster_name(project)}\n"
+            assert text.replace(job_name, "") == plain_text.replace(
+                f"--job-name={cluster_name(text_project())}\n", ""
+            )
+        elif path.suffix == ".yaml":
+            documents = yaml_documents(text)
+            assert _blank_strings(documents) == _blank_strings(yaml_documents(plain_text))
+            assert json.loads(documents[0]["data"]["project.json"]) == exported
+        elif path.suffix == ".md":
+            assert len(text.splitlines()) == len(plain_text.splitlines())
+    return files
 
 
 def model_run_folder(folder: Path, data: dict[str, Any]) -> Path:

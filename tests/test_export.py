@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from distloop.engine.code_text import inert
 from distloop.engine.config import load_project, load_project_data
 from distloop.engine.export import (
     DEFAULT_IMAGE,
@@ -24,7 +25,13 @@ from distloop.engine.export import (
 from distloop.engine.export_storage import DATA_MOUNT, RUNS_MOUNT, storage_notes
 from distloop.engine.problems import ProblemsError
 from distloop.engine.tf_config import parse_tf_config_text
-from distloop_testing import distloop, synthetic_project
+from distloop_testing import (
+    HOSTILE_TEXTS,
+    assert_inert_export,
+    distloop,
+    synthetic_project,
+    text_project,
+)
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -393,3 +400,89 @@ _values = st.recursive(
 @given(st.dictionaries(_text | _lines, _values, max_size=5))
 def test_yaml_emitter_round_trips_through_a_yaml_parser(document) -> None:
     assert yaml.safe_load(to_yaml(document)) == (document or None)
+
+
+# --- hostile input: hosts, images and project texts never become code ---------------------
+
+HOSTILE_HOSTS = (
+    "node1\n:2222",  # a label may not end in a line break ($ matched before it)
+    "node1\n.touch-MARKER:2222",
+    "[fe80::1%\ntouch MARKER\n]:2222",  # Python's ipaddress takes any zone text
+    "[fe80::1%$(touch MARKER)]:2222",
+    "[fe80::1%a b]:2222",
+)
+
+
+def cluster_project(tmp_path, name: str = "hostile") -> Path:
+    data = synthetic_project(1)
+    data["name"] = name
+    data["strategy"] = {"kind": "multi_worker_mirrored"}
+    data["tf_config"] = {"cluster": {"worker": ["h1:2222", "h2:2222"]}, "task": {"type": "worker"}}
+    path = tmp_path / "project.json"
+    path.write_text(json.dumps(data))
+    return path
+
+
+@pytest.mark.parametrize("host", HOSTILE_HOSTS)
+def test_a_host_with_a_line_break_or_shell_text_is_refused(host: str) -> None:
+    config = {"cluster": {"worker": ["h1:2222", host]}, "task": {"type": "worker"}}
+    with pytest.raises(ProblemsError) as refused:
+        parse_tf_config_text(json.dumps(config))
+    assert [p.path for p in refused.value.problems] == ["cluster.worker.1"]
+
+
+def test_cli_export_refuses_a_hostile_host_and_writes_nothing(tmp_path) -> None:
+    """Before, the shell format wrote the zone's line break into a comment of run-*.sh,
+    and the line after it ran as a command when the script ran. (Every format reads the
+    cluster through the same parser.)"""
+    tf_config = tmp_path / "tf_config.json"
+    host = "[fe80::1%\ntouch marker\n]:2222"  # no '/': ipaddress refuses that in a zone
+    tf_config.write_text(json.dumps({"cluster": {"worker": [host]}, "task": {"type": "worker"}}))
+    out = tmp_path / "out"
+    result = distloop(
+        "export", str(cluster_project(tmp_path)), "--format", "shell", "--out", str(out),
+        "--tf-config", str(tf_config),
+    )  # fmt: skip
+    assert result.returncode == 1, result.stdout
+    assert "zone" in result.stderr and "Traceback" not in result.stderr
+    assert not out.exists()
+
+
+def test_cli_export_refuses_an_image_that_is_not_an_image_reference(tmp_path) -> None:
+    out = tmp_path / "out"
+    result = distloop(
+        "export", str(cluster_project(tmp_path)), "--format", "k8s", "--out", str(out),
+        "--image", "distloop:latest\ncommand: [sh]",
+    )  # fmt: skip
+    assert result.returncode == 1, result.stdout
+    assert result.stderr.startswith("distloop: export: 'distloop:latest\\ncommand: [sh]' is not")
+    assert len(result.stderr.strip().splitlines()) == 1, result.stderr
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("fmt", ["k8s", "tfjob"])
+@pytest.mark.parametrize("image", ["x y", "Distloop:1", "", "x:", "-x", "a/b/", "x@sha256:ab"])
+def test_an_image_that_is_not_an_image_reference_is_refused(tmp_path, fmt, image) -> None:
+    with pytest.raises(ProblemsError, match="not a container image reference"):
+        export_cluster(text_project(), tmp_path / "out", fmt, image=image)
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize(
+    "image",
+    ["distloop", "registry.example.org:5000/team/dist-loop_x:1.2", f"a/b@sha256:{'0' * 64}"],
+)
+def test_image_references_are_taken_as_written(tmp_path, image) -> None:
+    export_cluster(text_project(), tmp_path, "tfjob", image=image)
+    tfjob = list(yaml.safe_load_all((tmp_path / "tfjob.yaml").read_text()))[-1]
+    (container,) = tfjob["spec"]["tfReplicaSpecs"]["Worker"]["template"]["spec"]["containers"]
+    assert container["image"] == image
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("text", HOSTILE_TEXTS)
+def test_hostile_project_texts_are_data_in_every_export_format(tmp_path, fmt, text) -> None:
+    files = assert_inert_export(text_project(text), tmp_path / "out", fmt)
+    readme = (tmp_path / "out" / "README.md").read_text()
+    assert f"# Distloop cluster export: {inert(text)}\n" in readme
+    assert "PWNED" not in "".join(p.read_text() for p in files if p.suffix == ".sh")

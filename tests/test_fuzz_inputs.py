@@ -2,20 +2,34 @@
 validation problems come out, never another exception.
 
 Counts (reported in the README): 300 random texts and 600 mutated examples for
-project files, 300 random texts and 300 mutated clusters for TF_CONFIG.
+project files, 300 random texts and 300 mutated clusters for TF_CONFIG; for exports,
+60 projects whose free texts are all hostile (the script and every cluster format),
+300 hosts and 150 images.
 """
 
 from __future__ import annotations
 
 import copy
 import json
+import subprocess
+import tempfile
+from pathlib import Path
 from typing import Any
 
+from distloop.engine.code_text import inert
 from distloop.engine.config import load_project_data, load_project_text
 from distloop.engine.examples import example_names
+from distloop.engine.export import FORMATS, export_cluster, valid_image
 from distloop.engine.problems import ProblemsError
 from distloop.engine.tf_config import parse_tf_config_text
-from distloop_testing import example_data
+from distloop_testing import (
+    HOSTILE_TEXTS,
+    assert_inert_export,
+    assert_inert_script,
+    example_data,
+    text_project,
+    yaml_documents,
+)
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -109,3 +123,77 @@ CLUSTER = {
 @given(mutated(CLUSTER))
 def test_tf_config_parser_survives_mutated_clusters(doc: dict) -> None:
     only_problems(parse_tf_config_text, json.dumps(doc))
+
+
+# --- hostile text through every export format --------------------------------------------
+
+free_texts = st.one_of(
+    st.text(max_size=40),
+    st.sampled_from(HOSTILE_TEXTS),
+    st.lists(
+        st.sampled_from(['"""', "'''", "\\", "\n", "\r", "\x00", "\u2028", "$(", "`", "#"])
+    ).map("".join),
+).filter(lambda text: text.strip() != "")  # a path or a column may not be blank
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(name=free_texts, description=free_texts, path=free_texts, column=free_texts)
+def test_hostile_texts_stay_data_in_the_script_and_every_export(
+    name: str, description: str, path: str, column: str
+) -> None:
+    texts = {"name": name[:200], "description": description, "path": path, "column": column}
+    try:
+        project = text_project(**texts)
+    except ProblemsError:
+        return  # refused (a text with a lone surrogate): nothing is exported
+    assert_inert_script(project)
+    with tempfile.TemporaryDirectory(prefix="distloop-inputs-") as folder:
+        for fmt in FORMATS:
+            assert_inert_export(project, Path(folder) / fmt, fmt)
+
+
+addresses = st.builds(
+    "{}{}:2222".format,
+    st.sampled_from(["h2", "node1.example.org", "10.0.0.2", "[fe80::1%eth0]", "[::1", "h2."]),
+    st.text(max_size=6) | st.sampled_from(["\n", "\n.x", "%\nx", "%a b]", "$(x)"]),
+)
+
+
+SHELL_LINES = 20
+"""Lines of a launch script besides its three per task."""
+
+
+@FUZZ
+@given(host=addresses | st.text(max_size=30))
+def test_any_host_is_refused_or_is_plain_text_in_launch_scripts(host: str) -> None:
+    config = {"cluster": {"worker": ["h1:2222", host]}, "task": {"type": "worker"}}
+    try:
+        tf_config = parse_tf_config_text(json.dumps(config))
+    except ProblemsError:
+        return
+    assert inert(host) == host and host.isascii(), host  # nothing a script would escape
+    project = text_project().model_copy(update={"tf_config": tf_config})
+    with tempfile.TemporaryDirectory(prefix="distloop-inputs-") as folder:
+        for path in export_cluster(project, Path(folder), "shell"):
+            if path.suffix == ".sh":
+                subprocess.run(["bash", "-n", str(path)], check=True, timeout=30)
+                lines = path.read_text().splitlines()
+                tasks = sum("distloop run" in line for line in lines)
+                assert len(lines) - 3 * tasks == SHELL_LINES  # no line added
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(image=st.text(max_size=40) | st.from_regex(r"[a-z0-9./:_@-]{1,40}", fullmatch=True))
+def test_any_image_is_refused_or_is_the_pods_image(image: str) -> None:
+    with tempfile.TemporaryDirectory(prefix="distloop-inputs-") as folder:
+        try:
+            export_cluster(text_project(), Path(folder), "k8s", image=image)
+        except ProblemsError:
+            assert not valid_image(image)
+            return
+        documents = yaml_documents((Path(folder) / "kubernetes.yaml").read_text())
+        jobs = [d for d in documents if d["kind"] == "Job"]
+        assert {job["spec"]["template"]["spec"]["containers"][0]["image"] for job in jobs} == {
+            image
+        }
+        assert image.isascii() and inert(image) == image

@@ -13,7 +13,14 @@ from data_folders import write_image_folder
 from distloop.engine.config import load_project_data
 from distloop.engine.examples import example_text
 from distloop.engine.script_export import ExportError, render_script
-from distloop_testing import HOSTILE_TEXTS, distloop, example_data, run_engine
+from distloop_testing import (
+    HOSTILE_TEXTS,
+    assert_inert_script,
+    distloop,
+    example_data,
+    run_engine,
+    text_project,
+)
 
 
 def run_script(path) -> tuple[list[int], np.ndarray]:
@@ -308,26 +315,13 @@ def test_file_source_scripts_are_standalone_and_hold_the_split_out(tmp_path) -> 
 # --- hostile text: names, descriptions and paths stay data --------------------------------
 
 
-def hostile_project(text: str) -> dict:
-    """Every free text a script shows, set to ``text``: name, description, the CSV's path
-    and label column, and a TF_CONFIG (so the script's environment line is there too)."""
-    data = example_data("regression")
-    data["name"] = text
-    data["description"] = text
-    data["model"]["input_shape"] = [3]
-    data["data"] = {"source": "csv", "path": text, "label_column": text, "global_batch_size": 4}
-    data["strategy"] = {"kind": "multi_worker_mirrored"}
-    data["tf_config"] = {"cluster": {"worker": ["h1:2222"]}, "task": {"type": "worker"}}
-    return data
-
-
 @pytest.mark.parametrize("text", HOSTILE_TEXTS)
 def test_hostile_text_is_inert_data_in_the_script(text: str) -> None:
-    script = render_script(load_project_data(hostile_project(text)))
-    tree = ast.parse(script)
+    """Name, description, the CSV's path and its label column set to ``text``."""
+    project = text_project(text)
+    assert_inert_script(project)
+    tree = ast.parse(render_script(project))
     assert "PWNED" not in {node.id for node in ast.walk(tree) if isinstance(node, ast.Name)}
-    docstring = ast.get_docstring(tree, clean=False)
-    assert docstring is not None and docstring.startswith(f"{text}: a custom training loop")
     strings = {n.value for n in ast.walk(tree) if isinstance(n, ast.Constant)}
     assert text in strings  # the path and the column, as the literals the script reads
 
