@@ -56,6 +56,7 @@ from .cluster_panel import ClusterPanel
 from .cluster_plan import cluster_plan
 from .dataset_preview import DatasetPreview
 from .exports import save_plot_as
+from .help_windows import GuideWindow, ShortcutsWindow
 from .log_panel import LogPanel
 from .loss_plot import LossPlot
 from .problems_panel import ProblemsPanel
@@ -71,6 +72,7 @@ from .try_it_panel import TryItPanel
 from .validation import Validation
 
 DEFAULT_SIZE = (1400, 900)
+MIN_PLOT_SIZE = (320, 160)  # pixels of graph (the plot's controls come on top): readable
 BOTTOM_DOCK_HEIGHT = 190  # pixels: a handful of runs or log lines; the plot keeps the height
 PROJECT_DOCK_WIDTH = 470  # pixels: the forms' fields and their labels side by side
 WINDOW_STATE_VERSION = 1  # 0: the forms beside the plot in a splitter, the log under it
@@ -164,9 +166,11 @@ class MainWindow(QMainWindow):
         left.addWidget(self.editor, 1)
         left.addWidget(self.problems_panel)
         self.project_dock = self._dock("Project", "projectDock", settings_side)
-        self.addDockWidget(Qt.DockWidgetArea.LeftDockWidgetArea, self.project_dock)
         # The forms' dock runs the window's full height; the tabs stay under the plot.
         self.setCorner(Qt.Corner.BottomLeftCorner, Qt.DockWidgetArea.LeftDockWidgetArea)
+        # No arrangement squeezes the plot below this, a remembered one included: one that
+        # left it 30 px high came back at every start.
+        self.plot.plot_widget.setMinimumSize(*MIN_PLOT_SIZE)
         self.run_splitter = QSplitter(Qt.Orientation.Vertical)
         self.run_splitter.addWidget(self.plot)
         self.run_splitter.addWidget(self.status_panel)
@@ -175,23 +179,33 @@ class MainWindow(QMainWindow):
         self.run_splitter.setCollapsible(0, False)
         self.setCentralWidget(self.run_splitter)
         self.log_dock = self._dock("Log", "logDock", self.log_panel)
-        self.addDockWidget(Qt.DockWidgetArea.BottomDockWidgetArea, self.log_dock)
         self.runs_dock = self._dock("Runs", "runsDock", self.runs_panel)
-        self.tabifyDockWidget(self.log_dock, self.runs_dock)
-        # A tab beside Runs, hidden until a cluster run starts (or View ▸ Cluster).
-        self.tabifyDockWidget(self.runs_dock, self.cluster_panel)
-        self.cluster_panel.hide()
-        self.queue_dock = QDockWidget("Queue", self)
-        self.queue_dock.setObjectName("queueDock")
-        self.queue_dock.setWidget(self.queue_panel)
-        self.tabifyDockWidget(self.runs_dock, self.queue_dock)
-        self.queue_dock.hide()  # until something is queued (or View ▸ Run Queue)
+        self.queue_dock = self._dock("Queue", "queueDock", self.queue_panel)
         self.dataset_dock = self._dock("Dataset", "datasetDock", self.dataset_preview)
-        self.tabifyDockWidget(self.runs_dock, self.dataset_dock)
-        self.log_dock.raise_()
         self.resize(*DEFAULT_SIZE)
+        self._place_docks()
+        # Tabs beside Runs, hidden until a cluster run starts or something is queued (or
+        # View ▸ Cluster, View ▸ Run Queue).
+        self.cluster_panel.hide()
+        self.queue_dock.hide()
+
+    def _place_docks(self) -> None:
+        """The docks where a first start puts them: the forms on the left, tabs below."""
+        for dock in (self.project_dock, self.log_dock, *self._bottom_tabs()):
+            dock.setFloating(False)
+        self.addDockWidget(Qt.DockWidgetArea.LeftDockWidgetArea, self.project_dock)
+        self.addDockWidget(Qt.DockWidgetArea.BottomDockWidgetArea, self.log_dock)
+        previous = self.log_dock
+        for dock in self._bottom_tabs():
+            self.tabifyDockWidget(previous, dock)
+            previous = dock
+        self.log_dock.raise_()
         self.resizeDocks([self.project_dock], [PROJECT_DOCK_WIDTH], Qt.Orientation.Horizontal)
         self.resizeDocks([self.log_dock], [BOTTOM_DOCK_HEIGHT], Qt.Orientation.Vertical)
+
+    def _bottom_tabs(self) -> list[QDockWidget]:
+        """The docks tabbed with the log, in tab order."""
+        return [self.runs_dock, self.cluster_panel, self.queue_dock, self.dataset_dock]
 
     def _dock(self, title: str, name: str, widget: QWidget) -> QDockWidget:
         dock = QDockWidget(title, self)
@@ -287,7 +301,32 @@ class MainWindow(QMainWindow):
         self.log_scale_action.toggled.connect(self.plot.log_checkbox.setChecked)
         self.plot.log_checkbox.toggled.connect(self.log_scale_action.setChecked)
         self.clear_log_action = self._action("&Clear Log", self.log_panel.clear)
+        self.reset_layout_action = self._action(
+            "Reset &Layout",
+            self.reset_layout,
+            None,
+            None,
+            "Put the panels, the toolbar and the plot back where a first start puts them",
+        )
+        self.full_screen_action = self._action(
+            "&Full Screen", self.toggle_full_screen, "F11", None, "Fill the screen (F11)"
+        )
+        self.full_screen_action.setCheckable(True)
         self.about_action = self._action("&About Distloop", self.show_about)
+        self.shortcuts_action = self._action(
+            "&Keyboard Shortcuts",
+            self.show_shortcuts,
+            "Ctrl+/",
+            None,
+            "Every keyboard shortcut of the window",
+        )
+        self.guide_action = self._action(
+            "Distloop &Guide",
+            self.show_guide,
+            QKeySequence.StandardKey.HelpContents,
+            None,
+            "The README: what Distloop does, the project file, the command line",
+        )
         self.export_script_action = self._action(
             "Export as &Script…",
             self.document.export_script,
@@ -370,7 +409,13 @@ class MainWindow(QMainWindow):
         view_menu.addAction(self.queue_panel_action)
         view_menu.addAction(self.runs_panel.clear_comparison_action)
         view_menu.addAction(self.cluster_panel.toggleViewAction())
+        view_menu.addSeparator()
+        view_menu.addAction(self.reset_layout_action)
+        view_menu.addAction(self.full_screen_action)
         help_menu = bar.addMenu("&Help")
+        help_menu.addAction(self.guide_action)
+        help_menu.addAction(self.shortcuts_action)
+        help_menu.addSeparator()
         help_menu.addAction(self.about_action)
 
     def _build_toolbar(self) -> None:
@@ -382,6 +427,7 @@ class MainWindow(QMainWindow):
         toolbar.addSeparator()
         toolbar.addAction(self.run_action)
         toolbar.addAction(self.stop_action)
+        self.toolbar = toolbar
         self.addToolBar(toolbar)
 
     def _connect(self) -> None:
@@ -570,6 +616,48 @@ class MainWindow(QMainWindow):
             self.statusBar().showMessage(f"Exported {written}", 5000)
 
     # --- about, settings, closing -------------------------------------------------------
+
+    def reset_layout(self) -> None:
+        """View ▸ Reset Layout: docks, toolbar and the plot's share as at a first start.
+
+        The Cluster and Queue tabs keep their visibility: they show when there is
+        something in them.
+        """
+        shown = {
+            dock: dock.toggleViewAction().isChecked()
+            for dock in (self.cluster_panel, self.queue_dock)
+        }
+        self._place_docks()
+        for dock in (self.project_dock, self.log_dock, self.runs_dock, self.dataset_dock):
+            dock.show()
+        for dock, visible in shown.items():
+            dock.setVisible(visible)
+        self.log_dock.raise_()
+        self.addToolBar(Qt.ToolBarArea.TopToolBarArea, self.toolbar)
+        self.toolbar.show()
+        status = self.status_panel.sizeHint().height()
+        self.run_splitter.setSizes([max(self.run_splitter.height() - status, 1), status])
+
+    def toggle_full_screen(self) -> None:
+        """View ▸ Full Screen (F11), and back to the window as it was."""
+        self.setWindowState(self.windowState() ^ Qt.WindowState.WindowFullScreen)
+
+    def changeEvent(self, event: QEvent) -> None:
+        super().changeEvent(event)
+        if event.type() is QEvent.Type.WindowStateChange:
+            self.full_screen_action.setChecked(self.isFullScreen())
+
+    def show_shortcuts(self) -> ShortcutsWindow:
+        window = ShortcutsWindow(self)
+        window.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        window.show()
+        return window
+
+    def show_guide(self) -> GuideWindow:
+        window = GuideWindow(self)
+        window.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        window.show()
+        return window
 
     def about_text(self) -> str:
         return dialogs.about_html(self._tensorflow_version)

@@ -68,7 +68,7 @@ def test_command_line_file_wins_over_the_last_project(make_window, tmp_path: Pat
 def test_window_geometry_is_remembered(make_window, qtbot) -> None:
     first = make_window()
     first.show()
-    first.resize(760, 560)
+    first.resize(780, 600)
     first.resizeDocks([first.project_dock], [300], Qt.Orientation.Horizontal)
     first.log_panel_action.trigger()  # the log's tab closed
     qtbot.wait(10)
@@ -77,7 +77,7 @@ def test_window_geometry_is_remembered(make_window, qtbot) -> None:
     second = make_window()
     second.show()
     qtbot.wait(10)
-    assert (second.width(), second.height()) == (760, 560)
+    assert (second.width(), second.height()) == (780, 600)
     assert second.project_dock.width() == width
     assert not second.log_dock.isVisible() and second.runs_dock.isVisible()
 

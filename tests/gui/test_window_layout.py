@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 from distloop.engine.problems import Problem
-from distloop.gui.main_window import MainWindow, fitted_geometry
+from distloop.gui.main_window import MIN_PLOT_SIZE, MainWindow, fitted_geometry
 from PySide6.QtCore import QMargins, QRect, QSize, Qt
+from PySide6.QtGui import QKeySequence
 
 DEFAULT = QSize(1400, 900)
 TITLE_BAR = QMargins(1, 20, 1, 5)  # openbox's frame: borders and a 20 px title bar
@@ -79,3 +80,92 @@ def test_the_problems_list_is_as_tall_as_its_problems(qtbot, window: MainWindow)
     window.resizeDocks([window.project_dock], [200], Qt.Orientation.Horizontal)
     qtbot.waitUntil(lambda: panel.list.height() > height)
     assert panel.list.verticalScrollBar().maximum() == 0
+
+
+def test_a_remembered_layout_never_squeezes_the_plot(make_window, qtbot) -> None:
+    """A layout that left the plot 30 px high came back at every start."""
+    first = make_window()
+    first.resize(1200, 800)
+    first.show()
+    qtbot.waitExposed(first)
+    graph = first.plot.plot_widget
+    graph.setMinimumSize(0, 0)  # as the window allowed before the graph had a minimum
+    first.resizeDocks([first.log_dock], [700], Qt.Orientation.Vertical)
+    first.run_splitter.setSizes([10, 600])
+    qtbot.waitUntil(lambda: graph.height() < 80)
+    first.close()
+
+    second = make_window()
+    second.show()
+    qtbot.waitExposed(second)
+    qtbot.wait(10)
+    assert second.plot.plot_widget.height() >= MIN_PLOT_SIZE[1]
+    assert second.plot.plot_widget.width() >= MIN_PLOT_SIZE[0]
+
+
+def test_reset_layout_puts_every_panel_back(make_window, qtbot) -> None:
+    fresh = make_window()
+    fresh.resize(1200, 800)
+    fresh.show()
+    qtbot.waitExposed(fresh)
+    qtbot.wait(10)
+    default_plot = fresh.plot.height()
+
+    window = make_window()
+    window.resize(1200, 800)
+    window.show()
+    qtbot.waitExposed(window)
+    window.project_dock.setFloating(True)
+    window.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, window.runs_dock)
+    window.log_dock.hide()
+    window.toolbar.hide()
+    window.resizeDocks([window.runs_dock], [900], Qt.Orientation.Horizontal)
+    view_menu = next(a.menu() for a in window.menuBar().actions() if a.text() == "&View")
+    assert window.reset_layout_action in view_menu.actions()
+
+    window.reset_layout_action.trigger()
+    qtbot.wait(10)
+    assert not window.project_dock.isFloating()
+    assert window.dockWidgetArea(window.project_dock) == Qt.DockWidgetArea.LeftDockWidgetArea
+    for dock in (window.log_dock, window.runs_dock, window.dataset_dock):
+        assert window.dockWidgetArea(dock) == Qt.DockWidgetArea.BottomDockWidgetArea
+    assert window.tabifiedDockWidgets(window.log_dock) == [window.runs_dock, window.dataset_dock]
+    assert window.log_dock.isVisible() and window.toolbar.isVisible()
+    assert not window.cluster_panel.toggleViewAction().isChecked()  # shown when it has tasks
+    assert abs(window.plot.height() - default_plot) <= 0.1 * default_plot
+
+
+def test_f11_fills_the_screen_and_gives_it_back(qtbot, window: MainWindow) -> None:
+    window.show()
+    qtbot.waitExposed(window)
+    action = window.full_screen_action
+    assert action.shortcut() == QKeySequence("F11")
+    action.trigger()
+    qtbot.waitUntil(window.isFullScreen)
+    assert action.isChecked()
+    action.trigger()
+    qtbot.waitUntil(lambda: not window.isFullScreen())
+    assert not action.isChecked()
+
+
+def test_help_lists_the_shortcuts_and_shows_the_guide(qtbot, window: MainWindow) -> None:
+    help_menu = next(a.menu() for a in window.menuBar().actions() if a.text() == "&Help")
+    assert help_menu.actions()[:2] == [window.guide_action, window.shortcuts_action]
+    shortcuts = window.show_shortcuts()
+    table = shortcuts.table
+    rows = [
+        tuple(table.item(row, column).text() for column in range(3))
+        for row in range(table.rowCount())
+    ]
+    assert ("Run", "Run", "Ctrl+R") in rows
+    assert ("File", "Save As…", "Ctrl+Shift+S") in rows
+    assert ("View", "Full Screen", "F11") in rows
+    assert ("Help", "Keyboard Shortcuts", "Ctrl+/") in rows
+    assert ("Runs", "Try It…", "Ctrl+T") in rows  # the runs table's own, outside the menus
+    assert len({(where, command) for where, command, _ in rows}) == len(rows)
+
+    guide = window.show_guide()
+    text = guide.browser.toPlainText()
+    assert text.startswith("Distloop")
+    assert "Headless: distloop run" in text and "The project file" in text
+    assert window.guide_action.shortcut() == QKeySequence(QKeySequence.StandardKey.HelpContents)

@@ -1,0 +1,172 @@
+"""Help ▸ Keyboard Shortcuts and Help ▸ Distloop Guide: both read from what is there.
+
+The shortcut list is built from the window's own actions when it opens, so it never
+disagrees with the menus. The guide is the README (the checkout's or the bundle's
+file beside the package's folders, else the installed package's metadata, which
+carries it as its description), shown in the window: opening a file or a web page
+needs a desktop handler that a bare X session, or a cluster's login node, lacks.
+"""
+
+from __future__ import annotations
+
+from importlib import metadata
+from pathlib import Path
+
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QAction, QKeySequence, QTextCursor, QTextDocument
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QDialog,
+    QDialogButtonBox,
+    QHeaderView,
+    QMainWindow,
+    QMenu,
+    QTableWidget,
+    QTableWidgetItem,
+    QTextBrowser,
+    QVBoxLayout,
+    QWidget,
+)
+
+from .. import resources
+
+PACKAGE = "distloop"
+IMAGE_WIDTH = 820  # pixels: the guide's width less its margins
+PACKAGE_ROOT = Path(resources.__file__).resolve().parents[1]
+"""The folder holding ``resources/``: the checkout, or the installed ``distloop`` folder.
+The README's image paths (``resources/screenshots/...``) start there."""
+
+
+def _plain(text: str) -> str:
+    """A menu text without its mnemonic marks: ``Save &As…`` → ``Save As…``."""
+    return text.replace("&&", "\0").replace("&", "").replace("\0", "&")
+
+
+def _keys(action: QAction) -> str:
+    return ", ".join(
+        key.toString(QKeySequence.SequenceFormat.NativeText) for key in action.shortcuts()
+    )
+
+
+def shortcut_rows(window: QMainWindow) -> list[tuple[str, str, str]]:
+    """``(where, command, keys)`` for every action of ``window`` with a shortcut.
+
+    Menu actions first, in menu order, as ``File``, ``View``, ...; then the actions that
+    live in a panel (the runs table's) under that panel's name.
+    """
+    rows: list[tuple[str, str, str]] = []
+    seen: set[QAction] = set()
+
+    def walk(menu: QMenu, where: str) -> None:
+        for action in menu.actions():
+            if action.menu() is not None:
+                walk(action.menu(), f"{where} ▸ {_plain(action.text())}")
+            elif action.shortcuts() and action not in seen:
+                seen.add(action)
+                rows.append((where, _plain(action.text()), _keys(action)))
+
+    for top in window.menuBar().actions():
+        if top.menu() is not None:
+            walk(top.menu(), _plain(top.text()))
+    for action in window.findChildren(QAction):
+        if action.shortcuts() and action not in seen and action.text():
+            seen.add(action)
+            rows.append((_panel_of(action), _plain(action.text()), _keys(action)))
+    return rows
+
+
+def _panel_of(action: QAction) -> str:
+    """The dock an action's widget sits in (its title), for actions outside the menus."""
+    for owner in action.associatedObjects():
+        widget = owner if isinstance(owner, QWidget) else None
+        while widget is not None:
+            if widget.windowTitle() and not widget.isWindow():
+                return widget.windowTitle()
+            widget = widget.parentWidget()
+    return "Window"
+
+
+class ShortcutsWindow(QDialog):
+    """Every shortcut of the window, in a table that can be read, sorted and copied."""
+
+    def __init__(self, window: QMainWindow) -> None:
+        super().__init__(window)
+        self.setWindowTitle("Keyboard Shortcuts — Distloop")
+        rows = shortcut_rows(window)
+        self.table = QTableWidget(len(rows), 3)
+        self.table.setHorizontalHeaderLabels(["Where", "Command", "Keys"])
+        self.table.verticalHeader().hide()
+        self.table.verticalHeader().setDefaultSectionSize(self.fontMetrics().height() + 6)
+        self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.table.setAlternatingRowColors(True)
+        for row, cells in enumerate(rows):
+            for column, text in enumerate(cells):
+                self.table.setItem(row, column, QTableWidgetItem(text))
+        header = self.table.horizontalHeader()
+        header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        header.setStretchLastSection(True)
+        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close)
+        buttons.rejected.connect(self.close)
+        layout = QVBoxLayout(self)
+        layout.addWidget(self.table)
+        layout.addWidget(buttons)
+        self.resize(620, 560)
+
+
+def readme_text() -> str | None:
+    """The README: the file beside ``resources/``, else the installed package's description."""
+    try:
+        return (PACKAGE_ROOT / "README.md").read_text(encoding="utf-8")
+    except OSError:
+        pass
+    try:
+        description = metadata.metadata(PACKAGE).get_payload()  # type: ignore[attr-defined]
+    except metadata.PackageNotFoundError:
+        return None
+    return description if isinstance(description, str) and description.strip() else None
+
+
+def _fit_images(document: QTextDocument, width: int) -> None:
+    """Shows the screenshots ``width`` pixels wide (at 1400 px they scrolled sideways)."""
+    cursor = QTextCursor(document)
+    block = document.begin()
+    while block.isValid():
+        fragments = block.begin()
+        while not fragments.atEnd():
+            fragment = fragments.fragment()
+            if fragment.charFormat().isImageFormat():
+                image = fragment.charFormat().toImageFormat()
+                image.setWidth(width)  # the height follows, keeping the proportions
+                cursor.setPosition(fragment.position())
+                cursor.setPosition(
+                    fragment.position() + fragment.length(), QTextCursor.MoveMode.KeepAnchor
+                )
+                cursor.setCharFormat(image)
+            fragments += 1
+        block = block.next()
+
+
+class GuideWindow(QDialog):
+    """The README, rendered; its links open in the browser when the desktop has one."""
+
+    def __init__(self, parent: QWidget) -> None:
+        super().__init__(parent)
+        self.setWindowTitle("Distloop Guide")
+        self.setWindowFlag(Qt.WindowType.WindowMaximizeButtonHint)
+        self.browser = QTextBrowser()
+        self.browser.setOpenExternalLinks(True)
+        self.browser.setSearchPaths([str(PACKAGE_ROOT)])
+        text = readme_text()
+        if text is None:
+            self.browser.setPlainText(
+                "The README is not in this installation; see the project's page for it."
+            )
+        else:
+            self.browser.setMarkdown(text)
+            _fit_images(self.browser.document(), IMAGE_WIDTH)
+        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close)
+        buttons.rejected.connect(self.close)
+        layout = QVBoxLayout(self)
+        layout.addWidget(self.browser)
+        layout.addWidget(buttons)
+        self.resize(900, 700)
