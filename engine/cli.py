@@ -49,11 +49,12 @@ from .run_folder import (
 )
 from .run_handle import ClusterHandle, EngineHandle, open_run
 from .run_model import RunModel
+from .study.command import add_sweep_command, command_sweep
 from .tf_config import DEFAULT_WORKERS, NO_RESUME, chief_of
 from .user_code import UserCodeError, fingerprint
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
-COMMANDS = ("run", "cluster", "export", "validate", "example", "devices", "predict")
+COMMANDS = ("run", "cluster", "export", "validate", "example", "devices", "predict", "sweep")
 """The subcommands; any other first word that names a project file opens the window."""
 EXIT_TERMINATED = 128 + signal.SIGTERM
 
@@ -90,6 +91,7 @@ def build_parser() -> argparse.ArgumentParser:
         f"{SLURM_PORT_BASE}; the node's next tasks take the ports after it)",
     )
     add_cluster_commands(commands)
+    add_sweep_command(commands)
 
     validate = commands.add_parser("validate", help="check a project file and list its problems")
     validate.add_argument("project", type=Path)
@@ -158,6 +160,8 @@ def main(argv: list[str] | None = None) -> int:
         return command_example(args.name)
     if args.command == "devices":
         return command_devices()
+    if args.command == "sweep":
+        return command_sweep(args)
     if args.command == "predict":
         return command_predict(args.run, args.inputs, as_json=args.json)
     build_parser().print_help()

@@ -1,0 +1,103 @@
+"""What a study optimizes, read from a trial's live messages as the run reports them.
+
+The objective is a metric and a direction: a validation metric when the project
+evaluates (the best one the run reached, the one its kept ``model.keras`` has), else
+the smoothed training loss at the last step. Never a single batch's loss: one lucky
+batch would pick the winner. Reports for pruning come at rungs of global steps: each
+evaluation, or every ``report_every`` steps of the smoothed loss, after ``warmup``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from ..config import Project
+from ..messages import EvalMetrics, Message, StepMetrics
+from ..problems import Problem
+
+OBJECTIVES = ("val_loss", "val_accuracy", "loss")
+SMOOTHING = 0.9
+"""Weight of the exponential moving average of the training loss (TensorBoard's, debiased)."""
+
+
+def direction(metric: str) -> str:
+    """``maximize`` for accuracies, ``minimize`` for losses and errors."""
+    return "maximize" if metric.endswith("accuracy") else "minimize"
+
+
+def objective_problems(project: Project, metric: str) -> list[Problem]:
+    """Why the project's runs would never report ``metric``."""
+    if metric not in OBJECTIVES:
+        return [Problem(("objective",), f"{metric!r}: use one of {', '.join(OBJECTIVES)}")]
+    if metric.startswith("val_") and project.evaluation is None:
+        return [
+            Problem(
+                ("objective",),
+                f"{metric} needs evaluation: set the project's evaluation (split or source), "
+                "or use --objective loss",
+            )
+        ]
+    if metric == "val_accuracy" and "crossentropy" not in project.loss.kind:
+        return [
+            Problem(
+                ("objective",),
+                f"{project.loss.kind} reports no accuracy: use val_loss, or a crossentropy loss",
+            )
+        ]
+    return []
+
+
+@dataclass
+class ObjectiveTracker:
+    """Follows one trial's messages; says when to report and what the objective is."""
+
+    metric: str
+    report_every: int
+    warmup: int = 0
+    smoothed: float | None = None
+    last_step: int = 0
+    best: float | None = None
+    _weight_sum: float = 0.0
+    _average: float = 0.0
+    _next_rung: int = field(init=False, default=0)
+    pending: list[tuple[int, float]] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self._next_rung = max(self.warmup, self.report_every)
+
+    def apply(self, message: Message) -> None:
+        """Takes a message of the run; what to report piles up in :attr:`pending`."""
+        if isinstance(message, StepMetrics):
+            for step, loss in zip(message.steps, message.losses, strict=True):
+                self._smooth(loss)
+                self.last_step = step
+                if self.metric == "loss" and step >= self._next_rung and self.smoothed is not None:
+                    self.pending.append((step, self.smoothed))
+                    self._next_rung = step + self.report_every
+        elif isinstance(message, EvalMetrics) and self.metric in message.metrics:
+            value = message.metrics[self.metric]
+            if math.isfinite(value):
+                better = direction(self.metric) == "maximize"
+                if self.best is None or (value > self.best if better else value < self.best):
+                    self.best = value
+                if message.step >= self.warmup:
+                    self.pending.append((message.step, value))
+
+    def _smooth(self, loss: float) -> None:
+        if not math.isfinite(loss):
+            self.smoothed = None
+            return
+        self._average = SMOOTHING * self._average + (1 - SMOOTHING) * loss
+        self._weight_sum = SMOOTHING * self._weight_sum + (1 - SMOOTHING)
+        self.smoothed = self._average / self._weight_sum
+
+    def take_reports(self) -> list[tuple[int, float]]:
+        reports, self.pending = self.pending, []
+        return reports
+
+    def value(self) -> float | None:
+        """The trial's objective as it stands (None: nothing finite to go by)."""
+        if self.metric == "loss":
+            return self.smoothed
+        return self.best

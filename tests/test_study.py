@@ -1,0 +1,240 @@
+"""Studies: search spaces checked against the project, the objective read from live
+messages, and a real Optuna study that prunes, persists, survives SIGKILL and resumes."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from distloop.engine.config import Project, load_project_data
+from distloop.engine.examples import load_example
+from distloop.engine.messages import EvalMetrics, StepMetrics
+from distloop.engine.problems import ProblemsError
+from distloop.engine.run_folder import read_metrics, read_status
+from distloop.engine.study.objective import SMOOTHING, ObjectiveTracker, objective_problems
+from distloop.engine.study.runner import StudyPlan, StudySettings
+from distloop.engine.study.space import (
+    Choices,
+    FloatRange,
+    IntRange,
+    parse_space,
+    with_values,
+)
+from distloop_testing import REPO, distloop, synthetic_project
+
+
+@pytest.fixture
+def seed() -> Project:
+    return load_example("seed")
+
+
+def _mlp() -> Project:
+    return load_project_data(synthetic_project(1, steps=40))
+
+
+def test_a_space_names_any_field_by_its_path() -> None:
+    space = parse_space(
+        json.dumps(
+            {
+                "optimizer.learning_rate": {"low": 1e-4, "high": 1, "log": True},
+                "optimizer.kind": {"choices": ["adam", "sgd"]},
+                "model.layers.0.units": {"low": 4, "high": 64},
+                "model.layers.0.kernel_regularizer.l2": {"low": 0, "high": 0.01},
+                "data.global_batch_size": {"values": [16, 32]},
+                "training.steps": {"values": [20, 40]},
+            }
+        ),
+        _mlp(),
+    )
+    assert space.axes == {
+        "optimizer.learning_rate": FloatRange(1e-4, 1.0, True),
+        "optimizer.kind": Choices(("adam", "sgd")),
+        "model.layers.0.units": IntRange(4, 64),
+        "model.layers.0.kernel_regularizer.l2": FloatRange(0.0, 0.01),
+        "data.global_batch_size": Choices((16, 32), grid=True),
+        "training.steps": Choices((20, 40), grid=True),
+    }
+    assert not space.is_grid()
+
+
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [
+        ("{", "space: not JSON"),
+        ("[]", "expected a JSON object of field paths"),
+        ('{"optimizer.lr": {"low": 1, "high": 2}}', "optimizer.lr: optimizer has no field 'lr'"),
+        ('{"model.layers.7.units": {"low": 1, "high": 2}}', "model.layers has no field '7'"),
+        ('{"optimizer": {"low": 1, "high": 2}}', "names a section, not a value"),
+        ('{"optimizer.learning_rate": {"low": 1, "high": 1}}', "is empty: low must be below"),
+        ('{"optimizer.learning_rate": {"low": 0, "high": 1, "log": true}}', "must start above 0"),
+        ('{"optimizer.kind": {"choices": ["adam"]}}', "choices has one value"),
+        ('{"optimizer.kind": {"choices": ["adam", "adam"]}}', "lists a value twice"),
+        ('{"optimizer.kind": {"low": 1, "high": 2}}', 'holds "sgd", not a number'),
+        (
+            '{"optimizer.kind": {"choices": ["adam", "nadam"]}}',
+            "'nadam': optimizer: Input tag 'nadam'",
+        ),
+        (
+            '{"optimizer.learning_rate": {"low": 0.1, "high": 1000}}',
+            "learning_rate: 1000.0: Input should be less than or equal to 100",
+        ),
+        ('{"optimizer.learning_rate": {"from": 1}}', "unknown keys ['from']"),
+        (
+            '{"model.layers.0.units": {"values": [8, -1]}}',
+            "units: -1: Input should be greater than or equal to 1",
+        ),
+    ],
+)
+def test_a_bad_space_is_one_problem_with_its_path(text: str, says: str) -> None:
+    with pytest.raises(ProblemsError) as caught:
+        parse_space(text, _mlp())
+    assert says in str(caught.value)
+
+
+def test_changing_a_kind_keeps_only_the_settings_the_new_kind_has(seed: Project) -> None:
+    adam = with_values(seed, {"optimizer.kind": "adam", "optimizer.learning_rate": 0.02}, "x")
+    assert (adam.optimizer.kind, adam.optimizer.learning_rate) == ("adam", 0.02)
+    assert adam.name == "x" and adam.model == seed.model
+    back = with_values(adam, {"optimizer.kind": "sgd"}, "y")
+    assert back.optimizer.kind == "sgd" and back.optimizer.learning_rate == 0.02
+
+
+def test_the_objective_is_the_smoothed_loss_reported_at_rungs() -> None:
+    tracker = ObjectiveTracker("loss", report_every=3, warmup=4)
+    losses = [1.0, 0.5, 0.25, 0.125, 0.1, 0.05, 0.01]
+    tracker.apply(StepMetrics(steps=list(range(1, 8)), losses=losses, elapsed_s=[0.0] * 7))
+    expected, average, weights = [], 0.0, 0.0
+    for loss in losses:
+        average = SMOOTHING * average + (1 - SMOOTHING) * loss
+        weights = SMOOTHING * weights + (1 - SMOOTHING)
+        expected.append(average / weights)
+    assert tracker.value() == pytest.approx(expected[-1])
+    # The first rung is after the warm-up (step 4), then every 3 steps: never one batch.
+    assert tracker.take_reports() == [
+        (4, pytest.approx(expected[3])),
+        (7, pytest.approx(expected[6])),
+    ]
+    assert tracker.value() != losses[-1]
+
+
+def test_a_validation_objective_is_the_best_evaluation() -> None:
+    tracker = ObjectiveTracker("val_accuracy", report_every=10)
+    for step, accuracy in ((10, 0.5), (20, 0.9), (30, 0.8)):
+        tracker.apply(EvalMetrics(step=step, metrics={"val_accuracy": accuracy}, examples=5))
+    assert tracker.value() == 0.9
+    assert tracker.take_reports() == [(10, 0.5), (20, 0.9), (30, 0.8)]
+
+
+def test_what_a_plan_cannot_run_is_named(seed: Project) -> None:
+    ranges = parse_space('{"optimizer.learning_rate": {"low": 0.01, "high": 1}}', seed)
+    choices = parse_space('{"optimizer.kind": {"choices": ["adam", "sgd"]}}', seed)
+    assert "val_loss needs evaluation" in str(objective_problems(seed, "val_loss")[0])
+    plan = StudyPlan(seed, ranges, StudySettings(sampler="grid", objective="loss"))
+    assert "grid needs every field as values or choices" in str(plan.problems()[0])
+    plan = StudyPlan(seed, choices, StudySettings(sampler="cmaes", objective="loss"))
+    assert "cmaes searches number ranges only" in str(plan.problems()[0])
+    plan = StudyPlan(
+        seed, choices, StudySettings(sampler="grid", pruner="hyperband", objective="loss")
+    )
+    assert "hyperband draws its own brackets" in str(plan.problems()[0])
+
+
+def test_bad_input_to_distloop_sweep_is_one_line_and_writes_nothing(tmp_path: Path) -> None:
+    project = tmp_path / "project.json"
+    project.write_text(json.dumps(synthetic_project(1, steps=10)))
+    space = tmp_path / "space.json"
+    out = tmp_path / "study"
+    cases = [
+        ("{not json", ["--space", str(space), "--out", str(out)], "not JSON"),
+        ('{"optimizer.learning_rate": {"low": 2, "high": 1}}', ["--space", str(space)], "empty"),
+        ('{"optimizer.kind": {"choices": ["sgd"]}}', ["--space", str(space)], "one value"),
+        ('{"optimizer.learning_rate": {"low": 0.1, "high": 1}}', [], "--space SPACE.json is req"),
+        (
+            '{"optimizer.learning_rate": {"low": 0.1, "high": 1}}',
+            ["--space", str(space), "--objective", "val_accuracy"],
+            "val_accuracy needs evaluation",
+        ),
+    ]
+    for text, args, says in cases:
+        space.write_text(text)
+        done = distloop("sweep", str(project), *args, "--out", str(out), timeout_s=60)
+        assert done.returncode == 1, done.stderr
+        assert says in done.stderr and "Traceback" not in done.stderr
+        assert len(done.stderr.strip().splitlines()) <= 2
+        assert not out.exists()
+    not_a_study = distloop("sweep", "--resume", str(tmp_path), timeout_s=60)
+    assert not_a_study.returncode == 1
+    assert "no study.json: not a study folder" in not_a_study.stderr
+
+
+def _trials(folder: Path) -> list:
+    import optuna
+
+    return optuna.load_study(study_name="distloop", storage=f"sqlite:///{folder}/study.db").trials
+
+
+@pytest.mark.slow
+def test_a_study_prunes_persists_and_resumes_after_sigkill(tmp_path: Path) -> None:
+    """TPE + the median pruner on a small model: the SQLite study agrees with the run
+    folders, pruned trials stop early and say so, and a SIGKILLed study resumes to its
+    planned number of trials with the interrupted trial's values queued again."""
+    data = synthetic_project(1, steps=300)
+    data["name"] = "study test"
+    project = tmp_path / "project.json"
+    project.write_text(json.dumps(data))
+    space = tmp_path / "space.json"
+    space.write_text('{"optimizer.learning_rate": {"low": 1e-4, "high": 0.5, "log": true}}')
+    folder = tmp_path / "study"
+    command = [
+        sys.executable, "-m", "distloop.gui.launcher", "sweep", str(project),
+        "--space", str(space), "--trials", "6", "--pruner", "median", "--seed", "3",
+        "--out", str(folder),
+    ]  # fmt: skip
+    first = subprocess.Popen(command, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 240
+        while not (folder / "trials" / "trial-0002" / "metrics.csv").exists():
+            assert first.poll() is None, first.communicate()[1][-2000:]
+            assert time.monotonic() < deadline, "the third trial never started"
+            time.sleep(0.2)
+        os.kill(first.pid, signal.SIGKILL)
+        first.wait(timeout=30)
+    finally:
+        if first.poll() is None:
+            first.kill()
+            first.wait()
+    running = [t for t in _trials(folder) if t.state.name == "RUNNING"]
+    assert [t.number for t in running] == [2]
+
+    resumed = distloop("sweep", "--resume", str(folder), timeout_s=400)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert "trial 2 was interrupted; its values run again" in resumed.stderr
+    trials = _trials(folder)
+    states = [t.state.name for t in trials]
+    assert states[2] == "FAIL" and trials[2].user_attrs["interrupted"]
+    counted = [t for t in trials if t.state.name in ("COMPLETE", "PRUNED")]
+    assert len(counted) == 6 and states.count("FAIL") == 1
+    assert trials[3].params == trials[2].params  # queued again, first after the resume
+
+    for trial in counted:
+        run_dir = Path(trial.user_attrs["run_dir"])
+        status = read_status(run_dir)
+        assert status["study_trial"] == trial.number
+        steps = len(read_metrics(run_dir)["step"])
+        if trial.state.name == "PRUNED":
+            assert status["status"] == "pruned"
+            assert status["pruned_reason"].startswith(f"pruned at step {status['pruned_at']}")
+            assert steps < 300 and (run_dir / "model.keras").is_file()
+        else:
+            assert status["status"] == "finished" and steps == 300
+    assert any(t.state.name == "PRUNED" for t in counted), states
+    best = min((t for t in counted if t.state.name == "COMPLETE"), key=lambda t: t.value)
+    assert f"best: trial {best.number} loss={best.value:.6g}" in resumed.stdout
+    # The search learned: its best rate is far from the range's poor low end.
+    assert best.params["optimizer.learning_rate"] > 0.01
