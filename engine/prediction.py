@@ -5,7 +5,7 @@ launcher, so the model runs in a process of its own, spawned as engine processes
 are (``engine.child_main.predict_main`` runs ``engine.tf.predict``). It loads the
 model once and answers request after request over the engine's kind of channel
 (``engine.channel``, the protocol's messages of ``engine.messages``): a
-:class:`Predictor` keeps it while the Try It window is open, so only the first
+:class:`PredictionProcess` keeps it while the Try It window is open, so only the first
 prediction waits for TensorFlow; ``distloop predict`` sends it all its inputs as one
 request. Whatever the process does (refuses the model, fails, dies), the caller
 gets one line: a :class:`PredictionError`, or an input's own entry in
@@ -82,14 +82,15 @@ def model_folder(run_dir: Path) -> Path:
     )
 
 
-class Predictor:
+class PredictionProcess:
     """One run's model, loaded once in a prediction process kept for many requests.
 
     The process starts with :meth:`start` (or the first :meth:`predict`) and lives until
-    :meth:`close`. One that refused the model, failed or died is started again by the
-    next :meth:`predict`, which first says what happened to the last one. Requests are
-    answered one at a time; :meth:`close` may come from another thread, and ends a
-    request in progress with a PredictionError.
+    :meth:`close`. When it refuses the model, fails or dies, the :meth:`predict` that
+    finds out raises a PredictionError saying so (a death: how it ended, and that the
+    next prediction starts it again), and the next :meth:`predict` starts a new one.
+    Requests are answered one at a time; :meth:`close` may come from another thread,
+    and ends a request in progress with a PredictionError.
     """
 
     def __init__(self, run_dir: Path) -> None:
@@ -106,6 +107,11 @@ class Predictor:
         """The loaded model's description, once the process has answered with it."""
         return self._model
 
+    @property
+    def pid(self) -> int | None:
+        """The process's id while this object holds one (None before, and once it ended)."""
+        return self._process.pid if self._process is not None else None
+
     def start(self) -> None:
         """Starts the process unless one is running, so TensorFlow loads ahead of a request."""
         with self._lock:
@@ -114,9 +120,8 @@ class Predictor:
     def _ensure_started(self) -> None:
         if self._closed:
             raise PredictionError(f"{self.run_dir}: the prediction was closed")
-        if self._process is not None and self._process.is_alive():
+        if self._process is not None:  # alive, or dead with its last words still to read
             return
-        self._end_process()
         folder = model_folder(self.run_dir)
         self._queue = _ctx.Queue(QUEUE_SIZE)
         self._requests, child_end = _ctx.Pipe()
@@ -128,7 +133,6 @@ class Predictor:
         )
         self._process.start()
         child_end.close()
-        self._model = None
 
     def predict(
         self,
@@ -147,6 +151,8 @@ class Predictor:
             deadline = time.monotonic() + timeout_s
             if self._model is None:
                 self._await_model(deadline)
+            elif self._process is not None and not self._process.is_alive():
+                raise PredictionError(self._ended())  # it died while idle
             request = PredictRequest(inputs=[str(path) for path in inputs], rows=list(rows))
             try:
                 self._requests.send(request.model_dump())
@@ -222,6 +228,7 @@ class Predictor:
 
     def _end_process(self) -> None:
         process, self._process = self._process, None
+        self._model = None
         if self._requests is not None:
             self._requests.close()
             self._requests = None
@@ -258,7 +265,7 @@ def predict(
     All of them go in one request to one process, so TensorFlow starts once however
     many inputs a command names.
     """
-    predictor = Predictor(run_dir)
+    predictor = PredictionProcess(run_dir)
     try:
         return predictor.predict(inputs, rows, timeout_s=timeout_s)
     finally:

@@ -349,6 +349,11 @@ class MainWindow(QMainWindow):
             "Copy the project file's text to the clipboard",
         )
         self.resume_action = self.runs_panel.resume_action
+        self.try_it_action = self.runs_panel.try_it_action
+        self.try_it_action.setIcon(
+            self.style().standardIcon(QStyle.StandardPixmap.SP_DialogApplyButton)
+        )
+        self.addAction(self.try_it_action)  # Ctrl+T works while the runs dock is hidden
         self.project_panel_action = self.project_dock.toggleViewAction()
         self.project_panel_action.setText("&Project Settings")
         self.project_panel_action.setShortcut(QKeySequence("Ctrl+Shift+F"))
@@ -390,7 +395,7 @@ class MainWindow(QMainWindow):
         file_menu.addSeparator()
         file_menu.addAction(self.quit_action)
         run_menu = bar.addMenu("&Run")
-        for action in (self.run_action, self.stop_action, self.resume_action):
+        for action in (self.run_action, self.stop_action, self.resume_action, self.try_it_action):
             run_menu.addAction(action)
         run_menu.addSeparator()
         queue = self.queue_panel
@@ -427,6 +432,7 @@ class MainWindow(QMainWindow):
         toolbar.addSeparator()
         toolbar.addAction(self.run_action)
         toolbar.addAction(self.stop_action)
+        toolbar.addAction(self.try_it_action)
         self.toolbar = toolbar
         self.addToolBar(toolbar)
 
@@ -749,4 +755,6 @@ class MainWindow(QMainWindow):
             return
         self._save_settings()
         self.controller.close_warm_engines()  # an idle warm engine has no run to lose
+        for panel in self.findChildren(TryItPanel):
+            panel.close()  # and with it its prediction process
         event.accept()

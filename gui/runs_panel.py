@@ -68,6 +68,7 @@ from .past_runs import (
 from .runs_model import SORT_ROLE, Column, RunsTableModel
 
 HEADER_KEY = "runsPanel/header"
+TRY_IT_TIP = "Run a saved model (model.keras) on images, texts, CSV rows or arrays"
 WATCH_DELAY_MS = 300  # a new run folder fills within moments; read it once it settled
 DEFAULT_WIDTHS = {
     Column.NAME: 200,
@@ -288,9 +289,10 @@ class RunsPanel(QWidget):
         )
         self.try_it_action = self._action(
             "Try It…",
-            self.try_selected,
+            self.try_target,
             "Ctrl+T",
-            "Run the selected run's saved model (model.keras) on images, CSV rows or arrays",
+            TRY_IT_TIP,
+            local=False,
         )
         self.resume_action = self._action(
             "Resume Run",
@@ -420,7 +422,20 @@ class RunsPanel(QWidget):
         self.resume_action.setEnabled(
             single is not None and self._active_run is None and can_resume(single)
         )
-        self.try_it_action.setEnabled(single is not None and has_model(single.path))
+        target = self.try_it_target()
+        self.try_it_action.setEnabled(target is not None)
+        tip = f"{TRY_IT_TIP}: {target.name}" if target is not None else TRY_IT_TIP
+        self.try_it_action.setToolTip(f"{tip} (Ctrl+T)")
+        self.try_it_action.setStatusTip(tip)
+
+    def try_it_target(self) -> RunSummary | None:
+        """The run Try It opens: the selected one when it has a model; with none selected, the
+        latest run that has one (a Try It right after a run needs no click in the list)."""
+        runs = self.selected_runs()
+        if runs:
+            return runs[0] if len(runs) == 1 and has_model(runs[0].path) else None
+        newest_first = sorted(self.runs(), key=lambda run: run.started_at or 0.0, reverse=True)
+        return next((run for run in newest_first if has_model(run.path)), None)
 
     # --- what can be done with a run ---------------------------------------------------
 
@@ -620,9 +635,9 @@ class RunsPanel(QWidget):
         if run is not None:
             QDesktopServices.openUrl(QUrl.fromLocalFile(str(run.path)))
 
-    def try_selected(self) -> None:
-        run = self._single()
-        if run is not None and has_model(run.path):
+    def try_target(self) -> None:
+        run = self.try_it_target()
+        if run is not None:
             self.try_it_requested.emit(run)
 
     def resume_selected(self) -> None:

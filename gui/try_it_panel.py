@@ -1,21 +1,26 @@
 """The "Try it" panel of a past run: its saved model on dropped files or a pasted row.
 
-The model runs in a process of its own (``engine.prediction``: TensorFlow never loads in
-the window), awaited in a worker thread through asyncio, so the window stays
-responsive while TensorFlow starts. A classifier's confusion matrix on the
-validation data (``confusion.json``, written by the engine) is shown below, as a
-table whose cells shade with their share of the true class's row.
+The model runs in a process of its own (``engine.prediction.PredictionProcess``:
+TensorFlow never loads in the window), started when the panel opens and kept while it
+is open, so TensorFlow and the model load once, while the user picks the first files,
+and every later prediction is answered in a fraction of a second. Predictions are
+awaited in a worker thread through asyncio, so the window stays responsive. Closing
+the panel ends the process; one that died is started again by the next prediction.
+A classifier's confusion matrix on the validation data (``confusion.json``, written
+by the engine) is shown below, as a table whose cells shade with their share of the
+true class's row.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from PySide6.QtCore import Qt
-from PySide6.QtGui import QBrush, QColor, QDragEnterEvent, QDropEvent
+from PySide6.QtGui import QBrush, QCloseEvent, QColor, QDragEnterEvent, QDropEvent
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QFileDialog,
@@ -32,7 +37,7 @@ from PySide6.QtWidgets import (
 )
 
 from ..engine.messages import Predicted
-from ..engine.prediction import PredictionError, PredictionResult, predict
+from ..engine.prediction import PredictionError, PredictionProcess, PredictionResult
 from ..engine.run_folder import read_confusion, read_model_record
 
 Predictor = Callable[[Path, Sequence[Path], Sequence[str]], PredictionResult]
@@ -40,12 +45,6 @@ SHOWN_CLASSES = 3
 """Classes listed per example: the top one and its runners-up."""
 ERROR_STYLE = "color:#c62828"
 INPUT_FILTER = "Examples (*.csv *.npy *.png *.jpg *.jpeg *.gif *.bmp *.txt);;All files (*)"
-
-
-def _default_predictor(
-    run_dir: Path, inputs: Sequence[Path], rows: Sequence[str]
-) -> PredictionResult:
-    return predict(run_dir, inputs, rows)
 
 
 class DropArea(QFrame):
@@ -106,11 +105,25 @@ class TryItPanel(QWidget):
         self,
         run_dir: Path,
         title: str,
-        predictor: Predictor = _default_predictor,
+        predictor: Predictor | None = None,
         parent: QWidget | None = None,
     ) -> None:
+        """``predictor``: what answers predictions; by default the run's model in a
+        prediction process of the panel's own, started now."""
         super().__init__(parent)
         self.run_dir = run_dir
+        self.process: PredictionProcess | None = None
+        if predictor is None:
+            process = self.process = PredictionProcess(run_dir)
+            with contextlib.suppress(PredictionError):  # the first prediction says why
+                process.start()
+
+            def ask_process(
+                _run: Path, inputs: Sequence[Path], rows: Sequence[str]
+            ) -> PredictionResult:
+                return process.predict(inputs, rows)
+
+            predictor = ask_process
         self._predictor = predictor
         self._task: asyncio.Task[None] | None = None
         self.setWindowTitle(f"Try it: {title}")
@@ -215,22 +228,36 @@ class TryItPanel(QWidget):
         for widget in (self.choose_button, self.row_button, self.drop_area):
             widget.setEnabled(False)
         self.status.setStyleSheet("")
-        self.status.setText("Predicting… (the model runs in a separate process)")
+        loading = self.process is not None and self.process.model is None
+        self.status.setText(
+            "Predicting… (TensorFlow and the model load first: seconds, once)"
+            if loading
+            else "Predicting… (the model runs in a separate process)"
+        )
         self._task = asyncio.get_running_loop().create_task(self._predict(paths, rows))
 
     async def _predict(self, paths: list[Path], rows: list[str]) -> None:
         loop = asyncio.get_running_loop()
         try:
             result = await loop.run_in_executor(None, self._predictor, self.run_dir, paths, rows)
+        except asyncio.CancelledError:  # the panel closed: nothing is left to show it in
+            return
         except PredictionError as exc:
             self._show_status(str(exc), error=True)
         except Exception as exc:  # a bug of ours: one line, and the panel stays usable
             self._show_status(f"The prediction failed: {type(exc).__name__}: {exc}", error=True)
         else:
             self.show_result(result)
-        finally:
-            for widget in (self.choose_button, self.row_button, self.drop_area):
-                widget.setEnabled(True)
+        for widget in (self.choose_button, self.row_button, self.drop_area):
+            widget.setEnabled(True)
+
+    def closeEvent(self, event: QCloseEvent) -> None:
+        """Ends the prediction process with the panel: no process outlives what shows it."""
+        if self._task is not None:
+            self._task.cancel()
+        if self.process is not None:
+            self.process.close()
+        super().closeEvent(event)
 
     def show_result(self, result: PredictionResult) -> None:
         """Adds the predictions at the top of the table; bad inputs are listed in red."""

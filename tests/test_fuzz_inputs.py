@@ -4,22 +4,27 @@ validation problems come out, never another exception.
 Counts (reported in the README): 300 random texts and 600 mutated examples for
 project files, 300 random texts and 300 mutated clusters for TF_CONFIG; for exports,
 60 projects whose free texts are all hostile (the script and every cluster format),
-300 hosts and 150 images.
+300 hosts and 150 images; and 60 calls of random files (random bytes, or a PNG or .npy
+start followed by random bytes, named ``.npy``, ``.png``, ``.csv`` or ``.txt``) for
+prediction: each input is answered.
 """
 
 from __future__ import annotations
 
 import copy
+import itertools
 import json
 import subprocess
 import tempfile
 from pathlib import Path
 from typing import Any
 
+import pytest
 from distloop.engine.code_text import inert
 from distloop.engine.config import load_project_data, load_project_text
 from distloop.engine.examples import example_names
 from distloop.engine.export import FORMATS, export_cluster, valid_image
+from distloop.engine.prediction import PredictionProcess
 from distloop.engine.problems import ProblemsError
 from distloop.engine.tf_config import parse_tf_config_text
 from distloop_testing import (
@@ -27,6 +32,7 @@ from distloop_testing import (
     assert_inert_export,
     assert_inert_script,
     example_data,
+    model_run_folder,
     text_project,
     yaml_documents,
 )
@@ -197,3 +203,52 @@ def test_any_image_is_refused_or_is_the_pods_image(image: str) -> None:
             image
         }
         assert image.isascii() and inert(image) == image
+
+
+PNG_START = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR"
+NPY_START = b"\x93NUMPY\x01\x00"
+file_bytes = st.one_of(
+    st.binary(max_size=400),
+    st.binary(max_size=200).map(lambda tail: PNG_START + tail),
+    st.binary(max_size=200).map(lambda tail: NPY_START + tail),
+)
+random_files = st.lists(
+    st.tuples(st.sampled_from([".npy", ".png", ".csv", ".txt"]), file_bytes),
+    min_size=1,
+    max_size=5,
+)
+
+
+@pytest.mark.slow
+def test_prediction_answers_every_random_file(tmp_path: Path) -> None:
+    """Through the process ``distloop predict`` and Try It use, kept warm for the whole
+    property (one TensorFlow start): no failure of the whole call, no crash, and each
+    file gets its predictions or its own line saying why not. The model is the digits
+    example's (8x8 grey images, 10 classes), so random PNGs reach image decoding."""
+    run_dir = model_run_folder(tmp_path / "run", example_data("digits"))
+    process = PredictionProcess(run_dir)
+    calls = itertools.count()
+
+    @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @given(random_files)
+    def answers_each(files: list[tuple[str, bytes]]) -> None:
+        folder = tmp_path / f"inputs{next(calls)}"
+        folder.mkdir()
+        paths = []
+        for number, (suffix, contents) in enumerate(files):
+            paths.append(folder / f"{number}{suffix}")
+            paths[-1].write_bytes(contents)
+        result = process.predict(paths)
+        for path in map(str, paths):
+            predicted = [p for p in result.predictions if p.input.startswith(f"{path}[")]
+            refused = [error for error in result.errors if error.startswith(f"{path}: ")]
+            assert (len(refused), bool(predicted)) in {(0, True), (1, False)}, path
+        assert len(result.errors) <= len(paths)
+
+    try:
+        assert process.predict().model.input_shape == [8, 8, 1]  # type: ignore[union-attr]
+        first = process.pid
+        answers_each()
+        assert process.pid == first  # never restarted: no input crashed it
+    finally:
+        process.close()

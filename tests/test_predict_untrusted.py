@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 import json
 import multiprocessing
+import os
 from pathlib import Path
 
 import numpy as np
@@ -50,6 +51,8 @@ def crafted_inputs(folder: Path) -> dict[str, Path]:
     np.save(paths["empty.npy"], np.zeros((0, FEATURES), np.float32))
     paths["complex.npy"] = folder / "complex.npy"
     np.save(paths["complex.npy"], np.full((1, FEATURES), 1 + 2j))
+    paths["fifo.csv"] = folder / "fifo.csv"
+    os.mkfifo(paths["fifo.csv"])  # opening it to read would wait for a writer forever
     return paths
 
 
@@ -73,16 +76,15 @@ def test_each_bad_input_is_refused_on_its_own_line_and_the_others_are_predicted(
     ]
     assert all(sorted(item["classes"]) == ["0", "1", "2", "3"] for item in predicted)
     refused = dict(line.split(": ", 2)[1:] for line in result.stderr.strip().splitlines())
-    assert sorted(refused) == sorted(
-        str(paths[name])
-        for name in ("huge.npy", "corrupt.npy", "random.png", "empty.npy", "complex.npy")
-    )
+    bad = ("huge.npy", "corrupt.npy", "random.png", "empty.npy", "complex.npy", "fifo.csv")
+    assert sorted(refused) == sorted(str(paths[name]) for name in bad)
     assert refused[str(paths["huge.npy"])].startswith(
         "declares an array of shape [100000000000, 1] (400000000000 bytes) but holds 65 bytes"
     )
     assert refused[str(paths["corrupt.npy"])].startswith("cannot read it as .npy: ")
     assert refused[str(paths["empty.npy"])] == "holds no examples (shape [0, 8])"
     assert refused[str(paths["complex.npy"])] == "holds complex numbers; the model takes real ones"
+    assert refused[str(paths["fifo.csv"])] == "is not a regular file"
 
 
 def unsupported_models() -> dict[str, object]:

@@ -7,24 +7,29 @@ import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import ClassVar
 
+import pytest
 from distloop.engine.examples import load_example
 from distloop.engine.messages import ClassScore, ModelLoaded, Predicted, ProtocolError
 from distloop.engine.prediction import PredictionError, PredictionResult
 from distloop.engine.run_folder import write_status
+from distloop.gui import try_it_panel
 from distloop.gui.try_it_panel import TryItPanel
 from PySide6.QtCore import QMimeData, QPointF, Qt, QUrl
 from PySide6.QtGui import QDropEvent
+from PySide6.QtTest import QTest
+from PySide6.QtWidgets import QLineEdit, QToolBar
 
 CONFUSION = {"step": 30, "classes": ["cat", "dog"], "matrix": [[8, 2], [1, 9]], "examples": 20}
 
 
-def run_folder(root: Path, name: str, *, model: bool) -> Path:
+def run_folder(root: Path, name: str, *, model: bool, started_at: float | None = None) -> Path:
     """A finished run's folder as the engine leaves it, with or without its model."""
     run_dir = root / name
     run_dir.mkdir(parents=True)
     (run_dir / "project.json").write_text(load_example("seed").to_json(), encoding="utf-8")
-    write_status(run_dir, "finished", started_at=time.time(), last_step=40)
+    write_status(run_dir, "finished", started_at=started_at or time.time(), last_step=40)
     if model:
         (run_dir / "model.keras").write_bytes(b"a model")
         record = {"step": 30, "selected": "best_val_loss", "val_loss": 0.25}
@@ -141,3 +146,63 @@ def test_an_unexpected_failure_leaves_predicting_for_one_line(qtbot, qloop, tmp_
         "The prediction failed: ProtocolError: engine speaks protocol None, this Distloop speaks 1"
     )
     assert panel.choose_button.isEnabled() and panel.row_button.isEnabled()
+
+
+class FakeProcess:
+    """Stands in for the panel's prediction process: notes when it starts and ends."""
+
+    instances: ClassVar[list[FakeProcess]] = []
+
+    def __init__(self, run_dir: Path) -> None:
+        self.run_dir = run_dir
+        self.events: list[str] = []
+        self.model = None
+        FakeProcess.instances.append(self)
+
+    def start(self) -> None:
+        self.events.append("start")
+
+    def predict(self, inputs: Sequence[Path], rows: Sequence[str]) -> PredictionResult:
+        self.events.append("predict")
+        return PredictionResult()
+
+    def close(self) -> None:
+        self.events.append("close")
+
+
+def test_try_it_is_in_the_run_menu_and_toolbar_and_ctrl_t_works_from_anywhere(
+    qtbot, make_window, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With no run selected Try It opens the newest run that has a model; its prediction
+    process starts with the panel and ends with it."""
+    monkeypatch.setattr(try_it_panel, "PredictionProcess", FakeProcess)
+    FakeProcess.instances.clear()
+    now = time.time()
+    run_folder(tmp_path / "runs", "older", model=True, started_at=now - 300)
+    newer = run_folder(tmp_path / "runs", "newer", model=True, started_at=now - 200)
+    run_folder(tmp_path / "runs", "newest", model=False, started_at=now - 100)
+    window = make_window()
+    window.show()
+    window.activateWindow()
+    qtbot.waitActive(window)
+    run_menu = next(a.menu() for a in window.menuBar().actions() if a.text() == "&Run")
+    assert window.try_it_action in run_menu.actions()
+    [toolbar] = window.findChildren(QToolBar, "mainToolbar")
+    assert window.try_it_action in toolbar.actions()
+    window.runs_panel.refresh()
+    window.runs_panel.table.clearSelection()
+    assert window.try_it_action.isEnabled()
+    target = window.runs_panel.try_it_target()
+    assert target is not None and target.path == newer
+    assert window.try_it_action.statusTip().endswith(f": {target.name}")
+
+    field = next(edit for edit in window.findChildren(QLineEdit) if edit.isVisible())
+    field.setFocus()
+    qtbot.waitUntil(field.hasFocus, timeout=2000)
+    QTest.keyClick(window.windowHandle(), Qt.Key.Key_T, Qt.KeyboardModifier.ControlModifier)
+    [opened] = window.findChildren(TryItPanel)
+    assert opened.run_dir == newer
+    [process] = FakeProcess.instances
+    assert process.run_dir == newer and process.events == ["start"]
+    opened.close()
+    assert process.events == ["start", "close"]
