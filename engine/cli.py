@@ -21,7 +21,7 @@ from .cluster.slurm import DEFAULT_PORT_BASE as SLURM_PORT_BASE
 from .config import Project, load_project, uneven_batch_warnings
 from .datasets import project_folder_problems, unreadable_image_problems
 from .examples import example_names, load_example, portable_example_text
-from .formatting import format_duration
+from .formatting import format_duration, format_prediction, prediction_json
 from .memory_check import memory_problems
 from .messages import (
     EvalMetrics,
@@ -34,7 +34,7 @@ from .messages import (
     secondary_losses,
 )
 from .model_shapes import model_file_problems
-from .prediction import PredictionError, format_prediction, predict, prediction_json
+from .prediction import PredictionError, predict
 from .problems import Problem, ProblemsError
 from .run_folder import (
     PROJECT_FILE,

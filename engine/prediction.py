@@ -14,7 +14,6 @@ gets one line: a :class:`PredictionError`, or an input's own entry in
 
 from __future__ import annotations
 
-import json
 import multiprocessing
 import queue
 import threading
@@ -270,32 +269,3 @@ def predict(
         return predictor.predict(inputs, rows, timeout_s=timeout_s)
     finally:
         predictor.close()
-
-
-def format_prediction(prediction: Predicted, *, shown: int = 5) -> str:
-    """One line: the input, the top class and its probability, then the runners-up."""
-    if prediction.classes:
-        top, *rest = prediction.classes
-        text = f"{prediction.input}: {top.name} {top.probability:.4f}"
-        if rest:
-            others = ", ".join(f"{c.name} {c.probability:.4f}" for c in rest[: shown - 1])
-            more = f", +{len(rest) - shown + 1} more" if len(rest) > shown - 1 else ""
-            text += f"  ({others}{more})"
-        return text
-    values = prediction.values or []
-    shown_values = " ".join(f"{value:.6g}" for value in values[:shown])
-    more = f" +{len(values) - shown} more" if len(values) > shown else ""
-    return f"{prediction.input}: {shown_values}{more}"
-
-
-def prediction_json(prediction: Predicted) -> str:
-    """The machine form of one prediction (``distloop predict --json``)."""
-    item: dict[str, Any] = {"input": prediction.input}
-    if prediction.classes is not None:
-        top = prediction.classes[0]
-        item["class"] = top.name
-        item["probability"] = top.probability
-        item["classes"] = {c.name: c.probability for c in prediction.classes}
-    else:
-        item["values"] = prediction.values
-    return json.dumps(item)

@@ -8,13 +8,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from distloop.engine.formatting import format_prediction
 from distloop.engine.messages import ClassScore, InputRefused, Predicted
-from distloop.engine.prediction import (
-    PredictionError,
-    PredictionResult,
-    format_prediction,
-    model_folder,
-)
+from distloop.engine.prediction import PredictionError, PredictionResult, model_folder
 from distloop.engine.run_folder import read_eval
 from distloop.engine.synthetic import make_classification
 from distloop_testing import distloop, example_data
