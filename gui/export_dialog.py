@@ -22,7 +22,6 @@ from PySide6.QtWidgets import (
     QComboBox,
     QDialog,
     QDialogButtonBox,
-    QFileDialog,
     QFormLayout,
     QHBoxLayout,
     QLabel,
@@ -38,19 +37,24 @@ from ..engine.export import DEFAULT_IMAGE, FORMATS, SECURITY_NOTE, export_cluste
 from ..engine.export_storage import VOLUME_FORMATS, storage_notes, volume_name_problem
 from ..engine.problems import Problem, ProblemsError
 from ..engine.tf_config import MULTI_MACHINE_STRATEGIES
+from . import file_dialogs
 
 FORMAT_DESCRIPTIONS = {
     "json": "tf_config/<type>-<index>.json: each task's TF_CONFIG, for your own launcher",
     "shell": "run-<host>.sh: per host, a script that starts that host's tasks",
     "k8s": "kubernetes.yaml: ConfigMap, headless Service, NetworkPolicy and one Job per task",
     "tfjob": "tfjob.yaml: a Kubeflow TFJob (kubeflow.org/v1); the operator sets TF_CONFIG",
+    "slurm": "slurm.sbatch: a batch job whose tasks take their TF_CONFIG from Slurm "
+    "(one node per task of the TF_CONFIG tab's cluster, else 2)",
 }
+NO_TF_CONFIG_NEEDED = ("slurm",)
+"""Formats whose tasks learn the cluster where they run, not from the project."""
 NOTE_STYLE = "color: #8a4b00;"
 ERROR_COLOR = "#c62828"
 INVALID_STYLE = f"border: 1px solid {ERROR_COLOR};"
 
 
-def cluster_problems(project: Project) -> list[Problem]:
+def cluster_problems(project: Project, fmt: str) -> list[Problem]:
     """Why there is no cluster to export yet, in the window's terms (empty: try it)."""
     kind = project.strategy.kind
     if kind not in MULTI_MACHINE_STRATEGIES:
@@ -61,7 +65,7 @@ def cluster_problems(project: Project) -> list[Problem]:
                 f"not {kind}: choose one in the Strategy tab",
             )
         ]
-    if project.tf_config is None:
+    if project.tf_config is None and fmt not in NO_TF_CONFIG_NEEDED:
         return [
             Problem(
                 ("tf_config",),
@@ -156,10 +160,8 @@ class ExportDialog(QDialog):
         layout.addWidget(self.files_list, 1)
         layout.addWidget(buttons)
         self.format_combo.currentIndexChanged.connect(self._on_format_changed)
-        self._cluster_problems = cluster_problems(project)
+        self._cluster_problems: list[Problem] = []
         self._on_format_changed()
-        if self._cluster_problems:
-            self._show_problems(self._cluster_problems)
         self.resize(680, 560)
 
     def _volume_edit(self, tip: str) -> QLineEdit:
@@ -196,10 +198,8 @@ class ExportDialog(QDialog):
 
     def choose_folder(self) -> str | None:
         """The folder the user picks, or None if they cancel (a method, so tests can answer)."""
-        chosen = QFileDialog.getExistingDirectory(
-            self, "Export cluster setup into", self.folder_edit.text() or str(self._base_dir)
-        )
-        return chosen or None
+        chosen = file_dialogs.choose_folder(self, "Export cluster setup into")
+        return None if chosen is None else str(chosen)
 
     # --- writing ------------------------------------------------------------------------
 
@@ -272,8 +272,12 @@ class ExportDialog(QDialog):
             edit.setEnabled(pods)
         if not self._folder_chosen:
             self.folder_edit.setText(str(self._base_dir / f"cluster-{fmt}"))
-        if not self._cluster_problems:  # the last format's files are not this one's
+        self._cluster_problems = cluster_problems(self._project, fmt)
+        if self._cluster_problems:
+            self._show_problems(self._cluster_problems)
+        else:  # the last format's files are not this one's
             self.result_label.clear()
+            self.result_label.setStyleSheet("")
             self.files_list.clear()
             self.files_list.setVisible(False)
             self.open_folder_button.setEnabled(False)

@@ -16,13 +16,13 @@ from pyqtgraph.exporters import ImageExporter
 from PySide6.QtCore import QBuffer, QByteArray, QIODevice, QRectF, QSaveFile
 from PySide6.QtGui import QColor, QImage, QPainter
 from PySide6.QtSvg import QSvgGenerator
-from PySide6.QtWidgets import QFileDialog, QWidget
+from PySide6.QtWidgets import QWidget
 
 from ..engine.config import Project
 from ..engine.fileio import atomic_write_text
 from ..engine.run_folder import METRICS_FILE
 from ..engine.script_export import ExportError, render_script
-from . import dialogs
+from . import dialogs, file_dialogs
 from .loss_plot import LossPlot
 
 IMAGE_SUFFIXES = (".png", ".svg")
@@ -54,14 +54,12 @@ def export_plot(plot_item: pg.PlotItem, target: Path) -> None:
         raise ValueError(f"plots export as {' or '.join(IMAGE_SUFFIXES)}, not {suffix or '?'}")
 
 
-def save_plot_as(parent: QWidget, plot: LossPlot, suggested_dir: Path) -> Path | None:
+def save_plot_as(parent: QWidget, plot: LossPlot) -> Path | None:
     """Asks where to save the plot (PNG or SVG) and writes it; returns the file written."""
-    chosen, chosen_filter = QFileDialog.getSaveFileName(
-        parent, "Export plot", str(suggested_dir / "loss.png"), PLOT_FILTER
-    )
-    if not chosen:
+    answer = file_dialogs.save_file(parent, "Export plot", "loss.png", PLOT_FILTER)
+    if answer is None:
         return None
-    target = Path(chosen)
+    target, chosen_filter = answer
     if target.suffix.lower() not in IMAGE_SUFFIXES:
         target = target.with_name(target.name + (".svg" if "svg" in chosen_filter else ".png"))
     plot.redraw()  # what arrived since the last timer tick belongs in the picture too
@@ -73,7 +71,7 @@ def save_plot_as(parent: QWidget, plot: LossPlot, suggested_dir: Path) -> Path |
     return target
 
 
-def save_script_as(parent: QWidget, project: Project, suggested_dir: Path) -> Path | None:
+def save_script_as(parent: QWidget, project: Project) -> Path | None:
     """Renders the project as a standalone TensorFlow script, asks where, and writes it.
 
     The script is rendered first, so a project a script cannot reproduce is
@@ -85,12 +83,11 @@ def save_script_as(parent: QWidget, project: Project, suggested_dir: Path) -> Pa
         dialogs.show_error(parent, "Cannot export as script", str(exc))
         return None
     slug = re.sub(r"[^a-z0-9]+", "_", project.name.lower()).strip("_") or "train"
-    chosen, _ = QFileDialog.getSaveFileName(
-        parent, "Export as script", str(suggested_dir / f"{slug}.py"), SCRIPT_FILTER
-    )
-    if not chosen:
+    answer = file_dialogs.save_file(parent, "Export as script", f"{slug}.py", SCRIPT_FILTER)
+    if answer is None:
         return None
-    target = Path(chosen) if Path(chosen).suffix else Path(chosen).with_suffix(".py")
+    chosen, _ = answer
+    target = chosen if chosen.suffix else chosen.with_suffix(".py")
     try:
         atomic_write_text(target, script)
     except OSError as exc:

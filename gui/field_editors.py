@@ -18,6 +18,7 @@ import math
 import re
 import types
 import typing
+from pathlib import Path
 from typing import Any, Literal, Union
 
 from annotated_types import Ge, Gt, Le, Lt, MaxLen
@@ -30,13 +31,14 @@ from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
     QDoubleSpinBox,
-    QFileDialog,
     QHBoxLayout,
     QLineEdit,
     QPushButton,
     QSpinBox,
     QWidget,
 )
+
+from . import file_dialogs
 
 INT_MIN, INT_MAX = -(2**31), 2**31 - 1  # what a QSpinBox holds
 DECIMALS = 12
@@ -374,14 +376,15 @@ class PathEdit(QWidget):
         self.line.setText(value)
 
     def _browse(self) -> None:
+        """Starts at the path the field holds, if it names one, else at the last folder."""
+        given = Path(self.line.text()).expanduser() if self.line.text().strip() else None
+        start = given if given is not None and given.exists() else None
         if self._folder:
-            path = QFileDialog.getExistingDirectory(self, "Choose a data folder", self.line.text())
+            path = file_dialogs.choose_folder(self, "Choose a data folder", start)
         else:
-            path, _ = QFileDialog.getOpenFileName(
-                self, "Choose a data file", self.line.text(), self._filter
-            )
-        if path:
-            self.line.setText(path)
+            path = file_dialogs.open_file(self, "Choose a data file", self._filter, start)
+        if path is not None:
+            self.line.setText(str(path))
 
 
 def _unwrap_optional(annotation: Any) -> tuple[Any, bool]:

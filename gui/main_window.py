@@ -617,7 +617,7 @@ class MainWindow(QMainWindow):
     # --- exports ------------------------------------------------------------------------
 
     def export_plot(self) -> None:
-        written = save_plot_as(self, self.plot, self.document.export_dir())
+        written = save_plot_as(self, self.plot)
         if written is not None:
             self.statusBar().showMessage(f"Exported {written}", 5000)
 

@@ -15,13 +15,13 @@ from __future__ import annotations
 from pathlib import Path
 
 from PySide6.QtCore import QObject, Signal
-from PySide6.QtWidgets import QApplication, QFileDialog, QMenu, QWidget
+from PySide6.QtWidgets import QApplication, QMenu, QWidget
 
 from ..engine.config import Project, load_project
 from ..engine.examples import load_example
 from ..engine.fileio import atomic_write_text
 from ..engine.problems import ProblemsError
-from . import dialogs, settings
+from . import dialogs, file_dialogs, settings
 from .export_dialog import ExportDialog
 from .exports import save_script_as
 from .project_editor import ProjectEditor
@@ -67,10 +67,6 @@ class ProjectDocument(QObject):
     def project_dir(self) -> Path | None:
         """The project file's folder (custom code outside it is pointed out); None if unsaved."""
         return self._path.parent if self._path else None
-
-    def export_dir(self) -> Path:
-        """Where export dialogs start: beside the project file, else the home folder."""
-        return self._path.parent if self._path else Path.home()
 
     def valid_project(self, title: str, why: str) -> Project | None:
         """The project, or None after showing the problems under ``title``, ``why`` first."""
@@ -132,13 +128,9 @@ class ProjectDocument(QObject):
         if not self.maybe_save():
             return False
         if path is None:
-            start = str(self._path.parent) if self._path else ""
-            chosen, _ = QFileDialog.getOpenFileName(
-                self._window, "Open project", start, FILE_FILTER
-            )
-            if not chosen:
+            path = file_dialogs.open_file(self._window, "Open project", FILE_FILTER)
+            if path is None:
                 return False
-            path = chosen
         path = Path(path)
         try:
             project = load_project(path)
@@ -176,13 +168,11 @@ class ProjectDocument(QObject):
         return self._write(self._path) if self._path else self.save_as()
 
     def save_as(self) -> bool:
-        suggested = str(self._path) if self._path else f"{self._title or 'project'}.json"
-        chosen, _ = QFileDialog.getSaveFileName(
-            self._window, "Save project", suggested, FILE_FILTER
-        )
-        if not chosen:
+        name = self._path.name if self._path else f"{self._title or 'project'}.json"
+        answer = file_dialogs.save_file(self._window, "Save project", name, FILE_FILTER)
+        if answer is None:
             return False
-        path = Path(chosen)
+        path, _ = answer
         return self._write(path if path.suffix else path.with_suffix(".json"))
 
     def _write(self, path: Path) -> bool:
@@ -228,7 +218,7 @@ class ProjectDocument(QObject):
         if project is None:
             return
         project = project.resolve_paths(self.base_dir())
-        written = save_script_as(self._window, project, self.export_dir())
+        written = save_script_as(self._window, project)
         if written is not None:
             self.reported.emit(f"Exported {written}")
 

@@ -38,7 +38,6 @@ from PySide6.QtGui import QAction, QDesktopServices, QKeySequence
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QComboBox,
-    QFileDialog,
     QHBoxLayout,
     QHeaderView,
     QLabel,
@@ -55,7 +54,7 @@ from PySide6.QtWidgets import (
 from ..engine.run_folder import default_runs_root, has_model
 from ..engine.run_history import RunSummary, delete_run, list_runs, summarize
 from ..engine.run_model import RunModel
-from . import dialogs
+from . import dialogs, file_dialogs
 from .exports import CSV_FILTER, copy_metrics
 from .loss_plot import LossPlot
 from .past_runs import (
@@ -619,12 +618,11 @@ class RunsPanel(QWidget):
         if run is None:
             return
         slug = re.sub(r"[^A-Za-z0-9]+", "-", run.name).strip("-").lower() or "run"
-        chosen, _ = QFileDialog.getSaveFileName(
-            self, "Export metrics", str(Path.home() / f"{slug}-metrics.csv"), CSV_FILTER
-        )
-        if not chosen:
+        answer = file_dialogs.save_file(self, "Export metrics", f"{slug}-metrics.csv", CSV_FILTER)
+        if answer is None:
             return
-        target = Path(chosen) if Path(chosen).suffix else Path(chosen).with_suffix(".csv")
+        chosen, _ = answer
+        target = chosen if chosen.suffix else chosen.with_suffix(".csv")
         try:
             copy_metrics(run.path, target)
         except OSError as exc:

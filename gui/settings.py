@@ -16,6 +16,7 @@ MAX_RECENT = 8
 _RECENT = "recentFiles"
 _LAST = "lastProject"
 _TRUSTED_CODE = "trustedCustomCode"
+_LAST_FOLDER = "lastFolder"
 
 
 def recent_files() -> list[str]:
@@ -47,6 +48,16 @@ def last_project() -> Path | None:
 
 def set_last_project(path: Path | None) -> None:
     QSettings().setValue(_LAST, str(path.resolve()) if path else "")
+
+
+def last_folder() -> Path:
+    """Where the last file dialog ended (:mod:`gui.file_dialogs`), else the home folder."""
+    value = QSettings().value(_LAST_FOLDER, "", type=str)
+    return Path(value) if value and Path(value).is_dir() else Path.home()
+
+
+def remember_folder(folder: Path) -> None:
+    QSettings().setValue(_LAST_FOLDER, str(folder.resolve()))
 
 
 def trusts_code(path: Path, sha256: str) -> bool:

@@ -24,7 +24,6 @@ from PySide6.QtWidgets import (
     QComboBox,
     QDialog,
     QDialogButtonBox,
-    QFileDialog,
     QFrame,
     QGridLayout,
     QHBoxLayout,
@@ -61,6 +60,7 @@ from ..engine.tf_config import (
     parse_tf_config_text,
     strategy_problems,
 )
+from . import file_dialogs
 from .field_editors import wheel_only_when_focused
 from .tf_config_table import JobTable, mark_widget
 
@@ -333,10 +333,10 @@ class TFConfigEditor(QWidget):
 
     def choose_import_file(self) -> str | None:
         """The JSON file the user picks, or None if they cancel."""
-        path, _ = QFileDialog.getOpenFileName(
-            self, "Import TF_CONFIG", "", "JSON files (*.json);;All files (*)"
+        path = file_dialogs.open_file(
+            self, "Import TF_CONFIG", "JSON files (*.json);;All files (*)"
         )
-        return path or None
+        return None if path is None else str(path)
 
     # --- building ------------------------------------------------------------------------
 

@@ -23,7 +23,6 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QBrush, QCloseEvent, QColor, QDragEnterEvent, QDropEvent
 from PySide6.QtWidgets import (
     QAbstractItemView,
-    QFileDialog,
     QFrame,
     QHBoxLayout,
     QHeaderView,
@@ -39,6 +38,7 @@ from PySide6.QtWidgets import (
 from ..engine.messages import Predicted
 from ..engine.prediction import PredictionError, PredictionProcess, PredictionResult
 from ..engine.run_folder import read_confusion, read_model_record
+from . import file_dialogs
 
 Predictor = Callable[[Path, Sequence[Path], Sequence[str]], PredictionResult]
 SHOWN_CLASSES = 3
@@ -218,9 +218,9 @@ class TryItPanel(QWidget):
             self._start([], [text])
 
     def _choose_files(self) -> None:
-        chosen, _ = QFileDialog.getOpenFileNames(self, "Files to predict", "", INPUT_FILTER)
+        chosen = file_dialogs.open_files(self, "Files to predict", INPUT_FILTER)
         if chosen:
-            self.predict_files([Path(name) for name in chosen])
+            self.predict_files(chosen)
 
     def _start(self, paths: list[Path], rows: list[str]) -> None:
         if self.busy():

@@ -56,6 +56,8 @@ def test_each_format_writes_files_that_parse(qtbot, tmp_path: Path, fmt: str) ->
         assert all(c["cluster"] == {"worker": HOSTS} for c in configs)
     elif fmt == "shell":
         assert names >= {"run-10.0.0.1.sh", "run-10.0.0.2.sh"}
+    elif fmt == "slurm":
+        assert "slurm.sbatch" in names
     else:
         (manifest,) = [p for p in written if p.suffix == ".yaml"]
         documents = list(yaml.safe_load_all(manifest.read_text()))
@@ -79,6 +81,21 @@ def test_a_project_without_cluster_says_where_to_give_one(qtbot, tmp_path: Path)
     assert dialog.export() == []
     assert "tf_config: export needs a cluster" in dialog.result_label.text()
     assert not (tmp_path / "cluster-json").exists() and not dialog.files_list.isVisible()
+
+
+def test_slurm_needs_no_tf_config_and_the_others_say_so(qtbot, tmp_path: Path) -> None:
+    """Slurm's tasks learn their cluster where they run: the dialog opened it at all only
+    after it knew the format (it failed with a KeyError for it)."""
+    data = cluster_project().model_dump(mode="json")
+    data["tf_config"] = None
+    dialog = make_dialog(qtbot, load_project_data(data), tmp_path)
+    assert not dialog.export_button.isEnabled()
+    dialog.format_combo.setCurrentIndex(FORMATS.index("slurm"))
+    assert dialog.export_button.isEnabled() and dialog.result_label.text() == ""
+    assert "slurm.sbatch" in {path.name for path in dialog.export()}
+    dialog.format_combo.setCurrentIndex(FORMATS.index("shell"))
+    assert not dialog.export_button.isEnabled()
+    assert "TF_CONFIG tab" in dialog.result_label.text()
 
 
 def test_a_single_process_project_says_which_strategies_have_clusters(qtbot, tmp_path):
