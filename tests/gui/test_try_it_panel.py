@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import threading
 import time
 from collections.abc import Sequence
@@ -206,3 +207,34 @@ def test_try_it_is_in_the_run_menu_and_toolbar_and_ctrl_t_works_from_anywhere(
     assert process.run_dir == newer and process.events == ["start"]
     opened.close()
     assert process.events == ["start", "close"]
+
+
+@pytest.mark.slow
+def test_try_it_predicts_with_one_real_process_that_ends_with_the_panel(
+    qtbot, qloop, tmp_path: Path
+) -> None:
+    """The panel's own prediction process, for real: started when the panel opens, the
+    same process for every prediction (the model loaded once), gone when it closes."""
+    from distloop_testing import example_data, model_run_folder
+
+    run_dir = model_run_folder(tmp_path / "run", example_data("classification"))
+    panel = TryItPanel(run_dir, "run #1")
+    qtbot.addWidget(panel)
+    process = panel.process
+    assert process is not None and process.pid is not None  # loading while the user looks
+
+    panel.row_edit.setText(",".join(["0.5"] * 8))
+    panel.row_button.click()
+    qtbot.waitUntil(lambda: not panel.busy(), timeout=120_000)
+    assert panel.status.text() == "1 example(s) predicted."
+    pid = process.pid
+    panel.row_edit.setText("1,2")
+    panel.row_button.click()
+    qtbot.waitUntil(lambda: not panel.busy(), timeout=10_000)
+    assert panel.status.text() == "row 1: has 2 value(s); the model takes 8 feature(s)"
+    assert process.pid == pid and panel.results.rowCount() == 1
+
+    panel.close()
+    assert process.pid is None
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
