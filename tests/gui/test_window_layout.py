@@ -161,7 +161,8 @@ def test_help_lists_the_shortcuts_and_shows_the_guide(qtbot, window: MainWindow)
     assert ("File", "Save As…", "Ctrl+Shift+S") in rows
     assert ("View", "Full Screen", "F11") in rows
     assert ("Help", "Keyboard Shortcuts", "Ctrl+/") in rows
-    assert ("Runs", "Try It…", "Ctrl+T") in rows  # the runs table's own, outside the menus
+    assert ("Run", "Try It…", "Ctrl+T") in rows
+    assert ("Runs", "Rename", "F2") in rows  # the runs table's own, outside the menus
     assert len({(where, command) for where, command, _ in rows}) == len(rows)
 
     guide = window.show_guide()
