@@ -22,7 +22,7 @@ from .config import Project, load_project, uneven_batch_warnings
 from .datasets import project_folder_problems, unreadable_image_problems
 from .examples import example_names, load_example, portable_example_text
 from .formatting import format_duration, format_prediction, prediction_json
-from .memory_check import memory_problems
+from .memory_check import counting_problems, memory_problems
 from .messages import (
     EvalMetrics,
     Log,
@@ -184,7 +184,11 @@ def command_validate(path: Path) -> int:
     project = _load(path)
     if project is None:
         return EXIT_FAILED
-    folder_problems = project_folder_problems(project) + model_file_problems(project.model)
+    folder_problems = (
+        project_folder_problems(project)
+        + model_file_problems(project.model)
+        + counting_problems(project)
+    )
     bad_files, skipped = ([], []) if folder_problems else unreadable_image_problems(project)
     if folder_problems or bad_files:
         _err(f"distloop: {ProblemsError(folder_problems + bad_files, str(path))}")

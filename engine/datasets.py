@@ -15,7 +15,16 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-from .config import ImageFolderData, Project, TextFolderData, TFRecordData
+from .config import (
+    CsvData,
+    DataConfig,
+    ImageFolderData,
+    NumpyData,
+    Project,
+    TextFolderData,
+    TFRecordData,
+)
+from .fileio import file_kind_problem
 from .problems import Problem
 
 IMAGE_EXTENSIONS = (".bmp", ".gif", ".jpeg", ".jpg", ".png")
@@ -149,8 +158,7 @@ def project_folder_problems(project: Project) -> list[Problem]:
     scans: dict[tuple[str, ...], FolderScan] = {}
     for where, data in project.data_sources():
         loc = tuple(where.split("."))
-        if isinstance(data, TFRecordData) and not glob.glob(os.path.expanduser(data.path)):
-            problems.append(Problem((*loc, "path"), f"no file matches {data.path}"))
+        problems += [Problem((*loc, "path"), text) for text in data_file_problems(data)]
         if not isinstance(data, ImageFolderData | TextFolderData):
             continue
         kind, extensions = FOLDER_KINDS[data.source]
@@ -186,6 +194,21 @@ def project_folder_problems(project: Project) -> list[Problem]:
             )
         )
     return problems
+
+
+def data_file_problems(data: DataConfig) -> list[str]:
+    """A file source's files that are missing or no regular file (a folder, a FIFO, a
+    device): a stat each, cheap enough for every edit in the window."""
+    if isinstance(data, CsvData | NumpyData):
+        problem = file_kind_problem(data.path)
+        return [] if problem is None else [f"{data.path} {problem}"]
+    if not isinstance(data, TFRecordData):
+        return []
+    files = sorted(glob.glob(os.path.expanduser(data.path)))
+    if not files:
+        return [f"no file matches {data.path}"]
+    found = [(file, file_kind_problem(file)) for file in files]
+    return [f"{file} {problem}" for file, problem in found if problem is not None][:1]
 
 
 def _without_field(text: str) -> str:

@@ -1,4 +1,5 @@
-"""Writing files so that a crash or a full disk never leaves a half-written one."""
+"""Writing files so that a crash or a full disk never leaves a half-written one, and
+reading only regular files where a FIFO or a device would hang the reader."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import os
 import secrets
 import stat
 from pathlib import Path
+from typing import BinaryIO
 
 NEW_FILE_MODE = 0o666
 """What a new file asks for; the system takes the user's umask off, as for any editor's save."""
@@ -89,3 +91,50 @@ def fsync_folder(folder: Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def file_kind_problem(path: str | Path) -> str | None:
+    """Why ``path`` is no regular file a loader can read, or None when it is one (links
+    followed): missing, a folder, a FIFO, a device or a socket.
+
+    A FIFO named as a data or model file blocks its reader until someone writes to it, a
+    device such as ``/dev/zero`` never ends, and a folder fails only later, inside a run.
+    """
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        return "does not exist"
+    except OSError as exc:
+        return f"cannot be read ({exc.strerror or exc})"
+    if stat.S_ISREG(mode):
+        return None
+    if stat.S_ISDIR(mode):
+        return "is a folder, not a file"
+    kinds = {stat.S_ISFIFO: "a FIFO (named pipe)", stat.S_ISSOCK: "a socket"}
+    kind = next((name for test, name in kinds.items() if test(mode)), "a device")
+    return f"is {kind}, not a regular file"
+
+
+class NotRegularFileError(OSError):
+    """:func:`open_regular` was given a FIFO, a device, a socket or a folder."""
+
+
+def open_regular(path: str | Path) -> BinaryIO:
+    """``path`` opened for reading in binary, only if it is a regular file.
+
+    Opened without blocking and checked on the open descriptor, so a FIFO never blocks
+    the open and nothing can swap the file between the check and the read. Raises
+    NotRegularFileError (an OSError) saying what ``path`` is instead.
+    """
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise NotRegularFileError(
+                f"{path} {file_kind_problem(path) or 'is not a regular file'}"
+            )
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise

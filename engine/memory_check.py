@@ -10,6 +10,7 @@ starts, instead of meeting the OOM killer while it loads.
 from __future__ import annotations
 
 import ast
+import math
 import os
 import zipfile
 from pathlib import Path
@@ -22,6 +23,7 @@ from .config import (
     bytes_text,
     memory_estimate,
 )
+from .fileio import NotRegularFileError, open_regular
 from .problems import Problem
 
 _FLOAT32 = 4
@@ -32,16 +34,21 @@ _SAMPLE_BYTES = 1 << 20
 def memory_problems(project: Project, available_bytes: int | None = None) -> list[Problem]:
     """The project as a problem when it cannot fit this machine's memory (or
     ``available_bytes``): refused with the estimate instead of met by the OOM killer.
+    A file whose loading cannot be counted (a corrupt ``.npz`` header) is a problem too:
+    its loader would fail on it as well.
 
     Only where the project is about to run: the same project may fit the machine
     it is meant for.
     """
+    uncountable = counting_problems(project)
+    if uncountable:
+        return uncountable
+    sources = project.data_sources()
+    loaded = sum(loaded_file_bytes(source) for _, source in sources)
     available = available_memory_bytes() if available_bytes is None else available_bytes
     if available is None:
         return []
     estimate = memory_estimate(project)
-    sources = project.data_sources()
-    loaded = sum(loaded_file_bytes(source) for _, source in sources)
     total = estimate.total + loaded
     if total <= available:
         return []
@@ -66,51 +73,95 @@ def memory_problems(project: Project, available_bytes: int | None = None) -> lis
     ]
 
 
+def counting_problems(project: Project) -> list[Problem]:
+    """The data files whose loaded size cannot be counted from them: each is damaged
+    (``distloop validate`` reports them as such; its loader would fail on them too)."""
+    problems = []
+    for where, source in project.data_sources():
+        try:
+            loaded_file_bytes(source)
+        except CannotCount as exc:
+            problems.append(Problem((*where.split("."), "path"), str(exc)))
+    return problems
+
+
+class CannotCount(ValueError):
+    """The memory a file takes loaded cannot be counted from it; the message says why."""
+
+
 def loaded_file_bytes(data: DataConfig) -> int:
     """At least what loading ``data``'s file whole holds (0 when it streams, or for other
     sources): an .npz's two arrays as stored plus their float32 copy; a CSV's float32 table
     twice (read in blocks, then joined; ``engine.synthetic``), its cells counted from the
-    file's first MiB. A file that cannot be read counts 0: its loader names the problem."""
-    try:
-        if isinstance(data, NumpyData) and not data.stream:
-            return _npz_bytes(Path(data.path), (data.features_key, data.labels_key))
-        if isinstance(data, CsvData) and not data.stream:
-            return 2 * _FLOAT32 * _csv_cells(Path(data.path))
-    except (OSError, ValueError, SyntaxError, KeyError, zipfile.BadZipFile):
+    file's first MiB. A file that is missing or no regular file counts 0 (the data check
+    names it); one that cannot be counted raises CannotCount, whatever the failure: a
+    corrupt header must not end the check in a traceback."""
+    if not isinstance(data, NumpyData | CsvData) or data.stream:
         return 0
-    return 0
+    path = Path(data.path)
+    try:
+        if isinstance(data, NumpyData):
+            return _npz_bytes(path, (data.features_key, data.labels_key))
+        return 2 * _FLOAT32 * _csv_cells(path)
+    except (FileNotFoundError, NotRegularFileError):
+        return 0
+    except CannotCount:
+        raise
+    except Exception as exc:  # any other failure: what it says, in one line
+        reason = " ".join(str(exc).split())[:200] or type(exc).__name__
+        raise CannotCount(f"cannot count the memory that loading {path} takes: {reason}") from None
 
 
 def _npz_bytes(path: Path, keys: tuple[str, str]) -> int:
     total = 0
-    with zipfile.ZipFile(path) as archive:
+    with open_regular(path) as handle, zipfile.ZipFile(handle) as archive:
+        names = archive.namelist()
         for key in keys:
+            if f"{key}.npy" not in names:
+                raise CannotCount(f"{path} has no array named {key!r}")
             member = archive.getinfo(f"{key}.npy")
-            with archive.open(member) as handle:
-                shape = _npy_shape(handle.read(4096))
-            elements = 1
-            for size in shape:
-                elements *= int(size)
-            total += member.file_size + elements * _FLOAT32
+            with archive.open(member) as stored:
+                shape = _npy_shape(stored.read(_MAX_HEADER_BYTES), f"{path}: array {key!r}")
+            total += member.file_size + min(math.prod(shape), _MAX_ELEMENTS) * _FLOAT32
     return total
 
 
-def _npy_shape(start: bytes) -> tuple[int, ...]:
+_NPY_MAGIC = b"\x93NUMPY"
+_MAX_ELEMENTS = 2**60
+"""Counted elements stop here: past any memory, and inside what a float holds."""
+_MAX_HEADER_BYTES = 10_000 + 16
+"""numpy's own limit on an .npy header (``max_header_size``), with the magic and length."""
+
+
+def _npy_shape(start: bytes, what: str) -> tuple[int, ...]:
     """The array's shape from the start of an .npy file (its header is a Python dict)."""
-    if not start.startswith(b"\x93NUMPY"):
-        raise ValueError("not an .npy array")
+    if not start.startswith(_NPY_MAGIC) or len(start) < 10:
+        raise CannotCount(f"{what} is not an .npy array")
     size_bytes = 2 if start[6] == 1 else 4
     length = int.from_bytes(start[8 : 8 + size_bytes], "little")
-    header = start[8 + size_bytes : 8 + size_bytes + length].decode("latin1")
-    shape = ast.literal_eval(header)["shape"]
-    return tuple(int(size) for size in shape)
+    header = start[8 + size_bytes : 8 + size_bytes + length]
+    if len(header) < length:
+        raise CannotCount(f"{what}: its header is cut short or longer than numpy reads")
+    try:
+        fields = ast.literal_eval(header.decode("latin1"))
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        raise CannotCount(f"{what}: its header is not a Python dict") from None
+    if not isinstance(fields, dict):
+        raise CannotCount(f"{what}: its header is {type(fields).__name__}, not a dict")
+    shape = fields.get("shape")
+    sizes = shape if isinstance(shape, tuple) else ()
+    if not isinstance(shape, tuple) or not all(
+        isinstance(size, int) and not isinstance(size, bool) and size >= 0 for size in sizes
+    ):
+        raise CannotCount(f"{what}: its header's shape is {shape!r:.60}, not a tuple of sizes")
+    return shape
 
 
 def _csv_cells(path: Path) -> int:
     """Cells in the file (less the header's), from the cells per byte of its whole lines
     in the first MiB."""
-    size = path.stat().st_size
-    with path.open("rb") as handle:
+    with open_regular(path) as handle:
+        size = os.fstat(handle.fileno()).st_size
         sample = handle.read(_SAMPLE_BYTES)
     lines = sample.split(b"\n")
     if len(sample) == size:  # the whole file: count it

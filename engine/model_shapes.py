@@ -18,10 +18,12 @@ from __future__ import annotations
 import json
 import math
 import zipfile
+import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from .fileio import NotRegularFileError, open_regular
 from .problems import Problem
 
 Shape = tuple[int, ...]
@@ -267,24 +269,43 @@ class ModelFileError(ValueError):
     """A model or weights file that cannot be used; the message says why, in one line."""
 
 
+MAX_KERAS_CONFIG_BYTES = 64 << 20
+"""The most of a ``.keras`` file's ``config.json`` read: a model's config is kilobytes to
+a few megabytes (every layer's settings, not its weights)."""
+MAX_COMPRESSION_RATIO = 100
+"""More than this many bytes out per byte stored is a zip bomb, not a model: Keras stores
+``config.json`` uncompressed, and recompressed JSON shrinks about ten-fold."""
+_RATIO_FLOOR_BYTES = 1 << 20
+
+
 def read_keras_file(path: str) -> KerasFileInfo:
     """The input shape stored in a ``.keras`` file (a zip holding ``config.json``).
 
     The GUI fills ``model.input_shape`` from it when the user picks a file; the
-    engine still loads the file itself and checks the two agree.
+    engine still loads the file itself and checks the two agree. Only a regular file
+    is opened, and ``config.json``'s declared sizes are checked before it is read: a
+    FIFO would block, and a small file can declare gigabytes of JSON.
     """
     try:
-        with zipfile.ZipFile(path) as archive:
-            config = json.loads(archive.read("config.json"))
+        with open_regular(path) as handle, zipfile.ZipFile(handle) as archive:
+            config = json.loads(_config_bytes(archive, path))
+    except ModelFileError:
+        raise
     except FileNotFoundError:
         raise ModelFileError(f"{path} does not exist") from None
+    except NotRegularFileError as exc:
+        raise ModelFileError(str(exc)) from None
     except OSError as exc:
         raise ModelFileError(f"cannot read {path}: {exc.strerror or exc}") from None
     except zipfile.BadZipFile:
         raise ModelFileError(
             f"{path} is not a .keras model file (save one with model.save('name.keras'))"
         ) from None
-    except (KeyError, ValueError):
+    except RecursionError:
+        raise ModelFileError(
+            f"{path}'s config.json is nested too deeply to be a model's config"
+        ) from None
+    except (KeyError, ValueError, EOFError, zlib.error, NotImplementedError):
         raise ModelFileError(f"{path} holds no readable config.json; save it again") from None
     shape = _stored_input_shape(config)
     if shape is None:
@@ -292,6 +313,23 @@ def read_keras_file(path: str) -> KerasFileInfo:
             f"{path} does not record its input shape; build the model with an Input and save it"
         )
     return KerasFileInfo(shape, str(config.get("class_name", "")))
+
+
+def _config_bytes(archive: zipfile.ZipFile, path: str) -> bytes:
+    """``config.json``'s bytes, refused unread when its sizes are no model's."""
+    info = archive.getinfo("config.json")
+    if info.file_size > MAX_KERAS_CONFIG_BYTES:
+        raise ModelFileError(
+            f"{path}'s config.json declares {info.file_size / (1 << 20):.0f} MiB; a model's "
+            f"config is far smaller (at most {MAX_KERAS_CONFIG_BYTES >> 20} MiB read)"
+        )
+    if info.file_size > max(_RATIO_FLOOR_BYTES, MAX_COMPRESSION_RATIO * info.compress_size):
+        raise ModelFileError(
+            f"{path}'s config.json expands {info.file_size // max(info.compress_size, 1)}-fold "
+            "from what is stored: a zip bomb, not a saved model"
+        )
+    with archive.open(info) as member:
+        return member.read(MAX_KERAS_CONFIG_BYTES + 1)
 
 
 def model_file_problems(model: Any) -> list[Problem]:
@@ -316,8 +354,10 @@ def model_file_problems(model: Any) -> list[Problem]:
             ]
     if model.kind == "backbone" and model.weights is not None:
         try:
-            with open(model.weights, "rb") as handle:
+            with open_regular(model.weights) as handle:
                 start = handle.read(8)
+        except NotRegularFileError as exc:
+            return [Problem(("model", "weights"), str(exc))]
         except OSError as exc:
             return [Problem(("model", "weights"), f"cannot read {model.weights}: {exc.strerror}")]
         if start != b"\x89HDF\r\n\x1a\n":

@@ -1,0 +1,178 @@
+"""Data and model files from elsewhere: a FIFO, a device or a folder where a file should be,
+a .keras whose config.json is a bomb or nested past Python's recursion limit, an .npz
+whose headers lie. ``distloop validate`` and ``distloop run`` (real processes, no
+TensorFlow: each is refused before an engine starts) answer each in one line, never a
+hang or a traceback, and a refused run leaves no run folder."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+from distloop.engine.config import load_project
+from distloop.engine.synthetic import DataError, numpy_arrays
+from distloop_testing import distloop
+
+HANG_GUARD_S = 60
+"""A check that hangs (a FIFO read) fails the test after this long instead of forever."""
+
+
+def project_file(folder: Path, data: dict, model: dict | None = None) -> Path:
+    """A regression project on ``data`` (an 8-value input) or on ``model``'s file."""
+    project = {
+        "schema_version": 1,
+        "name": "hostile",
+        "model": model or {"input_shape": [8], "layers": [{"kind": "dense", "units": 1}]},
+        "loss": {"kind": "mean_squared_error"},
+        "data": {"global_batch_size": 4, **data},
+        "training": {"steps": 2},
+    }
+    path = folder / "project.json"
+    path.write_text(json.dumps(project))
+    return path
+
+
+def csv_data(folder: Path) -> dict:
+    """A real CSV source, for projects whose model file is the hostile one."""
+    path = folder / "table.csv"
+    path.write_text("a,b,c,d,e,f,g,h,y\n" + "1,2,3,4,5,6,7,8,9\n" * 4)
+    return {"source": "csv", "path": str(path), "label_column": "y"}
+
+
+def validate(project: Path) -> list[str]:
+    """``distloop validate``'s problem lines; it must refuse the project, in those lines."""
+    result = distloop("validate", str(project), timeout_s=HANG_GUARD_S)
+    assert result.returncode == 1, result.stdout
+    assert "Traceback" not in result.stderr, result.stderr
+    return [line.strip() for line in result.stderr.splitlines()[1:]] or [result.stderr.strip()]
+
+
+def assert_run_refused(project: Path, says: str) -> None:
+    out = project.parent / "run"
+    result = distloop("run", str(project), "--out", str(out), timeout_s=HANG_GUARD_S)
+    assert result.returncode == 1, result.stdout
+    assert says in result.stderr and "Traceback" not in result.stderr, result.stderr
+    assert not out.exists()
+
+
+# --- only regular files: FIFOs, devices and folders --------------------------------------
+
+
+@pytest.mark.parametrize("source", ["csv", "numpy", "tfrecord"])
+@pytest.mark.parametrize("kind", ["fifo", "device", "folder"])
+def test_a_data_path_that_is_no_regular_file_is_refused(tmp_path, source, kind) -> None:
+    """Before, a FIFO hung validate (the memory check read it), and a folder or a device
+    was "valid" and failed the run, leaving a failed run folder."""
+    path = {"fifo": tmp_path / "data", "device": Path("/dev/zero"), "folder": tmp_path}[kind]
+    if kind == "fifo":
+        os.mkfifo(path)
+    data = {"source": source, "path": str(path)}
+    if source == "csv":
+        data["label_column"] = "y"
+    if source == "tfrecord":
+        data.update(features=[{"name": "x", "shape": [8]}, {"name": "y"}], label="y")
+    project = project_file(tmp_path, data)
+    says = {"fifo": "is a FIFO (named pipe), not a regular file", "device": "is a device, not a "
+            "regular file", "folder": "is a folder, not a file"}[kind]  # fmt: skip
+    assert validate(project) == [f"data.path: {path} {says}"]
+    if kind != "device":
+        assert_run_refused(project, says)
+
+
+@pytest.mark.parametrize("field", ["path", "weights"])
+def test_a_model_file_that_is_a_fifo_is_refused(tmp_path, field) -> None:
+    fifo = tmp_path / "model.keras"
+    os.mkfifo(fifo)
+    model = (
+        {"kind": "keras_file", "path": str(fifo), "input_shape": [8]}
+        if field == "path"
+        else {"kind": "backbone", "backbone": "mobilenet_v2", "weights": str(fifo),
+              "input_shape": [32, 32, 3], "layers": [{"kind": "dense", "units": 1}]}
+    )  # fmt: skip
+    data = csv_data(tmp_path) if field == "path" else {"source": "synthetic_regression"}
+    project = project_file(tmp_path, data, model)
+    assert validate(project) == [
+        f"model.{field}: {fifo} is a FIFO (named pipe), not a regular file"
+    ]
+
+
+# --- .keras files: a config.json too deep, too big, or a zip bomb ------------------------
+
+
+def keras_file(folder: Path, config: bytes, compression: int = zipfile.ZIP_STORED) -> Path:
+    path = folder / "model.keras"
+    with zipfile.ZipFile(path, "w", compression) as archive:
+        archive.writestr("metadata.json", "{}")
+        archive.writestr("config.json", config)
+    return path
+
+
+def spaces(count: int) -> bytes:
+    return b" " * count + b"{}"
+
+
+@pytest.mark.parametrize(
+    "case, says",
+    [
+        ("nested", "config.json is nested too deeply to be a model's config"),
+        ("bomb", "config.json expands"),
+        ("huge", "config.json declares 80 MiB"),
+    ],
+)
+def test_a_keras_file_whose_config_is_a_bomb_is_one_line(tmp_path, case, says) -> None:
+    """Before: RecursionError tracebacks from validate and run for the nested config, and
+    the whole declared config read into memory (1.5 GiB of spaces took 3.2 GB, 16 s)."""
+    if case == "nested":
+        path = keras_file(tmp_path, b"[" * 100_000 + b"]" * 100_000)
+    else:  # 10 MiB of spaces stored in about 10 KiB; 80 MiB, more than any config
+        size = 10 << 20 if case == "bomb" else 80 << 20
+        path = keras_file(tmp_path, spaces(size), zipfile.ZIP_DEFLATED)
+        assert path.stat().st_size < size // 500
+    model = {"kind": "keras_file", "path": str(path), "input_shape": [8]}
+    project = project_file(tmp_path, csv_data(tmp_path), model)
+    (line,) = validate(project)
+    assert line.startswith(f"model.path: {path}'s {says}"), line
+    assert_run_refused(project, says)
+
+
+# --- .npz files whose headers lie -----------------------------------------------------------
+
+
+def npy_bytes(header: str) -> bytes:
+    """An .npy file with ``header`` as its header dict's text, and a few bytes of data."""
+    text = header.encode("latin1")
+    text += b" " * (63 - (10 + len(text)) % 64) + b"\n"
+    return b"\x93NUMPY\x01\x00" + len(text).to_bytes(2, "little") + text + bytes(64)
+
+
+CORRUPT_HEADERS = {
+    "shape None": "{'descr': '<f4', 'fortran_order': False, 'shape': None, }",
+    "shape an int": "{'descr': '<f4', 'fortran_order': False, 'shape': 8, }",
+    "shape (1e999, 8)": "{'descr': '<f4', 'fortran_order': False, 'shape': (1e999, 8), }",
+    "a list": "['descr', 'shape']",
+}
+
+
+@pytest.mark.parametrize("case", CORRUPT_HEADERS)
+def test_an_npz_with_a_corrupt_header_is_refused_in_one_line(tmp_path, case) -> None:
+    """Before: "valid", then a traceback from memory_check.py (and from run, before any
+    run folder)."""
+    path = tmp_path / "data.npz"
+    labels = io.BytesIO()
+    np.save(labels, np.zeros((4, 1), np.float32))
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr("x.npy", npy_bytes(CORRUPT_HEADERS[case]))
+        archive.writestr("y.npy", labels.getvalue())
+    project = project_file(tmp_path, {"source": "numpy", "path": str(path)})
+    (line,) = validate(project)
+    assert line.startswith(f"data.path: {path}: array 'x': its header"), line
+    assert_run_refused(project, "array 'x': its header")
+    # The loader a run would use names the problem as well.
+    loaded = load_project(project)
+    with pytest.raises(DataError, match=rf"^data\.path: cannot read {path} as \.npz: "):
+        numpy_arrays(loaded.data, loaded.model, loaded.loss)
