@@ -81,21 +81,23 @@ WARM_UP_DELAY_MS = 500
 paints and answers, then TensorFlow loads beside it."""
 
 
-def fitted_geometry(available: QRect, frame: QMargins, wanted: QSize) -> QRect:
-    """The window's own rectangle: ``wanted`` or less, so that with its ``frame`` (title bar,
-    borders) it lies inside ``available``, centred there.
+def fitted_geometry(
+    available: QRect, frame: QMargins, wanted: QSize, centre: QPoint | None = None
+) -> QRect:
+    """A window's own rectangle: ``wanted`` or less, so that with its ``frame`` (title bar,
+    borders) it lies inside ``available``, centred on ``centre`` (default: ``available``'s)
+    as far as it stays inside.
 
     Sized without its frame, a 1400x900 window on a 1400x900 screen had its status bar
-    below the screen's edge.
+    below the screen's edge; Try It's 700x780 window went past a 1024x700 screen's.
     """
     width = min(wanted.width(), available.width() - frame.left() - frame.right())
     height = min(wanted.height(), available.height() - frame.top() - frame.bottom())
     outer = QRect(0, 0, width + frame.left() + frame.right(), height + frame.top() + frame.bottom())
-    outer.moveCenter(available.center())
-    outer.moveTopLeft(
-        QPoint(max(outer.left(), available.left()), max(outer.top(), available.top()))
-    )
-    return QRect(outer.left() + frame.left(), outer.top() + frame.top(), width, height)
+    outer.moveCenter(available.center() if centre is None else centre)
+    left = max(available.left(), min(outer.left(), available.right() - outer.width() + 1))
+    top = max(available.top(), min(outer.top(), available.bottom() - outer.height() + 1))
+    return QRect(left + frame.left(), top + frame.top(), width, height)
 
 
 class MainWindow(QMainWindow):
@@ -562,6 +564,17 @@ class MainWindow(QMainWindow):
         panel = TryItPanel(run.path, run.name, parent=self)
         panel.setWindowFlag(Qt.WindowType.Window)
         panel.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        # On this window's screen, over it, never past the screen's edges; its frame will
+        # be like this window's (one window manager frames both).
+        handle = self.windowHandle()
+        panel.setGeometry(
+            fitted_geometry(
+                self.screen().availableGeometry(),
+                handle.frameMargins() if handle is not None else QMargins(),
+                panel.size(),
+                self.frameGeometry().center(),
+            )
+        )
         panel.show()
         return panel
 

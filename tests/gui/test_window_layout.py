@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from distloop.engine.problems import Problem
+from distloop.engine.run_history import summarize
+from distloop.gui import try_it_panel
 from distloop.gui.main_window import MIN_PLOT_SIZE, MainWindow, fitted_geometry
-from PySide6.QtCore import QMargins, QRect, QSize, Qt
+from PySide6.QtCore import QMargins, QPoint, QRect, QSize, Qt
 from PySide6.QtGui import QKeySequence
+from test_try_it_panel import FakeProcess, run_folder
 
 DEFAULT = QSize(1400, 900)
 TITLE_BAR = QMargins(1, 20, 1, 5)  # openbox's frame: borders and a 20 px title bar
@@ -170,3 +175,32 @@ def test_help_lists_the_shortcuts_and_shows_the_guide(qtbot, window: MainWindow)
     assert text.startswith("Distloop")
     assert "Headless: distloop run" in text and "The project file" in text
     assert window.guide_action.shortcut() == QKeySequence(QKeySequence.StandardKey.HelpContents)
+
+
+def test_try_it_opens_over_the_window_and_inside_the_screen(
+    qtbot, make_window, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Try It's 700x780 window went past the bottom of a 1024x700 screen."""
+    monkeypatch.setattr(try_it_panel, "PredictionProcess", FakeProcess)
+    run = run_folder(tmp_path / "runs", "a", model=True)
+    window = make_window()
+    window.resize(600, 400)
+    window.move(400, 300)  # towards the screen's bottom right corner
+    window.show()
+    qtbot.waitExposed(window)
+    panel = window.try_run(summarize(run))
+    qtbot.waitExposed(panel)
+    screen = window.screen().availableGeometry()
+    assert screen.contains(panel.frameGeometry())
+    expected = fitted_geometry(
+        screen,
+        window.windowHandle().frameMargins(),
+        QSize(700, 780),
+        window.frameGeometry().center(),
+    )
+    assert panel.geometry() == expected
+    panel.close()
+    # In the corner the window centres on, as far as the screen allows.
+    assert fitted_geometry(
+        QRect(0, 0, 1024, 700), TITLE_BAR, QSize(700, 780), QPoint(900, 600)
+    ) == QRect(323, 20, 700, 675)
