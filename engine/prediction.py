@@ -144,6 +144,8 @@ class PredictionProcess:
 
         Raises :class:`PredictionError` when nothing could be predicted; an input that
         cannot be read is one of the result's ``errors``, and the others are predicted.
+        A process that dies or fails partway keeps the answers it gave: its reason and
+        the inputs left unanswered are one more line of ``errors``.
         """
         with self._lock:
             self._ensure_started()
@@ -158,12 +160,22 @@ class PredictionProcess:
             except (OSError, ValueError):  # it died, or close() closed the pipe meanwhile
                 raise PredictionError(self._ended()) from None
             result = PredictionResult(model=self._model)
+            answered: list[str] = []
             while True:
-                message = self._next(deadline)
+                try:
+                    message = self._next(deadline)
+                except PredictionError as exc:
+                    if not answered:
+                        raise
+                    # What was answered stays; one line says why the rest was not.
+                    left = ", ".join(_unanswered(request, answered))
+                    result.errors.append(f"{exc}; not answered: {left}" if left else str(exc))
+                    return result
                 if isinstance(message, PredictionDone):
                     return result
                 if isinstance(message, Predicted | InputRefused):
                     result.add(message)
+                    answered.append(message.input or "")
 
     def _await_model(self, deadline: float) -> None:
         message = self._next(deadline)
@@ -250,6 +262,17 @@ class PredictionProcess:
                 self._lock.release()
         elif self._process is not None:  # a request in progress ends with the process
             self._process.kill()
+
+
+def _unanswered(request: PredictRequest, answered: list[str]) -> list[str]:
+    """The request's rows and inputs that got no answer. An input's answers name it, or
+    one of its examples (``x.npy[3]``, ``rows.csv:7``); they come whole, input by input."""
+    names = [f"row {number}" for number in range(1, len(request.rows) + 1)] + request.inputs
+    return [
+        name
+        for name in names
+        if not any(seen == name or seen.startswith((f"{name}[", f"{name}:")) for seen in answered)
+    ]
 
 
 def predict(
