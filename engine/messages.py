@@ -22,8 +22,8 @@ Engine → parent, in the order a run produces them::
     DevicesDetected answer to a device probe (``engine.process.detect_devices``), or
                     RunFailed when the probe itself failed
 
-A prediction process (``engine.prediction.Predictor``) loads one run's model once
-and answers any number of requests, one at a time::
+A prediction process (``engine.prediction.PredictionProcess``) loads one run's model
+once and answers any number of requests, one at a time::
 
     ModelLoaded     first: the model it runs, what an example must be, the class names
   | InputRefused    without ``input``: the model cannot be used (the process then ends)
