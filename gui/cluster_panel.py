@@ -12,8 +12,8 @@ from __future__ import annotations
 import time
 from collections import deque
 
-from PySide6.QtCore import Qt, QUrl
-from PySide6.QtGui import QBrush, QColor, QDesktopServices, QFontDatabase
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QBrush, QColor, QFontDatabase
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QDockWidget,
@@ -33,6 +33,7 @@ from ..engine.cluster import TaskInfo
 from ..engine.messages import Log, RunFailed, RunFinished
 from ..engine.run_folder import LOG_FILE
 from ..engine.tf_config import MULTI_MACHINE_STRATEGIES
+from .log_file_window import LogFileWindow
 from .run_controller import RunController
 
 COLUMNS = ("Task", "Address", "State", "PID", "Last step", "Last log line")
@@ -92,9 +93,9 @@ class ClusterPanel(QDockWidget):
         self.task_log.setMaximumBlockCount(MAX_TASK_LINES)
         self.task_log.setLineWrapMode(QPlainTextEdit.LineWrapMode.NoWrap)
         self.task_log.setFont(QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont))
-        self.open_log_button = QPushButton("Open engine.log")
+        self.open_log_button = QPushButton("Show engine.log")
         self.open_log_button.setToolTip(
-            "Open the selected task's engine.log from its run folder (tasks/<type>-<index>/), "
+            "Show the selected task's engine.log from its run folder (tasks/<type>-<index>/), "
             "with everything it logged (also a double-click on its row)"
         )
         self.open_log_button.setEnabled(False)
@@ -211,11 +212,15 @@ class ClusterPanel(QDockWidget):
             else f"Log of {task.name} (pid {task.pid or '—'})"
         )
 
-    def open_task_log(self) -> None:
-        """Shows the selected task's engine.log in the system's viewer."""
+    def open_task_log(self) -> LogFileWindow | None:
+        """Shows the selected task's engine.log in a window (no desktop viewer needed)."""
         task = self.selected_task()
-        if task is not None:
-            QDesktopServices.openUrl(QUrl.fromLocalFile(str(task.run_dir / LOG_FILE)))
+        if task is None:
+            return None
+        window = LogFileWindow(task.run_dir / LOG_FILE, f"engine.log of {task.name}", self)
+        window.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        window.show()
+        return window
 
     # --- the run ------------------------------------------------------------------------
 

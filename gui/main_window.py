@@ -556,8 +556,11 @@ class MainWindow(QMainWindow):
         self.controller.stop()
 
     def open_run_folder(self) -> None:
-        if self._last_run_dir is not None:
-            QDesktopServices.openUrl(QUrl.fromLocalFile(str(self._last_run_dir)))
+        """The desktop's file manager on the last run's folder; without one, its path."""
+        folder = self._last_run_dir
+        if folder is not None and not QDesktopServices.openUrl(QUrl.fromLocalFile(str(folder))):
+            self.statusBar().showMessage(f"No program here opens folders; the run is in {folder}")
+            self.log_panel.add(f"the last run's folder: {folder}")
 
     def try_run(self, run: RunSummary) -> TryItPanel:
         """Opens a "Try it" window on the run's saved model, beside the main window."""

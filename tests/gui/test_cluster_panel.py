@@ -15,9 +15,11 @@ from distloop.engine.examples import load_example
 from distloop.engine.messages import Log, Message, RunFailed, RunFinished, RunStarted, StepMetrics
 from distloop.engine.run_folder import MetricsWriter, read_metrics, read_status, write_status
 from distloop.gui.cluster_plan import cluster_plan
+from distloop.gui.log_file_window import read_tail
 from distloop.gui.main_window import MainWindow
 from distloop.gui.run_controller import RunController
 from gui_fakes import FakeEngine, factory, seed_run
+from PySide6.QtGui import QDesktopServices
 
 TASKS = ("worker:0", "worker:1")
 RUN_TIMEOUT_MS = 180_000
@@ -413,3 +415,57 @@ def test_resume_of_a_cluster_run_resumes_the_cluster_and_continues_its_trace(
     assert list(window.plot.losses()) == old[:5] + [0.01 * s for s in redone]
     caption = window.plot.caption()
     assert caption.startswith("two workers") and caption.endswith("(resumed)")
+
+
+def test_a_task_s_engine_log_is_shown_in_a_window(qtbot, make_window) -> None:
+    """It was handed to the desktop's viewer: nothing happened where there was none."""
+    window, _ = cluster_window(make_window, cluster_run(4, 2))
+    window.show()
+    window.run_action.trigger()
+    qtbot.waitUntil(lambda: not window.controller.active, timeout=10_000)
+    panel = window.cluster_panel
+    panel.table.selectRow(1)
+    task = panel.selected_task()
+    assert task is not None and task.name == "worker:1"
+    log = task.run_dir / "engine.log"
+    missing = panel.open_task_log()
+    assert missing is not None and "does not exist (yet)" in missing.text.toPlainText()
+    missing.close()
+
+    log.parent.mkdir(parents=True)
+    log.write_text("".join(f"line {n}\n" for n in range(5000)), encoding="utf-8")
+    shown = panel.open_task_log()
+    assert shown is not None and shown.isVisible()
+    assert shown.windowTitle() == "engine.log of worker:1"
+    assert shown.text.toPlainText() == log.read_text(encoding="utf-8")
+    bar = shown.text.verticalScrollBar()
+    assert bar.value() == bar.maximum() > 0  # at the end, where a failure's lines are
+    with log.open("a", encoding="utf-8") as file:
+        file.write("the last line\n")
+    shown.reload()
+    assert shown.text.toPlainText().endswith("the last line\n")
+
+
+def test_a_long_log_shows_its_tail(tmp_path: Path) -> None:
+    log = tmp_path / "engine.log"
+    log.write_text("".join(f"line {n}\n" for n in range(1000)), encoding="utf-8")
+    tail = read_tail(log, limit=100)
+    first, *lines = tail.splitlines()
+    size = log.stat().st_size
+    assert first.startswith("[the first ") and first.endswith(f"the file has {size:,}]")
+    text = log.read_text()
+    assert text.endswith("\n" + "\n".join(lines) + "\n")  # whole lines, up to the last
+    assert lines[-1] == "line 999" and len(tail) <= 100 + len(first) + 1
+
+
+def test_open_run_folder_without_a_file_manager_says_where_it_is(
+    qtbot, make_window, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    window, _ = cluster_window(make_window, cluster_run(4, 2))
+    window.run_action.trigger()
+    qtbot.waitUntil(lambda: not window.controller.active, timeout=10_000)
+    monkeypatch.setattr(QDesktopServices, "openUrl", staticmethod(lambda _url: False))
+    window.open_run_folder_action.trigger()
+    folder = str(window.last_run_dir)
+    assert folder in window.statusBar().currentMessage()
+    assert folder in window.log_panel.lines()[-1]
