@@ -230,7 +230,7 @@ class TryItPanel(QWidget):
         self.status.setStyleSheet("")
         loading = self.process is not None and self.process.model is None
         self.status.setText(
-            "Predicting… (TensorFlow and the model load first: seconds, once)"
+            "Predicting… (TensorFlow and the model load first: a few seconds)"
             if loading
             else "Predicting… (the model runs in a separate process)"
         )
