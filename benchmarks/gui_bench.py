@@ -9,7 +9,10 @@ against a baseline measured in the same run:
   pyqtgraph plot of the same 10^6 points;
 - event loop: timer lateness while a run streams 5,000 steps/s vs an idle loop;
 - step to screen: how long after a step was computed it is handed to the plot;
-- memory: resident memory with 10^6 plotted points vs the empty window.
+- memory: resident memory with 10^6 plotted points vs the empty window;
+- typing: timer lateness while typing into the forms (the data path, the shuffle
+  buffer, a layer's units) with a 100,000-file image folder selected vs the idle
+  window (``python -m benchmarks.gui_bench typing`` runs this one alone).
 
 The stream comes from an engine stand-in that produces real StepMetrics messages
 the way the engine batches them (every ``engine.reporting.REPORT_INTERVAL_S``)
@@ -290,10 +293,121 @@ def streaming(app, tmp: Path) -> tuple[float, float, float, float, float]:
     )
 
 
+TYPING_FILES = 100_000
+KEY_INTERVAL_MS = 120
+"""A fast typist's pace: about 8 keys a second."""
+SETTLE_MS = 1500
+"""Measured on after the last key: the folder scan that follows a pause happens in it."""
+
+
+def write_big_image_folder(root: Path, files: int = TYPING_FILES, classes: int = 10) -> Path:
+    """``root/images/classN/*.png``: hard links of a few 8x8 PNGs (a file takes a link
+    count of at most ~65,000), so the folder costs inodes' worth of space, not images'."""
+    from PySide6.QtGui import QImage
+
+    images = root / "images"
+    per_link_source = 50_000
+    source = None
+    for index in range(files):
+        if index % per_link_source == 0:
+            source = root / f"source{index}.png"
+            image = QImage(8, 8, QImage.Format.Format_RGB32)
+            image.fill(0x336699)
+            image.save(str(source))
+        folder = images / f"class{index % classes}"
+        folder.mkdir(parents=True, exist_ok=True)
+        os.link(source, folder / f"{index:06d}.png")
+    return images
+
+
+def typing(app, tmp: Path) -> tuple[float, dict[str, tuple[float, float]]]:
+    """p99 timer lateness (ms) idle, and p99 and worst while typing into each field, with a
+    big folder selected."""
+    import json
+
+    from distloop.engine.problems import Problem
+    from distloop.gui.main_window import MainWindow
+    from PySide6.QtCore import Qt
+    from PySide6.QtTest import QTest
+
+    images = write_big_image_folder(tmp)
+    project = {
+        "schema_version": 1,
+        "name": "typing",
+        "model": {"input_shape": [8, 8, 3], "layers": [{"kind": "dense", "units": 10}]},
+        "loss": {"kind": "sparse_categorical_crossentropy", "from_logits": True},
+        "data": {"source": "image_folder", "path": str(images), "global_batch_size": 32},
+        "training": {"steps": 10},
+    }
+    (tmp / "typing.json").write_text(json.dumps(project))
+    window = MainWindow(runs_root=tmp / "runs")
+    window.resize(1400, 900)
+    window.show()
+    window.activateWindow()
+    QTest.qWait(200)
+    idle_probe = LatenessProbe()
+    idle_probe.start()
+    QTest.qWait(3000)
+    idle = float(np.percentile(idle_probe.stop(), 99))
+    window.open_project(tmp / "typing.json")
+    QTest.qWait(SETTLE_MS)  # the first scan of the folder, before typing starts
+
+    editor = window.editor
+    edits: list[int] = []
+    editor.edited.connect(lambda: edits.append(1))
+
+    def measured(loc: tuple, keys: str, erase: int) -> tuple[float, float]:
+        """Goes to the field as a click in the problems list would, then types there."""
+        editor.reveal(Problem(loc, ""))
+        widget = editor.targets()[loc]
+        widget = getattr(widget, "mark_target", widget)  # a path's line, beside Browse
+        QTest.qWait(50)
+        if erase:
+            widget.end(False)
+        else:
+            widget.selectAll()
+        edits.clear()
+        probe = LatenessProbe()
+        probe.start()
+        for _ in range(erase):
+            QTest.keyClick(widget, Qt.Key.Key_Backspace)
+            QTest.qWait(KEY_INTERVAL_MS)
+        for key in keys:
+            QTest.keyClicks(widget, key)
+            QTest.qWait(KEY_INTERVAL_MS)
+        QTest.qWait(SETTLE_MS)
+        assert len(edits) >= erase + len(keys), "the keys did not reach the field"
+        late = probe.stop()
+        return float(np.percentile(late, 99)), max(late)
+
+    results = {
+        "data path": measured(("data", "path"), "images", len("images")),
+        "shuffle buffer": measured(("data", "shuffle_buffer"), "1024", 0),
+        "layer units": measured(("model", "layers", 0, "units"), "10", 0),
+    }
+    assert window.validation.valid, window.validation.problems
+    window.hide()  # not close(): it would ask about the edits
+    window.deleteLater()
+    app.processEvents()
+    return idle, results
+
+
 def main() -> None:
     import tempfile
 
     from PySide6.QtWidgets import QApplication
+
+    if sys.argv[1:] == ["typing"]:
+        app = QApplication.instance() or QApplication([])
+        with tempfile.TemporaryDirectory(prefix="gui-bench-typing-") as tmp:
+            idle, fields = typing(app, Path(tmp))
+        for name, (late, worst) in fields.items():
+            print(
+                f"4e. event loop p99 lateness typing into {name} with a {TYPING_FILES:,}-file "
+                f"image folder: {late:.1f} ms (worst {worst:.0f} ms), idle {idle:.1f} ms, "
+                f"ratio {late / idle:.1f} (goal: p99 under 50 ms)"
+            )
+        return
 
     ours_start, bare_start = window_start("distloop"), window_start("bare")
     print(

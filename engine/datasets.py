@@ -12,6 +12,7 @@ from __future__ import annotations
 import glob
 import os
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -59,13 +60,50 @@ class FolderScan:
         found = Counter(label for _, label in self.files)
         return {name: found[label] for label, name in enumerate(self.classes)}
 
+    def summary(self) -> FolderSummary:
+        return FolderSummary(
+            self.root,
+            self.classes,
+            tuple(self.counts().values()),
+            self.others[:OTHERS_NAMED],
+            self.extensions,
+        )
 
-def scan_folder(path: str | Path, extensions: tuple[str, ...] = IMAGE_EXTENSIONS) -> FolderScan:
+
+OTHERS_NAMED = 3
+"""Files no decoder reads that a message names, as examples."""
+
+
+@dataclass(frozen=True)
+class FolderSummary:
+    """What the checks of a folder need from its scan, without its file list: a few
+    hundred bytes where the list of an image folder takes megabytes, so the window can
+    have folders scanned in another process and judge the scan again on every edit."""
+
+    root: Path
+    classes: tuple[str, ...]
+    counts: tuple[int, ...]
+    """Files per class, in the classes' order."""
+    others: tuple[Path, ...]
+    """The first few files no decoder reads (:data:`OTHERS_NAMED`)."""
+    extensions: tuple[str, ...] = IMAGE_EXTENSIONS
+
+
+FolderProgress = Callable[[str, int], None]
+"""Called with each folder a scan has listed and the files found so far: the window shows
+the count, notes the folder's modification time, and raises to cancel a scan."""
+
+
+def scan_folder(
+    path: str | Path,
+    extensions: tuple[str, ...] = IMAGE_EXTENSIONS,
+    progress: FolderProgress | None = None,
+) -> FolderScan:
     """Lists ``path``'s class subfolders and their files; raises FolderError when it is no
     folder."""
     root = Path(path).expanduser()
     try:
-        classes, files, labels, others = list_class_files(str(root), extensions)
+        classes, files, labels, others = list_class_files(str(root), extensions, progress)
     except FileNotFoundError:
         raise FolderError(f"{root} does not exist; choose a folder of class subfolders") from None
     except NotADirectoryError:
@@ -84,15 +122,19 @@ def scan_folder(path: str | Path, extensions: tuple[str, ...] = IMAGE_EXTENSIONS
 
 
 # Plain values and the standard library only, so that "Export as script" can copy its
-# source: the script then trains on the same files in the same order.
+# source: the script then trains on the same files in the same order. (``progress``'s type
+# is quoted because the script has no FolderProgress: an annotation there is never evaluated.)
 def list_class_files(
-    root: str, extensions: tuple[str, ...]
+    root: str,
+    extensions: tuple[str, ...],
+    progress: "FolderProgress | None" = None,  # noqa: UP037
 ) -> tuple[list[str], list[str], list[int], list[str]]:
     """(class names, files, their class numbers, other files) of a folder of class folders.
 
     Classes are the subfolders in sorted order; a class's files are every file below its
     folder, sorted, whose extension is in ``extensions`` (other files are listed apart).
     Hidden names (starting with a dot) are left out; links to folders are not followed.
+    ``progress(folder, files so far)``, if given, is called after each folder is listed.
     """
     classes = sorted(
         name
@@ -110,10 +152,21 @@ def list_class_files(
                     labels.append(label)
                 else:
                     others.append(path)
+            if progress is not None:
+                progress(directory, len(files) + len(others))
     return classes, files, labels, others
 
 
-def folder_problems(scan: FolderScan, field: str, kind: str = "images") -> list[str]:
+def summarize_folder(
+    path: str | Path,
+    extensions: tuple[str, ...] = IMAGE_EXTENSIONS,
+    progress: FolderProgress | None = None,
+) -> FolderSummary:
+    """:func:`scan_folder`'s summary; raises FolderError when ``path`` is no folder."""
+    return scan_folder(path, extensions, progress).summary()
+
+
+def folder_problems(scan: FolderSummary, field: str, kind: str = "images") -> list[str]:
     """What keeps the folder from being classification data, one message per problem."""
     where = f"{field}: {scan.root}"
     if not scan.classes:
@@ -127,7 +180,7 @@ def folder_problems(scan: FolderScan, field: str, kind: str = "images") -> list[
             f"{where} has one class folder ({scan.classes[0]}); a classifier needs at least "
             f"two, one subfolder of {kind} per class"
         )
-    empty = [name for name, count in scan.counts().items() if count == 0]
+    empty = [name for name, count in zip(scan.classes, scan.counts, strict=True) if count == 0]
     extensions = " ".join(scan.extensions)
     if empty and len(empty) == len(scan.classes):
         problems.append(f"{where} holds no {kind} ({extensions}){_others_text(scan)}")
@@ -139,14 +192,21 @@ def folder_problems(scan: FolderScan, field: str, kind: str = "images") -> list[
     return problems
 
 
-def _others_text(scan: FolderScan) -> str:
+def _others_text(scan: FolderSummary) -> str:
     if not scan.others:
         return ""
-    shown = ", ".join(str(path.relative_to(scan.root)) for path in scan.others[:3])
+    shown = ", ".join(str(path.relative_to(scan.root)) for path in scan.others)
     return f"; other files such as {shown} are not read"
 
 
-def project_folder_problems(project: Project) -> list[Problem]:
+FolderScanner = Callable[[str, tuple[str, ...]], FolderSummary]
+"""(path, extensions) to the folder's summary, raising FolderError: :func:`summarize_folder`,
+or the window's scans made beforehand in another process."""
+
+
+def project_folder_problems(
+    project: Project, scanner: FolderScanner = summarize_folder
+) -> list[Problem]:
     """The data folders of ``project`` (paths already absolute), checked against its model;
     and that a TFRecord pattern matches a file.
 
@@ -155,7 +215,7 @@ def project_folder_problems(project: Project) -> list[Problem]:
     window and the engine call it once the project's paths are resolved.
     """
     problems = []
-    scans: dict[tuple[str, ...], FolderScan] = {}
+    scans: dict[tuple[str, ...], FolderSummary] = {}
     for where, data in project.data_sources():
         loc = tuple(where.split("."))
         problems += [Problem((*loc, "path"), text) for text in data_file_problems(data)]
@@ -163,7 +223,7 @@ def project_folder_problems(project: Project) -> list[Problem]:
             continue
         kind, extensions = FOLDER_KINDS[data.source]
         try:
-            scan = scan_folder(data.path, extensions)
+            scan = scanner(data.path, extensions)
         except FolderError as exc:
             problems.append(Problem((*loc, "path"), str(exc)))
             continue
@@ -217,7 +277,7 @@ def _without_field(text: str) -> str:
 
 
 def _class_count_problems(
-    scan: FolderScan, project: Project, loc: tuple[str, ...]
+    scan: FolderSummary, project: Project, loc: tuple[str, ...]
 ) -> list[Problem]:
     """The model's outputs must match the classes the folder has."""
     if project.custom_code is not None or not project.loss.is_classification:

@@ -442,6 +442,7 @@ class MainWindow(QMainWindow):
         document = self.document
         self.editor.edited.connect(document.revalidate)
         document.validated.connect(self._show_validation)
+        document.folders.progress.connect(self.problems_panel.show_progress)
         document.title_changed.connect(self._show_title)
         document.replaced.connect(self.dataset_preview.clear)
         document.reported.connect(lambda text: self.statusBar().showMessage(text, 5000))
@@ -773,4 +774,5 @@ class MainWindow(QMainWindow):
         self.controller.close_warm_engines()  # an idle warm engine has no run to lose
         for panel in self.findChildren(TryItPanel):
             panel.close()  # and with it its prediction process
+        self.document.folders.close()
         event.accept()

@@ -6,6 +6,7 @@ a fixed 150 px, one problem took about 170 px from the forms above it.
 
 from __future__ import annotations
 
+import html
 import re
 
 from PySide6.QtCore import Qt, QTimer, Signal
@@ -43,8 +44,11 @@ class ProblemsPanel(QWidget):
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(self.summary)
         layout.addWidget(self.list)
+        self._validation = Validation(None)
+        self._progress = ""
 
     def show_validation(self, validation: Validation) -> None:
+        self._validation = validation
         self.list.clear()
         style = self.style()
         error = style.standardIcon(QStyle.StandardPixmap.SP_MessageBoxWarning)
@@ -60,13 +64,27 @@ class ProblemsPanel(QWidget):
             self.list.addItem(item)
         self.list.setVisible(self.list.count() > 0)
         self._fit_list()
+        self._show_summary()
+
+    def show_progress(self, text: str) -> None:
+        """A folder scan's progress (``scanning … 12,345 files``), shown while the project
+        waits for it; "" when no scan runs."""
+        self._progress = text
+        if self._validation.checking:  # else the summary has nothing to wait for
+            self._show_summary()
+
+    def _show_summary(self) -> None:
+        validation = self._validation
         if validation.valid:
             self.summary.setText("<span style='color:#2e7d32'>✓ No problems: ready to run</span>")
-        else:
+        elif validation.problems:
             self.summary.setText(
                 f"<span style='color:#c62828'><b>{validation.summary()}</b></span>"
                 " — click one to go to its setting:"
             )
+        elif validation.checking:
+            progress = html.escape(self._progress or "waiting for typing to pause")
+            self.summary.setText(f"<b>{html.escape(validation.summary())}</b> ({progress})")
 
     def show_run_failure(self, message: str) -> None:
         """Puts a failed run's one-line reason first in the list, until the next edit or run.

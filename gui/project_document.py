@@ -24,6 +24,7 @@ from ..engine.problems import ProblemsError
 from . import dialogs, file_dialogs, settings
 from .export_dialog import ExportDialog
 from .exports import save_script_as
+from .folder_scans import FolderScans
 from .project_editor import ProjectEditor
 from .validation import Validation, differences, validate
 
@@ -34,7 +35,7 @@ STARTER_EXAMPLE = "seed"
 class ProjectDocument(QObject):
     """One project at a time, edited in ``editor``; dialogs open over ``window``."""
 
-    validated = Signal(object)  # Validation: after every edit, load and save
+    validated = Signal(object)  # Validation: after every edit, load, save and folder scan
     replaced = Signal()  # another project is in the forms (New, Open, an example)
     title_changed = Signal(str, bool)  # the document's title, and whether it has changes
     reported = Signal(str)  # a short report for the status bar ("Saved …", "Exported …")
@@ -48,6 +49,8 @@ class ProjectDocument(QObject):
         self._title = ""
         self._saved_data: dict[str, object] = {}
         self._validation = Validation(None)
+        self.folders = FolderScans(self)
+        self.folders.landed.connect(self.revalidate)
 
     @property
     def path(self) -> Path | None:
@@ -75,9 +78,15 @@ class ProjectDocument(QObject):
             dialogs.show_problems(self._window, title, why, self._validation.problems)
         return project
 
-    def revalidate(self) -> None:
-        """Runs the engine's loader on the forms' content; the views follow the signals."""
-        self._validation = validate(self._editor.data(), self.base_dir())
+    def revalidate(self, at_once: bool = False) -> None:
+        """Runs the engine's loader on the forms' content; the views follow the signals.
+
+        Data folders are scanned off the event loop once edits pause (``at_once``: now,
+        for a project just put in the forms); their problems come with a later call.
+        """
+        self._validation = validate(
+            self._editor.data(), self.base_dir(), self.folders, at_once=at_once
+        )
         self.validated.emit(self._validation)
         self.title_changed.emit(self._title, self.is_modified())
 
@@ -88,7 +97,7 @@ class ProjectDocument(QObject):
         self._title = title
         self._saved_data = self._editor.data()
         self.replaced.emit()
-        self.revalidate()
+        self.revalidate(at_once=True)
         shown = self._validation.project
         changed = differences(
             shown.model_dump(mode="json") if shown else {}, project.model_dump(mode="json")
@@ -192,7 +201,7 @@ class ProjectDocument(QObject):
         self._saved_data = self._editor.data()
         settings.add_recent_file(path)
         settings.set_last_project(path)
-        self.revalidate()
+        self.revalidate(at_once=True)
         self.reported.emit(f"Saved {path}")
         return True
 

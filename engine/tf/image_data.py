@@ -98,7 +98,7 @@ def image_files(data: ImageFolderData, where: str = "data") -> FolderFiles:
         scan = scan_folder(data.path)
     except FolderError as exc:
         raise DataError(f"{field}: {exc}") from None
-    problems = folder_problems(scan, field)
+    problems = folder_problems(scan.summary(), field)
     if problems:
         raise DataError(problems[0])
     bad = unreadable_images(scan)

@@ -28,7 +28,7 @@ def text_files(data: TextFolderData, where: str = "data") -> FolderFiles:
         scan = scan_folder(data.path, TEXT_EXTENSIONS)
     except FolderError as exc:
         raise DataError(f"{field}: {exc}") from None
-    problems = folder_problems(scan, field, "text files")
+    problems = folder_problems(scan.summary(), field, "text files")
     if problems:
         raise DataError(problems[0])
     for path, _ in scan.files:  # TextVectorization would fail on it with a Python traceback

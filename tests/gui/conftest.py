@@ -15,6 +15,7 @@ import pytest
 import qasync
 from distloop.gui import dialogs
 from distloop.gui.main_window import MainWindow
+from distloop.gui.validation import Validation
 from PySide6.QtCore import QCoreApplication, QSettings
 from PySide6.QtWidgets import QApplication
 
@@ -117,3 +118,18 @@ def make_window(
 @pytest.fixture
 def window(make_window: Callable[..., MainWindow]) -> MainWindow:
     return make_window()
+
+
+@pytest.fixture
+def scanned(qtbot) -> Callable[[MainWindow], Validation]:
+    """Waits until the window's data folders are scanned (off its event loop, once edits
+    pause) and judged; returns the validation then."""
+
+    def wait(window: MainWindow) -> Validation:
+        qtbot.waitUntil(
+            lambda: not window.document.folders.scanning() and not window.validation.checking,
+            timeout=10_000,
+        )
+        return window.validation
+
+    return wait

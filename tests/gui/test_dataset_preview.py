@@ -4,6 +4,7 @@ read without TensorFlow; and the window's checks of a data folder before Run."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -11,7 +12,7 @@ from data_folders import png_bytes, write_image_folder
 from distloop.gui.dataset_preview import HINT, IMAGES_PER_CLASS, DatasetPreview
 from distloop.gui.main_window import MainWindow
 from distloop.gui.problem_marks import is_marked
-from distloop.gui.validation import validate
+from distloop.gui.validation import Validation, validate
 from PySide6.QtWidgets import QLabel
 from pytestqt.qtbot import QtBot
 
@@ -82,7 +83,7 @@ def test_a_csv_file_shows_its_first_rows_and_synthetic_data_says_why_not(
 
 
 def test_preview_button_fills_the_dataset_tab(
-    qtbot: QtBot, window: MainWindow, tmp_path: Path
+    qtbot: QtBot, window: MainWindow, tmp_path: Path, scanned: Callable[[MainWindow], Validation]
 ) -> None:
     write_image_folder(tmp_path / "pics", classes=("a", "b", "c"), per_class=2)
     project = _image_project(tmp_path / "pics")
@@ -92,15 +93,18 @@ def test_preview_button_fills_the_dataset_tab(
     window.editor.data_form.preview.click()
     assert window.dataset_preview.summary.text().endswith("6 images in 3 class(es)")
     assert not window.dataset_dock.isHidden()
+    assert scanned(window).valid
     assert window.run_action.isEnabled()
 
 
-def test_a_one_class_folder_blocks_run_but_not_save(window: MainWindow, tmp_path: Path) -> None:
+def test_a_one_class_folder_blocks_run_but_not_save(
+    window: MainWindow, tmp_path: Path, scanned: Callable[[MainWindow], Validation]
+) -> None:
     write_image_folder(tmp_path / "pics", classes=("only",), per_class=2)
     path = tmp_path / "p.json"
     path.write_text(json.dumps(_image_project(Path("pics"))))
     assert window.open_project(path)
-    validation = window.validation
+    validation = scanned(window)
     assert validation.project is not None  # still a project: Save keeps the user's work
     assert [str(p) for p in validation.problems] == [
         f"data.path: {tmp_path / 'pics'} has one class folder (only); a classifier needs at "
