@@ -15,12 +15,11 @@ from __future__ import annotations
 import collections
 import contextlib
 import queue
-import time
 from pathlib import Path
 from typing import Any
 
 from .messages import Log, StepMetrics, _Message
-from .run_folder import LOG_FILE
+from .run_folder import log_line, open_log
 
 
 class Channel:
@@ -28,7 +27,7 @@ class Channel:
         self._queue = out
         self._task = task
         self._waiting: collections.deque[_Message] = collections.deque()
-        self._log_file = (run_dir / LOG_FILE).open("a", encoding="utf-8") if run_dir else None
+        self._log_file = open_log(run_dir) if run_dir else None
         self.last_step: int | None = None
         """The last step reported (and written to metrics.csv): where a failure stopped."""
 
@@ -57,9 +56,8 @@ class Channel:
         """Writes the line to ``engine.log`` and, with ``forward``, passes it on when the
         queue has room."""
         if self._log_file is not None:
-            stamp = time.strftime("%H:%M:%S")
             try:
-                self._log_file.write(f"{stamp} {level[0].upper()} [{source}] {text}\n")
+                self._log_file.write(log_line(level, source, text))
                 self._log_file.flush()
             except OSError:  # a full disk: the run stops on its own write; the parent hears it
                 self._close_log()

@@ -9,6 +9,7 @@ engine's own report.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import shutil
 import signal
@@ -37,6 +38,7 @@ from .model_shapes import model_file_problems
 from .prediction import PredictionError, predict
 from .problems import Problem, ProblemsError
 from .run_folder import (
+    LOCK_FILE,
     PROJECT_FILE,
     TASKS_DIR,
     RunFolderError,
@@ -45,6 +47,8 @@ from .run_folder import (
     folder_entries,
     format_loss,
     new_run_dir,
+    not_a_run_folder,
+    prepare_resume,
     refuse_links,
 )
 from .run_handle import ClusterHandle, EngineHandle, open_run
@@ -142,7 +146,8 @@ def add_overwrite_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--overwrite",
         action="store_true",
-        help="empty the --out folder first when it holds an earlier run (which is lost)",
+        help="empty the --out folder first when it holds an earlier run (which is lost); "
+        "a folder that holds anything a run does not write is never emptied",
     )
 
 
@@ -319,9 +324,26 @@ def _claim_new_run_folder(run_dir: Path, *, overwrite: bool, command: str) -> Ru
 
     A second run appending to a finished run's files would leave two traces in
     one; the lock comes first, so a run that is still writing is named as such.
+    A folder that is not a run folder (a home folder, a thesis) is refused before
+    anything is written into it, lock file included, and ``--overwrite`` never
+    empties it (:func:`engine.run_folder.not_a_run_folder`). One with a lock file is
+    a run's, and may be one being set up by a run that holds it: that run is named.
     """
 
+    def refusal() -> str | None:
+        try:
+            why = not_a_run_folder(run_dir)
+        except OSError as exc:
+            why = f"cannot read the folder {run_dir}: {exc.strerror or exc}"
+        return None if why is None else f"{why}; choose an empty or a new folder for --out"
+
+    if not os.path.lexists(run_dir / LOCK_FILE) and (why := refusal()) is not None:
+        _err(f"distloop: {why}")
+        return None
+
     def holds_no_earlier_run() -> None:
+        if (why := refusal()) is not None:
+            raise RunFolderError(why)
         try:
             if not folder_entries(run_dir):
                 return
@@ -343,11 +365,15 @@ def _claim_new_run_folder(run_dir: Path, *, overwrite: bool, command: str) -> Ru
 
 def _claim_run_to_resume(run_dir: Path) -> RunFolderLock | None:
     """Locks the folder of a run to resume and checks that it writes nowhere else."""
-    return _claim_run_folder(run_dir, lambda: refuse_links(run_dir))
+    return _claim_run_folder(run_dir, lambda: prepare_resume(run_dir))
 
 
 def _claim_run_folder(run_dir: Path, check: Callable[[], None]) -> RunFolderLock | None:
-    """Locks ``run_dir``, then ``check``s it (a RunFolderError says why not); None: refused."""
+    """Locks ``run_dir``, then ``check``s it (a RunFolderError says why not); None: refused.
+
+    A refused folder is left as it was: without a lock file when it had none.
+    """
+    had_lock_file = os.path.lexists(run_dir / LOCK_FILE)
     try:
         lock = RunFolderLock.acquire(run_dir)
     except RunFolderError as exc:
@@ -357,9 +383,23 @@ def _claim_run_folder(run_dir: Path, check: Callable[[], None]) -> RunFolderLock
         check()
     except RunFolderError as exc:
         _err(f"distloop: {exc}")
+        if not had_lock_file:
+            with contextlib.suppress(OSError):
+                (run_dir / LOCK_FILE).unlink()
         lock.release()
         return None
     return lock
+
+
+def _refuse_links_before_reading(run_dir: Path) -> bool:
+    """Whether ``run_dir`` holds no link: its ``project.json`` is read before it is locked,
+    and a ``project.json -> /dev/zero`` would never end (the lock's check runs again)."""
+    try:
+        refuse_links(run_dir)
+    except RunFolderError as exc:
+        _err(f"distloop: {exc}")
+        return False
+    return True
 
 
 def command_resume(args: argparse.Namespace) -> int:
@@ -375,6 +415,8 @@ def command_resume(args: argparse.Namespace) -> int:
     if (run_dir / TASKS_DIR).is_dir():
         _err(f"distloop: {run_dir} is a cluster run: use distloop cluster --resume {run_dir}")
         return EXIT_USAGE
+    if not _refuse_links_before_reading(run_dir):
+        return EXIT_FAILED
     project = _load(run_dir / PROJECT_FILE)
     if project is None or not announce_custom_code(project, None):
         return EXIT_FAILED
@@ -735,6 +777,8 @@ def command_cluster_resume(args: argparse.Namespace) -> int:
             f"distloop: {run_dir} is not a cluster run folder (it needs {PROJECT_FILE} "
             f"and {TASKS_DIR}/)"
         )
+        return EXIT_FAILED
+    if not _refuse_links_before_reading(run_dir):
         return EXIT_FAILED
     project = _load(run_dir / PROJECT_FILE)
     if project is None or not announce_custom_code(project, None):

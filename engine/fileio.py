@@ -1,14 +1,16 @@
-"""Writing files so that a crash or a full disk never leaves a half-written one, and
-reading only regular files where a FIFO or a device would hang the reader."""
+"""Writing files so that a crash or a full disk never leaves a half-written one, reading
+only regular files where a FIFO or a device would hang the reader, and reading files from
+folders that may come from anyone without following links (:func:`read_regular_file`)."""
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import secrets
 import stat
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO, Literal, TextIO
 
 NEW_FILE_MODE = 0o666
 """What a new file asks for; the system takes the user's umask off, as for any editor's save."""
@@ -138,3 +140,63 @@ def open_regular(path: str | Path) -> BinaryIO:
     except BaseException:
         os.close(fd)
         raise
+
+
+class FileRefused(OSError):
+    """A file that is not read: a link, not a regular file, or larger than the reader allows.
+
+    Its ``strerror`` says which, in words a user reads after the file's name.
+    """
+
+
+_NO_FOLLOW = (
+    getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+)
+
+
+def _open_regular(path: str | Path, flags: int) -> int:
+    """A descriptor of ``path`` opened with ``flags``, never through a link, and only when
+    it is a regular file (a FIFO does not block the open: ``O_NONBLOCK``)."""
+    try:
+        fd = os.open(path, flags | _NO_FOLLOW, NEW_FILE_MODE)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise FileRefused(exc.errno, "is a symbolic link", str(path)) from None
+        raise
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise FileRefused(errno.EINVAL, "is not a regular file", str(path))
+    return fd
+
+
+def open_text(path: str | Path, mode: Literal["r", "a"], **options: Any) -> TextIO:
+    """``open(path, mode, encoding="utf-8", **options)`` for a regular file, never a link.
+
+    For run folders: appending to a crafted ``engine.log -> ~/.ssh/authorized_keys``
+    would write there, and reading a ``metrics.csv -> /dev/zero`` would never end.
+    """
+    flags = os.O_RDONLY if mode == "r" else os.O_WRONLY | os.O_APPEND | os.O_CREAT
+    return os.fdopen(_open_regular(path, flags), mode, encoding="utf-8", **options)
+
+
+def read_regular_file(path: str | Path, limit: int) -> bytes:
+    """The bytes of ``path`` when it is a regular file of at most ``limit`` bytes.
+
+    A file from a shared folder is untrusted: a link is not followed (``O_NOFOLLOW``),
+    a FIFO or a device (``/dev/zero``) is refused without reading a byte or waiting
+    for a writer (``O_NONBLOCK``), and at most ``limit + 1`` bytes are read, so a
+    file that grows while it is read costs no more memory than one that did not.
+    """
+    fd = _open_regular(path, os.O_RDONLY)
+    try:
+        if os.fstat(fd).st_size > limit:
+            raise FileRefused(errno.EFBIG, f"is larger than {limit:,} bytes", str(path))
+        chunks, size = [], 0
+        while size <= limit and (chunk := os.read(fd, min(1 << 20, limit + 1 - size))):
+            chunks.append(chunk)
+            size += len(chunk)
+    finally:
+        os.close(fd)
+    if size > limit:
+        raise FileRefused(errno.EFBIG, f"is larger than {limit:,} bytes", str(path))
+    return b"".join(chunks)

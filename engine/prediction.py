@@ -35,7 +35,7 @@ from .messages import (
     parse_message,
 )
 from .process import QUEUE_SIZE, describe_exit
-from .run_folder import MODEL_FILE, find_model_folder
+from .run_folder import MODEL_FILE, RunFolderError, find_model_folder, refuse_links
 
 PREDICT_TIMEOUT_S = 300.0
 """TensorFlow's start takes seconds; thousands of rows take a few more."""
@@ -70,6 +70,10 @@ def model_folder(run_dir: Path) -> Path:
     """The folder holding the run's ``model.keras`` (:func:`find_model_folder`), or why none."""
     if not run_dir.is_dir():
         raise PredictionError(f"{run_dir}: no such run folder")
+    try:  # the model, classes.json and vocabulary.json are read from the folder, never a link's
+        refuse_links(run_dir)
+    except RunFolderError as exc:
+        raise PredictionError(str(exc)) from None
     folder = find_model_folder(run_dir)
     if folder is not None:
         return folder

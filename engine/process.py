@@ -42,8 +42,8 @@ from .messages import (
 from .run_folder import (
     PROJECT_FILE,
     RunFolderLock,
+    prepare_resume,
     read_status,
-    refuse_links,
     tail_log,
     write_status,
 )
@@ -296,7 +296,7 @@ class EngineProcess:
         if self.run_dir is not None:
             self.lock_folder()
             if self._resume:
-                refuse_links(self.run_dir)
+                prepare_resume(self.run_dir)
             atomic_write_text(
                 self.run_dir / PROJECT_FILE, self.project.to_json(), follow_symlinks=False
             )

@@ -11,6 +11,7 @@ Layout (one folder per run; a cluster task gets one of its own)::
     engine.log     the engine's log lines and TensorFlow's output
     checkpoints/   model, optimizer and step counter (``engine.tf.checkpoint``); in a cluster,
                    the chief's (copied to the other tasks when the run resumes)
+    tensorboard/   the chief's TensorBoard event files (``engine.tf.tensorboard``)
     model.keras    the trained model, when the run finished or stopped: with evaluation, the
                    weights of the lowest val_loss; model.json says which step they are
     saved_model/   the same model for TF Serving, with training.export_saved_model
@@ -26,8 +27,12 @@ and when the engine died too abruptly to record the end. The top level of a loca
 cluster's run folder is the exception: the launcher writes it, from the chief's
 messages and what only it sees (``engine.cluster.top_folder`` says why); each task's
 engine writes its own folder under ``tasks/``.
-Nothing here follows a symbolic link when it replaces or deletes: a run folder is
-the run's own, and a crafted link must not make a run write or delete elsewhere.
+A run folder may come from anyone ("resume my run", "try my model"), so nothing
+here follows a symbolic link when it opens, replaces or deletes, and a resume
+refuses a folder with a link in it (:func:`prepare_resume`): a crafted link must not
+make a run read, write or delete elsewhere. The small JSON files are read with a size
+cap (:func:`load_json`); what a run folder may hold is defined once
+(:func:`unknown_entries`), so ``--overwrite`` replaces a run folder and nothing else.
 """
 
 from __future__ import annotations
@@ -47,7 +52,7 @@ from typing import Any, TextIO
 
 import numpy as np
 
-from .fileio import atomic_write_text
+from .fileio import FileRefused, atomic_write_text, open_text, read_regular_file
 from .messages import PRIMARY_LOSS, secondary_losses
 
 try:
@@ -61,6 +66,9 @@ EVAL_FILE = "eval.csv"
 STATUS_FILE = "status.json"
 LOG_FILE = "engine.log"
 CHECKPOINT_DIR = "checkpoints"
+CHECKPOINT_INDEX_FILE = "checkpoint"
+"""TensorFlow's index of a checkpoint folder: which checkpoint is the latest."""
+TENSORBOARD_DIR = "tensorboard"
 MODEL_FILE = "model.keras"
 """The trained model a finished or stopped run leaves (``engine.tf.model_export``)."""
 MODEL_RECORD_FILE = "model.json"
@@ -76,6 +84,10 @@ VOCABULARY_FILE = "vocabulary.json"
 TASKS_DIR = "tasks"
 """A cluster run's task folders, one run folder each (``engine.cluster``)."""
 LOCK_FILE = ".distloop.lock"
+LABEL_FILE = "label.txt"
+"""Where earlier versions kept a name given by the user: still read, never written."""
+STATUS_READ_LIMIT = 1024 * 1024
+"""The largest ``status.json`` read: a run's record with long notes is a few KiB."""
 RESERVE_BYTES = 32 * 1024
 """Kept in the lock file while a run lasts: on a full disk, enough to write its status."""
 METRICS_COLUMNS = ("step", PRIMARY_LOSS, "elapsed_s")
@@ -127,8 +139,12 @@ def new_run_dir(project_name: str, root: Path | None = None) -> Path:
             candidate.mkdir(parents=True)
         except FileExistsError:
             continue
-        record = {"status": CREATED, "name": _next_run_name(project_name, root, candidate)}
-        _rewrite(candidate / STATUS_FILE, json.dumps(record, indent=2) + "\n")
+        try:
+            record = {"status": CREATED, "name": _next_run_name(project_name, root, candidate)}
+            _rewrite(candidate / STATUS_FILE, json.dumps(record, indent=2) + "\n")
+        except BaseException:
+            shutil.rmtree(candidate, ignore_errors=True)
+            raise
         return candidate
     raise FileExistsError(f"no free run folder name under {root}")
 
@@ -141,9 +157,10 @@ def _next_run_name(project_name: str, root: Path, run_dir: Path) -> str:
         if folder == run_dir or not folder.is_dir():
             continue
         try:
-            name = json.loads((folder / STATUS_FILE).read_text(encoding="utf-8")).get("name")
-        except (OSError, ValueError, AttributeError):
+            record = load_json(folder / STATUS_FILE)
+        except (OSError, ValueError):  # another run's unreadable status names no run
             continue
+        name = record.get("name") if isinstance(record, dict) else None
         match = pattern.fullmatch(name) if isinstance(name, str) else None
         if match:
             highest = max(highest, int(match.group(1)))
@@ -170,6 +187,9 @@ class RunFolderError(OSError):
 
 class RunFolderBusy(RunFolderError):
     """Another run writes this folder now: two writers would interleave their steps."""
+
+    holder: int | None = None
+    """The process that holds the folder's lock, when it said so."""
 
 
 def folder_write_error(run_dir: str | Path, exc: BaseException, what: str) -> RunFolderError:
@@ -226,10 +246,12 @@ class RunFolderLock:
             holder = os.pread(fd, 32, 0).split(b"\n")[0].decode("ascii", "replace")
             os.close(fd)
             by = f" (process {holder})" if holder.isdigit() else ""
-            raise RunFolderBusy(
+            busy = RunFolderBusy(
                 f"the run folder {folder} is in use by another run{by}: wait for it to end, "
                 "or choose another folder"
-            ) from None
+            )
+            busy.holder = int(holder) if holder.isdigit() else None
+            raise busy from None
         # The holder's pid is only for the message above, and the reserve only helps a
         # full disk end well: neither may stop a run from starting.
         with contextlib.suppress(OSError):
@@ -285,10 +307,147 @@ def folder_entries(run_dir: Path) -> list[Path]:
 
 def _only_created(status_file: Path) -> bool:
     try:
-        record = json.loads(status_file.read_text(encoding="utf-8"))
+        record = load_json(status_file)
     except (OSError, ValueError):
         return False
     return isinstance(record, dict) and record.get("status") == CREATED
+
+
+# --- what a run folder may contain --------------------------------------------------------
+
+_FILE, _FOLDER = "file", "folder"
+_TEMPORARY = re.compile(r"\.[0-9a-f]{8}\.(tmp|old)-.+|\..+\.[0-9a-f]{8}\.tmp")
+"""A file or folder being written when its writer died: ``atomic_write_text``'s
+``.<name>.<hex>.tmp`` and the model export's ``.<hex>.tmp-<name>`` / ``.<hex>.old-<name>``."""
+_RUN_ENTRIES: dict[str, str] = {
+    PROJECT_FILE: _FILE,
+    METRICS_FILE: _FILE,
+    EVAL_FILE: _FILE,
+    STATUS_FILE: _FILE,
+    LOG_FILE: _FILE,
+    MODEL_FILE: _FILE,
+    MODEL_RECORD_FILE: _FILE,
+    CONFUSION_FILE: _FILE,
+    CLASSES_FILE: _FILE,
+    VOCABULARY_FILE: _FILE,
+    LABEL_FILE: _FILE,
+    LOCK_FILE: _FILE,
+    CHECKPOINT_DIR: _FOLDER,
+    TENSORBOARD_DIR: _FOLDER,
+    SAVED_MODEL_DIR: _FOLDER,
+}
+"""A single run's folder (a cluster task's too), by name: what :mod:`engine.run_folder`'s
+layout lists, and ``label.txt`` (an earlier version's run name)."""
+_NON_CHIEF_CHECKPOINTS = re.compile(rf"{CHECKPOINT_DIR}-tmp-.+")
+"""Where a task other than the chief saves its checkpoints, removed after each save."""
+_RUN_PATTERNS = {
+    re.compile(r"model-.+\.keras"): _FILE,  # custom code's models, by name
+    _NON_CHIEF_CHECKPOINTS: _FOLDER,
+}
+_CLUSTER_ENTRIES: dict[str, str] = {
+    PROJECT_FILE: _FILE,
+    METRICS_FILE: _FILE,
+    EVAL_FILE: _FILE,
+    STATUS_FILE: _FILE,
+    LOG_FILE: _FILE,
+    LABEL_FILE: _FILE,
+    LOCK_FILE: _FILE,
+    TASKS_DIR: _FOLDER,
+}
+"""A local cluster's top folder (``engine.cluster.top_folder``): its tasks' folders are
+single run folders under ``tasks/``."""
+_TASK_FOLDER = re.compile(r"[a-z]+-\d+")
+"""``worker-1``: ``engine.cluster.plan.task_dir_name``."""
+_CHECKPOINT_ENTRY = re.compile(
+    rf"{CHECKPOINT_INDEX_FILE}|ckpt-\d+\.index|ckpt-\d+\.data-\d+-of-\d+"
+)
+"""What TensorFlow's ``CheckpointManager`` keeps in ``checkpoints/``: the index and each
+checkpoint's files."""
+_CHECKPOINT_TEMPORARY = re.compile(rf"ckpt-\d+_temp|{CHECKPOINT_INDEX_FILE}\.tmp[0-9a-f]+")
+"""What it writes there on the way: a checkpoint's shards before they are merged, and the
+index's atomic write."""
+_EVENT_FILE = re.compile(r"events\.out\.tfevents\..+")
+
+
+def _kind(entry: os.DirEntry[str]) -> str | None:
+    """``file``, ``folder``, or None for a link (removed as a link) and anything else."""
+    if entry.is_dir(follow_symlinks=False):
+        return _FOLDER
+    if entry.is_file(follow_symlinks=False):
+        return _FILE
+    return None
+
+
+def unknown_entries(run_dir: Path) -> list[str]:
+    """What in ``run_dir`` no run writes, as paths inside it; empty for a run folder.
+
+    A single run's folder, or a cluster's top folder with its tasks' folders: every
+    name must be one a run writes, of the kind it writes (``metrics.csv/`` as a folder
+    is not a run's), and ``checkpoints/`` and ``tensorboard/`` may hold only what
+    TensorFlow writes there. A link counts as what its name says: removing it removes
+    the link only. A leftover temporary of a killed run is the run's too.
+    """
+    cluster = (run_dir / TASKS_DIR).is_dir() and not (run_dir / TASKS_DIR).is_symlink()
+    found = (
+        _unknown_in(run_dir, _CLUSTER_ENTRIES, {}, "")
+        if cluster
+        else _unknown_in(run_dir, _RUN_ENTRIES, _RUN_PATTERNS, "")
+    )
+    if cluster:
+        with os.scandir(run_dir / TASKS_DIR) as tasks:
+            for task in tasks:
+                where = f"{TASKS_DIR}/{task.name}"
+                if not _TASK_FOLDER.fullmatch(task.name) or _kind(task) == _FILE:
+                    found.append(where)
+                elif _kind(task) == _FOLDER:
+                    found += _unknown_in(Path(task.path), _RUN_ENTRIES, _RUN_PATTERNS, f"{where}/")
+    return sorted(found)
+
+
+def _unknown_in(
+    folder: Path, names: Mapping[str, str], patterns: Mapping[re.Pattern[str], str], prefix: str
+) -> list[str]:
+    found = []
+    with os.scandir(folder) as entries:
+        for entry in entries:
+            if _TEMPORARY.fullmatch(entry.name):
+                continue
+            kind = _kind(entry)
+            expected = names.get(entry.name) or next(
+                (wanted for pattern, wanted in patterns.items() if pattern.fullmatch(entry.name)),
+                None,
+            )
+            if expected is None or (kind is not None and kind != expected):
+                found.append(f"{prefix}{entry.name}")
+            elif kind == _FOLDER and entry.name in (CHECKPOINT_DIR, TENSORBOARD_DIR):
+                allowed = _CHECKPOINT_ENTRY if entry.name == CHECKPOINT_DIR else _EVENT_FILE
+                with os.scandir(entry.path) as inside:
+                    found += [
+                        f"{prefix}{entry.name}/{item.name}"
+                        for item in inside
+                        if not allowed.fullmatch(item.name)
+                        and not _CHECKPOINT_TEMPORARY.fullmatch(item.name)
+                    ]
+    return found
+
+
+def not_a_run_folder(run_dir: Path) -> str | None:
+    """Why ``run_dir`` is not a run folder that a new run may replace; None when it is one.
+
+    ``--overwrite`` deletes what a run folder holds; in any other folder (a home
+    folder, a thesis under git) it would delete the user's own files. An empty
+    folder is a run folder, one that holds anything must have a ``status.json``
+    (every run writes it as it starts) and nothing a run does not write.
+    """
+    unknown = unknown_entries(run_dir)
+    if unknown:
+        shown = ", ".join(unknown[:5]) + (
+            f" and {len(unknown) - 5} more" if len(unknown) > 5 else ""
+        )
+        return f"{run_dir} is not a run folder: it holds {shown}, which no run writes"
+    if folder_entries(run_dir) and not os.path.lexists(run_dir / STATUS_FILE):
+        return f"{run_dir} is not a run folder: it has no {STATUS_FILE}"
+    return None
 
 
 def remove_path(path: Path) -> None:
@@ -300,28 +459,136 @@ def remove_path(path: Path) -> None:
 
 
 def empty_run_folder(run_dir: Path) -> None:
-    """Removes everything a run left in ``run_dir`` (whose lock the caller holds)."""
+    """Removes everything a run left in ``run_dir`` (whose lock the caller holds).
+
+    Raises RunFolderError, deleting nothing, when ``run_dir`` is not a run folder.
+    """
+    refusal = not_a_run_folder(run_dir)
+    if refusal is not None:
+        raise RunFolderError(refusal)
     for path in folder_entries(run_dir):
         remove_path(path)
 
 
-def refuse_links(run_dir: Path) -> None:
-    """Raises RunFolderError when a folder a resume deletes or writes into is a link.
+# --- resuming a run folder that may come from anyone ---------------------------------------
 
-    A resume replaces checkpoint folders and rewrites task folders; through a link,
-    that would delete and write wherever the link points.
+INDEX_READ_LIMIT = 1024 * 1024
+"""``checkpoints/checkpoint`` names at most ``max_to_keep`` checkpoints: a few hundred bytes."""
+_INDEX_LINE = re.compile(
+    r'(model_checkpoint_path|all_model_checkpoint_paths): "ckpt-\d+"'
+    r"|(all_model_checkpoint_timestamps|last_preserved_timestamp): [0-9.e+-]+"
+)
+"""Every line TensorFlow's ``CheckpointManager`` writes into its index: checkpoints by
+their plain names, relative to the index's folder, and when they were saved."""
+
+
+def prepare_resume(run_dir: Path) -> None:
+    """Checks a run folder before a run continues in it, and removes its stale temporaries.
+
+    Raises RunFolderError when anything in it is a link (:func:`refuse_links`) or a
+    checkpoint index names anything but its own folder's checkpoints
+    (:func:`check_checkpoint_indexes`). Then the temporaries that a killed run left in
+    ``run_dir`` itself are removed (:func:`remove_stale_temporaries`): the caller holds
+    its lock, so whoever wrote them is gone.
     """
-    candidates = [run_dir / CHECKPOINT_DIR, run_dir / TASKS_DIR]
+    refuse_links(run_dir)
+    check_checkpoint_indexes(run_dir)
+    remove_stale_temporaries(run_dir)
+
+
+def refuse_links(run_dir: Path) -> None:
+    """Raises RunFolderError naming the first symbolic link anywhere in ``run_dir``.
+
+    A resume, a prediction and Try it read, write and delete a run folder's files by
+    their names; through a link (``engine.log -> ~/.ssh/authorized_keys``,
+    ``tensorboard -> /elsewhere``, ``tasks/worker-1 -> /elsewhere``) they would do it
+    wherever the link points. ``run_dir`` itself may be a link: the user named it.
+    """
+    for folder, folders, files in os.walk(run_dir):
+        folders.sort()
+        for name in sorted([*folders, *files]):
+            path = Path(folder) / name
+            if path.is_symlink():
+                raise RunFolderError(
+                    f"{path} is a symbolic link: Distloop reads and writes only a run folder's "
+                    "own files; replace the link with a copy of what it points to"
+                )
+
+
+def check_checkpoint_indexes(run_dir: Path) -> None:
+    """Raises RunFolderError when a checkpoint index of the run (or of a cluster's task) names
+    anything but a ``ckpt-<step>`` in its own folder.
+
+    TensorFlow's ``CheckpointManager`` trusts its index: it restores what the index
+    names and, keeping the last three, deletes the others it lists, wherever they
+    are (``/elsewhere/...``, another run's checkpoints).
+    """
+    folders = [run_dir / CHECKPOINT_DIR]
     tasks = run_dir / TASKS_DIR
-    if tasks.is_dir() and not tasks.is_symlink():
-        for task_dir in sorted(tasks.iterdir()):
-            candidates += [task_dir, task_dir / CHECKPOINT_DIR]
-    for path in candidates:
-        if path.is_symlink():
-            raise RunFolderError(
-                f"{path} is a symbolic link: Distloop deletes and writes only inside a run "
-                "folder's own folders; replace the link with a copy of its folder"
-            )
+    if tasks.is_dir():
+        folders += [task / CHECKPOINT_DIR for task in sorted(tasks.iterdir())]
+    for folder in folders:
+        index = folder / CHECKPOINT_INDEX_FILE
+        if not os.path.lexists(index):
+            continue
+        try:
+            text = read_regular_file(index, INDEX_READ_LIMIT).decode("utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            reason = getattr(exc, "strerror", None) or "is not UTF-8 text"
+            raise RunFolderError(f"cannot read the checkpoint index {index}: it {reason}") from None
+        for line in text.splitlines():
+            if line.strip() and not _INDEX_LINE.fullmatch(line.strip()):
+                named = re.search(r'"(.*)"', line)
+                what = f"names {named.group(1)!r}" if named else f"holds {line.strip()[:80]!r}"
+                raise RunFolderError(
+                    f"the checkpoint index {index} {what}: a run resumes only from the "
+                    "ckpt-<step> checkpoints in its own checkpoints folder"
+                )
+
+
+def remove_stale_temporaries(run_dir: Path) -> None:
+    """Removes what a killed run was writing in ``run_dir`` when it died (the caller holds
+    the folder's lock, so the writer is gone): a half-saved ``.<hex>.tmp-model.keras``,
+    an atomic write's ``.<name>.<hex>.tmp``, a non-chief task's ``checkpoints-tmp-<task>/``,
+    and in ``checkpoints/`` a checkpoint's ``ckpt-<step>_temp/`` and the index's temporary.
+
+    A task folder of a cluster has a lock of its own, and is cleaned by its task.
+    """
+    stale = [
+        path
+        for path in run_dir.iterdir()
+        if _TEMPORARY.fullmatch(path.name) or _NON_CHIEF_CHECKPOINTS.fullmatch(path.name)
+    ]
+    checkpoints = run_dir / CHECKPOINT_DIR
+    if checkpoints.is_dir() and not checkpoints.is_symlink():
+        stale += [p for p in checkpoints.iterdir() if _CHECKPOINT_TEMPORARY.fullmatch(p.name)]
+    for path in stale:
+        remove_path(path)
+
+
+def _open_to_append(path: Path) -> TextIO:
+    """A run folder's CSV file, opened to append rows, never through a link."""
+    try:
+        return open_text(path, "a", newline="")
+    except OSError as exc:
+        raise folder_write_error(path.parent, exc, path.name) from None
+
+
+def log_line(level: str, source: str, text: str) -> str:
+    """One record of ``engine.log``: every line of ``text`` after the record's prefix.
+
+    A record's text holds what users and data wrote (a data path, an error naming a
+    file, a traceback): a line break in it starts a line with the prefix again, so
+    no line of the log ever begins with text from outside, whatever the log is (a
+    log appended to a crafted ``authorized_keys`` once gave its reader a key).
+    """
+    prefix = f"{time.strftime('%H:%M:%S')} {level[0].upper()} [{source}] "
+    return "".join(f"{prefix}{line}\n" for line in text.splitlines() or [""])
+
+
+def open_log(run_dir: Path) -> TextIO:
+    """``engine.log``, opened to append records (:func:`log_line`), never through a link."""
+    return open_text(run_dir / LOG_FILE, "a")
 
 
 class MetricsWriter:
@@ -334,8 +601,8 @@ class MetricsWriter:
     def __init__(self, path: Path, replicas: int | None, named: Sequence[str] = ()) -> None:
         self._path = path
         self._named = secondary_losses(named)
-        fresh = not path.exists() or path.stat().st_size == 0
-        self._file: TextIO = path.open("a", encoding="utf-8", newline="")
+        self._file: TextIO = _open_to_append(path)
+        fresh = os.fstat(self._file.fileno()).st_size == 0
         self._csv = csv.writer(self._file, lineterminator="\n")
         if fresh:
             extra = [*self._named, *(replica_column(i) for i in range(replicas or 0))]
@@ -381,8 +648,8 @@ class EvalWriter:
     def __init__(self, path: Path, metric_names: Sequence[str]) -> None:
         self._path = path
         self._names = list(metric_names)
-        fresh = not path.exists() or path.stat().st_size == 0
-        self._file: TextIO = path.open("a", encoding="utf-8", newline="")
+        self._file: TextIO = _open_to_append(path)
+        fresh = os.fstat(self._file.fileno()).st_size == 0
         self._csv = csv.writer(self._file, lineterminator="\n")
         if fresh:
             self._write_row(["step", *self._names])
@@ -405,9 +672,9 @@ class EvalWriter:
 def truncate_eval(run_dir: str | Path, last_step: int) -> None:
     """Keeps the evaluations up to ``last_step``: a resume redoes the later ones."""
     path = Path(run_dir) / EVAL_FILE
-    if not path.exists():
+    if not os.path.lexists(path):
         return
-    lines = path.read_text(encoding="utf-8").splitlines()
+    lines = _read_lines(path)
     kept = lines[:1]
     for line in lines[1:]:
         step = line.split(",", 1)[0]
@@ -427,9 +694,18 @@ def read_eval(run_dir: str | Path) -> dict[str, list[float]]:
     return _read_columns(Path(run_dir) / EVAL_FILE)
 
 
+def _read_lines(path: Path) -> list[str]:
+    """A run folder's CSV file's lines (never through a link); a failure stops the run."""
+    try:
+        with open_text(path, "r") as handle:
+            return handle.read().splitlines()
+    except OSError as exc:
+        raise RunFolderError(f"cannot read {path.name} in {path.parent}: {exc.strerror}") from None
+
+
 def _read_columns(path: Path) -> dict[str, list[float]]:
     columns: dict[str, list[float]] = {}
-    with path.open(encoding="utf-8", newline="") as handle:
+    with open_text(path, "r", newline="") as handle:
         reader = csv.reader(handle)
         header = next(reader, None) or []
         for name in header:
@@ -453,9 +729,9 @@ def truncate_metrics(run_dir: str | Path, last_step: int) -> float:
     not have, so they are dropped and recomputed; the file stays one clean trace.
     """
     path = Path(run_dir) / METRICS_FILE
-    if not path.exists():
+    if not os.path.lexists(path):
         return 0.0
-    lines = path.read_text(encoding="utf-8").splitlines()
+    lines = _read_lines(path)
     kept, elapsed = lines[:1], 0.0
     for line in lines[1:]:
         fields = line.split(",")
@@ -499,19 +775,26 @@ JSON_READ_LIMIT = 64 * 1024 * 1024
 run folder is untrusted, and a crafted file must not take the reader's memory."""
 
 
-def _read_json(path: Path) -> Any:
-    """A run-folder JSON file's value, or None when it is missing, too big, or not JSON.
+def load_json(path: Path, limit: int = STATUS_READ_LIMIT) -> Any:
+    """The value of a run folder's JSON file of at most ``limit`` bytes.
 
-    Nesting deeper than Python's recursion limit is not JSON this reader accepts either:
-    a crafted ``classes.json`` must not end a prediction with a RecursionError.
+    Raises OSError when it cannot be read (missing; a link, a FIFO or a device, or
+    too big: :func:`engine.fileio.read_regular_file`; nested deeper than Python's
+    recursion limit, which a crafted ``status.json`` is to end the runs list or a
+    prediction with a RecursionError), ValueError when it is not JSON (half written).
     """
+    data = read_regular_file(path, limit)
     try:
-        with path.open("rb") as handle:
-            data = handle.read(JSON_READ_LIMIT + 1)
-        if len(data) > JSON_READ_LIMIT:
-            return None
         return json.loads(data.decode("utf-8"))
-    except (OSError, ValueError, RecursionError):
+    except RecursionError:
+        raise FileRefused(errno.EINVAL, "nests too deeply", str(path)) from None
+
+
+def _read_json(path: Path) -> Any:
+    """A run-folder JSON file's value, or None when it is missing, too big, or not JSON."""
+    try:
+        return load_json(path, JSON_READ_LIMIT)
+    except (OSError, ValueError):
         return None
 
 
@@ -621,19 +904,29 @@ def update_status(run_dir: str | Path, **details: Any) -> None:
 
 def _read_record(run_dir: str | Path) -> dict[str, Any]:
     try:
-        record = json.loads((Path(run_dir) / STATUS_FILE).read_text(encoding="utf-8"))
+        record = load_json(Path(run_dir) / STATUS_FILE)
     except (OSError, ValueError):
         return {}
     return record if isinstance(record, dict) else {}
 
 
 def read_status(run_dir: str | Path) -> dict[str, Any]:
-    return json.loads((Path(run_dir) / STATUS_FILE).read_text(encoding="utf-8"))
+    """``status.json``; raises OSError or ValueError when it cannot be read (:func:`load_json`)."""
+    record = load_json(Path(run_dir) / STATUS_FILE)
+    if not isinstance(record, dict):
+        raise ValueError(f"{STATUS_FILE} is not a JSON object")
+    return record
+
+
+TAIL_BYTES = 64 * 1024
+"""How much of the end of ``engine.log`` :func:`tail_log` reads: plenty for its last lines."""
 
 
 def tail_log(run_dir: str | Path, lines: int = 20) -> list[str]:
     """The last lines of the engine log, for error reports after a crash."""
-    path = Path(run_dir) / LOG_FILE
-    if not path.exists():
+    try:
+        with open_text(Path(run_dir) / LOG_FILE, "r", errors="replace") as handle:
+            handle.buffer.seek(max(0, handle.buffer.seek(0, os.SEEK_END) - TAIL_BYTES))
+            return handle.read().splitlines()[-lines:]
+    except OSError:
         return []
-    return path.read_text(encoding="utf-8", errors="replace").splitlines()[-lines:]

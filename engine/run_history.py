@@ -9,7 +9,6 @@ is still writing is never moved under the engine's feet.
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import shutil
@@ -17,22 +16,31 @@ import socket
 from dataclasses import dataclass
 from pathlib import Path
 
+from .fileio import read_regular_file
 from .run_folder import (
+    LABEL_FILE,
+    LOCK_FILE,
     METRICS_FILE,
     PROJECT_FILE,
     STATUS_FILE,
+    RunFolderBusy,
+    RunFolderLock,
     default_runs_root,
     folder_stamp,
+    load_json,
     read_metrics,
     update_status,
 )
 
-LABEL_FILE = "label.txt"
-"""Where earlier versions kept a name given by the user: still read, never written."""
 INTERRUPTED = "interrupted"
 """A run whose status.json still says running while no process of it is left: its
 owner (the CLI, the window) was killed before it could record the end. It resumes
 from its last checkpoint like a stopped one."""
+LABEL_READ_LIMIT = 64 * 1024
+UNREADABLE = "unreadable"
+"""A folder whose ``status.json`` or ``project.json`` is refused (a link, a device, too big,
+nested too deeply): listed with the reason as its error, summarized no further,
+so one crafted folder never keeps the others from the list."""
 
 
 @dataclass(frozen=True)
@@ -60,13 +68,21 @@ class RunSummary:
 
 
 def is_run_folder(path: Path) -> bool:
-    return (path / PROJECT_FILE).is_file()
+    """A folder with a ``project.json`` (as a link too: it is then listed as unreadable)."""
+    return os.path.lexists(path / PROJECT_FILE)
 
 
 def summarize(run_dir: Path) -> RunSummary:
-    """The run's summary; tolerates missing or half-written files (a crashed run)."""
-    status = _read_json(run_dir / STATUS_FILE)
-    project = _read_json(run_dir / PROJECT_FILE)
+    """The run's summary; tolerates missing or half-written files (a crashed run).
+
+    Never raises: a folder whose records cannot be read is summarized as
+    :data:`UNREADABLE`, naming why.
+    """
+    try:
+        status = _read_record(run_dir / STATUS_FILE)
+        project = _read_record(run_dir / PROJECT_FILE)
+    except OSError as exc:
+        return _unreadable(run_dir, exc)
     name = _text(status.get("name")) or _label(run_dir) or _derived_name(run_dir, project)
     steps, final, best, elapsed = 0, None, None, None
     if (run_dir / METRICS_FILE).is_file():
@@ -75,7 +91,8 @@ def summarize(run_dir: Path) -> RunSummary:
         except (OSError, UnicodeDecodeError):
             metrics = {}
         losses = [v for v in metrics.get("loss", []) if math.isfinite(v)]
-        if metrics.get("step"):
+        # A crafted metrics.csv (no loss column, a step of inf) summarizes as no steps.
+        if metrics.get("step") and metrics.get("loss") and math.isfinite(metrics["step"][-1]):
             steps = int(metrics["step"][-1])
             final = metrics["loss"][-1]
             elapsed = metrics.get("elapsed_s", [None])[-1]
@@ -89,20 +106,41 @@ def summarize(run_dir: Path) -> RunSummary:
         duration = updated - started
     replicas = status.get("num_replicas")
     tags = status.get("tags")
+    planned = project.get("strategy")
+    error = status.get("error")
     return RunSummary(
         path=run_dir,
         name=name,
         started_at=started,
-        strategy=status.get("strategy") or (project.get("strategy") or {}).get("kind"),
+        strategy=_text(status.get("strategy"))
+        or (_text(planned.get("kind")) if isinstance(planned, dict) else "")
+        or None,
         num_replicas=replicas if isinstance(replicas, int) else None,
         steps=steps,
         final_loss=final,
         best_loss=best,
         duration_s=duration,
         status=INTERRUPTED if _abandoned(status) else str(status.get("status", "unknown")),
-        error=status.get("error"),
+        error=error if isinstance(error, str) else None,
         notes=_text(status.get("notes")),
         tags=tuple(tag for tag in tags if isinstance(tag, str)) if isinstance(tags, list) else (),
+    )
+
+
+def _unreadable(run_dir: Path, exc: OSError) -> RunSummary:
+    reason = f"{Path(exc.filename).name} {exc.strerror}" if exc.filename else str(exc)
+    return RunSummary(
+        path=run_dir,
+        name=run_dir.name,
+        started_at=None,
+        strategy=None,
+        num_replicas=None,
+        steps=0,
+        final_loss=None,
+        best_loss=None,
+        duration_s=None,
+        status=UNREADABLE,
+        error=f"cannot read this run folder: {reason}",
     )
 
 
@@ -144,7 +182,7 @@ def _alive(pid: int) -> bool:
         return True
     try:
         os.kill(pid, 0)
-    except ProcessLookupError:
+    except (ProcessLookupError, OverflowError):  # a crafted status.json's pid of 2**70 too
         return False
     except OSError:  # it exists, under another user
         return True
@@ -179,23 +217,43 @@ def set_tags(run_dir: Path, tags: str | list[str]) -> None:
 
 
 def delete_run(run_dir: Path) -> None:
-    """Removes the run folder, refusing anything that is not one (a safety net)."""
+    """Removes the run folder, refusing anything that is not one (a safety net).
+
+    A run still writing the folder holds its lock: the folder is then kept, and
+    RunFolderBusy names the process. Deleted under it, the run went on training
+    and wrote a partial folder of its own again, missing from the runs list.
+    """
     if not is_run_folder(run_dir):
         raise ValueError(f"{run_dir} is not a run folder; nothing was deleted")
-    shutil.rmtree(run_dir)
+    if (run_dir / LOCK_FILE).is_symlink():  # a crafted one: no run holds a link
+        (run_dir / LOCK_FILE).unlink()
+    try:
+        lock = RunFolderLock.acquire(run_dir)
+    except RunFolderBusy as exc:
+        by = f" (process {exc.holder})" if exc.holder else ""
+        raise RunFolderBusy(
+            f"{run_dir} is still being written by its run{by}: stop the run first; nothing "
+            "was deleted"
+        ) from None
+    try:
+        shutil.rmtree(run_dir)
+    finally:
+        lock.release()
 
 
 def _label(run_dir: Path) -> str | None:
     try:
-        return (run_dir / LABEL_FILE).read_text(encoding="utf-8").strip() or None
-    except OSError:
+        return read_regular_file(run_dir / LABEL_FILE, LABEL_READ_LIMIT).decode().strip() or None
+    except (OSError, UnicodeDecodeError):
         return None
 
 
-def _read_json(path: Path) -> dict:
+def _read_record(path: Path) -> dict:
+    """A run's JSON record; {} when it is missing, half written or not an object (a run
+    that crashed). Raises OSError when it is refused (:func:`engine.run_folder.load_json`)."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        data = load_json(path)
+    except (FileNotFoundError, ValueError):
         return {}
     return data if isinstance(data, dict) else {}
 

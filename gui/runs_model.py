@@ -20,6 +20,7 @@ from ..engine.formatting import format_duration
 from ..engine.run_folder import format_loss
 from ..engine.run_history import (
     INTERRUPTED,
+    UNREADABLE,
     RunSummary,
     rename_run,
     set_notes,
@@ -34,6 +35,7 @@ STATUS_COLORS = {
     "running": QColor(21, 101, 192),
     "stopped": QColor(230, 81, 0),
     INTERRUPTED: QColor(230, 81, 0),
+    UNREADABLE: QColor(198, 40, 40),
 }
 
 
@@ -195,6 +197,8 @@ class RunsTableModel(QAbstractTableModel):
     def _tooltip(run: RunSummary, column: Column) -> str | None:
         if run.status == "failed":
             return f"Failed: {run.error}" if run.error else "Failed (no error was recorded)"
+        if run.status == UNREADABLE:
+            return f"Unreadable: {run.error}"
         if run.status == INTERRUPTED:
             return (
                 "Interrupted: the process that ran it was killed before it could record the "

@@ -597,7 +597,7 @@ class RunsPanel(QWidget):
         still = [run for run in runs if run.status == "running"]
         warning = (
             "\n\nA run whose status says running may still be training from the command "
-            "line; deleting its folder makes it fail."
+            "line or another window; such a run is not deleted (stop it first)."
             if still
             else ""
         )

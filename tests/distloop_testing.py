@@ -278,3 +278,25 @@ def model_run_folder(folder: Path, data: dict[str, Any]) -> Path:
     (folder / "project.json").write_text(project.to_json())
     build_model(project.model, 0).save(folder / "model.keras")
     return folder
+
+
+def crafted_status_folders(root: Path) -> dict[Path, str]:
+    """Run folders whose status.json cannot be read, with why the runs list says so.
+
+    Each once stopped the window from starting and `distloop run` without --out (which
+    reads every run's name): a status.json nested 100,000 deep (RecursionError), one
+    that links to /dev/zero (read until the out-of-memory killer came), one of 2 MiB.
+    """
+    made = {
+        root / "nested": ("[" * 100_000, "status.json nests too deeply"),
+        root / "zero": (None, "status.json is a symbolic link"),
+        root / "huge": (" " * (2 << 20), "status.json is larger than 1,048,576 bytes"),
+    }
+    for folder, (text, _) in made.items():
+        folder.mkdir(parents=True)
+        (folder / "project.json").write_text(json.dumps(example_data()))
+        if text is None:
+            (folder / "status.json").symlink_to("/dev/zero")
+        else:
+            (folder / "status.json").write_text(text)
+    return {folder: f"cannot read this run folder: {why}" for folder, (_, why) in made.items()}

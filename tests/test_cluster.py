@@ -28,7 +28,7 @@ from distloop.engine.config import load_project, load_project_data
 from distloop.engine.messages import RunFailed, RunFinished, RunStarted, StepMetrics
 from distloop.engine.netns import ENV_SWITCH, PrivateNetworkUnavailable, start_private_network
 from distloop.engine.problems import ProblemsError
-from distloop.engine.run_folder import class_names, read_metrics, read_status
+from distloop.engine.run_folder import class_names, read_metrics, read_status, unknown_entries
 from distloop_testing import REPO, distloop, example_data, run_engine, synthetic_project
 
 STEP_LINE = re.compile(r"^step=(\d+) loss=(\S+)$", re.MULTILINE)
@@ -239,6 +239,7 @@ def test_two_workers_give_the_single_process_trace_and_the_cli_prints_it(tmp_pat
     assert sorted(out.rglob("model*.keras")) == [out / "tasks" / "worker-0" / "model.keras"]
     assert json.loads((out / "tasks" / "worker-0" / "model.json").read_text())["step"] == 20
     assert not list(out.rglob(".*.tmp-*"))
+    assert unknown_entries(out) == []  # a cluster's top folder and its tasks' folders
 
 
 @pytest.mark.slow

@@ -11,7 +11,7 @@ import pytest
 from distloop.engine.formatting import format_prediction
 from distloop.engine.messages import ClassScore, InputRefused, Predicted
 from distloop.engine.prediction import PredictionError, PredictionResult, model_folder
-from distloop.engine.run_folder import read_eval
+from distloop.engine.run_folder import read_eval, unknown_entries
 from distloop.engine.synthetic import make_classification
 from distloop_testing import distloop, example_data
 
@@ -88,6 +88,7 @@ def test_a_run_saves_its_best_model_and_distloop_predict_reproduces_its_evaluati
     assert (run_dir / "model.keras").is_file()
     assert (run_dir / "saved_model" / "saved_model.pb").is_file()
     assert not list(run_dir.glob(".*tmp*"))
+    assert unknown_entries(run_dir) == []  # all of it is what a run folder may hold
     evaluations = read_eval(run_dir)
     best = int(np.argmin(evaluations["val_loss"]))
     best_step = int(evaluations["step"][best])

@@ -23,9 +23,11 @@ from distloop.engine.run_folder import (
     RunFolderError,
     RunFolderLock,
     empty_run_folder,
+    not_a_run_folder,
     read_metrics,
     read_status,
     truncate_metrics,
+    unknown_entries,
     write_status,
 )
 from distloop_testing import REPO, example_data, synthetic_project
@@ -122,11 +124,11 @@ def test_emptying_a_run_folder_deletes_links_not_what_they_point_to(tmp_path) ->
     (outside / "checkpoints" / "ckpt-1.index").write_text("keep")
     (outside / "metrics.csv").write_text("keep")
     run_dir = tmp_path / "run"
-    (run_dir / "tasks").mkdir(parents=True)
+    (run_dir / "tasks" / "worker-0" / "checkpoints").mkdir(parents=True)
     (run_dir / "tasks" / "worker-1").symlink_to(outside)
     (run_dir / "metrics.csv").symlink_to(outside / "metrics.csv")
-    (run_dir / "checkpoints").mkdir()
-    (run_dir / "checkpoints" / "elsewhere").symlink_to(outside / "checkpoints")
+    chief = run_dir / "tasks" / "worker-0" / "checkpoints"
+    (chief / "ckpt-1.index").symlink_to(outside / "checkpoints" / "ckpt-1.index")
     (run_dir / "status.json").write_text("{}")
     lock = RunFolderLock.acquire(run_dir)
     before = tree(outside)
@@ -151,8 +153,8 @@ def test_a_resume_refuses_linked_task_and_checkpoint_folders_before_starting(tmp
     result = distloop_quick("cluster", "--resume", str(run_dir))
     assert result.returncode == 1
     assert result.stderr.strip() == (
-        f"distloop: {worker_1} is a symbolic link: Distloop deletes and writes only inside a "
-        "run folder's own folders; replace the link with a copy of its folder"
+        f"distloop: {worker_1} is a symbolic link: Distloop reads and writes only a run "
+        "folder's own files; replace the link with a copy of what it points to"
     )
     assert tree(outside) == before
 
@@ -220,7 +222,8 @@ def test_two_runs_started_at_once_into_one_folder_one_runs_and_one_is_refused(tm
     run_dir = tmp_path / "run"
     run_dir.mkdir()
     (run_dir / "metrics.csv").write_text("step,loss,elapsed_s\n1,9.0,0.1\n2,9.0,0.2\n")
-    (run_dir / "old-link").symlink_to(outside)
+    (run_dir / "status.json").write_text('{"status": "finished"}')
+    (run_dir / "engine.log").symlink_to(outside / "keep.txt")
 
     began = time.monotonic()
     first, second = (
@@ -240,7 +243,8 @@ def test_two_runs_started_at_once_into_one_folder_one_runs_and_one_is_refused(tm
     assert refused_at - began < 10 and refused_at < ended[holder][2], "refused after TensorFlow"
     assert read_metrics(run_dir)["step"] == list(range(1, 41))
     assert read_status(run_dir)["status"] == "finished"
-    assert not (run_dir / "old-link").exists() and tree(outside) == {"keep.txt": "keep"}
+    assert not (run_dir / "engine.log").is_symlink() and tree(outside) == {"keep.txt": "keep"}
+    assert unknown_entries(run_dir) == []  # what a finished run leaves is a run folder's
 
     result = distloop_quick("run", str(project), "--out", str(run_dir))
     assert result.returncode == 1
@@ -389,3 +393,78 @@ def test_a_resume_on_a_full_disk_stops_in_one_message_and_keeps_the_trace(small_
     assert raised.value.__cause__ is None and raised.value.__suppress_context__
     assert [p.name for p in run_dir.iterdir()] == ["metrics.csv"]
     assert (run_dir / "metrics.csv").read_text() == trace
+
+
+def fake_home(root: Path) -> Path:
+    """A home folder as --out: what `--overwrite` once deleted, reporting "finished"."""
+    home = root / "home"
+    (home / ".ssh").mkdir(parents=True)
+    (home / ".ssh" / "authorized_keys").write_text("ssh-ed25519 AAAA me@here\n")
+    (home / ".bashrc").write_text("export EDITOR=vi\n")
+    (home / "Documents").mkdir()
+    (home / "Documents" / "letter.txt").write_text("dear ...")
+    return home
+
+
+def thesis_folder(root: Path) -> Path:
+    """A folder with a thesis under git, and a project.json and status.json of its own."""
+    thesis = root / "thesis"
+    (thesis / ".git" / "objects").mkdir(parents=True)
+    (thesis / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
+    (thesis / "thesis.tex").write_text("\\chapter{Results}\n")
+    (thesis / "project.json").write_text("{}")
+    (thesis / "status.json").write_text("{}")
+    return thesis
+
+
+@pytest.mark.parametrize("command", ["run", "cluster"])
+def test_overwrite_never_empties_a_folder_that_is_not_a_run_folder(tmp_path, command) -> None:
+    """`distloop run seed.json --out ~ --overwrite` removed .ssh/, .bashrc and Documents/."""
+    project = tmp_path / "p.json"
+    data = example_data()
+    if command == "cluster":
+        data["strategy"] = {"kind": "multi_worker_mirrored"}
+    project.write_text(json.dumps(data))
+    home, thesis = fake_home(tmp_path), thesis_folder(tmp_path)
+    for folder, unknown in (
+        (home, ".bashrc, .ssh, Documents"),
+        (thesis, ".git, thesis.tex"),
+    ):
+        before = tree(folder)
+        for overwrite in (["--overwrite"], []):
+            result = distloop_quick(command, str(project), "--out", str(folder), *overwrite)
+            assert result.returncode == 1
+            assert result.stderr.strip() == (
+                f"distloop: {folder} is not a run folder: it holds {unknown}, which no run "
+                "writes; choose an empty or a new folder for --out"
+            )
+            assert tree(folder) == before
+            assert not (folder / LOCK_FILE).exists()  # nothing written into the user's folder
+
+    # A folder of run files with one file of the user's among them: refused, naming it.
+    run_like = tmp_path / "run-like"
+    run_like.mkdir()
+    for name in ("metrics.csv", "status.json", "engine.log"):
+        (run_like / name).write_text("")
+    (run_like / "checkpoints").mkdir()
+    (run_like / "checkpoints" / "notes.md").write_text("mine")
+    result = distloop_quick(command, str(project), "--out", str(run_like), "--overwrite")
+    assert result.returncode == 1 and (
+        f"{run_like} is not a run folder: it holds checkpoints/notes.md, which" in result.stderr
+    )
+    assert (run_like / "checkpoints" / "notes.md").read_text() == "mine"
+
+
+def test_a_folder_of_run_files_without_a_status_is_not_a_run_folder(tmp_path) -> None:
+    """A user's project folder holding project.json and a model.keras is not a run's."""
+    folder = tmp_path / "project"
+    folder.mkdir()
+    (folder / "project.json").write_text("{}")
+    (folder / "model.keras").write_bytes(b"PK")
+    assert not_a_run_folder(folder) == f"{folder} is not a run folder: it has no status.json"
+    with pytest.raises(RunFolderError):
+        empty_run_folder(folder)
+    assert sorted(p.name for p in folder.iterdir()) == ["model.keras", "project.json"]
+    (folder / "status.json").write_text("{}")
+    empty_run_folder(folder)
+    assert list(folder.iterdir()) == []

@@ -4,22 +4,27 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
+import time
 
 import pytest
 from distloop.engine.examples import load_example
 from distloop.engine.run_folder import (
     STATUS_FILE,
     MetricsWriter,
+    RunFolderBusy,
     folder_entries,
     new_run_dir,
+    read_metrics,
     read_status,
     write_status,
 )
 from distloop.engine.run_history import (
     LABEL_FILE,
+    UNREADABLE,
     delete_run,
     list_runs,
     rename_run,
@@ -27,7 +32,7 @@ from distloop.engine.run_history import (
     set_tags,
     summarize,
 )
-from distloop_testing import run_engine
+from distloop_testing import crafted_status_folders, distloop, example_data, run_engine
 
 
 def fake_run(root, name: str, started: float, losses: list[float], status: str = "finished"):
@@ -179,3 +184,80 @@ def test_a_running_run_whose_processes_are_gone_is_interrupted(tmp_path) -> None
     assert summarize(cluster).status == "interrupted"
     write_status(cluster, "stopped")
     assert summarize(cluster).status == "stopped"
+
+
+def test_a_crafted_status_is_listed_as_unreadable_and_never_breaks_the_list(tmp_path) -> None:
+    crafted = crafted_status_folders(tmp_path)
+    fake_run(tmp_path, "good", 100.0, [1.0, 0.5])
+    runs = {run.path: run for run in list_runs(tmp_path)}
+    assert runs[tmp_path / "good"].final_loss == 0.5
+    assert {path: (run.status, run.error) for path, run in runs.items() if path in crafted} == {
+        path: (UNREADABLE, why) for path, why in crafted.items()
+    }
+    # A new run's name counts the runs of its project: the crafted ones name none.
+    run_dir = new_run_dir("good", tmp_path)
+    assert read_status(run_dir)["name"] == "good #1"
+
+
+def test_crafted_records_of_any_type_summarize_without_an_exception(tmp_path) -> None:
+    run_dir = tmp_path / "odd"
+    run_dir.mkdir()
+    (run_dir / "project.json").write_text(json.dumps({"strategy": ["not", "an", "object"]}))
+    (run_dir / "status.json").write_text(
+        json.dumps({"strategy": [1], "error": {"x": 1}, "status": "running", "pid": 2**70})
+    )
+    (run_dir / "metrics.csv").write_text("step\ninf\n")
+    run = summarize(run_dir)
+    assert (run.strategy, run.error, run.steps, run.status) == (None, None, 0, "interrupted")
+
+
+@pytest.mark.slow
+def test_distloop_run_without_out_passes_crafted_runs_and_leaves_no_empty_folder(
+    tmp_path,
+) -> None:
+    """It ended in a RecursionError (or read /dev/zero until killed), leaving an empty folder."""
+    root = tmp_path / "data" / "distloop" / "runs"
+    crafted = crafted_status_folders(root)
+    env = {**os.environ, "XDG_DATA_HOME": str(tmp_path / "data")}
+    data = example_data()
+    data["training"] = {"steps": 3, "seed": 0}
+    (tmp_path / "p.json").write_text(json.dumps(data))
+    result = distloop("run", str(tmp_path / "p.json"), "--quiet", env=env)
+    assert result.returncode == 0, result.stderr
+    (made,) = set(root.iterdir()) - set(crafted)
+    assert read_status(made)["status"] == "finished"
+    assert read_status(made)["name"] == f"{data['name']} #1"
+
+
+@pytest.mark.slow
+def test_a_run_still_training_is_not_deleted(tmp_path) -> None:
+    """Deleting it did not stop it: it went on and wrote a partial, unlisted folder again."""
+    data = example_data()
+    data["training"] = {"steps": 100_000, "seed": 0}
+    (tmp_path / "p.json").write_text(json.dumps(data))
+    run_dir = tmp_path / "runs" / "training"
+    command = [sys.executable, "-m", "distloop.gui.launcher", "run", str(tmp_path / "p.json")]
+    run = subprocess.Popen(
+        [*command, "--out", str(run_dir), "--quiet"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while not (run_dir / "metrics.csv").is_file() or not read_metrics(run_dir).get("step"):
+            assert run.poll() is None and time.monotonic() < deadline
+            time.sleep(0.1)
+        with pytest.raises(RunFolderBusy) as refused:
+            delete_run(run_dir)
+        assert str(refused.value) == (
+            f"{run_dir} is still being written by its run (process {run.pid}): stop the run "
+            "first; nothing was deleted"
+        )
+        assert read_status(run_dir)["status"] == "running"
+        run.send_signal(signal.SIGINT)
+        assert run.wait(60) == 130
+    finally:
+        run.kill()
+        run.wait()
+    delete_run(run_dir)
+    assert not run_dir.exists()

@@ -20,7 +20,7 @@ from ..messages import EvalMetrics, Log, Message, RunFailed, RunFinished, RunSta
 from ..netns import PrivateNetwork, PrivateNetworkUnavailable, start_private_network
 from ..problems import Problem, ProblemsError
 from ..process import EngineProcess
-from ..run_folder import TASKS_DIR, RunFolderError, RunFolderLock, refuse_links
+from ..run_folder import TASKS_DIR, RunFolderError, RunFolderLock, prepare_resume
 from ..tf_config import NO_RESUME, TaskSpec
 from .plan import local_cluster_config, serves_only, task_dir_name, task_project
 from .top_folder import ClusterFolder
@@ -196,7 +196,7 @@ class LocalCluster:
         if self._folder_lock is None:
             self._folder_lock = RunFolderLock.acquire(self.run_dir)
         if self._resume:
-            refuse_links(self.run_dir)
+            prepare_resume(self.run_dir)
         for task in self._tasks:
             task.engine.lock_folder()
 

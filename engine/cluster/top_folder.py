@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import contextlib
 import shutil
-import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TextIO
@@ -30,13 +29,14 @@ from ..messages import EvalMetrics, RunStarted, StepMetrics
 from ..run_folder import (
     CHECKPOINT_DIR,
     EVAL_FILE,
-    LOG_FILE,
     METRICS_FILE,
     PROJECT_FILE,
     TASKS_DIR,
     EvalWriter,
     MetricsWriter,
     RunFolderError,
+    log_line,
+    open_log,
     remove_path,
     truncate_eval,
     truncate_metrics,
@@ -82,14 +82,14 @@ class ClusterFolder:
         atomic_write_text(self.run_dir / PROJECT_FILE, project.to_json(), follow_symlinks=False)
 
     def open_log(self) -> None:
-        self._log = (self.run_dir / LOG_FILE).open("a", encoding="utf-8")
+        self._log = open_log(self.run_dir)
 
     def log(self, level: str, text: str) -> None:
         """One line of the launcher's log; a full disk drops the log, not the run."""
         if self._log is None:
             return
         try:
-            self._log.write(f"{time.strftime('%H:%M:%S')} {level[0].upper()} [cluster] {text}\n")
+            self._log.write(log_line(level, "cluster", text))
             self._log.flush()
         except OSError:  # the lines still reach the message stream
             with contextlib.suppress(OSError):

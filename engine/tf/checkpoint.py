@@ -26,10 +26,7 @@ from pathlib import Path
 import tensorflow as tf
 
 from ..fileio import atomic_write_text
-from ..run_folder import CHECKPOINT_DIR, folder_write_error, remove_path
-
-INDEX_FILE = "checkpoint"
-"""TensorFlow's index of a checkpoint folder: which checkpoint is the latest."""
+from ..run_folder import CHECKPOINT_DIR, CHECKPOINT_INDEX_FILE, folder_write_error, remove_path
 
 
 class CheckpointError(RuntimeError):
@@ -86,7 +83,7 @@ class RunCheckpoints:
             return
         self.before_save()
         self._step.assign(step)
-        index = self.directory / INDEX_FILE
+        index = self.directory / CHECKPOINT_INDEX_FILE
         previous = index.read_text(encoding="utf-8") if index.is_file() else None
         try:
             self._manager.save(checkpoint_number=step)
@@ -106,11 +103,12 @@ class RunCheckpoints:
         for path in [
             *self.directory.glob(f"ckpt-{step}.*"),
             *self.directory.glob(f"ckpt-{step}_temp*"),
-            *self.directory.glob(f"{INDEX_FILE}.tmp*"),  # TensorFlow's atomic write of the index
+            # TensorFlow's atomic write of the index
+            *self.directory.glob(f"{CHECKPOINT_INDEX_FILE}.tmp*"),
         ]:
             with contextlib.suppress(OSError):
                 remove_path(path)
-        index = self.directory / INDEX_FILE
+        index = self.directory / CHECKPOINT_INDEX_FILE
         with contextlib.suppress(OSError):
             current = index.read_text(encoding="utf-8") if index.is_file() else None
             if current != previous_index:

@@ -21,13 +21,15 @@ import tensorflow as tf
 from tensorflow.core.framework.summary_pb2 import Summary
 from tensorflow.core.util.event_pb2 import Event
 
-TENSORBOARD_DIR = "tensorboard"
+from ..run_folder import TENSORBOARD_DIR, RunFolderError
 
 
 class TensorBoardWriter:
     def __init__(self, run_dir: Path) -> None:
         folder = run_dir / TENSORBOARD_DIR
         folder.mkdir(parents=True, exist_ok=True)
+        if folder.is_symlink():  # TensorFlow's writer would follow it (a resume refuses it first)
+            raise RunFolderError(f"{folder} is a symbolic link: event files go into the run folder")
         name = f"events.out.tfevents.{time.time():.0f}.{socket.gethostname()}.distloop"
         self._writer = tf.io.TFRecordWriter(str(folder / name))
         self._writer.write(

@@ -30,6 +30,7 @@ from distloop.gui.main_window import MainWindow
 from distloop.gui.past_runs import WALL_TIME, resume_refusal
 from distloop.gui.runs_model import Column
 from distloop.gui.runs_panel import HEADER_KEY, RunsPanel
+from distloop_testing import crafted_status_folders
 from gui_fakes import FakeEngine, factory, seed_run
 from PySide6.QtCore import QSettings, Qt
 from PySide6.QtTest import QTest
@@ -633,3 +634,57 @@ def test_a_run_whose_owner_was_killed_shows_interrupted_and_can_resume(
     assert _text(panel, 0, Column.STATUS) == "interrupted"
     _select(panel, run_dir)
     assert window.resume_action.isEnabled()
+
+
+def test_crafted_run_folders_are_listed_as_unreadable_and_the_window_starts(
+    make_window, three_runs, runs_root: Path
+) -> None:
+    """A status.json nested 100,000 deep or linked to /dev/zero stopped the window starting."""
+    crafted = crafted_status_folders(runs_root)
+    panel = make_window().runs_panel
+    rows = {run.path: row for row, run in enumerate(panel.runs())}
+    assert set(rows) == set(crafted) | set(three_runs.values())
+    for path, why in crafted.items():
+        assert _text(panel, rows[path], Column.STATUS) == "unreadable"
+        tooltip = panel.proxy.index(rows[path], Column.STATUS).data(Qt.ItemDataRole.ToolTipRole)
+        assert tooltip == f"Unreadable: {why}"
+    assert _text(panel, rows[three_runs["new"]], Column.FINAL_LOSS) == "0.25"
+
+
+def test_a_run_still_training_elsewhere_is_not_deleted(
+    make_window, three_runs, dialog_recorder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The dialog said deleting would make it fail; it went on and re-created its folder."""
+    folder = three_runs["new"]
+    holder = subprocess.Popen(  # a run from the command line holds its folder's lock
+        [
+            sys.executable,
+            "-c",
+            "import sys; from pathlib import Path; from distloop.engine.run_folder import "
+            "RunFolderLock; lock = RunFolderLock.acquire(Path(sys.argv[1])); print('held', "
+            "flush=True); sys.stdin.read()",
+            str(folder),
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+        panel = make_window().runs_panel
+        monkeypatch.setattr(panel, "confirm_delete", lambda runs: True)
+        _select(panel, folder)
+        panel.delete_action.trigger()
+        assert dialog_recorder.shown == [
+            (
+                "error",
+                "Some runs were not deleted",
+                f"new: {folder} is still being written by its run (process {holder.pid}): "
+                "stop the run first; nothing was deleted\n",
+            )
+        ]
+        assert folder.is_dir() and "new" in [run.name for run in panel.runs()]
+    finally:
+        holder.communicate("", timeout=30)
+    panel.delete_action.trigger()
+    assert not folder.exists()
