@@ -30,6 +30,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import os
+import re
 import select
 import shlex
 import shutil
@@ -40,6 +41,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 ENV_SWITCH = "DISTLOOP_PRIVATE_NETWORK"
+FOLDER_PREFIX = "distloop-netns-"
+"""The launcher's folder in the temporary folder: ``distloop-netns-<pid of its maker>-<random>``."""
 READY = "ready"
 START_TIMEOUT_S = 10.0
 STOP_TIMEOUT_S = 5.0
@@ -136,7 +139,9 @@ def start_private_network(*, user_namespace: bool | None = None) -> PrivateNetwo
         )
     except OSError as exc:
         raise PrivateNetworkUnavailable(f"cannot run unshare: {exc.strerror or exc}") from None
-    network = PrivateNetwork(process, Path(tempfile.mkdtemp(prefix="distloop-netns-")))
+    remove_stale_folders()
+    folder = Path(tempfile.mkdtemp(prefix=f"{FOLDER_PREFIX}{os.getpid()}-"))
+    network = PrivateNetwork(process, folder)
     try:
         _wait_ready(process)
         _write_launcher(network)
@@ -145,6 +150,41 @@ def start_private_network(*, user_namespace: bool | None = None) -> PrivateNetwo
         network.close()
         raise
     return network
+
+
+def remove_stale_folders() -> None:
+    """Removes the launcher folders of clusters whose launching process is gone.
+
+    A launcher killed by SIGKILL never removes its folder (``distloop-netns-<pid>-*`` in
+    the temporary folder). Only this user's folders are touched, and only when the
+    process named in the name no longer exists.
+    """
+    pattern = re.compile(rf"{FOLDER_PREFIX}(\d+)-\w+")
+    try:
+        entries = list(os.scandir(tempfile.gettempdir()))
+    except OSError:
+        return
+    for entry in entries:
+        match = pattern.fullmatch(entry.name)
+        if match is None or not entry.is_dir(follow_symlinks=False):
+            continue
+        with contextlib.suppress(OSError):
+            if entry.stat(follow_symlinks=False).st_uid == os.getuid() and not _alive(
+                int(match.group(1))
+            ):
+                shutil.rmtree(entry.path)
+
+
+def _alive(pid: int) -> bool:
+    """Whether process ``pid`` exists (``engine.run_history`` asks the same; this module runs
+    as the launcher script too, alone, so it imports nothing of the engine)."""
+    try:
+        os.kill(pid, 0)
+    except (ProcessLookupError, OverflowError):
+        return False
+    except OSError:  # it exists, under another user
+        return True
+    return True
 
 
 def _wait_ready(process: subprocess.Popen[str]) -> None:
