@@ -704,21 +704,26 @@ def _read_lines(path: Path) -> list[str]:
 
 
 def _read_columns(path: Path) -> dict[str, list[float]]:
+    """The file's columns; raises OSError for one that is not CSV a run writes (a field of
+    megabytes: the csv module's own error, which readers of run folders do not expect)."""
     columns: dict[str, list[float]] = {}
     with open_text(path, "r", newline="") as handle:
         reader = csv.reader(handle)
-        header = next(reader, None) or []
-        for name in header:
-            columns[name] = []
-        for row in reader:
-            if len(row) != len(header):
-                continue
-            try:
-                values = [float(v) for v in row]
-            except ValueError:
-                continue
-            for name, value in zip(header, values, strict=True):
-                columns[name].append(value)
+        try:
+            header = next(reader, None) or []
+            for name in header:
+                columns[name] = []
+            for row in reader:
+                if len(row) != len(header):
+                    continue
+                try:
+                    values = [float(v) for v in row]
+                except ValueError:
+                    continue
+                for name, value in zip(header, values, strict=True):
+                    columns[name].append(value)
+        except csv.Error as exc:
+            raise FileRefused(errno.EINVAL, f"is not a run's CSV file ({exc})", str(path)) from None
     return columns
 
 

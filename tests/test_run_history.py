@@ -209,6 +209,8 @@ def test_crafted_records_of_any_type_summarize_without_an_exception(tmp_path) ->
     (run_dir / "metrics.csv").write_text("step\ninf\n")
     run = summarize(run_dir)
     assert (run.strategy, run.error, run.steps, run.status) == (None, None, 0, "interrupted")
+    (run_dir / "metrics.csv").write_text("step,loss\n" + "1" * 200_000)  # csv: field too large
+    assert summarize(run_dir).steps == 0
 
 
 @pytest.mark.slow
