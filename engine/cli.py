@@ -55,6 +55,7 @@ from .run_handle import ClusterHandle, EngineHandle, open_run
 from .run_model import RunModel
 from .study.command import add_sweep_command, command_sweep
 from .tf_config import DEFAULT_WORKERS, NO_RESUME, chief_of
+from .tfrecord_files import oversized_record_problems
 from .user_code import UserCodeError, fingerprint
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
@@ -195,6 +196,7 @@ def command_validate(path: Path) -> int:
         + counting_problems(project)
     )
     bad_files, skipped = ([], []) if folder_problems else unreadable_image_problems(project)
+    bad_files += [] if folder_problems else oversized_record_problems(project)
     if folder_problems or bad_files:
         _err(f"distloop: {ProblemsError(folder_problems + bad_files, str(path))}")
         return EXIT_FAILED
@@ -291,10 +293,10 @@ def command_run(args: argparse.Namespace) -> int:
         return EXIT_FAILED
     if not announce_custom_code(project, args.project.parent if args.project else None):
         return EXIT_FAILED
-    # The engine checks the data folders, the model file and this machine's memory as it
-    # starts: checked here first, a bad folder or a project too big costs no TensorFlow
-    # start and leaves no failed run folder behind. A cluster task (--task) may be a ps
-    # server that reads no data: the engine decides.
+    # The engine checks the data folders, the model file, TFRecord lengths and this
+    # machine's memory as it starts: checked here first, a bad folder or a project too
+    # big costs no TensorFlow start and leaves no failed run folder behind. A cluster
+    # task (--task) may be a ps server that reads no data: the engine decides.
     problems = (
         []
         if args.task
@@ -302,6 +304,7 @@ def command_run(args: argparse.Namespace) -> int:
         + model_file_problems(project.model)
         + memory_problems(project)
     )
+    problems = problems or ([] if args.task else oversized_record_problems(project))
     if problems:
         _err(f"distloop: {ProblemsError(problems, str(args.project or args.example))}")
         return EXIT_FAILED

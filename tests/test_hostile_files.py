@@ -6,17 +6,20 @@ hang or a traceback, and a refused run leaves no run folder."""
 
 from __future__ import annotations
 
+import gzip
 import io
 import json
 import os
+import struct
 import zipfile
 from pathlib import Path
 
 import numpy as np
 import pytest
 from distloop.engine.config import load_project
+from distloop.engine.messages import RunFailed
 from distloop.engine.synthetic import DataError, numpy_arrays
-from distloop_testing import distloop
+from distloop_testing import distloop, run_engine
 
 HANG_GUARD_S = 60
 """A check that hangs (a FIFO read) fails the test after this long instead of forever."""
@@ -176,3 +179,70 @@ def test_an_npz_with_a_corrupt_header_is_refused_in_one_line(tmp_path, case) -> 
     loaded = load_project(project)
     with pytest.raises(DataError, match=rf"^data\.path: cannot read {path} as \.npz: "):
         numpy_arrays(loaded.data, loaded.model, loaded.loss)
+
+
+# --- TFRecord records that declare more than their file holds --------------------------------
+
+
+def crc32c(data: bytes) -> int:
+    crc = 0xFFFFFFFF
+    for byte in data:
+        crc ^= byte
+        for _ in range(8):
+            crc = (crc >> 1) ^ (0x82F63B78 & -(crc & 1))
+    return crc ^ 0xFFFFFFFF
+
+
+def masked_crc(data: bytes) -> int:
+    """TFRecord's checksum: CRC-32C, rotated and offset (so a checksum of a checksum differs)."""
+    crc = crc32c(data)
+    return (((crc >> 15) | (crc << 17)) + 0xA282EAD8) & 0xFFFFFFFF
+
+
+def record(data: bytes, declared: int | None = None) -> bytes:
+    """One TFRecord record, its length declared as ``declared`` (with a valid checksum)."""
+    length = struct.pack("<Q", len(data) if declared is None else declared)
+    return (
+        length + struct.pack("<I", masked_crc(length)) + data + struct.pack("<I", masked_crc(data))
+    )
+
+
+def tfrecord_project(folder: Path, compression: str) -> Path:
+    """One whole record, then one declaring 2^60 bytes: TensorFlow's reader allocated that
+    and died by SIGSEGV (exit 139 of the engine)."""
+    content = record(b"\x0a\x00") + record(b"x" * 100, declared=2**60)
+    path = folder / "data.tfrecord"
+    path.write_bytes(gzip.compress(content) if compression == "GZIP" else content)
+    data = {
+        "source": "tfrecord",
+        "path": str(path),
+        "features": [{"name": "x", "shape": [8]}, {"name": "y"}],
+        "label": "y",
+        "compression": compression,
+    }
+    return project_file(folder, data)
+
+
+@pytest.mark.parametrize("compression", ["none", "GZIP"])
+def test_a_tfrecord_record_longer_than_its_file_is_refused(tmp_path, compression) -> None:
+    project = tfrecord_project(tmp_path, compression)
+    says = (
+        f"{tmp_path / 'data.tfrecord'} is cut short or damaged after record 0 (record 1 "
+        f"declares {2**60} bytes, more than the file holds)"
+    )
+    (line,) = validate(project)
+    assert line.startswith(f"data.path: {says}"), line
+    assert_run_refused(project, says)
+
+
+@pytest.mark.slow
+def test_the_engine_refuses_an_oversized_record_before_tensorflow_reads_it(tmp_path) -> None:
+    """The window starts the engine without the CLI's checks: its data loading walks the
+    records first, so the run fails in one line instead of the engine's SIGSEGV."""
+    project = load_project(tfrecord_project(tmp_path, "none"))
+    run = run_engine(project, tmp_path / "run")
+    assert isinstance(run["terminal"], RunFailed), run["terminal"]
+    failed = run["terminal"]
+    assert failed.error_type == "DataError", failed
+    assert "(record 1 declares 1152921504606846976 bytes" in failed.message, failed
+    assert failed.exit_code != -11

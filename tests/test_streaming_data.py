@@ -192,8 +192,9 @@ def test_a_mismatched_tfrecord_spec_is_one_line_naming_the_entry(tmp_path: Path)
     assert refusals == {
         ("text.tfrecord", "none"): f"data.path: {text} is not a TFRecord file; choose TFRecord "
         "files (or, for compressed ones, set data.compression to GZIP or ZLIB)",
-        ("cut.tfrecord", "none"): f"data.path: {cut} is cut short or damaged after record 2; "
-        "write it again, or remove it from the pattern",
+        ("cut.tfrecord", "none"): f"data.path: {cut} is cut short or damaged after record 2 "
+        "(record 3 declares 41 bytes, more than the file holds); write it again, or remove it "
+        "from the pattern",
         ("text.tfrecord", "GZIP"): f"data.path: {text} is not a GZIP-compressed TFRecord file; "
         "set data.compression to how the files were written",
         ("packed.tfrecord", "none"): f"data.path: {packed} is not a TFRecord file; choose "

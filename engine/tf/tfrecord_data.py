@@ -14,6 +14,7 @@ from google.protobuf.message import DecodeError
 
 from ..config import Project, TFRecordData
 from ..synthetic import DataError
+from ..tfrecord_files import oversized_record_problem, unreadable_file
 
 _KINDS = {"float32": "float_list", "int64": "int64_list"}
 
@@ -26,6 +27,10 @@ def tfrecord_examples(
     files = sorted(tf.io.gfile.glob(data.path))
     if not files:
         raise DataError(f"{field}: no file matches {data.path}")
+    for file in files:  # TensorFlow allocates what a record declares: 2^60 bytes is SIGSEGV
+        oversized = oversized_record_problem(file, data.compression, where)
+        if oversized is not None:
+            raise DataError(f"{field}: {oversized}")
     compression = "" if data.compression == "none" else data.compression
     records = tf.data.TFRecordDataset(files, compression_type=compression)
     parse = _parser(data, project)
@@ -56,29 +61,10 @@ def _first_bad_record(
                 _check_record(data, tf.train.Example.FromString(record), file, number, where)
                 number += 1
         except tf.errors.OpError:
-            return f"{where}.path: {_unreadable_file(file, number, compression, where)}"
+            return f"{where}.path: {unreadable_file(file, number, compression, where)}"
         except DecodeError:
             return f"{where}.path: record {number} of {file} is not a tf.train.Example"
     return f"{where}.path: cannot read {data.path} as TFRecord files: {error.message}"
-
-
-def _unreadable_file(file: str, records: int, compression: str, where: str) -> str:
-    """Why ``file`` stops being readable after its first ``records`` records, in words: TF's
-    own message names a graph node, not the file."""
-    if records == 0 and compression:
-        return (
-            f"{file} is not a {compression}-compressed TFRecord file; set "
-            f"{where}.compression to how the files were written"
-        )
-    if records == 0:
-        return (
-            f"{file} is not a TFRecord file; choose TFRecord files (or, for compressed "
-            f"ones, set {where}.compression to GZIP or ZLIB)"
-        )
-    return (
-        f"{file} is cut short or damaged after record {records - 1}; write it again, or "
-        "remove it from the pattern"
-    )
 
 
 def _check_record(
