@@ -14,16 +14,20 @@ import os
 import shutil
 import signal
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 
 from . import __version__
+from .cluster import task_dir_name
 from .cluster.slurm import DEFAULT_PORT_BASE as SLURM_PORT_BASE
+from .cluster.ssh import DEFAULT_REMOTE_DIR, SshLaunch
 from .config import Project, load_project, uneven_batch_warnings
 from .datasets import project_folder_problems, unreadable_image_problems
 from .examples import example_names, load_example, portable_example_text
 from .formatting import format_duration, format_prediction, prediction_json
 from .memory_check import counting_problems, memory_problems
+from .message_stream import CHANNEL_CLOSED_GRACE_S, ControlChannel, write_message
 from .messages import (
     EvalMetrics,
     Log,
@@ -59,7 +63,17 @@ from .tfrecord_files import oversized_record_problems
 from .user_code import UserCodeError, fingerprint
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
-COMMANDS = ("run", "cluster", "export", "validate", "example", "devices", "predict", "sweep")
+COMMANDS = (
+    "run",
+    "cluster",
+    "launch",
+    "export",
+    "validate",
+    "example",
+    "devices",
+    "predict",
+    "sweep",
+)
 """The subcommands; any other first word that names a project file opens the window."""
 EXIT_TERMINATED = 128 + signal.SIGTERM
 
@@ -87,6 +101,12 @@ def build_parser() -> argparse.ArgumentParser:
         choices=["slurm"],
         help="compute the cluster and this task from the variables srun sets (each task "
         "then runs in OUT/tasks/TYPE-INDEX)",
+    )
+    run.add_argument(
+        "--messages",
+        action="store_true",
+        help="machine-readable: the protocol's messages as JSON lines on stdout; a 'stop' "
+        "line on stdin stops the run, the end of stdin stops it too (a launcher's channel)",
     )
     run.add_argument(
         "--port-base",
@@ -158,6 +178,8 @@ def main(argv: list[str] | None = None) -> int:
         return command_run(args)
     if args.command == "cluster":
         return command_cluster(args)
+    if args.command == "launch":
+        return command_launch(args)
     if args.command == "export":
         return command_export(args)
     if args.command == "validate":
@@ -270,7 +292,7 @@ def command_run(args: argparse.Namespace) -> int:
         project = _load(args.project)
         if project is None:
             return EXIT_FAILED
-    from .cluster import task_dir_name, tf_config_for_run
+    from .cluster import tf_config_for_run
     from .cluster.slurm import tf_config_from_slurm
 
     try:
@@ -318,7 +340,12 @@ def command_run(args: argparse.Namespace) -> int:
     if lock is None:
         return EXIT_FAILED
     return run_in_foreground(
-        project, run_dir, quiet=args.quiet, verbose=args.verbose, folder_lock=lock
+        project,
+        run_dir,
+        quiet=args.quiet,
+        verbose=args.verbose,
+        folder_lock=lock,
+        as_messages=args.messages,
     )
 
 
@@ -427,7 +454,13 @@ def command_resume(args: argparse.Namespace) -> int:
     if lock is None:
         return EXIT_FAILED
     return run_in_foreground(
-        project, run_dir, quiet=args.quiet, verbose=args.verbose, resume=True, folder_lock=lock
+        project,
+        run_dir,
+        quiet=args.quiet,
+        verbose=args.verbose,
+        resume=True,
+        folder_lock=lock,
+        as_messages=args.messages,
     )
 
 
@@ -439,7 +472,6 @@ def resume_slurm_task(run_dir: Path, *, port_base: int, args: argparse.Namespace
     cluster's resume gives them (only the chief keeps them). The chief writes none
     before every task has joined its first step, so the copy is whole.
     """
-    from .cluster import task_dir_name
     from .cluster.slurm import tf_config_from_slurm
     from .cluster.top_folder import ClusterFolder
 
@@ -475,6 +507,7 @@ def resume_slurm_task(run_dir: Path, *, port_base: int, args: argparse.Namespace
         verbose=args.verbose,
         resume=True,
         folder_lock=lock,
+        as_messages=args.messages,
     )
 
 
@@ -510,6 +543,7 @@ def run_in_foreground(
     verbose: bool,
     resume: bool = False,
     folder_lock: RunFolderLock | None = None,
+    as_messages: bool = False,
 ) -> int:
     """Runs the engine and prints its messages; Ctrl-C stops it between steps.
 
@@ -524,7 +558,7 @@ def run_in_foreground(
         folder_lock=folder_lock,
         name_missing_peers=True,
     )
-    return follow(engine, run_dir, quiet=quiet, verbose=verbose)
+    return follow(engine, run_dir, quiet=quiet, verbose=verbose, as_messages=as_messages)
 
 
 _STOP_SIGNALS = {
@@ -533,8 +567,15 @@ _STOP_SIGNALS = {
 }
 
 
-def follow(engine: EngineHandle, run_dir: Path, *, quiet: bool, verbose: bool) -> int:
+def follow(
+    engine: EngineHandle, run_dir: Path, *, quiet: bool, verbose: bool, as_messages: bool = False
+) -> int:
     """Starts the run and prints its messages until it ends; Ctrl-C stops it between steps.
+
+    ``as_messages`` (``--messages``): stdout carries the protocol messages as JSON
+    lines and standard input is the control channel (``engine.message_stream``): a
+    ``stop`` line is a Ctrl-C, and its end stops the run, then kills it after
+    :data:`CHANNEL_CLOSED_GRACE_S`: the launcher that started it is gone.
 
     SIGTERM (kill, systemd, Slurm, Kubernetes) is a Ctrl-C too, with exit code 143
     instead of 130. The second of either kills the engine: the run then ends
@@ -563,14 +604,38 @@ def follow(engine: EngineHandle, run_dir: Path, *, quiet: bool, verbose: bool) -
         if outcome is not None:
             outcomes.append(outcome)
 
-    model.subscribe(print_change)
+    control = ControlChannel() if as_messages else None
+    closed_at: float | None = None
+    if not as_messages:
+        model.subscribe(print_change)
     try:
         _err(f"distloop: run folder {run_dir}")
         while not engine.done:
             for message in engine.poll(0.5):
                 model.apply(message)
+                if as_messages:
+                    write_message(message)
+                    if isinstance(message, RunFinished | RunFailed):
+                        outcomes.append(
+                            EXIT_OK if isinstance(message, RunFinished) else EXIT_FAILED
+                        )
                 if outcomes:
                     return stop_exit if stop_exit and outcomes[0] == EXIT_OK else outcomes[0]
+            if control is not None and control.stop_requested.is_set() and stop_exit is None:
+                received.append(signal.SIGINT)
+            if control is not None and control.kill_requested.is_set():
+                control.kill_requested.clear()
+                _err("distloop: asked to kill the run: killing the engine")
+                stop_exit = stop_exit or EXIT_INTERRUPTED
+                engine.kill()
+            if control is not None and control.closed.is_set():
+                if closed_at is None:
+                    closed_at = time.monotonic()
+                    _err("distloop: the control channel closed: stopping after the current step")
+                    stop_exit = stop_exit or EXIT_INTERRUPTED
+                    engine.request_stop()
+                elif time.monotonic() - closed_at > CHANNEL_CLOSED_GRACE_S:
+                    engine.kill()
             for number in received[answered:]:
                 answered += 1
                 how, code = _STOP_SIGNALS[number]
@@ -665,6 +730,36 @@ def add_cluster_commands(commands: argparse._SubParsersAction) -> None:
         "--quiet", action="store_true", help="print only the summary, not a line per step"
     )
     cluster.add_argument(
+        "--verbose", action="store_true", help="also print every task's log output (to stderr)"
+    )
+
+    launch = commands.add_parser(
+        "launch",
+        help="run every task of the project's cluster on the hosts its TF_CONFIG names, "
+        "started over SSH, and follow it here",
+    )
+    launch.add_argument("project", type=Path, help="project JSON file with a tf_config")
+    launch.add_argument(
+        "--out", type=Path, help="the run's folder here (default: a new one under the data dir)"
+    )
+    add_overwrite_argument(launch)
+    launch.add_argument(
+        "--ssh-config", type=Path, metavar="FILE", help="ssh's configuration (ssh -F FILE)"
+    )
+    launch.add_argument(
+        "--remote-command",
+        default="distloop",
+        metavar="CMD",
+        help="how each host runs distloop (default: distloop; e.g. /opt/venv/bin/distloop)",
+    )
+    launch.add_argument(
+        "--remote-dir",
+        default=DEFAULT_REMOTE_DIR,
+        metavar="DIR",
+        help=f"where runs go on each host (default: ~/{DEFAULT_REMOTE_DIR})",
+    )
+    launch.add_argument("--quiet", action="store_true", help="print only the summary")
+    launch.add_argument(
         "--verbose", action="store_true", help="also print every task's log output (to stderr)"
     )
 
@@ -796,6 +891,51 @@ def command_cluster_resume(args: argparse.Namespace) -> int:
         _err(f"distloop: {exc}")
         return EXIT_FAILED
     return follow_cluster(cluster, run_dir, args)
+
+
+def command_launch(args: argparse.Namespace) -> int:
+    """``distloop launch``: the project's cluster on its hosts, over SSH, followed here."""
+
+    project = _load(args.project)
+    if project is None or not announce_custom_code(project, args.project.parent):
+        return EXIT_FAILED
+    try:
+        run_dir = args.out or new_run_dir(project.name)
+        created = not run_dir.exists()
+        run_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        _err(f"distloop: cannot create the run folder: {exc}")
+        return EXIT_FAILED
+    lock = _claim_new_run_folder(run_dir, overwrite=args.overwrite, command="launch")
+    if lock is None:
+        return EXIT_FAILED
+    hosts = SshLaunch(
+        run_name=run_dir.name,
+        ssh_config=args.ssh_config,
+        remote_command=args.remote_command,
+        remote_dir=args.remote_dir,
+    )
+    try:
+        cluster = open_run(project, run_dir, layout="cluster", folder_lock=lock, hosts=hosts)
+    except ProblemsError as exc:
+        lock.release()
+        hosts.close()
+        if created:
+            shutil.rmtree(run_dir, ignore_errors=True)
+        _err(f"distloop: {exc}")
+        return EXIT_FAILED
+    try:
+        code = follow_cluster(cluster, run_dir, args)
+        config = hosts.tf_config(project)
+        chief = config.chief_task()
+        try:
+            hosts.fetch(config, chief, run_dir / TASKS_DIR / task_dir_name(chief))
+            _err(f"distloop: {chief}'s run folder copied into {run_dir}")
+        except OSError as exc:
+            _err(f"distloop: cannot copy {chief}'s run folder back: {exc}")
+    finally:
+        hosts.close()
+    return code
 
 
 def follow_cluster(cluster: EngineHandle, run_dir: Path, args: argparse.Namespace) -> int:

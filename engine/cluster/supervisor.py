@@ -23,6 +23,8 @@ from ..process import EngineProcess
 from ..run_folder import TASKS_DIR, RunFolderError, RunFolderLock, prepare_resume
 from ..tf_config import NO_RESUME, TaskSpec
 from .plan import local_cluster_config, serves_only, task_dir_name, task_project
+from .remote import RemoteEngine
+from .ssh import SshLaunch
 from .top_folder import ClusterFolder
 
 FAILURE_GRACE_S = 2.0
@@ -51,7 +53,9 @@ class TaskInfo:
 
 
 class _Task:
-    def __init__(self, spec: TaskSpec, address: str, engine: EngineProcess, server: bool) -> None:
+    def __init__(
+        self, spec: TaskSpec, address: str, engine: EngineProcess | RemoteEngine, server: bool
+    ) -> None:
         self.spec = spec
         self.name = str(spec)
         self.address = address
@@ -95,6 +99,7 @@ class LocalCluster:
         workers: int | None = None,
         resume: bool = False,
         folder_lock: RunFolderLock | None = None,
+        hosts: SshLaunch | None = None,
     ) -> None:
         """Lays the cluster out (free ports, TF_CONFIGs); raises ProblemsError if it cannot.
 
@@ -103,11 +108,24 @@ class LocalCluster:
         new ports (nothing in a checkpoint depends on them, and the old ones may be
         taken by now). ``folder_lock`` is ``run_dir``'s lock when the caller took it
         already; :meth:`start` takes it otherwise, and every task's folder's.
+        ``hosts``: the tasks run on the hosts the project's TF_CONFIG names, started
+        over SSH (``engine.cluster.ssh``), each in its folder there; this folder gets
+        the run's top level as for a local cluster.
         """
         refusal = NO_RESUME.get(project.strategy.kind) if resume else None
         if refusal is not None:
             raise ProblemsError([Problem(("strategy", "kind"), refusal)], "resume")
-        self.tf_config = local_cluster_config(project, workers, fresh_ports=resume)
+        if hosts is not None and resume:
+            raise ProblemsError(
+                [Problem((), "resuming a run on hosts is not supported yet: launch it again")],
+                "resume",
+            )
+        self._hosts = hosts
+        self.tf_config = (
+            hosts.tf_config(project)
+            if hosts is not None
+            else local_cluster_config(project, workers, fresh_ports=resume)
+        )
         self.run_dir = run_dir
         self._resume = resume
         self._folder_lock = folder_lock
@@ -115,11 +133,15 @@ class LocalCluster:
         kind = project.strategy.kind
         self._tasks: list[_Task] = []
         for spec in self.tf_config.tasks():
-            engine = EngineProcess(
-                task_project(project, self.tf_config, spec),
-                run_dir / TASKS_DIR / task_dir_name(spec),
-                task=str(spec),
-                resume=resume,
+            engine: EngineProcess | RemoteEngine = (
+                hosts.engine(task_project(project, self.tf_config, spec), spec, self.tf_config)
+                if hosts is not None
+                else EngineProcess(
+                    task_project(project, self.tf_config, spec),
+                    run_dir / TASKS_DIR / task_dir_name(spec),
+                    task=str(spec),
+                    resume=resume,
+                )
             )
             self._tasks.append(
                 _Task(spec, self.tf_config.address(spec), engine, serves_only(kind, spec))
@@ -209,6 +231,12 @@ class LocalCluster:
 
     def _start_network(self) -> PrivateNetwork | None:
         """The private network the tasks start in, or None for the machine's network."""
+        if self._hosts is not None:
+            self._note(
+                "the tasks run on their hosts, started over SSH: TensorFlow's unauthenticated "
+                "gRPC ports are open on those hosts' networks while the run lasts"
+            )
+            return None
         try:
             network = start_private_network()
         except PrivateNetworkUnavailable as exc:

@@ -1,0 +1,210 @@
+"""A task on another machine, driven like a local engine: its messages come back as JSON
+lines over the channel that started it (``distloop run --messages``, see
+``engine.message_stream``), and its stop is a line on that channel.
+
+The channel is any command whose standard streams reach the task: ``ssh`` for a
+host (:mod:`engine.cluster.ssh`), or the task itself. When the channel ends without
+the task's last message (the connection dropped, the host went away), the task has
+failed, and the lines the channel printed last say why.
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import queue
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Callable
+
+from ..config import Project
+from ..message_stream import KILL_LINE, STOP_LINE, read_message
+from ..messages import Log, Message, ProtocolError, RunFailed, RunFinished, StepMetrics
+
+TAIL_LINES = 12
+"""Lines of the channel's own output (ssh's errors, the remote command's) kept to say why."""
+KILL_WAIT_S = 5.0
+
+
+class RemoteEngine:
+    """One task behind a command's standard streams; the same calls as ``EngineProcess``.
+
+    ``prepare`` runs first, in :meth:`start` (copying the project to the host); it
+    raises OSError to refuse the start. ``where`` names the task in messages
+    (``worker:1 on h2``).
+    """
+
+    def __init__(
+        self,
+        project: Project,
+        argv: list[str],
+        *,
+        where: str,
+        prepare: Callable[[], None] | None = None,
+    ) -> None:
+        self.project = project
+        self.where = where
+        self._argv = argv
+        self._prepare = prepare
+        self._process: subprocess.Popen[str] | None = None
+        self._inbox: queue.Queue[Message | None] = queue.Queue()
+        self._tail: collections.deque[str] = collections.deque(maxlen=TAIL_LINES)
+        self._terminal: Message | None = None
+        self._stream_ended = threading.Event()
+        self._killed_on_request = False
+        self._last_step: int | None = None
+        self._last_loss: float | None = None
+        self._last_elapsed_s = 0.0
+
+    def lock_folder(self) -> None:
+        """The task locks its own folder, on its host."""
+
+    def start(self) -> None:
+        if self._prepare is not None:
+            self._prepare()
+        self._process = subprocess.Popen(
+            self._argv,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            bufsize=1,
+            start_new_session=True,  # a Ctrl-C in the launcher's terminal is the launcher's
+        )
+        threading.Thread(target=self._read_messages, daemon=True).start()
+        threading.Thread(target=self._read_tail, daemon=True).start()
+
+    def _read_messages(self) -> None:
+        assert self._process is not None and self._process.stdout is not None
+        for line in self._process.stdout:
+            if not line.strip():
+                continue
+            try:
+                self._inbox.put(read_message(line))
+            except ProtocolError:  # a login banner or a shell's chatter: say it, go on
+                self._tail.append(line.rstrip())
+        self._stream_ended.set()
+        self._inbox.put(None)
+
+    def _read_tail(self) -> None:
+        assert self._process is not None and self._process.stderr is not None
+        for line in self._process.stderr:
+            if line.strip():
+                self._tail.append(line.rstrip())
+
+    @property
+    def pid(self) -> int | None:
+        """The channel's process here (the task's own pid is on its host)."""
+        return self._process.pid if self._process else None
+
+    @property
+    def exit_code(self) -> int | None:
+        return self._process.poll() if self._process else None
+
+    @property
+    def done(self) -> bool:
+        return self._terminal is not None
+
+    def _send(self, line: str) -> None:
+        if self._process is None or self._process.stdin is None:
+            return
+        with contextlib.suppress(OSError, ValueError):  # the channel is gone already
+            self._process.stdin.write(line + "\n")
+            self._process.stdin.flush()
+
+    def request_stop(self) -> None:
+        """The task stops after its current step, with a checkpoint, as after a Ctrl-C."""
+        self._send(STOP_LINE)
+
+    def kill(self) -> None:
+        """The task is killed on its host, and the channel here ends."""
+        if self._process is None or self._process.poll() is not None:
+            return
+        self._killed_on_request = True
+        self._send(KILL_LINE)
+        threading.Timer(KILL_WAIT_S, self._end_channel).start()
+
+    def _end_channel(self) -> None:
+        """Closing the channel ends the task too (it stops, then is killed, on its host)."""
+        if self._process is not None and self._process.poll() is None:
+            with contextlib.suppress(OSError):
+                if self._process.stdin is not None:
+                    self._process.stdin.close()
+            with contextlib.suppress(ProcessLookupError):
+                self._process.send_signal(signal.SIGTERM)
+
+    def stop(self, grace_s: float = 5.0) -> None:
+        self.request_stop()
+        deadline = time.monotonic() + grace_s
+        while not self.done and time.monotonic() < deadline:
+            self.poll(0.2)
+        if not self.done:
+            self.kill()
+
+    def poll(self, timeout_s: float = 0.1) -> list[Message]:
+        if self._terminal is not None or self._process is None:
+            return []
+        out: list[Message] = []
+        deadline = time.monotonic() + timeout_s
+        while True:
+            remaining = deadline - time.monotonic()
+            try:
+                message = (
+                    self._inbox.get(timeout=remaining)
+                    if remaining > 0 and not out
+                    else self._inbox.get_nowait()
+                )
+            except queue.Empty:
+                return out
+            if message is None:
+                out.append(self._channel_ended())
+                self._terminal = out[-1]
+                return out
+            self._note(message)
+            out.append(message)
+            if isinstance(message, RunFinished | RunFailed):
+                self._terminal = message
+                return out
+
+    def _note(self, message: Message) -> None:
+        if isinstance(message, StepMetrics) and message.steps:
+            self._last_step, self._last_loss = message.steps[-1], message.losses[-1]
+            self._last_elapsed_s = message.elapsed_s[-1]
+        elif isinstance(message, Log) and message.level == "error":
+            self._tail.append(message.text)
+
+    def _channel_ended(self) -> RunFinished | RunFailed:
+        """The channel ended before the task's last message: killed here, or lost."""
+        assert self._process is not None
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self._process.wait(timeout=5)
+        if self._killed_on_request:
+            return RunFinished(
+                status="stopped",
+                last_step=self._last_step or 0,
+                final_loss=self._last_loss,
+                elapsed_s=self._last_elapsed_s,
+                killed=True,
+            )
+        said = "; ".join(self._tail) or "it printed nothing"
+        return RunFailed(
+            error_type="ConnectionLost",
+            message=f"the channel to {self.where} ended (exit code {self._process.returncode}) "
+            f"before the task's last message: {said}",
+            last_step=self._last_step,
+            exit_code=self._process.returncode,
+            known=True,
+        )
+
+    def close(self) -> None:
+        """Ends the channel; the task ends with it, if it has not already."""
+        if self._process is None:
+            return
+        self._end_channel()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self._process.wait(timeout=KILL_WAIT_S + 5)
+        if self._process.poll() is None:
+            self._process.kill()
+            self._process.wait()

@@ -1,0 +1,156 @@
+"""A cluster's tasks started on their hosts over SSH (``distloop launch``).
+
+The hosts are the TF_CONFIG's host names, reached with the system's OpenSSH
+client, so ``~/.ssh/config`` (or ``--ssh-config``), ProxyJump and the agent work as
+they do in a terminal. ``BatchMode=yes``: a host that wants a password or an unknown
+host key fails at once with ssh's own line instead of waiting for a prompt nobody
+sees. One connection per host is shared by every ssh call to it (ControlMaster), and
+keep-alives end a connection whose network is gone. No password is ever asked for or
+stored.
+
+Each task's project is copied to ``REMOTE_DIR/RUN/project-TYPE-INDEX.json`` on its
+host (with custom step code beside it), then started there as ``distloop run
+--task TYPE:INDEX --messages`` in ``REMOTE_DIR/RUN/tasks/TYPE-INDEX``, and reports
+back over its ssh channel (``engine.cluster.remote``). Data paths must exist on every
+host as the project names them.
+"""
+
+from __future__ import annotations
+
+import shlex
+import subprocess
+import tarfile
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..config import Project
+from ..problems import Problem, ProblemsError
+from ..run_folder import TASKS_DIR
+from ..tf_config import TaskSpec, TFConfig, parse_address
+from .plan import run_problems, task_dir_name
+from .remote import RemoteEngine
+
+DEFAULT_REMOTE_DIR = "distloop-runs"
+"""Relative to the remote user's home."""
+CONNECT_TIMEOUT_S = 15
+COPY_TIMEOUT_S = 120
+
+
+@dataclass
+class SshLaunch:
+    """How the tasks reach their hosts, and where they write there."""
+
+    run_name: str
+    ssh_config: Path | None = None
+    remote_command: str = "distloop"
+    remote_dir: str = DEFAULT_REMOTE_DIR
+    _control_dir: tempfile.TemporaryDirectory[str] = field(
+        default_factory=lambda: tempfile.TemporaryDirectory(prefix="distloop-ssh-")
+    )
+
+    def ssh(self, host: str, command: str) -> list[str]:
+        """The ssh command line that runs ``command`` (a shell line) on ``host``."""
+        options = [
+            "BatchMode=yes",
+            f"ConnectTimeout={CONNECT_TIMEOUT_S}",
+            "ControlMaster=auto",
+            f"ControlPath={self._control_dir.name}/%C",
+            "ControlPersist=60",
+            "ServerAliveInterval=5",
+            "ServerAliveCountMax=3",
+        ]
+        config = ["-F", str(self.ssh_config)] if self.ssh_config else []
+        return ["ssh", *config, *(f"-o{o}" for o in options), "-T", host, "--", command]
+
+    def folder(self) -> str:
+        """The run's folder on every host."""
+        return f"{self.remote_dir.rstrip('/')}/{self.run_name}"
+
+    def task_folder(self, task: TaskSpec) -> str:
+        return f"{self.folder()}/{TASKS_DIR}/{task_dir_name(task)}"
+
+    def tf_config(self, project: Project) -> TFConfig:
+        """The project's own cluster, which names the hosts; ProblemsError if it cannot run."""
+        if project.tf_config is None:
+            raise ProblemsError(
+                [Problem(("tf_config",), "launch needs a cluster: set the project's tf_config")],
+                "launch",
+            )
+        problems = run_problems(project.tf_config, project.strategy.kind)
+        if problems:
+            raise ProblemsError(problems, "launch")
+        return project.tf_config
+
+    def engine(self, project: Project, task: TaskSpec, config: TFConfig) -> RemoteEngine:
+        """The task as an engine here: its project copied to its host, then started there."""
+        host, _ = parse_address(config.address(task))
+        folder, name = self.folder(), f"project-{task_dir_name(task)}.json"
+        sent = project
+        files: dict[str, bytes] = {}
+        if project.custom_code is not None:
+            code = Path(project.custom_code.path)
+            files[code.name] = code.read_bytes()
+            sent = project.model_copy(
+                update={"custom_code": project.custom_code.model_copy(update={"path": code.name})}
+            )
+        files[name] = sent.to_json().encode()
+
+        def copy() -> None:
+            for file_name, content in files.items():
+                target = shlex.quote(f"{folder}/{file_name}")
+                self._run(host, f"mkdir -p {shlex.quote(folder)} && cat > {target}", content)
+
+        run = (
+            f"cd {shlex.quote(folder)} && exec {self.remote_command} run {shlex.quote(name)} "
+            f"--task {task} --out {shlex.quote(f'{TASKS_DIR}/{task_dir_name(task)}')} --messages"
+        )
+        return RemoteEngine(project, self.ssh(host, run), where=f"{task} on {host}", prepare=copy)
+
+    def _run(self, host: str, command: str, stdin: bytes = b"") -> bytes:
+        """Runs a short command on ``host``; OSError with ssh's own words when it fails."""
+        try:
+            done = subprocess.run(
+                self.ssh(host, command), input=stdin, capture_output=True, timeout=COPY_TIMEOUT_S
+            )
+        except subprocess.TimeoutExpired:
+            raise OSError(f"{host}: no answer within {COPY_TIMEOUT_S} s") from None
+        if done.returncode != 0:
+            said = done.stderr.decode(errors="replace").strip().splitlines()
+            raise OSError(f"{host}: {said[-1] if said else f'ssh exit code {done.returncode}'}")
+        return done.stdout
+
+    def fetch(self, config: TFConfig, task: TaskSpec, into: Path) -> None:
+        """Copies a task's run folder from its host into ``into`` (tar over ssh).
+
+        Extracted with tarfile's ``data`` filter: nothing a host sends can land
+        outside ``into``, become a link out of it, or set special permissions.
+        """
+        host, _ = parse_address(config.address(task))
+        into.mkdir(parents=True, exist_ok=True)
+        command = f"tar -C {shlex.quote(self.task_folder(task))} -cf - ."
+        with (
+            tempfile.TemporaryFile() as said,
+            subprocess.Popen(self.ssh(host, command), stdout=subprocess.PIPE, stderr=said) as ssh,
+        ):
+            assert ssh.stdout is not None
+            try:
+                with tarfile.open(fileobj=ssh.stdout, mode="r|") as archive:
+                    archive.extractall(into, filter="data")
+            except tarfile.TarError as exc:
+                ssh.wait()
+                said.seek(0)
+                lines = said.read().decode(errors="replace").strip().splitlines()
+                raise OSError(f"{host}: {lines[-1] if lines else exc}") from None
+        if ssh.returncode != 0:
+            raise OSError(f"{host}: copying {self.task_folder(task)} back failed")
+
+    def close(self) -> None:
+        """Ends the shared connections (ControlPersist would keep them a minute)."""
+        for socket_path in Path(self._control_dir.name).iterdir():
+            subprocess.run(
+                ["ssh", "-o", f"ControlPath={socket_path}", "-O", "exit", "unused"],
+                capture_output=True,
+                timeout=10,
+            )
+        self._control_dir.cleanup()

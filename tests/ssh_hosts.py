@@ -1,0 +1,157 @@
+"""Hosts for SSH tests: network namespaces on a bridge, each with its own address and its
+own key-only sshd, started and torn down by the tests (root only).
+
+Every name carries the creating process's id, so tests running side by side (or a
+second checkout's) never share a namespace, a bridge or an address block; every
+address is in 10.253.0.0/16, inside namespaces the test made, reached through the
+test's own bridge.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass
+from pathlib import Path
+
+NEEDED = ("ip", "sshd", "ssh", "ssh-keygen")
+
+
+def unavailable_reason() -> str | None:
+    if os.geteuid() != 0:
+        return "network namespaces and sshd need root"
+    missing = [name for name in NEEDED if shutil.which(name) is None and not _sbin(name)]
+    if missing:
+        return f"{', '.join(missing)} not installed (iproute2, openssh-server, openssh-client)"
+    return None
+
+
+def _sbin(name: str) -> str | None:
+    path = Path("/usr/sbin") / name
+    return str(path) if path.exists() else None
+
+
+@dataclass(frozen=True)
+class SshHosts:
+    addresses: list[str]
+    namespaces: list[str]
+    ssh_config: Path
+    client_key: Path
+
+    def ssh(self, index: int, command: str) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            ["ssh", "-F", str(self.ssh_config), self.addresses[index], command],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
+
+
+def _ip(*args: str) -> None:
+    subprocess.run(["ip", *args], check=True, capture_output=True, timeout=30)
+
+
+@contextmanager
+def ssh_hosts(folder: Path, count: int) -> Iterator[SshHosts]:
+    tag = str(os.getpid() % 100_000)
+    block = 20 + os.getpid() % 200
+    bridge = f"dlb{tag}"
+    namespaces = [f"dlh{tag}n{i}" for i in range(count)]
+    addresses = [f"10.253.{block}.{i + 2}" for i in range(count)]
+    made_bridge = False
+    made: list[str] = []
+    daemons: list[Path] = []
+    try:
+        _ip("link", "add", bridge, "type", "bridge")
+        made_bridge = True
+        _ip("addr", "add", f"10.253.{block}.1/24", "dev", bridge)
+        _ip("link", "set", bridge, "up")
+        subprocess.run(
+            ["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(folder / "client_key")],
+            check=True,
+            timeout=30,
+        )
+        (folder / "authorized_keys").write_text((folder / "client_key.pub").read_text())
+        Path("/run/sshd").mkdir(parents=True, exist_ok=True)
+        for i, (space, address) in enumerate(zip(namespaces, addresses, strict=True)):
+            _ip("netns", "add", space)
+            made.append(space)
+            outer, inner = f"dlv{tag}h{i}", f"dlv{tag}g{i}"
+            _ip("link", "add", outer, "type", "veth", "peer", "name", inner)
+            _ip("link", "set", inner, "netns", space)
+            _ip("link", "set", outer, "master", bridge)
+            _ip("link", "set", outer, "up")
+            _ip("-n", space, "addr", "add", f"{address}/24", "dev", inner)
+            _ip("-n", space, "link", "set", inner, "up")
+            _ip("-n", space, "link", "set", "lo", "up")
+            host = folder / f"host{i}"
+            host.mkdir()
+            subprocess.run(
+                ["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(host / "host_key")],
+                check=True,
+                timeout=30,
+            )
+            config = host / "sshd_config"
+            config.write_text(
+                "\n".join(
+                    [
+                        f"ListenAddress {address}",
+                        "Port 22",
+                        f"HostKey {host / 'host_key'}",
+                        f"PidFile {host / 'sshd.pid'}",
+                        f"AuthorizedKeysFile {folder / 'authorized_keys'}",
+                        "PubkeyAuthentication yes",
+                        "PasswordAuthentication no",
+                        "KbdInteractiveAuthentication no",
+                        "PermitRootLogin prohibit-password",
+                        "StrictModes no",
+                        "UsePAM no",
+                        "",
+                    ]
+                )
+            )
+            sshd = shutil.which("sshd") or _sbin("sshd") or "sshd"
+            subprocess.run(
+                ["ip", "netns", "exec", space, sshd, "-f", str(config), "-E", str(host / "log")],
+                check=True,
+                timeout=30,
+            )
+            daemons.append(host / "sshd.pid")
+        ssh_config = folder / "ssh_config"
+        ssh_config.write_text(
+            "".join(
+                f"Host {address}\n  User root\n  IdentityFile {folder / 'client_key'}\n"
+                "  IdentitiesOnly yes\n  StrictHostKeyChecking no\n"
+                "  UserKnownHostsFile /dev/null\n  LogLevel ERROR\n"
+                for address in addresses
+            )
+        )
+        hosts = SshHosts(addresses, namespaces, ssh_config, folder / "client_key")
+        deadline = time.monotonic() + 30
+        for i in range(count):
+            while hosts.ssh(i, "true").returncode != 0:
+                if time.monotonic() > deadline:
+                    raise RuntimeError(
+                        f"sshd on {addresses[i]} never answered: {hosts.ssh(i, 'true')}"
+                    )
+                time.sleep(0.3)
+        yield hosts
+    finally:
+        for pid_file in daemons:
+            with suppress(OSError, ValueError):
+                os.kill(int(pid_file.read_text()), 15)
+        for space in made:
+            # Whatever a test left running in a host ends with it.
+            pids = subprocess.run(
+                ["ip", "netns", "pids", space], capture_output=True, text=True, timeout=30
+            ).stdout.split()
+            for pid in pids:
+                with suppress(OSError, ValueError):
+                    os.kill(int(pid), 9)
+            subprocess.run(["ip", "netns", "del", space], capture_output=True, timeout=30)
+        if made_bridge:
+            subprocess.run(["ip", "link", "del", bridge], capture_output=True, timeout=30)

@@ -1,0 +1,182 @@
+"""``distloop launch``: a cluster's tasks started on real hosts over SSH (network
+namespaces, each with its own sshd), followed here as one run; and the JSON-lines
+channel (``distloop run --messages``) that carries each task's messages back."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+from distloop.engine.config import load_project_data
+from distloop.engine.message_stream import read_message
+from distloop.engine.messages import RunFinished, RunStarted, StepMetrics
+from distloop.engine.run_folder import read_metrics, read_status
+from distloop_testing import REPO, distloop, run_engine
+from ssh_hosts import SshHosts, ssh_hosts, unavailable_reason
+from test_cluster import multi_worker, step_lines
+
+CLI = [sys.executable, "-m", "distloop.gui.launcher"]
+
+
+def test_run_messages_are_json_lines_and_stdin_is_the_control_channel(tmp_path: Path) -> None:
+    """Every stdout line is a protocol message; the end of stdin stops the run."""
+    project = tmp_path / "project.json"
+    data = multi_worker(steps=20)
+    data["strategy"] = {"kind": "one_device"}
+    project.write_text(json.dumps(data))
+    run = subprocess.Popen(
+        [*CLI, "run", str(project), "--out", str(tmp_path / "a"), "--messages"],
+        cwd=REPO,
+        stdin=subprocess.PIPE,  # held open: the run goes to the end
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    assert run.stdout is not None and run.stdin is not None
+    lines = run.stdout.read().splitlines()
+    assert run.wait(timeout=240) == 0
+    run.stdin.close()
+    messages = [read_message(line) for line in lines]
+    assert isinstance(messages[-1], RunFinished) and messages[-1].status == "finished"
+    assert any(isinstance(m, RunStarted) for m in messages)
+    steps = [s for m in messages if isinstance(m, StepMetrics) for s in m.steps]
+    assert steps == list(range(1, 21))
+
+    ended = subprocess.run(
+        [*CLI, "run", str(project), "--out", str(tmp_path / "b"), "--messages"],
+        cwd=REPO,
+        stdin=subprocess.DEVNULL,  # the launcher is gone from the start
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    assert ended.returncode == 130
+    assert "the control channel closed: stopping after the current step" in ended.stderr
+    assert read_status(tmp_path / "b")["status"] == "stopped"
+
+
+@pytest.fixture(scope="module")
+def hosts(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SshHosts]:
+    reason = unavailable_reason()
+    if reason:
+        pytest.skip(reason)
+    with ssh_hosts(tmp_path_factory.mktemp("hosts"), 2) as made:
+        yield made
+
+
+def _project(hosts: SshHosts, folder: Path, steps: int = 20) -> Path:
+    cluster = {"worker": [f"{address}:2222" for address in hosts.addresses]}
+    path = folder / "project.json"
+    path.write_text(
+        json.dumps(multi_worker(steps, {"cluster": cluster, "task": {"type": "worker"}}))
+    )
+    return path
+
+
+def _launch(hosts: SshHosts, project: Path, out: Path, remote: Path, *more: str) -> list[str]:
+    return [
+        *CLI, "launch", str(project), "--out", str(out),
+        "--ssh-config", str(hosts.ssh_config), "--remote-dir", str(remote),
+        "--remote-command", f"{sys.executable} -m distloop.gui.launcher", *more,
+    ]  # fmt: skip
+
+
+@pytest.mark.slow
+def test_a_launch_over_ssh_gives_the_one_process_trace(hosts: SshHosts, tmp_path: Path) -> None:
+    """Two workers, each on its own host behind its own sshd: the losses of one process,
+    the run's top level here, and the chief's run folder copied back."""
+    out = tmp_path / "run"
+    done = subprocess.run(
+        _launch(hosts, _project(hosts, tmp_path), out, tmp_path / "remote"),
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    single_data = multi_worker()
+    single_data["strategy"] = {"kind": "one_device"}
+    single = run_engine(load_project_data(single_data), None)
+    steps, losses = step_lines(done.stdout)
+    assert steps == single["steps"] == list(range(1, 21))
+    np.testing.assert_allclose(losses, single["losses"], rtol=1e-5)
+    assert read_status(out)["status"] == "finished"
+    assert read_status(out)["num_replicas"] == 2
+    np.testing.assert_allclose(np.float32(read_metrics(out)["loss"]), losses, rtol=1e-6)
+    chief = out / "tasks" / "worker-0"
+    assert (chief / "model.keras").is_file() and read_status(chief)["status"] == "finished"
+    assert f"worker:1 at {hosts.addresses[1]}:2222" in done.stderr
+    assert "started over SSH" in (out / "engine.log").read_text()
+
+
+@pytest.mark.slow
+def test_killing_the_launcher_s_ssh_ends_the_remote_tasks(hosts: SshHosts, tmp_path: Path) -> None:
+    """The connection drops (the ssh clients die with the launcher): each task stops on
+    its host with a checkpoint, and nothing of the run is left running there."""
+    out = tmp_path / "run"
+    launcher = subprocess.Popen(
+        _launch(hosts, _project(hosts, tmp_path, steps=100_000), out, tmp_path / "remote"),
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
+    try:
+        deadline = time.monotonic() + 240
+        while not (out / "metrics.csv").exists() or len(read_metrics(out)["step"]) < 20:
+            assert launcher.poll() is None, launcher.communicate()[1][-3000:]
+            assert time.monotonic() < deadline, "the cluster never trained"
+            time.sleep(0.5)
+        os.killpg(launcher.pid, signal.SIGKILL)  # the launcher and its ssh clients
+        launcher.wait(timeout=30)
+    finally:
+        if launcher.poll() is None:
+            os.killpg(launcher.pid, signal.SIGKILL)
+            launcher.wait()
+    deadline = time.monotonic() + 60
+    while left := [p for space in hosts.namespaces for p in _processes_besides_sshd(space)]:
+        assert time.monotonic() < deadline, f"still running on the hosts a minute after: {left}"
+        time.sleep(1)
+    for task in ("worker-0", "worker-1"):
+        status = read_status(tmp_path / "remote" / "run" / "tasks" / task)
+        assert status["status"] == "stopped", status
+
+
+def _processes_besides_sshd(namespace: str) -> list[str]:
+    pids = subprocess.run(
+        ["ip", "netns", "pids", namespace], capture_output=True, text=True, timeout=30
+    ).stdout.split()
+    names = []
+    for pid in pids:
+        try:
+            name = Path(f"/proc/{pid}/comm").read_text().strip()
+        except OSError:  # ended meanwhile
+            continue
+        if name != "sshd":
+            names.append(f"{pid} {name}")
+    return names
+
+
+def test_a_host_without_the_key_is_one_line_and_no_hang(hosts: SshHosts, tmp_path: Path) -> None:
+    config = tmp_path / "ssh_config"
+    config.write_text(
+        hosts.ssh_config.read_text().replace(str(hosts.client_key), str(tmp_path / "no_key"))
+    )
+    started = time.monotonic()
+    done = distloop(
+        "launch", str(_project(hosts, tmp_path)), "--out", str(tmp_path / "run"),
+        "--ssh-config", str(config), "--remote-dir", str(tmp_path / "remote"),
+        timeout_s=120,
+    )  # fmt: skip
+    assert done.returncode == 1
+    assert "Permission denied" in done.stderr, done.stderr[-2000:]
+    assert "Traceback" not in done.stderr
+    assert time.monotonic() - started < 60
