@@ -179,6 +179,12 @@ def open_text(path: str | Path, mode: Literal["r", "a"], **options: Any) -> Text
     return os.fdopen(_open_regular(path, flags), mode, encoding="utf-8", **options)
 
 
+def open_bytes(path: str | Path) -> BinaryIO:
+    """``open(path, "rb")`` for a regular file, never a link (a run folder's engine.log or
+    metrics.csv, read whole or from its end, may be a crafted link to ``/dev/zero``)."""
+    return os.fdopen(_open_regular(path, os.O_RDONLY), "rb")
+
+
 def read_regular_file(path: str | Path, limit: int) -> bytes:
     """The bytes of ``path`` when it is a regular file of at most ``limit`` bytes.
 

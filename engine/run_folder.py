@@ -52,7 +52,7 @@ from typing import Any, TextIO
 
 import numpy as np
 
-from .fileio import FileRefused, atomic_write_text, open_text, read_regular_file
+from .fileio import FileRefused, atomic_write_text, open_bytes, open_text, read_regular_file
 from .messages import PRIMARY_LOSS, secondary_losses
 
 try:
@@ -930,8 +930,8 @@ TAIL_BYTES = 64 * 1024
 def tail_log(run_dir: str | Path, lines: int = 20) -> list[str]:
     """The last lines of the engine log, for error reports after a crash."""
     try:
-        with open_text(Path(run_dir) / LOG_FILE, "r", errors="replace") as handle:
-            handle.buffer.seek(max(0, handle.buffer.seek(0, os.SEEK_END) - TAIL_BYTES))
-            return handle.read().splitlines()[-lines:]
+        with open_bytes(Path(run_dir) / LOG_FILE) as handle:
+            handle.seek(max(0, handle.seek(0, os.SEEK_END) - TAIL_BYTES))
+            return handle.read().decode("utf-8", errors="replace").splitlines()[-lines:]
     except OSError:
         return []

@@ -19,7 +19,7 @@ from PySide6.QtSvg import QSvgGenerator
 from PySide6.QtWidgets import QWidget
 
 from ..engine.config import Project
-from ..engine.fileio import atomic_write_text
+from ..engine.fileio import atomic_write_text, open_bytes
 from ..engine.run_folder import METRICS_FILE
 from ..engine.script_export import ExportError, render_script
 from . import dialogs, file_dialogs
@@ -33,8 +33,9 @@ MIN_IMAGE_WIDTH = 1200  # pixels: sharp in a report even when the plot is small 
 
 
 def copy_metrics(run_dir: Path, target: Path) -> None:
-    """Copies the run's ``metrics.csv`` to ``target`` byte for byte."""
-    _write_bytes(target, (run_dir / METRICS_FILE).read_bytes())
+    """Copies the run's ``metrics.csv`` to ``target`` byte for byte (never a link's target)."""
+    with open_bytes(run_dir / METRICS_FILE) as source:
+        _write_bytes(target, source.read())
 
 
 def export_plot(plot_item: pg.PlotItem, target: Path) -> None:

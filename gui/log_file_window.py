@@ -21,6 +21,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from ..engine.fileio import open_bytes
+
 MAX_SHOWN_BYTES = 4 * 1024 * 1024
 """A log's tail worth reading; a long run's TensorFlow output can run to far more."""
 
@@ -28,7 +30,7 @@ MAX_SHOWN_BYTES = 4 * 1024 * 1024
 def read_tail(path: Path, limit: int = MAX_SHOWN_BYTES) -> str:
     """The file's last ``limit`` bytes as text, saying what was left out; or why none."""
     try:
-        with path.open("rb") as file:
+        with open_bytes(path) as file:  # never a link's target: a run folder is untrusted
             size = file.seek(0, 2)
             file.seek(max(0, size - limit))
             data = file.read()

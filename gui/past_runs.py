@@ -23,6 +23,7 @@ from ..engine.run_folder import (
     loss_columns,
     read_eval,
     read_metrics,
+    refuse_links,
 )
 from ..engine.run_handle import runs_as_cluster
 from ..engine.run_history import INTERRUPTED, RunSummary
@@ -130,7 +131,10 @@ def can_resume(run: RunSummary) -> bool:
 
 
 def resume_project(run_dir: Path) -> Project:
-    """The project the run ran, from its folder (raises ProblemsError when unreadable)."""
+    """The project the run ran, from its folder: raises RunFolderError when anything in the
+    folder is a link (a ``project.json -> /dev/zero`` would hang the window, and the run
+    would write through the others), ProblemsError when the project is unreadable."""
+    refuse_links(run_dir)
     return load_project(run_dir / PROJECT_FILE)
 
 

@@ -17,7 +17,7 @@ from PySide6.QtWidgets import QWidget
 from ..engine.config import Project
 from ..engine.examples import is_shipped
 from ..engine.problems import ProblemsError
-from ..engine.run_folder import new_run_dir
+from ..engine.run_folder import RunFolderError, new_run_dir
 from ..engine.run_history import RunSummary, summarize
 from ..engine.run_model import RunModel
 from ..engine.user_code import UserCodeError, fingerprint
@@ -127,6 +127,9 @@ class RunStarter(QObject):
             return
         try:
             project = resume_project(run.path)
+        except RunFolderError as exc:
+            dialogs.show_error(self._window, "Cannot resume", f"{run.name}: {exc}")
+            return
         except ProblemsError as exc:
             dialogs.show_problems(
                 self._window,

@@ -26,6 +26,8 @@ from distloop.engine.run_folder import (
 from distloop.engine.run_history import summarize
 from distloop.engine.script_export import ExportError
 from distloop.gui.app import app_icon
+from distloop.gui.exports import copy_metrics
+from distloop.gui.log_file_window import read_tail
 from distloop.gui.main_window import MainWindow
 from distloop.gui.past_runs import WALL_TIME, resume_refusal
 from distloop.gui.runs_model import Column
@@ -688,3 +690,42 @@ def test_a_run_still_training_elsewhere_is_not_deleted(
         holder.communicate("", timeout=30)
     panel.delete_action.trigger()
     assert not folder.exists()
+
+
+def test_a_run_folder_holding_a_link_is_not_resumed_nor_read_through_it(
+    make_window, runs_root: Path, tmp_path: Path, dialog_recorder
+) -> None:
+    """The window resumed it, and its engine then appended to what engine.log linked to;
+    the log viewer and Export metrics read what a link pointed to."""
+    secret = tmp_path / "outside" / "authorized_keys"
+    secret.parent.mkdir()
+    secret.write_text("ssh-ed25519 AAAAmine me@here\n")
+    run_dir = fake_run(
+        runs_root, "r", name="shared", started=time.time(), losses=[1.0, 0.5], status="stopped"
+    )
+    (run_dir / "engine.log").symlink_to(secret)
+    made: list[Path] = []
+    window: MainWindow = make_window(
+        engine_factory=lambda project, folder, *, resume=False: made.append(folder)
+    )
+    _select(window.runs_panel, run_dir)
+    window.runs_panel.resume_selected()
+    assert made == []
+    assert dialog_recorder.shown == [
+        (
+            "error",
+            "Cannot resume",
+            f"shared: {run_dir / 'engine.log'} is a symbolic link: Distloop reads and writes "
+            "only a run folder's own files; replace the link with a copy of what it points "
+            "to\n",
+        )
+    ]
+    assert read_tail(run_dir / "engine.log") == (
+        f"{run_dir / 'engine.log'} cannot be read: is a symbolic link"
+    )
+    (run_dir / "metrics.csv").unlink()
+    (run_dir / "metrics.csv").symlink_to(secret)
+    with pytest.raises(OSError, match="is a symbolic link"):
+        copy_metrics(run_dir, tmp_path / "copy.csv")
+    assert not (tmp_path / "copy.csv").exists()
+    assert secret.read_text() == "ssh-ed25519 AAAAmine me@here\n"
