@@ -9,11 +9,13 @@ calls it once at the start of a run, not on every edit.
 
 from __future__ import annotations
 
+import csv
 import glob
+import itertools
 import os
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from .config import (
@@ -87,6 +89,10 @@ class FolderSummary:
     others: tuple[Path, ...]
     """The first few files no decoder reads (:data:`OTHERS_NAMED`)."""
     extensions: tuple[str, ...] = IMAGE_EXTENSIONS
+    unreadable: tuple[tuple[Path, str], ...] | None = None
+    """The first image that is empty, cut short or no image, with why, and the count of
+    such files (:func:`unreadable_images`); None when not looked for."""
+    unreadable_count: int = 0
 
 
 FolderProgress = Callable[[str, int], None]
@@ -161,9 +167,22 @@ def summarize_folder(
     path: str | Path,
     extensions: tuple[str, ...] = IMAGE_EXTENSIONS,
     progress: FolderProgress | None = None,
+    *,
+    check_images: bool = False,
 ) -> FolderSummary:
-    """:func:`scan_folder`'s summary; raises FolderError when ``path`` is no folder."""
-    return scan_folder(path, extensions, progress).summary()
+    """:func:`scan_folder`'s summary, with ``check_images`` its unreadable images too;
+    raises FolderError when ``path`` is no folder."""
+    scan = scan_folder(path, extensions, progress)
+    summary = scan.summary()
+    if not check_images:
+        return summary
+    bad = unreadable_images(scan)
+    return replace(summary, unreadable=tuple(bad[:1]), unreadable_count=len(bad))
+
+
+def checked_folder(path: str | Path, extensions: tuple[str, ...]) -> FolderSummary:
+    """An image folder's summary with its unreadable images (a :data:`FolderScanner`)."""
+    return summarize_folder(path, extensions, check_images=True)
 
 
 def folder_problems(scan: FolderSummary, field: str, kind: str = "images") -> list[str]:
@@ -218,7 +237,10 @@ def project_folder_problems(
     scans: dict[tuple[str, ...], FolderSummary] = {}
     for where, data in project.data_sources():
         loc = tuple(where.split("."))
-        problems += [Problem((*loc, "path"), text) for text in data_file_problems(data)]
+        files = data_file_problems(data)
+        problems += [Problem((*loc, "path"), text) for text in files]
+        if isinstance(data, CsvData) and not files:
+            problems += _csv_header_problems(data, project, loc)
         if not isinstance(data, ImageFolderData | TextFolderData):
             continue
         kind, extensions = FOLDER_KINDS[data.source]
@@ -271,6 +293,40 @@ def data_file_problems(data: DataConfig) -> list[str]:
     return [f"{file} {problem}" for file, problem in found if problem is not None][:1]
 
 
+CSV_HEADER_SEARCH = 100
+"""Lines read to find a CSV file's header (blank lines before it are skipped, as loading
+skips them): a file of nothing but blank lines is the run's to report."""
+
+
+def _csv_header_problems(data: CsvData, project: Project, loc: tuple[str, ...]) -> list[Problem]:
+    """The header against the label column and the model's input: the checks a run makes
+    first, here from the file's first line so the window and ``validate`` find them."""
+    try:
+        with open(os.path.expanduser(data.path), encoding="utf-8-sig", newline="") as handle:
+            rows = itertools.islice(csv.reader(handle), CSV_HEADER_SEARCH)
+            header = next((row for row in rows if row), None)
+    except (OSError, UnicodeDecodeError, csv.Error):
+        return []  # the run names what is wrong with the file's text
+    if header is None:
+        return []
+    if data.label_column not in header:
+        return [
+            Problem(
+                (*loc, "label_column"),
+                f"{data.path} has no column {data.label_column!r} (columns: {', '.join(header)})",
+            )
+        ]
+    if project.custom_code is None and len(header) - 1 != project.model.input_size:
+        return [
+            Problem(
+                (*loc, "path"),
+                f"examples in {data.path} have {len(header) - 1} feature column(s), but "
+                f"model.input_shape {project.model.input_shape} takes {project.model.input_size}",
+            )
+        ]
+    return []
+
+
 def _without_field(text: str) -> str:
     """A :func:`folder_problems` message without its leading ``field:`` (a Problem has it)."""
     return text.split(": ", 1)[1]
@@ -290,7 +346,8 @@ def _class_count_problems(
             Problem(
                 ("loss", "kind"),
                 f"binary_crossentropy takes two classes, but {'.'.join(loc)}.path has {classes}; "
-                "use sparse_categorical_crossentropy",
+                f"use sparse_categorical_crossentropy with a last dense layer of {classes} "
+                "units",
             )
         ]
     if units in (classes, None):  # None: a .keras file (unread here)
@@ -342,26 +399,29 @@ def image_file_problem(path: Path) -> str | None:
     return "is not a JPEG, PNG, GIF or BMP image"
 
 
-def unreadable_image_problems(project: Project) -> tuple[list[Problem], list[str]]:
+def unreadable_image_problems(
+    project: Project, scanner: FolderScanner = checked_folder
+) -> tuple[list[Problem], list[str]]:
     """The image folders' files cut short, empty or no image, as the run would meet them:
     a problem for each folder whose ``on_bad_file`` is fail, a note for one that skips.
 
-    For ``distloop validate``: it reads every file's ends, too slow for each edit in the
-    window. The run also decodes every file, which finds damage inside one as well.
+    Reads every file's ends: for ``distloop validate``, and for the window in its
+    scanning process (``scanner`` then gives the summaries it made). The run also
+    decodes every file, which finds damage inside one as well.
     """
     problems, notes = [], []
     for where, data in project.data_sources():
         if not isinstance(data, ImageFolderData):
             continue
         try:
-            bad = unreadable_images(scan_folder(data.path))
+            summary = scanner(data.path, IMAGE_EXTENSIONS)
         except FolderError:
             continue  # project_folder_problems names it
-        if not bad:
+        if not summary.unreadable:
             continue
-        path, why = bad[0]
+        (path, why), count = summary.unreadable[0], summary.unreadable_count
         if data.on_bad_file == "fail":
-            others = f" ({len(bad) - 1} more unreadable)" if len(bad) > 1 else ""
+            others = f" ({count - 1} more unreadable)" if count > 1 else ""
             loc = (*where.split("."), "path")
             problems.append(
                 Problem(
@@ -371,9 +431,9 @@ def unreadable_image_problems(project: Project) -> tuple[list[Problem], list[str
                 )
             )
         else:
-            more = f" and {len(bad) - 1} more" if len(bad) > 1 else ""
+            more = f" and {count - 1} more" if count > 1 else ""
             notes.append(
-                f"{where}.path: {len(bad)} unreadable image(s) will be skipped "
+                f"{where}.path: {count} unreadable image(s) will be skipped "
                 f"({where}.on_bad_file is skip): {path} {why}{more}"
             )
     return problems, notes

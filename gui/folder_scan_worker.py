@@ -17,7 +17,7 @@ import signal
 from multiprocessing.connection import Connection
 from typing import Any
 
-from ..engine.datasets import FolderError, FolderSummary, summarize_folder
+from ..engine.datasets import IMAGE_EXTENSIONS, FolderError, FolderSummary, summarize_folder
 
 Stamps = tuple[tuple[str, int], ...]
 """Every folder a scan listed, the root first, with its st_mtime_ns then (-1: unreadable)."""
@@ -50,7 +50,9 @@ def serve(jobs: Connection, generation: Any, running: Any, count: Any) -> None:
 def scan(
     path: str, extensions: tuple[str, ...], generation: Any, wanted: int, count: Any
 ) -> Outcome:
-    """The folder's summary (or why it is none) and the folders it listed, stamped."""
+    """The folder's summary (or why it is none) and the folders it listed, stamped; an
+    image folder's summary names its unreadable images too (each file's ends are read:
+    a second or so per 100,000 files, here rather than at Run)."""
     folders = [stamped(os.path.expanduser(path))]
 
     def on_folder(folder: str, found: int) -> None:
@@ -60,7 +62,9 @@ def scan(
         count.value = found
 
     try:
-        result: FolderSummary | FolderError = summarize_folder(path, extensions, on_folder)
+        result: FolderSummary | FolderError = summarize_folder(
+            path, extensions, on_folder, check_images=extensions == IMAGE_EXTENSIONS
+        )
     except FolderError as exc:
         result = exc
     return result, tuple(folders)

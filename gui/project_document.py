@@ -20,6 +20,7 @@ from PySide6.QtWidgets import QApplication, QMenu, QWidget
 from ..engine.config import Project, load_project
 from ..engine.examples import load_example
 from ..engine.fileio import atomic_write_text
+from ..engine.messages import DevicesDetected
 from ..engine.problems import ProblemsError
 from . import dialogs, file_dialogs, settings
 from .export_dialog import ExportDialog
@@ -51,6 +52,8 @@ class ProjectDocument(QObject):
         self._validation = Validation(None)
         self.folders = FolderScans(self)
         self.folders.landed.connect(self.revalidate)
+        self._detected: DevicesDetected | None = None
+        editor.devices_detected.connect(self._on_devices_detected)
 
     @property
     def path(self) -> Path | None:
@@ -85,10 +88,20 @@ class ProjectDocument(QObject):
         for a project just put in the forms); their problems come with a later call.
         """
         self._validation = validate(
-            self._editor.data(), self.base_dir(), self.folders, at_once=at_once
+            self._editor.data(),
+            self.base_dir(),
+            self.folders,
+            at_once=at_once,
+            detected=self._detected,
         )
         self.validated.emit(self._validation)
         self.title_changed.emit(self._title, self.is_modified())
+
+    def _on_devices_detected(self, found: DevicesDetected) -> None:
+        """Detect devices' answer: from now on a device this machine lacks is a problem
+        before Run, not a failure after TensorFlow has started."""
+        self._detected = found
+        self.revalidate()
 
     def set_project(self, project: Project, path: Path | None, title: str) -> None:
         """Puts ``project`` in the forms as the saved state of ``path`` (None: not saved)."""

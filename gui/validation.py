@@ -6,8 +6,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..engine.config import Project, load_project_data, uneven_batch_warnings
-from ..engine.datasets import project_folder_problems
+from ..engine.config import (
+    Project,
+    canonical_device,
+    data_check_part,
+    load_project_data,
+    uneven_batch_warnings,
+)
+from ..engine.datasets import project_folder_problems, unreadable_image_problems
+from ..engine.messages import DevicesDetected
 from ..engine.model_shapes import model_file_problems
 from ..engine.problems import Problem, ProblemsError
 from .folder_scans import FolderScans
@@ -45,28 +52,80 @@ def validate(
     folders: FolderScans | None = None,
     *,
     at_once: bool = False,
+    detected: DevicesDetected | None = None,
 ) -> Validation:
     """Runs the engine's own loader on the forms' dict: same rules, same messages.
 
     With ``base_dir`` (where relative paths start) and ``folders`` (the scans made off
-    the event loop), data folders and model files are checked too, as ``distloop
-    validate`` checks them: their problems keep the project from running, not from being
-    saved. A folder not scanned yet is asked for (now with ``at_once``, else once edits
-    pause) and listed in :attr:`Validation.checking`.
+    the event loop), data folders, their images, CSV headers and model files are checked
+    too, as ``distloop validate`` checks them: their problems keep the project from
+    running, not from being saved. They are checked for a project that fails on other
+    rules too, so every problem is listed at once. A folder not scanned yet is asked for
+    (now with ``at_once``, else once edits pause) and listed in
+    :attr:`Validation.checking`. With ``detected`` (Detect devices' answer), devices in
+    ``strategy.devices`` this machine lacks are problems too.
     """
     try:
         project = load_project_data(data, "the project")
     except ProblemsError as exc:
-        return Validation(None, exc.problems)
+        part = data_check_part(data)
+        if part is None or base_dir is None or folders is None:
+            return Validation(None, exc.problems)
+        found, _, checking = _disk_problems(part.resolve_paths(base_dir), folders, at_once)
+        more = [problem for problem in found if problem not in exc.problems]
+        return Validation(None, exc.problems + more, [], checking)
     notes = uneven_batch_warnings(project)
+    problems = [] if detected is None else device_problems(project, detected)
     if base_dir is None or folders is None:
-        return Validation(project, [], notes)
-    resolved = project.resolve_paths(base_dir)
-    files = model_file_problems(resolved.model)
-    checking = folders.missing(resolved, at_once=at_once)
-    if not checking:
-        files = project_folder_problems(resolved, folders.cached) + files
-    return Validation(project, files, notes, checking)
+        return Validation(project, problems, notes)
+    found, skipped, checking = _disk_problems(project.resolve_paths(base_dir), folders, at_once)
+    return Validation(project, problems + found, notes + skipped, checking)
+
+
+def _disk_problems(
+    project: Project, folders: FolderScans, at_once: bool
+) -> tuple[list[Problem], list[str], list[str]]:
+    """(problems, notes, folder fields still being scanned) of the files ``project`` (paths
+    resolved) reads, as ``distloop validate`` finds them: unreadable images only once the
+    folders themselves are sound."""
+    problems = model_file_problems(project.model)
+    checking = folders.missing(project, at_once=at_once)
+    if checking:
+        return problems, [], checking
+    found = project_folder_problems(project, folders.cached)
+    bad_files, skipped = ([], []) if found else unreadable_image_problems(project, folders.cached)
+    return found + bad_files + problems, skipped, []
+
+
+def device_problems(project: Project, detected: DevicesDetected) -> list[Problem]:
+    """Devices of ``strategy.devices`` on this machine that Detect devices did not find,
+    as the run would refuse them (``engine.tf.strategy.check_devices``); a device of
+    another task (``/job:worker/...``) is that machine's to have."""
+    strategy = project.strategy
+    have = {(d.device_type.upper(), int(d.name.rsplit(":", 1)[1])) for d in detected.devices}
+    have |= {("CPU", index) for index in range(strategy.cpu_replicas)}  # its logical CPUs
+    missing = [
+        device
+        for device in strategy.devices or []
+        if "/job:" not in device and _type_and_index(canonical_device(device)) not in have
+    ]
+    if not missing:
+        return []
+    names = ", ".join(f"{kind}:{index}" for kind, index in sorted(have))
+    return [
+        Problem(
+            ("strategy", "devices"),
+            f"{', '.join(missing)} {'is' if len(missing) == 1 else 'are'} not on this machine, "
+            f"which has {names} (Detect devices); list some of those, or omit "
+            "strategy.devices to use every GPU (else the CPU)",
+        )
+    ]
+
+
+def _type_and_index(canonical: str) -> tuple[str, int]:
+    """("GPU", 1) of ``/device:GPU:1`` (a canonical name, as the strategy form keeps)."""
+    kind, index = canonical.rsplit("/device:", 1)[1].split(":")
+    return kind, int(index)
 
 
 def differences(shown: Any, loaded: Any, path: str = "") -> list[str]:

@@ -138,7 +138,7 @@ def test_model_and_loss_must_fit_the_classes(tmp_path: Path) -> None:
     binary = {"kind": "binary_crossentropy", "from_logits": True}
     assert problems_of(image_project(tmp_path, model=_model(1), loss=binary)) == [
         "loss.kind: binary_crossentropy takes two classes, but data.path has 3; use "
-        "sparse_categorical_crossentropy"
+        "sparse_categorical_crossentropy with a last dense layer of 3 units"
     ]
     assert problems_of(image_project(tmp_path, model=_model(3, [64]))) == [
         "model.input_shape: image data needs [height, width, channels] with 1 (grayscale) or 3 "

@@ -73,6 +73,7 @@ from .optimizer import (
 from .project import (
     SCHEMA_VERSION,
     Project,
+    data_check_part,
     load_project,
     load_project_data,
     load_project_text,
@@ -138,6 +139,7 @@ __all__ = [
     "TrainingConfig",
     "bytes_text",
     "canonical_device",
+    "data_check_part",
     "image_channels",
     "load_project",
     "load_project_data",

@@ -186,6 +186,36 @@ def load_project_data(data: object, source: str = "project") -> Project:
     raise ProblemsError(problems, source)
 
 
+DATA_CHECK_SECTIONS = ("model", "loss", "data", "custom_code", "evaluation")
+"""The sections the checks of the data on disk read (classes against outputs, a CSV's
+columns against the input)."""
+
+
+def data_check_part(data: object) -> Project | None:
+    """The sections of a project that does not load, as a project for the checks of its
+    data on disk, when the sections those read validate; else None.
+
+    A project that fails on one rule still has its data folder judged: a binary loss on a
+    folder of three classes then shows the folder's problem (and its fix) beside the
+    loss's, not only the loss's, which points to the wrong fix.
+    """
+    if not isinstance(data, dict):
+        return None
+    sections: dict[str, Any] = {}
+    for name in DATA_CHECK_SECTIONS:
+        info = Project.model_fields[name]
+        if name not in data:
+            if info.is_required():
+                return None
+            sections[name] = info.get_default(call_default_factory=True)
+            continue
+        try:
+            sections[name] = _SECTIONS[name].validate_python(data[name])
+        except ValidationError:
+            return None
+    return Project.model_construct(**sections)
+
+
 def _section_adapter(name: str) -> TypeAdapter[Any]:
     info = Project.model_fields[name]
     annotation = Annotated[info.annotation, info]
