@@ -63,13 +63,35 @@ class FolderScan:
         return {name: found[label] for label, name in enumerate(self.classes)}
 
     def summary(self) -> FolderSummary:
+        folders = (self.root / name for name in self.classes)
+        misnamed = next(
+            (path for path in (*folders, *(file for file, _ in self.files)) if not utf8(path)),
+            None,
+        )
         return FolderSummary(
             self.root,
             self.classes,
             tuple(self.counts().values()),
             self.others[:OTHERS_NAMED],
             self.extensions,
+            misnamed=misnamed,
         )
+
+
+def utf8(path: Path) -> bool:
+    """Whether ``path`` is UTF-8 text. A name in other bytes lists as lone surrogates,
+    which TensorFlow's strings cannot hold (the run died with a traceback listing every
+    file)."""
+    try:
+        str(path).encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def shown_path(path: Path) -> str:
+    """``path`` printable whatever its bytes: those that are no UTF-8 as ``\\xff``."""
+    return os.fsencode(path).decode("utf-8", "backslashreplace")
 
 
 OTHERS_NAMED = 3
@@ -93,6 +115,8 @@ class FolderSummary:
     """The first image that is empty, cut short or no image, with why, and the count of
     such files (:func:`unreadable_images`); None when not looked for."""
     unreadable_count: int = 0
+    misnamed: Path | None = None
+    """The first class folder or file whose name is not UTF-8: a run cannot read it."""
 
 
 FolderProgress = Callable[[str, int], None]
@@ -188,6 +212,11 @@ def checked_folder(path: str | Path, extensions: tuple[str, ...]) -> FolderSumma
 def folder_problems(scan: FolderSummary, field: str, kind: str = "images") -> list[str]:
     """What keeps the folder from being classification data, one message per problem."""
     where = f"{field}: {scan.root}"
+    if scan.misnamed is not None:
+        return [
+            f"{field}: {shown_path(scan.misnamed)} is not named in UTF-8 (its other bytes "
+            "shown as \\x..); rename it: a run reads file and class names as UTF-8 text"
+        ]
     if not scan.classes:
         return [
             f"{where} has no subfolders; put each class's {kind} in a subfolder named after "

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from data_folders import write_image_folder
 from distloop.engine.config import load_project
 from distloop.engine.messages import RunFailed
 from distloop.engine.synthetic import DataError, numpy_arrays
@@ -246,3 +247,51 @@ def test_the_engine_refuses_an_oversized_record_before_tensorflow_reads_it(tmp_p
     assert failed.error_type == "DataError", failed
     assert "(record 1 declares 1152921504606846976 bytes" in failed.message, failed
     assert failed.exit_code != -11
+
+
+# --- file and class names that are not UTF-8 ----------------------------------------------
+
+
+def misnamed_image_folder(folder: Path, where: str) -> tuple[Path, Path]:
+    """An image folder of two classes, one file (or one class folder) renamed to bytes that
+    are no UTF-8; the project file, and the misnamed path as Python lists it."""
+    root = write_image_folder(folder / "images", classes=("a", "b"), per_class=3)
+    if where == "file":
+        old = root / "a" / "001.png"
+        new = os.fsdecode(os.fsencode(root / "a") + b"/bad\xff.png")
+    else:
+        old = root / "b"
+        new = os.fsdecode(os.fsencode(root) + b"/cl\xfe")
+    os.rename(old, new)
+    model = {
+        "input_shape": [8, 8, 3],
+        "layers": [{"kind": "flatten"}, {"kind": "dense", "units": 2}],
+    }
+    data = {"source": "image_folder", "path": str(root)}
+    project = project_file(folder, data, model)
+    spec = json.loads(project.read_text())
+    spec["loss"] = {"kind": "sparse_categorical_crossentropy", "from_logits": True}
+    project.write_text(json.dumps(spec))
+    return project, Path(new)
+
+
+@pytest.mark.parametrize("where", ["file", "class folder"])
+def test_a_name_that_is_not_utf8_is_refused_naming_the_path(tmp_path, where) -> None:
+    """Before: "valid", then the run failed with an unexpected-failure traceback (TensorFlow
+    cannot hold the name as a string) that printed the whole file list."""
+    project, misnamed = misnamed_image_folder(tmp_path, where)
+    shown = os.fsencode(misnamed).decode("utf-8", "backslashreplace")
+    assert "\\xff" in shown or "\\xfe" in shown
+    (line,) = validate(project)
+    assert line.startswith(f"data.path: {shown} is not named in UTF-8"), line
+    assert_run_refused(project, f"{shown} is not named in UTF-8")
+
+
+@pytest.mark.slow
+def test_the_engine_refuses_a_name_that_is_not_utf8_in_one_line(tmp_path) -> None:
+    """A run from the window starts the engine without the CLI's checks."""
+    project, _ = misnamed_image_folder(tmp_path, "file")
+    run = run_engine(load_project(project), tmp_path / "run")
+    failed = run["terminal"]
+    assert isinstance(failed, RunFailed) and failed.error_type == "DataError", failed
+    assert "is not named in UTF-8" in failed.message and "\n" not in failed.message
