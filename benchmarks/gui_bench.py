@@ -12,7 +12,9 @@ against a baseline measured in the same run:
 - memory: resident memory with 10^6 plotted points vs the empty window;
 - typing: timer lateness while typing into the forms (the data path, the shuffle
   buffer, a layer's units) with a 100,000-file image folder selected vs the idle
-  window (``python -m benchmarks.gui_bench typing`` runs this one alone).
+  window (``python -m benchmarks.gui_bench typing`` runs this one alone);
+- runs list (``python -m benchmarks.gui_bench runs``, on its own): a refresh's time on
+  the window's thread with a run of 10^6 steps vs reading its metrics.csv whole.
 
 The stream comes from an engine stand-in that produces real StepMetrics messages
 the way the engine batches them (every ``engine.reporting.REPORT_INTERVAL_S``)
@@ -392,6 +394,48 @@ def typing(app, tmp: Path) -> tuple[float, dict[str, tuple[float, float]]]:
     return idle, results
 
 
+def runs_refresh(app, tmp: Path, rows: int = 1_000_000) -> tuple[float, float, float, float]:
+    """The runs list with one long run: seconds the window's thread spends in a refresh
+    (the first, then one after 1,000 more rows), the worker's first scan, and the old
+    summary (the whole metrics.csv read, as the list read it at every refresh)."""
+    from distloop.engine import csv_summary
+    from distloop.engine.run_folder import read_metrics, write_status
+    from distloop.gui.loss_plot import LossPlot
+    from distloop.gui.runs_model import Column
+    from distloop.gui.runs_panel import RunsPanel
+
+    run = tmp / "runs" / "long"
+    run.mkdir(parents=True)
+    (run / "project.json").write_text("{}", encoding="utf-8")
+    write_status(run, "finished", name="long")
+    with (run / "metrics.csv").open("w", encoding="utf-8") as out:
+        out.write("step,loss,elapsed_s\n")
+        for start in range(1, rows + 1, 100_000):
+            steps = range(start, min(start + 100_000, rows + 1))
+            out.write("".join(f"{s},{1 + (s % 997) / 997:.8g},{s * 1e-3:.6f}\n" for s in steps))
+    began = time.perf_counter()
+    metrics = read_metrics(run)
+    min(metrics["loss"])
+    old = time.perf_counter() - began
+    del metrics
+    panel = RunsPanel(LossPlot(), tmp / "runs")
+    csv_summary._scans.clear()  # nothing scanned yet, as when the window opens
+    began = time.perf_counter()
+    panel.refresh()
+    first = time.perf_counter() - began
+    began = time.perf_counter()
+    while panel.proxy.index(0, Column.BEST_LOSS).data() == "…":
+        app.processEvents()
+        time.sleep(0.01)
+    scan = time.perf_counter() - began
+    with (run / "metrics.csv").open("a", encoding="utf-8") as out:
+        out.write("".join(f"{s},0.5,{s * 1e-3:.6f}\n" for s in range(rows + 1, rows + 1001)))
+    began = time.perf_counter()
+    panel.refresh()
+    again = time.perf_counter() - began
+    return first, again, scan, old
+
+
 def main() -> None:
     import tempfile
 
@@ -407,6 +451,17 @@ def main() -> None:
                 f"image folder: {late:.1f} ms (worst {worst:.0f} ms), idle {idle:.1f} ms, "
                 f"ratio {late / idle:.1f} (goal: p99 under 50 ms)"
             )
+        return
+    if sys.argv[1:] == ["runs"]:
+        app = QApplication.instance() or QApplication([])
+        with tempfile.TemporaryDirectory() as tmp:
+            first, again, scan, old = runs_refresh(app, Path(tmp))
+        print(
+            f"4f. runs list with a run of 10^6 steps (40 MB metrics.csv): the window's thread "
+            f"{1000 * first:.1f} ms a refresh ({1000 * again:.1f} ms after 1,000 more rows), "
+            f"the worker's scan {scan:.2f} s once; reading the file whole (the old summary, at "
+            f"every refresh) {old:.2f} s; ratio {first / old:.4f}"
+        )
         return
 
     ours_start, bare_start = window_start("distloop"), window_start("bare")

@@ -13,11 +13,14 @@ import math
 import os
 import shutil
 import socket
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from . import csv_summary
 from .fileio import read_regular_file
 from .run_folder import (
+    EVAL_FILE,
     LABEL_FILE,
     LOCK_FILE,
     METRICS_FILE,
@@ -28,7 +31,6 @@ from .run_folder import (
     default_runs_root,
     folder_stamp,
     load_json,
-    read_metrics,
     update_status,
 )
 
@@ -60,6 +62,12 @@ class RunSummary:
     error: str | None
     notes: str = ""
     tags: tuple[str, ...] = ()
+    best_validation: dict[str, float] | None = None
+    """The evaluation with the lowest ``val_loss`` (the one ``model.keras`` keeps): its
+    metrics by name, without the step."""
+    pending: bool = False
+    """The best loss and validation are those of the files' part scanned so far: a
+    scan (:func:`summarize` with ``scan``) is due."""
 
     def matches(self, text: str) -> bool:
         """Whether every word of ``text`` is in the name, a tag or the notes (any case)."""
@@ -72,11 +80,14 @@ def is_run_folder(path: Path) -> bool:
     return os.path.lexists(path / PROJECT_FILE)
 
 
-def summarize(run_dir: Path) -> RunSummary:
+def summarize(run_dir: Path, *, scan: bool = True) -> RunSummary:
     """The run's summary; tolerates missing or half-written files (a crashed run).
 
     Never raises: a folder whose records cannot be read is summarized as
-    :data:`UNREADABLE`, naming why.
+    :data:`UNREADABLE`, naming why. Without ``scan`` it reads no file whole: the last
+    step from the end of ``metrics.csv``, the best loss and validation from the last
+    scan of the files (``pending`` when they grew since). The window's thread
+    summarizes so; a worker thread then scans (``engine.csv_summary``).
     """
     try:
         status = _read_record(run_dir / STATUS_FILE)
@@ -84,19 +95,21 @@ def summarize(run_dir: Path) -> RunSummary:
     except OSError as exc:
         return _unreadable(run_dir, exc)
     name = _text(status.get("name")) or _label(run_dir) or _derived_name(run_dir, project)
-    steps, final, best, elapsed = 0, None, None, None
-    if (run_dir / METRICS_FILE).is_file():
-        try:
-            metrics = read_metrics(run_dir)
-        except (OSError, UnicodeDecodeError):
-            metrics = {}
-        losses = [v for v in metrics.get("loss", []) if math.isfinite(v)]
-        # A crafted metrics.csv (no loss column, a step of inf) summarizes as no steps.
-        if metrics.get("step") and metrics.get("loss") and math.isfinite(metrics["step"][-1]):
-            steps = int(metrics["step"][-1])
-            final = metrics["loss"][-1]
-            elapsed = metrics.get("elapsed_s", [None])[-1]
-        best = min(losses) if losses else None
+    read = csv_summary.scan if scan else csv_summary.peek
+    metrics = _csv_summary(read, run_dir / METRICS_FILE, "loss")
+    evaluations = _csv_summary(read, run_dir / EVAL_FILE, "val_loss")
+    last, best = (metrics.last, metrics.best) if metrics else (None, None)
+    steps, final, elapsed = 0, None, None
+    # A crafted metrics.csv (no loss column, a step of inf) summarizes as no steps.
+    if last and "loss" in last and math.isfinite(last.get("step", math.nan)):
+        steps, final, elapsed = int(last["step"]), last["loss"], last.get("elapsed_s")
+    best_loss = best.get("loss") if best else None
+    validation = (
+        {name: value for name, value in evaluations.best.items() if name != "step"}
+        if evaluations and evaluations.best
+        else None
+    )
+    pending = any(part is not None and not part.complete for part in (metrics, evaluations))
     started = _number(status.get("started_at"))
     updated = _number(status.get("updated_at"))
     # The run's one duration is its training clock (metrics.csv's elapsed_s, continued by a
@@ -118,12 +131,14 @@ def summarize(run_dir: Path) -> RunSummary:
         num_replicas=replicas if isinstance(replicas, int) else None,
         steps=steps,
         final_loss=final,
-        best_loss=best,
+        best_loss=best_loss,
         duration_s=duration,
         status=INTERRUPTED if _abandoned(status) else str(status.get("status", "unknown")),
         error=error if isinstance(error, str) else None,
         notes=_text(status.get("notes")),
         tags=tuple(tag for tag in tags if isinstance(tag, str)) if isinstance(tags, list) else (),
+        best_validation=validation,
+        pending=pending,
     )
 
 
@@ -142,6 +157,16 @@ def _unreadable(run_dir: Path, exc: OSError) -> RunSummary:
         status=UNREADABLE,
         error=f"cannot read this run folder: {reason}",
     )
+
+
+def _csv_summary(
+    read: Callable[[Path, str], csv_summary.CsvSummary], path: Path, key: str
+) -> csv_summary.CsvSummary | None:
+    """The file's summary; None when it is missing or cannot be read."""
+    try:
+        return read(path, key)
+    except OSError:
+        return None
 
 
 def _derived_name(run_dir: Path, project: dict) -> str:
@@ -189,12 +214,19 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def list_runs(root: Path | None = None) -> list[RunSummary]:
-    """Every run folder under ``root`` (the user's runs folder by default), newest first."""
+def list_runs(root: Path | None = None, *, scan: bool = True) -> list[RunSummary]:
+    """Every run folder under ``root`` (the user's runs folder by default), newest first.
+
+    ``scan`` as for :func:`summarize`.
+    """
     root = root or default_runs_root()
     if not root.is_dir():
         return []
-    runs = [summarize(path) for path in root.iterdir() if path.is_dir() and is_run_folder(path)]
+    runs = [
+        summarize(path, scan=scan)
+        for path in root.iterdir()
+        if path.is_dir() and is_run_folder(path)
+    ]
     return sorted(runs, key=lambda run: (run.started_at or 0.0, run.path.name), reverse=True)
 
 

@@ -25,7 +25,6 @@ import numpy as np
 import pyqtgraph as pg
 from numpy.typing import NDArray
 from PySide6.QtCore import QPointF, Qt, QTimer
-from PySide6.QtGui import QResizeEvent
 from PySide6.QtWidgets import (
     QCheckBox,
     QGraphicsWidget,
@@ -41,6 +40,7 @@ from PySide6.QtWidgets import (
 from ..engine.messages import EvalMetrics, Message, RunStarted, StepMetrics
 from ..engine.run_folder import format_loss
 from ..engine.run_model import RunModel, Trace
+from .elided_label import ElidedLabel
 from .series import GrowingArray, Smoother
 
 REDRAW_INTERVAL_MS = 33
@@ -178,41 +178,24 @@ class _Comparison:
         self.curve = _curve(pg.mkPen(color=color, width=2), None)
 
 
-class _Caption(QLabel):
-    """One line above the plot, shortened with "…" to the width it gets; the tooltip has it all.
+class _Caption(ElidedLabel):
+    """One line above the plot: the run's name, hidden when there is none.
 
     Not pyqtgraph's plot title: that one sets the plot's minimum width to the whole
     text, so a long run name pushed the plot (and its legend) past the widget that
-    shows it, and kept it there after the title was cleared. Here the text never
-    asks for width (horizontal policy Ignored), so the plot's size ignores it.
+    shows it, and kept it there after the title was cleared.
     """
 
     def __init__(self) -> None:
-        super().__init__()
-        self._full = ""
-        self.setTextFormat(Qt.TextFormat.PlainText)  # a run's name, never markup
+        super().__init__(mode=Qt.TextElideMode.ElideMiddle)  # "… (resumed)" keeps its end
         self.setAlignment(Qt.AlignmentFlag.AlignCenter)
         self.setStyleSheet("color: #555555;")
         self.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Fixed)
         self.setVisible(False)
 
-    def full_text(self) -> str:
-        return self._full
-
-    def set_full_text(self, text: str) -> None:
-        self._full = text
-        self.setToolTip(text)
+    def set_full_text(self, text: str, tooltip: str | None = None) -> None:
+        super().set_full_text(text, tooltip)
         self.setVisible(bool(text))
-        self._elide()
-
-    def resizeEvent(self, event: QResizeEvent) -> None:
-        super().resizeEvent(event)
-        self._elide()
-
-    def _elide(self) -> None:
-        """Middle elision: a run's name and a "(resumed)" after it keep both ends."""
-        width = self.contentsRect().width()
-        self.setText(self.fontMetrics().elidedText(self._full, Qt.TextElideMode.ElideMiddle, width))
 
 
 class LossPlot(QWidget):

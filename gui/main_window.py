@@ -73,7 +73,8 @@ from .validation import Validation
 
 DEFAULT_SIZE = (1400, 900)
 MIN_PLOT_SIZE = (320, 160)  # pixels of graph (the plot's controls come on top): readable
-BOTTOM_DOCK_HEIGHT = 190  # pixels: a handful of runs or log lines; the plot keeps the height
+BOTTOM_DOCK_HEIGHT = 240  # pixels: five runs or a dozen log lines; the plot keeps the height
+BOTTOM_DOCK_SHARE = 0.3  # of a smaller window's height: the plot keeps the most of it
 PROJECT_DOCK_WIDTH = 470  # pixels: the forms' fields and their labels side by side
 WINDOW_STATE_VERSION = 1  # 0: the forms beside the plot in a splitter, the log under it
 WARM_UP_DELAY_MS = 500
@@ -723,6 +724,8 @@ class MainWindow(QMainWindow):
         frame = handle.frameMargins() if handle is not None else QMargins()
         available = self.screen().availableGeometry()
         self.setGeometry(fitted_geometry(available, frame, size))
+        height = min(BOTTOM_DOCK_HEIGHT, round(self.height() * BOTTOM_DOCK_SHARE))
+        self.resizeDocks([self.log_dock], [height], Qt.Orientation.Vertical)
 
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:
         """A window manager frames a new window before it first shows: fit it again then."""

@@ -15,8 +15,10 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ..engine.config import Project, load_project
+from ..engine.csv_summary import peek
 from ..engine.run_folder import (
     EVAL_FILE,
+    METRICS_FILE,
     PROJECT_FILE,
     TASKS_DIR,
     folder_stamp,
@@ -44,10 +46,14 @@ def comparable_metrics(run_dir: Path) -> list[str]:
 
     Unreadable files offer nothing (comparing the run says why).
     """
-    try:
-        columns = list(read_metrics(run_dir))
-        evaluated = list(read_eval(run_dir)) if (run_dir / EVAL_FILE).is_file() else []
-    except (OSError, UnicodeDecodeError):
+    try:  # the headers only: a long run's files are gigabytes
+        columns = list(peek(run_dir / METRICS_FILE, "loss").header)
+        evaluated = (
+            list(peek(run_dir / EVAL_FILE, "val_loss").header)
+            if (run_dir / EVAL_FILE).is_file()
+            else []
+        )
+    except OSError:
         return []
     named, _ = loss_columns(columns)
     return [

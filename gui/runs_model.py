@@ -40,35 +40,50 @@ STATUS_COLORS = {
 
 
 class Column(enum.IntEnum):
+    """In the order a glance needs them: which run, how it ended and how good it is first;
+    the long columns (when, how it ran, tags, notes) after."""
+
     NAME = 0
-    STARTED = 1
-    STRATEGY = 2
-    REPLICAS = 3
-    STEPS = 4
-    FINAL_LOSS = 5
-    BEST_LOSS = 6
-    DURATION = 7
-    STATUS = 8
-    TAGS = 9
-    NOTES = 10
+    STATUS = 1
+    VALIDATION = 2
+    STEPS = 3
+    FINAL_LOSS = 4
+    BEST_LOSS = 5
+    DURATION = 6
+    STARTED = 7
+    STRATEGY = 8
+    REPLICAS = 9
+    TAGS = 10
+    NOTES = 11
 
 
 HEADERS = {
     Column.NAME: "Name",
-    Column.STARTED: "Started",
-    Column.STRATEGY: "Strategy",
-    Column.REPLICAS: "Replicas",
+    Column.STATUS: "Status",
+    Column.VALIDATION: "Best validation",
     Column.STEPS: "Steps",
     Column.FINAL_LOSS: "Final loss",
     Column.BEST_LOSS: "Best loss",
     Column.DURATION: "Duration",
-    Column.STATUS: "Status",
+    Column.STARTED: "Started",
+    Column.STRATEGY: "Strategy",
+    Column.REPLICAS: "Replicas",
     Column.TAGS: "Tags",
     Column.NOTES: "Notes",
 }
 WRITERS = {Column.NAME: rename_run, Column.TAGS: set_tags, Column.NOTES: set_notes}
 EDITABLE = set(WRITERS)
-NUMERIC = {Column.REPLICAS, Column.STEPS, Column.FINAL_LOSS, Column.BEST_LOSS, Column.DURATION}
+NUMERIC = {
+    Column.VALIDATION,
+    Column.REPLICAS,
+    Column.STEPS,
+    Column.FINAL_LOSS,
+    Column.BEST_LOSS,
+    Column.DURATION,
+}
+SCANNING = "…"
+"""A best value still being read from a long run's files (off the window's thread)."""
+VALIDATION_SHORT = {"val_accuracy": "acc", "val_mae": "mae"}
 
 
 def format_started(timestamp: float | None) -> str:
@@ -77,8 +92,25 @@ def format_started(timestamp: float | None) -> str:
     )
 
 
-def _loss_text(value: float | None) -> str:
-    return "—" if value is None else format_loss(value)
+def _loss_text(value: float | None, pending: bool = False) -> str:
+    if value is None:
+        return SCANNING if pending else "—"
+    return format_loss(value)
+
+
+def validation_text(run: RunSummary) -> str:
+    """The lowest ``val_loss`` and the accuracy (or error) of that evaluation: ``0.0512, acc
+    0.983``."""
+    metrics = run.best_validation
+    if not metrics or "val_loss" not in metrics:
+        return SCANNING if run.pending else "—"
+    parts = [f"{metrics['val_loss']:.4g}"]
+    parts += [
+        f"{short} {metrics[name]:.3g}"
+        for name, short in VALIDATION_SHORT.items()
+        if name in metrics
+    ]
+    return ", ".join(parts)
 
 
 def _number_key(value: float | None) -> float:
@@ -97,6 +129,13 @@ class RunsTableModel(QAbstractTableModel):
         self.beginResetModel()
         self._runs = list(runs)
         self.endResetModel()
+
+    def update_run(self, run: RunSummary) -> None:
+        """A run summarized again (its files scanned): its row shows it, if it is still listed."""
+        row = self.row_of(run.path)
+        if row is not None:
+            self._runs[row] = run
+            self.dataChanged.emit(self.index(row, 0), self.index(row, len(Column) - 1))
 
     def run(self, row: int) -> RunSummary:
         return self._runs[row]
@@ -155,7 +194,7 @@ class RunsTableModel(QAbstractTableModel):
         if column == Column.NAME and not text.strip():
             return False
         WRITERS[Column(column)](run.path, text)
-        self._runs[index.row()] = summarize(run.path)
+        self._runs[index.row()] = summarize(run.path, scan=False)
         self.dataChanged.emit(self.index(index.row(), 0), self.index(index.row(), len(Column) - 1))
         return True
 
@@ -167,8 +206,9 @@ class RunsTableModel(QAbstractTableModel):
             Column.STRATEGY: run.strategy or "—",
             Column.REPLICAS: "—" if run.num_replicas is None else str(run.num_replicas),
             Column.STEPS: f"{run.steps:,}",
+            Column.VALIDATION: validation_text(run),
             Column.FINAL_LOSS: _loss_text(run.final_loss),
-            Column.BEST_LOSS: _loss_text(run.best_loss),
+            Column.BEST_LOSS: _loss_text(run.best_loss, run.pending),
             Column.DURATION: "—" if run.duration_s is None else format_duration(run.duration_s),
             Column.STATUS: run.status,
             Column.TAGS: ", ".join(run.tags),
@@ -185,6 +225,7 @@ class RunsTableModel(QAbstractTableModel):
             Column.REPLICAS: run.num_replicas or 0,
             Column.STEPS: run.steps,
             Column.FINAL_LOSS: _number_key(run.final_loss),
+            Column.VALIDATION: _number_key((run.best_validation or {}).get("val_loss")),
             Column.BEST_LOSS: _number_key(run.best_loss),
             Column.DURATION: _number_key(run.duration_s),
             Column.STATUS: run.status,
@@ -205,7 +246,14 @@ class RunsTableModel(QAbstractTableModel):
                 "end; resume it from its last checkpoint"
             )
         if column == Column.NAME:
-            return str(run.path)
+            return f"{run.name}\n{run.path}"
+        if column == Column.VALIDATION and run.best_validation:
+            metrics = ", ".join(
+                f"{name} {value:.6g}" for name, value in run.best_validation.items()
+            )
+            return f"{metrics}: the evaluation with the lowest val_loss"
+        if column in (Column.BEST_LOSS, Column.VALIDATION) and run.pending:
+            return "Reading this run's metrics (a long run takes a moment)"
         if column == Column.NOTES and run.notes:
             return run.notes
         if column in (Column.TAGS, Column.NOTES):

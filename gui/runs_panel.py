@@ -18,6 +18,7 @@ file choices go through methods a test can replace.
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Callable
 from pathlib import Path
 
@@ -25,6 +26,7 @@ from PySide6.QtCore import (
     QFileSystemWatcher,
     QItemSelectionModel,
     QModelIndex,
+    QObject,
     QPersistentModelIndex,
     QPoint,
     QSettings,
@@ -66,15 +68,23 @@ from .past_runs import (
 )
 from .runs_model import SORT_ROLE, Column, RunsTableModel
 
-HEADER_KEY = "runsPanel/header"
+HEADER_KEY = "runsPanel/columns"
+"""The header's saved state (widths, order, sort); the key of the columns' order before
+status and validation came first was another, so an old order is never restored."""
 TRY_IT_TIP = "Run a saved model (model.keras) on images, texts, CSV rows or arrays"
 WATCH_DELAY_MS = 300  # a new run folder fills within moments; read it once it settled
 DEFAULT_WIDTHS = {
-    Column.NAME: 200,
+    Column.NAME: 190,
+    Column.STATUS: 80,
+    Column.VALIDATION: 130,
+    Column.STEPS: 70,
+    Column.FINAL_LOSS: 95,
+    Column.BEST_LOSS: 95,
+    Column.DURATION: 75,
     Column.STARTED: 120,
     Column.STRATEGY: 150,
+    Column.REPLICAS: 65,
     Column.TAGS: 120,
-    Column.STATUS: 80,
 }
 LOSS = "loss"
 PLOT_UNITS = (LOSS, STEP)
@@ -99,6 +109,47 @@ class RunsFilter(QSortFilterProxyModel):
     ) -> bool:
         model = self.sourceModel()
         return not isinstance(model, RunsTableModel) or model.run(source_row).matches(self._text)
+
+
+class RunScanner(QObject):
+    """Summarizes runs with a scan of their files in a worker thread; ``scanned`` brings each.
+
+    One daemon thread takes the folders in turn (a scan of a long run takes seconds, and
+    must never hold the window's thread nor its exit); a folder asked for again while it
+    waits is scanned once.
+    """
+
+    scanned = Signal(object)  # RunSummary, delivered in the thread of the scanner's owner
+
+    def __init__(self, parent: QObject) -> None:
+        super().__init__(parent)
+        self._waiting: dict[Path, None] = {}
+        self._lock = threading.Lock()
+        self._wake = threading.Event()
+        threading.Thread(target=self._work, name="runs-scanner", daemon=True).start()
+
+    def scan(self, paths: list[Path]) -> None:
+        with self._lock:
+            self._waiting.update(dict.fromkeys(paths))
+        if paths:
+            self._wake.set()
+
+    def _work(self) -> None:
+        while True:
+            self._wake.wait()
+            with self._lock:
+                if not self._waiting:
+                    self._wake.clear()
+                    continue
+                path = next(iter(self._waiting))
+                del self._waiting[path]
+            if not path.is_dir():
+                continue
+            summary = summarize(path)
+            try:
+                self.scanned.emit(summary)
+            except RuntimeError:  # the panel is gone (the window closed): nobody to tell
+                return
 
 
 class RunsPanel(QWidget):
@@ -141,6 +192,8 @@ class RunsPanel(QWidget):
         self.table.setEditTriggers(QAbstractItemView.EditTrigger.EditKeyPressed)
         self.table.setAlternatingRowColors(True)
         self.table.setWordWrap(False)
+        # Same-named runs differ at the end (``seed #3``): a long name loses its middle.
+        self.table.setTextElideMode(Qt.TextElideMode.ElideMiddle)
         self.table.verticalHeader().setVisible(False)
         self.table.verticalHeader().setDefaultSectionSize(self.fontMetrics().height() + 8)
         header = self.table.horizontalHeader()
@@ -153,7 +206,9 @@ class RunsPanel(QWidget):
 
         self._build_actions()
         self.toolbar = QToolBar("Runs")
-        self.toolbar.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
+        # Icons, their names in the tooltips (and in full in the context menu): with the
+        # filter and the comparison beside them, one row above the table, not two.
+        self.toolbar.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonIconOnly)
         for action in (
             self.refresh_action,
             self.show_action,
@@ -164,26 +219,33 @@ class RunsPanel(QWidget):
         ):
             self.toolbar.addAction(action)
         self.metric_box.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)
-        self.metric_box.setMinimumContentsLength(8)
-        compare_row = QHBoxLayout()
-        compare_row.setContentsMargins(4, 2, 4, 2)
-        compare_row.setSpacing(4)
-        compare_row.addWidget(self.filter_edit, 1)
-        compare_row.addSpacing(12)
-        compare_row.addWidget(QLabel("Compare"))
-        compare_row.addWidget(self.metric_box)
-        compare_row.addWidget(QLabel("against"))
-        compare_row.addWidget(self.x_axis_box)
+        # One row above the table, not two: the rows are what the dock is for. The filter
+        # gives way first when the dock is narrow.
+        self.filter_edit.setMinimumWidth(60)
+        self.filter_edit.setMaximumWidth(320)
+        self.metric_box.setMinimumContentsLength(5)
+        top = QHBoxLayout()
+        top.setContentsMargins(0, 0, 4, 0)
+        top.setSpacing(4)
+        top.addWidget(self.toolbar)
+        top.addWidget(self.filter_edit, 1)
+        top.addSpacing(8)
+        top.addWidget(QLabel("Compare"))
+        top.addWidget(self.metric_box)
+        top.addWidget(QLabel("against"))
+        top.addWidget(self.x_axis_box)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.setSpacing(0)
-        layout.addWidget(self.toolbar)
-        layout.addLayout(compare_row)
+        layout.addLayout(top)
         layout.addWidget(self.comparison_note)
         layout.addWidget(self.table, 1)
         self._fill_metric_box()
         self.metric_box.currentIndexChanged.connect(lambda _index: self._draw_comparisons())
         self.x_axis_box.currentIndexChanged.connect(lambda _index: self._draw_comparisons())
+
+        self._scanner = RunScanner(self)
+        self._scanner.scanned.connect(self.model.update_run)
 
         self._watcher = QFileSystemWatcher(self)
         self._watch_timer = QTimer(self)
@@ -246,12 +308,14 @@ class RunsPanel(QWidget):
             self.compare_selected,
             "Ctrl+Return",
             "Add the selected runs to the comparison on the plot, each in its own colour",
+            pixmap.SP_FileDialogDetailedView,
         )
         self.clear_comparison_action = self._action(
             "Clear Comparison",
             self.clear_comparison,
             "Ctrl+Shift+Backspace",
             "Remove the compared runs from the plot",
+            pixmap.SP_DialogResetButton,
             local=False,
         )
         self.rename_action = self._action(
@@ -331,9 +395,16 @@ class RunsPanel(QWidget):
         return self._root
 
     def refresh(self) -> None:
-        """Reads every run folder again, keeping the selection and the sort order."""
+        """Reads every run folder again, keeping the selection and the sort order.
+
+        No file is read whole here: a run whose ``metrics.csv`` or ``eval.csv`` grew
+        since it was last scanned shows its last step at once and its best values
+        once a worker thread has scanned the new part (:mod:`engine.csv_summary`).
+        """
         selected = [run.path for run in self.selected_runs()]
-        self.model.set_runs(list_runs(self._root))
+        runs = list_runs(self._root, scan=False)
+        self.model.set_runs(runs)
+        self._scanner.scan([run.path for run in runs if run.pending])
         self.select_paths(selected)
         self._sync_compared()
         if self._root.is_dir() and str(self._root) not in self._watcher.directories():
@@ -395,7 +466,7 @@ class RunsPanel(QWidget):
 
     def _summary(self, path: Path) -> RunSummary:
         row = self.model.row_of(path)
-        return self.model.run(row) if row is not None else summarize(path)
+        return self.model.run(row) if row is not None else summarize(path, scan=False)
 
     def _source_row(self, proxy_row: int) -> int:
         return self.proxy.mapToSource(self.proxy.index(proxy_row, 0)).row()

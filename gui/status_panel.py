@@ -6,7 +6,6 @@ the ETA, the training clock); the panel only words them.
 
 from __future__ import annotations
 
-import html
 import re
 from pathlib import Path
 
@@ -16,7 +15,6 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QLabel,
     QProgressBar,
-    QSizePolicy,
     QVBoxLayout,
     QWidget,
 )
@@ -32,8 +30,15 @@ from ..engine.messages import (
 )
 from ..engine.run_folder import format_loss
 from ..engine.run_model import RunModel
+from .elided_label import ElidedLabel
 
 ROWS = 4  # fields fill columns of four rows: the panel stays low and the plot keeps the height
+ELIDED = {
+    "validation": Qt.TextElideMode.ElideRight,
+    "devices": Qt.TextElideMode.ElideRight,
+    "run_dir": Qt.TextElideMode.ElideMiddle,  # a run's name ends in what tells it apart: #3
+}
+"""The values as long as a sentence, shortened with "…" to their column's width."""
 _TASK_DEVICE = re.compile(r"/job:([^/]+)/replica:\d+/task:(\d+)(?:/device:(.+))?")
 
 
@@ -56,11 +61,10 @@ class StatusPanel(QWidget):
         self._model: RunModel | None = None
         self._stepped = False  # the run has reported a step of its own
 
-        self.state = QLabel("Idle")
+        # Cut at the panel's width with "…" (the whole line is its tooltip, and a failure's
+        # is first in the problems list), never widening the window nor wrapping.
+        self.state = ElidedLabel("Idle")
         self.state.setStyleSheet("font-weight: bold;")
-        # Cut at the panel's width (a failure's whole line is its tooltip and in the
-        # problems list), never widening the window nor wrapping into the numbers below.
-        self.state.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         self.progress = QProgressBar()
         self.progress.setTextVisible(True)
         self.progress.setRange(0, 1)
@@ -69,21 +73,23 @@ class StatusPanel(QWidget):
         self.values: dict[str, QLabel] = {}
         grid = QGridLayout()
         grid.setHorizontalSpacing(12)
+        # The short numbers in the first two columns; the long texts (validation metrics,
+        # devices, the run's name) share the last, widest one, each elided there.
         fields = [
             ("step", "Step"),
             ("loss", "Loss"),
-            ("validation", "Validation"),
             ("rate", "Steps/s"),
             ("elapsed", "Elapsed"),
             ("eta", "ETA"),
             ("strategy", "Strategy"),
             ("replicas", "Replicas"),
-            ("devices", "Devices"),
             ("tensorflow", "TensorFlow"),
+            ("validation", "Validation"),
+            ("devices", "Devices"),
             ("run_dir", "Run"),
         ]
         for index, (key, title) in enumerate(fields):
-            label = QLabel("—")
+            label = ElidedLabel("—", ELIDED[key]) if key in ELIDED else QLabel("—")
             label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
             self.values[key] = label
             row, column = index % ROWS, 2 * (index // ROWS)
@@ -92,16 +98,13 @@ class StatusPanel(QWidget):
             grid.addWidget(caption, row, column)
             grid.addWidget(label, row, column + 1)
         grid.setVerticalSpacing(2)
-        grid.setColumnStretch(1, 2)
-        grid.setColumnStretch(3, 2)
-        grid.setColumnStretch(5, 3)
-        for key in ("devices", "run_dir", "validation"):
-            # Elided by width, not wrapped: a wrapped line would make the panel taller.
-            self.values[key].setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        grid.setColumnStretch(1, 1)
+        grid.setColumnStretch(3, 1)
+        grid.setColumnStretch(5, 4)
 
         header = QHBoxLayout()
-        header.addWidget(self.state, 1)
-        header.addWidget(self.progress, 1)
+        header.addWidget(self.state, 3)
+        header.addWidget(self.progress, 2)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(4, 2, 4, 2)
         layout.setSpacing(2)
@@ -122,12 +125,12 @@ class StatusPanel(QWidget):
         """
         self._model = model
         self._stepped = False
-        for key in ("step", "loss", "rate", "eta", "validation", "strategy", "replicas", "devices"):
+        for key in ("step", "loss", "rate", "eta", "strategy", "replicas"):
             self.values[key].setText("—")
-        self.values["run_dir"].setText(name or Path(run_dir).name)
-        self.values["run_dir"].setToolTip(run_dir)
-        self.state.setText("Starting… (TensorFlow loads in the engine process)")
-        self.state.setToolTip("")
+        self._long("validation", "—")
+        self._long("devices", "—")
+        self._long("run_dir", name or Path(run_dir).name, f"{name}\n{run_dir}" if name else run_dir)
+        self._say("Starting… (TensorFlow loads in the engine process)")
         self._set_progress()
         self._update_times()
         self._clock.start()
@@ -147,15 +150,15 @@ class StatusPanel(QWidget):
         elif isinstance(message, RunFailed):
             self._failed(message)
         elif message is None and model.status == "stopping":
-            self.state.setText("Stopping… (the engine stops after the current step)")
+            self._say("Stopping… (the engine stops after the current step)")
 
     def _run_started(self, message: RunStarted) -> None:
-        self.state.setText("Running")
+        self._say("Running")
         self.values["strategy"].setText(message.strategy_kind or message.strategy)
         self.values["strategy"].setToolTip(f"TensorFlow's {message.strategy}")
         self.values["replicas"].setText(str(message.num_replicas))
-        self.values["devices"].setText(", ".join(map(short_device, message.devices)) or "—")
-        self.values["devices"].setToolTip("\n".join(message.devices))
+        devices = ", ".join(map(short_device, message.devices)) or "—"
+        self._long("devices", devices, "\n".join(message.devices))
         self.set_tensorflow_version(message.tensorflow_version)
         self._set_progress()
 
@@ -167,7 +170,7 @@ class StatusPanel(QWidget):
         self.values["loss"].setText(format_loss(message.losses[-1]))
         if self._model is not None and self._model.finishing:
             # Training is over: what is left is saving, then the engine's end message.
-            self.state.setText("Saving the final checkpoint and model…")
+            self._say("Saving the final checkpoint and model…")
             self.values["eta"].setText("—")
         self._set_progress()
         self._update_times()
@@ -175,8 +178,7 @@ class StatusPanel(QWidget):
     def _evaluation(self, message: EvalMetrics) -> None:
         """The latest validation metrics, e.g. ``val_loss 0.31, val_accuracy 0.94 (step 500)``."""
         values = ", ".join(f"{name} {value:.6g}" for name, value in message.metrics.items())
-        self.values["validation"].setText(f"{values} (step {message.step:,})")
-        self.values["validation"].setToolTip(self.values["validation"].text())
+        self._long("validation", f"{values} (step {message.step:,})")
 
     def _finished(self, message: RunFinished) -> None:
         self._stepped = self._stepped or bool(message.last_step)
@@ -184,7 +186,7 @@ class StatusPanel(QWidget):
         loss = (
             "" if message.final_loss is None else f", final loss {format_loss(message.final_loss)}"
         )
-        self.state.setText(f"{words} at step {message.last_step}{loss}")
+        self._say(f"{words} at step {message.last_step}{loss}")
         self._end()
 
     def _failed(self, message: RunFailed) -> None:
@@ -192,13 +194,22 @@ class StatusPanel(QWidget):
         # A known failure's message says what to fix (a file, a field): it stays in view
         # once the dialog is closed, where an error type alone would say little.
         text = (
-            f"Failed{where}: {html.escape(message.message)}"
+            f"Failed{where}: {message.message}"
             if message.known
             else f"Failed: {message.error_type}{where}"
         )
-        self.state.setText(f"<span style='color:#c62828'>{text}</span>")
-        self.state.setToolTip(message.message if message.known else "")
+        self._say(text, message.message if message.known else None, failed=True)
         self._end()
+
+    def _say(self, text: str, tooltip: str | None = None, *, failed: bool = False) -> None:
+        """The headline: what the run is doing, or how it ended (red when it failed)."""
+        self.state.set_full_text(text, tooltip)
+        self.state.setStyleSheet(f"font-weight: bold;{' color: #c62828;' if failed else ''}")
+
+    def _long(self, key: str, text: str, tooltip: str | None = None) -> None:
+        label = self.values[key]
+        assert isinstance(label, ElidedLabel)
+        label.set_full_text(text, tooltip)
 
     def set_tensorflow_version(self, version: str) -> None:
         self.values["tensorflow"].setText(version)

@@ -256,7 +256,7 @@ def test_cluster_run_fills_the_table_the_task_logs_and_the_plot(qtbot, make_wind
 
     window.plot.redraw()
     assert np.array_equal(window.plot.steps(), np.arange(1, 21))
-    assert window.status_panel.state.text().startswith("Finished at step 20")
+    assert window.status_panel.state.full_text().startswith("Finished at step 20")
 
 
 def test_a_failed_task_fails_the_run_visibly(qtbot, make_window, dialog_recorder) -> None:
@@ -273,7 +273,7 @@ def test_a_failed_task_fails_the_run_visibly(qtbot, make_window, dialog_recorder
     qtbot.waitUntil(lambda: panel.cell("worker:1", "State") == "failed", timeout=5_000)
     assert panel.cell("worker:0", "State") == "stopped"
     assert panel.hint.text().startswith("worker:1 failed: EngineDied: the engine process was")
-    assert "Failed: EngineDied in worker:1" in window.status_panel.state.text()
+    assert "Failed: EngineDied in worker:1" in window.status_panel.state.full_text()
     assert dialog_recorder.kinds() == ["error"]
     assert "worker:1 failed" in dialog_recorder.shown[0][2]
     assert any("worker:1 failed" in line for line in window.log_panel.lines())
@@ -361,7 +361,7 @@ def test_real_two_worker_cluster_from_the_window(qtbot, window: MainWindow, dial
     values = window.status_panel.values
     assert values["strategy"].text() == "multi_worker_mirrored"  # as chosen, not the TF class
     assert values["replicas"].text() == "2"
-    assert values["devices"].text() == "worker:0 CPU:0, worker:1 CPU:0"  # every task's
+    assert values["devices"].full_text() == "worker:0 CPU:0, worker:1 CPU:0"  # every task's
 
     assert [t.name for t in panel.tasks()] == list(TASKS)
     assert [panel.cell(name, "State") for name in TASKS] == ["finished", "finished"]

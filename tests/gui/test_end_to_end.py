@@ -64,7 +64,7 @@ def test_stop_ends_a_long_run_cleanly(qtbot, window: MainWindow, dialog_recorder
     assert np.array_equal(
         window.plot.losses().astype(np.float32), np.asarray(metrics["loss"], dtype=np.float32)
     )
-    assert window.status_panel.state.text().startswith(f"Stopped at step {last}")
+    assert window.status_panel.state.full_text().startswith(f"Stopped at step {last}")
     assert multiprocessing.active_children() == []
 
 
@@ -81,4 +81,4 @@ def test_evaluation_markers_match_the_run_folder(qtbot, window: MainWindow, dial
     steps, losses = window.plot.evaluations()
     assert list(steps) == evaluations["step"] == [40.0, 80.0]
     assert np.array_equal(losses.astype(np.float32), np.float32(evaluations["val_loss"]))
-    assert window.status_panel.values["validation"].text().endswith("(step 80)")
+    assert window.status_panel.values["validation"].full_text().endswith("(step 80)")

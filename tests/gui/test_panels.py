@@ -26,7 +26,7 @@ def test_status_panel_rate_progress_and_eta(qtbot) -> None:
     model = RunModel(total_steps=1000)
     model.subscribe(lambda message: panel.show_change(model, message))
     panel.follow(model, "/runs/20260101-seed")
-    assert panel.values["run_dir"].text() == "20260101-seed"
+    assert panel.values["run_dir"].full_text() == "20260101-seed"
     assert panel.values["elapsed"].text() == "—"  # TensorFlow's start-up is not training
     model.apply(
         RunStarted(
@@ -47,10 +47,10 @@ def test_status_panel_rate_progress_and_eta(qtbot) -> None:
     assert panel.values["rate"].text() == "100.0"
     assert panel.values["eta"].text() == "8.0 s"  # 800 steps at 100 steps/s
     assert panel.progress.value() == 200 and panel.progress.maximum() == 1000
-    assert panel.values["devices"].text() == "/cpu:0, /cpu:1"
+    assert panel.values["devices"].full_text() == "/cpu:0, /cpu:1"
     assert panel.values["elapsed"].text() == "2.0 s"  # the engine's clock, not the window's
     model.apply(RunFinished(status="stopped", last_step=200, final_loss=0.5, elapsed_s=2.5))
-    assert panel.state.text() == "Stopped at step 200, final loss 0.5"
+    assert panel.state.full_text() == "Stopped at step 200, final loss 0.5"
     assert panel.values["eta"].text() == "—"
     # One duration for one run: what the engine reported, as the runs table and log say.
     assert panel.values["elapsed"].text() == "2.5 s"
@@ -65,10 +65,10 @@ def test_status_panel_says_saving_after_the_last_step_not_running(qtbot) -> None
     model.apply(StepMetrics(steps=[98, 99], losses=[0.5, 0.5], elapsed_s=[9.8, 9.9]))
     assert panel.values["eta"].text() == "0.1 s"
     model.apply(StepMetrics(steps=[100], losses=[0.4], elapsed_s=[10.0]))
-    assert panel.state.text().startswith("Saving the final checkpoint")
+    assert panel.state.full_text().startswith("Saving the final checkpoint")
     assert panel.values["eta"].text() == "—" and panel.values["elapsed"].text() == "10.0 s"
     model.apply(RunFinished(status="finished", last_step=100, final_loss=0.4, elapsed_s=10.0))
-    assert panel.state.text().startswith("Finished at step 100")
+    assert panel.state.full_text().startswith("Finished at step 100")
 
 
 def test_status_panel_without_a_known_length(qtbot) -> None:
@@ -81,12 +81,12 @@ def test_status_panel_without_a_known_length(qtbot) -> None:
     model.apply(StepMetrics(steps=[1, 2], losses=[1.0, 0.9], elapsed_s=[0.1, 0.2]))
     assert panel.values["step"].text() == "2"
     model.stopping()
-    assert panel.state.text().startswith("Stopping")
+    assert panel.state.full_text().startswith("Stopping")
     model.apply(RunFailed(error_type="EngineDied", message="killed"))
-    assert "EngineDied" in panel.state.text()
+    assert "EngineDied" in panel.state.full_text()
     panel.follow(RunModel(), "/runs/y")  # the next run: the last one's model speaks no more
     model.apply(StepMetrics(steps=[3], losses=[0.8], elapsed_s=[0.3]))
-    assert panel.values["run_dir"].text() == "y" and panel.values["step"].text() == "—"
+    assert panel.values["run_dir"].full_text() == "y" and panel.values["step"].text() == "—"
 
 
 def test_log_panel_levels_and_limit(qtbot) -> None:

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
 import socket
 import subprocess
 import sys
+import threading
 import time
 import xml.etree.ElementTree as ET
 from collections.abc import Callable
@@ -13,8 +15,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from distloop.engine import csv_summary, run_folder
 from distloop.engine.config import Project, load_project
 from distloop.engine.examples import load_example
+from distloop.engine.messages import EvalMetrics, RunFailed
 from distloop.engine.run_folder import (
     EvalWriter,
     MetricsWriter,
@@ -24,6 +28,7 @@ from distloop.engine.run_folder import (
     write_status,
 )
 from distloop.engine.run_history import summarize
+from distloop.engine.run_model import RunModel
 from distloop.engine.script_export import ExportError
 from distloop.gui.app import app_icon
 from distloop.gui.exports import copy_metrics
@@ -34,9 +39,10 @@ from distloop.gui.runs_model import Column
 from distloop.gui.runs_panel import HEADER_KEY, RunsPanel
 from distloop_testing import crafted_status_folders
 from gui_fakes import FakeEngine, factory, seed_run
-from PySide6.QtCore import QSettings, Qt
+from PySide6.QtCore import QSettings, QSize, Qt
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication, QFileDialog
+from test_csv_summary import big_metrics
 
 HOUR = 3600.0
 
@@ -126,19 +132,22 @@ def _select(panel: RunsPanel, *run_dirs: Path) -> None:
 def test_runs_are_listed_newest_first_with_their_numbers(make_window, three_runs) -> None:
     panel = make_window().runs_panel
     assert [run.name for run in panel.runs()] == ["new", "failed", "old"]
+    # how it ended and how good it is come before the long columns
     assert [_text(panel, 0, column) for column in Column] == [
         "new",
-        _text(panel, 0, Column.STARTED),
-        "MirroredStrategy",
-        "2",
+        "stopped",
+        "0.625",  # the lowest val_loss
         "4",
         "0.25",
         "0.25",
         _text(panel, 0, Column.DURATION),
-        "stopped",
+        _text(panel, 0, Column.STARTED),
+        "MirroredStrategy",
+        "2",
         "",
         "",
     ]
+    assert _text(panel, 2, Column.VALIDATION) == "—"  # no evaluation
     assert (_text(panel, 2, Column.FINAL_LOSS), _text(panel, 2, Column.BEST_LOSS)) == ("2.5", "2.0")
     assert _text(panel, 2, Column.STEPS) == "3"
     assert _text(panel, 0, Column.DURATION).endswith((" s", " min"))  # engine.formatting's
@@ -330,7 +339,9 @@ def test_show_during_a_live_run_compares_instead(qtbot, make_window, three_runs)
     live = window.last_run_dir
     assert read_status(live)["name"] == f"{window.validation.project.name} #1"
     assert window.plot.caption() == f"{window.validation.project.name} #1"
-    assert window.status_panel.values["run_dir"].text() == f"{window.validation.project.name} #1"
+    assert (
+        window.status_panel.values["run_dir"].full_text() == f"{window.validation.project.name} #1"
+    )
     (live / "project.json").write_text(load_example("seed").to_json(), encoding="utf-8")
     panel.refresh()
     _select(panel, live)
@@ -729,3 +740,104 @@ def test_a_run_folder_holding_a_link_is_not_resumed_nor_read_through_it(
         copy_metrics(run_dir, tmp_path / "copy.csv")
     assert not (tmp_path / "copy.csv").exists()
     assert secret.read_text() == "ssh-ed25519 AAAAmine me@here\n"
+
+
+@pytest.mark.parametrize("size", [(1400, 900), (1024, 700)], ids=["1400x900", "1024x700"])
+def test_the_runs_tab_shows_several_runs_with_their_number_status_and_validation(
+    qtbot, make_window, runs_root: Path, size: tuple[int, int]
+) -> None:
+    now = time.time()
+    for number in range(1, 7):
+        fake_run(
+            runs_root,
+            f"run-{number}",
+            name=f"Seed: the guide's custom loop, a long project name #{number}",
+            started=now - number * HOUR,
+            losses=[1.0, 0.5],
+            evaluations={2: 0.25},
+        )
+    window: MainWindow = make_window()
+    window.show()
+    window._fit_to_screen(QSize(*size))  # as a first start on a screen of that size does
+    window.resize(*size)
+    window.runs_dock.raise_()
+    qtbot.waitExposed(window)
+    table = window.runs_panel.table
+    rows = table.viewport().height() // table.rowHeight(0)
+    assert rows >= (5 if size[1] >= 900 else 3)  # it was 2 at 1400x900
+    # how the run ended and how good it is are in view without scrolling sideways
+    header = table.horizontalHeader()
+    for column in (Column.STATUS, Column.VALIDATION):
+        assert header.sectionViewportPosition(column) + header.sectionSize(column) <= (
+            table.viewport().width()
+        )
+    # a long name loses its middle, so the number that tells same-named runs apart stays
+    assert table.textElideMode() == Qt.TextElideMode.ElideMiddle
+    name = _text(window.runs_panel, 0, Column.NAME)
+    shown = table.fontMetrics().elidedText(
+        name, table.textElideMode(), header.sectionSize(Column.NAME) - 8
+    )
+    assert shown != name and shown.endswith("#1")
+
+
+def test_the_status_panel_elides_long_texts_at_1024_px(qtbot, make_window) -> None:
+    window: MainWindow = make_window()
+    window.show()
+    window.resize(1024, 700)
+    qtbot.waitExposed(window)
+    panel = window.status_panel
+    model = RunModel(total_steps=10)
+    model.subscribe(lambda message: panel.show_change(model, message))
+    panel.follow(model, "/runs/x", "Seed: the guide's custom loop with a long name #12")
+    model.apply(
+        EvalMetrics(step=5, metrics={"val_loss": 0.123456, "val_accuracy": 0.987654}, examples=8)
+    )
+    failure = "data.path: /data/a/very/long/folder/name/of/images/cats/001.png is empty; " * 3
+    model.apply(RunFailed(error_type="DataError", message=failure, known=True))
+    qtbot.wait(10)
+    for label in (panel.state, panel.values["validation"], panel.values["run_dir"]):
+        # never wider than the panel: cut with "…", the whole text in the tooltip
+        assert label.geometry().right() <= panel.width()
+        assert label.full_text() in label.toolTip() or label.toolTip() == failure
+    assert panel.state.text().endswith("…") and panel.state.toolTip() == failure
+    run = panel.values["run_dir"]
+    assert run.text().endswith("#12")
+    assert panel.width() <= window.width()  # the long texts did not widen the panel
+
+
+def test_a_long_runs_metrics_are_never_read_whole_on_the_windows_thread(
+    qtbot, make_window, runs_root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run of 10^7 steps (1.3 GB of metrics.csv) froze the window 43 s at every refresh:
+    the list now takes its last row from the file's end and its best loss from a scan in
+    a worker thread, kept for the next refresh."""
+    long_run = fake_run(runs_root, "long", name="long", started=time.time(), losses=[2.0])
+    big_metrics(long_run / "metrics.csv", 300_000)  # 10 MB: far more than the tail
+    readers: list[str] = []
+    whole_reads = (csv_summary, "_scan_from"), (run_folder, "_read_columns")
+    for module, name in whole_reads:
+        original = getattr(module, name)
+
+        def recorded(*args, _original=original, _name=name, **kwargs):
+            if args and _size(args[0]) > csv_summary.TAIL_BYTES:
+                readers.append(threading.current_thread().name)
+            return _original(*args, **kwargs)
+
+        monkeypatch.setattr(module, name, recorded)
+    panel = make_window().runs_panel  # its first refresh
+    assert _text(panel, 0, Column.STEPS) == "300,000"  # from the file's end, at once
+    assert _text(panel, 0, Column.BEST_LOSS) == "…"  # being scanned
+    qtbot.waitUntil(lambda: _text(panel, 0, Column.BEST_LOSS) == "1.0", timeout=30_000)
+    panel.refresh()
+    assert _text(panel, 0, Column.BEST_LOSS) == "1.0"  # the kept scan: no second one
+    assert readers == ["runs-scanner"]
+    assert threading.main_thread().name not in readers
+
+
+def _size(source: object) -> int:
+    """The size of the file a whole read reads (a path, or an open file)."""
+    name = getattr(source, "name", source)
+    try:
+        return os.stat(name).st_size
+    except (OSError, TypeError):
+        return 0

@@ -83,13 +83,16 @@ def test_window_geometry_is_remembered(make_window, qtbot) -> None:
 
 
 def test_the_default_layout_gives_the_plot_the_height(make_window, qtbot) -> None:
-    """At 1400x900 the plot had about 220 px between the forms, the status and the log."""
+    """At 1400x900 the plot had about 220 px between the forms, the status and the log.
+
+    It shares the height with the bottom dock, which shows five runs (two, once, were
+    too few to compare runs at a glance)."""
     window = make_window()
     window.resize(1400, 900)
     window.show()
     qtbot.waitExposed(window)
     plot = window.plot.plot_widget
-    assert plot.height() >= 450, plot.height()
+    assert plot.height() >= 420, plot.height()
     assert plot.width() >= 800, plot.width()
     tabs = {window.log_dock, window.runs_dock}
     assert all(

@@ -11,6 +11,7 @@ from distloop.engine.problems import Problem
 from distloop.gui.main_window import MainWindow
 from distloop.gui.run_controller import RunState
 from gui_fakes import FakeEngine, factory, seed_run
+from PySide6.QtCore import Qt
 
 
 def test_run_fills_plot_status_and_log(qtbot, make_window, tmp_path: Path) -> None:
@@ -28,7 +29,7 @@ def test_run_fills_plot_status_and_log(qtbot, make_window, tmp_path: Path) -> No
     assert values["strategy"].text() == "mirrored"
     assert values["tensorflow"].text() == "2.99.0-fake"
     assert window.status_panel.progress.value() == window.status_panel.progress.maximum()
-    assert window.status_panel.state.text().startswith("Finished at step 20")
+    assert window.status_panel.state.full_text().startswith("Finished at step 20")
     assert any("run finished at step 20" in line for line in window.log_panel.lines())
     assert "2.99.0-fake" in window.about_text()
     ((project, run_dir),) = made
@@ -48,7 +49,7 @@ def test_failure_is_shown_and_the_window_stays_usable(qtbot, make_window, dialog
     _, _, text = dialog_recorder.shown[0]
     assert "InvalidArgumentError: shapes differ" in text and "Traceback: here" in text
     assert any("Traceback: here" in line for line in window.log_panel.lines())
-    assert "Failed" in window.status_panel.state.text()
+    assert "Failed" in window.status_panel.state.full_text()
     assert window.run_action.isEnabled()
     window.editor.data_form.batching.editors["global_batch_size"].set_value(20)
     assert window.validation.valid
@@ -73,7 +74,9 @@ def test_a_known_failure_stays_in_the_status_without_a_traceback(
     assert "Traceback" not in text
     assert not any("Traceback" in line for line in window.log_panel.lines())
     state = window.status_panel.state
-    assert "data.path: /data/cats/&lt;1&gt;.png is empty; replace or remove it" in state.text()
+    # plain text, never markup: the path's "<1>" is shown as it is
+    assert "data.path: /data/cats/<1>.png is empty; replace or remove it" in state.full_text()
+    assert state.textFormat() == Qt.TextFormat.PlainText
     (problem,) = window.problems_panel.problems()  # first in the list, it leads to the field
     assert problem == Problem(("data", "path"), "/data/cats/<1>.png is empty; replace or remove it")
     window.problems_panel.problem_activated.emit(problem)
@@ -93,7 +96,7 @@ def test_stop_button_stops_the_run(qtbot, make_window) -> None:
     assert window.controller.state is RunState.STOPPING
     assert not window.stop_action.isEnabled()
     qtbot.waitUntil(lambda: not window.controller.active, timeout=5000)
-    assert window.status_panel.state.text().startswith("Stopped at step")
+    assert window.status_panel.state.full_text().startswith("Stopped at step")
 
 
 def test_an_engine_killed_after_stop_is_stopped_killed_on_request(
@@ -109,7 +112,7 @@ def test_an_engine_killed_after_stop_is_stopped_killed_on_request(
     assert engine.killed and dialog_recorder.shown == []
     said = "run stopped (killed on request) at step"
     assert any(said in line for line in window.log_panel.lines())
-    assert window.status_panel.state.text().startswith("Stopped at step")
+    assert window.status_panel.state.full_text().startswith("Stopped at step")
 
 
 def test_closing_during_a_run_asks_then_stops_then_closes(
@@ -177,7 +180,10 @@ def test_named_losses_and_evaluations_reach_plot_status_and_log(qtbot, make_wind
     qtbot.waitUntil(lambda: not window.controller.active, timeout=10_000)
     assert np.array_equal(window.plot.named_losses()["discriminator"], [0.8, 0.6])
     assert np.array_equal(window.plot.evaluations()[1], [1.25])
-    assert window.status_panel.values["validation"].text() == "val_loss 1.25, val_mae 0.5 (step 2)"
+    assert (
+        window.status_panel.values["validation"].full_text()
+        == "val_loss 1.25, val_mae 0.5 (step 2)"
+    )
     assert any(
         "evaluation after step 2 on 64 examples" in line for line in window.log_panel.lines()
     )
