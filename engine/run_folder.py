@@ -678,7 +678,7 @@ def truncate_eval(run_dir: str | Path, last_step: int) -> None:
     kept = lines[:1]
     for line in lines[1:]:
         step = line.split(",", 1)[0]
-        if not step.isdigit() or int(step) > last_step:
+        if not (step.isascii() and step.isdigit()) or int(step) > last_step:
             break
         kept.append(line)
     _rewrite(path, "".join(f"{line}\n" for line in kept))

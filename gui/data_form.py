@@ -99,7 +99,9 @@ class FeatureSpecEdit(QLineEdit):
             if len(parts) > 1:
                 spec["dtype"] = parts[1]
             if len(parts) > 2:
-                spec["shape"] = [int(n) if n.isdigit() else n for n in parts[2].split("x")]
+                spec["shape"] = [
+                    int(n) if n.isascii() and n.isdigit() else n for n in parts[2].split("x")
+                ]
             specs.append(spec)
         return specs
 

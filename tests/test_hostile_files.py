@@ -19,6 +19,7 @@ import pytest
 from data_folders import write_image_folder
 from distloop.engine.config import load_project
 from distloop.engine.messages import RunFailed
+from distloop.engine.run_folder import truncate_eval
 from distloop.engine.synthetic import DataError, numpy_arrays
 from distloop_testing import distloop, run_engine
 
@@ -295,3 +296,10 @@ def test_the_engine_refuses_a_name_that_is_not_utf8_in_one_line(tmp_path) -> Non
     failed = run["terminal"]
     assert isinstance(failed, RunFailed) and failed.error_type == "DataError", failed
     assert "is not named in UTF-8" in failed.message and "\n" not in failed.message
+
+
+def test_an_eval_csv_step_in_other_digits_ends_what_a_resume_keeps(tmp_path) -> None:
+    """'²'.isdigit() is true and int('²') raised ValueError on resume."""
+    (tmp_path / "eval.csv").write_text("step,val_loss\n2,0.5\n\u00b2,0.4\n4,0.3\n")
+    truncate_eval(tmp_path, 10)
+    assert (tmp_path / "eval.csv").read_text() == "step,val_loss\n2,0.5\n"

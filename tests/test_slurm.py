@@ -135,6 +135,7 @@ def test_uneven_nodes_place_each_rank_on_its_own_node() -> None:
         (_env(0, per_node="2"), "lists 2 node(s) but task counts for 1"),
         (_env(1, SLURM_NODEID="1", SLURM_LOCALID="0"), "--distribution=block"),
         (_env(0, nodes="bad_host", per_node="2"), "not a valid host name"),
+        ({**_env(0), "SLURM_PROCID": "\u00b2"}, "SLURM_PROCID is '\u00b2', not a task number"),
     ],
 )
 def test_what_stops_a_slurm_task_is_one_problem(environ: dict, says: str) -> None:
@@ -329,3 +330,11 @@ def test_the_sbatch_script_takes_the_project_s_cluster_size_and_refuses_bad_valu
     assert "partition: 'a;rm -rf ~' is not a partition name" in refused.stderr
     assert "nodes: 0 nodes: give 1 to 10000" in refused.stderr
     assert not (tmp_path / "b").exists()
+
+
+def test_slurm_ids_in_other_digits_are_not_numbers() -> None:
+    """'²'.isdigit() is true and int('²') raises: such an id is no id to compare."""
+    config = tf_config_from_slurm(
+        _env(1, SLURM_NODEID="\u00b2", SLURM_LOCALID="0"), "multi_worker_mirrored"
+    )
+    assert str(config.task) == "worker:1"

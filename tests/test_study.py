@@ -238,3 +238,11 @@ def test_a_study_prunes_persists_and_resumes_after_sigkill(tmp_path: Path) -> No
     assert f"best: trial {best.number} loss={best.value:.6g}" in resumed.stdout
     # The search learned: its best rate is far from the range's poor low end.
     assert best.params["optimizer.learning_rate"] > 0.01
+
+
+def test_a_field_path_in_other_digits_is_no_list_index() -> None:
+    """'²'.isdigit() is true and int('²') raised its own message, not the missing field."""
+    from distloop.engine.study.space import field_value
+
+    with pytest.raises(ValueError, match=r"model\.layers has no field '\u00b2'"):
+        field_value({"model": {"layers": [{"units": 3}]}}, "model.layers.\u00b2")

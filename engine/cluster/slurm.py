@@ -131,7 +131,7 @@ class SlurmStep:
             )
 
         rank_text = variable("SLURM_PROCID")
-        if not rank_text.strip().isdigit():
+        if not re.fullmatch(r"[0-9]+", rank_text.strip()):
             raise SlurmError(f"SLURM_PROCID is {rank_text!r}, not a task number")
         step = cls(
             rank=int(rank_text),
@@ -171,7 +171,10 @@ class SlurmStep:
         """
         node, local = self.placement(self.rank)
         given = (environ.get("SLURM_NODEID", ""), environ.get("SLURM_LOCALID", ""))
-        if all(value.strip().isdigit() for value in given) and (int(given[0]), int(given[1])) != (
+        if all(re.fullmatch(r"[0-9]+", value.strip()) for value in given) and (
+            int(given[0]),
+            int(given[1]),
+        ) != (
             node,
             local,
         ):

@@ -175,7 +175,7 @@ def field_value(data: dict[str, Any], path: str) -> object:
     for part in path.split("."):
         if isinstance(node, dict) and part in node:
             node = node[part]
-        elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
+        elif isinstance(node, list) and part.isascii() and part.isdigit() and int(part) < len(node):
             node = node[int(part)]
         else:
             where = ".".join(walked) or "the project"

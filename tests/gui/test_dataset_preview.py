@@ -152,6 +152,8 @@ def test_tfrecord_feature_spec_is_typed_as_one_line(qtbot: QtBot) -> None:
     assert spec.text() == "image float32 28x28, label int64"
     spec.setText("image float32 28xabc, label int64")
     assert form.value()["features"][0]["shape"] == [28, "abc"]  # the model reports shape.1
+    spec.setText("image float32 28x\u00b2")  # '²'.isdigit(), but int('²') raised
+    assert form.value()["features"][0]["shape"] == [28, "\u00b2"]
 
 
 def test_the_evaluation_sources_preview_fills_the_tab_too(
