@@ -515,6 +515,16 @@ def refuse_links(run_dir: Path) -> None:
                 )
 
 
+def has_checkpoint(run_dir: Path) -> bool:
+    """Whether a resume of the run continues from a checkpoint (its own, or a cluster
+    task's) rather than from step 1."""
+    folders = [run_dir / CHECKPOINT_DIR]
+    tasks = run_dir / TASKS_DIR
+    if tasks.is_dir():
+        folders += [task / CHECKPOINT_DIR for task in sorted(tasks.iterdir())]
+    return any((folder / CHECKPOINT_INDEX_FILE).is_file() for folder in folders)
+
+
 def check_checkpoint_indexes(run_dir: Path) -> None:
     """Raises RunFolderError when a checkpoint index of the run (or of a cluster's task) names
     anything but a ``ckpt-<step>`` in its own folder.

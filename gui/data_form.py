@@ -57,6 +57,10 @@ SOURCE_MODELS: dict[str, type[BaseModel]] = {
     "text_folder": TextFolderData,
     "tfrecord": TFRecordData,
 }
+FOLDER_SOURCES = ("image_folder", "text_folder")
+FOLDER_SHUFFLE_BUFFER = 10_000
+"""A folder source's shuffle buffer in the window: it holds file names (decoded examples
+only with ``cache``), so 10,000 costs little and mixes the classes of most folders fully."""
 # The fields every source shares (batching), in the models' order.
 BATCHING_FIELDS = [
     name
@@ -190,6 +194,7 @@ class DataForm(QWidget):
         layout.addWidget(source_box)
         layout.addWidget(batching_box)
         layout.addStretch(1)
+        self.source.edited.connect(self._suit_source)
         self.source.edited.connect(self._show_page)
         self.source.edited.connect(self.edited)
         self._reset_pages()
@@ -215,6 +220,13 @@ class DataForm(QWidget):
         for name, editor in self.batching.editors.items():
             targets[(*self.prefix, name)] = editor
         return targets
+
+    def _suit_source(self) -> None:
+        """A folder source picked with no shuffle gets :data:`FOLDER_SHUFFLE_BUFFER`: its
+        files are read class by class, so unshuffled every batch holds one class."""
+        shuffle = self.batching.editors["shuffle_buffer"]
+        if self.source.value() in FOLDER_SOURCES and shuffle.value() == 0:
+            shuffle.set_value(FOLDER_SHUFFLE_BUFFER)
 
     def _reset_pages(self) -> None:
         for source, page in self.pages.items():

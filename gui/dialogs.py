@@ -71,6 +71,19 @@ def confirm_stop_run(parent: QWidget) -> bool:
     return answer == QMessageBox.StandardButton.Yes
 
 
+def confirm_start_over(parent: QWidget, name: str) -> bool:
+    """A run without a checkpoint cannot continue: resuming it trains from step 1 again."""
+    answer = QMessageBox.question(
+        parent,
+        "Resume starts over",
+        f"{name} has no checkpoint (training.checkpoint_every was off and it did not stop "
+        "cleanly), so resuming it trains from step 1 again in its folder. Resume anyway?",
+        QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.No,
+        QMessageBox.StandardButton.No,
+    )
+    return answer == QMessageBox.StandardButton.Yes
+
+
 def trust_custom_code(parent: QWidget, code: Fingerprint) -> bool:
     """Running a project's custom code executes it with the user's rights: ask first."""
     where = (

@@ -36,11 +36,12 @@ NESTED = ("kind", "kernel_initializer", "kernel_regularizer")
 """Fields with editors of their own below the kind's generated ones."""
 
 NEW_DENSE_UNITS = 16
-# What "Add" fills in for the settings a kind has no default for.
-_NEW_REQUIRED: dict[str, dict[str, int]] = {
+# What "Add" (and a change of kind) fills in for the settings a kind has no default for,
+# and where a practitioner would not take Keras's: a convolution is followed by relu.
+_NEW_REQUIRED: dict[str, dict[str, int | str]] = {
     "dense": {"units": NEW_DENSE_UNITS},
-    "conv1d": {"filters": 16},
-    "conv2d": {"filters": 16},
+    "conv1d": {"filters": 16, "activation": "relu"},
+    "conv2d": {"filters": 16, "activation": "relu"},
     "embedding": {"input_dim": 1000, "output_dim": 16},
     "lstm": {"units": 16},
     "gru": {"units": 16},
@@ -158,6 +159,7 @@ class LayerCard(QFrame):
 
         for editor in (self.initializer, self.regularizer_kind, self.l1, self.l2):
             editor.edited.connect(self.edited)
+        self.kind.edited.connect(self._start_kind_afresh)
         self.kind.edited.connect(self._on_kind)
         self.kind.edited.connect(self.edited)
         self.initializer.edited.connect(self._refresh)
@@ -235,6 +237,18 @@ class LayerCard(QFrame):
         targets[(*prefix, "kernel_regularizer", "l1")] = self.l1
         targets[(*prefix, "kernel_regularizer", "l2")] = self.l2
         return targets
+
+    def _start_kind_afresh(self) -> None:
+        """A kind the user picks starts from what "Add" gives it: a dense layer's
+        initializer and regularizer were kept for a conv2d it became, which suit it no
+        more than its activation (the kind's own page is already fresh)."""
+        kind = self.kind.value()
+        fresh = new_layer(kind)
+        with QSignalBlocker(self):
+            if kind in self.forms:
+                self.forms[kind].set_value(fresh)
+            self.initializer.set_value(getattr(fresh, "kernel_initializer", None) or Initializer())
+            self.regularizer_kind.set_value(NO_REGULARIZER)
 
     def _on_kind(self) -> None:
         kind = self.kind.value()

@@ -17,7 +17,7 @@ from PySide6.QtWidgets import QWidget
 from ..engine.config import Project
 from ..engine.examples import is_shipped
 from ..engine.problems import ProblemsError
-from ..engine.run_folder import RunFolderError, new_run_dir
+from ..engine.run_folder import RunFolderError, has_checkpoint, new_run_dir
 from ..engine.run_history import RunSummary, summarize
 from ..engine.run_model import RunModel
 from ..engine.user_code import UserCodeError, fingerprint
@@ -144,6 +144,9 @@ class RunStarter(QObject):
             return
         if not self.may_run_custom_code(project, None):
             return
+        over = not has_checkpoint(run.path)
+        if over and not dialogs.confirm_start_over(self._window, run.name):
+            return
         try:
             model = RunModel.from_folder(run.path)
         except OSError as exc:  # no metrics yet: the plot starts empty, the engine from step 1
@@ -152,5 +155,10 @@ class RunStarter(QObject):
         model.total_steps = project.total_steps()
         model.resume()
         self.following.emit(model, f"{run.name} (resumed)")
-        self.log.emit(f"resuming {run.name} from its last checkpoint in {run.path}", "info")
+        self.log.emit(
+            f"resuming {run.name} from step 1: it has no checkpoint in {run.path}"
+            if over
+            else f"resuming {run.name} from its last checkpoint in {run.path}",
+            "warning" if over else "info",
+        )
         self._controller.start(project, run.path, resume=True, model=model)

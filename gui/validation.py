@@ -7,13 +7,15 @@ from pathlib import Path
 from typing import Any
 
 from ..engine.config import (
+    ImageFolderData,
     Project,
+    TextFolderData,
     canonical_device,
     data_check_part,
     load_project_data,
     uneven_batch_warnings,
 )
-from ..engine.datasets import project_folder_problems, unreadable_image_problems
+from ..engine.datasets import checked_folder, project_folder_problems, unreadable_image_problems
 from ..engine.messages import DevicesDetected
 from ..engine.model_shapes import model_file_problems
 from ..engine.problems import Problem, ProblemsError
@@ -56,10 +58,11 @@ def validate(
 ) -> Validation:
     """Runs the engine's own loader on the forms' dict: same rules, same messages.
 
-    With ``base_dir`` (where relative paths start) and ``folders`` (the scans made off
-    the event loop), data folders, their images, CSV headers and model files are checked
-    too, as ``distloop validate`` checks them: their problems keep the project from
-    running, not from being saved. They are checked for a project that fails on other
+    With ``base_dir`` (where relative paths start), data folders, their images, CSV
+    headers and model files are checked too (the folders from ``folders``, the scans the
+    window makes off its event loop, else scanned here), as ``distloop validate`` checks
+    them: their problems keep the project from running, not from being saved. They are
+    checked for a project that fails on other
     rules too, so every problem is listed at once. A folder not scanned yet is asked for
     (now with ``at_once``, else once edits pause) and listed in
     :attr:`Validation.checking`. With ``detected`` (Detect devices' answer), devices in
@@ -69,32 +72,62 @@ def validate(
         project = load_project_data(data, "the project")
     except ProblemsError as exc:
         part = data_check_part(data)
-        if part is None or base_dir is None or folders is None:
+        if part is None or base_dir is None:
             return Validation(None, exc.problems)
         found, _, checking = _disk_problems(part.resolve_paths(base_dir), folders, at_once)
         more = [problem for problem in found if problem not in exc.problems]
         return Validation(None, exc.problems + more, [], checking)
-    notes = uneven_batch_warnings(project)
+    notes = uneven_batch_warnings(project) + setting_advice(project)
     problems = [] if detected is None else device_problems(project, detected)
-    if base_dir is None or folders is None:
+    if base_dir is None:
         return Validation(project, problems, notes)
     found, skipped, checking = _disk_problems(project.resolve_paths(base_dir), folders, at_once)
     return Validation(project, problems + found, notes + skipped, checking)
 
 
 def _disk_problems(
-    project: Project, folders: FolderScans, at_once: bool
+    project: Project, folders: FolderScans | None, at_once: bool
 ) -> tuple[list[Problem], list[str], list[str]]:
     """(problems, notes, folder fields still being scanned) of the files ``project`` (paths
     resolved) reads, as ``distloop validate`` finds them: unreadable images only once the
-    folders themselves are sound."""
+    folders themselves are sound. Without ``folders`` the folders are scanned here."""
     problems = model_file_problems(project.model)
-    checking = folders.missing(project, at_once=at_once)
+    checking = [] if folders is None else folders.missing(project, at_once=at_once)
     if checking:
         return problems, [], checking
-    found = project_folder_problems(project, folders.cached)
-    bad_files, skipped = ([], []) if found else unreadable_image_problems(project, folders.cached)
+    scanner = checked_folder if folders is None else folders.cached
+    found = project_folder_problems(project, scanner)
+    bad_files, skipped = ([], []) if found else unreadable_image_problems(project, scanner)
     return found + bad_files + problems, skipped, []
+
+
+UNSAVED_STEPS = 1000
+"""Steps a run may go without a checkpoint before the window says what an interruption
+costs (the seed example's 100 steps are quicker to run again than to checkpoint)."""
+
+
+def setting_advice(project: Project) -> list[str]:
+    """Settings that are valid but cost the user later: unshuffled folder data (every
+    batch one class: a saw-tooth loss) and, on a long run, no periodic checkpoint (an
+    interrupted run resumes from step 1; Stop still saves one)."""
+    advice = [
+        f"{where}.shuffle_buffer is 0: the folder's files are read class by class, so each "
+        "batch holds one class and the loss saws; set it (10000 mixes up to 10,000 files)"
+        for where, data in project.data_sources()
+        if isinstance(data, ImageFolderData | TextFolderData) and data.shuffle_buffer == 0
+    ]
+    steps = project.total_steps()
+    if (
+        project.training.checkpoint_every is None
+        and project.strategy.kind != "parameter_server"  # it keeps no checkpoint at all
+        and (steps is None or steps > UNSAVED_STEPS)
+    ):
+        advice.append(
+            "training.checkpoint_every is off: a run that is interrupted (a crash, a killed "
+            "process, a reboot) resumes from step 1; Stop saves a checkpoint, and "
+            f"checkpoint_every {UNSAVED_STEPS} keeps at most {UNSAVED_STEPS} steps at risk"
+        )
+    return advice
 
 
 def device_problems(project: Project, detected: DevicesDetected) -> list[Problem]:

@@ -56,6 +56,7 @@ class DialogRecorder:
         self.problems: list[list[object]] = []
         self.unsaved_answer = dialogs.Unsaved.DISCARD
         self.confirm_stop = True
+        self.start_over = True
 
     def kinds(self) -> list[str]:
         return [kind for kind, _, _ in self.shown]
@@ -80,6 +81,10 @@ def dialog_recorder(monkeypatch: pytest.MonkeyPatch) -> DialogRecorder:
         recorder.shown.append(("confirm_stop", "", ""))
         return recorder.confirm_stop
 
+    def confirm_start_over(_parent: object, name: str) -> bool:
+        recorder.shown.append(("start_over", name, ""))
+        return recorder.start_over
+
     def about(_parent: object, html: str) -> None:
         recorder.shown.append(("about", "About Distloop", html))
 
@@ -88,6 +93,7 @@ def dialog_recorder(monkeypatch: pytest.MonkeyPatch) -> DialogRecorder:
         "show_error": show_error,
         "ask_unsaved": ask_unsaved,
         "confirm_stop_run": confirm_stop_run,
+        "confirm_start_over": confirm_start_over,
         "about": about,
     }.items():
         monkeypatch.setattr(dialogs, name, function)

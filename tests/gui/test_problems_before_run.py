@@ -51,10 +51,10 @@ def test_a_cut_short_image_is_a_problem_before_run(
     window.editor.data_form.pages["image_folder"].editors["on_bad_file"].set_value("skip")
     validation = window.validation
     assert validation.valid and window.run_action.isEnabled()
-    assert validation.notes == [
+    assert (
         f"data.path: 1 unreadable image(s) will be skipped (data.on_bad_file is skip): {cut} "
         "is cut short (PNG)"
-    ]
+    ) in validation.notes
 
 
 def test_a_csv_whose_columns_do_not_fit_the_input_is_a_problem_before_run(
