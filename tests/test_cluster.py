@@ -24,6 +24,7 @@ from distloop.engine.cluster import (
     local_cluster_tasks,
     tf_config_for_run,
 )
+from distloop.engine.cluster.blame import STALLED, cause
 from distloop.engine.config import load_project, load_project_data
 from distloop.engine.messages import RunFailed, RunFinished, RunStarted, StepMetrics
 from distloop.engine.netns import ENV_SWITCH, PrivateNetworkUnavailable, start_private_network
@@ -374,6 +375,56 @@ def test_a_killed_worker_fails_the_run_naming_it(tmp_path) -> None:
     status = read_status(tmp_path)
     assert status["status"] == "failed" and status["task"] == "worker:1"
     assert {t.state for t in cluster.tasks()} <= {"failed", "stopped"}
+
+
+@pytest.mark.slow
+def test_a_stalled_worker_is_named_in_one_line_not_its_healthy_peer(tmp_path) -> None:
+    """SIGSTOP of worker 1: worker 0's collectives abort once the coordination service
+    misses worker 1's heartbeats, and that healthy worker was blamed in a 100-line
+    TensorFlow error naming worker 1 only deep inside."""
+    data = multi_worker(steps=1_000_000)
+    data["strategy"]["communication_timeout_s"] = 10
+    cluster = LocalCluster(load_project_data(data), tmp_path)
+    cluster.start()
+    messages: list = []
+    stalled = False
+    try:
+        deadline = time.monotonic() + 180
+        while not cluster.done:
+            assert time.monotonic() < deadline, "the cluster run timed out"
+            for message in cluster.poll(0.2):
+                messages.append(message)
+                if isinstance(message, StepMetrics) and not stalled:
+                    pid = next(t.pid for t in cluster.tasks() if t.name == "worker:1")
+                    os.kill(pid, signal.SIGSTOP)
+                    stalled = True
+    finally:
+        cluster.close()
+    failure = messages[-1]
+    assert isinstance(failure, RunFailed) and failure.known
+    assert failure.task == "worker:1"
+    assert failure.message.startswith("worker:1 stopped responding: ")
+    assert "\n" not in failure.message and "worker:0" not in failure.message
+    assert "stopped sending heartbeats" in failure.traceback  # TensorFlow's error, for the log
+    status = read_status(tmp_path)
+    assert status["status"] == "failed" and status["task"] == "worker:1"
+
+
+def test_the_task_a_peers_heartbeat_error_names_is_blamed() -> None:
+    peer = RunFailed(
+        error_type="UnavailableError",
+        message="Graph execution error:\n\nCollective ops is aborted by: Error reported from "
+        "/job:worker/task:2: The following tasks are unhealthy (stopped sending heartbeats):\n"
+        "/job:worker/replica:0/task:2\nThe tasks have crashed.",
+        task="worker:0",
+    )
+    blamed = cause([peer], ["worker:0", "worker:1", "worker:2"])
+    assert (blamed.task, blamed.error_type, blamed.known) == ("worker:2", STALLED, True)
+    assert "worker:0: UnavailableError" in blamed.traceback
+    died = RunFailed(error_type="EngineDied", message="killed by SIGKILL", task="worker:1")
+    assert cause([peer, died], ["worker:0", "worker:1", "worker:2"]) is died
+    # a task outside this cluster is never named
+    assert cause([peer], ["worker:0", "worker:1"]) is peer
 
 
 @pytest.mark.slow

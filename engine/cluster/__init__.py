@@ -11,6 +11,8 @@ One job a module:
                 (also ``distloop run --task``'s TF_CONFIG, for a cluster on real hosts)
 ``ports``       free 127.0.0.1 ports, chosen when a local cluster starts, never before
 ``supervisor``  :class:`LocalCluster`: starts, follows, merges and stops the tasks
+``blame``       which task a failed run names: one that died, one that stopped
+                responding (its peers' errors name it), one that failed on its own
 ``slurm``       a task's TF_CONFIG computed from the variables ``srun`` sets
                 (``distloop run --task-from slurm``)
 ``top_folder``  the top level of the cluster's run folder (each task writes its own

@@ -22,6 +22,7 @@ from ..problems import Problem, ProblemsError
 from ..process import EngineProcess
 from ..run_folder import TASKS_DIR, RunFolderError, RunFolderLock, prepare_resume
 from ..tf_config import NO_RESUME, TaskSpec
+from .blame import STALLED, cause
 from .plan import local_cluster_config, serves_only, task_dir_name, task_project
 from .remote import RemoteEngine
 from .ssh import SshLaunch
@@ -32,8 +33,6 @@ FAILURE_GRACE_S = 2.0
 (synchronous peers are usually stuck in a collective waiting for the failed one)."""
 STOP_GRACE_S = 10.0
 """After a stop request, tasks get this long to end between steps before they are killed."""
-PEER_ERRORS = ("UnavailableError", "DeadlineExceededError", "CancelledError", "AbortedError")
-"""TensorFlow's errors for a peer that went away or stopped answering."""
 
 
 TaskState = Literal["starting", "running", "serving", "finished", "stopped", "failed"]
@@ -440,8 +439,10 @@ class LocalCluster:
     def _end(self, ending: Ending) -> None:
         self._ending = ending
         if ending == "failed":
-            who = self._failures[0].task or "the launcher"  # None: the run folder failed it
-            self._note(f"{who} failed: stopping the other tasks", level="error")
+            blamed = self._cause()
+            what = "stopped responding" if blamed.error_type == STALLED else "failed"
+            who = f"{blamed.task} {what}" if blamed.task else "the launcher failed"  # its folder
+            self._note(f"{who}: stopping the other tasks", level="error")
             for task in self._tasks:
                 task.engine.request_stop()
             self._kill_at = time.monotonic() + FAILURE_GRACE_S
@@ -458,19 +459,20 @@ class LocalCluster:
         final: RunFinished | RunFailed
         if self._ending == "failed":
             failure = self._cause()
+            forced = [name for name in self._killed if name != failure.task]
             killed = (
-                f" (then stopped by force, not having ended when asked: {', '.join(self._killed)})"
-                if self._killed
+                f" (then stopped by force, not having ended when asked: {', '.join(forced)})"
+                if forced
                 else ""
             )
-            who = f"{failure.task} failed: " if failure.task else ""
             final = RunFailed(
                 error_type=failure.error_type,
-                message=f"{who}{failure.message}{killed}",
+                message=f"{_who(failure)}{failure.message}{killed}",
                 traceback=failure.traceback,
                 last_step=last_step,
                 exit_code=failure.exit_code,
                 task=failure.task,
+                known=failure.known,
             )
             details = {"error_type": final.error_type, "error": final.message, "task": final.task}
             status = "failed"
@@ -494,14 +496,9 @@ class LocalCluster:
         return final
 
     def _cause(self) -> RunFailed:
-        """The failure to blame: a task that died, else one that failed on its own.
-
-        When one task of a synchronous cluster dies, its peers fail too, often first,
-        with communication errors (the connection was reset); those are consequences.
-        """
-        died = [f for f in self._failures if f.error_type == "EngineDied"]
-        own = [f for f in self._failures if f.error_type not in PEER_ERRORS]
-        return (died or own or self._failures)[0]
+        """The failure to blame (``engine.cluster.blame``): a task that died, one that
+        stopped responding, else one that failed on its own."""
+        return cause(self._failures, [t.name for t in self._tasks])
 
     # --- the launcher's notes -------------------------------------------------------
 
@@ -516,3 +513,11 @@ class LocalCluster:
             self._network.close()
             self._network = None
         self._folder.close()
+
+
+def _who(failure: RunFailed) -> str:
+    """How the run's one line starts: ``worker:1 failed: `` (``worker:1 `` for a task that
+    stopped responding, whose message says so)."""
+    if failure.task is None:
+        return ""
+    return f"{failure.task} " if failure.error_type == STALLED else f"{failure.task} failed: "
