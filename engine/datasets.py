@@ -13,6 +13,7 @@ import csv
 import glob
 import itertools
 import os
+import stat
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -27,7 +28,7 @@ from .config import (
     TextFolderData,
     TFRecordData,
 )
-from .fileio import file_kind_problem
+from .fileio import NotRegularFileError, file_kind_problem, open_regular
 from .problems import Problem
 
 IMAGE_EXTENSIONS = (".bmp", ".gif", ".jpeg", ".jpg", ".png")
@@ -63,25 +64,44 @@ class FolderScan:
         return {name: found[label] for label, name in enumerate(self.classes)}
 
     def summary(self) -> FolderSummary:
-        folders = (self.root / name for name in self.classes)
-        misnamed = next(
-            (path for path in (*folders, *(file for file, _ in self.files)) if not utf8(path)),
-            None,
-        )
         return FolderSummary(
             self.root,
             self.classes,
             tuple(self.counts().values()),
             self.others[:OTHERS_NAMED],
             self.extensions,
-            misnamed=misnamed,
+            unusable=self.unusable(),
         )
+
+    def unusable(self) -> tuple[Path, str] | None:
+        """The first class folder or file a run cannot read for its name or its kind, and
+        why: a name that is not UTF-8 (Python lists it with lone surrogates, which
+        TensorFlow's strings cannot hold: the run died with a traceback listing every
+        file), or a FIFO, device or socket named like an image or a text (its reader
+        blocks or never ends). A stat a file, beside the listing's own."""
+        for folder in (self.root / name for name in self.classes):
+            if not utf8(folder):
+                return folder, _NOT_UTF8
+        for file, _ in self.files:
+            if not utf8(file):
+                return file, _NOT_UTF8
+            try:
+                mode = os.stat(file).st_mode
+            except OSError:
+                continue  # gone or unreadable: the image check names it (on_bad_file)
+            if not stat.S_ISREG(mode):
+                return file, file_kind_problem(file) or "is not a regular file"
+        return None
+
+
+_NOT_UTF8 = (
+    "is not named in UTF-8 (its other bytes shown as \\x..); rename it: a run reads file "
+    "and class names as UTF-8 text"
+)
 
 
 def utf8(path: Path) -> bool:
-    """Whether ``path`` is UTF-8 text. A name in other bytes lists as lone surrogates,
-    which TensorFlow's strings cannot hold (the run died with a traceback listing every
-    file)."""
+    """Whether ``path`` is UTF-8 text."""
     try:
         str(path).encode("utf-8")
     except UnicodeEncodeError:
@@ -115,8 +135,8 @@ class FolderSummary:
     """The first image that is empty, cut short or no image, with why, and the count of
     such files (:func:`unreadable_images`); None when not looked for."""
     unreadable_count: int = 0
-    misnamed: Path | None = None
-    """The first class folder or file whose name is not UTF-8: a run cannot read it."""
+    unusable: tuple[Path, str] | None = None
+    """:meth:`FolderScan.unusable`: a path a run cannot read, and why."""
 
 
 FolderProgress = Callable[[str, int], None]
@@ -212,11 +232,9 @@ def checked_folder(path: str | Path, extensions: tuple[str, ...]) -> FolderSumma
 def folder_problems(scan: FolderSummary, field: str, kind: str = "images") -> list[str]:
     """What keeps the folder from being classification data, one message per problem."""
     where = f"{field}: {scan.root}"
-    if scan.misnamed is not None:
-        return [
-            f"{field}: {shown_path(scan.misnamed)} is not named in UTF-8 (its other bytes "
-            "shown as \\x..); rename it: a run reads file and class names as UTF-8 text"
-        ]
+    if scan.unusable is not None:
+        path, why = scan.unusable
+        return [f"{field}: {shown_path(path)} {why}"]
     if not scan.classes:
         return [
             f"{where} has no subfolders; put each class's {kind} in a subfolder named after "
@@ -407,11 +425,13 @@ def image_file_problem(path: Path) -> str | None:
     Reads the first and last bytes only: a full decode would cost as much as an epoch.
     """
     try:
-        with path.open("rb") as handle:
+        with open_regular(path) as handle:
             head = handle.read(16)
             size = handle.seek(0, os.SEEK_END)
             handle.seek(max(0, size - _TAIL_BYTES))
             tail = handle.read()
+    except NotRegularFileError:
+        return file_kind_problem(path) or "is not a regular file"
     except OSError as exc:
         return f"cannot be read ({exc.strerror or exc})"
     if size == 0:

@@ -303,3 +303,41 @@ def test_an_eval_csv_step_in_other_digits_ends_what_a_resume_keeps(tmp_path) -> 
     (tmp_path / "eval.csv").write_text("step,val_loss\n2,0.5\n\u00b2,0.4\n4,0.3\n")
     truncate_eval(tmp_path, 10)
     assert (tmp_path / "eval.csv").read_text() == "step,val_loss\n2,0.5\n"
+
+
+@pytest.mark.parametrize("source", ["image_folder", "text_folder"])
+def test_a_fifo_among_a_folders_files_is_refused(tmp_path, source) -> None:
+    """A FIFO named like an image or a text hung validate (the image check opened it) and
+    would have hung the run's reader."""
+    root = write_image_folder(tmp_path / "data", classes=("a", "b"), per_class=3)
+    suffix = ".png"
+    if source == "text_folder":
+        suffix = ".txt"
+        for image in root.rglob("*.png"):
+            image.with_suffix(".txt").write_text("some words")
+            image.unlink()
+    fifo = root / "b" / f"zzz{suffix}"
+    os.mkfifo(fifo)
+    model = {
+        "input_shape": [8, 8, 3],
+        "layers": [{"kind": "flatten"}, {"kind": "dense", "units": 2}],
+    }
+    if source == "text_folder":
+        model = {
+            "input_shape": [4],
+            "layers": [
+                {"kind": "embedding", "input_dim": 100, "output_dim": 2},
+                {"kind": "flatten"},
+                {"kind": "dense", "units": 2},
+            ],
+        }
+    data = {"source": source, "path": str(root)}
+    if source == "text_folder":
+        data.update(vocabulary_size=100, sequence_length=4)
+    project = project_file(tmp_path, data, model)
+    spec = json.loads(project.read_text())
+    spec["loss"] = {"kind": "sparse_categorical_crossentropy", "from_logits": True}
+    project.write_text(json.dumps(spec))
+    says = f"{fifo} is a FIFO (named pipe), not a regular file"
+    assert validate(project) == [f"data.path: {says}"]
+    assert_run_refused(project, says)
