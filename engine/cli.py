@@ -67,6 +67,7 @@ COMMANDS = (
     "run",
     "cluster",
     "launch",
+    "preflight",
     "export",
     "validate",
     "example",
@@ -180,6 +181,8 @@ def main(argv: list[str] | None = None) -> int:
         return command_cluster(args)
     if args.command == "launch":
         return command_launch(args)
+    if args.command == "preflight":
+        return command_preflight(args)
     if args.command == "export":
         return command_export(args)
     if args.command == "validate":
@@ -758,10 +761,36 @@ def add_cluster_commands(commands: argparse._SubParsersAction) -> None:
         metavar="DIR",
         help=f"where runs go on each host (default: ~/{DEFAULT_REMOTE_DIR})",
     )
+    launch.add_argument(
+        "--no-preflight", action="store_true", help="start without the pre-flight check"
+    )
     launch.add_argument("--quiet", action="store_true", help="print only the summary")
     launch.add_argument(
         "--verbose", action="store_true", help="also print every task's log output (to stderr)"
     )
+    preflight = commands.add_parser(
+        "preflight",
+        help="check every host of the project's cluster over SSH before a launch: versions, "
+        "devices, data, ports, and each pair of tasks reaching each other",
+    )
+    preflight.add_argument("project", nargs="?", type=Path, help="project JSON file")
+    preflight.add_argument("--ssh-config", type=Path, metavar="FILE", help="ssh -F FILE")
+    preflight.add_argument(
+        "--remote-command", default="distloop", metavar="CMD", help="distloop on each host"
+    )
+    preflight.add_argument(
+        "--remote-dir", default=DEFAULT_REMOTE_DIR, metavar="DIR", help="where runs go there"
+    )
+    # The host's side, run over ssh by the check itself.
+    hidden = argparse.SUPPRESS
+    preflight.add_argument("--probe", action="store_true", help=hidden)
+    preflight.add_argument("--path", action="append", default=[], help=hidden)
+    preflight.add_argument("--port", action="append", type=int, default=[], help=hidden)
+    preflight.add_argument("--folder", default=".", help=hidden)
+    preflight.add_argument("--devices", action="store_true", help=hidden)
+    preflight.add_argument("--listen", type=int, help=hidden)
+    preflight.add_argument("--seconds", type=float, default=30.0, help=hidden)
+    preflight.add_argument("--connect", nargs="+", help=hidden)
 
     from .export import DEFAULT_IMAGE, FORMATS, SlurmJob
     from .export_storage import DATA_MOUNT
@@ -906,15 +935,21 @@ def command_launch(args: argparse.Namespace) -> int:
     except OSError as exc:
         _err(f"distloop: cannot create the run folder: {exc}")
         return EXIT_FAILED
-    lock = _claim_new_run_folder(run_dir, overwrite=args.overwrite, command="launch")
-    if lock is None:
-        return EXIT_FAILED
     hosts = SshLaunch(
         run_name=run_dir.name,
         ssh_config=args.ssh_config,
         remote_command=args.remote_command,
         remote_dir=args.remote_dir,
     )
+    if not args.no_preflight and _report_preflight(project, hosts) != EXIT_OK:
+        hosts.close()
+        if created:
+            shutil.rmtree(run_dir, ignore_errors=True)
+        return EXIT_FAILED
+    lock = _claim_new_run_folder(run_dir, overwrite=args.overwrite, command="launch")
+    if lock is None:
+        hosts.close()
+        return EXIT_FAILED
     try:
         cluster = open_run(project, run_dir, layout="cluster", folder_lock=lock, hosts=hosts)
     except ProblemsError as exc:
@@ -936,6 +971,51 @@ def command_launch(args: argparse.Namespace) -> int:
     finally:
         hosts.close()
     return code
+
+
+def command_preflight(args: argparse.Namespace) -> int:
+    from .cluster.preflight import probe_main
+
+    if args.probe or args.listen is not None or args.connect:
+        return probe_main(args)
+    if args.project is None:
+        _err("distloop: preflight needs the project file")
+        return EXIT_USAGE
+    project = _load(args.project)
+    if project is None:
+        return EXIT_FAILED
+    hosts = SshLaunch(
+        run_name="preflight",
+        ssh_config=args.ssh_config,
+        remote_command=args.remote_command,
+        remote_dir=args.remote_dir,
+    )
+    try:
+        return _report_preflight(project, hosts)
+    finally:
+        hosts.close()
+
+
+def _report_preflight(project: Project, hosts: SshLaunch) -> int:
+    """Prints one line per finding; EXIT_OK when there is none."""
+    from .cluster.preflight import preflight
+
+    try:
+        config = hosts.tf_config(project)
+    except ProblemsError as exc:
+        _err(f"distloop: {exc}")
+        return EXIT_FAILED
+    findings = preflight(project, config, hosts)
+    for finding in findings:
+        _err(f"distloop: preflight: {finding}")
+    if findings:
+        return EXIT_FAILED
+    hosts_count = len({a.rsplit(":", 1)[0] for job in config.cluster.values() for a in job})
+    _err(
+        f"distloop: preflight: {hosts_count} host(s), {len(config.tasks())} task(s) ready: "
+        "ssh, versions, devices, data, free ports and every pair of tasks checked"
+    )
+    return EXIT_OK
 
 
 def follow_cluster(cluster: EngineHandle, run_dir: Path, args: argparse.Namespace) -> int:

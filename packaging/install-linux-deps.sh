@@ -29,6 +29,7 @@ tests=(
   iproute2                                  # local clusters in network namespaces (ip netns)
   debootstrap                               # tests/test_fresh_system.py's fresh Debian roots
   openssh-server openssh-client slurm-wlm munge  # the cluster launchers' tests
+  iptables                                  # a firewalled port for the pre-flight test
 )
 
 case "${1:-}" in

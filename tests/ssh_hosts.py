@@ -9,7 +9,9 @@ test's own bridge.
 
 from __future__ import annotations
 
+import itertools
 import os
+import shlex
 import shutil
 import subprocess
 import time
@@ -19,6 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 NEEDED = ("ip", "sshd", "ssh", "ssh-keygen")
+_SETS = itertools.count()
+"""Sets of hosts this process made: each gets its own names and addresses."""
 
 
 def unavailable_reason() -> str | None:
@@ -56,9 +60,15 @@ def _ip(*args: str) -> None:
 
 
 @contextmanager
-def ssh_hosts(folder: Path, count: int) -> Iterator[SshHosts]:
-    tag = str(os.getpid() % 100_000)
-    block = 20 + os.getpid() % 200
+def ssh_hosts(
+    folder: Path, count: int, hidden: dict[int, Path] | None = None
+) -> Iterator[SshHosts]:
+    """``hidden``: a folder a host does not see (an empty tmpfs over it, in a mount
+    namespace of that host's sshd), as a file missing on one machine of a cluster."""
+    folder.mkdir(parents=True, exist_ok=True)
+    made_here = next(_SETS)
+    tag = f"{os.getpid() % 100_000}{made_here}"
+    block = 20 + (os.getpid() + 37 * made_here) % 200
     bridge = f"dlb{tag}"
     namespaces = [f"dlh{tag}n{i}" for i in range(count)]
     addresses = [f"10.253.{block}.{i + 2}" for i in range(count)]
@@ -115,11 +125,14 @@ def ssh_hosts(folder: Path, count: int) -> Iterator[SshHosts]:
                 )
             )
             sshd = shutil.which("sshd") or _sbin("sshd") or "sshd"
-            subprocess.run(
-                ["ip", "netns", "exec", space, sshd, "-f", str(config), "-E", str(host / "log")],
-                check=True,
-                timeout=30,
-            )
+            start = [sshd, "-f", str(config), "-E", str(host / "log")]
+            if hidden and i in hidden:
+                cover = f"mount -t tmpfs tmpfs {shlex.quote(str(hidden[i]))}"
+                start = [
+                    "unshare", "--mount", "--propagation", "private", "sh", "-c",
+                    f"{cover} && exec {shlex.join(start)}",
+                ]  # fmt: skip
+            subprocess.run(["ip", "netns", "exec", space, *start], check=True, timeout=30)
             daemons.append(host / "sshd.pid")
         ssh_config = folder / "ssh_config"
         ssh_config.write_text(

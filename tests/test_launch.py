@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -180,3 +181,71 @@ def test_a_host_without_the_key_is_one_line_and_no_hang(hosts: SshHosts, tmp_pat
     assert "Permission denied" in done.stderr, done.stderr[-2000:]
     assert "Traceback" not in done.stderr
     assert time.monotonic() - started < 60
+
+
+def test_preflight_passes_then_names_a_dropped_port_as_the_pair_that_fails(
+    hosts: SshHosts, tmp_path: Path
+) -> None:
+    project = _project(hosts, tmp_path)
+    check = ["preflight", str(project), "--ssh-config", str(hosts.ssh_config),
+             "--remote-command", f"{sys.executable} -m distloop.gui.launcher"]  # fmt: skip
+    ready = distloop(*check, timeout_s=180)
+    assert ready.returncode == 0, ready.stderr[-3000:]
+    assert "preflight: 2 host(s), 2 task(s) ready" in ready.stderr
+
+    if shutil.which("iptables") is None:
+        pytest.skip("iptables is not installed")
+    rule = ["INPUT", "-p", "tcp", "--dport", "2222", "-j", "DROP"]
+    firewall = ["ip", "netns", "exec", hosts.namespaces[1], "iptables"]
+    subprocess.run([*firewall, "-A", *rule], check=True, timeout=30)
+    try:
+        found = distloop(*check, timeout_s=180)
+    finally:
+        subprocess.run([*firewall, "-D", *rule], timeout=30)
+    assert found.returncode == 1
+    lines = [line for line in found.stderr.splitlines() if "preflight:" in line]
+    assert lines == [
+        f"distloop: preflight: {hosts.addresses[0]}: tf_config: worker:0 cannot reach worker:1 "
+        f"at {hosts.addresses[1]}:2222: timed out (a firewall drops it?); open that port on its "
+        "host for this one"
+    ], found.stderr[-3000:]
+
+
+def test_preflight_names_localhost_in_a_cluster_of_hosts(tmp_path: Path) -> None:
+    path = tmp_path / "project.json"
+    cluster = {"worker": ["localhost:2222", "10.253.255.3:2222"]}
+    path.write_text(json.dumps(multi_worker(20, {"cluster": cluster, "task": {"type": "worker"}})))
+    done = distloop("preflight", str(path), timeout_s=60)
+    assert done.returncode == 1
+    assert (
+        "distloop: preflight: localhost: tf_config: a loopback name in a cluster of several "
+        "hosts: each task would reach itself; write the host's network name or address"
+    ) in done.stderr
+
+
+@pytest.mark.slow
+def test_preflight_finds_a_data_file_missing_on_one_host(tmp_path: Path) -> None:
+    reason = unavailable_reason()
+    if reason:
+        pytest.skip(reason)
+    data = tmp_path / "data"
+    data.mkdir()
+    rng = np.random.default_rng(0)
+    np.savez(data / "train.npz", x=rng.normal(size=(64, 6)).astype("float32"),
+             y=rng.integers(0, 3, size=64))  # fmt: skip
+    with ssh_hosts(tmp_path / "hosts", 2, hidden={1: data}) as hosts:
+        path = _project(hosts, tmp_path)
+        project = json.loads(path.read_text())
+        project["data"] = {"source": "numpy", "path": str(data / "train.npz"),
+                           "global_batch_size": 16}  # fmt: skip
+        path.write_text(json.dumps(project))
+        done = distloop(
+            "preflight", str(path), "--ssh-config", str(hosts.ssh_config),
+            "--remote-command", f"{sys.executable} -m distloop.gui.launcher", timeout_s=180,
+        )  # fmt: skip
+    assert done.returncode == 1, done.stderr[-2000:]
+    assert (
+        f"distloop: preflight: {hosts.addresses[1]}: data.path: {data / 'train.npz'} is not "
+        "there: copy it to this host"
+    ) in done.stderr, done.stderr[-2000:]
+    assert hosts.addresses[0] not in done.stderr.replace(f"{hosts.addresses[0]}:", "")

@@ -99,7 +99,7 @@ class SshLaunch:
         def copy() -> None:
             for file_name, content in files.items():
                 target = shlex.quote(f"{folder}/{file_name}")
-                self._run(host, f"mkdir -p {shlex.quote(folder)} && cat > {target}", content)
+                self.run(host, f"mkdir -p {shlex.quote(folder)} && cat > {target}", content)
 
         run = (
             f"cd {shlex.quote(folder)} && exec {self.remote_command} run {shlex.quote(name)} "
@@ -107,7 +107,7 @@ class SshLaunch:
         )
         return RemoteEngine(project, self.ssh(host, run), where=f"{task} on {host}", prepare=copy)
 
-    def _run(self, host: str, command: str, stdin: bytes = b"") -> bytes:
+    def run(self, host: str, command: str, stdin: bytes = b"") -> bytes:
         """Runs a short command on ``host``; OSError with ssh's own words when it fails."""
         try:
             done = subprocess.run(

@@ -1,0 +1,324 @@
+"""Pre-flight: what would make a cluster on real hosts hang, found before anything starts.
+
+TensorFlow's tasks wait for each other without a word: a firewalled port, ``localhost``
+in a multi-host TF_CONFIG, a host whose TensorFlow or device count differs, or a data
+file missing on one host shows up as a cluster that never takes its first step. Here
+every host is asked over SSH (``distloop preflight --probe``) for its versions, its
+devices, the data paths and free disk, and whether its task's port is free; then each
+task listens on its real port for a moment while every other task connects to it, so
+a port that cannot be reached is named as the exact pair that fails. One finding a
+line, with its host and field.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.metadata
+import ipaddress
+import json
+import platform
+import shlex
+import shutil
+import socket
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .. import __version__
+from ..config import Project
+from ..export_storage import local_paths
+from ..message_stream import ControlChannel
+from ..tf_config import TaskSpec, TFConfig, parse_address
+from .ssh import SshLaunch
+
+LISTEN_S = 30.0
+"""How long each task's port listens while the others connect to it."""
+CONNECT_TIMEOUT_S = 3.0
+LISTENING = "listening"
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One thing that would stop or hang the cluster, where it is, and the fix."""
+
+    host: str
+    field: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.host}: {self.field}: {self.message}"
+
+
+# --- what runs on each host ------------------------------------------------------------
+
+
+def probe(paths: list[str], ports: list[int], folder: str, *, devices: bool) -> dict[str, Any]:
+    """This host's side of the pre-flight, as one JSON-ready dict (runs on the host)."""
+    try:
+        tensorflow = importlib.metadata.version("tensorflow")
+    except importlib.metadata.PackageNotFoundError:
+        tensorflow = None
+    found: dict[str, Any] = {
+        "distloop": __version__,
+        "python": platform.python_version(),
+        "tensorflow": tensorflow,
+        "paths": {path: _path_size(Path(path)) for path in paths},
+        "ports": {str(port): _port_free(port) for port in ports},
+        "free_bytes": _free_bytes(Path(folder).expanduser()),
+    }
+    if devices:
+        from ..process import detect_devices
+
+        try:
+            detected = detect_devices()
+            found["devices"] = sorted(d.device_type for d in detected.devices)
+        except (TimeoutError, RuntimeError) as exc:
+            found["devices_error"] = str(exc)
+    return found
+
+
+def _path_size(path: Path) -> int | None:
+    """Bytes of a file, or of every file below a folder; None when it is not there."""
+    if path.is_file():
+        return path.stat().st_size
+    if path.is_dir():
+        return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
+    return None
+
+
+def _port_free(port: int) -> bool:
+    with contextlib.suppress(OSError), socket.create_server(("", port)):
+        return True
+    return False
+
+
+def _free_bytes(folder: Path) -> int | None:
+    for candidate in (folder, *folder.parents):
+        if candidate.exists():
+            return shutil.disk_usage(candidate).free
+    return None
+
+
+def listen(port: int, seconds: float) -> None:
+    """Accepts connections on ``port`` for ``seconds``, or until standard input ends (the
+    check that started it over ssh is done, or gone): runs on the host."""
+    channel = ControlChannel()
+    with socket.create_server(("", port)) as server:
+        server.settimeout(0.2)
+        print(LISTENING, flush=True)
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline and not channel.closed.is_set():
+            with contextlib.suppress(TimeoutError, OSError):
+                connection, _ = server.accept()
+                connection.close()
+
+
+def connect(addresses: list[str]) -> dict[str, dict[str, Any]]:
+    """Whether each ``host:port`` answers from here, and the address its name resolved to."""
+    results: dict[str, dict[str, Any]] = {}
+    for address in addresses:
+        host, port = parse_address(address)
+        try:
+            ip = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][4][0]
+        except OSError as exc:
+            results[address] = {"ok": False, "ip": None, "error": f"does not resolve: {exc}"}
+            continue
+        try:
+            with socket.create_connection((ip, port), timeout=CONNECT_TIMEOUT_S):
+                results[address] = {"ok": True, "ip": ip, "error": None}
+        except OSError as exc:
+            reason = "timed out (a firewall drops it?)" if isinstance(exc, TimeoutError) else exc
+            results[address] = {"ok": False, "ip": ip, "error": str(reason)}
+    return results
+
+
+# --- the launcher's side ---------------------------------------------------------------
+
+
+def _is_loopback(host: str) -> bool:
+    if host.lower() == "localhost" or host.lower().endswith(".localhost"):
+        return True
+    with contextlib.suppress(ValueError):
+        return ipaddress.ip_address(host).is_loopback
+    return False
+
+
+def preflight(project: Project, config: TFConfig, hosts: SshLaunch) -> list[Finding]:
+    """Every finding, host by host; empty when the cluster can start."""
+    tasks = config.tasks()
+    host_of = {str(t): parse_address(config.address(t))[0] for t in tasks}
+    names = list(dict.fromkeys(host_of.values()))
+    findings = [
+        Finding(
+            host,
+            "tf_config",
+            "a loopback name in a cluster of several hosts: each task "
+            "would reach itself; write the host's network name or address",
+        )
+        for host in names
+        if len(names) > 1 and _is_loopback(host)
+    ]
+    if findings:
+        return findings
+    fields = {path: field for field, path in local_paths(project) if field != "custom_code.path"}
+    paths = sorted(fields)
+    reports: dict[str, dict[str, Any]] = {}
+    for host in names:
+        ports = [parse_address(config.address(t))[1] for t in tasks if host_of[str(t)] == host]
+        command = (
+            f"{hosts.remote_command} preflight --probe --folder {shlex.quote(hosts.folder())}"
+            + "".join(f" --path {shlex.quote(p)}" for p in paths)
+            + "".join(f" --port {port}" for port in ports)
+            + (" --devices" if project.strategy.kind == "multi_worker_mirrored" else "")
+        )
+        try:
+            reports[host] = json.loads(hosts.run(host, command))
+        except OSError as exc:
+            findings.append(Finding(host, "ssh", str(exc).removeprefix(f"{host}: ")))
+        except ValueError:
+            findings.append(Finding(host, "distloop", f"{hosts.remote_command} is not Distloop"))
+    findings += _compare(reports, project, fields)
+    if not findings:
+        findings += _all_pairs(config, hosts, host_of)
+    return findings
+
+
+def _compare(
+    reports: dict[str, dict[str, Any]], project: Project, fields: dict[str, str]
+) -> list[Finding]:
+    findings: list[Finding] = []
+    if not reports:
+        return findings
+    first_host, first = next(iter(reports.items()))
+    for host, report in reports.items():
+        for key, what in (("distloop", "Distloop"), ("python", "Python"), ("tensorflow", "TF")):
+            if report.get(key) is None and key == "tensorflow":
+                findings.append(Finding(host, key, "TensorFlow is not installed"))
+            elif report.get(key) != first.get(key):
+                findings.append(
+                    Finding(
+                        host,
+                        key,
+                        f"{what} {report.get(key)} here, {first.get(key)} on {first_host}: "
+                        "install the same version on every host",
+                    )
+                )
+        for path, size in report.get("paths", {}).items():
+            field = fields.get(path, "data.path")
+            if size is None:
+                findings.append(Finding(host, field, f"{path} is not there: copy it to this host"))
+            elif first["paths"].get(path) not in (None, size):
+                findings.append(
+                    Finding(
+                        host,
+                        field,
+                        f"{path} has {size} bytes, {first_host}'s has "
+                        f"{first['paths'][path]}: the same data on every host",
+                    )
+                )
+        for port, free in report.get("ports", {}).items():
+            if not free:
+                findings.append(Finding(host, "tf_config", f"port {port} is in use on this host"))
+        if "devices_error" in report:
+            findings.append(Finding(host, "devices", report["devices_error"]))
+        elif project.strategy.kind == "multi_worker_mirrored" and report.get(
+            "devices"
+        ) != first.get("devices"):
+            findings.append(
+                Finding(
+                    host,
+                    "devices",
+                    f"{report.get('devices')} here, {first.get('devices')} on {first_host}: "
+                    "multi_worker_mirrored needs the same devices on every worker",
+                )
+            )
+    return findings
+
+
+def _all_pairs(config: TFConfig, hosts: SshLaunch, host_of: dict[str, str]) -> list[Finding]:
+    """Each task listens on its real port; every other task connects to it."""
+    tasks = config.tasks()
+    listeners: list[subprocess.Popen[str]] = []
+    findings: list[Finding] = []
+    try:
+        for task in tasks:
+            _, port = parse_address(config.address(task))
+            command = f"{hosts.remote_command} preflight --listen {port} --seconds {LISTEN_S:g}"
+            listener = subprocess.Popen(
+                hosts.ssh(host_of[str(task)], command),
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+                text=True,
+            )
+            listeners.append(listener)
+            assert listener.stdout is not None
+            if listener.stdout.readline().strip() != LISTENING:
+                findings.append(
+                    Finding(host_of[str(task)], "tf_config", f"{task} cannot listen on {port}")
+                )
+        if findings:
+            return findings
+        resolved: dict[str, dict[str, str | None]] = {}
+        for source in tasks:
+            others = [config.address(t) for t in tasks if t != source]
+            if not others:
+                continue
+            host = host_of[str(source)]
+            command = f"{hosts.remote_command} preflight --connect " + " ".join(
+                shlex.quote(a) for a in others
+            )
+            try:
+                results = json.loads(hosts.run(host, command))
+            except (OSError, ValueError) as exc:
+                findings.append(Finding(host, "ssh", str(exc)))
+                continue
+            for target, result in results.items():
+                resolved.setdefault(target, {})[host] = result["ip"]
+                if not result["ok"]:
+                    findings.append(
+                        Finding(
+                            host,
+                            "tf_config",
+                            f"{source} cannot reach {_task_at(config, target)} at {target}: "
+                            f"{result['error']}; open that port on its host for this one",
+                        )
+                    )
+        for target, seen in resolved.items():
+            if len({ip for ip in seen.values() if ip}) > 1:
+                views = ", ".join(f"{ip} from {host}" for host, ip in seen.items())
+                findings.append(
+                    Finding(
+                        target.rsplit(":", 1)[0],
+                        "tf_config",
+                        f"the name resolves differently on the hosts: {views}",
+                    )
+                )
+        return findings
+    finally:
+        for listener in listeners:  # the end of its input ends it on its host
+            assert listener.stdin is not None
+            listener.stdin.close()
+        for listener in listeners:
+            try:
+                listener.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                listener.terminate()
+                listener.wait()
+
+
+def _task_at(config: TFConfig, address: str) -> TaskSpec | str:
+    return next((t for t in config.tasks() if config.address(t) == address), address)
+
+
+def probe_main(args: Any) -> int:
+    """``distloop preflight --probe/--listen/--connect``: the host's side, JSON on stdout."""
+    if args.listen is not None:
+        listen(args.listen, args.seconds)
+    elif args.connect:
+        print(json.dumps(connect(args.connect)))
+    else:
+        print(json.dumps(probe(args.path, args.port, args.folder, devices=args.devices)))
+    return 0
