@@ -173,19 +173,49 @@ turn an escape into something else, if a generator writes them raw; where code w
 follow, it is named ``PWNED``."""
 
 
-def text_project(text: str = "plain", **texts: str) -> Project:
-    """A two-worker cluster project on a CSV file whose free texts (name, description,
-    the file's path, its label column) are ``text``, or each as ``texts`` says."""
+TEXT_FIELDS = ("name", "description", "path", "column", "eval_path", "key", "model_path")
+"""The free texts of :func:`text_project`'s projects."""
+
+
+def text_project(text: str = "plain", source: str = "csv", **texts: str) -> Project:
+    """A two-worker cluster project whose free texts are ``text``, or each as ``texts``
+    says: the name and description, and with ``source`` csv a CSV file's path and label
+    column and an evaluation .npz's path and array names (``key``, ``key`` + "_y"); with
+    tfrecord, a TFRecord pattern (``path``), its two features (``key``, and ``column`` +
+    "_label", the label) and a .keras model file (``model_path`` + ".keras")."""
+    fields = {name: text for name in TEXT_FIELDS} | texts
     data = example_data("regression")
-    fields = {"name": text, "description": text, "path": text, "column": text, **texts}
     data["name"], data["description"] = fields["name"], fields["description"]
     data["model"]["input_shape"] = [3]
-    data["data"] = {
-        "source": "csv",
-        "path": fields["path"],
-        "label_column": fields["column"],
-        "global_batch_size": 4,
-    }
+    if source == "csv":
+        data["data"] = {
+            "source": "csv",
+            "path": fields["path"],
+            "label_column": fields["column"],
+            "global_batch_size": 4,
+        }
+        data["evaluation"] = {
+            "every": 10,
+            "source": {
+                "source": "numpy",
+                "path": fields["eval_path"],
+                "features_key": fields["key"],
+                "labels_key": fields["key"] + "_y",
+                "global_batch_size": 4,
+            },
+        }
+    else:
+        model_path = fields["model_path"] + ".keras"
+        data["loss"] = {"kind": "sparse_categorical_crossentropy", "from_logits": True}
+        data["model"] = {"kind": "keras_file", "path": model_path, "input_shape": [3]}
+        label = fields["column"] + "_label"
+        data["data"] = {
+            "source": "tfrecord",
+            "path": fields["path"],
+            "features": [{"name": fields["key"], "shape": [3]}, {"name": label, "dtype": "int64"}],
+            "label": label,
+            "global_batch_size": 4,
+        }
     data["strategy"] = {"kind": "multi_worker_mirrored"}
     data["tf_config"] = {"cluster": {"worker": ["h1:2222", "h2:2222"]}, "task": {"type": "worker"}}
     return load_project_data(data)
@@ -215,24 +245,24 @@ def yaml_documents(text: str) -> list[Any]:
 
 
 @functools.cache
-def _plain_script_shape() -> str:
-    return _code_shape(render_script(text_project()))
+def _plain_script_shape(source: str) -> str:
+    return _code_shape(render_script(text_project(source=source)))
 
 
 def assert_inert_script(project: Project) -> None:
     """The project's script is the plain project's program, its texts only in its literals:
     the same code with every string emptied, the name exactly in the docstring."""
     script = render_script(project)
-    assert _code_shape(script) == _plain_script_shape()
+    assert _code_shape(script) == _plain_script_shape(project.data.source)
     docstring = ast.get_docstring(ast.parse(script), clean=False)
     assert docstring is not None and docstring.startswith(f"{project.name}: a custom training")
 
 
 @functools.cache
-def _plain_export(fmt: str, image: str) -> dict[str, str]:
+def _plain_export(fmt: str, image: str, source: str) -> dict[str, str]:
     """The files of the plain project's export by name; its shell scripts pass ``bash -n``."""
     with tempfile.TemporaryDirectory(prefix="distloop-plain-") as folder:
-        files = export_cluster(text_project(), Path(folder), fmt, image=image)
+        files = export_cluster(text_project(source=source), Path(folder), fmt, image=image)
         for path in files:
             if path.suffix in (".sh", ".sbatch"):
                 subprocess.run(["bash", "-n", str(path)], check=True, timeout=30)
@@ -244,7 +274,7 @@ def assert_inert_export(project: Project, folder: Path, fmt: str, image: str = D
     shape (shell scripts byte for byte, YAML documents with strings emptied, as many
     README lines), and the project reads back exactly from project.json and the ConfigMap."""
     files = export_cluster(project, folder, fmt, image=image)
-    plain = _plain_export(fmt, image)
+    plain = _plain_export(fmt, image, project.data.source)
     assert [path.relative_to(folder).as_posix() for path in files] == list(plain)
     exported = json.loads((folder / "project.json").read_text(encoding="utf-8"))
     sent = json.loads(project.to_json())
@@ -256,7 +286,7 @@ def assert_inert_export(project: Project, folder: Path, fmt: str, image: str = D
         if path.suffix in (".sh", ".sbatch"):  # the same script, for its Slurm job's name
             job_name = f"--job-name={cluster_name(project)}\n"
             assert text.replace(job_name, "") == plain_text.replace(
-                f"--job-name={cluster_name(text_project())}\n", ""
+                f"--job-name={cluster_name(text_project(source=project.data.source))}\n", ""
             )
         elif path.suffix == ".yaml":
             documents = yaml_documents(text)

@@ -479,10 +479,11 @@ def test_image_references_are_taken_as_written(tmp_path, image) -> None:
     assert container["image"] == image
 
 
+@pytest.mark.parametrize("source", ["csv", "tfrecord"])
 @pytest.mark.parametrize("fmt", FORMATS)
 @pytest.mark.parametrize("text", HOSTILE_TEXTS)
-def test_hostile_project_texts_are_data_in_every_export_format(tmp_path, fmt, text) -> None:
-    files = assert_inert_export(text_project(text), tmp_path / "out", fmt)
+def test_hostile_project_texts_are_data_in_every_export_format(tmp_path, fmt, text, source):
+    files = assert_inert_export(text_project(text, source), tmp_path / "out", fmt)
     readme = (tmp_path / "out" / "README.md").read_text()
     assert f"# Distloop cluster export: {inert(text)}\n" in readme
     assert "PWNED" not in "".join(p.read_text() for p in files if p.suffix == ".sh")

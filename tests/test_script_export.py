@@ -315,10 +315,11 @@ def test_file_source_scripts_are_standalone_and_hold_the_split_out(tmp_path) -> 
 # --- hostile text: names, descriptions and paths stay data --------------------------------
 
 
+@pytest.mark.parametrize("source", ["csv", "tfrecord"])
 @pytest.mark.parametrize("text", HOSTILE_TEXTS)
-def test_hostile_text_is_inert_data_in_the_script(text: str) -> None:
-    """Name, description, the CSV's path and its label column set to ``text``."""
-    project = text_project(text)
+def test_hostile_text_is_inert_data_in_the_script(text: str, source: str) -> None:
+    """Every free text of the project set to ``text`` (:func:`text_project`)."""
+    project = text_project(text, source)
     assert_inert_script(project)
     tree = ast.parse(render_script(project))
     assert "PWNED" not in {node.id for node in ast.walk(tree) if isinstance(node, ast.Name)}
