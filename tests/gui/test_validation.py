@@ -151,3 +151,28 @@ def test_a_number_typed_out_of_range_stays_and_is_a_problem(
     spin.stepBy(1)  # the arrows come back into the range, and the mark goes
     assert not is_marked(spin)
     assert window.run_action.isEnabled()
+
+
+def test_a_keras_file_nested_past_the_recursion_limit_is_a_problem_on_its_field(
+    tmp_path,
+) -> None:
+    """Every validation of the window read it: a RecursionError (twice) before."""
+    import zipfile
+
+    from distloop.gui.validation import validate
+
+    path = tmp_path / "deep.keras"
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr("config.json", "[" * 100_000 + "]" * 100_000)
+    (tmp_path / "t.csv").write_text("a,b,c,y\n1,2,3,4\n")
+    data = {
+        "schema_version": 1,
+        "model": {"kind": "keras_file", "path": str(path), "input_shape": [3]},
+        "loss": {"kind": "mean_squared_error"},
+        "data": {"source": "csv", "path": "t.csv", "label_column": "y", "global_batch_size": 1},
+        "training": {"steps": 1},
+    }
+    found = validate(data, tmp_path)
+    assert [(p.path, p.message) for p in found.problems] == [
+        ("model.path", f"{path}'s config.json is nested too deeply to be a model's config")
+    ]
