@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import csv_summary
-from .fileio import read_regular_file
+from .fileio import open_bytes, read_regular_file
 from .run_folder import (
     EVAL_FILE,
     LABEL_FILE,
@@ -140,6 +140,38 @@ def summarize(run_dir: Path, *, scan: bool = True) -> RunSummary:
         best_validation=validation,
         pending=pending,
     )
+
+
+LATE_FRACTION = 0.1
+"""The part of a run whose mean loss ranks it: its last tenth of steps."""
+
+
+def late_loss(run_dir: Path) -> float | None:
+    """The mean loss of the run's last tenth of steps (at least one), from ``metrics.csv``;
+    None when it has no finite loss.
+
+    A sweep's runs are ranked by it, not by their lowest loss: that is one batch's, and
+    with noisy batches the run with the luckiest batch came first, not the one that
+    learned most.
+    """
+    try:
+        with open_bytes(run_dir / METRICS_FILE) as handle:
+            lines = handle.read().decode("utf-8", "replace").splitlines()
+    except OSError:
+        return None
+    if not lines or "loss" not in lines[0].split(","):
+        return None
+    column = lines[0].split(",").index("loss")
+    losses = []
+    for line in lines[1:]:
+        cells = line.split(",")
+        try:
+            losses.append(float(cells[column]))
+        except (IndexError, ValueError):
+            continue
+    late = losses[-max(1, round(len(losses) * LATE_FRACTION)) :] if losses else []
+    finite = [value for value in late if math.isfinite(value)]
+    return sum(finite) / len(finite) if finite and len(finite) == len(late) else None
 
 
 def _unreadable(run_dir: Path, exc: OSError) -> RunSummary:

@@ -20,7 +20,7 @@ from PySide6.QtWidgets import QWidget
 
 from ..engine.config import Project
 from ..engine.fileio import atomic_write_text, open_bytes
-from ..engine.run_folder import METRICS_FILE
+from ..engine.run_folder import EVAL_FILE, METRICS_FILE
 from ..engine.script_export import ExportError, render_script
 from . import dialogs, file_dialogs
 from .loss_plot import LossPlot
@@ -33,9 +33,42 @@ MIN_IMAGE_WIDTH = 1200  # pixels: sharp in a report even when the plot is small 
 
 
 def copy_metrics(run_dir: Path, target: Path) -> None:
-    """Copies the run's ``metrics.csv`` to ``target`` byte for byte (never a link's target)."""
+    """Writes the run's ``metrics.csv`` to ``target`` with its evaluations' columns
+    (``eval.csv``: val_loss, val_accuracy, ...) joined at their steps and empty at the
+    others: the export held the training loss only. A run that never evaluated is copied
+    byte for byte. Links are never followed."""
     with open_bytes(run_dir / METRICS_FILE) as source:
-        _write_bytes(target, source.read())
+        metrics = source.read()
+    try:
+        with open_bytes(run_dir / EVAL_FILE) as source:
+            evaluations = source.read()
+    except FileNotFoundError:
+        _write_bytes(target, metrics)
+        return
+    _write_bytes(target, with_evaluations(metrics, evaluations))
+
+
+def with_evaluations(metrics: bytes, evaluations: bytes) -> bytes:
+    """``metrics.csv``'s lines, each followed by the evaluation columns of its step."""
+    rows = metrics.decode("utf-8").splitlines()
+    evaluated = evaluations.decode("utf-8").splitlines()
+    if not rows or not evaluated:
+        return metrics
+    names = evaluated[0].split(",")[1:]  # after "step"
+    at_step = {_step(line): line.split(",", 1)[1] if "," in line else "" for line in evaluated[1:]}
+    empty = "," * (len(names) - 1)
+    joined = [f"{rows[0]},{','.join(names)}"]
+    joined += [f"{row},{at_step.get(_step(row), empty)}" for row in rows[1:] if row]
+    return ("\n".join(joined) + "\n").encode("utf-8")
+
+
+def _step(line: str) -> str:
+    """A row's step as both files write it (``500``; ``500.0`` read as the same)."""
+    cell = line.split(",", 1)[0]
+    try:
+        return str(int(float(cell)))
+    except ValueError:
+        return cell
 
 
 def export_plot(plot_item: pg.PlotItem, target: Path) -> None:

@@ -47,7 +47,7 @@ from PySide6.QtWidgets import (
 from ..engine.config import Project
 from ..engine.messages import RunFailed, RunFinished
 from ..engine.run_folder import format_loss
-from ..engine.run_history import RunSummary, summarize
+from ..engine.run_history import RunSummary, late_loss, summarize
 from .run_controller import RunController
 from .status_panel import format_duration
 
@@ -87,6 +87,8 @@ class QueueItem:
     state: ItemState = ItemState.QUEUED
     run_dir: Path | None = None
     summary: RunSummary | None = None
+    late_loss: float | None = None
+    """The mean loss of its last tenth of steps (:func:`~engine.run_history.late_loss`)."""
     error: str | None = None
 
 
@@ -211,6 +213,7 @@ class RunQueue(QObject):
             )
         if item.run_dir is not None and item.run_dir.is_dir():
             item.summary = summarize(item.run_dir)
+            item.late_loss = late_loss(item.run_dir)
         if stopped_by_user:
             self._set_running(False)
         self.changed.emit()
@@ -226,19 +229,23 @@ class Column(enum.IntEnum):
     NUMBER = 0
     NAME = 1
     STATE = 2
-    FINAL_LOSS = 3
-    BEST_LOSS = 4
-    STEPS = 5
-    DURATION = 6
-    FOLDER = 7
+    VAL_LOSS = 3
+    LATE_LOSS = 4
+    FINAL_LOSS = 5
+    VALIDATION = 6
+    STEPS = 7
+    DURATION = 8
+    FOLDER = 9
 
 
 HEADERS = {
     Column.NUMBER: "#",
     Column.NAME: "Name",
     Column.STATE: "State",
+    Column.VAL_LOSS: "Best val_loss",
+    Column.LATE_LOSS: "Loss, last 10%",
     Column.FINAL_LOSS: "Final loss",
-    Column.BEST_LOSS: "Best loss",
+    Column.VALIDATION: "Validation",
     Column.STEPS: "Steps",
     Column.DURATION: "Duration",
     Column.FOLDER: "Run folder",
@@ -247,22 +254,63 @@ COLUMN_WIDTHS = {
     Column.NUMBER: 36,
     Column.NAME: 220,
     Column.STATE: 70,
+    Column.VAL_LOSS: 95,
+    Column.LATE_LOSS: 95,
     Column.FINAL_LOSS: 95,
-    Column.BEST_LOSS: 95,
+    Column.VALIDATION: 200,
     Column.STEPS: 60,
     Column.DURATION: 70,
 }
-NUMERIC = {Column.NUMBER, Column.FINAL_LOSS, Column.BEST_LOSS, Column.STEPS, Column.DURATION}
+NUMERIC = {
+    Column.NUMBER,
+    Column.VAL_LOSS,
+    Column.LATE_LOSS,
+    Column.FINAL_LOSS,
+    Column.STEPS,
+    Column.DURATION,
+}
 QUEUE_COLUMNS = (Column.NUMBER, Column.NAME, Column.STATE)
 RESULT_COLUMNS = (
     Column.NAME,
     Column.STATE,
+    Column.VAL_LOSS,
+    Column.LATE_LOSS,
     Column.FINAL_LOSS,
-    Column.BEST_LOSS,
+    Column.VALIDATION,
     Column.STEPS,
     Column.DURATION,
     Column.FOLDER,
 )
+
+
+def _val_loss(item: QueueItem) -> float | None:
+    validation = item.summary.best_validation if item.summary else None
+    return validation.get("val_loss") if validation else None
+
+
+def _validation_text(summary: RunSummary | None) -> str:
+    """The best evaluation's other metrics, e.g. ``val_accuracy 0.94``; "—" without one."""
+    validation = summary.best_validation if summary else None
+    if not validation:
+        return "—"
+    return (
+        ", ".join(
+            f"{name} {format_loss(value)}"
+            for name, value in validation.items()
+            if name != "val_loss"
+        )
+        or "—"
+    )
+
+
+def ranking_column(items: list[QueueItem]) -> Column:
+    """What ranks a sweep's results: the best validation loss when its runs evaluate, else
+    the mean loss of their last tenth of steps; never the lowest loss, one batch's."""
+    return (
+        Column.VAL_LOSS
+        if any(_val_loss(item) is not None for item in items)
+        else (Column.LATE_LOSS)
+    )
 
 
 def _number_key(value: float | None) -> float:
@@ -335,8 +383,13 @@ class QueueModel(QAbstractTableModel):
             return "—"
         if column == Column.FINAL_LOSS:
             return "—" if summary.final_loss is None else format_loss(summary.final_loss)
-        if column == Column.BEST_LOSS:
-            return "—" if summary.best_loss is None else format_loss(summary.best_loss)
+        if column == Column.LATE_LOSS:
+            return "—" if item.late_loss is None else format_loss(item.late_loss)
+        if column == Column.VAL_LOSS:
+            value = _val_loss(item)
+            return "—" if value is None else format_loss(value)
+        if column == Column.VALIDATION:
+            return _validation_text(summary)
         if column == Column.STEPS:
             return f"{summary.steps:,}"
         return "—" if summary.duration_s is None else format_duration(summary.duration_s)
@@ -349,7 +402,9 @@ class QueueModel(QAbstractTableModel):
             Column.NAME: item.project.name.casefold(),
             Column.STATE: item.state.value,
             Column.FINAL_LOSS: _number_key(summary.final_loss if summary else None),
-            Column.BEST_LOSS: _number_key(summary.best_loss if summary else None),
+            Column.LATE_LOSS: _number_key(item.late_loss),
+            Column.VAL_LOSS: _number_key(_val_loss(item)),
+            Column.VALIDATION: _validation_text(summary) if summary else "",
             Column.STEPS: summary.steps if summary else 0,
             Column.DURATION: _number_key(summary.duration_s if summary else None),
             Column.FOLDER: item.run_dir.name if item.run_dir else "",
@@ -389,7 +444,9 @@ class RunQueuePanel(QWidget):
         self.queue_table.setSelectionMode(QAbstractItemView.SelectionMode.ExtendedSelection)
         self.results_table = self._table(self.results_proxy, RESULT_COLUMNS)
         self.results_table.setSortingEnabled(True)
-        self.results_table.sortByColumn(Column.BEST_LOSS, Qt.SortOrder.AscendingOrder)
+        self.results_table.sortByColumn(Column.LATE_LOSS, Qt.SortOrder.AscendingOrder)
+        self._ranked_by_user = False
+        self.results_table.horizontalHeader().sectionClicked.connect(self._sorted_by_user)
         for table in (self.queue_table, self.results_table):
             for column, width in COLUMN_WIDTHS.items():
                 table.horizontalHeader().resizeSection(column, width)
@@ -525,8 +582,15 @@ class RunQueuePanel(QWidget):
             for row in range(self.results_proxy.rowCount())
         ]
 
+    def _sorted_by_user(self) -> None:
+        self._ranked_by_user = True
+
     def _update(self) -> None:
         queue = self.queue
+        if not self._ranked_by_user:
+            rank = ranking_column([item for item in queue.items if item.state in ENDED])
+            if self.results_table.horizontalHeader().sortIndicatorSection() != rank:
+                self.results_table.sortByColumn(rank, Qt.SortOrder.AscendingOrder)
         rows = self.queue_table.selectionModel().selectedRows()
         selected = [self.model.item(index.row()) for index in rows]
         waiting = len(queue.queued())

@@ -19,6 +19,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from ..engine.cluster.plan import DEFAULT_COMMUNICATION_TIMEOUT_S
 from ..engine.config import StrategyConfig
 from ..engine.messages import DevicesDetected
 from ..engine.problems import Loc
@@ -42,6 +43,13 @@ KIND_NOTES: dict[str, str] = {
 }
 
 
+# What an empty Devices field means, per kind that takes devices.
+DEVICES_HINTS = {
+    "mirrored": "all GPUs (or the CPU), e.g. /gpu:0, /gpu:1",
+    "one_device": "the first GPU (or the CPU), e.g. /gpu:1",
+}
+
+
 def logical_device(physical_name: str) -> str:
     """``/physical_device:GPU:0`` → ``/gpu:0``: the name the strategy's devices take."""
     return "/" + physical_name.removeprefix("/physical_device:").lower()
@@ -62,10 +70,7 @@ class StrategyForm(QWidget):
             StrategyConfig,
             list(StrategyConfig.model_fields),
             labels={"cpu_replicas": "CPU replicas:", "tpu": "TPU:"},
-            initial={"communication_timeout_s": 300.0},
-        )
-        self.fields.editors["devices"].setPlaceholderText(
-            "all GPUs (or the CPU), e.g. /gpu:0, /gpu:1"
+            initial={"communication_timeout_s": DEFAULT_COMMUNICATION_TIMEOUT_S},
         )
         self.kind_note = QLabel()
         self.kind_note.setWordWrap(True)
@@ -106,6 +111,7 @@ class StrategyForm(QWidget):
         layout.addWidget(probe)
         layout.addStretch(1)
 
+        self.fields.editors["kind"].edited.connect(self._drop_inapplicable)
         self.fields.edited.connect(self.edited)
         self.fields.edited.connect(self._refresh)
         self.fields.editors["kind"].edited.connect(
@@ -124,10 +130,20 @@ class StrategyForm(QWidget):
     def targets(self) -> dict[Loc, QWidget]:
         return {("strategy", name): editor for name, editor in self.fields.editors.items()}
 
+    def _drop_inapplicable(self) -> None:
+        """A kind the user picks gets the defaults of the settings it does not take:
+        mirrored's cpu_replicas 2 kept under multi_worker_mirrored blocked Run until the
+        user found the greyed-out field."""
+        used = applicable_fields(StrategyConfig, self.fields.editors["kind"].value())
+        for name, editor in self.fields.editors.items():
+            if name not in used and editor.value() != StrategyConfig.model_fields[name].default:
+                editor.set_value(StrategyConfig.model_fields[name].default)
+
     def _refresh(self) -> None:
         kind = self.fields.editors["kind"].value()
         self.fields.enable_applicable(applicable_fields(StrategyConfig, kind))
         self.kind_note.setText(KIND_NOTES.get(kind, ""))
+        self.fields.editors["devices"].setPlaceholderText(DEVICES_HINTS.get(kind, ""))
 
     # --- device detection ---------------------------------------------------------------
 

@@ -379,7 +379,10 @@ def test_resume_of_a_cluster_run_resumes_the_cluster_and_continues_its_trace(
     """The Runs panel's Resume on a local cluster's folder (it has tasks/) makes the
     cluster again with resume=True, as ``distloop cluster --resume`` does."""
     run_dir = tmp_path / "runs" / "20261203-061500-cluster"
-    (run_dir / "tasks" / "worker-0").mkdir(parents=True)
+    (run_dir / "tasks" / "worker-0" / "checkpoints").mkdir(parents=True)
+    (run_dir / "tasks" / "worker-0" / "checkpoints" / "checkpoint").write_text(
+        'model_checkpoint_path: "ckpt-5"\n'
+    )
     project = multi_worker().model_copy(update={"name": "two workers"})
     (run_dir / "project.json").write_text(project.to_json(), encoding="utf-8")
     old = [1.0, 0.875, 0.75, 0.625, 0.5, 0.4375, 0.375, 0.3125]

@@ -178,8 +178,12 @@ def test_fields_that_do_not_apply_are_greyed_out(editor: ProjectEditor) -> None:
     assert fields["devices"].isEnabled()
     fields["kind"].set_value("mirrored")
     fields["cpu_replicas"].set_value(2)
-    fields["kind"].set_value("one_device")
-    assert fields["cpu_replicas"].isEnabled()  # set, so it stays editable to be cleared
+    fields["kind"].set_value("one_device")  # the user's choice drops what it does not take
+    assert fields["cpu_replicas"].value() == 1 and not fields["cpu_replicas"].isEnabled()
+    project = load_example("seed")
+    strategy = project.strategy.model_copy(update={"kind": "one_device", "cpu_replicas": 2})
+    editor.set_project(project.model_copy(update={"strategy": strategy}))
+    assert fields["cpu_replicas"].isEnabled()  # a file's value stays editable to be cleared
     loss = editor.loss.fields.editors
     assert loss["from_logits"].isEnabled() and not loss["delta"].isEnabled()
 

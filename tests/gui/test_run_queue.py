@@ -128,12 +128,13 @@ def test_a_failed_run_is_recorded_and_the_queue_goes_on(qtbot, make_window, dial
     assert window.run_queue.items[1].error == "DataError: lr 0.02 diverged"
     assert "error" not in dialog_recorder.kinds()  # no modal dialog holds the queue up
     assert "DataError: lr 0.02 diverged" in window.log_panel.text.toPlainText()
-    # A failed run still has results: the steps it did are in its folder.
-    assert [item.project.name for item in window.queue_panel.results()] == [
-        "seed lr=0.01",
-        "seed lr=0.03",
-        "seed lr=0.02",
-    ]
+    # A failed run still has results: the steps it did are in its folder (its last loss,
+    # 0.06, ties lr=0.03's last one).
+    results = window.queue_panel.results()
+    assert results[0].project.name == "seed lr=0.01"
+    assert [item.late_loss for item in results] == [0.02, 0.06, 0.06]
+    failed = next(item for item in results if item.project.name == "seed lr=0.02")
+    assert failed.summary is not None and failed.summary.steps == 1
 
 
 def test_an_engine_that_cannot_start_fails_its_item_only(qtbot, make_window, dialog_recorder):

@@ -39,20 +39,34 @@ def test_feature_count_mismatch_marks_the_features_field(window: MainWindow) -> 
     assert not window.is_modified()
 
 
-def test_cpu_replicas_with_one_device_marks_cpu_replicas(window: MainWindow) -> None:
+def test_a_new_strategy_kind_drops_the_settings_it_does_not_take(window: MainWindow) -> None:
     fields = window.editor.strategy.fields.editors
     fields["cpu_replicas"].set_value(2)
     assert window.run_action.isEnabled()  # mirrored over 2 CPU replicas is fine
+    fields["kind"].set_value("multi_worker_mirrored")  # kept cpu_replicas 2: Run blocked
+    assert window.editor.data()["strategy"]["cpu_replicas"] == 1
+    assert not is_marked(fields["cpu_replicas"])
+    assert window.validation.valid
     fields["kind"].set_value("one_device")
+    fields["cpu_replicas"].set_value(2)  # typed where it does not apply: still marked
     assert is_marked(fields["cpu_replicas"])
     assert "cpu_replicas applies only to mirrored, not one_device" in problem_tooltip(
         fields["cpu_replicas"]
     )
     assert not is_marked(fields["kind"])
     assert not window.run_action.isEnabled()
-    fields["cpu_replicas"].set_value(1)
-    assert not is_marked(fields["cpu_replicas"])
-    assert window.run_action.isEnabled()
+
+
+def test_the_strategy_hints_match_what_the_engine_does(window: MainWindow) -> None:
+    strategy = window.editor.strategy
+    fields = strategy.fields.editors
+    fields["kind"].set_value("multi_worker_mirrored")
+    timeout = fields["communication_timeout_s"]
+    assert timeout.value() is None and timeout.spin.value() == 60.0  # the cluster's default
+    fields["kind"].set_value("one_device")
+    assert fields["devices"].placeholderText().startswith("the first GPU (or the CPU)")
+    fields["kind"].set_value("mirrored")
+    assert fields["devices"].placeholderText().startswith("all GPUs (or the CPU)")
 
 
 def test_text_that_is_not_a_number_is_reported_by_pydantic(window: MainWindow) -> None:
