@@ -2,6 +2,8 @@
 # The Debian/Ubuntu packages Distloop needs, installed only where missing; silent when none is.
 #   bash packaging/install-linux-deps.sh app    what the window needs
 #   bash packaging/install-linux-deps.sh test   that, and the tools and daemons the tests use
+#   bash packaging/install-linux-deps.sh venv   python3-venv, without which Debian's python3
+#                                               makes no virtual environment (packaging/setup.sh)
 #
 # The app's list is every library that PySide6's Qt libraries (Core, Gui, Widgets, Svg, DBus,
 # XcbQpa) and its X11 platform plugin (plugins/platforms/libqxcb.so, plugins/xcbglintegrations)
@@ -35,7 +37,8 @@ tests=(
 case "${1:-}" in
   app) wanted=("${app[@]}") ;;
   test) wanted=("${app[@]}" "${tests[@]}") ;;
-  *) echo "usage: bash packaging/install-linux-deps.sh app|test" >&2; exit 2 ;;
+  venv) wanted=(python3-venv) ;;
+  *) echo "usage: bash packaging/install-linux-deps.sh app|test|venv" >&2; exit 2 ;;
 esac
 
 installed() {  # any of the entry's names is installed (not `dpkg -s`: it also succeeds for a
