@@ -76,7 +76,8 @@ def distloop_windows(display: str, xwininfo: str) -> list[str]:
         timeout=10,
         check=False,
     ).stdout
-    return [line.strip() for line in tree.splitlines() if "Distloop" in line]
+    # the main window's title ("seed — Distloop"): X lists the window a moment before its name
+    return [line.strip() for line in tree.splitlines() if "— Distloop" in line]
 
 
 def test_window_opens_on_xcb(display: str, tmp_path: Path) -> None:
@@ -110,7 +111,6 @@ def test_window_opens_on_xcb(display: str, tmp_path: Path) -> None:
     assert exited is None, f"distloop exited with {exited} before showing a window:\n{stderr}"
     assert "Could not load the Qt platform plugin" not in stderr, stderr
     assert windows, f"no Distloop window on X after {WINDOW_TIMEOUT_S:.0f} s:\n{stderr}"
-    assert any("— Distloop" in line for line in windows), windows
     # The window fits the 1280x800 screen: opened at 1400x900, its status bar was off it.
     (main,) = [line for line in windows if "— Distloop" in line]
     width, height, left, top = map(int, re.search(r"(\d+)x(\d+)\+(-?\d+)\+(-?\d+)", main).groups())
