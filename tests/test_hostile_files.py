@@ -85,7 +85,7 @@ def test_a_data_path_that_is_no_regular_file_is_refused(tmp_path, source, kind) 
     says = {"fifo": "is a FIFO (named pipe), not a regular file", "device": "is a device, not a "
             "regular file", "folder": "is a folder, not a file"}[kind]  # fmt: skip
     assert validate(project) == [f"data.path: {path} {says}"]
-    if kind != "device":
+    if source == "csv" and kind != "device":  # one run each: the same check as validate's
         assert_run_refused(project, says)
 
 
@@ -142,7 +142,8 @@ def test_a_keras_file_whose_config_is_a_bomb_is_one_line(tmp_path, case, says) -
     project = project_file(tmp_path, csv_data(tmp_path), model)
     (line,) = validate(project)
     assert line.startswith(f"model.path: {path}'s {says}"), line
-    assert_run_refused(project, says)
+    if case == "nested":
+        assert_run_refused(project, says)
 
 
 # --- .npz files whose headers lie -----------------------------------------------------------
@@ -176,7 +177,8 @@ def test_an_npz_with_a_corrupt_header_is_refused_in_one_line(tmp_path, case) -> 
     project = project_file(tmp_path, {"source": "numpy", "path": str(path)})
     (line,) = validate(project)
     assert line.startswith(f"data.path: {path}: array 'x': its header"), line
-    assert_run_refused(project, "array 'x': its header")
+    if case == "shape None":
+        assert_run_refused(project, "array 'x': its header")
     # The loader a run would use names the problem as well.
     loaded = load_project(project)
     with pytest.raises(DataError, match=rf"^data\.path: cannot read {path} as \.npz: "):
