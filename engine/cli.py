@@ -20,6 +20,7 @@ from pathlib import Path
 
 from . import __version__
 from .cluster import task_dir_name
+from .cluster.blame import PEER_ERRORS, STALLED
 from .cluster.slurm import DEFAULT_PORT_BASE as SLURM_PORT_BASE
 from .cluster.ssh import DEFAULT_REMOTE_DIR, SshLaunch
 from .config import Project, load_project, uneven_batch_warnings
@@ -53,7 +54,9 @@ from .run_folder import (
     new_run_dir,
     not_a_run_folder,
     prepare_resume,
+    read_status,
     refuse_links,
+    update_status,
 )
 from .run_handle import ClusterHandle, EngineHandle, open_run
 from .run_model import RunModel
@@ -161,6 +164,17 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--verbose", action="store_true", help="also print TensorFlow's log output (to stderr)"
+    )
+
+
+def add_max_restarts_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--max-restarts",
+        type=int,
+        default=0,
+        metavar="N",
+        help="when a task dies or is preempted, start the whole cluster again from its last "
+        "checkpoint, up to N times (default 0)",
     )
 
 
@@ -729,6 +743,7 @@ def add_cluster_commands(commands: argparse._SubParsersAction) -> None:
         metavar="N",
         help=f"number of worker tasks (default: the project's tf_config, else {DEFAULT_WORKERS})",
     )
+    add_max_restarts_argument(cluster)
     cluster.add_argument(
         "--quiet", action="store_true", help="print only the summary, not a line per step"
     )
@@ -887,7 +902,12 @@ def command_cluster(args: argparse.Namespace) -> int:
             shutil.rmtree(run_dir, ignore_errors=True)
         _err(f"distloop: {exc}")
         return EXIT_FAILED
-    return follow_cluster(cluster, run_dir, args)
+    return follow_restarting(
+        cluster,
+        run_dir,
+        args,
+        lambda lock: open_run(project, run_dir, resume=True, layout="cluster", folder_lock=lock),
+    )
 
 
 def command_cluster_resume(args: argparse.Namespace) -> int:
@@ -913,13 +933,17 @@ def command_cluster_resume(args: argparse.Namespace) -> int:
     lock = _claim_run_to_resume(run_dir)
     if lock is None:
         return EXIT_FAILED
+
+    def reopen(lock: RunFolderLock) -> EngineHandle:
+        return open_run(project, run_dir, resume=True, layout="cluster", folder_lock=lock)
+
     try:
-        cluster = open_run(project, run_dir, resume=True, layout="cluster", folder_lock=lock)
+        cluster = reopen(lock)
     except ProblemsError as exc:
         lock.release()
         _err(f"distloop: {exc}")
         return EXIT_FAILED
-    return follow_cluster(cluster, run_dir, args)
+    return follow_restarting(cluster, run_dir, args, reopen)
 
 
 def command_launch(args: argparse.Namespace) -> int:
@@ -1016,6 +1040,48 @@ def _report_preflight(project: Project, hosts: SshLaunch) -> int:
         "ssh, versions, devices, data, free ports and every pair of tasks checked"
     )
     return EXIT_OK
+
+
+RESTARTABLE = frozenset({"EngineDied", "ConnectionLost", "TaskEnded", STALLED, *PEER_ERRORS})
+"""How a task fails when its process, host or network goes away, not its project: worth a
+restart from the last checkpoint (a NaN loss or bad data would only fail again)."""
+
+
+def follow_restarting(
+    cluster: EngineHandle,
+    run_dir: Path,
+    args: argparse.Namespace,
+    reopen: Callable[[RunFolderLock], EngineHandle],
+) -> int:
+    """Follows the cluster; after a task died or was preempted, ``--max-restarts`` times
+    starts the whole cluster again from its last checkpoint (``reopen``), as torchrun does.
+
+    A stop asked for here (Ctrl-C) is no preemption: it ends the run.
+    """
+    restarts = 0
+    while True:
+        code = follow_cluster(cluster, run_dir, args)
+        status = read_status(run_dir)
+        died = code == EXIT_FAILED and status.get("error_type") in RESTARTABLE
+        preempted = code == EXIT_OK and status.get("status") == "stopped"
+        if restarts >= args.max_restarts or not (died or preempted):
+            return code
+        restarts += 1
+        why = f"{status.get('task') or 'a task'} failed" if died else "a task was preempted"
+        _err(
+            f"distloop: {why}: restart {restarts} of {args.max_restarts}, the whole cluster "
+            "from its last checkpoint"
+        )
+        lock = _claim_run_to_resume(run_dir)
+        if lock is None:
+            return code
+        try:
+            cluster = reopen(lock)
+        except ProblemsError as exc:
+            lock.release()
+            _err(f"distloop: cannot restart: {exc}")
+            return code
+        update_status(run_dir, restarts=restarts)
 
 
 def follow_cluster(cluster: EngineHandle, run_dir: Path, args: argparse.Namespace) -> int:

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
+import subprocess
+import sys
 import time
 
 import numpy as np
@@ -12,13 +15,14 @@ from distloop.engine.cluster import LocalCluster
 from distloop.engine.config import load_project_data
 from distloop.engine.messages import RunFailed, RunFinished, StepMetrics
 from distloop.engine.run_folder import read_eval, read_metrics, read_status
-from distloop_testing import distloop, run_engine, synthetic_project
+from distloop_testing import REPO, distloop, run_engine, synthetic_project
 
 pytestmark = pytest.mark.slow
 
 STEPS = 500
 FUSED = 5
 EVERY = 10
+CLI = [sys.executable, "-m", "distloop.gui.launcher"]
 
 
 def cluster_project(kind: str = "multi_worker_mirrored") -> dict:
@@ -92,3 +96,34 @@ def test_sigterm_to_one_worker_stops_every_task_at_one_step_and_the_run_resumes(
     assert evaluations["step"] == list(range(EVERY, STEPS + 1, EVERY))
     expected = [e.metrics["val_loss"] for e in whole["evals"]]
     np.testing.assert_allclose(np.float32(evaluations["val_loss"]), expected, rtol=1e-5)
+
+
+def test_max_restarts_starts_the_cluster_again_after_a_worker_dies(tmp_path) -> None:
+    """SIGKILL of worker 1 mid-run: with --max-restarts the whole cluster starts again
+    from its last checkpoint and ends with the trace of the uninterrupted run."""
+    project = tmp_path / "project.json"
+    project.write_text(json.dumps(cluster_project()))
+    run_dir = tmp_path / "cluster"
+    command = [*CLI, "cluster", str(project), "--out", str(run_dir), "--quiet",
+               "--max-restarts", "1"]  # fmt: skip
+    launcher = subprocess.Popen(command, cwd=REPO, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 240
+        while not (run_dir / "metrics.csv").exists() or len(read_metrics(run_dir)["step"]) < 30:
+            assert launcher.poll() is None, launcher.communicate()[1][-3000:]
+            assert time.monotonic() < deadline, "the cluster never reached step 30"
+            time.sleep(0.2)
+        os.kill(read_status(run_dir)["tasks"]["worker:1"]["pid"], signal.SIGKILL)
+        _, err = launcher.communicate(timeout=300)
+    finally:
+        if launcher.poll() is None:
+            launcher.kill()
+            launcher.wait()
+    assert launcher.returncode == 0, err[-3000:]
+    assert "worker:1 failed: restart 1 of 1, the whole cluster from its last checkpoint" in err
+    metrics = read_metrics(run_dir)
+    assert metrics["step"] == list(range(1, STEPS + 1))
+    whole = run_engine(load_project_data(cluster_project("one_device")), None)
+    np.testing.assert_allclose(np.float32(metrics["loss"]), whole["losses"], rtol=1e-5)
+    status = read_status(run_dir)
+    assert (status["status"], status["restarts"]) == ("finished", 1)
