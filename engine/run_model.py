@@ -267,13 +267,15 @@ class RunModel:
         return engine_s + max(0.0, end - received)
 
     def progress(self) -> tuple[int, int] | None:
-        """(steps done by this run, its steps in all), when the run's length is known."""
+        """(steps done, the run's steps in all), when the run's length is known.
+
+        A resumed run counts from its first step, not from the checkpoint it resumed
+        at: at its start it is as far along as its checkpoint.
+        """
         if not self.total_steps:
             return None
-        last = self.last_step
-        done = 0 if last is None else last - self.first_step + 1
-        span = self.total_steps - self.first_step + 1
-        return max(0, min(done, span)), max(span, 1)
+        done = self.last_step or 0
+        return max(0, min(done, self.total_steps)), self.total_steps
 
     # --- past runs ----------------------------------------------------------------------
 

@@ -64,7 +64,9 @@ SERIES_COLORS = [
 COMPARE_RAW_ALPHA = 60  # a compared run's raw loss is faint; its smoothed curve is the line
 EMPTY_HINT = "The loss of each step appears here once a run starts (Run: Ctrl+R)."
 REPLICA_SUFFIX = " (own mean loss)"
-LEGEND_NAME_CHARS = 32  # longer names (a compared run's) are shortened in the middle
+LEGEND_NAME_CHARS = 36
+"""Longer names (a compared run's) are shortened in the middle; a cluster's replica curve
+(``worker:0 replica 0 (own mean loss)``) fits."""
 LEGEND_MARGIN = 6  # pixels between the axis and the legend, and after it
 SUPERSCRIPTS = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
 
@@ -213,6 +215,7 @@ class LossPlot(QWidget):
         self._comparisons: dict[str, _Comparison] = {}
         self._smoother = Smoother(DEFAULT_SMOOTHING)
         self._num_replicas: int | None = None
+        self._replica_task: str | None = None
         self._model: RunModel | None = None  # the run the plot follows
         self._dirty = False
         self.redraw_count = 0
@@ -221,12 +224,18 @@ class LossPlot(QWidget):
         self.plot_item = self.plot_widget.getPlotItem()
         self.plot_item.setLabel("bottom", "step")
         self.plot_item.setLabel("left", "loss")
+        for side in ("bottom", "left"):
+            # A metric's name is its unit: never "val_accuracy (x0.001)" for values near 1.
+            self.plot_item.getAxis(side).enableAutoSIPrefix(False)
         self._build_legend()
         self.plot_item.setMouseEnabled(x=True, y=True)
         # The plot item imposes these on every curve it holds (its context menu edits them).
         self.plot_item.setDownsampling(auto=True, mode="peak")
         self.plot_item.setClipToView(True)
         self.raw_curve = _curve(RAW_PEN, "loss")
+        self.raw_curve.setSymbolBrush(SMOOTH_PEN.color())
+        self.raw_curve.setSymbolPen(None)
+        self.raw_curve.setSymbolSize(7)
         self.smooth_curve = _curve(SMOOTH_PEN, "smoothed")
         self.plot_item.addItem(self.raw_curve)
         self.plot_item.addItem(self.smooth_curve)
@@ -325,7 +334,7 @@ class LossPlot(QWidget):
         if replica_losses is not None:
             table = np.asarray(replica_losses, dtype=np.float64)
             while len(self._replicas) < table.shape[1]:
-                name = f"replica {len(self._replicas)}{REPLICA_SUFFIX}"
+                name = f"{self._replica_name(len(self._replicas))}{REPLICA_SUFFIX}"
                 self._replicas.append(self._new_series(name, 1, len(steps)))
             # A share of the global batch's loss, times the replicas, is the replica's mean.
             scale = self._num_replicas or table.shape[1]
@@ -355,7 +364,7 @@ class LossPlot(QWidget):
         if model is not self._model:  # an earlier run's model, or the plot was cleared
             return
         if isinstance(message, RunStarted):
-            self.set_num_replicas(message.num_replicas)
+            self.set_num_replicas(message.num_replicas, message.task)
         if isinstance(message, RunStarted | StepMetrics | EvalMetrics):
             self.show_trace(model.trace)
 
@@ -380,12 +389,20 @@ class LossPlot(QWidget):
         for step, val_loss in evaluated[len(self._eval_steps) :]:
             self.add_evaluation(step, val_loss)
 
-    def set_num_replicas(self, replicas: int) -> None:
+    def set_num_replicas(self, replicas: int, task: str | None = None) -> None:
         """The run's replicas in sync (all tasks'), which turn a replica's share into its mean.
 
         Until a run says, the replicas reported are taken to be all of them (one machine).
+        ``task`` is the cluster task whose replicas the run reports (its chief's): the
+        curves then say whose they are, as the others' are not among them.
         """
         self._num_replicas = replicas if replicas > 0 else None
+        self._replica_task = task
+
+    def _replica_name(self, index: int) -> str:
+        """``replica 0``; in a cluster, whose: ``worker:0 replica 0`` (of the run's replicas,
+        a cluster reports its chief's alone)."""
+        return f"{self._replica_task} replica {index}" if self._replica_task else f"replica {index}"
 
     def _new_series(self, name: str, width: int, new_steps: int) -> _Series:
         color = SERIES_COLORS[(len(self._replicas) + len(self._named)) % len(SERIES_COLORS)]
@@ -516,6 +533,9 @@ class LossPlot(QWidget):
             comparison.curve.setData(comparison.steps, smoothed)
         else:
             comparison.curve.setData(comparison.steps, comparison.losses)
+        # A line needs two points: a run of one step (or evaluation) shows a dot.
+        comparison.curve.setSymbol("o" if len(comparison.steps) == 1 else None)
+        comparison.curve.setSymbolBrush(comparison.curve.opts["pen"].color())
 
     def _build_legend(self) -> None:
         """A legend beside the data, in a column of the plot item's own layout kept for it.
@@ -577,6 +597,9 @@ class LossPlot(QWidget):
         self._replicas = []
         self._named = {}
         self._num_replicas = None
+        self._replica_task = None
+        for line in (self.v_line, self.h_line):  # no crosshair left over the empty plot
+            line.setVisible(False)
         if self._eval_steps:
             self.plot_item.removeItem(self.eval_curve)
             # Re-added holding these points, the curve would ask for its view before it is
@@ -634,6 +657,8 @@ class LossPlot(QWidget):
         self._dirty = False
         self.redraw_count += 1
         steps = self._steps.view()
+        # A line needs two points: a run of one step (or its first) shows a dot.
+        self.raw_curve.setSymbol("o" if len(steps) == 1 else None)
         self.raw_curve.setData(steps, self._losses.view())
         if self.smooth_curve.isVisible():
             self.smooth_curve.setData(steps, self._smoothed.view())
@@ -720,7 +745,7 @@ class LossPlot(QWidget):
         parts = [f"step {int(steps[index])}", f"loss {format_loss(loss)}"]
         if self.smooth_checkbox.isChecked():
             parts.append(f"smoothed {self._smoothed.view()[index]:.6g}")
-        extras = {f"replica {i}": series for i, series in enumerate(self._replicas)}
+        extras = {self._replica_name(i): series for i, series in enumerate(self._replicas)}
         extras.update(self._named)
         parts += [
             f"{name}: {format_loss(float(series.buffer.view()[index]))}"

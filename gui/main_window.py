@@ -446,6 +446,7 @@ class MainWindow(QMainWindow):
         document.folders.progress.connect(self.problems_panel.show_progress)
         document.title_changed.connect(self._show_title)
         document.replaced.connect(self.dataset_preview.clear)
+        document.replaced.connect(self._forget_last_run)
         document.reported.connect(lambda text: self.statusBar().showMessage(text, 5000))
         document.warning.connect(lambda text: self.log_panel.add(text, "warning"))
         self.starter.following.connect(self._show_run)
@@ -545,6 +546,15 @@ class MainWindow(QMainWindow):
         self.plot.follow(model)
         self.plot.set_caption(caption)
         self.status_panel.follow(model, str(model.run_dir), model.name)
+
+    def _forget_last_run(self) -> None:
+        """Another project is open: the last run's curves and numbers go with the old one
+        (a run going on stays in view; the Runs list still shows every run)."""
+        if self.controller.active:
+            return
+        self.runs_panel.forget_shown_run()
+        self.plot.clear()
+        self.status_panel.clear()
 
     def _project_for_queue(self) -> Project | None:
         """The project as Run would start it; the queue's tab shows itself for it."""

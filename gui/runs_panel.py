@@ -460,6 +460,11 @@ class RunsPanel(QWidget):
         """The runs in the comparison, in the order they joined it."""
         return list(self._compared.values())
 
+    def forget_shown_run(self) -> None:
+        """The plot no longer draws a past run as its own curves (compared runs stay)."""
+        self._shown = None
+        self._fill_metric_box()
+
     def shown_run(self) -> RunSummary | None:
         """The past run the plot draws as its own curves (not a compared one)."""
         return self._shown

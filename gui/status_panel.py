@@ -116,6 +116,20 @@ class StatusPanel(QWidget):
         self._clock.setInterval(1000)
         self._clock.timeout.connect(self._update_times)
 
+    def clear(self) -> None:
+        """Idle, showing no run (another project was opened)."""
+        self._model = None
+        self._stepped = False
+        self._clock.stop()
+        for key in ("step", "loss", "rate", "elapsed", "eta", "strategy", "replicas"):
+            self.values[key].setText("—")
+        for key in ELIDED:
+            self._long(key, "—")
+        self._say("Idle")
+        self.progress.setRange(0, 1)
+        self.progress.setValue(0)
+        self.progress.setFormat("")
+
     def follow(self, model: RunModel, run_dir: str, name: str = "") -> None:
         """Shows ``model``'s run from now on: everything reset, the clock started.
 
@@ -229,6 +243,7 @@ class StatusPanel(QWidget):
 
     def _end(self) -> None:
         self._clock.stop()
+        self._set_progress()  # a busy bar stops moving once the run is over
         self.values["eta"].setText("—")
         self.values["step"].setText(self._step_text())
         self._update_times()
@@ -247,7 +262,7 @@ class StatusPanel(QWidget):
         if span is not None:
             done, steps = span
             self.progress.setRange(0, steps)
-            self.progress.setValue(done if self._stepped else 0)
+            self.progress.setValue(done)
             self.progress.setFormat("%p%")
         else:
             self.progress.setRange(0, 0 if model is not None and model.live else 1)

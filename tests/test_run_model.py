@@ -182,11 +182,11 @@ def test_a_past_run_loads_as_the_same_run_and_resumes_from_it(tmp_path: Path) ->
     loaded.apply(STARTED.model_copy(update={"first_step": 5}))
     assert list(loaded.trace.steps) == [1, 2, 3, 4]
     assert loaded.trace.replica_losses().shape == (4, 2)
-    assert loaded.progress() == (0, 6)
+    assert loaded.progress() == (4, 10)  # as far as its checkpoint, of the whole run
     loaded.apply(steps(5, 5))
     clock.now += 1.5
     assert loaded.elapsed_s() == pytest.approx(4.0)  # the engine's 2.5 s, ticking on
-    assert loaded.progress() == (1, 6)
+    assert loaded.progress() == (5, 10)
     assert loaded.trace.evaluations == [(3, {"val_loss": 0.4, "val_accuracy": 0.5})]
     with pytest.raises(OSError):
         RunModel.from_folder(tmp_path / "nothing")

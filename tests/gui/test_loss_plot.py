@@ -7,7 +7,8 @@ import time
 import numpy as np
 import pytest
 from distloop.engine.messages import Message, RunFinished, RunStarted, StepMetrics
-from distloop.gui.loss_plot import REDRAW_INTERVAL_MS, LossPlot, log_tick_text
+from distloop.engine.run_model import RunModel
+from distloop.gui.loss_plot import LEGEND_NAME_CHARS, REDRAW_INTERVAL_MS, LossPlot, log_tick_text
 from distloop.gui.series import Smoother
 from gui_fakes import FakeEngine, factory
 from PySide6.QtWidgets import QVBoxLayout, QWidget
@@ -260,7 +261,7 @@ def test_legend_lies_beside_the_data_not_on_it(plot: LossPlot, qtbot) -> None:
     legend = plot.legend.sceneBoundingRect()
     assert legend.left() >= view.right()
     assert legend.right() <= plot.plot_widget.viewport().rect().right() + 1
-    assert max(len(name) for name in plot.legend_names()) <= 32
+    assert max(len(name) for name in plot.legend_names()) <= LEGEND_NAME_CHARS
     assert view.width() > plot.plot_widget.width() / 2
 
 
@@ -302,3 +303,66 @@ def test_the_window_scales_replica_shares_by_the_runs_replicas(qtbot, make_windo
     qtbot.waitUntil(lambda: not window.controller.active, timeout=10_000)
     assert np.allclose(window.plot.replica_losses(), [[0.4, 0.2], [0.6, 0.4]])
     assert window.status_panel.values["strategy"].text() == "multi_worker_mirrored"
+
+
+def _painted(plot: LossPlot) -> int:
+    """Pixels of the loss's blue inside the data's view (not the legend's sample line)."""
+    view = plot.plot_widget.mapFromScene(plot.plot_item.vb.sceneBoundingRect()).boundingRect()
+    image = plot.plot_widget.grab(view).toImage()
+    count = 0
+    for y in range(0, image.height(), 2):
+        for x in range(0, image.width(), 2):
+            color = image.pixelColor(x, y)
+            count += color.blue() > 150 and color.red() < 90 and color.green() < 150
+    return count
+
+
+def test_a_single_step_is_drawn(plot: LossPlot, qtbot) -> None:
+    """A line needs two points: a run of one step showed nothing at all."""
+    plot.append([1], [0.5])
+    plot.redraw()
+    qtbot.wait(50)  # the scene lays itself out (the legend beside the data) on posted events
+    assert _painted(plot) > 0
+    plot.append([2], [0.4])
+    plot.redraw()
+    assert plot.raw_curve.opts["symbol"] is None  # a line from two points on
+
+
+def test_axes_name_their_metric_without_a_scale_factor(qtbot, plot: LossPlot) -> None:
+    """``val_accuracy (x0.001)`` was pyqtgraph's SI prefix for values below 1."""
+    plot.add_comparison("a", "run a", np.arange(1.0, 6.0), np.linspace(0.95, 0.99, 5))
+    plot.set_comparison_axes("step", "val_accuracy")
+    plot.plot_item.enableAutoRange()
+    qtbot.wait(20)
+    left = plot.plot_item.getAxis("left")
+    assert "x0.001" not in left.labelString() and "val_accuracy" in left.labelString()
+
+
+def test_clearing_leaves_no_crosshair_on_the_empty_plot(plot: LossPlot) -> None:
+    plot.append([1, 2, 3], [0.5, 0.4, 0.3])
+    plot.redraw()
+    plot.show_readout(2)
+    assert plot.v_line.isVisible()
+    plot.clear()
+    assert not plot.v_line.isVisible() and not plot.h_line.isVisible()
+
+
+def test_a_clusters_replica_curves_say_whose_they_are(plot: LossPlot) -> None:
+    """A 2-worker cluster reports its chief's replica alone: 'replica 0' beside 'Replicas: 2'
+    read as if the other had gone missing."""
+    model = RunModel(total_steps=10)
+    plot.follow(model)
+    model.subscribe(lambda message: plot.show_change(model, message))
+    model.apply(
+        RunStarted(
+            strategy="MultiWorkerMirroredStrategy",
+            num_replicas=2,
+            devices=["/job:worker/replica:0/task:0/device:CPU:0"] * 2,
+            tensorflow_version="2",
+            task="worker:0",
+        )
+    )
+    model.apply(StepMetrics(steps=[1], losses=[1.0], elapsed_s=[0.1], replica_losses=[[0.25]]))
+    plot.redraw()
+    assert "worker:0 replica 0 (own mean loss)" in plot.legend_names()
+    assert plot.replica_losses()[0].tolist() == [0.5]  # its share times the run's 2 replicas

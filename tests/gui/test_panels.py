@@ -84,6 +84,7 @@ def test_status_panel_without_a_known_length(qtbot) -> None:
     assert panel.state.full_text().startswith("Stopping")
     model.apply(RunFailed(error_type="EngineDied", message="killed"))
     assert "EngineDied" in panel.state.full_text()
+    assert panel.progress.maximum() != 0  # no busy bar moving on after the run failed
     panel.follow(RunModel(), "/runs/y")  # the next run: the last one's model speaks no more
     model.apply(StepMetrics(steps=[3], losses=[0.8], elapsed_s=[0.3]))
     assert panel.values["run_dir"].full_text() == "y" and panel.values["step"].text() == "—"

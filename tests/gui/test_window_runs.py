@@ -151,6 +151,20 @@ def test_ctrl_c_stops_the_run_without_asking_and_a_second_one_kills_it(
     assert not window.controller.active and engine.closed
 
 
+def test_opening_another_project_takes_the_last_runs_plot_and_numbers_away(
+    qtbot, make_window
+) -> None:
+    window: MainWindow = make_window(engine_factory=factory(FakeEngine(seed_run(20, 5))))
+    window.run()
+    qtbot.waitUntil(lambda: not window.controller.active, timeout=10_000)
+    assert len(window.plot.steps()) == 20 and window.status_panel.values["step"].text() != "—"
+    window.open_example("classification")  # another project: the seed's run is not its own
+    assert len(window.plot.steps()) == 0 and window.plot.caption() == ""
+    panel = window.status_panel
+    assert panel.state.full_text() == "Idle" and panel.values["step"].text() == "—"
+    assert panel.values["run_dir"].full_text() == "—" and panel.progress.value() == 0
+
+
 def test_run_is_refused_while_invalid(make_window) -> None:
     made: list = []
     window: MainWindow = make_window(engine_factory=factory(FakeEngine(seed_run()), made))
