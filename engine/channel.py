@@ -16,10 +16,10 @@ import collections
 import contextlib
 import queue
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from .messages import Log, StepMetrics, _Message
-from .run_folder import log_line, open_log
+from .run_folder import LOG_FILE, RunFolderError, folder_write_error, log_line, open_log
 
 
 class Channel:
@@ -27,7 +27,15 @@ class Channel:
         self._queue = out
         self._task = task
         self._waiting: collections.deque[_Message] = collections.deque()
-        self._log_file = open_log(run_dir) if run_dir else None
+        self._log_file: TextIO | None = None
+        self.log_error: RunFolderError | None = None
+        """Why ``engine.log`` could not be opened (a link to elsewhere, no permission): the
+        run fails with it first thing, through this channel, whose messages still go out."""
+        if run_dir is not None:
+            try:
+                self._log_file = open_log(run_dir)
+            except OSError as exc:
+                self.log_error = folder_write_error(run_dir, exc, LOG_FILE)
         self.last_step: int | None = None
         """The last step reported (and written to metrics.csv): where a failure stopped."""
 

@@ -271,6 +271,8 @@ def _run(
     started = time.time()
     exit_code = 0
     try:
+        if channel.log_error is not None:
+            raise channel.log_error
         from .config import load_project_text
         from .memory_check import memory_problems
         from .problems import ProblemsError

@@ -229,3 +229,20 @@ def test_temporaries_of_a_run_killed_while_saving_are_removed_by_its_resume(tmp_
     assert finished["terminal"].status == "finished"
     assert not model.exists() and (run_dir / "model.keras").is_file()
     assert unknown_entries(run_dir) == [] and not list(run_dir.rglob("*tmp*"))
+
+
+def test_an_engine_given_a_linked_engine_log_fails_in_one_line_writing_nothing_there(
+    tmp_path,
+) -> None:
+    """Whoever starts an engine on such a folder: it opens engine.log without following the
+    link, and fails with why (it died with a traceback no one saw)."""
+    home = victim_home(tmp_path)
+    before = tree(home)
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    (run_dir / "engine.log").symlink_to(home / ".ssh" / "authorized_keys")
+    run = run_engine(load_project_data(synthetic_project(1, steps=5)), run_dir)
+    assert isinstance(run["terminal"], RunFailed), run["terminal"]
+    assert (run["terminal"].error_type, run["terminal"].known) == ("RunFolderError", True)
+    assert run["terminal"].message == f"cannot write engine.log in {run_dir}: is a symbolic link"
+    assert tree(home) == before
