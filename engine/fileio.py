@@ -154,29 +154,34 @@ _NO_FOLLOW = (
 )
 
 
-def _open_regular(path: str | Path, flags: int) -> int:
-    """A descriptor of ``path`` opened with ``flags``, never through a link, and only when
-    it is a regular file (a FIFO does not block the open: ``O_NONBLOCK``)."""
+def _open_regular(path: str | Path, flags: int, *, regular: bool = True) -> int:
+    """A descriptor of ``path`` opened with ``flags``, never through a link, and with
+    ``regular`` only when it is a regular file (a FIFO does not block the open either:
+    ``O_NONBLOCK``)."""
     try:
         fd = os.open(path, flags | _NO_FOLLOW, NEW_FILE_MODE)
     except OSError as exc:
         if exc.errno == errno.ELOOP:
             raise FileRefused(exc.errno, "is a symbolic link", str(path)) from None
         raise
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
+    if regular and not stat.S_ISREG(os.fstat(fd).st_mode):
         os.close(fd)
         raise FileRefused(errno.EINVAL, "is not a regular file", str(path))
     return fd
 
 
 def open_text(path: str | Path, mode: Literal["r", "a"], **options: Any) -> TextIO:
-    """``open(path, mode, encoding="utf-8", **options)`` for a regular file, never a link.
+    """``open(path, mode, encoding="utf-8", **options)``, never through a link.
 
     For run folders: appending to a crafted ``engine.log -> ~/.ssh/authorized_keys``
-    would write there, and reading a ``metrics.csv -> /dev/zero`` would never end.
+    would write there, and reading a ``metrics.csv -> /dev/zero`` would never end, so
+    only a regular file is read. Appending writes to what is there by that name (a
+    device node, which only root can make there: ``/dev/full`` for a full disk).
     """
-    flags = os.O_RDONLY if mode == "r" else os.O_WRONLY | os.O_APPEND | os.O_CREAT
-    return os.fdopen(_open_regular(path, flags), mode, encoding="utf-8", **options)
+    if mode == "r":
+        return os.fdopen(_open_regular(path, os.O_RDONLY), mode, encoding="utf-8", **options)
+    fd = _open_regular(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, regular=False)
+    return os.fdopen(fd, mode, encoding="utf-8", **options)
 
 
 def open_bytes(path: str | Path) -> BinaryIO:

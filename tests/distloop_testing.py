@@ -5,6 +5,8 @@ from __future__ import annotations
 import ast
 import functools
 import json
+import os
+import stat
 import subprocess
 import sys
 import tempfile
@@ -12,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pytest
 import yaml
 from distloop.engine.config import Project, load_project_data
 from distloop.engine.examples import example_text
@@ -330,3 +333,12 @@ def crafted_status_folders(root: Path) -> dict[Path, str]:
         else:
             (folder / "status.json").write_text(text)
     return {folder: f"cannot read this run folder: {why}" for folder, (_, why) in made.items()}
+
+
+def full_device(path: Path) -> None:
+    """``/dev/full``'s device node at ``path``: every write there fails with "no space left on
+    device", a full disk for that one file (run folders follow no link to the real one)."""
+    try:
+        os.mknod(path, stat.S_IFCHR | 0o666, os.stat("/dev/full").st_rdev)
+    except OSError as exc:  # no /dev/full, or no right to make a device node (not root)
+        pytest.skip(f"cannot make a /dev/full device node to simulate a full disk: {exc}")

@@ -15,7 +15,14 @@ from distloop.engine.config import load_project_data
 from distloop.engine.messages import RunFailed
 from distloop.engine.process import EngineProcess
 from distloop.engine.run_folder import read_metrics, read_status
-from distloop_testing import REPO, distloop, example_data, run_engine, synthetic_project
+from distloop_testing import (
+    REPO,
+    distloop,
+    example_data,
+    full_device,
+    run_engine,
+    synthetic_project,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -136,9 +143,7 @@ def _alive(pid: int) -> bool:
 
 
 def test_full_disk_fails_the_run_clearly(tmp_path) -> None:
-    if not Path("/dev/full").exists():
-        pytest.skip("needs /dev/full to simulate a full disk")
-    (tmp_path / "metrics.csv").symlink_to("/dev/full")
+    full_device(tmp_path / "metrics.csv")
     run = run_engine(load_project_data(synthetic_project(1, steps=50)), tmp_path)
     failure = run["terminal"]
     assert isinstance(failure, RunFailed) and failure.error_type == "RunFolderError"

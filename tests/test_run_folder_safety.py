@@ -30,7 +30,7 @@ from distloop.engine.run_folder import (
     unknown_entries,
     write_status,
 )
-from distloop_testing import REPO, example_data, synthetic_project
+from distloop_testing import REPO, example_data, full_device, synthetic_project
 
 
 def distloop_popen(*args: str) -> subprocess.Popen:
@@ -350,13 +350,11 @@ def test_a_full_disk_stops_the_run_in_one_line_and_it_resumes_from_the_last_chec
 @pytest.mark.slow
 def test_a_cluster_whose_launcher_cannot_write_its_trace_fails_in_one_message(tmp_path) -> None:
     """The launcher's own write to a full disk ended `distloop cluster` with a traceback."""
-    if not Path("/dev/full").exists():
-        pytest.skip("needs /dev/full to simulate a full disk")
     data = synthetic_project(1, steps=200)
     data["strategy"] = {"kind": "multi_worker_mirrored"}
     run_dir = tmp_path / "cluster"
     run_dir.mkdir()
-    (run_dir / "metrics.csv").symlink_to("/dev/full")
+    full_device(run_dir / "metrics.csv")
     cluster = LocalCluster(load_project_data(data), run_dir, workers=2)
     cluster.start()
     terminal = None
