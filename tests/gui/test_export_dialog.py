@@ -120,6 +120,18 @@ def test_problems_of_the_cluster_are_listed(qtbot, tmp_path: Path) -> None:
     assert "• tf_config.cluster.evaluator: " in text
 
 
+@pytest.mark.parametrize("fmt", ["k8s", "tfjob"])
+def test_an_image_that_is_no_image_reference_is_listed_and_nothing_written(
+    qtbot, tmp_path: Path, fmt: str
+) -> None:
+    dialog = make_dialog(qtbot, cluster_project(), tmp_path)
+    dialog.format_combo.setCurrentIndex(FORMATS.index(fmt))
+    dialog.image_edit.setText("distloop:1.0 command: [sh]")
+    assert dialog.export() == []
+    assert "is not a container image reference" in dialog.result_label.text()
+    assert not dialog.folder().exists()
+
+
 def test_folder_choice_and_unwritable_folder(qtbot, tmp_path: Path) -> None:
     dialog = make_dialog(qtbot, cluster_project(), tmp_path)
     dialog.folder_edit.clear()
