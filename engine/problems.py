@@ -91,6 +91,8 @@ def problems_from_validation_error(
         message = err["msg"]
         if message.startswith("Value error, "):
             message = message[len("Value error, ") :]
+        if err["type"] == "string_too_short" and err.get("ctx", {}).get("min_length") == 1:
+            message = "must not be empty"  # pydantic: "String should have at least 1 character"
         if err["type"] in _STRICT_TYPE_ERRORS and isinstance(
             err["input"], str | bool | int | float | None
         ):

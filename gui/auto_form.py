@@ -66,6 +66,11 @@ class AutoForm(QWidget):
         }
         self.set_value(defaults)
 
+    def labels(self) -> list[QWidget]:
+        """The fields' labels, in order."""
+        found = (self._layout.labelForField(editor) for editor in self.editors.values())
+        return [label for label in found if label is not None]
+
     def enable_applicable(self, applicable: Collection[str]) -> None:
         """Greys out fields that do not apply, unless they hold a value to take back.
 
@@ -80,6 +85,18 @@ class AutoForm(QWidget):
             label = self._layout.labelForField(editor)
             if label is not None:
                 label.setEnabled(enabled)
+
+
+def align_labels(*forms: AutoForm, others: Iterable[QWidget] = ()) -> None:
+    """Gives the forms' label columns (and ``others``, labels of forms beside them) the
+    widest label's width, so fields start at the same place on every page of a stacked
+    form: a data source's or a layer kind's fields moved sideways as the kind changed."""
+    labels = [*others]
+    for form in forms:
+        labels += form.labels()
+    width = max((label.sizeHint().width() for label in labels), default=0)
+    for label in labels:
+        label.setMinimumWidth(width)
 
 
 def show_page(stack: QStackedWidget, page: QWidget) -> None:

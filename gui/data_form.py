@@ -10,6 +10,7 @@ from PySide6.QtWidgets import (
     QFormLayout,
     QGroupBox,
     QHBoxLayout,
+    QLabel,
     QLineEdit,
     QPushButton,
     QStackedWidget,
@@ -29,7 +30,7 @@ from ..engine.config import (
     TFRecordData,
 )
 from ..engine.problems import Loc
-from .auto_form import AutoForm, show_page
+from .auto_form import AutoForm, align_labels, show_page
 from .field_editors import ChoiceEdit, PathEdit
 
 # What a source's page shows before the user fills it in (fields without a model default).
@@ -182,7 +183,9 @@ class DataForm(QWidget):
         source_row.addWidget(self.source, 1)
         source_row.addWidget(self.preview)
         source_form = QFormLayout()
-        source_form.addRow("Source:", source_row)
+        source_label = QLabel("Source:")
+        source_form.addRow(source_label, source_row)
+        align_labels(*self.pages.values(), self.batching, others=[source_label])
         source_box = QGroupBox("Source")
         source_layout = QVBoxLayout(source_box)
         source_layout.addLayout(source_form)

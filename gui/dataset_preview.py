@@ -119,8 +119,8 @@ class DatasetPreview(QWidget):
             return
         counts = scan.counts()
         self.summary.setText(
-            f"{path}: {len(scan.files)} {kind} in {len(scan.classes)} class(es)"
-            + (f"; {len(scan.others)} other file(s) not read" if scan.others else "")
+            f"{path}: {len(scan.files)} {kind} in {_counted(len(scan.classes), 'class')}"
+            + (f"; {_counted(len(scan.others), 'other file')} not read" if scan.others else "")
             + (_unreadable_text(scan) if source == "image_folder" else "")
         )
         self.table.setColumnCount(3)
@@ -184,6 +184,12 @@ class DatasetPreview(QWidget):
             for column, value in enumerate(values[: len(header)]):
                 self.table.setItem(row, column, QTableWidgetItem(value))
         self.table.show()
+
+
+def _counted(count: int, noun: str) -> str:
+    """``1 class``, ``3 classes``: the preview's counts in plain words, not "class(es)"."""
+    plural = noun + ("es" if noun.endswith("s") else "s")
+    return f"{count:,} {noun if count == 1 else plural}"
 
 
 def _unreadable_text(scan: FolderScan) -> str:

@@ -28,7 +28,7 @@ from PySide6.QtWidgets import (
 from ..engine.config import LAYER_KINDS, LAYER_TYPES, Initializer, Regularizer
 from ..engine.problems import Loc
 from .applicability import applicable_fields
-from .auto_form import AutoForm, show_page
+from .auto_form import AutoForm, align_labels, show_page
 from .field_editors import ChoiceEdit, editor_for
 
 NO_REGULARIZER, L1_L2 = "none", "l1_l2"
@@ -147,7 +147,9 @@ class LayerCard(QFrame):
         self.regularizer = QWidget()
         regularizer_form = QFormLayout(self.regularizer)
         regularizer_form.setContentsMargins(0, 0, 0, 0)
-        regularizer_form.addRow("Regularizer:", regularizer_row)
+        regularizer_label = QLabel("Regularizer:")
+        regularizer_form.addRow(regularizer_label, regularizer_row)
+        align_labels(*self.forms.values(), self.initializer, others=[regularizer_label])
 
         layout = QVBoxLayout(self)
         layout.setContentsMargins(8, 6, 8, 8)

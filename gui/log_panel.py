@@ -99,8 +99,8 @@ class LogPanel(QWidget):
                 f"replica(s) on {devices} ({message.strategy}, "
                 f"TensorFlow {message.tensorflow_version})"
             )
-            for warning in message.warnings:
-                self.add(warning, "warning")
+            # message.warnings are not added: the engine logged each as a warning line
+            # just before (every task's, in a cluster), and the window showed them twice.
         elif isinstance(message, EvalMetrics):
             values = ", ".join(f"{name}={value:.6g}" for name, value in message.metrics.items())
             self.add(

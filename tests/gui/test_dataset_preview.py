@@ -42,7 +42,7 @@ def test_an_image_folder_shows_counts_and_captioned_images(qtbot: QtBot, tmp_pat
     qtbot.addWidget(preview)
     preview.show_data({"source": "image_folder", "path": "pics"}, tmp_path)  # relative
     assert preview.summary.text() == (
-        f"{tmp_path / 'pics'}: 20 images in 2 class(es); 1 unreadable (see On bad file): "
+        f"{tmp_path / 'pics'}: 20 images in 2 classes; 1 unreadable (see On bad file): "
         "cat/000.png is cut short (PNG)"
     )
     assert _table(preview) == [["0", "cat", "10"], ["1", "dog", "10"]]
@@ -75,7 +75,7 @@ def test_a_csv_file_shows_its_first_rows_and_synthetic_data_says_why_not(
     (tmp_path / "texts" / "fr" / "a.txt").write_text("Bonjour  <b>tout</b>\n le monde")
     (tmp_path / "texts" / "en").mkdir()
     preview.show_data({"source": "text_folder", "path": "texts"}, tmp_path)
-    assert preview.summary.text().endswith("texts: 1 text files in 2 class(es)")
+    assert preview.summary.text().endswith("texts: 1 text files in 2 classes")
     assert _table(preview) == [["0", "en", "0"], ["1", "fr", "1"]]
     assert _captions(preview) == ["<b>fr</b>", "Bonjour <b>tout</b> le monde"]
     preview.show_data({"source": "synthetic_regression"}, tmp_path)
@@ -91,7 +91,7 @@ def test_preview_button_fills_the_dataset_tab(
     path.write_text(json.dumps(project))
     assert window.open_project(path)
     window.editor.data_form.preview.click()
-    assert window.dataset_preview.summary.text().endswith("6 images in 3 class(es)")
+    assert window.dataset_preview.summary.text().endswith("6 images in 3 classes")
     assert not window.dataset_dock.isHidden()
     assert scanned(window).valid
     assert window.run_action.isEnabled()
@@ -176,7 +176,7 @@ def test_opening_another_project_clears_the_dataset_tab(window: MainWindow, tmp_
     path.write_text(json.dumps(_image_project(tmp_path / "pics")))
     assert window.open_project(path)
     window.editor.data_form.preview.click()
-    assert window.dataset_preview.summary.text().endswith("4 images in 2 class(es)")
+    assert window.dataset_preview.summary.text().endswith("4 images in 2 classes")
     window.open_example("seed")
     assert "pics" not in window.dataset_preview.summary.text()
     assert window.dataset_preview.table.isHidden() and window.dataset_preview.images.isHidden()

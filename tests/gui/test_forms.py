@@ -23,6 +23,7 @@ from distloop.gui.field_editors import ChoiceEdit
 from distloop.gui.optimizer_form import OPTIMIZER_MODELS
 from distloop.gui.project_editor import ProjectEditor
 from distloop.gui.validation import differences, validate
+from PySide6.QtWidgets import QWidget
 
 
 def _variant(**sections: object) -> Project:
@@ -254,3 +255,31 @@ def test_every_kind_selector_stays_enabled_for_every_kind(editor: ProjectEditor,
                 other for other, widget in _kind_selectors(editor).items() if not widget.isEnabled()
             ]
             assert disabled == [], f"{'.'.join(map(str, loc))} = {selector.currentText()}"
+
+
+def test_fields_start_at_the_same_place_whatever_the_kind(qtbot, editor: ProjectEditor) -> None:
+    """A data source's and a layer kind's fields moved sideways as the kind changed."""
+    editor.set_project(load_example("seed"))
+    editor.show()
+    data = editor.data_form
+
+    def left(widget: QWidget) -> int:
+        return widget.mapTo(editor, widget.rect().topLeft()).x()
+
+    editor.setCurrentWidget(data.parentWidget().parentWidget().parentWidget())
+    batching = left(data.batching.editors["global_batch_size"])
+    starts = set()
+    for source in ("constant", "csv", "image_folder", "tfrecord"):
+        data.source.set_value(source)
+        qtbot.wait(10)
+        first = next(iter(data.pages[source].editors.values()))
+        starts.add(left(first))
+    assert starts == {batching}
+    card = editor.model.cards[0]
+    editor.setCurrentWidget(editor.model.parentWidget().parentWidget().parentWidget())
+    lefts = set()
+    for kind in ("dense", "conv2d", "dropout"):
+        card.kind.set_value(kind)
+        qtbot.wait(10)
+        lefts.add(left(next(iter(card.forms[kind].editors.values()))))
+    assert len(lefts) == 1 and lefts == {left(card.initializer.editors["kind"])}

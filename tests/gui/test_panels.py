@@ -226,3 +226,22 @@ def test_devices_are_short_and_a_clusters_name_their_task() -> None:
     assert short_device("/job:worker/replica:0/task:1/device:GPU:0") == "worker:1 GPU:0"
     assert short_device("/job:worker/replica:0/task:1") == "worker:1"
     assert short_device("/cpu:0") == "/cpu:0"
+
+
+def test_a_run_start_warning_is_logged_once(qtbot) -> None:
+    """The engine logs each warning (a skipped file) and lists it in RunStarted: the
+    window showed the skipped-file warning twice."""
+    panel = LogPanel()
+    qtbot.addWidget(panel)
+    warning = "data.path: skipped 1 unreadable image(s) (data.on_bad_file is skip): a.png"
+    panel.run_starting()
+    panel.add_message(Log(level="warning", text=warning))
+    started = RunStarted(
+        strategy="MirroredStrategy",
+        num_replicas=1,
+        devices=["/cpu:0"],
+        tensorflow_version="2.21.0",
+        warnings=[warning],
+    )
+    panel.show_change(RunModel(), started)
+    assert sum(warning in line for line in panel.lines()) == 1

@@ -190,3 +190,11 @@ def test_a_keras_file_nested_past_the_recursion_limit_is_a_problem_on_its_field(
     assert [(p.path, p.message) for p in found.problems] == [
         ("model.path", f"{path}'s config.json is nested too deeply to be a model's config")
     ]
+
+
+def test_an_empty_field_is_said_in_plain_words(window: MainWindow) -> None:
+    window.editor.data_form.source.set_value("csv")  # its path and label column start empty
+    assert sorted(str(p) for p in window.validation.problems) == [
+        "data.label_column: must not be empty",
+        "data.path: must not be empty",
+    ]
