@@ -352,7 +352,14 @@ def typing(app, tmp: Path) -> tuple[float, dict[str, tuple[float, float]]]:
     QTest.qWait(3000)
     idle = float(np.percentile(idle_probe.stop(), 99))
     window.open_project(tmp / "typing.json")
-    QTest.qWait(SETTLE_MS)  # the first scan of the folder, before typing starts
+
+    def scanned() -> None:
+        """Until the folder's scan is judged (a first scan, or one typing asked for)."""
+        deadline = time.monotonic() + 120
+        while window.validation.checking and time.monotonic() < deadline:
+            QTest.qWait(50)
+
+    scanned()  # the folder is selected and scanned before typing starts
 
     editor = window.editor
     edits: list[int] = []
@@ -387,6 +394,7 @@ def typing(app, tmp: Path) -> tuple[float, dict[str, tuple[float, float]]]:
         "shuffle buffer": measured(("data", "shuffle_buffer"), "1024", 0),
         "layer units": measured(("model", "layers", 0, "units"), "10", 0),
     }
+    scanned()
     assert window.validation.valid, window.validation.problems
     window.hide()  # not close(): it would ask about the edits
     window.deleteLater()
