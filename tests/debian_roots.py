@@ -46,7 +46,7 @@ def debian_mirror() -> str | None:
     """The Debian archive URI in this machine's apt sources (deb822 or one-line), if any."""
     sources = [Path("/etc/apt/sources.list"), *Path("/etc/apt/sources.list.d").glob("*")]
     for source in sources:
-        if not source.is_file() or source.suffix not in {".list", ".sources", ""}:
+        if not source.is_file() or source.suffix not in {".list", ".sources"}:
             continue
         text = source.read_text(errors="replace")
         uris = re.findall(r"^URIs:\s*(\S+)", text, re.MULTILINE)
@@ -181,8 +181,11 @@ def in_root(
     """The command line that runs ``command`` (bash) as root in ``root``, with a clean
     environment (``env`` added, and ``inherit``: variables taken as they are when it runs,
     as ``DISPLAY`` under xvfb-run), /proc, /sys, /dev, the X sockets and the caches mounted."""
-    suite = (root / "etc/debian_version").read_text().strip().split(".")[0]
-    caches = {CACHE / "pip": "root/.cache/pip", CACHE / "apt" / suite: "var/cache/apt/archives"}
+    release = (root / "etc/debian_version").read_text().strip().split(".")[0]  # 12, 13
+    apt = CACHE / "apt" / release
+    caches = {CACHE / "pip": "root/.cache/pip", apt: "var/cache/apt/archives"}
+    (apt / "partial").mkdir(parents=True, exist_ok=True)
+    (CACHE / "pip").mkdir(parents=True, exist_ok=True)
     mounts = [
         f"mount -t proc proc {root}/proc",
         f"mount -t sysfs sysfs {root}/sys",
@@ -193,7 +196,6 @@ def in_root(
             f"mkdir -p {root}/tmp/.X11-unix && mount --bind /tmp/.X11-unix {root}/tmp/.X11-unix"
         )
     for host, inside in caches.items():
-        (host / "partial").mkdir(parents=True, exist_ok=True)
         mounts.append(f"mkdir -p {root}/{inside} && mount --bind {host} {root}/{inside}")
     variables = {
         "PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",

@@ -9,8 +9,9 @@ written in the clone under xvfb-run with Qt's X11 platform: the window must appe
 and the installed ``distloop run --example seed`` must print the seed's first loss as
 the engine here does.
 
-Run it alone (as root, about 5 minutes for both systems the first time, then less):
-``.venv/bin/python -m pytest -n 0 tests/test_fresh_system.py``.
+Run it alone as root (about 4 minutes for both systems here, and a minute or two more
+for each root the first time, to build it): ``bash packaging/setup.sh test
+tests/test_fresh_system.py``.
 """
 
 from __future__ import annotations
@@ -42,15 +43,24 @@ INSTALL_TIMEOUT_S = 1200.0  # apt, a venv and pip's download of TensorFlow and Q
 FIRST_LOSS = re.compile(r"^step=1 loss=(\S+)$", re.MULTILINE)
 
 
-def readme_first_command() -> str:
-    """The one line in the first ``sh`` block of the README's "On a fresh machine"."""
+def readme_commands() -> list[str]:
+    """The ``sh`` blocks of the README's "On a fresh machine", each one line."""
     readme = (REPO / "README.md").read_text(encoding="utf-8")
     section = readme.split("\n## On a fresh machine\n", 1)[1].split("\n## ", 1)[0]
-    block = re.search(r"```sh\n(.*?)```", section, re.DOTALL)
-    assert block is not None, "no sh block in the README's On a fresh machine"
-    lines = block.group(1).strip().splitlines()
-    assert len(lines) == 1, f"the first command is not one line: {lines}"
-    return lines[0]
+    blocks = [
+        block.strip().splitlines() for block in re.findall(r"```sh\n(.*?)```", section, re.DOTALL)
+    ]
+    assert len(blocks) == 2, f"not two commands in the README's On a fresh machine: {blocks}"
+    assert all(len(lines) == 1 for lines in blocks), f"a command of several lines: {blocks}"
+    return [lines[0] for lines in blocks]
+
+
+def test_ci_runs_the_readmes_second_command() -> None:
+    """From the repository root, as the README's reader types it."""
+    ci = (REPO / ".ci/run").read_text(encoding="utf-8").splitlines()
+    commands = [line for line in ci if line.strip() and not line.startswith("#")]
+    assert 'cd "$(dirname "$0")/.."' in commands
+    assert commands[-1] == readme_commands()[1]
 
 
 @pytest.fixture
@@ -134,7 +144,7 @@ def test_the_readmes_first_command_opens_the_window_on_a_fresh_debian(
     for tool in ("xvfb-run", "xwininfo"):
         if shutil.which(tool) is None:
             pytest.fail(f"{tool} is missing: run bash packaging/install-linux-deps.sh test")
-    command = readme_first_command()
+    command = readme_commands()[0]
     typed = in_root(
         root,
         f'echo "$DISPLAY" > /tmp/display && cd {CLONE} && {command}',
