@@ -30,7 +30,7 @@ from PySide6.QtCore import QObject, QTimer, Signal
 from ..engine.config import ImageFolderData, Project, TextFolderData
 from ..engine.datasets import FOLDER_KINDS, FolderError, FolderSummary
 from . import folder_scan_worker
-from .folder_scan_worker import Outcome, Stamps
+from .folder_scan_worker import Outcome, Shared, Stamps
 
 PAUSE_MS = 300
 """How long edits must pause before a folder is scanned: typing a path scans its end only."""
@@ -146,7 +146,7 @@ class FolderScans(QObject):
         worker = self._worker
         job = self._active.get(worker.running()) if worker is not None else None
         if worker is not None and job is not None:
-            self.progress.emit(f"scanning {job.key[0]}… {worker.files_found():,} files")
+            self.progress.emit(worker.progress(job.key[0]))
 
     def _on_answer(self, number: int, outcome: Outcome | None) -> None:
         job = self._active.pop(number, None)
@@ -167,13 +167,11 @@ class _Worker:
 
     def __init__(self, answer: Any) -> None:
         context = multiprocessing.get_context("spawn")  # a fork would copy Qt's threads
-        self._generation = context.RawValue("q", 0)
-        self._running = context.RawValue("q", 0)
-        self._count = context.RawValue("q", 0)
+        self._shared = Shared(*(context.RawValue("q", 0) for _ in range(4)))
         self._jobs, child = context.Pipe()
         self._process = context.Process(
             target=folder_scan_worker.serve,
-            args=(child, self._generation, self._running, self._count),
+            args=(child, self._shared),
             name="distloop-folder-scans",
             daemon=True,  # ended with the window's process, even in the middle of a scan
         )
@@ -188,16 +186,20 @@ class _Worker:
 
     def ask(self, job: _Job, stamps: Stamps | None) -> None:
         path, extensions = job.key
-        self._jobs.send((job.number, self._generation.value, path, extensions, stamps))
+        self._jobs.send((job.number, self._shared.generation.value, path, extensions, stamps))
 
     def cancel(self) -> None:
-        self._generation.value += 1
+        self._shared.generation.value += 1
 
     def running(self) -> int:
-        return self._running.value
+        return self._shared.running.value
 
-    def files_found(self) -> int:
-        return self._count.value
+    def progress(self, path: str) -> str:
+        """How far the running job is, e.g. ``scanning /data… 12,345 files``."""
+        done, checking = self._shared.count.value, self._shared.checking.value
+        if checking:
+            return f"checking the images in {path}… {done:,} of {checking:,}"
+        return f"scanning {path}… {done:,} files"
 
     def close(self) -> None:
         """Asks the process to end; the reader thread closes the pipe once it has."""

@@ -12,7 +12,7 @@ import pytest
 from data_folders import write_image_folder
 from distloop.engine import datasets
 from distloop.gui import folder_scans
-from distloop.gui.folder_scan_worker import Cancelled, changed, scan
+from distloop.gui.folder_scan_worker import Cancelled, Shared, changed, scan
 from distloop.gui.main_window import MainWindow
 from distloop.gui.problem_marks import is_marked, problem_tooltip
 from distloop.gui.validation import Validation
@@ -64,16 +64,20 @@ class HeldWorker:
     def running(self) -> int:
         return self.asked[-1].number if self.asked else 0
 
-    def files_found(self) -> int:
-        return 12_345
+    def progress(self, path: str) -> str:
+        return f"scanning {path}… 12,345 files"
 
     def close(self) -> None:
         pass
 
     def reply(self, job: folder_scans._Job) -> None:
-        unchanging = SimpleNamespace(value=0)
         path, extensions = job.key
-        self.answer(job.number, scan(path, extensions, unchanging, 0, SimpleNamespace(value=0)))
+        self.answer(job.number, scan(path, extensions, _shared(), 0))
+
+
+def _shared() -> Shared:
+    """The numbers the worker shares with the window, as plain objects."""
+    return Shared(*(SimpleNamespace(value=0) for _ in range(4)))
 
 
 def _open_image_project(window: MainWindow, tmp_path: Path, folder: Path) -> None:
@@ -185,12 +189,15 @@ def test_the_worker_stops_a_scan_the_window_no_longer_wants(tmp_path: Path) -> N
             self.folders += 1
             generation.value = 1
 
+    def shared(count: Count) -> Shared:
+        return Shared(generation, SimpleNamespace(value=0), count, SimpleNamespace(value=0))
+
     counted = Count()
     with pytest.raises(Cancelled):
-        scan(str(folder), datasets.IMAGE_EXTENSIONS, generation, 0, counted)
+        scan(str(folder), datasets.IMAGE_EXTENSIONS, shared(counted), 0)
     assert counted.folders == 1  # not a folder more
 
-    summary, stamps = scan(str(folder), datasets.IMAGE_EXTENSIONS, generation, 1, Count())
+    summary, stamps = scan(str(folder), datasets.IMAGE_EXTENSIONS, shared(Count()), 1)
     assert summary.classes == ("a", "b", "c") and summary.counts == (1, 1, 1)
     assert [Path(folder_) for folder_, _ in stamps] == [folder, *(folder / c for c in "abc")]
     assert not changed(stamps)
