@@ -452,7 +452,7 @@ def test_the_running_run_cannot_be_deleted_or_resumed(
     qtbot.waitUntil(lambda: not window.controller.active, timeout=5000)
 
 
-def test_export_metrics_as_csv_copies_the_file(
+def test_export_metrics_as_csv_writes_the_metrics_with_the_evaluations(
     make_window, three_runs, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     panel = make_window().runs_panel
@@ -464,7 +464,11 @@ def test_export_metrics_as_csv_copies_the_file(
     _select(panel, three_runs["new"])
     panel.export_csv_action.trigger()
     written = target.with_suffix(".csv")
-    assert written.read_bytes() == (three_runs["new"] / "metrics.csv").read_bytes()
+    source = (three_runs["new"] / "metrics.csv").read_text().splitlines()
+    lines = written.read_text().splitlines()
+    assert lines[0] == source[0] + ",val_loss"  # eval.csv's columns joined at their steps
+    expected = {"2": "0.875", "4": "0.625"}
+    assert lines[1:] == [f"{row},{expected.get(row.split(',')[0], '')}" for row in source[1:]]
     assert list(written.parent.iterdir()) == [written]  # no temporary file left behind
 
 
