@@ -287,7 +287,7 @@ class RunModel:
         OSError when ``metrics.csv`` cannot be read (a run that never reached its
         first step has none).
         """
-        summary = summarize(run_dir)
+        summary = summarize(run_dir, scan=False)  # the name, status and duration
         model = cls(run_dir=run_dir, name=summary.name, clock=clock)
         metrics = read_metrics(run_dir)
         for message in _recorded_messages(metrics, _read_evaluations(run_dir)):

@@ -64,7 +64,7 @@ class RunStarter(QObject):
         except OSError as exc:
             dialogs.show_error(self._window, "Cannot run", f"No run folder could be made: {exc}")
             return None
-        name = summarize(run_dir).name
+        name = summarize(run_dir, scan=False).name
         model = RunModel(total_steps=project.total_steps(), run_dir=run_dir, name=name)
         self.following.emit(model, name)
         self.log.emit(f"run folder: {run_dir}", "info")
