@@ -238,3 +238,21 @@ def test_try_it_predicts_with_one_real_process_that_ends_with_the_panel(
     assert process.pid is None
     with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)
+
+
+def test_try_it_refuses_a_run_folder_holding_a_link(qtbot, qloop, tmp_path: Path) -> None:
+    """Try It read the model and classes.json of a shared folder through its links."""
+    run_dir = run_folder(tmp_path, "shared", model=True)
+    (tmp_path / "elsewhere.json").write_text('["cat", "dog"]')
+    (run_dir / "classes.json").symlink_to(tmp_path / "elsewhere.json")
+    panel = TryItPanel(run_dir, "shared #1")
+    qtbot.addWidget(panel)
+    assert panel.process is not None and panel.process.pid is None  # no process started
+    panel.row_edit.setText("0.5")
+    panel.row_button.click()
+    qtbot.waitUntil(lambda: not panel.busy(), timeout=30_000)
+    assert panel.status.text() == (
+        f"{run_dir / 'classes.json'} is a symbolic link: Distloop reads and writes only a run "
+        "folder's own files; replace the link with a copy of what it points to"
+    )
+    panel.close()
