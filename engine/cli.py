@@ -756,7 +756,16 @@ def add_cluster_commands(commands: argparse._SubParsersAction) -> None:
         help="run every task of the project's cluster on the hosts its TF_CONFIG names, "
         "started over SSH, and follow it here",
     )
-    launch.add_argument("project", type=Path, help="project JSON file with a tf_config")
+    source = launch.add_mutually_exclusive_group(required=True)
+    source.add_argument("project", nargs="?", type=Path, help="project JSON file with a tf_config")
+    source.add_argument(
+        "--resume",
+        metavar="DIR",
+        type=Path,
+        help="continue a stopped, failed or interrupted launch, every task on its host from "
+        "the chief's last checkpoint",
+    )
+    add_max_restarts_argument(launch)
     launch.add_argument(
         "--out", type=Path, help="the run's folder here (default: a new one under the data dir)"
     )
@@ -948,7 +957,8 @@ def command_cluster_resume(args: argparse.Namespace) -> int:
 
 def command_launch(args: argparse.Namespace) -> int:
     """``distloop launch``: the project's cluster on its hosts, over SSH, followed here."""
-
+    if args.resume is not None:
+        return command_launch_resume(args)
     project = _load(args.project)
     if project is None or not announce_custom_code(project, args.project.parent):
         return EXIT_FAILED
@@ -983,8 +993,57 @@ def command_launch(args: argparse.Namespace) -> int:
             shutil.rmtree(run_dir, ignore_errors=True)
         _err(f"distloop: {exc}")
         return EXIT_FAILED
+    update_status(run_dir, launch=hosts.settings())
+    return _follow_on_hosts(project, run_dir, hosts, cluster, args)
+
+
+def command_launch_resume(args: argparse.Namespace) -> int:
+    """``distloop launch --resume DIR``: every task again on its host, from the chief's
+    last checkpoint (copied to the other trainers' hosts first)."""
+    run_dir: Path = args.resume
+    if args.out is not None or args.overwrite:
+        _err("distloop: --resume continues the run in its own folder; drop --out/--overwrite")
+        return EXIT_USAGE
+    settings = read_status(run_dir).get("launch")
+    if not isinstance(settings, dict) or not (run_dir / PROJECT_FILE).is_file():
+        _err(f"distloop: {run_dir} is not the folder of a distloop launch")
+        return EXIT_FAILED
+    project = _load(run_dir / PROJECT_FILE)
+    if project is None or not announce_custom_code(project, None):
+        return EXIT_FAILED
+    hosts = SshLaunch.from_settings(settings)
+    lock = _claim_run_to_resume(run_dir)
+    if lock is None:
+        hosts.close()
+        return EXIT_FAILED
     try:
-        code = follow_cluster(cluster, run_dir, args)
+        cluster = open_run(
+            project, run_dir, resume=True, layout="cluster", folder_lock=lock, hosts=hosts
+        )
+    except ProblemsError as exc:
+        lock.release()
+        hosts.close()
+        _err(f"distloop: {exc}")
+        return EXIT_FAILED
+    return _follow_on_hosts(project, run_dir, hosts, cluster, args)
+
+
+def _follow_on_hosts(
+    project: Project,
+    run_dir: Path,
+    hosts: SshLaunch,
+    cluster: EngineHandle,
+    args: argparse.Namespace,
+) -> int:
+    """Follows (and restarts) the cluster on its hosts, then copies the chief's folder here."""
+
+    def reopen(lock: RunFolderLock) -> EngineHandle:
+        return open_run(
+            project, run_dir, resume=True, layout="cluster", folder_lock=lock, hosts=hosts
+        )
+
+    try:
+        code = follow_restarting(cluster, run_dir, args, reopen)
         config = hosts.tf_config(project)
         chief = config.chief_task()
         try:

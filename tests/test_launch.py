@@ -249,3 +249,48 @@ def test_preflight_finds_a_data_file_missing_on_one_host(tmp_path: Path) -> None
         "there: copy it to this host"
     ) in done.stderr, done.stderr[-2000:]
     assert hosts.addresses[0] not in done.stderr.replace(f"{hosts.addresses[0]}:", "")
+
+
+@pytest.mark.slow
+def test_a_task_killed_on_its_host_restarts_the_launch_from_its_checkpoint(
+    hosts: SshHosts, tmp_path: Path
+) -> None:
+    """--max-restarts: worker 1's distloop killed on its host mid-run; the launch starts
+    every task again on its host from the chief's checkpoint (copied host to host) and
+    ends with the uninterrupted run's trace, each step once."""
+    steps = 400
+    path = _project(hosts, tmp_path, steps=steps)
+    data = json.loads(path.read_text())
+    data["training"]["checkpoint_every"] = 25
+    path.write_text(json.dumps(data))
+    out = tmp_path / "run"
+    launcher = subprocess.Popen(
+        _launch(hosts, path, out, tmp_path / "remote", "--max-restarts", "1", "--quiet"),
+        cwd=REPO,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 240
+        while not (out / "metrics.csv").exists() or len(read_metrics(out)["step"]) < 60:
+            assert launcher.poll() is None, launcher.communicate()[1][-3000:]
+            assert time.monotonic() < deadline, "the launch never reached step 60"
+            time.sleep(0.3)
+        killed = hosts.ssh(1, "pkill -9 -f 'launcher run projec[t]-worker-1'")
+        assert killed.returncode == 0, killed
+        _, err = launcher.communicate(timeout=400)
+    finally:
+        if launcher.poll() is None:
+            launcher.kill()
+            launcher.wait()
+    assert launcher.returncode == 0, err[-3000:]
+    assert "worker:1 failed: restart 1 of 1, the whole cluster from its last checkpoint" in err, err
+    single_data = multi_worker(steps)
+    single_data["strategy"] = {"kind": "one_device"}
+    single_data["training"]["checkpoint_every"] = 25
+    single = run_engine(load_project_data(single_data), None)
+    metrics = read_metrics(out)
+    assert metrics["step"] == list(range(1, steps + 1))
+    np.testing.assert_allclose(np.float32(metrics["loss"]), single["losses"], rtol=1e-5)
+    assert read_status(out)["status"] == "finished"
+    assert read_status(out / "tasks" / "worker-0")["status"] == "finished"

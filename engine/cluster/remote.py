@@ -23,6 +23,9 @@ from ..config import Project
 from ..message_stream import KILL_LINE, STOP_LINE, read_message
 from ..messages import Log, Message, ProtocolError, RunFailed, RunFinished, StepMetrics
 
+TERMINAL_WAIT_S = 15.0
+"""After its last message a task still closes its run folder (and its lock) and exits;
+its channel's end says it has. A task that says nothing more for this long is done anyway."""
 TAIL_LINES = 12
 """Lines of the channel's own output (ssh's errors, the remote command's) kept to say why."""
 KILL_WAIT_S = 5.0
@@ -33,7 +36,7 @@ class RemoteEngine:
 
     ``prepare`` runs first, in :meth:`start` (copying the project to the host); it
     raises OSError to refuse the start. ``where`` names the task in messages
-    (``worker:1 on h2``).
+    (``worker:1 on h2``); ``task`` is the name its messages carry (``worker:1``).
     """
 
     def __init__(
@@ -41,10 +44,12 @@ class RemoteEngine:
         project: Project,
         argv: list[str],
         *,
+        task: str,
         where: str,
         prepare: Callable[[], None] | None = None,
     ) -> None:
         self.project = project
+        self.task = task
         self.where = where
         self._argv = argv
         self._prepare = prepare
@@ -52,6 +57,7 @@ class RemoteEngine:
         self._inbox: queue.Queue[Message | None] = queue.Queue()
         self._tail: collections.deque[str] = collections.deque(maxlen=TAIL_LINES)
         self._terminal: Message | None = None
+        self._last_message: tuple[RunFinished | RunFailed, float] | None = None
         self._stream_ended = threading.Event()
         self._killed_on_request = False
         self._last_step: int | None = None
@@ -146,6 +152,9 @@ class RemoteEngine:
     def poll(self, timeout_s: float = 0.1) -> list[Message]:
         if self._terminal is not None or self._process is None:
             return []
+        if self._last_message and time.monotonic() - self._last_message[1] > TERMINAL_WAIT_S:
+            self._terminal = self._last_message[0]
+            return [self._terminal]
         out: list[Message] = []
         deadline = time.monotonic() + timeout_s
         while True:
@@ -159,14 +168,17 @@ class RemoteEngine:
             except queue.Empty:
                 return out
             if message is None:
-                out.append(self._channel_ended())
-                self._terminal = out[-1]
+                ending = self._last_message[0] if self._last_message else self._channel_ended()
+                out.append(ending)
+                self._terminal = ending
                 return out
             self._note(message)
-            out.append(message)
             if isinstance(message, RunFinished | RunFailed):
-                self._terminal = message
-                return out
+                # Handed out once the task has ended on its host: a restart may take its
+                # folder right after.
+                self._last_message = (message, time.monotonic())
+                continue
+            out.append(message)
 
     def _note(self, message: Message) -> None:
         if isinstance(message, StepMetrics) and message.steps:
@@ -187,6 +199,7 @@ class RemoteEngine:
                 final_loss=self._last_loss,
                 elapsed_s=self._last_elapsed_s,
                 killed=True,
+                task=self.task,
             )
         said = "; ".join(self._tail) or "it printed nothing"
         return RunFailed(
@@ -196,6 +209,7 @@ class RemoteEngine:
             last_step=self._last_step,
             exit_code=self._process.returncode,
             known=True,
+            task=self.task,
         )
 
     def close(self) -> None:

@@ -82,9 +82,19 @@ class SshLaunch:
             raise ProblemsError(problems, "launch")
         return project.tf_config
 
-    def engine(self, project: Project, task: TaskSpec, config: TFConfig) -> RemoteEngine:
-        """The task as an engine here: its project copied to its host, then started there."""
+    def engine(
+        self, project: Project, task: TaskSpec, config: TFConfig, *, resume: bool = False
+    ) -> RemoteEngine:
+        """The task as an engine here: its project copied to its host, then started there;
+        ``resume`` continues the task's run in its folder there instead."""
         host, _ = parse_address(config.address(task))
+        where = f"{task} on {host}"
+        if resume:
+            run = (
+                f"cd {shlex.quote(self.folder())} && exec {self.remote_command} run --resume "
+                f"{shlex.quote(f'{TASKS_DIR}/{task_dir_name(task)}')} --messages"
+            )
+            return RemoteEngine(project, self.ssh(host, run), task=str(task), where=where)
         folder, name = self.folder(), f"project-{task_dir_name(task)}.json"
         sent = project
         files: dict[str, bytes] = {}
@@ -105,7 +115,7 @@ class SshLaunch:
             f"cd {shlex.quote(folder)} && exec {self.remote_command} run {shlex.quote(name)} "
             f"--task {task} --out {shlex.quote(f'{TASKS_DIR}/{task_dir_name(task)}')} --messages"
         )
-        return RemoteEngine(project, self.ssh(host, run), where=f"{task} on {host}", prepare=copy)
+        return RemoteEngine(project, self.ssh(host, run), task=str(task), where=where, prepare=copy)
 
     def run(self, host: str, command: str, stdin: bytes = b"") -> bytes:
         """Runs a short command on ``host``; OSError with ssh's own words when it fails."""
@@ -144,6 +154,52 @@ class SshLaunch:
                 raise OSError(f"{host}: {lines[-1] if lines else exc}") from None
         if ssh.returncode != 0:
             raise OSError(f"{host}: copying {self.task_folder(task)} back failed")
+
+    def share_checkpoint(self, config: TFConfig, chief: TaskSpec, others: list[TaskSpec]) -> None:
+        """Copies the chief's checkpoints to the other trainers' folders on their hosts.
+
+        Only the chief keeps checkpoints, and every task restores from its own folder, as
+        a local cluster's resume gives them (``ClusterFolder.share_chief_checkpoint``);
+        here the copy goes from host to host through this machine, as a tar stream.
+        """
+        source, _ = parse_address(config.address(chief))
+        pack = f"tar -C {shlex.quote(self.task_folder(chief))} -cf - checkpoints"
+        for task in others:
+            host, _ = parse_address(config.address(task))
+            target = shlex.quote(self.task_folder(task))
+            unpack = f"rm -rf {target}/checkpoints && mkdir -p {target} && tar -C {target} -xf -"
+            with subprocess.Popen(self.ssh(source, pack), stdout=subprocess.PIPE) as sender:
+                done = subprocess.run(
+                    self.ssh(host, unpack),
+                    stdin=sender.stdout,
+                    capture_output=True,
+                    timeout=COPY_TIMEOUT_S,
+                )
+            if sender.returncode != 0 or done.returncode != 0:
+                said = done.stderr.decode(errors="replace").strip().splitlines()
+                raise OSError(
+                    f"copying {chief}'s checkpoints to {task} on {host} failed"
+                    + (f": {said[-1]}" if said else "")
+                )
+
+    def settings(self) -> dict[str, str | None]:
+        """What a resume needs to reach the same hosts and folders (kept in status.json)."""
+        return {
+            "run_name": self.run_name,
+            "ssh_config": str(self.ssh_config) if self.ssh_config else None,
+            "remote_command": self.remote_command,
+            "remote_dir": self.remote_dir,
+        }
+
+    @classmethod
+    def from_settings(cls, settings: dict[str, str | None]) -> SshLaunch:
+        config = settings.get("ssh_config")
+        return cls(
+            run_name=str(settings["run_name"]),
+            ssh_config=Path(config) if config else None,
+            remote_command=str(settings.get("remote_command") or "distloop"),
+            remote_dir=str(settings.get("remote_dir") or DEFAULT_REMOTE_DIR),
+        )
 
     def close(self) -> None:
         """Ends the shared connections (ControlPersist would keep them a minute)."""

@@ -114,11 +114,6 @@ class LocalCluster:
         refusal = NO_RESUME.get(project.strategy.kind) if resume else None
         if refusal is not None:
             raise ProblemsError([Problem(("strategy", "kind"), refusal)], "resume")
-        if hosts is not None and resume:
-            raise ProblemsError(
-                [Problem((), "resuming a run on hosts is not supported yet: launch it again")],
-                "resume",
-            )
         self._hosts = hosts
         self.tf_config = (
             hosts.tf_config(project)
@@ -133,7 +128,12 @@ class LocalCluster:
         self._tasks: list[_Task] = []
         for spec in self.tf_config.tasks():
             engine: EngineProcess | RemoteEngine = (
-                hosts.engine(task_project(project, self.tf_config, spec), spec, self.tf_config)
+                hosts.engine(
+                    task_project(project, self.tf_config, spec),
+                    spec,
+                    self.tf_config,
+                    resume=resume,
+                )
                 if hosts is not None
                 else EngineProcess(
                     task_project(project, self.tf_config, spec),
@@ -174,10 +174,14 @@ class LocalCluster:
         self.run_dir.mkdir(parents=True, exist_ok=True)
         try:
             self._hold_folders()
-            if self._resume:
+            others = [t for t in self._trainers() if t is not self._reporter]
+            if self._resume and self._hosts is not None:
+                self._hosts.share_checkpoint(
+                    self.tf_config, self._reporter.spec, [t.spec for t in others]
+                )
+            elif self._resume:
                 self._folder.share_chief_checkpoint(
-                    task_dir_name(self._reporter.spec),
-                    [task_dir_name(t.spec) for t in self._trainers() if t is not self._reporter],
+                    task_dir_name(self._reporter.spec), [task_dir_name(t.spec) for t in others]
                 )
             self._folder.write_project(self.project)
         except BaseException:
