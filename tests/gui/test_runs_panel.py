@@ -798,7 +798,7 @@ def test_the_status_panel_elides_long_texts_at_1024_px(qtbot, make_window) -> No
     )
     failure = "data.path: /data/a/very/long/folder/name/of/images/cats/001.png is empty; " * 3
     model.apply(RunFailed(error_type="DataError", message=failure, known=True))
-    qtbot.wait(10)
+    qtbot.waitUntil(lambda: panel.state.text().endswith("…"), timeout=5_000)
     for label in (panel.state, panel.values["validation"], panel.values["run_dir"]):
         # never wider than the panel: cut with "…", the whole text in the tooltip
         assert label.geometry().right() <= panel.width()
