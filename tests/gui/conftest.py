@@ -134,7 +134,7 @@ def scanned(qtbot) -> Callable[[MainWindow], Validation]:
     def wait(window: MainWindow) -> Validation:
         qtbot.waitUntil(
             lambda: not window.document.folders.scanning() and not window.validation.checking,
-            timeout=10_000,
+            timeout=30_000,  # the scanning process's start imports the engine's models
         )
         return window.validation
 
