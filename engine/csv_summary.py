@@ -22,7 +22,7 @@ from typing import BinaryIO
 
 import numpy as np
 
-from .fileio import open_text
+from .fileio import open_bytes
 
 TAIL_BYTES = 64 * 1024
 """Read from the end of the file for its last row: far more than the longest row."""
@@ -67,7 +67,7 @@ def peek(path: Path, key: str) -> CsvSummary:
     """What is known without a scan: the header and last row from the file's ends, the best
     row of the last scan. A file no longer than its tail is scanned: that is all its tail.
     Raises OSError when the file cannot be read."""
-    with _open(path) as handle:
+    with open_bytes(path) as handle:  # never through a link: a run folder may be crafted
         stat = os.fstat(handle.fileno())
         if stat.st_size <= TAIL_BYTES:
             return _scan(path, key, handle, stat)
@@ -87,7 +87,7 @@ def scan(path: Path, key: str) -> CsvSummary:
 
     Raises OSError when the file cannot be read.
     """
-    with _open(path) as handle:
+    with open_bytes(path) as handle:  # never through a link: a run folder may be crafted
         return _scan(path, key, handle, os.fstat(handle.fileno()))
 
 
@@ -118,12 +118,6 @@ def _scan(path: Path, key: str, handle: BinaryIO, stat: os.stat_result) -> CsvSu
     with _lock:
         _scans[path] = scanned
     return _summary(scanned)
-
-
-def _open(path: Path) -> BinaryIO:
-    """The file for reading in binary, never through a link, only a regular file: a run
-    folder may come from elsewhere (``metrics.csv -> /dev/zero``)."""
-    return open_text(path, "r").detach()  # type: ignore[return-value]
 
 
 def _unchanged(scanned: _Scanned, stat: os.stat_result) -> bool:
