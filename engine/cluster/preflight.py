@@ -22,6 +22,7 @@ import shutil
 import socket
 import subprocess
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -165,7 +166,8 @@ def preflight(project: Project, config: TFConfig, hosts: SshLaunch) -> list[Find
     fields = {path: field for field, path in local_paths(project) if field != "custom_code.path"}
     paths = sorted(fields)
     reports: dict[str, dict[str, Any]] = {}
-    for host in names:
+
+    def ask(host: str) -> dict[str, Any] | Finding:
         ports = [parse_address(config.address(t))[1] for t in tasks if host_of[str(t)] == host]
         command = (
             f"{hosts.remote_command} preflight --probe --folder {shlex.quote(hosts.folder())}"
@@ -174,11 +176,19 @@ def preflight(project: Project, config: TFConfig, hosts: SshLaunch) -> list[Find
             + (" --devices" if project.strategy.kind == "multi_worker_mirrored" else "")
         )
         try:
-            reports[host] = json.loads(hosts.run(host, command))
+            return json.loads(hosts.run(host, command))
         except OSError as exc:
-            findings.append(Finding(host, "ssh", str(exc).removeprefix(f"{host}: ")))
+            return Finding(host, "ssh", str(exc).removeprefix(f"{host}: "))
         except ValueError:
-            findings.append(Finding(host, "distloop", f"{hosts.remote_command} is not Distloop"))
+            return Finding(host, "distloop", f"{hosts.remote_command} is not Distloop")
+
+    # Every host at once: a probe that counts devices starts TensorFlow there (seconds).
+    with ThreadPoolExecutor(max_workers=min(len(names), 32)) as pool:
+        for host, answer in zip(names, pool.map(ask, names), strict=True):
+            if isinstance(answer, Finding):
+                findings.append(answer)
+            else:
+                reports[host] = answer
     findings += _compare(reports, project, fields)
     if not findings:
         findings += _all_pairs(config, hosts, host_of)
