@@ -150,16 +150,27 @@ def test_run_without_out_uses_the_user_data_dir(tmp_path) -> None:
 
 @pytest.mark.slow
 def test_failed_run_exits_non_zero_with_the_reason(tmp_path) -> None:
+    """A cell only the engine reads: the run fails in one line, its traceback in engine.log."""
     data = example_data("regression")
-    data["data"] = {"source": "csv", "path": "nowhere.csv", "label_column": "y"}
+    (tmp_path / "bad.csv").write_text("a,b,c,d,y\n1,2,3,4,5\nabc,2,3,4,5\n")
+    data["data"] = {"source": "csv", "path": "bad.csv", "label_column": "y"}
     project = tmp_path / "p.json"
     project.write_text(json.dumps(data))
     result = distloop("run", str(project), "--out", str(tmp_path / "r"))
     assert result.returncode == 1
     assert "the run failed: DataError" in result.stderr
-    assert str(tmp_path / "nowhere.csv") in result.stderr
+    assert f"{tmp_path / 'bad.csv'} line 3, column 'a': 'abc' is not a finite number" in (
+        result.stderr
+    )
     assert "Traceback" not in result.stderr  # a known failure: one line, the rest in engine.log
     assert "Traceback" in (tmp_path / "r" / "engine.log").read_text()
+
+    # A file that is not there at all is refused before any run folder is made.
+    data["data"]["path"] = "nowhere.csv"
+    project.write_text(json.dumps(data))
+    missing = distloop("run", str(project), "--out", str(tmp_path / "m"))
+    assert missing.returncode == 1 and str(tmp_path / "nowhere.csv") in missing.stderr
+    assert not (tmp_path / "m").exists()
 
 
 def test_run_of_an_unknown_example_lists_the_examples() -> None:
