@@ -645,6 +645,13 @@ class MetricsWriter:
                 exc,
                 f"{self._path.name} (the steps before step {steps[0]} are recorded)",
             ) from None
+        if os.fstat(self._file.fileno()).st_nlink == 0:
+            # Deleted under the run (rm -rf, a file manager): going on would write a partial
+            # folder again at the next checkpoint, one that no list shows.
+            raise RunFolderError(
+                f"the run folder {self._path.parent} was deleted while the run wrote it "
+                f"({self._path.name} is gone): the run stops"
+            )
 
     def close(self) -> None:
         # Closing flushes: on a full disk that fails again, and the write already said so.

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -262,4 +263,40 @@ def test_a_run_still_training_is_not_deleted(tmp_path) -> None:
         run.kill()
         run.wait()
     delete_run(run_dir)
+    assert not run_dir.exists()
+
+
+@pytest.mark.slow
+def test_a_run_whose_folder_is_deleted_under_it_fails_and_writes_no_folder_again(
+    tmp_path,
+) -> None:
+    """Deleted by hand (rm -rf) while training, a run went on and wrote a partial folder again
+    at its next checkpoint, one the runs list did not show."""
+    data = example_data()
+    data["training"] = {"steps": 100_000, "seed": 0, "checkpoint_every": 50}
+    (tmp_path / "p.json").write_text(json.dumps(data))
+    run_dir = tmp_path / "runs" / "training"
+    command = [sys.executable, "-m", "distloop.gui.launcher", "run", str(tmp_path / "p.json")]
+    run = subprocess.Popen(
+        [*command, "--out", str(run_dir), "--quiet"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while not (run_dir / "checkpoints" / "checkpoint").is_file():
+            assert run.poll() is None and time.monotonic() < deadline
+            time.sleep(0.1)
+        while run_dir.exists():  # the run writes on meanwhile: what it adds goes too
+            shutil.rmtree(run_dir, ignore_errors=True)
+        _, stderr = run.communicate(timeout=60)
+    finally:
+        run.kill()
+        run.wait()
+    assert run.returncode == 1, stderr
+    assert stderr.strip().splitlines()[-1] == (
+        f"distloop: the run failed: RunFolderError: the run folder {run_dir} was deleted while "
+        "the run wrote it (metrics.csv is gone): the run stops"
+    )
     assert not run_dir.exists()
