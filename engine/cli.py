@@ -347,12 +347,10 @@ def command_run(args: argparse.Namespace) -> int:
     if problems:
         _err(f"distloop: {ProblemsError(problems, str(args.project or args.example))}")
         return EXIT_FAILED
-    try:
-        run_dir = args.out or new_run_dir(project.name)
-        run_dir.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        _err(f"distloop: cannot create the run folder: {exc}")
+    made = _make_run_folder(args.out, project.name)
+    if made is None:
         return EXIT_FAILED
+    run_dir, _ = made
     lock = _claim_new_run_folder(run_dir, overwrite=args.overwrite, command="run")
     if lock is None:
         return EXIT_FAILED
@@ -364,6 +362,19 @@ def command_run(args: argparse.Namespace) -> int:
         folder_lock=lock,
         as_messages=args.messages,
     )
+
+
+def _make_run_folder(out: Path | None, name: str) -> tuple[Path, bool] | None:
+    """The folder ``--out`` names, else a new one under the data dir, created, and whether
+    this call made it (a refused run removes it again); None when it cannot be made."""
+    try:
+        run_dir = out or new_run_dir(name)
+        created = not run_dir.exists()
+        run_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        _err(f"distloop: cannot create the run folder: {exc}")
+        return None
+    return run_dir, created
 
 
 def _claim_new_run_folder(run_dir: Path, *, overwrite: bool, command: str) -> RunFolderLock | None:
@@ -891,13 +902,10 @@ def command_cluster(args: argparse.Namespace) -> int:
     if args.workers is not None and args.workers < 1:
         _err("distloop: --workers must be at least 1")
         return EXIT_USAGE
-    try:
-        run_dir = args.out or new_run_dir(project.name)
-        created = not run_dir.exists()
-        run_dir.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        _err(f"distloop: cannot create the run folder: {exc}")
+    made = _make_run_folder(args.out, project.name)
+    if made is None:
         return EXIT_FAILED
+    run_dir, created = made
     lock = _claim_new_run_folder(run_dir, overwrite=args.overwrite, command="cluster")
     if lock is None:
         return EXIT_FAILED
@@ -962,13 +970,10 @@ def command_launch(args: argparse.Namespace) -> int:
     project = _load(args.project)
     if project is None or not announce_custom_code(project, args.project.parent):
         return EXIT_FAILED
-    try:
-        run_dir = args.out or new_run_dir(project.name)
-        created = not run_dir.exists()
-        run_dir.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        _err(f"distloop: cannot create the run folder: {exc}")
+    made = _make_run_folder(args.out, project.name)
+    if made is None:
         return EXIT_FAILED
+    run_dir, created = made
     hosts = SshLaunch(
         run_name=run_dir.name,
         ssh_config=args.ssh_config,
