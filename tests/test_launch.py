@@ -294,3 +294,41 @@ def test_a_task_killed_on_its_host_restarts_the_launch_from_its_checkpoint(
     np.testing.assert_allclose(np.float32(metrics["loss"]), single["losses"], rtol=1e-5)
     assert read_status(out)["status"] == "finished"
     assert read_status(out / "tasks" / "worker-0")["status"] == "finished"
+
+
+@pytest.mark.slow
+def test_a_parameter_server_launch_trains_across_the_hosts(hosts: SshHosts, tmp_path: Path) -> None:
+    """The coordinator and the ps on one host, two workers on the other: the loss falls,
+    every server task is stopped once the coordinator is done, and its model comes back."""
+    first, second = hosts.addresses
+    data = multi_worker(steps=30)
+    data["name"] = "ps launch"
+    data["strategy"] = {"kind": "parameter_server"}
+    data["tf_config"] = {
+        "cluster": {
+            "chief": [f"{first}:2222"],
+            "worker": [f"{second}:2222", f"{second}:2223"],
+            "ps": [f"{first}:2223"],
+        },
+        "task": {"type": "chief", "index": 0},
+    }
+    path = tmp_path / "project.json"
+    path.write_text(json.dumps(data))
+    out = tmp_path / "run"
+    done = subprocess.run(
+        _launch(hosts, path, out, tmp_path / "remote"),
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=400,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    steps, losses = step_lines(done.stdout)
+    assert steps == list(range(1, 31))
+    assert np.mean(losses[-5:]) < 0.8 * np.mean(losses[:5])
+    assert read_status(out)["status"] == "finished"
+    for task in ("worker-0", "worker-1", "ps-0"):
+        status = read_status(tmp_path / "remote" / "run" / "tasks" / task)
+        assert status["status"] == "stopped", (task, status)
+    assert (out / "tasks" / "chief-0" / "model.keras").is_file()
+    assert not [p for space in hosts.namespaces for p in _processes_besides_sshd(space)]
