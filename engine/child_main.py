@@ -37,6 +37,7 @@ from .messages import (
     parse_message,
 )
 from .run_folder import RunFolderLock, write_status
+from .stack_dumps import write_stacks_on_signal
 from .tf_config import TF_CONFIG_VAR
 
 PARENT_POLL_S = 0.5
@@ -267,6 +268,9 @@ def _run(
         os.environ.pop(TF_CONFIG_VAR, None)
     folder = Path(job.run_dir) if job.run_dir else None
     channel = Channel(out, task, folder)
+    if folder is not None:
+        with contextlib.suppress(OSError):  # a hang then has no stacks; the run goes on
+            write_stacks_on_signal(folder)
     lines.attach(_tensorflow_line(channel))
     started = time.time()
     exit_code = 0

@@ -13,6 +13,7 @@ import contextlib
 import os
 import shutil
 import signal
+import socket
 import sys
 import time
 from collections.abc import Callable
@@ -744,6 +745,13 @@ def add_cluster_commands(commands: argparse._SubParsersAction) -> None:
         help="continue a stopped, failed or killed multi-worker cluster run, every task from "
         "the chief's last checkpoint",
     )
+    source.add_argument(
+        "--dump",
+        metavar="DIR",
+        type=Path,
+        help="a running cluster that seems hung: every task writes its Python stacks into "
+        "its folder (stacks.txt), and the task not where its peers wait is named",
+    )
     cluster.add_argument(
         "--out", type=Path, help="run folder (default: a new folder under the user's data dir)"
     )
@@ -896,6 +904,8 @@ def _volume_name(text: str) -> str:
 def command_cluster(args: argparse.Namespace) -> int:
     if args.resume is not None:
         return command_cluster_resume(args)
+    if args.dump is not None:
+        return command_cluster_dump(args.dump)
     project = _load(args.project)
     if project is None or not announce_custom_code(project, args.project.parent):
         return EXIT_FAILED
@@ -925,6 +935,34 @@ def command_cluster(args: argparse.Namespace) -> int:
         args,
         lambda lock: open_run(project, run_dir, resume=True, layout="cluster", folder_lock=lock),
     )
+
+
+def command_cluster_dump(run_dir: Path) -> int:
+    """``distloop cluster --dump DIR``: where each task of the running cluster stands."""
+    from .stack_dumps import ask_for_stacks, diagnose
+
+    status = read_status(run_dir)
+    tasks = status.get("tasks")
+    if status.get("status") != "running" or not isinstance(tasks, dict):
+        _err(f"distloop: {run_dir} holds no running cluster (its status.json lists no tasks)")
+        return EXIT_FAILED
+    if status.get("host") not in (None, socket.gethostname()):
+        _err(f"distloop: the cluster runs on {status['host']}: run --dump there")
+        return EXIT_FAILED
+    found = {
+        name: (info["pid"], run_dir / info["run_dir"])
+        for name, info in tasks.items()
+        if isinstance(info, dict)
+        and isinstance(info.get("pid"), int)
+        and isinstance(info.get("run_dir"), str)
+        and not Path(info["run_dir"]).is_absolute()
+        and ".." not in Path(info["run_dir"]).parts
+    }
+    stacks = ask_for_stacks(found)
+    for line in diagnose(stacks):
+        print(line)
+    _err(f"distloop: each task's stacks: {run_dir / TASKS_DIR}/*/stacks.txt")
+    return EXIT_OK
 
 
 def command_cluster_resume(args: argparse.Namespace) -> int:

@@ -65,6 +65,8 @@ METRICS_FILE = "metrics.csv"
 EVAL_FILE = "eval.csv"
 STATUS_FILE = "status.json"
 LOG_FILE = "engine.log"
+STACKS_FILE = "stacks.txt"
+"""The engine's Python stacks, appended on SIGUSR1 (``engine.stack_dumps``)."""
 CHECKPOINT_DIR = "checkpoints"
 CHECKPOINT_INDEX_FILE = "checkpoint"
 """TensorFlow's index of a checkpoint folder: which checkpoint is the latest."""
@@ -325,6 +327,7 @@ _RUN_ENTRIES: dict[str, str] = {
     EVAL_FILE: _FILE,
     STATUS_FILE: _FILE,
     LOG_FILE: _FILE,
+    STACKS_FILE: _FILE,
     MODEL_FILE: _FILE,
     MODEL_RECORD_FILE: _FILE,
     CONFUSION_FILE: _FILE,

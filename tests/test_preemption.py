@@ -127,3 +127,43 @@ def test_max_restarts_starts_the_cluster_again_after_a_worker_dies(tmp_path) -> 
     np.testing.assert_allclose(np.float32(metrics["loss"]), whole["losses"], rtol=1e-5)
     status = read_status(run_dir)
     assert (status["status"], status["restarts"]) == ("finished", 1)
+
+
+def test_dump_names_the_task_that_is_not_where_its_peers_wait(tmp_path) -> None:
+    """A running 2-worker cluster with worker 1 stopped (SIGSTOP): ``distloop cluster
+    --dump`` gets worker 0's stacks into its folder and names worker 1 as the one that
+    did not answer; the cluster then goes on and finishes."""
+    data = cluster_project()
+    data["training"]["steps"] = 3000
+    project = tmp_path / "project.json"
+    project.write_text(json.dumps(data))
+    run_dir = tmp_path / "cluster"
+    launcher = subprocess.Popen(
+        [*CLI, "cluster", str(project), "--out", str(run_dir), "--quiet"],
+        cwd=REPO,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 240
+        while not (run_dir / "metrics.csv").exists() or len(read_metrics(run_dir)["step"]) < 20:
+            assert launcher.poll() is None, launcher.communicate()[1][-3000:]
+            assert time.monotonic() < deadline, "the cluster never reached step 20"
+            time.sleep(0.2)
+        worker = read_status(run_dir)["tasks"]["worker:1"]["pid"]
+        os.kill(worker, signal.SIGSTOP)
+        try:
+            dumped = distloop("cluster", "--dump", str(run_dir), timeout_s=60)
+        finally:
+            os.kill(worker, signal.SIGCONT)
+        launcher.send_signal(signal.SIGINT)
+        launcher.communicate(timeout=120)
+    finally:
+        if launcher.poll() is None:
+            launcher.kill()
+            launcher.wait()
+    assert dumped.returncode == 0, dumped.stderr
+    assert dumped.stdout.splitlines()[0].startswith("worker:1 did not answer: it is stopped")
+    stacks = (run_dir / "tasks" / "worker-0" / "stacks.txt").read_text()
+    assert "most recent call first" in stacks and "child_main.py" in stacks
+    assert read_status(run_dir)["status"] == "stopped"

@@ -1,0 +1,120 @@
+"""Where a hung cluster is stuck: every task's Python stacks, and the task not where its
+peers wait.
+
+A multi-worker cluster that hangs does so silently: every task but one sits in the
+same collective, waiting for the one that is elsewhere (its data, its custom code) or
+not running at all (stopped, out of memory, swapping). Each engine process writes its
+stacks (``faulthandler``, every thread) into ``stacks.txt`` in its run folder on
+SIGUSR1, without stopping; :func:`diagnose` reads the dumps back and names the task
+whose innermost frame differs from its peers', or that did not answer.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import faulthandler
+import os
+import re
+import signal
+import time
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TextIO
+
+from .fileio import open_text
+from .run_folder import STACKS_FILE
+
+DUMP_SIGNAL = signal.SIGUSR1
+ANSWER_S = 3.0
+"""How long a task has to write its stacks after the signal."""
+_FRAME = re.compile(r'^\s+File "(?P<file>[^"]+)", line (?P<line>\d+) in (?P<function>\S+)')
+_held: list[TextIO] = []
+"""The open dump files: faulthandler writes to their descriptors for the process's life."""
+
+
+def write_stacks_on_signal(run_dir: Path) -> None:
+    """From now on, SIGUSR1 appends this process's stacks to ``run_dir/stacks.txt``."""
+    dump = open_text(run_dir / STACKS_FILE, "a")
+    _held.append(dump)
+    faulthandler.register(DUMP_SIGNAL, file=dump, all_threads=True, chain=False)
+
+
+@dataclass(frozen=True)
+class TaskStack:
+    task: str
+    where: str | None
+    """The innermost frame of the thread that called into the step (``file:line in f``);
+    None when the task wrote no dump in time."""
+
+
+def ask_for_stacks(tasks: dict[str, tuple[int, Path]]) -> list[TaskStack]:
+    """Signals every task (pid, run folder), waits for its dump, reads where each stands."""
+    sizes = {name: _size(folder / STACKS_FILE) for name, (_, folder) in tasks.items()}
+    for pid, _ in tasks.values():
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, DUMP_SIGNAL)
+    deadline = time.monotonic() + ANSWER_S
+    while time.monotonic() < deadline and not all(
+        _size(folder / STACKS_FILE) > sizes[name] for name, (_, folder) in tasks.items()
+    ):
+        time.sleep(0.1)
+    time.sleep(0.3)  # a dump is written in pieces: let the last one end
+    return [
+        TaskStack(name, _innermost(folder / STACKS_FILE, sizes[name]))
+        for name, (_, folder) in tasks.items()
+    ]
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
+def _innermost(path: Path, after: int) -> str | None:
+    """The first frame of the dump's main thread (faulthandler lists the most recent first).
+
+    The main thread is the one that runs the loop; TensorFlow's and Distloop's helper
+    threads wait in the same places in every task, so they tell nothing apart.
+    """
+    try:
+        with open_text(path, "r") as dump:
+            dump.seek(after)
+            text = dump.read()
+    except OSError:
+        return None
+    if not text.strip():
+        return None
+    blocks = re.split(r"\n(?=(?:Current thread|Thread) 0x)", text)
+    main = next((b for b in blocks if "in _run_module_as_main" in b or "in <module>" in b), None)
+    for line in (main or blocks[0]).splitlines():
+        frame = _FRAME.match(line)
+        if frame:
+            name = Path(frame["file"]).name
+            return f"{name}:{frame['line']} in {frame['function']}"
+    return None
+
+
+def diagnose(stacks: list[TaskStack]) -> list[str]:
+    """One line per task that is not where its peers are, or did not answer; a line
+    saying so when they all stand together (then the wait is elsewhere: the network)."""
+    silent = [s.task for s in stacks if s.where is None]
+    places = Counter(s.where for s in stacks if s.where is not None)
+    lines = [
+        f"{task} did not answer: it is stopped, or stuck outside Python (in TensorFlow's "
+        "own code, or the kernel's)"
+        for task in silent
+    ]
+    if len(places) > 1:
+        common, _ = places.most_common(1)[0]
+        lines += [
+            f"{s.task} is in {s.where} while its peers wait in {common}"
+            for s in stacks
+            if s.where is not None and s.where != common
+        ]
+    elif places and not silent:
+        where = next(iter(places))
+        lines.append(f"every task waits in {where}: look at the network between them")
+    return lines
