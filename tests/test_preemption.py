@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from distloop.engine.cluster import LocalCluster
 from distloop.engine.config import load_project_data
-from distloop.engine.messages import RunFailed, RunFinished, StepMetrics
+from distloop.engine.messages import Log, RunFailed, RunFinished, StepMetrics
 from distloop.engine.run_folder import read_eval, read_metrics, read_status
 from distloop_testing import REPO, distloop, run_engine, synthetic_project
 
@@ -167,3 +167,34 @@ def test_dump_names_the_task_that_is_not_where_its_peers_wait(tmp_path) -> None:
     stacks = (run_dir / "tasks" / "worker-0" / "stacks.txt").read_text()
     assert "most recent call first" in stacks and "child_main.py" in stacks
     assert read_status(run_dir)["status"] == "stopped"
+
+
+def test_a_cluster_without_steps_for_a_while_says_where_each_task_stands(tmp_path) -> None:
+    """Worker 1 stopped (SIGSTOP) mid-run: after the quiet time the launcher has every
+    task dump its stacks and logs, in one line, that worker 1 did not answer."""
+    data = cluster_project()
+    data["training"]["steps"] = 3000
+    cluster = LocalCluster(load_project_data(data), tmp_path / "cluster")
+    cluster.quiet_dump_s = 3.0
+    cluster.start()
+    said, stopped = None, None
+    try:
+        deadline = time.monotonic() + 240
+        while not cluster.done:
+            assert time.monotonic() < deadline, "the cluster run timed out"
+            for message in cluster.poll(0.2):
+                if isinstance(message, StepMetrics) and stopped is None and message.steps[-1] > 30:
+                    stopped = next(t.pid for t in cluster.tasks() if t.name == "worker:1")
+                    os.kill(stopped, signal.SIGSTOP)
+                elif isinstance(message, Log) and message.text.startswith("no step for"):
+                    said = message.text
+                    os.kill(stopped, signal.SIGCONT)
+                    cluster.request_stop()
+    finally:
+        if stopped is not None:
+            os.kill(stopped, signal.SIGCONT)
+        cluster.close()
+    assert said is not None
+    assert "worker:1 did not answer: it is stopped, or stuck outside Python" in said
+    assert "tasks/*/stacks.txt" in said
+    assert "stacks.txt" in (tmp_path / "cluster" / "engine.log").read_text()

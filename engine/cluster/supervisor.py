@@ -21,6 +21,7 @@ from ..netns import PrivateNetwork, PrivateNetworkUnavailable, start_private_net
 from ..problems import Problem, ProblemsError
 from ..process import EngineProcess
 from ..run_folder import TASKS_DIR, RunFolderError, RunFolderLock, prepare_resume
+from ..stack_dumps import ask_for_stacks, diagnose
 from ..tf_config import NO_RESUME, TaskSpec
 from .blame import STALLED, cause
 from .plan import local_cluster_config, serves_only, task_dir_name, task_project
@@ -32,6 +33,9 @@ FAILURE_GRACE_S = 2.0
 """After a task failed, the others get this long to end before they are killed
 (synchronous peers are usually stuck in a collective waiting for the failed one)."""
 STOP_GRACE_S = 10.0
+QUIET_DUMP_S = 30.0
+"""A step of a small model takes milliseconds, of a big one seconds: half a minute without
+one is worth a look at the stacks, and comes before the collective timeout (60 s)."""
 """After a stop request, tasks get this long to end between steps before they are killed."""
 
 
@@ -87,6 +91,9 @@ class LocalCluster:
     """
 
     stop_grace_s: float = STOP_GRACE_S
+    quiet_dump_s: float = QUIET_DUMP_S
+    """After this long without a step (once stepping began), every task here writes its
+    stacks and the run names the task not where its peers wait (``engine.stack_dumps``)."""
     """How long a requested stop may take before the cluster kills its own stragglers:
     a multi-worker stop first agrees on a step and saves a checkpoint there."""
 
@@ -162,6 +169,8 @@ class LocalCluster:
         self._outbox: list[Message] = []
         # The reporter's RunStarted and what followed it, until every trainer has started.
         self._held_start: RunStarted | None = None
+        self._last_step_at: float | None = None
+        self._dumped = False
         self._held: list[Message] = []
 
     # --- control ---------------------------------------------------------------------
@@ -351,6 +360,7 @@ class LocalCluster:
         elif isinstance(message, StepMetrics):
             task.last_step = message.steps[-1]
             if reporter:
+                self._last_step_at, self._dumped = time.monotonic(), False
                 self._last_loss = message.losses[-1]
                 self._last_elapsed_s = message.elapsed_s[-1]
                 self._folder.record(message)
@@ -408,6 +418,14 @@ class LocalCluster:
     def _advance(self) -> None:
         now = time.monotonic()
         self._release_start(now=self._ending is not None)
+        if (
+            self._ending is None
+            and self._last_step_at is not None
+            and not self._dumped
+            and now - self._last_step_at > self.quiet_dump_s
+        ):
+            self._dumped = True
+            self._dump_stacks(now - self._last_step_at)
         if self._ending is None:
             ended = [t for t in self._tasks if t.server and isinstance(t.terminal, RunFinished)]
             if ended:
@@ -439,6 +457,23 @@ class LocalCluster:
             self._kill_at = None
         if all(t.engine.done for t in self._tasks):
             self._outbox.append(self._final())
+
+    def _dump_stacks(self, quiet_s: float) -> None:
+        """Where each task stands, in the log: a hang says where it is before it times out."""
+        if self._hosts is not None:  # their processes are on their hosts
+            return
+        local = {
+            t.name: (t.engine.pid, self.run_dir / TASKS_DIR / task_dir_name(t.spec))
+            for t in self._tasks
+            if t.engine.pid is not None and not t.engine.done
+        }
+        lines = diagnose(ask_for_stacks(local))
+        self._note(
+            f"no step for {quiet_s:.0f} s: "
+            + "; ".join(lines)
+            + f" (each task's stacks: {TASKS_DIR}/*/stacks.txt)",
+            level="warning",
+        )
 
     def _end(self, ending: Ending) -> None:
         self._ending = ending
