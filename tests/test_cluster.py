@@ -24,7 +24,7 @@ from distloop.engine.cluster import (
     local_cluster_tasks,
     tf_config_for_run,
 )
-from distloop.engine.cluster.blame import STALLED, cause
+from distloop.engine.cluster.blame import STALLED, cause, stopped_tasks
 from distloop.engine.config import load_project, load_project_data
 from distloop.engine.messages import RunFailed, RunFinished, RunStarted, StepMetrics
 from distloop.engine.netns import ENV_SWITCH, PrivateNetworkUnavailable, start_private_network
@@ -405,7 +405,10 @@ def test_a_stalled_worker_is_named_in_one_line_not_its_healthy_peer(tmp_path) ->
     assert failure.task == "worker:1"
     assert failure.message.startswith("worker:1 stopped responding: ")
     assert "\n" not in failure.message and "worker:0" not in failure.message
-    assert "stopped sending heartbeats" in failure.traceback  # TensorFlow's error, for the log
+    # The healthy peer's TensorFlow error stays, for the log: the heartbeats it missed, or
+    # its collective's deadline, whichever TensorFlow noticed first.
+    assert failure.traceback.startswith("worker:0: ")
+    assert "heartbeats" in failure.traceback or "timed out" in failure.traceback
     status = read_status(tmp_path)
     assert status["status"] == "failed" and status["task"] == "worker:1"
 
@@ -428,6 +431,29 @@ def test_the_task_a_peers_heartbeat_error_names_is_blamed() -> None:
 
 
 @pytest.mark.slow
+def test_a_stopped_process_is_blamed_when_a_peer_s_collective_times_out() -> None:
+    """The collective's deadline can fire before the missed heartbeats are noticed; its
+    error names nobody, and the task whose process is stopped is the one to name."""
+    peer = RunFailed(
+        error_type="DeadlineExceededError", message="Collective has timed out", task="worker:0"
+    )
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        os.kill(sleeper.pid, signal.SIGSTOP)
+        deadline = time.monotonic() + 10
+        while not stopped_tasks({"worker:1": sleeper.pid}):
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+    blamed = cause([peer], ["worker:0", "worker:1"], ["worker:1"])
+    assert (blamed.task, blamed.error_type, blamed.known) == ("worker:1", STALLED, True)
+    assert cause([peer], ["worker:0", "worker:1"]) is peer
+    own = RunFailed(error_type="DataError", message="bad row", task="worker:0")
+    assert cause([own], ["worker:0", "worker:1"], ["worker:1"]) is own
+
+
 def test_a_server_task_ends_when_its_coordinator_is_gone(tmp_path) -> None:
     """`distloop run --task ps:0` on a real cluster: it serves until the chief is gone."""
     coordinator = socket.create_server(("127.0.0.1", 0))

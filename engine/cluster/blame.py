@@ -13,7 +13,8 @@ deep inside (``The following tasks are unhealthy (stopped sending heartbeats):
 from __future__ import annotations
 
 import re
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
+from pathlib import Path
 
 from ..messages import RunFailed
 
@@ -39,23 +40,40 @@ def unresponsive_tasks(text: str) -> list[str]:
     return list(dict.fromkeys(found))
 
 
-def cause(failures: list[RunFailed], tasks: Collection[str]) -> RunFailed:
+def stopped_tasks(pids: Mapping[str, int | None]) -> list[str]:
+    """The tasks whose process on this machine is stopped (SIGSTOP, a debugger)."""
+    found = []
+    for task, pid in pids.items():
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text() if pid else ""
+        except OSError:  # gone, or no /proc here
+            continue
+        state = stat.rpartition(")")[2].split()[:1]
+        if state in (["T"], ["t"]):
+            found.append(task)
+    return found
+
+
+def cause(
+    failures: list[RunFailed], tasks: Collection[str], stopped: Collection[str] = ()
+) -> RunFailed:
     """The failure to blame among ``failures`` (at least one) of a cluster of ``tasks``.
 
     A task that died comes first; then a task of this cluster that its peers' errors
-    name as unresponsive (as a :data:`STALLED` failure of that task, the peer's
-    error kept as its traceback, for the log); then a task that failed on its own
+    name as unresponsive, or whose process is ``stopped`` while a peer's collective
+    failed (a collective's deadline can fire before the missed heartbeats are noticed,
+    and then names nobody), as a :data:`STALLED` failure of that task, the peer's
+    error kept as its traceback, for the log; then a task that failed on its own
     (not with a communication error); then the first failure.
     """
     died = [f for f in failures if f.error_type == "EngineDied"]
     if died:
         return died[0]
     for failure in failures:
-        stalled = [
-            task
-            for task in unresponsive_tasks(f"{failure.message}\n{failure.traceback}")
-            if task in tasks and task != failure.task
-        ]
+        named = unresponsive_tasks(f"{failure.message}\n{failure.traceback}")
+        if failure.error_type in PEER_ERRORS:
+            named += list(stopped)
+        stalled = [task for task in named if task in tasks and task != failure.task]
         if stalled:
             return RunFailed(
                 error_type=STALLED,

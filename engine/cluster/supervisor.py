@@ -23,7 +23,7 @@ from ..process import EngineProcess
 from ..run_folder import TASKS_DIR, RunFolderError, RunFolderLock, prepare_resume
 from ..stack_dumps import ask_for_stacks, diagnose
 from ..tf_config import NO_RESUME, TaskSpec
-from .blame import STALLED, cause
+from .blame import STALLED, cause, stopped_tasks
 from .plan import local_cluster_config, serves_only, task_dir_name, task_project
 from .remote import RemoteEngine
 from .ssh import SshLaunch
@@ -170,6 +170,7 @@ class LocalCluster:
         # The reporter's RunStarted and what followed it, until every trainer has started.
         self._held_start: RunStarted | None = None
         self._last_step_at: float | None = None
+        self._stopped: list[str] = []
         self._dumped = False
         self._held: list[Message] = []
 
@@ -478,6 +479,9 @@ class LocalCluster:
     def _end(self, ending: Ending) -> None:
         self._ending = ending
         if ending == "failed":
+            # Seen now, while a stopped task is still stopped (it is killed on the way out).
+            if self._hosts is None:
+                self._stopped = stopped_tasks({t.name: t.engine.pid for t in self._tasks})
             blamed = self._cause()
             what = "stopped responding" if blamed.error_type == STALLED else "failed"
             who = f"{blamed.task} {what}" if blamed.task else "the launcher failed"  # its folder
@@ -537,7 +541,7 @@ class LocalCluster:
     def _cause(self) -> RunFailed:
         """The failure to blame (``engine.cluster.blame``): a task that died, one that
         stopped responding, else one that failed on its own."""
-        return cause(self._failures, [t.name for t in self._tasks])
+        return cause(self._failures, [t.name for t in self._tasks], self._stopped)
 
     # --- the launcher's notes -------------------------------------------------------
 
