@@ -201,6 +201,11 @@ def folder_write_error(run_dir: str | Path, exc: BaseException, what: str) -> Ru
     to act on; other failures name ``what`` and the system's reason.
     """
     reason = getattr(exc, "strerror", None) or str(exc).splitlines()[0] or type(exc).__name__
+    missing = getattr(exc, "errno", None) == errno.ENOENT or "No such file or directory" in str(exc)
+    if missing and not os.path.lexists(Path(run_dir) / METRICS_FILE):
+        # The folder went while the run wrote it (rm -rf, a file manager): whichever write
+        # meets that first, it is said the same way.
+        return folder_deleted_error(run_dir, METRICS_FILE)
     if getattr(exc, "errno", None) == errno.ENOSPC or "No space left on device" in str(exc):
         try:
             free = f"{shutil.disk_usage(run_dir).free:,} bytes free"
@@ -211,6 +216,14 @@ def folder_write_error(run_dir: str | Path, exc: BaseException, what: str) -> Ru
             "space, then resume the run"
         )
     return RunFolderError(f"cannot write {what} in {run_dir}: {reason}")
+
+
+def folder_deleted_error(run_dir: str | Path, gone: str) -> RunFolderError:
+    """Going on would write a partial folder again at the next save, one no list shows."""
+    return RunFolderError(
+        f"the run folder {run_dir} was deleted while the run wrote it ({gone} is gone): "
+        "the run stops"
+    )
 
 
 class RunFolderLock:
@@ -648,13 +661,8 @@ class MetricsWriter:
                 exc,
                 f"{self._path.name} (the steps before step {steps[0]} are recorded)",
             ) from None
-        if os.fstat(self._file.fileno()).st_nlink == 0:
-            # Deleted under the run (rm -rf, a file manager): going on would write a partial
-            # folder again at the next checkpoint, one that no list shows.
-            raise RunFolderError(
-                f"the run folder {self._path.parent} was deleted while the run wrote it "
-                f"({self._path.name} is gone): the run stops"
-            )
+        if os.fstat(self._file.fileno()).st_nlink == 0:  # deleted under the run
+            raise folder_deleted_error(self._path.parent, self._path.name)
 
     def close(self) -> None:
         # Closing flushes: on a full disk that fails again, and the write already said so.
