@@ -42,15 +42,22 @@ def app_icon() -> QIcon:
     return icon
 
 
-def main(argv: list[str]) -> int:
-    """Shows the main window until it closes; the exit code is Qt's."""
-    args = parse_args(argv)
+def application() -> QApplication:
+    """The Qt application as the window expects it: its names (where settings are kept),
+    the Fusion style and the icon."""
     app = QApplication.instance() or QApplication([sys.argv[0]])
     app.setOrganizationName(ORGANIZATION)
     app.setApplicationName(APPLICATION)
     app.setApplicationDisplayName("Distloop")
     app.setStyle("Fusion")
     app.setWindowIcon(app_icon())
+    return app
+
+
+def main(argv: list[str]) -> int:
+    """Shows the main window until it closes; the exit code is Qt's."""
+    args = parse_args(argv)
+    app = application()
     loop = qasync.QEventLoop(app)
     asyncio.set_event_loop(loop)
 

@@ -137,17 +137,10 @@ def drive(out: Path, suffix: str) -> None:
     """The app as ``distloop`` starts it, with the scenes played in its event loop."""
     import qasync
     from distloop.engine.process import WarmEngines
-    from distloop.gui.app import app_icon
+    from distloop.gui.app import application
     from distloop.gui.main_window import MainWindow
-    from distloop.gui.settings import APPLICATION, ORGANIZATION
-    from PySide6.QtWidgets import QApplication
 
-    app = QApplication([sys.argv[0]])
-    app.setOrganizationName(ORGANIZATION)
-    app.setApplicationName(APPLICATION)
-    app.setApplicationDisplayName("Distloop")
-    app.setStyle("Fusion")
-    app.setWindowIcon(app_icon())
+    app = application()
     loop = qasync.QEventLoop(app)
     asyncio.set_event_loop(loop)
     window = MainWindow(warm_engines=WarmEngines())
