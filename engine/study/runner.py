@@ -36,6 +36,8 @@ from .space import Choices, FloatRange, IntRange, SearchSpace, space_from_data, 
 STUDY_FILE = "study.json"
 STORAGE_FILE = "study.db"
 TRIALS_DIR = "trials"
+STUDY_VERSION = 1
+"""Of ``study.json``'s layout; a folder written before it had the number is version 1."""
 INTERRUPTED = "interrupted"
 """User attribute of a trial stopped with the study: its values run again on resume."""
 Sampler = Literal["tpe", "random", "grid", "cmaes"]
@@ -106,6 +108,7 @@ def write_plan(folder: Path, plan: StudyPlan) -> None:
         folder / STUDY_FILE,
         json.dumps(
             {
+                "study_version": STUDY_VERSION,
                 "project": plan.project.model_dump(mode="json"),
                 "space": plan.space.to_json(),
                 "settings": plan.settings.model_dump(mode="json"),
@@ -125,6 +128,9 @@ def read_plan(folder: Path) -> StudyPlan:
         if path.stat().st_size > 16 * 2**20:
             raise ValueError(f"{STUDY_FILE} is too large to be a study's")
         data = json.loads(path.read_text(encoding="utf-8"))
+        if not isinstance(data, dict):
+            raise ValueError(f"{STUDY_FILE} is not a JSON object: not a study folder")
+        _check_version(data.get("study_version", 1))
         project = load_project_data(data["project"], f"{path}: project")
         settings = StudySettings.model_validate(data["settings"])
         return StudyPlan(
@@ -136,6 +142,17 @@ def read_plan(folder: Path) -> StudyPlan:
         if isinstance(exc, ProblemsError):
             raise
         raise ProblemsError([Problem((), str(exc))], str(folder)) from None
+
+
+def _check_version(version: object) -> None:
+    if version == STUDY_VERSION and not isinstance(version, bool):
+        return
+    if isinstance(version, int) and not isinstance(version, bool) and version > STUDY_VERSION:
+        raise ValueError(
+            f"{STUDY_FILE} is study_version {version}, written by a newer Distloop; this one "
+            f"reads version {STUDY_VERSION}"
+        )
+    raise ValueError(f"{STUDY_FILE}: study_version must be {STUDY_VERSION}, not {version!r}")
 
 
 class Study:
@@ -253,10 +270,8 @@ class Study:
         }
         run_dir = self.folder / TRIALS_DIR / f"trial-{trial.number:04d}"
         trial.set_user_attr("run_dir", str(run_dir))
-        label = " ".join(f"{path.rsplit('.', 1)[-1]}={_short(v)}" for path, v in params.items())
-        name = f"{self.plan.project.name[:120]} #{trial.number} {label}"[:200]
         try:
-            project = with_values(self.plan.project, params, name)
+            project = trial_project(self.plan, trial.number, params)
         except ProblemsError as exc:
             self.study.tell(trial, state=states.FAIL)
             return TrialResult(trial.number, params, "failed", None, run_dir, 0, str(exc))
@@ -339,6 +354,15 @@ class Study:
             Path(best.user_attrs.get("run_dir", "")),
             int(best.last_step or 0),
         )
+
+
+def trial_project(plan: StudyPlan, number: int, params: dict[str, Any]) -> Project:
+    """The project trial ``number`` trains: the study's, with the trial's values, named after
+    them (``seed #3 learning_rate=0.01 kind=adam``); ProblemsError when they make no valid
+    project."""
+    label = " ".join(f"{path.rsplit('.', 1)[-1]}={_short(v)}" for path, v in params.items())
+    name = f"{plan.project.name[:120]} #{number} {label}"[:200]
+    return with_values(plan.project, params, name)
 
 
 def _short(value: object) -> str:
