@@ -23,7 +23,7 @@ from . import __version__
 from .cluster import task_dir_name
 from .cluster.blame import PEER_ERRORS, STALLED
 from .cluster.slurm import DEFAULT_PORT_BASE as SLURM_PORT_BASE
-from .cluster.ssh import DEFAULT_REMOTE_DIR, SshLaunch
+from .cluster.ssh import DEFAULT_REMOTE_DIR, SshLaunch, launch_hosts
 from .config import Project, load_project, uneven_batch_warnings
 from .datasets import project_folder_problems, unreadable_image_problems
 from .examples import example_names, load_example, portable_example_text
@@ -794,15 +794,15 @@ def add_cluster_commands(commands: argparse._SubParsersAction) -> None:
     )
     launch.add_argument(
         "--remote-command",
-        default="distloop",
         metavar="CMD",
-        help="how each host runs distloop (default: distloop; e.g. /opt/venv/bin/distloop)",
+        help="how every host runs distloop (e.g. /opt/venv/bin/distloop; default: each host's "
+        "launch.hosts command in the project, else distloop)",
     )
     launch.add_argument(
         "--remote-dir",
-        default=DEFAULT_REMOTE_DIR,
         metavar="DIR",
-        help=f"where runs go on each host (default: ~/{DEFAULT_REMOTE_DIR})",
+        help="where runs go on every host (default: each host's launch.hosts remote_dir in the "
+        f"project, else ~/{DEFAULT_REMOTE_DIR})",
     )
     launch.add_argument(
         "--no-preflight", action="store_true", help="start without the pre-flight check"
@@ -819,10 +819,10 @@ def add_cluster_commands(commands: argparse._SubParsersAction) -> None:
     preflight.add_argument("project", nargs="?", type=Path, help="project JSON file")
     preflight.add_argument("--ssh-config", type=Path, metavar="FILE", help="ssh -F FILE")
     preflight.add_argument(
-        "--remote-command", default="distloop", metavar="CMD", help="distloop on each host"
+        "--remote-command", metavar="CMD", help="distloop on every host (as launch's)"
     )
     preflight.add_argument(
-        "--remote-dir", default=DEFAULT_REMOTE_DIR, metavar="DIR", help="where runs go there"
+        "--remote-dir", metavar="DIR", help="where runs go on every host (as launch's)"
     )
     # The host's side, run over ssh by the check itself.
     hidden = argparse.SUPPRESS
@@ -1017,6 +1017,7 @@ def command_launch(args: argparse.Namespace) -> int:
         ssh_config=args.ssh_config,
         remote_command=args.remote_command,
         remote_dir=args.remote_dir,
+        hosts=launch_hosts(project),
     )
     if not args.no_preflight and _report_preflight(project, hosts) != EXIT_OK:
         hosts.close()
@@ -1054,7 +1055,7 @@ def command_launch_resume(args: argparse.Namespace) -> int:
     project = _load(run_dir / PROJECT_FILE)
     if project is None or not announce_custom_code(project, None):
         return EXIT_FAILED
-    hosts = SshLaunch.from_settings(settings)
+    hosts = SshLaunch.from_settings(settings, project)
     lock = _claim_run_to_resume(run_dir)
     if lock is None:
         hosts.close()
@@ -1115,6 +1116,7 @@ def command_preflight(args: argparse.Namespace) -> int:
         ssh_config=args.ssh_config,
         remote_command=args.remote_command,
         remote_dir=args.remote_dir,
+        hosts=launch_hosts(project),
     )
     try:
         return _report_preflight(project, hosts)

@@ -45,10 +45,14 @@ class SshHosts:
     namespaces: list[str]
     ssh_config: Path
     client_key: Path
+    doors: dict[int, tuple[str, int]]
+    """Per host whose sshd listens elsewhere: that address (a second one of the host's) and
+    port; its TF_CONFIG address then has no sshd."""
 
     def ssh(self, index: int, command: str) -> subprocess.CompletedProcess:
+        address, port = self.doors.get(index, (self.addresses[index], 22))
         return subprocess.run(
-            ["ssh", "-F", str(self.ssh_config), self.addresses[index], command],
+            ["ssh", "-F", str(self.ssh_config), "-p", str(port), address, command],
             capture_output=True,
             text=True,
             timeout=30,
@@ -61,10 +65,15 @@ def _ip(*args: str) -> None:
 
 @contextmanager
 def ssh_hosts(
-    folder: Path, count: int, hidden: dict[int, Path] | None = None
+    folder: Path,
+    count: int,
+    hidden: dict[int, Path] | None = None,
+    doors: dict[int, int] | None = None,
 ) -> Iterator[SshHosts]:
     """``hidden``: a folder a host does not see (an empty tmpfs over it, in a mount
-    namespace of that host's sshd), as a file missing on one machine of a cluster."""
+    namespace of that host's sshd), as a file missing on one machine of a cluster.
+    ``doors``: hosts whose sshd listens only on a second address of theirs, on this
+    port, as a machine reached by another name than its cluster's."""
     folder.mkdir(parents=True, exist_ok=True)
     made_here = next(_SETS)
     tag = f"{os.getpid() % 100_000}{made_here}"
@@ -72,6 +81,7 @@ def ssh_hosts(
     bridge = f"dlb{tag}"
     namespaces = [f"dlh{tag}n{i}" for i in range(count)]
     addresses = [f"10.253.{block}.{i + 2}" for i in range(count)]
+    door_at = {i: (f"10.253.{block}.{i + 102}", port) for i, port in (doors or {}).items()}
     made_bridge = False
     made: list[str] = []
     daemons: list[Path] = []
@@ -96,6 +106,8 @@ def ssh_hosts(
             _ip("link", "set", outer, "master", bridge)
             _ip("link", "set", outer, "up")
             _ip("-n", space, "addr", "add", f"{address}/24", "dev", inner)
+            if i in door_at:
+                _ip("-n", space, "addr", "add", f"{door_at[i][0]}/24", "dev", inner)
             _ip("-n", space, "link", "set", inner, "up")
             _ip("-n", space, "link", "set", "lo", "up")
             host = folder / f"host{i}"
@@ -109,8 +121,7 @@ def ssh_hosts(
             config.write_text(
                 "\n".join(
                     [
-                        f"ListenAddress {address}",
-                        "Port 22",
+                        "ListenAddress {}:{}".format(*door_at.get(i, (address, 22))),
                         f"HostKey {host / 'host_key'}",
                         f"PidFile {host / 'sshd.pid'}",
                         f"AuthorizedKeysFile {folder / 'authorized_keys'}",
@@ -140,10 +151,10 @@ def ssh_hosts(
                 f"Host {address}\n  User root\n  IdentityFile {folder / 'client_key'}\n"
                 "  IdentitiesOnly yes\n  StrictHostKeyChecking no\n"
                 "  UserKnownHostsFile /dev/null\n  LogLevel ERROR\n"
-                for address in addresses
+                for address in [*addresses, *(door for door, _ in door_at.values())]
             )
         )
-        hosts = SshHosts(addresses, namespaces, ssh_config, folder / "client_key")
+        hosts = SshHosts(addresses, namespaces, ssh_config, folder / "client_key", door_at)
         deadline = time.monotonic() + 30
         for i in range(count):
             while hosts.ssh(i, "true").returncode != 0:

@@ -61,6 +61,35 @@ def test_unknown_keys_are_errors_not_ignored() -> None:
     assert "optimizer.learning_rat" in problems_of(data)
 
 
+def test_launch_hosts_are_checked_each_at_its_path_and_kept() -> None:
+    """A destination ssh would read as an option, a port out of range, a command of two
+    lines, a key that is no TF_CONFIG host: one problem each, with its path."""
+    data = example_data()
+    data["launch"] = {
+        "hosts": {
+            "10.0.0.2": {"destination": "-oProxyCommand=touch x", "port": 70000},
+            "10.0.0.3": {"destination": "me@", "command": "distloop\nrm -rf ~"},
+            "not a host": {},
+        }
+    }
+    problems = problems_of(data)
+    assert "not a host name, address or ssh alias" in problems["launch.hosts.10.0.0.2.destination"]
+    assert "less than or equal to 65535" in problems["launch.hosts.10.0.0.2.port"]
+    assert "'' is not a host name" in problems["launch.hosts.10.0.0.3.destination"]
+    assert "one line" in problems["launch.hosts.10.0.0.3.command"]
+    assert "not a valid host name" in problems["launch.hosts.not a host.[key]"]
+    assert len(problems) == 5
+    data["launch"] = {
+        "hosts": {
+            "10.0.0.2": {"destination": "alice@gpu-1.lab", "port": 2200},
+            "fe80::1": {"command": "/opt/venv/bin/distloop", "remote_dir": "/scratch/runs"},
+        }
+    }
+    project = load_project_data(data)
+    assert project.launch is not None and project.launch.hosts["10.0.0.2"].port == 2200
+    assert load_project_text(project.to_json()) == project
+
+
 def test_cross_field_rules_report_every_problem_at_once() -> None:
     data = example_data()
     data["strategy"] = {"kind": "one_device", "cpu_replicas": 2}

@@ -119,6 +119,47 @@ def test_a_launch_over_ssh_gives_the_one_process_trace(hosts: SshHosts, tmp_path
 
 
 @pytest.mark.slow
+def test_a_host_reached_by_another_name_and_port_than_its_tf_config_s(tmp_path: Path) -> None:
+    """The project's launch.hosts: worker 0's host answers ssh only at a second address of
+    its own, on port 2200 (its TF_CONFIG address has no sshd), and each host has its own
+    distloop command and runs folder; the pre-flight and the launch go in that way, the
+    tasks talk over their TF_CONFIG addresses, and the chief's folder comes back."""
+    reason = unavailable_reason()
+    if reason:
+        pytest.skip(reason)
+    command = f"{sys.executable} -m distloop.gui.launcher"
+    with ssh_hosts(tmp_path / "hosts", 2, doors={0: 2200}) as hosts:
+        path = _project(hosts, tmp_path)
+        data = json.loads(path.read_text())
+        door, port = hosts.doors[0]
+        data["launch"] = {
+            "hosts": {
+                hosts.addresses[0]: {"destination": f"root@{door}", "port": port,
+                                     "command": command, "remote_dir": str(tmp_path / "a")},
+                hosts.addresses[1]: {"command": command, "remote_dir": str(tmp_path / "b")},
+            }
+        }  # fmt: skip
+        path.write_text(json.dumps(data))
+        out = tmp_path / "run"
+        done = subprocess.run(
+            [*CLI, "launch", str(path), "--out", str(out), "--ssh-config", str(hosts.ssh_config)],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "preflight: 2 host(s), 2 task(s) ready" in done.stderr
+    assert step_lines(done.stdout)[0] == list(range(1, 21))
+    assert read_status(tmp_path / "a" / "run" / "tasks" / "worker-0")["status"] == "finished"
+    assert read_status(tmp_path / "b" / "run" / "tasks" / "worker-1")["status"] == "finished"
+    assert (out / "tasks" / "worker-0" / "model.keras").is_file()
+    assert load_project_data(json.loads((out / "project.json").read_text())).launch == (
+        load_project_data(data).launch
+    )
+
+
+@pytest.mark.slow
 def test_killing_the_launcher_s_ssh_ends_the_remote_tasks(hosts: SshHosts, tmp_path: Path) -> None:
     """The connection drops (the ssh clients die with the launcher): each task stops on
     its host with a checkpoint, and nothing of the run is left running there."""
@@ -221,6 +262,23 @@ def test_preflight_names_localhost_in_a_cluster_of_hosts(tmp_path: Path) -> None
         "distloop: preflight: localhost: tf_config: a loopback name in a cluster of several "
         "hosts: each task would reach itself; write the host's network name or address"
     ) in done.stderr
+
+
+def test_a_launch_hosts_entry_for_no_host_of_the_cluster_is_refused(tmp_path: Path) -> None:
+    """A host name mistyped in launch.hosts would quietly leave the host reached by its
+    TF_CONFIG name: it is one line before anything connects."""
+    path = tmp_path / "project.json"
+    cluster = {"worker": ["10.253.255.2:2222", "10.253.255.3:2222"]}
+    data = multi_worker(20, {"cluster": cluster, "task": {"type": "worker"}})
+    data["launch"] = {"hosts": {"10.253.255.4": {"port": 2200}}}
+    path.write_text(json.dumps(data))
+    done = distloop("launch", str(path), "--out", str(tmp_path / "run"), timeout_s=60)
+    assert done.returncode == 1
+    assert (
+        "launch.hosts.10.253.255.4: 10.253.255.4 is no host of tf_config's cluster "
+        "(10.253.255.2, 10.253.255.3)"
+    ) in done.stderr, done.stderr
+    assert not (tmp_path / "run").exists()
 
 
 @pytest.mark.slow

@@ -170,7 +170,7 @@ def preflight(project: Project, config: TFConfig, hosts: SshLaunch) -> list[Find
     def ask(host: str) -> dict[str, Any] | Finding:
         ports = [parse_address(config.address(t))[1] for t in tasks if host_of[str(t)] == host]
         command = (
-            f"{hosts.remote_command} preflight --probe --folder {shlex.quote(hosts.folder())}"
+            f"{hosts.command(host)} preflight --probe --folder {shlex.quote(hosts.folder(host))}"
             + "".join(f" --path {shlex.quote(p)}" for p in paths)
             + "".join(f" --port {port}" for port in ports)
             + (" --devices" if project.strategy.kind == "multi_worker_mirrored" else "")
@@ -180,7 +180,7 @@ def preflight(project: Project, config: TFConfig, hosts: SshLaunch) -> list[Find
         except OSError as exc:
             return Finding(host, "ssh", str(exc).removeprefix(f"{host}: "))
         except ValueError:
-            return Finding(host, "distloop", f"{hosts.remote_command} is not Distloop")
+            return Finding(host, "distloop", f"{hosts.command(host)} is not Distloop")
 
     # Every host at once: a probe that counts devices starts TensorFlow there (seconds).
     with ThreadPoolExecutor(max_workers=min(len(names), 32)) as pool:
@@ -255,9 +255,10 @@ def _all_pairs(config: TFConfig, hosts: SshLaunch, host_of: dict[str, str]) -> l
     try:
         for task in tasks:
             _, port = parse_address(config.address(task))
-            command = f"{hosts.remote_command} preflight --listen {port} --seconds {LISTEN_S:g}"
+            host = host_of[str(task)]
+            command = f"{hosts.command(host)} preflight --listen {port} --seconds {LISTEN_S:g}"
             listener = subprocess.Popen(
-                hosts.ssh(host_of[str(task)], command),
+                hosts.ssh(host, command),
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.DEVNULL,
@@ -277,7 +278,7 @@ def _all_pairs(config: TFConfig, hosts: SshLaunch, host_of: dict[str, str]) -> l
             if not others:
                 continue
             host = host_of[str(source)]
-            command = f"{hosts.remote_command} preflight --connect " + " ".join(
+            command = f"{hosts.command(host)} preflight --connect " + " ".join(
                 shlex.quote(a) for a in others
             )
             try:

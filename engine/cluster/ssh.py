@@ -1,18 +1,20 @@
 """A cluster's tasks started on their hosts over SSH (``distloop launch``).
 
-The hosts are the TF_CONFIG's host names, reached with the system's OpenSSH
-client, so ``~/.ssh/config`` (or ``--ssh-config``), ProxyJump and the agent work as
-they do in a terminal. ``BatchMode=yes``: a host that wants a password or an unknown
-host key fails at once with ssh's own line instead of waiting for a prompt nobody
-sees. One connection per host is shared by every ssh call to it (ControlMaster), and
-keep-alives end a connection whose network is gone. No password is ever asked for or
-stored.
+The hosts are the TF_CONFIG's host names, unless the project's ``launch`` section
+maps one to another destination, port, command or folder (``engine.config.launch``),
+reached with the system's OpenSSH client, so ``~/.ssh/config`` (or ``--ssh-config``),
+ProxyJump and the agent work as they do in a terminal. ``BatchMode=yes``: a host that
+wants a password or an unknown host key fails at once with ssh's own line instead of
+waiting for a prompt nobody sees. One connection per host is shared by every ssh call
+to it (ControlMaster), and keep-alives end a connection whose network is gone. No
+password is ever asked for or stored.
 
-Each task's project is copied to ``REMOTE_DIR/RUN/project-TYPE-INDEX.json`` on its
-host (with custom step code beside it), then started there as ``distloop run
---task TYPE:INDEX --messages`` in ``REMOTE_DIR/RUN/tasks/TYPE-INDEX``, and reports
-back over its ssh channel (``engine.cluster.remote``). Data paths must exist on every
-host as the project names them.
+Each task's project (with custom step code beside it) is copied to
+``REMOTE_DIR/RUN/project-TYPE-INDEX.json`` on its host (``REMOTE_DIR``: ``--remote-dir``,
+else the host's ``remote_dir``, else ``~/distloop-runs``), then started there as
+``distloop run --task TYPE:INDEX --messages`` in ``REMOTE_DIR/RUN/tasks/TYPE-INDEX``,
+and reports back over its ssh channel (``engine.cluster.remote``). Data paths must
+exist on every host as the project names them.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..config import Project
+from ..config import Project, SshHost
 from ..problems import Problem, ProblemsError
 from ..run_folder import TASKS_DIR
 from ..tf_config import TaskSpec, TFConfig, parse_address
@@ -37,20 +39,30 @@ CONNECT_TIMEOUT_S = 15
 COPY_TIMEOUT_S = 120
 
 
+def launch_hosts(project: Project) -> dict[str, SshHost]:
+    """The project's ways into its hosts (its ``launch.hosts``)."""
+    return dict(project.launch.hosts) if project.launch else {}
+
+
 @dataclass
 class SshLaunch:
-    """How the tasks reach their hosts, and where they write there."""
+    """How the tasks reach their hosts, and where they write there.
+
+    ``remote_command`` and ``remote_dir`` (the command line's) win over every host's own
+    in ``hosts`` (the project's ``launch.hosts``); None leaves each host its own.
+    """
 
     run_name: str
     ssh_config: Path | None = None
-    remote_command: str = "distloop"
-    remote_dir: str = DEFAULT_REMOTE_DIR
+    remote_command: str | None = None
+    remote_dir: str | None = None
+    hosts: dict[str, SshHost] = field(default_factory=dict)
     _control_dir: tempfile.TemporaryDirectory[str] = field(
         default_factory=lambda: tempfile.TemporaryDirectory(prefix="distloop-ssh-")
     )
 
     def ssh(self, host: str, command: str) -> list[str]:
-        """The ssh command line that runs ``command`` (a shell line) on ``host``."""
+        """The ssh command line that runs ``command`` (a shell line) on TF_CONFIG's ``host``."""
         options = [
             "BatchMode=yes",
             f"ConnectTimeout={CONNECT_TIMEOUT_S}",
@@ -61,14 +73,33 @@ class SshLaunch:
             "ServerAliveCountMax=3",
         ]
         config = ["-F", str(self.ssh_config)] if self.ssh_config else []
-        return ["ssh", *config, *(f"-o{o}" for o in options), "-T", host, "--", command]
+        way_in = self.hosts.get(host, SshHost())
+        port = ["-p", str(way_in.port)] if way_in.port is not None else []
+        destination = way_in.destination or host
+        return [
+            "ssh", *config, *(f"-o{o}" for o in options), *port, "-T", destination, "--", command
+        ]  # fmt: skip
 
-    def folder(self) -> str:
-        """The run's folder on every host."""
-        return f"{self.remote_dir.rstrip('/')}/{self.run_name}"
+    def command(self, host: str) -> str:
+        """How ``host`` runs Distloop."""
+        return self.remote_command or self.hosts.get(host, SshHost()).command or "distloop"
 
-    def task_folder(self, task: TaskSpec) -> str:
-        return f"{self.folder()}/{TASKS_DIR}/{task_dir_name(task)}"
+    def where(self, host: str) -> str:
+        """How messages name ``host``: its TF_CONFIG name, and the way in when it differs."""
+        way_in = self.hosts.get(host, SshHost())
+        if way_in.destination is None and way_in.port is None:
+            return host
+        port = f" port {way_in.port}" if way_in.port is not None else ""
+        return f"{host} (ssh {way_in.destination or host}{port})"
+
+    def folder(self, host: str) -> str:
+        """The run's folder on ``host``."""
+        remote_dir = self.remote_dir or self.hosts.get(host, SshHost()).remote_dir
+        return f"{(remote_dir or DEFAULT_REMOTE_DIR).rstrip('/')}/{self.run_name}"
+
+    def task_folder(self, config: TFConfig, task: TaskSpec) -> str:
+        host, _ = parse_address(config.address(task))
+        return f"{self.folder(host)}/{TASKS_DIR}/{task_dir_name(task)}"
 
     def tf_config(self, project: Project) -> TFConfig:
         """The project's own cluster, which names the hosts; ProblemsError if it cannot run."""
@@ -78,6 +109,15 @@ class SshLaunch:
                 "launch",
             )
         problems = run_problems(project.tf_config, project.strategy.kind)
+        named = {parse_address(a)[0] for job in project.tf_config.cluster.values() for a in job}
+        problems += [
+            Problem(
+                ("launch", "hosts", host),
+                f"{host} is no host of tf_config's cluster ({', '.join(sorted(named))})",
+            )
+            for host in (project.launch.hosts if project.launch else {})
+            if host not in named
+        ]
         if problems:
             raise ProblemsError(problems, "launch")
         return project.tf_config
@@ -88,14 +128,14 @@ class SshLaunch:
         """The task as an engine here: its project copied to its host, then started there;
         ``resume`` continues the task's run in its folder there instead."""
         host, _ = parse_address(config.address(task))
-        where = f"{task} on {host}"
+        where = f"{task} on {self.where(host)}"
         if resume:
             run = (
-                f"cd {shlex.quote(self.folder())} && exec {self.remote_command} run --resume "
+                f"cd {shlex.quote(self.folder(host))} && exec {self.command(host)} run --resume "
                 f"{shlex.quote(f'{TASKS_DIR}/{task_dir_name(task)}')} --messages"
             )
             return RemoteEngine(project, self.ssh(host, run), task=str(task), where=where)
-        folder, name = self.folder(), f"project-{task_dir_name(task)}.json"
+        folder, name = self.folder(host), f"project-{task_dir_name(task)}.json"
         sent = project
         files: dict[str, bytes] = {}
         if project.custom_code is not None:
@@ -112,7 +152,7 @@ class SshLaunch:
                 self.run(host, f"mkdir -p {shlex.quote(folder)} && cat > {target}", content)
 
         run = (
-            f"cd {shlex.quote(folder)} && exec {self.remote_command} run {shlex.quote(name)} "
+            f"cd {shlex.quote(folder)} && exec {self.command(host)} run {shlex.quote(name)} "
             f"--task {task} --out {shlex.quote(f'{TASKS_DIR}/{task_dir_name(task)}')} --messages"
         )
         return RemoteEngine(project, self.ssh(host, run), task=str(task), where=where, prepare=copy)
@@ -138,7 +178,7 @@ class SshLaunch:
         """
         host, _ = parse_address(config.address(task))
         into.mkdir(parents=True, exist_ok=True)
-        command = f"tar -C {shlex.quote(self.task_folder(task))} -cf - ."
+        command = f"tar -C {shlex.quote(self.task_folder(config, task))} -cf - ."
         with (
             tempfile.TemporaryFile() as said,
             subprocess.Popen(self.ssh(host, command), stdout=subprocess.PIPE, stderr=said) as ssh,
@@ -153,7 +193,7 @@ class SshLaunch:
                 lines = said.read().decode(errors="replace").strip().splitlines()
                 raise OSError(f"{host}: {lines[-1] if lines else exc}") from None
         if ssh.returncode != 0:
-            raise OSError(f"{host}: copying {self.task_folder(task)} back failed")
+            raise OSError(f"{host}: copying {self.task_folder(config, task)} back failed")
 
     def share_checkpoint(self, config: TFConfig, chief: TaskSpec, others: list[TaskSpec]) -> None:
         """Copies the chief's checkpoints to the other trainers' folders on their hosts.
@@ -163,10 +203,10 @@ class SshLaunch:
         here the copy goes from host to host through this machine, as a tar stream.
         """
         source, _ = parse_address(config.address(chief))
-        pack = f"tar -C {shlex.quote(self.task_folder(chief))} -cf - checkpoints"
+        pack = f"tar -C {shlex.quote(self.task_folder(config, chief))} -cf - checkpoints"
         for task in others:
             host, _ = parse_address(config.address(task))
-            target = shlex.quote(self.task_folder(task))
+            target = shlex.quote(self.task_folder(config, task))
             unpack = f"rm -rf {target}/checkpoints && mkdir -p {target} && tar -C {target} -xf -"
             with subprocess.Popen(self.ssh(source, pack), stdout=subprocess.PIPE) as sender:
                 done = subprocess.run(
@@ -183,7 +223,8 @@ class SshLaunch:
                 )
 
     def settings(self) -> dict[str, str | None]:
-        """What a resume needs to reach the same hosts and folders (kept in status.json)."""
+        """What a resume needs to reach the same hosts and folders (kept in status.json;
+        the hosts' own ways in are in the run's project.json)."""
         return {
             "run_name": self.run_name,
             "ssh_config": str(self.ssh_config) if self.ssh_config else None,
@@ -192,13 +233,16 @@ class SshLaunch:
         }
 
     @classmethod
-    def from_settings(cls, settings: dict[str, str | None]) -> SshLaunch:
-        config = settings.get("ssh_config")
+    def from_settings(cls, settings: dict[str, str | None], project: Project) -> SshLaunch:
+        config, command, remote_dir = (
+            settings.get(key) for key in ("ssh_config", "remote_command", "remote_dir")
+        )
         return cls(
             run_name=str(settings["run_name"]),
             ssh_config=Path(config) if config else None,
-            remote_command=str(settings.get("remote_command") or "distloop"),
-            remote_dir=str(settings.get("remote_dir") or DEFAULT_REMOTE_DIR),
+            remote_command=str(command) if command else None,
+            remote_dir=str(remote_dir) if remote_dir else None,
+            hosts=launch_hosts(project),
         )
 
     def close(self) -> None:

@@ -2,7 +2,7 @@
 
 A project is JSON with ``"schema_version": 1`` and the top-level keys
 ``strategy``, ``tf_config``, ``model``, ``optimizer``, ``loss``, ``data`` and
-``training``, plus the optional ``custom_code`` and ``evaluation``. These names
+``training``, plus the optional ``custom_code``, ``evaluation`` and ``launch``. These names
 are a public contract (other tools read and write project files), so fields are
 only ever added, never renamed.
 
@@ -20,6 +20,7 @@ from this package, which names what the rest of Distloop uses:
 ``loss``         ``loss``: the per-example loss
 ``data``         ``data`` (and an evaluation source): one model per source
 ``training``     ``training``, ``custom_code`` and ``evaluation``
+``launch``       ``launch``: how ``distloop launch`` reaches each host over SSH
 ``project``      :class:`Project`, which holds them all, and ``load_project*``
 ``cross_field``  the rules that join sections (shapes must fit, strategies agree)
 ``memory``       the memory a run needs at least, from the project alone
@@ -39,6 +40,7 @@ from .data import (
     TFRecordData,
     image_channels,
 )
+from .launch import LaunchConfig, SshHost
 from .loss import LossConfig
 from .memory import MAX_PROJECT_BYTES, bytes_text, memory_estimate
 from .model import (
@@ -119,6 +121,7 @@ __all__ = [
     "Initializer",
     "InputDistribution",
     "LSTMLayer",
+    "LaunchConfig",
     "Layer",
     "LayerNormalizationLayer",
     "LossConfig",
@@ -131,6 +134,7 @@ __all__ = [
     "Regularizer",
     "RescalingLayer",
     "SGDConfig",
+    "SshHost",
     "StrategyConfig",
     "SyntheticClassification",
     "SyntheticRegression",

@@ -21,6 +21,7 @@ from ..tf_config import TFConfig
 from ._strict import _Strict
 from .cross_field import cross_field_problems
 from .data import DATA_SOURCES, DataConfig
+from .launch import LaunchConfig
 from .loss import LossConfig
 from .model import LAYER_KINDS, ModelConfig
 from .optimizer import OPTIMIZER_KINDS, OptimizerConfig, SGDConfig
@@ -48,6 +49,11 @@ class Project(_Strict):
     )
     evaluation: EvaluationConfig | None = Field(
         None, description="Validation data evaluated every N steps; null evaluates nothing."
+    )
+    launch: LaunchConfig | None = Field(
+        None,
+        description="How distloop launch reaches TF_CONFIG hosts over SSH; null: by their "
+        "TF_CONFIG names.",
     )
 
     model_config = ConfigDict(extra="forbid", validate_assignment=False)
