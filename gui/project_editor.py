@@ -24,7 +24,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from ..engine.config import SCHEMA_VERSION, Project
+from ..engine.config import SCHEMA_VERSION, LaunchConfig, Project
 from ..engine.messages import DevicesDetected
 from ..engine.problems import Loc, Problem
 from ..engine.process import detect_devices
@@ -146,6 +146,7 @@ class ProjectEditor(QTabWidget):
             "evaluation": self.evaluation,
         }
         self._marked: set[QWidget] = set()
+        self._launch: LaunchConfig | None = None
 
         # Every form but the general one owns project paths it can be marked at.
         self._forms = (
@@ -178,6 +179,7 @@ class ProjectEditor(QTabWidget):
             self.training.set_value(project.training)
             self.custom_code.set_value(project.custom_code)
             self.evaluation.set_value(project.evaluation)
+        self._launch = project.launch
 
     def data(self) -> dict[str, Any]:
         """The project file's dict as the forms show it, valid or not."""
@@ -193,6 +195,8 @@ class ProjectEditor(QTabWidget):
             "training": self.training.value(),
             "custom_code": self.custom_code.value(),
             "evaluation": self.evaluation.value(),
+            # No form edits it yet: kept as loaded, so saving never drops it.
+            "launch": None if self._launch is None else self._launch.model_dump(mode="json"),
         }
 
     def targets(self) -> dict[Loc, QWidget]:

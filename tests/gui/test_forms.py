@@ -69,6 +69,11 @@ VARIANTS = {
             "task": {"type": "worker", "index": 1},
         },
     ),
+    "launch_hosts": _variant(
+        strategy={"kind": "multi_worker_mirrored"},
+        tf_config={"cluster": {"worker": ["host1:2222", "host2:2222"]}, "task": {"type": "worker"}},
+        launch={"hosts": {"host2": {"destination": "me@10.0.0.9", "port": 2200}}},
+    ),
     "tpu": _variant(strategy={"kind": "tpu", "tpu": "grpc://10.0.0.2:8470"}),
     "layers": _variant(
         model={
