@@ -432,7 +432,7 @@ def runs_refresh(app, tmp: Path, rows: int = 1_000_000) -> tuple[float, float, f
     panel.refresh()
     first = time.perf_counter() - began
     began = time.perf_counter()
-    while panel.proxy.index(0, Column.BEST_LOSS).data() == "…":
+    while panel.proxy.index(0, Column.LATE_LOSS).data() == "…":
         app.processEvents()
         time.sleep(0.01)
     scan = time.perf_counter() - began

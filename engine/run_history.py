@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import csv_summary
-from .fileio import open_bytes, read_regular_file
+from .fileio import read_regular_file
 from .run_folder import (
     EVAL_FILE,
     LABEL_FILE,
@@ -56,7 +56,8 @@ class RunSummary:
     num_replicas: int | None
     steps: int
     final_loss: float | None
-    best_loss: float | None
+    smoothed_loss: float | None
+    """The mean loss of the last tenth of its steps (:mod:`engine.smoothed_loss`)."""
     duration_s: float | None
     status: str
     error: str | None
@@ -66,7 +67,7 @@ class RunSummary:
     """The evaluation with the lowest ``val_loss`` (the one ``model.keras`` keeps): its
     metrics by name, without the step."""
     pending: bool = False
-    """The best loss and validation are those of the files' part scanned so far: a
+    """The smoothed loss and validation are those of the files' part scanned so far: a
     scan (:func:`summarize` with ``scan``) is due."""
 
     def matches(self, text: str) -> bool:
@@ -85,7 +86,7 @@ def summarize(run_dir: Path, *, scan: bool = True) -> RunSummary:
 
     Never raises: a folder whose records cannot be read is summarized as
     :data:`UNREADABLE`, naming why. Without ``scan`` it reads no file whole: the last
-    step from the end of ``metrics.csv``, the best loss and validation from the last
+    step from the end of ``metrics.csv``, the smoothed loss and validation from the last
     scan of the files (``pending`` when they grew since). The window's thread
     summarizes so; a worker thread then scans (``engine.csv_summary``).
     """
@@ -98,12 +99,11 @@ def summarize(run_dir: Path, *, scan: bool = True) -> RunSummary:
     read = csv_summary.scan if scan else csv_summary.peek
     metrics = _csv_summary(read, run_dir / METRICS_FILE, "loss")
     evaluations = _csv_summary(read, run_dir / EVAL_FILE, "val_loss")
-    last, best = (metrics.last, metrics.best) if metrics else (None, None)
+    last = metrics.last if metrics else None
     steps, final, elapsed = 0, None, None
     # A crafted metrics.csv (no loss column, a step of inf) summarizes as no steps.
     if last and "loss" in last and math.isfinite(last.get("step", math.nan)):
         steps, final, elapsed = int(last["step"]), last["loss"], last.get("elapsed_s")
-    best_loss = best.get("loss") if best else None
     validation = (
         {name: value for name, value in evaluations.best.items() if name != "step"}
         if evaluations and evaluations.best
@@ -131,7 +131,7 @@ def summarize(run_dir: Path, *, scan: bool = True) -> RunSummary:
         num_replicas=replicas if isinstance(replicas, int) else None,
         steps=steps,
         final_loss=final,
-        best_loss=best_loss,
+        smoothed_loss=metrics.smoothed if metrics else None,
         duration_s=duration,
         status=INTERRUPTED if _abandoned(status) else str(status.get("status", "unknown")),
         error=error if isinstance(error, str) else None,
@@ -140,38 +140,6 @@ def summarize(run_dir: Path, *, scan: bool = True) -> RunSummary:
         best_validation=validation,
         pending=pending,
     )
-
-
-LATE_FRACTION = 0.1
-"""The part of a run whose mean loss ranks it: its last tenth of steps."""
-
-
-def late_loss(run_dir: Path) -> float | None:
-    """The mean loss of the run's last tenth of steps (at least one), from ``metrics.csv``;
-    None when it has no finite loss.
-
-    A sweep's runs are ranked by it, not by their lowest loss: that is one batch's, and
-    with noisy batches the run with the luckiest batch came first, not the one that
-    learned most.
-    """
-    try:
-        with open_bytes(run_dir / METRICS_FILE) as handle:
-            lines = handle.read().decode("utf-8", "replace").splitlines()
-    except OSError:
-        return None
-    if not lines or "loss" not in lines[0].split(","):
-        return None
-    column = lines[0].split(",").index("loss")
-    losses = []
-    for line in lines[1:]:
-        cells = line.split(",")
-        try:
-            losses.append(float(cells[column]))
-        except (IndexError, ValueError):
-            continue
-    late = losses[-max(1, round(len(losses) * LATE_FRACTION)) :] if losses else []
-    finite = [value for value in late if math.isfinite(value)]
-    return sum(finite) / len(finite) if finite and len(finite) == len(late) else None
 
 
 def _unreadable(run_dir: Path, exc: OSError) -> RunSummary:
@@ -184,7 +152,7 @@ def _unreadable(run_dir: Path, exc: OSError) -> RunSummary:
         num_replicas=None,
         steps=0,
         final_loss=None,
-        best_loss=None,
+        smoothed_loss=None,
         duration_s=None,
         status=UNREADABLE,
         error=f"cannot read this run folder: {reason}",

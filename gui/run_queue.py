@@ -47,7 +47,7 @@ from PySide6.QtWidgets import (
 from ..engine.config import Project
 from ..engine.messages import RunFailed, RunFinished
 from ..engine.run_folder import format_loss
-from ..engine.run_history import RunSummary, late_loss, summarize
+from ..engine.run_history import RunSummary, summarize
 from .run_controller import RunController
 from .status_panel import format_duration
 
@@ -87,8 +87,6 @@ class QueueItem:
     state: ItemState = ItemState.QUEUED
     run_dir: Path | None = None
     summary: RunSummary | None = None
-    late_loss: float | None = None
-    """The mean loss of its last tenth of steps (:func:`~engine.run_history.late_loss`)."""
     error: str | None = None
 
 
@@ -213,7 +211,6 @@ class RunQueue(QObject):
             )
         if item.run_dir is not None and item.run_dir.is_dir():
             item.summary = summarize(item.run_dir)
-            item.late_loss = late_loss(item.run_dir)
         if stopped_by_user:
             self._set_running(False)
         self.changed.emit()
@@ -384,7 +381,8 @@ class QueueModel(QAbstractTableModel):
         if column == Column.FINAL_LOSS:
             return "—" if summary.final_loss is None else format_loss(summary.final_loss)
         if column == Column.LATE_LOSS:
-            return "—" if item.late_loss is None else format_loss(item.late_loss)
+            late = summary.smoothed_loss
+            return "—" if late is None else format_loss(late)
         if column == Column.VAL_LOSS:
             value = _val_loss(item)
             return "—" if value is None else format_loss(value)
@@ -402,7 +400,7 @@ class QueueModel(QAbstractTableModel):
             Column.NAME: item.project.name.casefold(),
             Column.STATE: item.state.value,
             Column.FINAL_LOSS: _number_key(summary.final_loss if summary else None),
-            Column.LATE_LOSS: _number_key(item.late_loss),
+            Column.LATE_LOSS: _number_key(summary.smoothed_loss if summary else None),
             Column.VAL_LOSS: _number_key(_val_loss(item)),
             Column.VALIDATION: _validation_text(summary) if summary else "",
             Column.STEPS: summary.steps if summary else 0,

@@ -48,7 +48,7 @@ class Column(enum.IntEnum):
     VALIDATION = 2
     STEPS = 3
     FINAL_LOSS = 4
-    BEST_LOSS = 5
+    LATE_LOSS = 5
     DURATION = 6
     STARTED = 7
     STRATEGY = 8
@@ -63,7 +63,7 @@ HEADERS = {
     Column.VALIDATION: "Best validation",
     Column.STEPS: "Steps",
     Column.FINAL_LOSS: "Final loss",
-    Column.BEST_LOSS: "Best loss",
+    Column.LATE_LOSS: "Loss, last 10%",
     Column.DURATION: "Duration",
     Column.STARTED: "Started",
     Column.STRATEGY: "Strategy",
@@ -78,11 +78,15 @@ NUMERIC = {
     Column.REPLICAS,
     Column.STEPS,
     Column.FINAL_LOSS,
-    Column.BEST_LOSS,
+    Column.LATE_LOSS,
     Column.DURATION,
 }
 SCANNING = "…"
-"""A best value still being read from a long run's files (off the window's thread)."""
+"""A value still being read from a long run's files (off the window's thread)."""
+LATE_LOSS_TIP = (
+    "The mean loss of the last tenth of the run's steps: one batch's loss is noise. "
+    "Sweeps and studies rank runs by the same number."
+)
 VALIDATION_SHORT = {"val_accuracy": "acc", "val_mae": "mae"}
 
 
@@ -208,7 +212,7 @@ class RunsTableModel(QAbstractTableModel):
             Column.STEPS: f"{run.steps:,}",
             Column.VALIDATION: validation_text(run),
             Column.FINAL_LOSS: _loss_text(run.final_loss),
-            Column.BEST_LOSS: _loss_text(run.best_loss, run.pending),
+            Column.LATE_LOSS: _loss_text(run.smoothed_loss, run.pending),
             Column.DURATION: "—" if run.duration_s is None else format_duration(run.duration_s),
             Column.STATUS: run.status,
             Column.TAGS: ", ".join(run.tags),
@@ -226,7 +230,7 @@ class RunsTableModel(QAbstractTableModel):
             Column.STEPS: run.steps,
             Column.FINAL_LOSS: _number_key(run.final_loss),
             Column.VALIDATION: _number_key((run.best_validation or {}).get("val_loss")),
-            Column.BEST_LOSS: _number_key(run.best_loss),
+            Column.LATE_LOSS: _number_key(run.smoothed_loss),
             Column.DURATION: _number_key(run.duration_s),
             Column.STATUS: run.status,
             Column.TAGS: ", ".join(run.tags).casefold(),
@@ -252,8 +256,10 @@ class RunsTableModel(QAbstractTableModel):
                 f"{name} {value:.6g}" for name, value in run.best_validation.items()
             )
             return f"{metrics}: the evaluation with the lowest val_loss"
-        if column in (Column.BEST_LOSS, Column.VALIDATION) and run.pending:
+        if column in (Column.LATE_LOSS, Column.VALIDATION) and run.pending:
             return "Reading this run's metrics (a long run takes a moment)"
+        if column == Column.LATE_LOSS:
+            return LATE_LOSS_TIP
         if column == Column.NOTES and run.notes:
             return run.notes
         if column in (Column.TAGS, Column.NOTES):

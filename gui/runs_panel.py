@@ -79,7 +79,7 @@ DEFAULT_WIDTHS = {
     Column.VALIDATION: 130,
     Column.STEPS: 70,
     Column.FINAL_LOSS: 95,
-    Column.BEST_LOSS: 95,
+    Column.LATE_LOSS: 95,
     Column.DURATION: 75,
     Column.STARTED: 120,
     Column.STRATEGY: 150,

@@ -6,6 +6,7 @@ import math
 import os
 from pathlib import Path
 
+import pytest
 from distloop.engine import csv_summary
 from distloop.engine.run_folder import MetricsWriter, format_loss, truncate_metrics
 from distloop.engine.run_history import summarize
@@ -77,6 +78,7 @@ def test_cut_rows_and_non_finite_losses_are_never_the_best(tmp_path: Path) -> No
     summary = csv_summary.scan(path, "loss")
     assert summary.best == {"step": 5.0, "loss": 1.75, "elapsed_s": 0.5}
     assert summary.last == summary.best  # the crash's cut line is no row
+    assert summary.smoothed == 1.75  # 4 rows (row 4 is short): the last one
 
 
 @settings(max_examples=60, deadline=None)
@@ -100,9 +102,12 @@ def test_summaries_agree_with_reading_the_whole_file(
         step += len(batch)
         if scan:
             csv_summary.scan(path, "loss")
-    every = [loss for batch in batches for loss in batch]
-    finite = [float(format_loss(v)) for v in every if math.isfinite(v)]
+    every = [float(format_loss(loss)) for batch in batches for loss in batch]
+    late = every[-math.ceil(len(every) / 10) :] if every else []
     summary = summarize(run_dir)
     assert summary.steps == len(every)
-    assert summary.best_loss == (min(finite) if finite else None)
+    if late and all(math.isfinite(v) for v in late):
+        assert summary.smoothed_loss == pytest.approx(math.fsum(late) / len(late))
+    else:
+        assert summary.smoothed_loss is None
     assert not summary.pending

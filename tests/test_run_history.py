@@ -61,10 +61,22 @@ def test_runs_are_listed_newest_first_with_their_numbers(tmp_path) -> None:
     runs = list_runs(tmp_path)
     assert [r.name for r in runs] == ["new", "old"]
     old = runs[1]
-    assert (old.steps, old.final_loss, old.best_loss) == (3, 2.5, 2.0)
+    assert (old.steps, old.final_loss, old.smoothed_loss) == (3, 2.5, 2.5)
     assert (old.strategy, old.num_replicas, old.status) == ("MirroredStrategy", 2, "finished")
     assert old.duration_s is not None and old.duration_s >= 0
     assert runs[0].status == "stopped"
+
+
+def test_a_run_is_summarized_by_its_smoothed_loss_not_one_batch(tmp_path) -> None:
+    """The runs list showed the lowest loss: one lucky batch's. It shows the mean of the
+    last tenth of the steps, the number sweeps and studies rank by."""
+    losses = [2.0] * 10 + [0.1] + [1.0] * 7 + [0.5, 1.5]  # 20 steps: the last 2 count
+    run = summarize(fake_run(tmp_path, "run", 100.0, losses))
+    assert (run.final_loss, run.smoothed_loss) == (1.5, 1.0)
+    nan = summarize(fake_run(tmp_path, "nan", 100.0, [*losses[:-1], float("nan")]))
+    assert nan.smoothed_loss is None  # a NaN in the last tenth: nothing to rank by
+    early_nan = summarize(fake_run(tmp_path, "early", 100.0, [float("nan"), *losses[1:]]))
+    assert early_nan.smoothed_loss == 1.0
 
 
 def test_a_crashed_half_written_run_still_summarizes(tmp_path) -> None:

@@ -17,7 +17,7 @@ from distloop.engine.examples import load_example
 from distloop.engine.messages import EvalMetrics, StepMetrics
 from distloop.engine.problems import ProblemsError
 from distloop.engine.run_folder import read_metrics, read_status
-from distloop.engine.study.objective import SMOOTHING, ObjectiveTracker, objective_problems
+from distloop.engine.study.objective import ObjectiveTracker, objective_problems
 from distloop.engine.study.runner import StudyPlan, StudySettings
 from distloop.engine.study.space import (
     Choices,
@@ -106,21 +106,28 @@ def test_changing_a_kind_keeps_only_the_settings_the_new_kind_has(seed: Project)
 
 
 def test_the_objective_is_the_smoothed_loss_reported_at_rungs() -> None:
-    tracker = ObjectiveTracker("loss", report_every=3, warmup=4)
-    losses = [1.0, 0.5, 0.25, 0.125, 0.1, 0.05, 0.01]
-    tracker.apply(StepMetrics(steps=list(range(1, 8)), losses=losses, elapsed_s=[0.0] * 7))
-    expected, average, weights = [], 0.0, 0.0
-    for loss in losses:
-        average = SMOOTHING * average + (1 - SMOOTHING) * loss
-        weights = SMOOTHING * weights + (1 - SMOOTHING)
-        expected.append(average / weights)
-    assert tracker.value() == pytest.approx(expected[-1])
-    # The first rung is after the warm-up (step 4), then every 3 steps: never one batch.
+    """The mean loss of the last tenth of the steps so far, as the runs list and the sweep
+    results show it (it was TensorBoard's moving average, a number shown nowhere else)."""
+    tracker = ObjectiveTracker("loss", report_every=10, warmup=15)
+    losses = [1.0 / step for step in range(1, 41)]
+    for first in range(0, 40, 7):  # messages that do not end at the rungs
+        steps = list(range(first + 1, min(first + 8, 41)))
+        tracker.apply(
+            StepMetrics(steps=steps, losses=losses[first : steps[-1]], elapsed_s=[0.0] * len(steps))
+        )
+
+    def late_mean(step: int) -> float:
+        late = losses[step - -(-step // 10) : step]
+        return sum(late) / len(late)
+
+    # The first rung after the warm-up (step 15), then every 10 steps: never one batch.
     assert tracker.take_reports() == [
-        (4, pytest.approx(expected[3])),
-        (7, pytest.approx(expected[6])),
+        (15, pytest.approx(late_mean(15))),
+        (25, pytest.approx(late_mean(25))),
+        (35, pytest.approx(late_mean(35))),
     ]
-    assert tracker.value() != losses[-1]
+    assert tracker.value() == pytest.approx((losses[-1] + losses[-2] + losses[-3] + losses[-4]) / 4)
+    assert tracker.last_step == 40
 
 
 def test_a_validation_objective_is_the_best_evaluation() -> None:

@@ -2,9 +2,10 @@
 
 The objective is a metric and a direction: a validation metric when the project
 evaluates (the best one the run reached, the one its kept ``model.keras`` has), else
-the smoothed training loss at the last step. Never a single batch's loss: one lucky
-batch would pick the winner. Reports for pruning come at rungs of global steps: each
-evaluation, or every ``report_every`` steps of the smoothed loss, after ``warmup``.
+the smoothed training loss (:mod:`engine.smoothed_loss`, the same number the runs list
+and the sweep's results table show) at the last step. Never a single batch's loss: one
+lucky batch would pick the winner. Reports for pruning come at rungs of global steps:
+each evaluation, or every ``report_every`` steps of the smoothed loss, after ``warmup``.
 """
 
 from __future__ import annotations
@@ -15,10 +16,9 @@ from dataclasses import dataclass, field
 from ..config import Project
 from ..messages import EvalMetrics, Message, StepMetrics
 from ..problems import Problem
+from ..smoothed_loss import SmoothedLoss
 
 OBJECTIVES = ("val_loss", "val_accuracy", "loss")
-SMOOTHING = 0.9
-"""Weight of the exponential moving average of the training loss (TensorBoard's, debiased)."""
 
 
 def direction(metric: str) -> str:
@@ -55,11 +55,9 @@ class ObjectiveTracker:
     metric: str
     report_every: int
     warmup: int = 0
-    smoothed: float | None = None
     last_step: int = 0
     best: float | None = None
-    _weight_sum: float = 0.0
-    _average: float = 0.0
+    _loss: SmoothedLoss = field(init=False, default_factory=SmoothedLoss)
     _next_rung: int = field(init=False, default=0)
     pending: list[tuple[int, float]] = field(default_factory=list)
 
@@ -69,12 +67,20 @@ class ObjectiveTracker:
     def apply(self, message: Message) -> None:
         """Takes a message of the run; what to report piles up in :attr:`pending`."""
         if isinstance(message, StepMetrics):
-            for step, loss in zip(message.steps, message.losses, strict=True):
-                self._smooth(loss)
-                self.last_step = step
-                if self.metric == "loss" and step >= self._next_rung and self.smoothed is not None:
-                    self.pending.append((step, self.smoothed))
+            if not message.steps:
+                return
+            # In pieces that end at the rungs: the smoothed loss as it stood at each one.
+            taken = 0
+            for index, step in enumerate(message.steps):
+                if self.metric == "loss" and step >= self._next_rung:
+                    self._loss.extend(message.losses[taken : index + 1])
+                    taken = index + 1
                     self._next_rung = step + self.report_every
+                    smoothed = self._loss.value()
+                    if smoothed is not None:
+                        self.pending.append((step, smoothed))
+            self._loss.extend(message.losses[taken:])
+            self.last_step = message.steps[-1]
         elif isinstance(message, EvalMetrics) and self.metric in message.metrics:
             value = message.metrics[self.metric]
             if math.isfinite(value):
@@ -84,14 +90,6 @@ class ObjectiveTracker:
                 if message.step >= self.warmup:
                     self.pending.append((message.step, value))
 
-    def _smooth(self, loss: float) -> None:
-        if not math.isfinite(loss):
-            self.smoothed = None
-            return
-        self._average = SMOOTHING * self._average + (1 - SMOOTHING) * loss
-        self._weight_sum = SMOOTHING * self._weight_sum + (1 - SMOOTHING)
-        self.smoothed = self._average / self._weight_sum
-
     def take_reports(self) -> list[tuple[int, float]]:
         reports, self.pending = self.pending, []
         return reports
@@ -99,5 +97,5 @@ class ObjectiveTracker:
     def value(self) -> float | None:
         """The trial's objective as it stands (None: nothing finite to go by)."""
         if self.metric == "loss":
-            return self.smoothed
+            return self._loss.value()
         return self.best

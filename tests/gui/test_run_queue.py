@@ -107,7 +107,7 @@ def test_a_sweep_runs_in_order_each_in_its_own_folder_and_results_sort(
         "seed lr=0.03",
         "seed lr=0.04",
     ]
-    assert [item.summary.best_loss for item in panel.results()] == [0.01, 0.02, 0.03, 0.04]
+    assert [item.summary.smoothed_loss for item in panel.results()] == [0.02, 0.04, 0.06, 0.08]
     panel.results_table.sortByColumn(Column.FINAL_LOSS, Qt.SortOrder.DescendingOrder)
     assert [item.summary.final_loss for item in panel.results()] == [0.08, 0.06, 0.04, 0.02]
     shown = panel.results_proxy.index(0, Column.FINAL_LOSS).data()
@@ -132,7 +132,7 @@ def test_a_failed_run_is_recorded_and_the_queue_goes_on(qtbot, make_window, dial
     # 0.06, ties lr=0.03's last one).
     results = window.queue_panel.results()
     assert results[0].project.name == "seed lr=0.01"
-    assert [item.late_loss for item in results] == [0.02, 0.06, 0.06]
+    assert [item.summary.smoothed_loss for item in results] == [0.02, 0.06, 0.06]
     failed = next(item for item in results if item.project.name == "seed lr=0.02")
     assert failed.summary is not None and failed.summary.steps == 1
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import socket
 import subprocess
@@ -22,6 +23,7 @@ from distloop.engine.messages import EvalMetrics, RunFailed
 from distloop.engine.run_folder import (
     EvalWriter,
     MetricsWriter,
+    format_loss,
     read_eval,
     read_metrics,
     read_status,
@@ -148,7 +150,7 @@ def test_runs_are_listed_newest_first_with_their_numbers(make_window, three_runs
         "",
     ]
     assert _text(panel, 2, Column.VALIDATION) == "—"  # no evaluation
-    assert (_text(panel, 2, Column.FINAL_LOSS), _text(panel, 2, Column.BEST_LOSS)) == ("2.5", "2.0")
+    assert (_text(panel, 2, Column.FINAL_LOSS), _text(panel, 2, Column.LATE_LOSS)) == ("2.5", "2.5")
     assert _text(panel, 2, Column.STEPS) == "3"
     assert _text(panel, 0, Column.DURATION).endswith((" s", " min"))  # engine.formatting's
     started = [_text(panel, row, Column.STARTED) for row in range(3)]
@@ -165,7 +167,7 @@ def test_a_failed_run_shows_its_error_in_a_tooltip(make_window, three_runs) -> N
 
 def test_columns_sort_by_value_and_refresh_finds_new_runs(make_window, three_runs, runs_root):
     panel = make_window().runs_panel
-    panel.table.sortByColumn(Column.BEST_LOSS, Qt.SortOrder.AscendingOrder)
+    panel.table.sortByColumn(Column.LATE_LOSS, Qt.SortOrder.AscendingOrder)
     assert [run.name for run in panel.runs()] == ["new", "failed", "old"]
     panel.table.sortByColumn(Column.STEPS, Qt.SortOrder.DescendingOrder)
     assert [run.name for run in panel.runs()] == ["new", "old", "failed"]
@@ -813,8 +815,8 @@ def test_a_long_runs_metrics_are_never_read_whole_on_the_windows_thread(
     qtbot, make_window, runs_root: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A run of 10^7 steps (1.3 GB of metrics.csv) froze the window 43 s at every refresh:
-    the list now takes its last row from the file's end and its best loss from a scan in
-    a worker thread, kept for the next refresh."""
+    the list now takes its last row from the file's end and its smoothed loss from a scan
+    in a worker thread, kept for the next refresh."""
     long_run = fake_run(runs_root, "long", name="long", started=time.time(), losses=[2.0])
     big_metrics(long_run / "metrics.csv", 300_000)  # 10 MB: far more than the tail
     readers: list[str] = []
@@ -830,10 +832,12 @@ def test_a_long_runs_metrics_are_never_read_whole_on_the_windows_thread(
         monkeypatch.setattr(module, name, recorded)
     panel = make_window().runs_panel  # its first refresh
     assert _text(panel, 0, Column.STEPS) == "300,000"  # from the file's end, at once
-    assert _text(panel, 0, Column.BEST_LOSS) == "…"  # being scanned
-    qtbot.waitUntil(lambda: _text(panel, 0, Column.BEST_LOSS) == "1.0", timeout=30_000)
+    assert _text(panel, 0, Column.LATE_LOSS) == "…"  # being scanned
+    late = [float(f"{1.0 + (s % 97) / 97:.7g}") for s in range(270_001, 300_001)]
+    smoothed = format_loss(math.fsum(late) / len(late))  # the last tenth's mean
+    qtbot.waitUntil(lambda: _text(panel, 0, Column.LATE_LOSS) == smoothed, timeout=30_000)
     panel.refresh()
-    assert _text(panel, 0, Column.BEST_LOSS) == "1.0"  # the kept scan: no second one
+    assert _text(panel, 0, Column.LATE_LOSS) == smoothed  # the kept scan: no second one
     assert readers == ["runs-scanner"]
     assert threading.main_thread().name not in readers
 
