@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import os
 import shutil
 import signal
@@ -752,6 +753,9 @@ def add_cluster_commands(commands: argparse._SubParsersAction) -> None:
         help="a running cluster that seems hung: every task writes its Python stacks into "
         "its folder (stacks.txt), and the task not where its peers wait is named",
     )
+    source.add_argument(  # a launch's side on a task's host, over ssh: JSON on stdout
+        "--dump-task", metavar="DIR", type=Path, help=argparse.SUPPRESS
+    )
     cluster.add_argument(
         "--out", type=Path, help="run folder (default: a new folder under the user's data dir)"
     )
@@ -906,6 +910,11 @@ def command_cluster(args: argparse.Namespace) -> int:
         return command_cluster_resume(args)
     if args.dump is not None:
         return command_cluster_dump(args.dump)
+    if args.dump_task is not None:
+        from .stack_dumps import ask_task_folder
+
+        print(json.dumps(ask_task_folder(args.dump_task)))
+        return EXIT_OK
     project = _load(args.project)
     if project is None or not announce_custom_code(project, args.project.parent):
         return EXIT_FAILED
@@ -1088,13 +1097,10 @@ def _follow_on_hosts(
 
     try:
         code = follow_restarting(cluster, run_dir, args, reopen)
-        config = hosts.tf_config(project)
-        chief = config.chief_task()
         try:
-            hosts.fetch(config, chief, run_dir / TASKS_DIR / task_dir_name(chief))
-            _err(f"distloop: {chief}'s run folder copied into {run_dir}")
+            _err(f"distloop: {hosts.bring_back(project, run_dir)}")
         except OSError as exc:
-            _err(f"distloop: cannot copy {chief}'s run folder back: {exc}")
+            _err(f"distloop: {exc}")
     finally:
         hosts.close()
     return code

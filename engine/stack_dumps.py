@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import TextIO
 
 from .fileio import open_text
-from .run_folder import STACKS_FILE
+from .run_folder import STACKS_FILE, read_status
 
 DUMP_SIGNAL = signal.SIGUSR1
 ANSWER_S = 3.0
@@ -46,6 +46,8 @@ class TaskStack:
     where: str | None
     """The innermost frame of the thread that called into the step (``file:line in f``);
     None when the task wrote no dump in time."""
+    file: str = ""
+    """Where the task's whole dump is: a path here, or ``host:path`` on another machine."""
 
 
 def ask_for_stacks(tasks: dict[str, tuple[int, Path]]) -> list[TaskStack]:
@@ -61,9 +63,21 @@ def ask_for_stacks(tasks: dict[str, tuple[int, Path]]) -> list[TaskStack]:
         time.sleep(0.1)
     time.sleep(0.3)  # a dump is written in pieces: let the last one end
     return [
-        TaskStack(name, _innermost(folder / STACKS_FILE, sizes[name]))
+        TaskStack(name, _innermost(folder / STACKS_FILE, sizes[name]), str(folder / STACKS_FILE))
         for name, (_, folder) in tasks.items()
     ]
+
+
+def ask_task_folder(folder: Path) -> dict[str, str | None]:
+    """The stacks of the engine running in ``folder`` (its status.json names its pid), as
+    a JSON-ready dict: ``distloop cluster --dump-task``, run on a task's host over ssh."""
+    status = read_status(folder)
+    pid, task = status.get("pid"), status.get("task")
+    if status.get("status") != "running" or not isinstance(pid, int):
+        return {"where": None, "file": None, "error": f"no run is running in {folder}"}
+    name = str(task) if task else folder.name
+    (stack,) = ask_for_stacks({name: (pid, folder)})
+    return {"where": stack.where, "file": str((folder / STACKS_FILE).resolve()), "error": None}
 
 
 def _size(path: Path) -> int:

@@ -16,10 +16,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from distloop.engine.cluster.preflight import preflight
+from distloop.engine.cluster.ssh import SshLaunch
 from distloop.engine.config import load_project_data
 from distloop.engine.message_stream import read_message
 from distloop.engine.messages import RunFinished, RunStarted, StepMetrics
 from distloop.engine.run_folder import read_metrics, read_status
+from distloop.engine.tf_config import TFConfig
 from distloop_testing import REPO, distloop, run_engine
 from ssh_hosts import SshHosts, ssh_hosts, unavailable_reason
 from test_cluster import multi_worker, step_lines
@@ -262,6 +265,16 @@ def test_preflight_names_localhost_in_a_cluster_of_hosts(tmp_path: Path) -> None
         "distloop: preflight: localhost: tf_config: a loopback name in a cluster of several "
         "hosts: each task would reach itself; write the host's network name or address"
     ) in done.stderr
+    (finding,) = preflight(
+        load_project_data(json.loads(path.read_text())),
+        TFConfig.model_validate({"cluster": cluster, "task": {"type": "worker"}}),
+        SshLaunch(run_name="check"),
+    )
+    assert (finding.host, finding.field) == ("localhost", "tf_config")
+    assert finding.what == (
+        "a loopback name in a cluster of several hosts: each task would reach itself"
+    )
+    assert finding.fix == "write the host's network name or address"
 
 
 def test_a_launch_hosts_entry_for_no_host_of_the_cluster_is_refused(tmp_path: Path) -> None:

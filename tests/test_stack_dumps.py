@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -9,7 +10,9 @@ import sys
 import time
 from pathlib import Path
 
+from distloop.engine.run_folder import write_status
 from distloop.engine.stack_dumps import TaskStack, ask_for_stacks, diagnose
+from distloop_testing import distloop
 
 
 def test_the_task_elsewhere_than_its_peers_is_named() -> None:
@@ -27,22 +30,24 @@ def test_the_task_elsewhere_than_its_peers_is_named() -> None:
     ]
 
 
+WAITER = (
+    "import sys, threading, time\n"
+    "from pathlib import Path\n"
+    "from distloop.engine.stack_dumps import write_stacks_on_signal\n"
+    "write_stacks_on_signal(Path(sys.argv[1]))\n"
+    "threading.Thread(target=lambda: time.sleep(60), daemon=True).start()\n"
+    "def wait_here():\n"
+    "    print('ready', flush=True)\n"
+    "    time.sleep(60)\n"
+    "wait_here()\n"
+)
+"""A process that registered the dump, waiting in time.sleep inside wait_here."""
+
+
 def test_a_real_process_dumps_its_main_thread_where_it_waits(tmp_path: Path) -> None:
-    """A process that registered the dump waits in time.sleep inside wait_here: the
-    innermost frame of its main thread is read back, not its helper thread's."""
-    code = (
-        "import sys, threading, time\n"
-        "from pathlib import Path\n"
-        "from distloop.engine.stack_dumps import write_stacks_on_signal\n"
-        "write_stacks_on_signal(Path(sys.argv[1]))\n"
-        "threading.Thread(target=lambda: time.sleep(60), daemon=True).start()\n"
-        "def wait_here():\n"
-        "    print('ready', flush=True)\n"
-        "    time.sleep(60)\n"
-        "wait_here()\n"
-    )
+    """The innermost frame of its main thread is read back, not its helper thread's."""
     process = subprocess.Popen(
-        [sys.executable, "-c", code, str(tmp_path)], stdout=subprocess.PIPE, text=True
+        [sys.executable, "-c", WAITER, str(tmp_path)], stdout=subprocess.PIPE, text=True
     )
     try:
         assert process.stdout is not None and process.stdout.readline() == "ready\n"
@@ -53,3 +58,28 @@ def test_a_real_process_dumps_its_main_thread_where_it_waits(tmp_path: Path) -> 
         process.wait()
     assert found.task == "worker:0"
     assert found.where is not None and found.where.endswith("in wait_here")
+
+
+def test_a_task_folder_on_its_host_dumps_the_engine_its_status_names(tmp_path: Path) -> None:
+    """``distloop cluster --dump-task DIR``, which a launch runs over ssh on a task's host:
+    the engine whose pid the folder's status.json names writes its stacks, and the answer
+    is where it waits and the absolute path of its dump, as JSON."""
+    process = subprocess.Popen(
+        [sys.executable, "-c", WAITER, str(tmp_path)], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert process.stdout is not None and process.stdout.readline() == "ready\n"
+        write_status(tmp_path, "running", pid=process.pid, task="worker:1")
+        done = distloop("cluster", "--dump-task", str(tmp_path), timeout_s=60)
+    finally:
+        os.kill(process.pid, signal.SIGKILL)
+        process.wait()
+    assert done.returncode == 0, done.stderr
+    said = json.loads(done.stdout)
+    assert said["where"].endswith("in wait_here") and said["error"] is None
+    assert said["file"] == str((tmp_path / "stacks.txt").resolve())
+    assert "wait_here" in (tmp_path / "stacks.txt").read_text()
+
+    write_status(tmp_path, "finished", pid=process.pid)
+    ended = json.loads(distloop("cluster", "--dump-task", str(tmp_path), timeout_s=60).stdout)
+    assert ended["where"] is None and "no run is running" in ended["error"]

@@ -22,6 +22,7 @@ import shutil
 import socket
 import subprocess
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,13 +41,29 @@ CONNECT_TIMEOUT_S = 3.0
 LISTENING = "listening"
 
 
+Progress = Callable[[int, int, str], None]
+"""Steps done, steps in all, what is being checked now: a window shows it as it goes."""
+
+
 @dataclass(frozen=True)
 class Finding:
-    """One thing that would stop or hang the cluster, where it is, and the fix."""
+    """One thing that would stop or hang the cluster, where it is, and the fix.
+
+    ``message`` is the whole line's text after host and field; ``fix``, when there is
+    one, is its end (what to do), kept apart so a window can show it in its own column.
+    """
 
     host: str
     field: str
     message: str
+    fix: str = ""
+
+    @property
+    def what(self) -> str:
+        """The message without its fix."""
+        if self.fix and self.message.endswith(self.fix):
+            return self.message[: -len(self.fix)].rstrip(" :;")
+        return self.message
 
     def __str__(self) -> str:
         return f"{self.host}: {self.field}: {self.message}"
@@ -138,7 +155,8 @@ def connect(addresses: list[str]) -> dict[str, dict[str, Any]]:
 # --- the launcher's side ---------------------------------------------------------------
 
 
-def _is_loopback(host: str) -> bool:
+def is_loopback(host: str) -> bool:
+    """``localhost`` and loopback addresses: a name that means each machine itself."""
     if host.lower() == "localhost" or host.lower().endswith(".localhost"):
         return True
     with contextlib.suppress(ValueError):
@@ -146,20 +164,35 @@ def _is_loopback(host: str) -> bool:
     return False
 
 
-def preflight(project: Project, config: TFConfig, hosts: SshLaunch) -> list[Finding]:
-    """Every finding, host by host; empty when the cluster can start."""
+def preflight(
+    project: Project, config: TFConfig, hosts: SshLaunch, progress: Progress | None = None
+) -> list[Finding]:
+    """Every finding, host by host; empty when the cluster can start. ``progress`` is told
+    each step (a host's answer, a task's port listening, a task's connections), from the
+    thread that runs the check."""
     tasks = config.tasks()
     host_of = {str(t): parse_address(config.address(t))[0] for t in tasks}
     names = list(dict.fromkeys(host_of.values()))
+    total = len(names) + 2 * len(tasks)
+    done = 0
+
+    def step(text: str, advance: int = 1) -> None:
+        nonlocal done
+        done += advance
+        if progress is not None:
+            progress(done, total, text)
+
+    loopback_fix = "write the host's network name or address"
     findings = [
         Finding(
             host,
             "tf_config",
             "a loopback name in a cluster of several hosts: each task "
-            "would reach itself; write the host's network name or address",
+            f"would reach itself; {loopback_fix}",
+            loopback_fix,
         )
         for host in names
-        if len(names) > 1 and _is_loopback(host)
+        if len(names) > 1 and is_loopback(host)
     ]
     if findings:
         return findings
@@ -183,15 +216,17 @@ def preflight(project: Project, config: TFConfig, hosts: SshLaunch) -> list[Find
             return Finding(host, "distloop", f"{hosts.command(host)} is not Distloop")
 
     # Every host at once: a probe that counts devices starts TensorFlow there (seconds).
+    step(f"asking {len(names)} host(s) over ssh: versions, devices, data, disk, ports", 0)
     with ThreadPoolExecutor(max_workers=min(len(names), 32)) as pool:
         for host, answer in zip(names, pool.map(ask, names), strict=True):
+            step(f"{host} answered")
             if isinstance(answer, Finding):
                 findings.append(answer)
             else:
                 reports[host] = answer
     findings += _compare(reports, project, fields)
     if not findings:
-        findings += _all_pairs(config, hosts, host_of)
+        findings += _all_pairs(config, hosts, host_of, step)
     return findings
 
 
@@ -207,25 +242,29 @@ def _compare(
             if report.get(key) is None and key == "tensorflow":
                 findings.append(Finding(host, key, "TensorFlow is not installed"))
             elif report.get(key) != first.get(key):
+                fix = "install the same version on every host"
                 findings.append(
                     Finding(
                         host,
                         key,
-                        f"{what} {report.get(key)} here, {first.get(key)} on {first_host}: "
-                        "install the same version on every host",
+                        f"{what} {report.get(key)} here, {first.get(key)} on {first_host}: {fix}",
+                        fix,
                     )
                 )
         for path, size in report.get("paths", {}).items():
             field = fields.get(path, "data.path")
             if size is None:
-                findings.append(Finding(host, field, f"{path} is not there: copy it to this host"))
+                fix = "copy it to this host"
+                findings.append(Finding(host, field, f"{path} is not there: {fix}", fix))
             elif first["paths"].get(path) not in (None, size):
+                fix = "the same data on every host"
                 findings.append(
                     Finding(
                         host,
                         field,
                         f"{path} has {size} bytes, {first_host}'s has "
-                        f"{first['paths'][path]}: the same data on every host",
+                        f"{first['paths'][path]}: {fix}",
+                        fix,
                     )
                 )
         for port, free in report.get("ports", {}).items():
@@ -236,18 +275,21 @@ def _compare(
         elif project.strategy.kind == "multi_worker_mirrored" and report.get(
             "devices"
         ) != first.get("devices"):
+            fix = "multi_worker_mirrored needs the same devices on every worker"
             findings.append(
                 Finding(
                     host,
                     "devices",
-                    f"{report.get('devices')} here, {first.get('devices')} on {first_host}: "
-                    "multi_worker_mirrored needs the same devices on every worker",
+                    f"{report.get('devices')} here, {first.get('devices')} on {first_host}: {fix}",
+                    fix,
                 )
             )
     return findings
 
 
-def _all_pairs(config: TFConfig, hosts: SshLaunch, host_of: dict[str, str]) -> list[Finding]:
+def _all_pairs(
+    config: TFConfig, hosts: SshLaunch, host_of: dict[str, str], step: Callable[[str], None]
+) -> list[Finding]:
     """Each task listens on its real port; every other task connects to it."""
     tasks = config.tasks()
     listeners: list[subprocess.Popen[str]] = []
@@ -256,6 +298,7 @@ def _all_pairs(config: TFConfig, hosts: SshLaunch, host_of: dict[str, str]) -> l
         for task in tasks:
             _, port = parse_address(config.address(task))
             host = host_of[str(task)]
+            step(f"{task} listens on port {port} on {host}")
             command = f"{hosts.command(host)} preflight --listen {port} --seconds {LISTEN_S:g}"
             listener = subprocess.Popen(
                 hosts.ssh(host, command),
@@ -278,6 +321,7 @@ def _all_pairs(config: TFConfig, hosts: SshLaunch, host_of: dict[str, str]) -> l
             if not others:
                 continue
             host = host_of[str(source)]
+            step(f"{source} connects to every other task")
             command = f"{hosts.command(host)} preflight --connect " + " ".join(
                 shlex.quote(a) for a in others
             )
@@ -289,12 +333,14 @@ def _all_pairs(config: TFConfig, hosts: SshLaunch, host_of: dict[str, str]) -> l
             for target, result in results.items():
                 resolved.setdefault(target, {})[host] = result["ip"]
                 if not result["ok"]:
+                    fix = "open that port on its host for this one"
                     findings.append(
                         Finding(
                             host,
                             "tf_config",
                             f"{source} cannot reach {_task_at(config, target)} at {target}: "
-                            f"{result['error']}; open that port on its host for this one",
+                            f"{result['error']}; {fix}",
+                            fix,
                         )
                     )
         for target, seen in resolved.items():

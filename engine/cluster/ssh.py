@@ -19,16 +19,19 @@ exist on every host as the project names them.
 
 from __future__ import annotations
 
+import json
 import shlex
 import subprocess
 import tarfile
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..config import Project, SshHost
 from ..problems import Problem, ProblemsError
 from ..run_folder import TASKS_DIR
+from ..stack_dumps import ANSWER_S, TaskStack
 from ..tf_config import TaskSpec, TFConfig, parse_address
 from .plan import run_problems, task_dir_name
 from .remote import RemoteEngine
@@ -157,14 +160,16 @@ class SshLaunch:
         )
         return RemoteEngine(project, self.ssh(host, run), task=str(task), where=where, prepare=copy)
 
-    def run(self, host: str, command: str, stdin: bytes = b"") -> bytes:
+    def run(
+        self, host: str, command: str, stdin: bytes = b"", timeout_s: float = COPY_TIMEOUT_S
+    ) -> bytes:
         """Runs a short command on ``host``; OSError with ssh's own words when it fails."""
         try:
             done = subprocess.run(
-                self.ssh(host, command), input=stdin, capture_output=True, timeout=COPY_TIMEOUT_S
+                self.ssh(host, command), input=stdin, capture_output=True, timeout=timeout_s
             )
         except subprocess.TimeoutExpired:
-            raise OSError(f"{host}: no answer within {COPY_TIMEOUT_S} s") from None
+            raise OSError(f"{host}: no answer within {timeout_s:g} s") from None
         if done.returncode != 0:
             said = done.stderr.decode(errors="replace").strip().splitlines()
             raise OSError(f"{host}: {said[-1] if said else f'ssh exit code {done.returncode}'}")
@@ -194,6 +199,38 @@ class SshLaunch:
                 raise OSError(f"{host}: {lines[-1] if lines else exc}") from None
         if ssh.returncode != 0:
             raise OSError(f"{host}: copying {self.task_folder(config, task)} back failed")
+
+    def ask_for_stacks(self, config: TFConfig, tasks: list[TaskSpec]) -> list[TaskStack]:
+        """Every task's Python stacks, written on its host into its folder's stacks.txt
+        (``distloop cluster --dump-task`` there signals the task's engine), all at once.
+        A host that does not answer gives a task that did not answer."""
+
+        def ask(task: TaskSpec) -> TaskStack:
+            host, _ = parse_address(config.address(task))
+            command = (
+                f"cd {shlex.quote(self.folder())} && {self.remote_command} cluster --dump-task "
+                f"{shlex.quote(f'{TASKS_DIR}/{task_dir_name(task)}')}"
+            )
+            try:
+                said = json.loads(self.run(host, command, timeout_s=CONNECT_TIMEOUT_S + ANSWER_S))
+            except (OSError, ValueError):
+                return TaskStack(str(task), None, f"{host}:{self.task_folder(task)}")
+            return TaskStack(str(task), said.get("where"), f"{host}:{said.get('file')}")
+
+        with ThreadPoolExecutor(max_workers=min(len(tasks), 32) or 1) as pool:
+            return list(pool.map(ask, tasks))
+
+    def bring_back(self, project: Project, run_dir: Path) -> str:
+        """Copies the chief's run folder into ``run_dir``'s ``tasks/`` at the end of a launch
+        (``model.keras``, ``metrics.csv``, checkpoints: what Try It and Resume read); the
+        line that says so. OSError with the line that says why it could not."""
+        config = self.tf_config(project)
+        chief = config.chief_task()
+        try:
+            self.fetch(config, chief, run_dir / TASKS_DIR / task_dir_name(chief))
+        except OSError as exc:
+            raise OSError(f"cannot copy {chief}'s run folder back: {exc}") from None
+        return f"{chief}'s run folder copied into {run_dir}"
 
     def share_checkpoint(self, config: TFConfig, chief: TaskSpec, others: list[TaskSpec]) -> None:
         """Copies the chief's checkpoints to the other trainers' folders on their hosts.

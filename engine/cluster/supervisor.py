@@ -21,7 +21,7 @@ from ..netns import PrivateNetwork, PrivateNetworkUnavailable, start_private_net
 from ..problems import Problem, ProblemsError
 from ..process import EngineProcess
 from ..run_folder import TASKS_DIR, RunFolderError, RunFolderLock, prepare_resume
-from ..stack_dumps import ask_for_stacks, diagnose
+from ..stack_dumps import TaskStack, ask_for_stacks, diagnose
 from ..tf_config import NO_RESUME, TaskSpec
 from .blame import STALLED, cause, stopped_tasks
 from .plan import local_cluster_config, serves_only, task_dir_name, task_project
@@ -459,16 +459,26 @@ class LocalCluster:
         if all(t.engine.done for t in self._tasks):
             self._outbox.append(self._final())
 
+    def dump_stacks(self) -> list[TaskStack]:
+        """Every running task writes its Python stacks into its folder (``stacks.txt``), on
+        this machine or on its host; where each stands. Takes seconds: call it beside the
+        poll (it reads only the tasks' pids and folders), never on a window's thread."""
+        running = [t for t in self._tasks if t.engine.pid is not None and not t.engine.done]
+        if self._hosts is not None:
+            return self._hosts.ask_for_stacks(self.tf_config, [t.spec for t in running])
+        return ask_for_stacks(
+            {
+                t.name: (t.engine.pid, self.run_dir / TASKS_DIR / task_dir_name(t.spec))
+                for t in running
+                if t.engine.pid is not None
+            }
+        )
+
     def _dump_stacks(self, quiet_s: float) -> None:
         """Where each task stands, in the log: a hang says where it is before it times out."""
-        if self._hosts is not None:  # their processes are on their hosts
+        if self._hosts is not None:  # asked over ssh: the window's Dump Stacks, not the poll
             return
-        local = {
-            t.name: (t.engine.pid, self.run_dir / TASKS_DIR / task_dir_name(t.spec))
-            for t in self._tasks
-            if t.engine.pid is not None and not t.engine.done
-        }
-        lines = diagnose(ask_for_stacks(local))
+        lines = diagnose(self.dump_stacks())
         self._note(
             f"no step for {quiet_s:.0f} s: "
             + "; ".join(lines)
