@@ -12,10 +12,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..engine.cluster import local_cluster_tasks
+from ..engine.cluster import local_cluster_tasks, run_problems
+from ..engine.cluster.preflight import is_loopback
 from ..engine.config import Project
 from ..engine.problems import Problem, ProblemsError
 from ..engine.run_handle import runs_as_cluster
+from ..engine.tf_config import parse_address
 
 
 @dataclass(frozen=True)
@@ -63,3 +65,48 @@ def cluster_plan(project: Project | None) -> ClusterPlan | None:
     except ProblemsError as exc:
         return ClusterPlan(problems=exc.problems)
     return ClusterPlan(tasks=[str(task) for task in tasks])
+
+
+@dataclass(frozen=True)
+class HostsPlan:
+    """The hosts Run on Hosts would start the tasks on, or why it does not apply."""
+
+    hosts: dict[str, list[str]] = field(default_factory=dict)
+    """Each TF_CONFIG host (as its addresses name it) and its tasks, in TF_CONFIG's order."""
+    refusal: str = ""
+    """Why the project cannot run on hosts; empty when it can."""
+
+    @property
+    def runnable(self) -> bool:
+        return not self.refusal
+
+
+def hosts_plan(project: Project | None) -> HostsPlan:
+    """Whether the project's TF_CONFIG names other machines to run its tasks on, over SSH.
+
+    A cluster on this machine alone (``localhost`` everywhere) is Run Cluster's: its
+    tasks would reach each other on loopback anyway, and need no ssh.
+    """
+    if project is None:
+        return HostsPlan(refusal="the project has problems: fix them first")
+    if not runs_as_cluster(project):
+        return HostsPlan(
+            refusal=f"strategy {project.strategy.kind} runs in one process: choose "
+            "multi_worker_mirrored or parameter_server to run on several machines"
+        )
+    config = project.tf_config
+    if config is None:
+        return HostsPlan(
+            refusal="TF_CONFIG is off: list the hosts in the TF_CONFIG tab (host:port per task)"
+        )
+    hosts: dict[str, list[str]] = {}
+    for task in config.tasks():
+        hosts.setdefault(parse_address(config.address(task))[0], []).append(str(task))
+    problems = run_problems(config, project.strategy.kind)
+    if problems:
+        return HostsPlan(hosts, "; ".join(str(problem) for problem in problems))
+    if all(is_loopback(host) for host in hosts):
+        return HostsPlan(
+            hosts, "TF_CONFIG names only this machine (localhost): Run Cluster runs it here"
+        )
+    return HostsPlan(hosts)

@@ -7,10 +7,11 @@ import platform
 
 import pyqtgraph as pg
 import PySide6
-from PySide6.QtCore import qVersion
+from PySide6.QtCore import Qt, qVersion
 from PySide6.QtWidgets import QMessageBox, QWidget
 
 from ..engine import __version__
+from ..engine.cluster.preflight import Finding
 from ..engine.problems import Problem
 from ..engine.user_code import Fingerprint
 
@@ -82,6 +83,43 @@ def confirm_start_over(parent: QWidget, name: str) -> bool:
         QMessageBox.StandardButton.No,
     )
     return answer == QMessageBox.StandardButton.Yes
+
+
+def confirm_run_despite_findings(parent: QWidget, findings: list[Finding]) -> bool:
+    """Run on Hosts after a pre-flight that found problems: each would stop or hang the
+    cluster, so not running is the default (``distloop launch --no-preflight`` is the
+    command line's way to run anyway)."""
+    listed = [f"• {finding}" for finding in findings[:MAX_LISTED]]
+    if len(findings) > MAX_LISTED:
+        listed.append(f"… and {len(findings) - MAX_LISTED} more")
+    box = QMessageBox(
+        QMessageBox.Icon.Warning,
+        "Check Cluster found problems",
+        f"Check Cluster found {len(findings)} problem(s) that would stop or hang this cluster "
+        "(listed in the TF_CONFIG tab, each with its fix). Run on the hosts anyway?",
+        QMessageBox.StandardButton.Cancel,
+        parent,
+    )
+    box.setInformativeText("\n".join(listed))
+    run = box.addButton("Run Anyway", QMessageBox.ButtonRole.AcceptRole)
+    box.setDefaultButton(QMessageBox.StandardButton.Cancel)
+    box.exec()
+    return box.clickedButton() is run
+
+
+def show_stacks(parent: QWidget, blame: list[str], files: list[str]) -> None:
+    """Where a cluster's tasks stand; not modal: the run goes on while it is read."""
+    box = QMessageBox(
+        QMessageBox.Icon.Information,
+        "Stacks of the cluster's tasks",
+        "\n".join(blame) or "Every task answered.",
+        QMessageBox.StandardButton.Ok,
+        parent,
+    )
+    box.setInformativeText("Each task's stacks are in:\n" + "\n".join(files))
+    box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+    box.setModal(False)
+    box.show()
 
 
 def trust_custom_code(parent: QWidget, code: Fingerprint) -> bool:

@@ -57,6 +57,7 @@ from .cluster_plan import cluster_plan
 from .dataset_preview import DatasetPreview
 from .exports import save_plot_as
 from .help_windows import GuideWindow, ShortcutsWindow
+from .host_runs import HostRuns
 from .log_panel import LogPanel
 from .loss_plot import LossPlot
 from .problems_panel import ProblemsPanel
@@ -142,6 +143,15 @@ class MainWindow(QMainWindow):
         )
         self.validity = QLabel()
         self.dataset_preview = DatasetPreview()
+        self.host_runs = HostRuns(
+            self.editor.hosts,
+            self.controller,
+            self._project_to_run,
+            self.starter.start_new,
+            lambda project: self.starter.may_run_custom_code(project, self.document.project_dir()),
+            self.editor.show_hosts,
+            self,
+        )
 
         self._build_layout()
         self._build_actions()
@@ -398,7 +408,12 @@ class MainWindow(QMainWindow):
         file_menu.addSeparator()
         file_menu.addAction(self.quit_action)
         run_menu = bar.addMenu("&Run")
+        run_menu.setToolTipsVisible(True)  # a disabled entry's tooltip says why
         for action in (self.run_action, self.stop_action, self.resume_action, self.try_it_action):
+            run_menu.addAction(action)
+        run_menu.addSeparator()
+        hosts = self.host_runs
+        for action in (hosts.check_action, hosts.run_action, hosts.dump_action):
             run_menu.addAction(action)
         run_menu.addSeparator()
         queue = self.queue_panel
@@ -451,6 +466,7 @@ class MainWindow(QMainWindow):
         document.warning.connect(lambda text: self.log_panel.add(text, "warning"))
         self.starter.following.connect(self._show_run)
         self.starter.log.connect(self.log_panel.add)
+        self.host_runs.log.connect(self.log_panel.add)
         self.editor.data_form.preview_requested.connect(self._preview_data)
         self.editor.evaluation.source.preview_requested.connect(self._preview_data)
         self.editor.devices_detected.connect(self._on_devices_detected)
@@ -508,6 +524,7 @@ class MainWindow(QMainWindow):
         self.run_action.setToolTip("A run is in progress" if active else tip)
         self.stop_action.setEnabled(active and self.controller.state is not RunState.STOPPING)
         self.validity.setText("Run in progress" if active else summary)
+        self.host_runs.update_actions()
 
     def new_project(self) -> None:
         self.document.new()
@@ -555,6 +572,11 @@ class MainWindow(QMainWindow):
         self.runs_panel.forget_shown_run()
         self.plot.clear()
         self.status_panel.clear()
+
+    def _project_to_run(self) -> Project | None:
+        """The forms' project as a run would start it (paths resolved); None when invalid."""
+        project = self.document.validation.project
+        return None if project is None else project.resolve_paths(self.document.base_dir())
 
     def _project_for_queue(self) -> Project | None:
         """The project as Run would start it; the queue's tab shows itself for it."""

@@ -144,19 +144,20 @@ def resume_project(run_dir: Path) -> Project:
     return load_project(run_dir / PROJECT_FILE)
 
 
-def resume_refusal(project: Project, run_dir: Path) -> str | None:
+def resume_refusal(project: Project, run_dir: Path, *, on_hosts: bool = False) -> str | None:
     """Why the window cannot continue this run; None when it can.
 
-    A local cluster's run (its folder has ``tasks/``) resumes as that cluster; the
-    folder of one task of a cluster that ran on several machines cannot, since its
-    peers are elsewhere.
+    A local cluster's run (its folder has ``tasks/``) resumes as that cluster, and a run
+    on hosts (``on_hosts``: Run on Hosts or ``distloop launch`` made it) on its hosts; the
+    folder of one task of a cluster that ran on several machines cannot, since its peers
+    are elsewhere.
     """
     kind = project.strategy.kind
     if not runs_as_cluster(project):
         return None
     if kind in NO_RESUME:
         return NO_RESUME[kind]
-    if not (run_dir / TASKS_DIR).is_dir():
+    if not on_hosts and not (run_dir / TASKS_DIR).is_dir():
         return (
             f"this folder holds one task of a {kind} cluster that ran elsewhere (it has no "
             f"{TASKS_DIR}/ folder); resume every task where it ran, with "

@@ -32,6 +32,7 @@ from .auto_form import AutoForm
 from .custom_code_form import CustomCodeForm
 from .data_form import DataForm
 from .evaluation_form import EvaluationForm
+from .hosts_panel import HostsPanel
 from .loss_form import LossForm
 from .model_form import ModelForm
 from .optimizer_form import OptimizerForm
@@ -106,6 +107,7 @@ class ProjectEditor(QTabWidget):
         )
         self.strategy = StrategyForm(detect)
         self.tf_config = TFConfigEditor()
+        self.hosts = HostsPanel()
         self.model = ModelForm()
         self.data_form = DataForm()
         self.optimizer = OptimizerForm()
@@ -117,7 +119,12 @@ class ProjectEditor(QTabWidget):
         self.summary = ProjectSummary()
         self.addTab(_scrolled(self.general, self.summary), "Project")
         self.addTab(_scrolled(self.strategy), "Strategy")
-        self.addTab(_scrollable(self.tf_config), "TF_CONFIG")
+        tf_config_page = QWidget()
+        tf_config_column = QVBoxLayout(tf_config_page)
+        tf_config_column.setContentsMargins(0, 0, 0, 0)
+        tf_config_column.addWidget(self.tf_config, 1)
+        tf_config_column.addWidget(self.hosts)
+        self.addTab(_scrollable(tf_config_page), "TF_CONFIG")
         self.addTab(_scrolled(self.model), "Model")
         self.addTab(_scrolled(self.data_form), "Data")
         self.addTab(
@@ -243,6 +250,13 @@ class ProjectEditor(QTabWidget):
             if page is widget or page.isAncestorOf(widget):
                 return index
         return 0
+
+    def show_hosts(self) -> None:
+        """The TF_CONFIG tab, scrolled to its hosts (Check Cluster's findings)."""
+        self.setCurrentIndex(self.tab_of(Problem(("tf_config",), "")))
+        page = self.currentWidget()
+        if isinstance(page, QScrollArea):
+            page.ensureWidgetVisible(self.hosts.check_status)
 
     def reveal(self, problem: Problem) -> None:
         """Shows the tab of ``problem`` and puts the focus on its widget."""

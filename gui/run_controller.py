@@ -22,6 +22,7 @@ from pathlib import Path
 
 from PySide6.QtCore import QObject, QTimer, Signal
 
+from ..engine.cluster.ssh import SshLaunch
 from ..engine.config import Project
 from ..engine.messages import (
     EvalMetrics,
@@ -33,6 +34,7 @@ from ..engine.messages import (
     StepMetrics,
 )
 from ..engine.process import WarmEngines
+from ..engine.run_folder import update_status
 from ..engine.run_handle import (
     ClusterFactory,
     ClusterHandle,
@@ -94,6 +96,8 @@ class RunController(QObject):
         self._poll_s = poll_s
         self._engine: EngineHandle | None = None
         self._cluster: ClusterHandle | None = None
+        self._hosts: SshLaunch | None = None
+        self._project: Project | None = None
         self._model: RunModel | None = None
         self._task: asyncio.Task[None] | None = None
         self._state = RunState.IDLE
@@ -127,6 +131,11 @@ class RunController(QObject):
         return self._cluster
 
     @property
+    def hosts(self) -> SshLaunch | None:
+        """How the running cluster's tasks reach their hosts; None for a run on this machine."""
+        return self._hosts
+
+    @property
     def model(self) -> RunModel | None:
         """The latest run's model (it stays after the run, for the views)."""
         return self._model
@@ -138,12 +147,15 @@ class RunController(QObject):
         *,
         resume: bool = False,
         model: RunModel | None = None,
+        hosts: SshLaunch | None = None,
     ) -> None:
         """Opens and starts the run; failures to start arrive as ``failed``.
 
         ``resume`` continues the run already in ``run_dir`` from its last checkpoint.
         ``model`` is the run's model when the caller made it (a resumed run's, loaded
-        from its folder), else a fresh one.
+        from its folder), else a fresh one. ``hosts``: the cluster's tasks run on the
+        hosts its TF_CONFIG names, over ssh (``distloop launch``'s way); at the end the
+        chief's run folder is copied back into ``run_dir``, off the window's thread.
         """
         if self.active:
             raise RuntimeError("a run is already active")
@@ -155,16 +167,21 @@ class RunController(QObject):
         run_model.subscribe(lambda message: self.changed.emit(run_model, message))
         self._model = run_model
         self._set_state(RunState.STARTING)
+        self._hosts, self._project = hosts, project
         try:
             engine = open_run(
                 project,
                 run_dir,
                 resume=resume,
+                layout="auto" if hosts is None else "cluster",
                 warm_engines=self._warm_engines,
                 engine_factory=self._engine_factory,
                 cluster_factory=self._cluster_factory,
+                hosts=hosts,
             )
             self._engine = engine
+            if hosts is not None:  # what a resume needs to reach the same hosts and folders
+                update_status(run_dir, launch=hosts.settings())
             if isinstance(engine, ClusterHandle):
                 self._follow_cluster(engine)
             else:  # a stand-in engine takes no warm one
@@ -172,6 +189,9 @@ class RunController(QObject):
             engine.start()
         except Exception as exc:  # a process that cannot start is a failed run, not a crash
             self._engine = None
+            if hosts is not None:
+                self._hosts = None
+                hosts.close()
             self._dispatch(
                 RunFailed(
                     error_type=type(exc).__name__,
@@ -279,10 +299,29 @@ class RunController(QObject):
             # After the run's end is shown: the engine's exit (its files, TensorFlow's
             # teardown) takes seconds, waited for off the Qt thread.
             await loop.run_in_executor(None, engine.close)
+            if self._hosts is not None:
+                await self._bring_back(self._hosts)
             self._engine = None
             self._set_state(RunState.IDLE)
             self._replace_warm_engine()
             self.idle.emit()
+
+    async def _bring_back(self, hosts: SshLaunch) -> None:
+        """The chief's run folder from its host into the run's, so the runs list, Try It and
+        Resume find its model and checkpoints; then the shared ssh connections end."""
+        run_dir = self._model.run_dir if self._model is not None else None
+        project = self._project
+        loop = asyncio.get_running_loop()
+        try:
+            if run_dir is not None and project is not None:
+                self.log.emit(Log(text="copying the chief's run folder back from its host…"))
+                said = await loop.run_in_executor(None, hosts.bring_back, project, run_dir)
+                self.log.emit(Log(text=said))
+        except OSError as exc:
+            self.log.emit(Log(level="warning", text=str(exc)))
+        finally:
+            self._hosts = None
+            await loop.run_in_executor(None, hosts.close)
 
     def _dispatch(self, message: Message) -> None:
         """Feeds the run's model, then tells the signals' listeners."""

@@ -9,15 +9,17 @@ its views to :attr:`RunStarter.following`.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from PySide6.QtCore import QObject, Signal
 from PySide6.QtWidgets import QWidget
 
+from ..engine.cluster.ssh import SshLaunch
 from ..engine.config import Project
 from ..engine.examples import is_shipped
 from ..engine.problems import ProblemsError
-from ..engine.run_folder import RunFolderError, has_checkpoint, new_run_dir
+from ..engine.run_folder import RunFolderError, has_checkpoint, new_run_dir, read_status
 from ..engine.run_history import RunSummary, summarize
 from ..engine.run_model import RunModel
 from ..engine.user_code import UserCodeError, fingerprint
@@ -57,8 +59,13 @@ class RunStarter(QObject):
         if self.may_run_custom_code(project, self._document.project_dir()):
             self.start_new(project)
 
-    def start_new(self, project: Project) -> Path | None:
-        """Starts ``project`` (paths resolved, code trusted) in a fresh folder; the folder."""
+    def start_new(
+        self, project: Project, hosts: Callable[[str], SshLaunch] | None = None
+    ) -> Path | None:
+        """Starts ``project`` (paths resolved, code trusted) in a fresh folder; the folder.
+
+        ``hosts`` gives, for the run folder's name, how the cluster's tasks reach the hosts
+        its TF_CONFIG names (Run on Hosts); None runs here."""
         try:
             run_dir = new_run_dir(project.name, self.runs_root)
         except OSError as exc:
@@ -68,7 +75,8 @@ class RunStarter(QObject):
         model = RunModel(total_steps=project.total_steps(), run_dir=run_dir, name=name)
         self.following.emit(model, name)
         self.log.emit(f"run folder: {run_dir}", "info")
-        self._controller.start(project, run_dir, model=model)
+        launch = hosts(run_dir.name) if hosts is not None else None
+        self._controller.start(project, run_dir, model=model, hosts=launch)
         return run_dir
 
     def project_for_queue(self) -> Project | None:
@@ -138,7 +146,16 @@ class RunStarter(QObject):
                 exc.problems,
             )
             return
-        refusal = resume_refusal(project, run.path)
+        launched = read_status(run.path).get("launch")
+        hosts = None
+        if isinstance(launched, dict):
+            if not isinstance(launched.get("run_name"), str):
+                dialogs.show_error(
+                    self._window, "Cannot resume", f"{run.name}: its launch settings are broken"
+                )
+                return
+            hosts = SshLaunch.from_settings(launched)
+        refusal = resume_refusal(project, run.path, on_hosts=hosts is not None)
         if refusal is not None:
             dialogs.show_error(self._window, "Cannot resume", f"{run.name}: {refusal}")
             return
@@ -161,4 +178,4 @@ class RunStarter(QObject):
             else f"resuming {run.name} from its last checkpoint in {run.path}",
             "warning" if over else "info",
         )
-        self._controller.start(project, run.path, resume=True, model=model)
+        self._controller.start(project, run.path, resume=True, model=model, hosts=hosts)

@@ -74,3 +74,22 @@ def trust_code(path: Path, sha256: str) -> None:
 def _trusted_code() -> list[str]:
     """Entries ``"<sha256> <absolute path>"``: one string each, as every QSettings format keeps."""
     return [str(item) for item in QSettings().value(_TRUSTED_CODE, [], type=list)]
+
+
+_LAUNCH = "launch"
+
+
+def launch_options() -> dict[str, str]:
+    """How Run on Hosts and Check Cluster reach the hosts: ``ssh_config`` (a file for ssh
+    -F, or empty), ``remote_command`` and ``remote_dir`` (empty: the engine's defaults)."""
+    store = QSettings()
+    return {
+        key: str(store.value(f"{_LAUNCH}/{key}", "", type=str))
+        for key in ("ssh_config", "remote_command", "remote_dir")
+    }
+
+
+def set_launch_options(options: dict[str, str]) -> None:
+    store = QSettings()
+    for key, value in options.items():
+        store.setValue(f"{_LAUNCH}/{key}", value)
