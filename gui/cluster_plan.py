@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from ..engine.cluster import local_cluster_tasks, run_problems
 from ..engine.cluster.preflight import is_loopback
-from ..engine.config import Project
+from ..engine.config import Project, SshHost
 from ..engine.problems import Problem, ProblemsError
 from ..engine.run_handle import runs_as_cluster
 from ..engine.tf_config import parse_address
@@ -73,6 +73,8 @@ class HostsPlan:
 
     hosts: dict[str, list[str]] = field(default_factory=dict)
     """Each TF_CONFIG host (as its addresses name it) and its tasks, in TF_CONFIG's order."""
+    ways_in: dict[str, SshHost] = field(default_factory=dict)
+    """The project's ``launch.hosts``: how ssh reaches a host when not by its name."""
     refusal: str = ""
     """Why the project cannot run on hosts; empty when it can."""
 
@@ -102,11 +104,14 @@ def hosts_plan(project: Project | None) -> HostsPlan:
     hosts: dict[str, list[str]] = {}
     for task in config.tasks():
         hosts.setdefault(parse_address(config.address(task))[0], []).append(str(task))
+    ways_in = dict(project.launch.hosts) if project.launch else {}
     problems = run_problems(config, project.strategy.kind)
     if problems:
-        return HostsPlan(hosts, "; ".join(str(problem) for problem in problems))
+        return HostsPlan(hosts, ways_in, "; ".join(str(problem) for problem in problems))
     if all(is_loopback(host) for host in hosts):
         return HostsPlan(
-            hosts, "TF_CONFIG names only this machine (localhost): Run Cluster runs it here"
+            hosts,
+            ways_in,
+            "TF_CONFIG names only this machine (localhost): Run Cluster runs it here",
         )
-    return HostsPlan(hosts)
+    return HostsPlan(hosts, ways_in)

@@ -157,7 +157,7 @@ class HostRuns(QObject):
             self._run_after_check = project
 
     def _begin_check(self, project: Project) -> bool:
-        launch = self._panel.launch("preflight")
+        launch = self._panel.launch(project, "preflight")
         if not self._checking.start(lambda progress: check_cluster(project, launch, progress)):
             launch.close()
             return False
@@ -184,7 +184,7 @@ class HostRuns(QObject):
         if findings and not dialogs.confirm_run_despite_findings(self._window, findings):
             self.log.emit("Run on Hosts: not started (Check Cluster found problems)", "warning")
             return
-        self._start(project, self._panel.launch)
+        self._start(project, lambda run_name: self._panel.launch(project, run_name))
 
     def _check_failed(self, text: str) -> None:
         self._run_after_check = None

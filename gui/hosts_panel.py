@@ -33,7 +33,8 @@ from PySide6.QtWidgets import (
 )
 
 from ..engine.cluster.preflight import Finding
-from ..engine.cluster.ssh import DEFAULT_REMOTE_DIR, SshLaunch
+from ..engine.cluster.ssh import DEFAULT_REMOTE_DIR, SshLaunch, launch_hosts
+from ..engine.config import Project, SshHost
 from . import file_dialogs, settings
 from .cluster_plan import HostsPlan
 
@@ -103,13 +104,15 @@ class HostsPanel(QGroupBox):
         self.remote_command_edit.setPlaceholderText("distloop")
         self.remote_command_edit.setToolTip(
             "How every host runs Distloop, e.g. /opt/venv/bin/distloop (the same version on "
-            "every host). Empty: distloop on the remote PATH."
+            "every host). Empty: each host's own (the project's launch.hosts), else distloop "
+            "on the remote PATH."
         )
         self.remote_dir_edit = QLineEdit()
         self.remote_dir_edit.setObjectName("remote_dir")
         self.remote_dir_edit.setPlaceholderText(f"{DEFAULT_REMOTE_DIR} (in the remote home)")
         self.remote_dir_edit.setToolTip(
-            "Where each host keeps the run's folders (relative: in the remote user's home). "
+            "Where each host keeps the run's folders (relative: in the remote user's home; "
+            "empty: each host's own in the project's launch.hosts, else distloop-runs). "
             "At the end the chief's folder is copied back here, into the runs list."
         )
         form = QFormLayout()
@@ -154,9 +157,19 @@ class HostsPanel(QGroupBox):
         """The hosts of the project as the forms show it, and whether Run on Hosts applies."""
         self.hosts_table.setRowCount(len(plan.hosts))
         for row, (host, tasks) in enumerate(plan.hosts.items()):
-            for column, text in enumerate((host, ", ".join(tasks), f"ssh {host}")):
+            way_in = plan.ways_in.get(host, SshHost())
+            port = f" -p {way_in.port}" if way_in.port is not None else ""
+            texts = (host, ", ".join(tasks), f"ssh {way_in.destination or host}{port}")
+            there = [
+                f"runs {way_in.command}" if way_in.command else "",
+                f"in {way_in.remote_dir}" if way_in.remote_dir else "",
+            ]
+            tip = "; ".join(t for t in there if t)
+            for column, text in enumerate(texts):
                 item = QTableWidgetItem(text)
-                item.setToolTip(text)
+                item.setToolTip(
+                    f"{text} (the project's launch.hosts: {tip})" if tip and column == 2 else text
+                )
                 self.hosts_table.setItem(row, column, item)
         self.hosts_table.setVisible(bool(plan.hosts))
         _fit_rows(self.hosts_table, 6)
@@ -182,14 +195,17 @@ class HostsPanel(QGroupBox):
         self.remote_command_edit.setText(options.get("remote_command", ""))
         self.remote_dir_edit.setText(options.get("remote_dir", ""))
 
-    def launch(self, run_name: str) -> SshLaunch:
-        """The engine's SshLaunch for a run (or a check) named ``run_name``."""
+    def launch(self, project: Project, run_name: str) -> SshLaunch:
+        """The engine's SshLaunch for ``project``'s run (or check) named ``run_name``: the
+        project's ways into its hosts, and these fields, which win over every host's own
+        (as ``distloop launch --remote-command/--remote-dir`` do)."""
         options = self.options()
         return SshLaunch(
             run_name=run_name,
             ssh_config=Path(options["ssh_config"]).expanduser() if options["ssh_config"] else None,
-            remote_command=options["remote_command"] or "distloop",
-            remote_dir=options["remote_dir"] or DEFAULT_REMOTE_DIR,
+            remote_command=options["remote_command"] or None,
+            remote_dir=options["remote_dir"] or None,
+            hosts=launch_hosts(project),
         )
 
     def _save_options(self) -> None:

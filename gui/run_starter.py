@@ -154,7 +154,7 @@ class RunStarter(QObject):
                     self._window, "Cannot resume", f"{run.name}: its launch settings are broken"
                 )
                 return
-            hosts = SshLaunch.from_settings(launched)
+            hosts = SshLaunch.from_settings(launched, project)
         refusal = resume_refusal(project, run.path, on_hosts=hosts is not None)
         if refusal is not None:
             dialogs.show_error(self._window, "Cannot resume", f"{run.name}: {refusal}")

@@ -208,13 +208,13 @@ class SshLaunch:
         def ask(task: TaskSpec) -> TaskStack:
             host, _ = parse_address(config.address(task))
             command = (
-                f"cd {shlex.quote(self.folder())} && {self.remote_command} cluster --dump-task "
+                f"cd {shlex.quote(self.folder(host))} && {self.command(host)} cluster --dump-task "
                 f"{shlex.quote(f'{TASKS_DIR}/{task_dir_name(task)}')}"
             )
             try:
                 said = json.loads(self.run(host, command, timeout_s=CONNECT_TIMEOUT_S + ANSWER_S))
             except (OSError, ValueError):
-                return TaskStack(str(task), None, f"{host}:{self.task_folder(task)}")
+                return TaskStack(str(task), None, f"{host}:{self.task_folder(config, task)}")
             return TaskStack(str(task), said.get("where"), f"{host}:{said.get('file')}")
 
         with ThreadPoolExecutor(max_workers=min(len(tasks), 32) or 1) as pool:

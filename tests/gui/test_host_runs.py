@@ -12,6 +12,7 @@ import pytest
 from distloop.engine.cluster.preflight import Finding
 from distloop.engine.cluster.ssh import SshLaunch
 from distloop.engine.config import Project
+from distloop.engine.examples import load_example
 from distloop.engine.run_folder import read_status
 from distloop.engine.stack_dumps import TaskStack
 from distloop.gui import dialogs, host_runs
@@ -68,8 +69,9 @@ def test_the_ssh_options_are_remembered(make_window) -> None:
         "remote_command": "/opt/venv/bin/distloop",
         "remote_dir": "/scratch/runs",
     }
-    launch = again.launch("r1")
-    assert (launch.ssh_config, launch.remote_command, launch.folder()) == (
+    on_hosts(again_window := make_window())
+    launch = again_window.editor.hosts.launch(again_window._project_to_run(), "r1")
+    assert (launch.ssh_config, launch.command("10.0.0.2"), launch.folder("10.0.0.2")) == (
         Path("/etc/distloop/ssh_config"),
         "/opt/venv/bin/distloop",
         "/scratch/runs/r1",
@@ -221,3 +223,27 @@ def test_the_background_work_never_runs_on_the_window_thread(qtbot, window: Main
     qtbot.waitUntil(lambda: bool(seen))
     assert seen == [False]
     assert isinstance(window.host_runs, HostRuns)
+
+
+def test_the_projects_ways_into_its_hosts_are_listed_and_used(make_window, tmp_path: Path) -> None:
+    """A host mapped in the project's launch.hosts is listed with its ssh destination and
+    port, and reached that way; the panel's remote command wins over the host's own."""
+    data = json.loads(load_example("seed").to_json())
+    data["strategy"] = {"kind": "multi_worker_mirrored"}
+    data["tf_config"] = {"cluster": REMOTE, "task": {"type": "worker", "index": 0}}
+    data["launch"] = {
+        "hosts": {"10.0.0.3": {"destination": "me@gpu3", "port": 2200, "command": "/v/distloop"}}
+    }
+    path = tmp_path / "hosts.json"
+    path.write_text(json.dumps(data))
+    window = make_window()
+    assert window.open_project(path) and window.validation.valid
+    table = window.editor.hosts.hosts_table
+    assert [table.item(r, 2).text() for r in range(2)] == ["ssh 10.0.0.2", "ssh me@gpu3 -p 2200"]
+    assert "runs /v/distloop" in table.item(1, 2).toolTip()
+    panel = window.editor.hosts
+    launch = panel.launch(window._project_to_run(), "r2")
+    assert launch.ssh("10.0.0.3", "true")[-6:] == ["-p", "2200", "-T", "me@gpu3", "--", "true"]
+    assert launch.command("10.0.0.3") == "/v/distloop"
+    panel.remote_command_edit.setText("/opt/distloop")
+    assert panel.launch(window._project_to_run(), "r2").command("10.0.0.3") == "/opt/distloop"
