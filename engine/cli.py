@@ -21,15 +21,14 @@ from collections.abc import Callable
 from pathlib import Path
 
 from . import __version__
-from .cluster import task_dir_name
+from .cluster import local_cluster_tasks, task_dir_name
 from .cluster.blame import PEER_ERRORS, STALLED
 from .cluster.slurm import DEFAULT_PORT_BASE as SLURM_PORT_BASE
 from .cluster.ssh import DEFAULT_REMOTE_DIR, SshLaunch, launch_hosts
 from .config import Project, load_project, uneven_batch_warnings
-from .datasets import project_folder_problems, unreadable_image_problems
 from .examples import example_names, load_example, portable_example_text
 from .formatting import format_duration, format_prediction, prediction_json
-from .memory_check import counting_problems, memory_problems
+from .memory_check import memory_problems
 from .message_stream import CHANNEL_CLOSED_GRACE_S, ControlChannel, write_message
 from .messages import (
     EvalMetrics,
@@ -41,9 +40,10 @@ from .messages import (
     StepMetrics,
     secondary_losses,
 )
-from .model_shapes import model_file_problems
 from .prediction import PredictionError, predict
-from .problems import Problem, ProblemsError
+from .problems import ProblemsError
+from .resume_rules import Layout, ResumableRun, command_refusal, refuse_strategy, resumable_run
+from .run_checks import file_findings, pre_run_problems
 from .run_folder import (
     LOCK_FILE,
     PROJECT_FILE,
@@ -57,14 +57,12 @@ from .run_folder import (
     not_a_run_folder,
     prepare_resume,
     read_status,
-    refuse_links,
     update_status,
 )
 from .run_handle import ClusterHandle, EngineHandle, open_run
 from .run_model import RunModel
 from .study.command import add_sweep_command, command_sweep
-from .tf_config import DEFAULT_WORKERS, NO_RESUME, chief_of
-from .tfrecord_files import oversized_record_problems
+from .tf_config import DEFAULT_WORKERS, chief_of
 from .user_code import UserCodeError, fingerprint
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
@@ -231,18 +229,12 @@ def command_validate(path: Path) -> int:
     project = _load(path)
     if project is None:
         return EXIT_FAILED
-    folder_problems = (
-        project_folder_problems(project)
-        + model_file_problems(project.model)
-        + counting_problems(project)
-    )
-    bad_files, skipped = ([], []) if folder_problems else unreadable_image_problems(project)
-    bad_files += [] if folder_problems else oversized_record_problems(project)
-    if folder_problems or bad_files:
-        _err(f"distloop: {ProblemsError(folder_problems + bad_files, str(path))}")
+    found = file_findings(project)
+    if found.problems:
+        _err(f"distloop: {ProblemsError(found.problems, str(path))}")
         return EXIT_FAILED
     print(f"{path}: valid ({project.strategy.kind}, {project.total_steps() or '?'} steps)")
-    for note in skipped + uneven_batch_warnings(project):
+    for note in found.notes + uneven_batch_warnings(project):
         print(f"note: {note}")
     # Valid all the same: the project may be meant for a bigger machine; a run here refuses.
     for problem in memory_problems(project):
@@ -334,20 +326,8 @@ def command_run(args: argparse.Namespace) -> int:
         return EXIT_FAILED
     if not announce_custom_code(project, args.project.parent if args.project else None):
         return EXIT_FAILED
-    # The engine checks the data folders, the model file, TFRecord lengths and this
-    # machine's memory as it starts: checked here first, a bad folder or a project too
-    # big costs no TensorFlow start and leaves no failed run folder behind. A cluster
-    # task (--task) may be a ps server that reads no data: the engine decides.
-    problems = (
-        []
-        if args.task
-        else project_folder_problems(project)
-        + model_file_problems(project.model)
-        + memory_problems(project)
-    )
-    problems = problems or ([] if args.task else oversized_record_problems(project))
-    if problems:
-        _err(f"distloop: {ProblemsError(problems, str(args.project or args.example))}")
+    # A cluster task (--task) may be a ps server that reads no data: the engine decides.
+    if not args.task and not _may_start_here(project, str(args.project or args.example)):
         return EXIT_FAILED
     made = _make_run_folder(args.out, project.name)
     if made is None:
@@ -364,6 +344,16 @@ def command_run(args: argparse.Namespace) -> int:
         folder_lock=lock,
         as_messages=args.messages,
     )
+
+
+def _may_start_here(project: Project, source: str, *, processes: int = 1) -> bool:
+    """Whether the run's checks (``engine.run_checks``) let ``project`` start on this
+    machine; says why not. Checked before the run folder is made and before any
+    TensorFlow start, so a refused run costs seconds and leaves nothing behind."""
+    problems = pre_run_problems(project, processes=processes)
+    if problems:
+        _err(f"distloop: {ProblemsError(problems, source)}")
+    return not problems
 
 
 def _make_run_folder(out: Path | None, name: str) -> tuple[Path, bool] | None:
@@ -451,15 +441,19 @@ def _claim_run_folder(run_dir: Path, check: Callable[[], None]) -> RunFolderLock
     return lock
 
 
-def _refuse_links_before_reading(run_dir: Path) -> bool:
-    """Whether ``run_dir`` holds no link: its ``project.json`` is read before it is locked,
-    and a ``project.json -> /dev/zero`` would never end (the lock's check runs again)."""
+def _resumable(run_dir: Path, layout: Layout) -> ResumableRun | None:
+    """The run in ``run_dir`` when ``distloop {layout} --resume`` continues it, its custom
+    code announced; None, said why, when not (``engine.resume_rules`` decides)."""
     try:
-        refuse_links(run_dir)
-    except RunFolderError as exc:
+        run = resumable_run(run_dir)
+    except (RunFolderError, ProblemsError) as exc:
         _err(f"distloop: {exc}")
-        return False
-    return True
+        return None
+    refusal = command_refusal(run, layout)
+    if refusal is not None:
+        _err(f"distloop: {refusal}")
+        return None
+    return run if announce_custom_code(run.project, None) else None
 
 
 def command_resume(args: argparse.Namespace) -> int:
@@ -469,17 +463,10 @@ def command_resume(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     if args.task_from == "slurm":
         return resume_slurm_task(run_dir, port_base=args.port_base, args=args)
-    if not (run_dir / PROJECT_FILE).is_file():
-        _err(f"distloop: {run_dir} is not a run folder (it has no {PROJECT_FILE})")
+    run = _resumable(run_dir, Layout.RUN)
+    if run is None:
         return EXIT_FAILED
-    if (run_dir / TASKS_DIR).is_dir():
-        _err(f"distloop: {run_dir} is a cluster run: use distloop cluster --resume {run_dir}")
-        return EXIT_USAGE
-    if not _refuse_links_before_reading(run_dir):
-        return EXIT_FAILED
-    project = _load(run_dir / PROJECT_FILE)
-    if project is None or not announce_custom_code(project, None):
-        return EXIT_FAILED
+    project = run.project
     lock = _claim_run_to_resume(run_dir)
     if lock is None:
         return EXIT_FAILED
@@ -511,10 +498,8 @@ def resume_slurm_task(run_dir: Path, *, port_base: int, args: argparse.Namespace
     if project is None:
         _err(f"distloop: {run_dir} holds no Slurm run of multi_worker_mirrored to resume")
         return EXIT_FAILED
-    refusal = NO_RESUME.get(project.strategy.kind)
     try:
-        if refusal:
-            raise ProblemsError([Problem(("strategy", "kind"), refusal)], "resume")
+        refuse_strategy(project)
         config = tf_config_from_slurm(os.environ, project.strategy.kind, port_base=port_base)
     except ProblemsError as exc:
         _err(f"distloop: {exc}")
@@ -921,6 +906,13 @@ def command_cluster(args: argparse.Namespace) -> int:
     if args.workers is not None and args.workers < 1:
         _err("distloop: --workers must be at least 1")
         return EXIT_USAGE
+    try:
+        tasks = len(local_cluster_tasks(project, args.workers))
+    except ProblemsError as exc:
+        _err(f"distloop: {exc}")
+        return EXIT_FAILED
+    if not _may_start_here(project, str(args.project), processes=tasks):
+        return EXIT_FAILED
     made = _make_run_folder(args.out, project.name)
     if made is None:
         return EXIT_FAILED
@@ -983,17 +975,10 @@ def command_cluster_resume(args: argparse.Namespace) -> int:
             "drop --out/--workers/--overwrite"
         )
         return EXIT_USAGE
-    if not (run_dir / PROJECT_FILE).is_file() or not (run_dir / TASKS_DIR).is_dir():
-        _err(
-            f"distloop: {run_dir} is not a cluster run folder (it needs {PROJECT_FILE} "
-            f"and {TASKS_DIR}/)"
-        )
+    run = _resumable(run_dir, Layout.CLUSTER)
+    if run is None:
         return EXIT_FAILED
-    if not _refuse_links_before_reading(run_dir):
-        return EXIT_FAILED
-    project = _load(run_dir / PROJECT_FILE)
-    if project is None or not announce_custom_code(project, None):
-        return EXIT_FAILED
+    project = run.project
     lock = _claim_run_to_resume(run_dir)
     if lock is None:
         return EXIT_FAILED
@@ -1057,13 +1042,10 @@ def command_launch_resume(args: argparse.Namespace) -> int:
     if args.out is not None or args.overwrite:
         _err("distloop: --resume continues the run in its own folder; drop --out/--overwrite")
         return EXIT_USAGE
-    settings = read_status(run_dir).get("launch")
-    if not isinstance(settings, dict) or not (run_dir / PROJECT_FILE).is_file():
-        _err(f"distloop: {run_dir} is not the folder of a distloop launch")
+    run = _resumable(run_dir, Layout.LAUNCH)
+    if run is None or run.launch is None:
         return EXIT_FAILED
-    project = _load(run_dir / PROJECT_FILE)
-    if project is None or not announce_custom_code(project, None):
-        return EXIT_FAILED
+    project, settings = run.project, run.launch
     hosts = SshLaunch.from_settings(settings, project)
     lock = _claim_run_to_resume(run_dir)
     if lock is None:

@@ -31,9 +31,12 @@ _SAMPLE_BYTES = 1 << 20
 """How much of a CSV file's start is read to count its cells per byte."""
 
 
-def memory_problems(project: Project, available_bytes: int | None = None) -> list[Problem]:
-    """The project as a problem when it cannot fit this machine's memory (or
-    ``available_bytes``): refused with the estimate instead of met by the OOM killer.
+def memory_problems(
+    project: Project, available_bytes: int | None = None, *, processes: int = 1
+) -> list[Problem]:
+    """The project as a problem when ``processes`` engines of it (a local cluster's
+    tasks) cannot fit this machine's memory (or ``available_bytes``): refused with the
+    estimate instead of met by the OOM killer.
     A file whose loading cannot be counted (a corrupt ``.npz`` header) is a problem too:
     its loader would fail on it as well.
 
@@ -49,16 +52,17 @@ def memory_problems(project: Project, available_bytes: int | None = None) -> lis
     if available is None:
         return []
     estimate = memory_estimate(project)
-    total = estimate.total + loaded
+    total = (estimate.total + loaded) * processes
     if total <= available:
         return []
+    tasks = f" for its {processes} tasks" if processes > 1 else ""
     if loaded > estimate.total:
         streams = [where for where, _ in sources]
         return [
             Problem(
                 ("data",),
                 f"loading the file(s) whole needs about {bytes_text(loaded)} of memory, and "
-                f"the run about {bytes_text(total)} in all; this machine has "
+                f"the run about {bytes_text(total)} in all{tasks}; this machine has "
                 f"{bytes_text(available)} available: set {' and '.join(streams)}.stream to "
                 "true to read them in batches instead",
             )
@@ -66,7 +70,7 @@ def memory_problems(project: Project, available_bytes: int | None = None) -> lis
     return [
         Problem(
             estimate.loc,
-            f"needs about {bytes_text(total)} of memory ({estimate.describe()}"
+            f"needs about {bytes_text(total)} of memory{tasks} ({estimate.describe()}"
             + (f", {bytes_text(loaded)} for loading data files" if loaded else "")
             + f"); this machine has {bytes_text(available)} available",
         )

@@ -1,4 +1,4 @@
-"""Past runs in the window: their curves to compare, and whether they can resume.
+"""Past runs in the window: their curves to compare.
 
 Everything here reads what the engine left on disk (``metrics.csv``, ``eval.csv``,
 ``project.json``), so a run looks the same whether it ran a minute ago in this
@@ -14,27 +14,18 @@ from pathlib import Path
 import numpy as np
 from numpy.typing import NDArray
 
-from ..engine.config import Project, load_project
 from ..engine.csv_summary import peek
 from ..engine.run_folder import (
     EVAL_FILE,
     METRICS_FILE,
-    PROJECT_FILE,
-    TASKS_DIR,
     folder_stamp,
     loss_columns,
     read_eval,
     read_metrics,
-    refuse_links,
 )
-from ..engine.run_handle import runs_as_cluster
-from ..engine.run_history import INTERRUPTED, RunSummary
-from ..engine.tf_config import NO_RESUME
+from ..engine.run_history import RunSummary
 from .loss_plot import LossPlot
 
-# A finished run has nothing left; a running one is busy (an interrupted one is not: its
-# owner was killed, engine.run_history).
-RESUMABLE = ("stopped", "failed", INTERRUPTED)
 STEP = "step"
 WALL_TIME = "elapsed_s"
 X_AXES = {STEP: "step", WALL_TIME: "wall time (s)"}
@@ -129,38 +120,3 @@ def compare_runs(
         plot.add_comparison(str(run.path), names[run.path], x, values)
     plot.set_comparison_axes(X_AXES[x_axis] if runs else X_AXES[STEP], metric if runs else "loss")
     return problems, missing
-
-
-def can_resume(run: RunSummary) -> bool:
-    """Stopped, failed and interrupted runs continue from their last checkpoint."""
-    return run.status in RESUMABLE
-
-
-def resume_project(run_dir: Path) -> Project:
-    """The project the run ran, from its folder: raises RunFolderError when anything in the
-    folder is a link (a ``project.json -> /dev/zero`` would hang the window, and the run
-    would write through the others), ProblemsError when the project is unreadable."""
-    refuse_links(run_dir)
-    return load_project(run_dir / PROJECT_FILE)
-
-
-def resume_refusal(project: Project, run_dir: Path, *, on_hosts: bool = False) -> str | None:
-    """Why the window cannot continue this run; None when it can.
-
-    A local cluster's run (its folder has ``tasks/``) resumes as that cluster, and a run
-    on hosts (``on_hosts``: Run on Hosts or ``distloop launch`` made it) on its hosts; the
-    folder of one task of a cluster that ran on several machines cannot, since its peers
-    are elsewhere.
-    """
-    kind = project.strategy.kind
-    if not runs_as_cluster(project):
-        return None
-    if kind in NO_RESUME:
-        return NO_RESUME[kind]
-    if not on_hosts and not (run_dir / TASKS_DIR).is_dir():
-        return (
-            f"this folder holds one task of a {kind} cluster that ran elsewhere (it has no "
-            f"{TASKS_DIR}/ folder); resume every task where it ran, with "
-            "`distloop run --resume <its folder>`."
-        )
-    return None

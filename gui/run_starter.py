@@ -19,13 +19,13 @@ from ..engine.cluster.ssh import SshLaunch
 from ..engine.config import Project
 from ..engine.examples import is_shipped
 from ..engine.problems import ProblemsError
-from ..engine.run_folder import RunFolderError, has_checkpoint, new_run_dir, read_status
+from ..engine.resume_rules import Layout, resumable_run, window_refusal
+from ..engine.run_folder import RunFolderError, has_checkpoint, new_run_dir
 from ..engine.run_history import RunSummary, summarize
 from ..engine.run_model import RunModel
 from ..engine.user_code import UserCodeError, fingerprint
 from . import dialogs, settings
 from .cluster_plan import cluster_plan
-from .past_runs import resume_project, resume_refusal
 from .project_document import ProjectDocument
 from .run_controller import RunController
 
@@ -134,7 +134,7 @@ class RunStarter(QObject):
         if self._controller.active:
             return
         try:
-            project = resume_project(run.path)
+            resumable = resumable_run(run.path)
         except RunFolderError as exc:
             dialogs.show_error(self._window, "Cannot resume", f"{run.name}: {exc}")
             return
@@ -146,16 +146,16 @@ class RunStarter(QObject):
                 exc.problems,
             )
             return
-        launched = read_status(run.path).get("launch")
+        project = resumable.project
         hosts = None
-        if isinstance(launched, dict):
-            if not isinstance(launched.get("run_name"), str):
+        if resumable.layout is Layout.LAUNCH:
+            if not isinstance((resumable.launch or {}).get("run_name"), str):
                 dialogs.show_error(
                     self._window, "Cannot resume", f"{run.name}: its launch settings are broken"
                 )
                 return
-            hosts = SshLaunch.from_settings(launched, project)
-        refusal = resume_refusal(project, run.path, on_hosts=hosts is not None)
+            hosts = SshLaunch.from_settings(resumable.launch, project)
+        refusal = window_refusal(resumable)
         if refusal is not None:
             dialogs.show_error(self._window, "Cannot resume", f"{run.name}: {refusal}")
             return

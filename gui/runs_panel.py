@@ -53,6 +53,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from ..engine.resume_rules import RESUMABLE_STATUSES
 from ..engine.run_folder import default_runs_root, has_model
 from ..engine.run_history import RunSummary, delete_run, list_runs, summarize
 from ..engine.run_model import RunModel
@@ -62,7 +63,6 @@ from .loss_plot import LossPlot
 from .past_runs import (
     STEP,
     WALL_TIME,
-    can_resume,
     comparable_metrics,
     compare_runs,
 )
@@ -495,7 +495,7 @@ class RunsPanel(QWidget):
         self.compare_action.setEnabled(bool(runs))
         self.delete_action.setEnabled(bool(runs))
         self.resume_action.setEnabled(
-            single is not None and self._active_run is None and can_resume(single)
+            single is not None and self._active_run is None and single.status in RESUMABLE_STATUSES
         )
         target = self.try_it_target()
         self.try_it_action.setEnabled(target is not None)
@@ -716,7 +716,7 @@ class RunsPanel(QWidget):
 
     def resume_selected(self) -> None:
         run = self._single()
-        if run is not None and self._active_run is None and can_resume(run):
+        if run is not None and self._active_run is None and run.status in RESUMABLE_STATUSES:
             self.resume_requested.emit(run)
 
     # --- settings -----------------------------------------------------------------------

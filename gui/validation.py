@@ -15,10 +15,11 @@ from ..engine.config import (
     load_project_data,
     uneven_batch_warnings,
 )
-from ..engine.datasets import checked_folder, project_folder_problems, unreadable_image_problems
+from ..engine.datasets import checked_folder
 from ..engine.messages import DevicesDetected
 from ..engine.model_shapes import model_file_problems
 from ..engine.problems import Problem, ProblemsError
+from ..engine.run_checks import file_findings
 from .folder_scans import FolderScans
 
 
@@ -91,14 +92,12 @@ def _disk_problems(
     """(problems, notes, folder fields still being scanned) of the files ``project`` (paths
     resolved) reads, as ``distloop validate`` finds them: unreadable images only once the
     folders themselves are sound. Without ``folders`` the folders are scanned here."""
-    problems = model_file_problems(project.model)
     checking = [] if folders is None else folders.missing(project, at_once=at_once)
     if checking:
-        return problems, [], checking
+        return model_file_problems(project.model), [], checking
     scanner = checked_folder if folders is None else folders.cached
-    found = project_folder_problems(project, scanner)
-    bad_files, skipped = ([], []) if found else unreadable_image_problems(project, scanner)
-    return found + bad_files + problems, skipped, []
+    found = file_findings(project, scanner, walk_records=False)
+    return found.problems, found.notes, []
 
 
 UNSAVED_STEPS = 1000

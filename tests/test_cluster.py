@@ -25,7 +25,8 @@ from distloop.engine.cluster import (
     tf_config_for_run,
 )
 from distloop.engine.cluster.blame import STALLED, cause, stopped_tasks
-from distloop.engine.config import load_project, load_project_data
+from distloop.engine.config import load_project, load_project_data, memory_estimate
+from distloop.engine.memory_check import available_memory_bytes
 from distloop.engine.messages import RunFailed, RunFinished, RunStarted, StepMetrics
 from distloop.engine.netns import ENV_SWITCH, PrivateNetworkUnavailable, start_private_network
 from distloop.engine.problems import ProblemsError
@@ -134,6 +135,32 @@ def test_run_with_a_bad_task_says_why_before_starting(tmp_path) -> None:
     assert result.returncode == 1
     assert "--task needs a multi-machine strategy" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_a_cluster_is_refused_before_it_starts_as_a_run_would_be(tmp_path) -> None:
+    """``distloop cluster`` judges a project by the rules ``distloop run`` uses
+    (engine.run_checks): memory for every task it starts here, and the data folders."""
+    big = multi_worker()
+    units = 1000  # grown until one task needs half of what is free here, three of them more
+    while memory_estimate(load_project_data(big)).total < available_memory_bytes() / 2:
+        units = int(units * 1.2)
+        wide = {"kind": "dense", "units": units}
+        big["model"]["layers"] = [wide, wide, {"kind": "dense", "units": 3}]
+    one_class = multi_worker()
+    write_image_folder(tmp_path / "images", classes=("circle",))
+    one_class["model"]["input_shape"] = [8, 8, 1]
+    one_class["data"] = {"source": "image_folder", "path": str(tmp_path / "images")}
+    for name, data, says in (
+        ("big", big, "memory for its 3 tasks ("),
+        ("one class", one_class, "data.path: "),
+    ):
+        project = tmp_path / f"{name}.json"
+        project.write_text(json.dumps(data))
+        out = tmp_path / f"run {name}"
+        result = distloop("cluster", str(project), "--workers", "3", "--out", str(out))
+        assert result.returncode == 1, result.stderr
+        assert says in result.stderr and "Traceback" not in result.stderr
+        assert not out.exists()  # no task started, no run folder left behind
 
 
 # --- real clusters -----------------------------------------------------------------------

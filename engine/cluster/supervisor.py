@@ -18,11 +18,11 @@ from typing import Literal
 from ..config import Project
 from ..messages import EvalMetrics, Log, Message, RunFailed, RunFinished, RunStarted, StepMetrics
 from ..netns import PrivateNetwork, PrivateNetworkUnavailable, start_private_network
-from ..problems import Problem, ProblemsError
 from ..process import EngineProcess
+from ..resume_rules import refuse_strategy
 from ..run_folder import TASKS_DIR, RunFolderError, RunFolderLock, prepare_resume
 from ..stack_dumps import TaskStack, ask_for_stacks, diagnose
-from ..tf_config import NO_RESUME, TaskSpec
+from ..tf_config import TaskSpec
 from .blame import STALLED, cause, stopped_tasks
 from .plan import local_cluster_config, serves_only, task_dir_name, task_project
 from .remote import RemoteEngine
@@ -118,9 +118,8 @@ class LocalCluster:
         over SSH (``engine.cluster.ssh``), each in its folder there; this folder gets
         the run's top level as for a local cluster.
         """
-        refusal = NO_RESUME.get(project.strategy.kind) if resume else None
-        if refusal is not None:
-            raise ProblemsError([Problem(("strategy", "kind"), refusal)], "resume")
+        if resume:
+            refuse_strategy(project)
         self._hosts = hosts
         self.tf_config = (
             hosts.tf_config(project)

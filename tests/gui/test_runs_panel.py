@@ -20,6 +20,7 @@ from distloop.engine import csv_summary, run_folder
 from distloop.engine.config import Project, load_project
 from distloop.engine.examples import load_example
 from distloop.engine.messages import EvalMetrics, RunFailed
+from distloop.engine.resume_rules import ResumableRun, layout_of, window_refusal
 from distloop.engine.run_folder import (
     EvalWriter,
     MetricsWriter,
@@ -36,7 +37,7 @@ from distloop.gui.app import app_icon
 from distloop.gui.exports import copy_metrics
 from distloop.gui.log_file_window import read_tail
 from distloop.gui.main_window import MainWindow
-from distloop.gui.past_runs import WALL_TIME, resume_refusal
+from distloop.gui.past_runs import WALL_TIME
 from distloop.gui.runs_model import Column
 from distloop.gui.runs_panel import HEADER_KEY, RunsPanel
 from distloop_testing import crafted_status_folders
@@ -581,6 +582,10 @@ def test_resume_plots_the_old_steps_then_the_new_ones_without_duplicates(
     assert window.plot.caption() == "to resume (resumed)"
     assert window.status_panel.values["step"].text() == "12 / 12"
     assert [run.path for run in panel.selected_runs()] == [run_dir]
+
+
+def resume_refusal(project: Project, run_dir: Path) -> str | None:
+    return window_refusal(ResumableRun(run_dir, project, layout_of(run_dir)))
 
 
 def test_local_cluster_runs_resume_here_but_not_one_task_of_a_cluster(tmp_path: Path) -> None:
