@@ -33,12 +33,13 @@ carry a comment, and every README, says so (:data:`SECURITY_NOTE`).
 
 from __future__ import annotations
 
-import json
 import re
 import shlex
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, NamedTuple
+
+import yaml
 
 from .cluster import run_problems, task_dir_name
 from .cluster.slurm import DEFAULT_PORT_BASE as SLURM_PORT_BASE
@@ -467,7 +468,7 @@ def kubernetes_manifests(
                 },
             }
         )
-    return _yaml_header() + "---\n".join(to_yaml(document) for document in documents)
+    return _yaml_header() + to_yaml(*documents)
 
 
 def tfjob_manifest(
@@ -507,7 +508,7 @@ def tfjob_manifest(
         "spec": {"runPolicy": {"cleanPodPolicy": "Running"}, "tfReplicaSpecs": replica_specs},
     }
     documents = [_config_map(project, name), _network_policy(name), tfjob]
-    return _yaml_header() + "---\n".join(to_yaml(document) for document in documents)
+    return _yaml_header() + to_yaml(*documents)
 
 
 def _yaml_header() -> str:
@@ -522,112 +523,32 @@ def _yaml_header() -> str:
 
 # --- YAML ------------------------------------------------------------------------------
 
-_PLAIN_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_./-]*")
-_RESERVED_WORDS = {"true", "false", "yes", "no", "on", "off", "null", "y", "n"}
-_LITERAL = re.compile("[\t\n\x20-\x7e\xa0-\ud7ff\ue000-\ufefe\uff00-\ufffd\U00010000-\U0010ffff]*")
-"""What a literal block may hold as is: printable text whose only line break is ``\\n``."""
+
+class _ManifestDumper(yaml.SafeDumper):
+    """PyYAML's safe emitter, with multi-line strings (the project's JSON in the
+    ConfigMap) as literal blocks, so the manifest reads like the file it holds."""
 
 
-def to_yaml(value: dict[str, Any]) -> str:
-    """Block-style YAML for dicts, lists, strings, numbers, booleans and None.
-
-    Strings are double-quoted, so ``"no"`` or ``"2.10"`` stay strings; multi-line
-    strings become literal blocks when they hold nothing a literal block cannot.
-    """
-    return "\n".join(_mapping_lines(value, 0)) + "\n"
+def _string(dumper: yaml.SafeDumper, text: str) -> yaml.ScalarNode:
+    # PyYAML falls back to a quoted scalar when a literal block cannot hold the text.
+    style = "|" if "\n" in text.rstrip("\n") else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", text, style=style)
 
 
-def _key(key: str) -> str:
-    plain = _PLAIN_KEY.fullmatch(key) and key.lower() not in _RESERVED_WORDS
-    return key if plain else _quoted(key)
+_ManifestDumper.add_representer(str, _string)
 
 
-def _quoted(text: str) -> str:
-    """A double-quoted YAML string in plain ASCII: every other character is escaped.
-
-    JSON's escapes would write characters beyond U+FFFF as surrogate pairs, which
-    YAML reads back as two broken characters; YAML's own ``\\U`` escape does not.
-    """
-    out = []
-    for char in text:
-        code = ord(char)
-        if char in '"\\':
-            out.append("\\" + char)
-        elif 0x20 <= code < 0x7F:
-            out.append(char)
-        elif code <= 0xFF:
-            out.append(f"\\x{code:02x}")
-        elif code <= 0xFFFF:
-            out.append(f"\\u{code:04x}")
-        else:
-            out.append(f"\\U{code:08x}")
-    return '"' + "".join(out) + '"'
-
-
-def _scalar(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, dict | list):
-        if value:
-            raise ValueError("only empty collections are written inline")
-        return "{}" if isinstance(value, dict) else "[]"
-    if isinstance(value, str):
-        return _quoted(value)
-    return json.dumps(value)
-
-
-def _is_block(value: Any) -> bool:
-    return isinstance(value, dict | list) and bool(value)
-
-
-def _mapping_lines(mapping: dict[str, Any], indent: int) -> list[str]:
-    pad = " " * indent
-    lines = []
-    for key, value in mapping.items():
-        head = f"{pad}{_key(key)}:"
-        if _is_block(value):
-            lines.append(head)
-            lines += (
-                _mapping_lines(value, indent + 2)
-                if isinstance(value, dict)
-                else _sequence_lines(value, indent + 2)
-            )
-        elif isinstance(value, str) and "\n" in value.rstrip("\n") and _LITERAL.fullmatch(value):
-            lines += _literal_lines(head, value, indent + 2)
-        else:
-            lines.append(f"{head} {_scalar(value)}")
-    return lines
-
-
-def _sequence_lines(items: list[Any], indent: int) -> list[str]:
-    pad = " " * indent
-    lines = []
-    for item in items:
-        if isinstance(item, dict) and item:
-            nested = _mapping_lines(item, indent + 2)
-            lines.append(f"{pad}- {nested[0].lstrip()}")
-            lines += nested[1:]
-        elif isinstance(item, list) and item:
-            lines.append(f"{pad}-")
-            lines += _sequence_lines(item, indent + 2)
-        else:
-            lines.append(f"{pad}- {_scalar(item)}")
-    return lines
-
-
-def _literal_lines(head: str, text: str, indent: int) -> list[str]:
-    """``key: |`` with the text indented; the chomping indicator keeps its final newlines."""
-    body = text.rstrip("\n")
-    trailing = len(text) - len(body)
-    chomp = "-" if trailing == 0 else "" if trailing == 1 else "+"
-    pad = " " * indent
-    # An explicit indentation indicator lets the first line start with spaces.
-    lines = [f"{head} |2{chomp}"]
-    lines += [f"{pad}{line}" if line else "" for line in body.split("\n")]
-    lines += [""] * (trailing - 1)
-    return lines
+def to_yaml(*documents: dict[str, Any]) -> str:
+    """Block-style YAML documents, separated by ``---``, in plain ASCII (every other
+    character escaped: kubectl and every YAML parser read it back unchanged)."""
+    return yaml.dump_all(
+        documents,
+        Dumper=_ManifestDumper,
+        sort_keys=False,
+        default_flow_style=False,
+        allow_unicode=False,
+        width=88,
+    )
 
 
 # --- README ----------------------------------------------------------------------------
