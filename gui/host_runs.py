@@ -17,12 +17,12 @@ from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import QWidget
 
 from ..engine.cluster.preflight import Finding, preflight
+from ..engine.cluster.run_plans import HostsPlan, hosts_plan
 from ..engine.cluster.ssh import SshLaunch
 from ..engine.config import Project
 from ..engine.stack_dumps import TaskStack, diagnose
 from . import dialogs
 from .background import Background, Progress
-from .cluster_plan import HostsPlan, hosts_plan
 from .hosts_panel import HostsPanel
 from .run_controller import RunController, RunState
 

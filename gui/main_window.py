@@ -44,6 +44,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from ..engine.cluster.run_plans import cluster_plan
 from ..engine.config import Project
 from ..engine.examples import example_names, example_text
 from ..engine.messages import DevicesDetected, RunFailed, RunStarted
@@ -53,7 +54,6 @@ from ..engine.run_history import RunSummary
 from ..engine.run_model import RunModel
 from . import dialogs, settings
 from .cluster_panel import ClusterPanel
-from .cluster_plan import cluster_plan
 from .dataset_preview import DatasetPreview
 from .exports import save_plot_as
 from .help_windows import GuideWindow, ShortcutsWindow

@@ -15,6 +15,7 @@ from pathlib import Path
 from PySide6.QtCore import QObject, Signal
 from PySide6.QtWidgets import QWidget
 
+from ..engine.cluster.run_plans import cluster_plan
 from ..engine.cluster.ssh import SshLaunch
 from ..engine.config import Project
 from ..engine.examples import is_shipped
@@ -25,7 +26,6 @@ from ..engine.run_history import RunSummary, summarize
 from ..engine.run_model import RunModel
 from ..engine.user_code import UserCodeError, fingerprint
 from . import dialogs, settings
-from .cluster_plan import cluster_plan
 from .project_document import ProjectDocument
 from .run_controller import RunController
 

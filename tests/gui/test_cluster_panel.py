@@ -10,11 +10,11 @@ import numpy as np
 import pytest
 from distloop.engine.cluster import LocalCluster, TaskInfo
 from distloop.engine.cluster import ports as cluster_ports
+from distloop.engine.cluster.run_plans import cluster_plan
 from distloop.engine.config import Project, load_project_data
 from distloop.engine.examples import load_example
 from distloop.engine.messages import Log, Message, RunFailed, RunFinished, RunStarted, StepMetrics
 from distloop.engine.run_folder import MetricsWriter, read_metrics, read_status, write_status
-from distloop.gui.cluster_plan import cluster_plan
 from distloop.gui.log_file_window import read_tail
 from distloop.gui.main_window import MainWindow
 from distloop.gui.run_controller import RunController

@@ -13,8 +13,8 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from ..engine.config import Initializer, LossConfig, StrategyConfig
-from ..engine.problems import Loc, problems_from_validation_error
+from ..problems import Loc, problems_from_validation_error
+from . import Initializer, LossConfig, StrategyConfig
 
 # A non-default value per optional field: the model objects to it where it does not apply.
 _PROBES: dict[type[BaseModel], dict[str, Any]] = {

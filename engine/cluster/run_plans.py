@@ -12,12 +12,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..engine.cluster import local_cluster_tasks, run_problems
-from ..engine.cluster.preflight import is_loopback
-from ..engine.config import Project, SshHost
-from ..engine.problems import Problem, ProblemsError
-from ..engine.run_handle import runs_as_cluster
-from ..engine.tf_config import parse_address
+from ..config import Project, SshHost
+from ..problems import Problem, ProblemsError
+from ..run_handle import runs_as_cluster
+from ..tf_config import parse_address
+from .plan import local_cluster_tasks, run_problems
+from .preflight import is_loopback
 
 
 @dataclass(frozen=True)
