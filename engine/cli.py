@@ -19,6 +19,7 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import TextIO
 
 from . import __version__
 from .cluster import local_cluster_tasks, task_dir_name
@@ -27,6 +28,7 @@ from .cluster.slurm import DEFAULT_PORT_BASE as SLURM_PORT_BASE
 from .cluster.ssh import DEFAULT_REMOTE_DIR, SshLaunch, launch_hosts
 from .config import Project, load_project, uneven_batch_warnings
 from .examples import example_names, load_example, portable_example_text
+from .fileio import open_text
 from .formatting import format_duration, format_prediction, prediction_json
 from .memory_check import memory_problems
 from .message_stream import CHANNEL_CLOSED_GRACE_S, ControlChannel, write_message
@@ -46,6 +48,7 @@ from .resume_rules import Layout, ResumableRun, command_refusal, refuse_strategy
 from .run_checks import file_findings, pre_run_problems
 from .run_folder import (
     LOCK_FILE,
+    MESSAGES_FILE,
     PROJECT_FILE,
     TASKS_DIR,
     RunFolderError,
@@ -71,6 +74,7 @@ COMMANDS = (
     "cluster",
     "launch",
     "preflight",
+    "submit",
     "export",
     "validate",
     "example",
@@ -111,6 +115,12 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="machine-readable: the protocol's messages as JSON lines on stdout; a 'stop' "
         "line on stdin stops the run, the end of stdin stops it too (a launcher's channel)",
+    )
+    run.add_argument(
+        "--record-messages",
+        action="store_true",
+        help=f"also append the protocol's messages as JSON lines to {MESSAGES_FILE} in the run "
+        "folder: a follower on a shared file system reads them (distloop submit --wait)",
     )
     run.add_argument(
         "--port-base",
@@ -197,6 +207,8 @@ def main(argv: list[str] | None = None) -> int:
         return command_launch(args)
     if args.command == "preflight":
         return command_preflight(args)
+    if args.command == "submit":
+        return command_submit(args)
     if args.command == "export":
         return command_export(args)
     if args.command == "validate":
@@ -343,6 +355,7 @@ def command_run(args: argparse.Namespace) -> int:
         verbose=args.verbose,
         folder_lock=lock,
         as_messages=args.messages,
+        record_messages=args.record_messages,
     )
 
 
@@ -478,6 +491,7 @@ def command_resume(args: argparse.Namespace) -> int:
         resume=True,
         folder_lock=lock,
         as_messages=args.messages,
+        record_messages=args.record_messages,
     )
 
 
@@ -523,6 +537,7 @@ def resume_slurm_task(run_dir: Path, *, port_base: int, args: argparse.Namespace
         resume=True,
         folder_lock=lock,
         as_messages=args.messages,
+        record_messages=args.record_messages,
     )
 
 
@@ -559,11 +574,14 @@ def run_in_foreground(
     resume: bool = False,
     folder_lock: RunFolderLock | None = None,
     as_messages: bool = False,
+    record_messages: bool = False,
 ) -> int:
     """Runs the engine and prints its messages; Ctrl-C stops it between steps.
 
     Always one process: a multi-machine project here is one task of a cluster whose
     other tasks run elsewhere (``--task``), so it names the peers that do not answer.
+    ``record_messages`` appends every message to the run folder's ``messages.jsonl``
+    too (a resumed run's after its first start's), for a follower elsewhere.
     """
     engine = open_run(
         project,
@@ -573,7 +591,17 @@ def run_in_foreground(
         folder_lock=folder_lock,
         name_missing_peers=True,
     )
-    return follow(engine, run_dir, quiet=quiet, verbose=verbose, as_messages=as_messages)
+    if not record_messages:
+        return follow(engine, run_dir, quiet=quiet, verbose=verbose, as_messages=as_messages)
+    try:
+        record = open_text(run_dir / MESSAGES_FILE, "a")
+    except OSError as exc:
+        _err(f"distloop: cannot write {run_dir / MESSAGES_FILE}: {exc.strerror or exc}")
+        return EXIT_FAILED
+    with record:
+        return follow(
+            engine, run_dir, quiet=quiet, verbose=verbose, as_messages=as_messages, record=record
+        )
 
 
 _STOP_SIGNALS = {
@@ -583,7 +611,18 @@ _STOP_SIGNALS = {
 
 
 def follow(
-    engine: EngineHandle, run_dir: Path, *, quiet: bool, verbose: bool, as_messages: bool = False
+    engine: EngineHandle,
+    run_dir: Path,
+    *,
+    quiet: bool,
+    verbose: bool,
+    as_messages: bool = False,
+    record: TextIO | None = None,
+    stopping: tuple[str, str, str] = (
+        "stopping after the current step",
+        "to kill",
+        "killing the engine",
+    ),
 ) -> int:
     """Starts the run and prints its messages until it ends; Ctrl-C stops it between steps.
 
@@ -598,6 +637,12 @@ def follow(
     handlers only note the signal, and the loop answers it: an exception raised
     wherever a signal lands could cut a message or the cleanup in half. The printer is
     a view of the run's model, as the window's panels are.
+
+    ``stopping`` says what the first stop does, what a second would, and what it does
+    (a Slurm job's differ).
+    ``record`` gets every message as a JSON line too. SIGUSR1 (``scancel --signal=USR1``,
+    which reaches a Slurm task's first process only) is passed on to the engine process,
+    which writes its stacks (``engine.stack_dumps``); it would otherwise end this one.
     """
     try:
         engine.start()
@@ -609,6 +654,10 @@ def follow(
         number: signal.signal(number, lambda signum, frame: received.append(signum))
         for number in _STOP_SIGNALS
     }
+    if hasattr(signal, "SIGUSR1"):
+        previous[signal.SIGUSR1] = signal.signal(
+            signal.SIGUSR1, lambda signum, frame: _pass_dump_signal(engine)
+        )
     stop_exit: int | None = None  # the exit code of the first Ctrl-C or SIGTERM
     answered = 0
     model = RunModel(run_dir=run_dir)
@@ -628,6 +677,8 @@ def follow(
         while not engine.done:
             for message in engine.poll(0.5):
                 model.apply(message)
+                if record is not None:
+                    _record(message, record)
                 if as_messages:
                     write_message(message)
                     if isinstance(message, RunFinished | RunFailed):
@@ -655,17 +706,31 @@ def follow(
                 answered += 1
                 how, code = _STOP_SIGNALS[number]
                 if stop_exit is not None:
-                    _err(f"distloop: {how} again: killing the engine")
+                    _err(f"distloop: {how} again: {stopping[2]}")
                     engine.kill()
                 else:
                     stop_exit = code
-                    _err(f"distloop: {how}: stopping after the current step ({how} again to kill)")
+                    _err(f"distloop: {how}: {stopping[0]} ({how} again {stopping[1]})")
                     engine.request_stop()
     finally:
         engine.close()
         for number, handler in previous.items():
             signal.signal(number, handler)
     return EXIT_FAILED
+
+
+def _pass_dump_signal(engine: EngineHandle) -> None:
+    """Asks the engine process (one run's, not a cluster's) for its stacks."""
+    pid = getattr(engine, "pid", None)
+    if isinstance(pid, int):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGUSR1)
+
+
+def _record(message: Message, record: TextIO) -> None:
+    """One message into ``messages.jsonl``; a full disk costs the follower, not the run."""
+    with contextlib.suppress(OSError, ValueError):
+        write_message(message, record)
 
 
 def _print_message(message: object, *, quiet: bool, verbose: bool) -> int | None:
@@ -824,8 +889,10 @@ def add_cluster_commands(commands: argparse._SubParsersAction) -> None:
     preflight.add_argument("--seconds", type=float, default=30.0, help=hidden)
     preflight.add_argument("--connect", nargs="+", help=hidden)
 
-    from .export import DEFAULT_IMAGE, FORMATS, SlurmJob
+    from .export import DEFAULT_IMAGE, FORMATS
     from .export_storage import DATA_MOUNT
+
+    add_submit_command(commands)
 
     export = commands.add_parser(
         "export",
@@ -863,7 +930,13 @@ def add_cluster_commands(commands: argparse._SubParsersAction) -> None:
         f"mounted read-only; project.json reads them from {DATA_MOUNT}",
     )
 
-    slurm = export.add_argument_group("slurm format")
+    add_slurm_job_arguments(export.add_argument_group("slurm format"))
+
+
+def add_slurm_job_arguments(slurm: argparse._ActionsContainer) -> None:
+    """The job's shape, for export --format slurm and submit alike."""
+    from .export import SlurmJob
+
     slurm.add_argument("--nodes", type=int, default=SlurmJob.nodes, help="nodes (default 2)")
     slurm.add_argument(
         "--ntasks-per-node",
@@ -878,6 +951,43 @@ def add_cluster_commands(commands: argparse._SubParsersAction) -> None:
         type=int,
         default=SLURM_PORT_BASE,
         help=f"each node's first task port (default {SLURM_PORT_BASE})",
+    )
+
+
+def add_submit_command(commands: argparse._SubParsersAction) -> None:
+    submit = commands.add_parser(
+        "submit",
+        help="submit the project's cluster as a Slurm batch job (sbatch) and, with --wait, "
+        "follow it here",
+    )
+    source = submit.add_mutually_exclusive_group(required=True)
+    source.add_argument("project", nargs="?", type=Path, help="project JSON file")
+    source.add_argument(
+        "--resume",
+        metavar="RUN_DIR",
+        type=Path,
+        help="submit a new job that continues a stopped or failed run, from its checkpoint",
+    )
+    source.add_argument(
+        "--follow", metavar="RUN_DIR", type=Path, help="follow the job that runs RUN_DIR"
+    )
+    submit.add_argument(
+        "--out",
+        type=Path,
+        metavar="DIR",
+        help="the job's folder, on a file system every node shares: the script, the project, "
+        "the job's output and runs/<job id>/",
+    )
+    add_slurm_job_arguments(submit)
+    submit.add_argument(
+        "--wait",
+        action="store_true",
+        help="follow the job to its end: its state, the chief's steps and evaluations; "
+        "Ctrl-C stops it (scancel, every task saves a checkpoint), a second leaves it running",
+    )
+    submit.add_argument("--quiet", action="store_true", help="print only the summary")
+    submit.add_argument(
+        "--verbose", action="store_true", help="also print the chief's log output (to stderr)"
     )
 
 
@@ -939,10 +1049,13 @@ def command_cluster(args: argparse.Namespace) -> int:
 
 
 def command_cluster_dump(run_dir: Path) -> int:
-    """``distloop cluster --dump DIR``: where each task of the running cluster stands."""
+    """``distloop cluster --dump DIR``: where each task of the running cluster stands, a
+    local cluster's or a submitted Slurm job's."""
     from .stack_dumps import ask_for_stacks, diagnose
 
     status = read_status(run_dir)
+    if "slurm" in status:
+        return _dump_slurm_job(run_dir)
     tasks = status.get("tasks")
     if status.get("status") != "running" or not isinstance(tasks, dict):
         _err(f"distloop: {run_dir} holds no running cluster (its status.json lists no tasks)")
@@ -961,6 +1074,25 @@ def command_cluster_dump(run_dir: Path) -> int:
     }
     stacks = ask_for_stacks(found)
     for line in diagnose(stacks):
+        print(line)
+    _err(f"distloop: each task's stacks: {run_dir / TASKS_DIR}/*/stacks.txt")
+    return EXIT_OK
+
+
+def _dump_slurm_job(run_dir: Path) -> int:
+    """The dump of a job ``distloop submit`` submitted: scancel signals its tasks."""
+    from .cluster.slurm_jobs import SlurmJobError, dump_job_stacks, follow_job, job_state
+
+    try:
+        job_id = follow_job(run_dir).job_id
+        state = job_state(job_id)
+        if state.state != "RUNNING":
+            raise SlurmJobError(f"job {job_id} is {state}, not running: no stacks to ask for")
+        lines = dump_job_stacks(run_dir, job_id)
+    except SlurmJobError as exc:
+        _err(f"distloop: {exc}")
+        return EXIT_FAILED
+    for line in lines:
         print(line)
     _err(f"distloop: each task's stacks: {run_dir / TASKS_DIR}/*/stacks.txt")
     return EXIT_OK
@@ -1239,6 +1371,68 @@ def command_export(args: argparse.Namespace) -> int:
         _err(f"distloop: warning: {note}")
     _err(f"distloop: {SECURITY_NOTE}")
     return EXIT_OK
+
+
+def command_submit(args: argparse.Namespace) -> int:
+    """``distloop submit``: sbatch the project's cluster, or a resume; ``--wait`` follows it."""
+    from .cluster.slurm_jobs import SlurmJobError, follow_job, resubmit_job, submit_job
+    from .export import SlurmJob
+
+    try:
+        if args.project is not None:
+            if args.out is None:
+                _err("distloop: submit needs --out DIR, the job's folder on the shared file system")
+                return EXIT_USAGE
+            project = _load(args.project)
+            if project is None or not announce_custom_code(project, args.project.parent):
+                return EXIT_FAILED
+            job = SlurmJob(
+                nodes=args.nodes,
+                tasks_per_node=args.ntasks_per_node,
+                time=args.time,
+                partition=args.partition,
+                port_base=args.port_base,
+            )
+            run = submit_job(project, args.out, job, base_dir=args.project.parent)
+        elif args.out is not None:
+            _err("distloop: --resume and --follow keep the job's folder; drop --out")
+            return EXIT_USAGE
+        elif args.resume is not None:
+            run = resubmit_job(args.resume)
+        else:
+            run = follow_job(args.follow)
+    except (ProblemsError, SlurmJobError) as exc:
+        _err(f"distloop: {exc}")
+        return EXIT_FAILED
+    except OSError as exc:
+        _err(f"distloop: cannot write the job's folder: {exc.strerror or exc}")
+        return EXIT_FAILED
+    if args.follow is None:
+        print(f"submitted job {run.job_id}, run folder {run.run_dir}", flush=True)
+    if not (args.wait or args.follow):
+        _err(f"distloop: follow it with: distloop submit --follow {run.run_dir}")
+        return EXIT_OK
+    run.on_state = lambda state: _err(f"distloop: job {run.job_id}: {state}")
+    code = follow(
+        run,
+        run.run_dir,
+        quiet=args.quiet,
+        verbose=args.verbose,
+        stopping=(
+            f"cancelling job {run.job_id} (scancel): every task stops at one step with a "
+            "checkpoint",
+            "to leave the job to Slurm",
+            "no longer following the job",
+        ),
+    )
+    if run.detached:
+        _err(
+            f"distloop: no longer following job {run.job_id}, which Slurm goes on with: "
+            f"follow it with distloop submit --follow {run.run_dir}, cancel it with "
+            f"scancel {run.job_id}"
+        )
+        return EXIT_INTERRUPTED
+    return code
 
 
 def export_script(project: Project, out: Path) -> int:

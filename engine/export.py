@@ -649,7 +649,10 @@ with a checkpoint, well before the SIGKILL."""
 
 def sbatch_script(job_name: str, project_file: str, job: SlurmJob) -> str:
     """The batch script: every task one ``distloop run --task-from slurm``, and a job that
-    Slurm requeues (preemption, ``scontrol requeue``) resumes from its last checkpoint.
+    Slurm requeues (preemption, ``scontrol requeue``) resumes from its last checkpoint, as
+    does a new job whose ``DISTLOOP_RUN_DIR`` holds an earlier job's run
+    (``distloop submit --resume``). The chief's messages go to its ``messages.jsonl``
+    too, where ``distloop submit --wait`` follows them.
 
     ``job_name`` and ``project_file`` are the exporter's own (already safe) names; every
     value here is validated, and the run folder is quoted, so nothing in the script is
@@ -673,20 +676,21 @@ def sbatch_script(job_name: str, project_file: str, job: SlurmJob) -> str:
             "# Distloop: submit from this folder with `sbatch slurm.sbatch`. Every task computes",
             "# its TF_CONFIG from Slurm's variables; the run folder is runs/<job id>/ here",
             "# (DISTLOOP_RUN_DIR chooses another). DISTLOOP is the command that runs distloop",
-            "# on the nodes (default: distloop). A requeued job resumes from its checkpoint.",
+            "# on the nodes (default: distloop). A requeued job resumes from its checkpoint, as",
+            "# does a job whose DISTLOOP_RUN_DIR holds an earlier job's run.",
             "#",
             *_comment_lines(SECURITY_NOTE, "# "),
             "set -euo pipefail",
             'cd "${SLURM_SUBMIT_DIR:-.}"',
             'run_dir="${DISTLOOP_RUN_DIR:-runs/$SLURM_JOB_ID}"',
-            'if [ "${SLURM_RESTART_COUNT:-0}" -gt 0 ] && [ -d "$run_dir/tasks" ]; then',
+            'if [ -d "$run_dir/tasks" ]; then',
             '  start=(--resume "$run_dir")',
             "else",
             f'  start=({project_file} --out "$run_dir")',
             "fi",
             "# shellcheck disable=SC2086 (DISTLOOP may be a command with arguments)",
             "srun --distribution=block --kill-on-bad-exit=1 ${DISTLOOP:-distloop} run "
-            f'"${{start[@]}}" --task-from slurm --port-base {job.port_base}',
+            f'"${{start[@]}}" --task-from slurm --port-base {job.port_base} --record-messages',
             "",
         ]
     )

@@ -67,6 +67,9 @@ STATUS_FILE = "status.json"
 LOG_FILE = "engine.log"
 STACKS_FILE = "stacks.txt"
 """The engine's Python stacks, appended on SIGUSR1 (``engine.stack_dumps``)."""
+MESSAGES_FILE = "messages.jsonl"
+"""The run's protocol messages as JSON lines (``distloop run --record-messages``): how a
+follower on another machine of a shared file system reads a Slurm task's run."""
 CHECKPOINT_DIR = "checkpoints"
 CHECKPOINT_INDEX_FILE = "checkpoint"
 """TensorFlow's index of a checkpoint folder: which checkpoint is the latest."""
@@ -341,6 +344,7 @@ _RUN_ENTRIES: dict[str, str] = {
     STATUS_FILE: _FILE,
     LOG_FILE: _FILE,
     STACKS_FILE: _FILE,
+    MESSAGES_FILE: _FILE,
     MODEL_FILE: _FILE,
     MODEL_RECORD_FILE: _FILE,
     CONFUSION_FILE: _FILE,

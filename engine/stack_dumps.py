@@ -18,6 +18,7 @@ import re
 import signal
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
@@ -52,19 +53,29 @@ class TaskStack:
 
 def ask_for_stacks(tasks: dict[str, tuple[int, Path]]) -> list[TaskStack]:
     """Signals every task (pid, run folder), waits for its dump, reads where each stands."""
-    sizes = {name: _size(folder / STACKS_FILE) for name, (_, folder) in tasks.items()}
-    for pid, _ in tasks.values():
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.kill(pid, DUMP_SIGNAL)
+
+    def signal_each() -> None:
+        for pid, _ in tasks.values():
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, DUMP_SIGNAL)
+
+    return collect_stacks({name: folder for name, (_, folder) in tasks.items()}, signal_each)
+
+
+def collect_stacks(folders: dict[str, Path], send: Callable[[], None]) -> list[TaskStack]:
+    """Where each task (its run folder) stands once ``send`` has asked them all for a dump:
+    ``os.kill`` here, ``scancel --signal=USR1`` for the tasks of a Slurm job."""
+    sizes = {name: _size(folder / STACKS_FILE) for name, folder in folders.items()}
+    send()
     deadline = time.monotonic() + ANSWER_S
     while time.monotonic() < deadline and not all(
-        _size(folder / STACKS_FILE) > sizes[name] for name, (_, folder) in tasks.items()
+        _size(folder / STACKS_FILE) > sizes[name] for name, folder in folders.items()
     ):
         time.sleep(0.1)
     time.sleep(0.3)  # a dump is written in pieces: let the last one end
     return [
         TaskStack(name, _innermost(folder / STACKS_FILE, sizes[name]), str(folder / STACKS_FILE))
-        for name, (_, folder) in tasks.items()
+        for name, folder in folders.items()
     ]
 
 

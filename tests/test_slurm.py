@@ -4,8 +4,12 @@ ranks laid out node by node, and every variable that is missing or wrong named."
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
+import os
+import re
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -23,7 +27,10 @@ from distloop.engine.cluster.slurm import (
     slurm_tf_config,
     tf_config_from_slurm,
 )
+from distloop.engine.cluster.slurm_jobs import submit_job
 from distloop.engine.config import load_project, load_project_data
+from distloop.engine.export import SlurmJob
+from distloop.engine.messages import Log
 from distloop.engine.problems import ProblemsError
 from distloop.engine.run_folder import read_metrics, read_status
 from distloop_testing import REPO, distloop, run_engine
@@ -249,61 +256,6 @@ def _metric_rows(run_dir: Path) -> int:
     return 0
 
 
-@pytest.mark.slow
-def test_the_exported_sbatch_script_trains_and_a_requeued_job_resumes_its_trace(
-    slurm: dict[str, str], tmp_path: Path
-) -> None:
-    """``distloop export --format slurm`` submitted as it is: a requeue mid-run (Slurm's
-    preemption) stops every task at one step with a checkpoint (SIGTERM), and the job,
-    started again, resumes to the uninterrupted single-process trace."""
-    steps = 600
-    data = multi_worker(steps=steps)
-    data["name"] = "slurm export"
-    data["training"]["checkpoint_every"] = 50
-    project = tmp_path / "project.json"
-    project.write_text(json.dumps(data))
-    job_dir = tmp_path / "job"
-    exported = distloop(
-        "export", str(project), "--format", "slurm", "--out", str(job_dir),
-        "--nodes", "1", "--ntasks-per-node", "2",
-        "--port-base", str(_consecutive_free_ports(2)),
-    )  # fmt: skip
-    assert exported.returncode == 0, exported.stderr
-    env = {**slurm, "DISTLOOP": f"{sys.executable} -m distloop.gui.launcher"}
-    submitted = subprocess.run(
-        ["sbatch", "--parsable", "slurm.sbatch"],
-        cwd=job_dir, env=env, capture_output=True, text=True, check=True, timeout=30,
-    )  # fmt: skip
-    job = submitted.stdout.strip().split(";")[0]
-    chief = job_dir / "runs" / job / "tasks" / "worker-0"
-    try:
-        _wait_for(lambda: _metric_rows(chief) >= 100, "the first 100 steps")
-        subprocess.run(["scontrol", "requeue", job], env=slurm, check=True, timeout=30)
-        _wait_for(lambda: _squeue_state(slurm, job) == "PENDING", "the requeue")
-        first = read_status(chief)
-        # Slurm holds a requeued job back two minutes; the test lets it start at once.
-        subprocess.run(
-            ["scontrol", "update", f"jobid={job}", "starttime=now"],
-            env=slurm, check=True, timeout=30,
-        )  # fmt: skip
-        _wait_for(lambda: _squeue_state(slurm, job) == "", "the resumed job", timeout_s=400)
-    finally:
-        subprocess.run(["scancel", job], env=slurm, timeout=30)
-    log = (job_dir / f"slurm-{job}.out").read_text()
-    assert first["status"] == "stopped", log[-3000:]
-    assert 100 <= first["last_step"] < steps
-    for task in ("worker-0", "worker-1"):
-        assert read_status(chief.parent / task)["status"] == "finished", log[-3000:]
-
-    single_data = multi_worker(steps=steps)
-    single_data["strategy"] = {"kind": "one_device"}
-    single = run_engine(load_project_data(single_data), None, timeout_s=400)
-    metrics = read_metrics(chief)
-    # Each step once: the steps after the checkpoint were trained again, not appended twice.
-    assert metrics["step"] == [float(s) for s in range(1, steps + 1)]
-    np.testing.assert_allclose(np.float32(metrics["loss"]), single["losses"], rtol=1e-5)
-
-
 def test_the_sbatch_script_takes_the_project_s_cluster_size_and_refuses_bad_values(
     tmp_path: Path,
 ) -> None:
@@ -338,3 +290,238 @@ def test_slurm_ids_in_other_digits_are_not_numbers() -> None:
         _env(1, SLURM_NODEID="\u00b2", SLURM_LOCALID="0"), "multi_worker_mirrored"
     )
     assert str(config.task) == "worker:1"
+
+
+# --- distloop submit: sbatch, and the job followed from the chief's messages ---------------
+
+
+def _submitted_project(tmp_path: Path, steps: int, name: str) -> Path:
+    data = multi_worker(steps=steps)
+    data["name"] = name
+    data["training"]["checkpoint_every"] = 50
+    project = tmp_path / "project.json"
+    project.write_text(json.dumps(data))
+    return project
+
+
+def _submit_env(slurm: dict[str, str]) -> dict[str, str]:
+    return {**slurm, "DISTLOOP": f"{sys.executable} -m distloop.gui.launcher"}
+
+
+def _submit_argv(project: Path, job_dir: Path, *more: str) -> list[str]:
+    return [
+        sys.executable, "-m", "distloop.gui.launcher", "submit", str(project),
+        "--out", str(job_dir), "--nodes", "1", "--ntasks-per-node", "2",
+        "--port-base", str(_consecutive_free_ports(2)), *more,
+    ]  # fmt: skip
+
+
+def _job_and_run(stdout: str) -> tuple[str, Path]:
+    found = re.search(r"submitted job (\d+), run folder (\S+)", stdout)
+    assert found, stdout
+    return found[1], Path(found[2])
+
+
+STEPS = 500
+"""Every followed job's length: the one-process trace is trained once for them all."""
+
+
+@functools.cache
+def _single_process_trace(steps: int = STEPS) -> dict:
+    data = multi_worker(steps=steps)
+    data["strategy"] = {"kind": "one_device"}
+    return run_engine(load_project_data(data), None, timeout_s=400)
+
+
+@pytest.mark.slow
+def test_submit_wait_follows_the_job_to_the_one_process_trace(
+    slurm: dict[str, str], tmp_path: Path
+) -> None:
+    """sbatch, then the chief's messages from the shared folder through the CLI's printer:
+    its steps are the one-process trace, the job's states are shown, and the end is the
+    run's."""
+    project = _submitted_project(tmp_path, STEPS, "submit wait")
+    done = subprocess.run(
+        _submit_argv(project, tmp_path / "job", "--wait"),
+        cwd=REPO, env=_submit_env(slurm), capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    job, run_dir = _job_and_run(done.stdout)
+    assert run_dir == tmp_path / "job" / "runs" / job
+    steps, losses = step_lines(done.stdout)
+    single = _single_process_trace()
+    assert steps == single["steps"] == list(range(1, STEPS + 1))
+    np.testing.assert_allclose(losses, single["losses"], rtol=1e-5)
+    assert f"distloop: job {job}: RUNNING" in done.stderr
+    assert f"distloop: job {job}: COMPLETED" in done.stderr
+    assert f"distloop: finished after step {STEPS}" in done.stderr
+    assert read_status(run_dir / "tasks" / "worker-1")["status"] == "finished"
+
+
+def _follow_in_background(
+    slurm: dict[str, str], project: Path, job_dir: Path
+) -> tuple[subprocess.Popen[str], str, Path]:
+    """``distloop submit --wait`` running, with the job id and run folder it printed first."""
+    follower = subprocess.Popen(
+        _submit_argv(project, job_dir, "--wait"),
+        cwd=REPO, env=_submit_env(slurm), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True,
+    )  # fmt: skip
+    assert follower.stdout is not None
+    job, run_dir = _job_and_run(follower.stdout.readline())
+    return follower, job, run_dir
+
+
+@pytest.mark.slow
+def test_ctrl_c_stops_a_followed_job_with_a_checkpoint_and_its_resume_ends_the_trace(
+    slurm: dict[str, str], tmp_path: Path
+) -> None:
+    """Ctrl-C while following is Stop: scancel, every task stops at one step with a
+    checkpoint, the run reads ``stopped``; ``submit --resume`` continues it in a new job to
+    the uninterrupted trace."""
+    steps = STEPS
+    project = _submitted_project(tmp_path, steps, "submit stop")
+    follower, job, run_dir = _follow_in_background(slurm, project, tmp_path / "job")
+    chief = run_dir / "tasks" / "worker-0"
+    try:
+        _wait_for(lambda: _metric_rows(chief) >= 60, "the first 60 steps")
+        follower.send_signal(signal.SIGINT)
+        out, err = follower.communicate(timeout=120)
+    finally:
+        follower.kill()
+        subprocess.run(["scancel", job], env=slurm, timeout=30)
+    assert follower.returncode == 130, err[-3000:]
+    assert f"Ctrl-C: cancelling job {job} (scancel)" in err
+    assert re.search(r"distloop: stopped after step \d+", err), err[-3000:]
+    stopped = read_status(chief)
+    assert step_lines(out)[0] == list(range(1, stopped["last_step"] + 1))
+    assert stopped["status"] == "stopped", err[-3000:]
+    assert 60 <= stopped["last_step"] < steps
+    assert (chief / "checkpoints" / "checkpoint").is_file()
+
+    resumed = distloop(
+        "submit", "--resume", str(run_dir), "--wait", env=_submit_env(slurm), timeout_s=400
+    )
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert f"distloop: finished after step {steps}" in resumed.stderr
+    _assert_the_uninterrupted_trace(chief)
+    # The follower of the new job shows its steps only, not the stopped job's again.
+    assert step_lines(resumed.stdout)[0] == list(range(stopped["last_step"] + 1, steps + 1))
+
+
+def _assert_the_uninterrupted_trace(chief: Path) -> None:
+    """Each step once (those after the checkpoint were trained again, not appended twice),
+    with the losses of one process."""
+    metrics = read_metrics(chief)
+    assert metrics["step"] == [float(s) for s in range(1, STEPS + 1)]
+    np.testing.assert_allclose(
+        np.float32(metrics["loss"]), _single_process_trace()["losses"], rtol=1e-5
+    )
+
+
+@pytest.mark.slow
+def test_a_requeued_job_resumes_by_itself_and_its_follower_reports_the_finished_run(
+    slurm: dict[str, str], tmp_path: Path
+) -> None:
+    """``scontrol requeue`` (Slurm's preemption) mid-run: every task stops at one step with
+    a checkpoint (SIGTERM), the job starts again and resumes to the uninterrupted trace,
+    and the follower, seeing the attempt's ``stopped`` while the job waits, goes on to
+    report the finished run."""
+    project = _submitted_project(tmp_path, STEPS, "submit requeue")
+    follower, job, run_dir = _follow_in_background(slurm, project, tmp_path / "job")
+    chief = run_dir / "tasks" / "worker-0"
+    try:
+        _wait_for(lambda: _metric_rows(chief) >= 60, "the first 60 steps")
+        subprocess.run(["scontrol", "requeue", job], env=slurm, check=True, timeout=30)
+        _wait_for(lambda: _squeue_state(slurm, job) == "PENDING", "the requeue")
+        first = read_status(chief)
+        # Slurm holds a requeued job back two minutes; the test lets it start at once.
+        subprocess.run(
+            ["scontrol", "update", f"jobid={job}", "starttime=now"],
+            env=slurm, check=True, timeout=30,
+        )  # fmt: skip
+        out, err = follower.communicate(timeout=400)
+    finally:
+        follower.kill()
+        subprocess.run(["scancel", job], env=slurm, timeout=30)
+    assert follower.returncode == 0, err[-3000:]
+    assert first["status"] == "stopped", err[-3000:]
+    assert 60 <= first["last_step"] < STEPS
+    assert f"job {job} was requeued: its tasks resume from the last checkpoint" in err
+    assert f"distloop: finished after step {STEPS}" in err
+    for task in ("worker-0", "worker-1"):
+        assert read_status(chief.parent / task)["status"] == "finished"
+    _assert_the_uninterrupted_trace(chief)
+    steps = step_lines(out)[0]
+    assert steps[-1] == STEPS and first["last_step"] in steps
+
+
+@pytest.mark.slow
+def test_a_running_job_dumps_every_task_s_stacks_and_its_follower_names_a_stalled_task(
+    slurm: dict[str, str], tmp_path: Path
+) -> None:
+    """``distloop cluster --dump`` on a submitted job: scancel --signal=USR1 reaches each
+    task's distloop, which passes it to its engine, and the job trains on. Then worker 1
+    stops (SIGSTOP): the follower, through the engine API the window uses, has every task
+    dump once no step came for a while, and names worker 1."""
+    project = _submitted_project(tmp_path, 100_000, "submit dump")
+    job_shape = SlurmJob(nodes=1, tasks_per_node=2, port_base=_consecutive_free_ports(2))
+    run = submit_job(load_project(project), tmp_path / "job", job_shape, env=_submit_env(slurm))
+    run.quiet_dump_s = 5.0
+    run.start()
+    tasks = run.run_dir / "tasks"
+    said: list[str] = []
+
+    def poll_until(condition, what: str) -> None:
+        def polled() -> bool:
+            said.extend(m.text for m in run.poll(0.5) if isinstance(m, Log))
+            return condition()
+
+        _wait_for(polled, what)
+
+    stalled = None
+    try:
+        poll_until(lambda: _metric_rows(tasks / "worker-0") >= 5, "the first steps")
+        dumped = distloop("cluster", "--dump", str(run.run_dir), env=slurm, timeout_s=60)
+        assert dumped.returncode == 0, dumped.stderr
+        for task in ("worker-0", "worker-1"):
+            stacks = (tasks / task / "stacks.txt").read_text()
+            assert "Current thread" in stacks or "Thread 0x" in stacks, task
+        assert _squeue_state(slurm, run.job_id) == "RUNNING"  # a dump stops nothing
+
+        stalled = read_status(tasks / "worker-1")["pid"]
+        os.kill(stalled, signal.SIGSTOP)
+        poll_until(lambda: any(text.startswith("no step for") for text in said), "the dump")
+    finally:
+        if stalled is not None:
+            os.kill(stalled, signal.SIGCONT)
+        subprocess.run(["scancel", run.job_id], env=slurm, timeout=30)
+        run.close()
+    warning = next(text for text in said if text.startswith("no step for"))
+    assert "worker:1 did not answer" in warning, warning
+    assert "worker:0" not in warning, warning
+
+
+def test_submit_without_sbatch_is_one_line(tmp_path: Path) -> None:
+    project = _submitted_project(tmp_path, 20, "no slurm here")
+    done = distloop(
+        "submit", str(project), "--out", str(tmp_path / "job"), env={"PATH": str(tmp_path)}
+    )
+    assert done.returncode == 1
+    assert done.stderr.splitlines() == [
+        "distloop: sbatch is not on PATH: submit from a machine with Slurm's client commands "
+        "(or write the script with distloop export --format slurm)"
+    ]
+
+
+@pytest.mark.slow
+def test_a_job_sbatch_refuses_is_one_line(slurm: dict[str, str], tmp_path: Path) -> None:
+    project = _submitted_project(tmp_path, 20, "bad partition")
+    done = distloop(
+        "submit", str(project), "--out", str(tmp_path / "job"), "--partition", "nosuch",
+        env=slurm,
+    )  # fmt: skip
+    assert done.returncode == 1
+    assert done.stderr.splitlines() == [
+        "distloop: sbatch refused the job: Invalid partition name specified"
+    ]

@@ -1,0 +1,544 @@
+"""A Slurm batch job submitted and followed as one run: ``distloop submit`` and the window.
+
+:func:`submit_job` writes the job folder (``engine.export``'s ``slurm.sbatch``, the one
+place the script is written) and runs ``sbatch``; :func:`resubmit_job` submits a new job
+that resumes a stopped run in its own folder; :func:`follow_job` follows the job that
+runs a run folder now. Each returns a :class:`SlurmRun`, an ``EngineHandle`` like a
+local engine's, so the CLI's printer and the window's ``RunModel`` read it unchanged.
+
+The job's tasks run on other machines; what comes back is the chief's
+``messages.jsonl`` (``distloop run --record-messages``) on the shared file system, read
+as it grows, and the job's state from Slurm (``scontrol``, else ``sacct``). A requeued
+job (preemption, ``scontrol requeue``) resumes from its checkpoint by itself, so the
+chief's ``stopped`` is the run's end only once Slurm says the job has ended.
+
+Where things are::
+
+    JOB_FOLDER/slurm.sbatch, project.json, README.md   written by export
+    JOB_FOLDER/slurm-<job id>.out                      the job's output (every attempt)
+    JOB_FOLDER/runs/<first job id>/                    the run folder
+        status.json                                    {"slurm": {"job": ..., ...}}
+        tasks/<task>/                                  each task's run folder
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import subprocess
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TextIO
+
+from ..config import Project, load_project
+from ..export import SBATCH_FILE, SlurmJob, export_cluster
+from ..fileio import open_bytes, open_text
+from ..message_stream import read_message
+from ..messages import Log, Message, ProtocolError, RunFailed, RunFinished, RunStarted, StepMetrics
+from ..problems import ProblemsError
+from ..run_folder import MESSAGES_FILE, PROJECT_FILE, TASKS_DIR, read_status, update_status
+from ..stack_dumps import DUMP_SIGNAL, collect_stacks, diagnose
+from ..tf_config import chief_of
+from .plan import task_dir_name
+from .supervisor import QUIET_DUMP_S
+
+RUNS_DIR = "runs"
+STATE_EVERY_S = 2.0
+"""How often Slurm is asked for the job's state: ``scontrol`` asks the controller."""
+END_WAIT_S = 60.0
+"""After the chief's last message, how long the job may stay RUNNING before the message
+is taken as the run's end anyway (a task that never exits holds the job)."""
+SETTLE_S = 5.0
+"""After the job ended without the chief's last message, how long a shared file system may
+take to show the lines written last on another node."""
+COMMAND_TIMEOUT_S = 30.0
+FINAL_STATES = frozenset(
+    {
+        "COMPLETED",
+        "FAILED",
+        "CANCELLED",
+        "TIMEOUT",
+        "NODE_FAIL",
+        "PREEMPTED",
+        "OUT_OF_MEMORY",
+        "BOOT_FAIL",
+        "DEADLINE",
+        "UNKNOWN",
+    }
+)
+"""A job in one of these has ended (UNKNOWN: Slurm has forgotten it: it ended long ago)."""
+REQUEUED_STATES = frozenset({"PENDING", "REQUEUED", "REQUEUE_FED", "REQUEUE_HOLD"})
+_JOB_ID = re.compile(r"[0-9]+")
+_FIELD = re.compile(r"\b(JobState|Reason|Restarts)=(\S*)")
+_SBATCH_NOISE = re.compile(r"^(sbatch: )?(error: )?(Batch job submission failed: )?")
+
+
+class SlurmJobError(Exception):
+    """Slurm refused, or cannot be asked: one line that says why."""
+
+
+@dataclass(frozen=True)
+class JobState:
+    """A job as Slurm sees it: ``state`` as Slurm names it (PENDING, RUNNING, COMPLETED,
+    CANCELLED, ...), ``reason`` why it waits (Resources, BeginTime; empty when none), and
+    how often it was requeued."""
+
+    state: str
+    reason: str = ""
+    restarts: int = 0
+
+    @property
+    def ended(self) -> bool:
+        return self.state in FINAL_STATES
+
+    def __str__(self) -> str:
+        return f"{self.state} ({self.reason})" if self.reason else self.state
+
+
+def _slurm(argv: list[str], env: Mapping[str, str] | None) -> subprocess.CompletedProcess[str]:
+    try:
+        return subprocess.run(
+            argv,
+            env=None if env is None else dict(env),
+            capture_output=True,
+            text=True,
+            timeout=COMMAND_TIMEOUT_S,
+            stdin=subprocess.DEVNULL,
+        )
+    except FileNotFoundError:
+        raise SlurmJobError(
+            f"{argv[0]} is not on PATH: run this on a machine that submits Slurm jobs "
+            "(Slurm's client commands installed and configured)"
+        ) from None
+    except subprocess.TimeoutExpired:
+        raise SlurmJobError(
+            f"{argv[0]} did not answer in {COMMAND_TIMEOUT_S:.0f} s: is slurmctld up?"
+        ) from None
+
+
+def _said(done: subprocess.CompletedProcess[str]) -> str:
+    """The last line a Slurm command printed, without its ``sbatch: error:`` prefixes."""
+    lines = [line.strip() for line in (done.stderr + done.stdout).splitlines() if line.strip()]
+    return _SBATCH_NOISE.sub("", lines[-1]) if lines else f"exit code {done.returncode}"
+
+
+def job_state(job_id: str, env: Mapping[str, str] | None = None) -> JobState:
+    """The job's state: from the controller while it knows the job (``scontrol``), then
+    from accounting (``sacct``) where there is one; UNKNOWN when neither knows it."""
+    shown = _slurm(["scontrol", "show", "job", "-o", job_id], env)
+    fields = dict(_FIELD.findall(shown.stdout)) if shown.returncode == 0 else {}
+    if "JobState" in fields:
+        reason = fields.get("Reason", "")
+        restarts = fields.get("Restarts", "0")
+        return JobState(
+            fields["JobState"],
+            "" if reason == "None" else reason,
+            int(restarts) if _JOB_ID.fullmatch(restarts) else 0,
+        )
+    with contextlib.suppress(SlurmJobError):
+        accounted = _slurm(["sacct", "-n", "-X", "-P", "-j", job_id, "-o", "State"], env)
+        words = accounted.stdout.split()
+        if accounted.returncode == 0 and words:
+            return JobState(words[0].rstrip("+"))
+    return JobState("UNKNOWN")
+
+
+def chief_folder(run_dir: Path, strategy_kind: str) -> Path:
+    """The reporting task's folder: rank 0 is the chief (parameter_server) or worker 0."""
+    cluster = {"chief": ()} if strategy_kind == "parameter_server" else {"worker": ()}
+    return run_dir / TASKS_DIR / task_dir_name(chief_of(cluster))
+
+
+def submit_job(
+    project: Project,
+    job_folder: Path,
+    job: SlurmJob,
+    *,
+    base_dir: Path | None = None,
+    env: Mapping[str, str] | None = None,
+) -> SlurmRun:
+    """Writes the job folder and submits ``slurm.sbatch``; the run is followed from the
+    returned handle (not started yet: :meth:`SlurmRun.start` begins following).
+
+    ``base_dir`` is the project file's folder. Raises ProblemsError for a project or job
+    shape the script cannot run, SlurmJobError when Slurm refuses (one line), OSError when
+    the folder cannot be written.
+    """
+    job_folder = job_folder.resolve()
+    export_cluster(project, job_folder, "slurm", base_dir=base_dir, slurm=job)
+    job_id = _sbatch(job_folder, env, run_dir=None)
+    run_dir = job_folder / RUNS_DIR / job_id
+    run_dir.mkdir(parents=True, exist_ok=True)
+    _record_job(run_dir, job_id, job_folder, 0)
+    return SlurmRun(project, run_dir, job_id, job_folder, env=env)
+
+
+def resubmit_job(run_dir: Path, *, env: Mapping[str, str] | None = None) -> SlurmRun:
+    """A new job from the same folder that resumes the run in ``run_dir`` from its last
+    checkpoint (the script resumes a ``DISTLOOP_RUN_DIR`` that holds tasks)."""
+    project, job_folder = _submitted_run(run_dir)
+    if not chief_folder(run_dir, project.strategy.kind).is_dir():
+        raise SlurmJobError(f"{run_dir} holds no task's folder yet: nothing to resume")
+    state = job_state(_recorded(run_dir)["job"], env)
+    if not state.ended:
+        raise SlurmJobError(
+            f"job {_recorded(run_dir)['job']} still runs this run ({state}): follow it with "
+            f"distloop submit --follow {run_dir}"
+        )
+    try:  # the earlier jobs' messages are theirs: this job's follower starts after them
+        start = (chief_folder(run_dir, project.strategy.kind) / MESSAGES_FILE).stat().st_size
+    except OSError:
+        start = 0
+    job_id = _sbatch(job_folder, env, run_dir=run_dir.resolve())
+    _record_job(run_dir, job_id, job_folder, start)
+    return SlurmRun(project, run_dir, job_id, job_folder, env=env, messages_from=start)
+
+
+def follow_job(run_dir: Path, *, env: Mapping[str, str] | None = None) -> SlurmRun:
+    """The handle of the job that runs (or last ran) ``run_dir``."""
+    project, job_folder = _submitted_run(run_dir)
+    record = _recorded(run_dir)
+    return SlurmRun(
+        project, run_dir, record["job"], job_folder, env=env, messages_from=record["messages_from"]
+    )
+
+
+def _recorded(run_dir: Path) -> dict[str, Any]:
+    """What submit recorded: the run's latest job, its folder, and where in the chief's
+    ``messages.jsonl`` that job's messages begin."""
+    try:
+        record = read_status(run_dir).get("slurm")
+    except (OSError, ValueError):
+        record = None
+    if (
+        not isinstance(record, dict)
+        or not isinstance(record.get("job"), str)
+        or not _JOB_ID.fullmatch(record["job"])
+        or not isinstance(record.get("folder"), str)
+        or not isinstance(record.get("messages_from"), int)
+        or record["messages_from"] < 0
+    ):
+        raise SlurmJobError(f"{run_dir} is not the run folder of a job distloop submit submitted")
+    return record
+
+
+def _submitted_run(run_dir: Path) -> tuple[Project, Path]:
+    """The run's project and its job folder, from what submit recorded."""
+    job_folder = Path(_recorded(run_dir)["folder"])
+    try:
+        return load_project(job_folder / PROJECT_FILE).resolve_paths(job_folder), job_folder
+    except ProblemsError as exc:
+        raise SlurmJobError(f"cannot read the job's project: {exc}") from None
+
+
+def _record_job(run_dir: Path, job_id: str, job_folder: Path, messages_from: int) -> None:
+    update_status(
+        run_dir, slurm={"job": job_id, "folder": str(job_folder), "messages_from": messages_from}
+    )
+
+
+def _sbatch(job_folder: Path, env: Mapping[str, str] | None, *, run_dir: Path | None) -> str:
+    environ = dict(os.environ if env is None else env)
+    if run_dir is not None:
+        environ["DISTLOOP_RUN_DIR"] = str(run_dir)
+    try:
+        done = subprocess.run(
+            ["sbatch", "--parsable", SBATCH_FILE],
+            cwd=job_folder,
+            env=environ,
+            capture_output=True,
+            text=True,
+            timeout=COMMAND_TIMEOUT_S,
+            stdin=subprocess.DEVNULL,
+        )
+    except FileNotFoundError:
+        raise SlurmJobError(
+            "sbatch is not on PATH: submit from a machine with Slurm's client commands "
+            "(or write the script with distloop export --format slurm)"
+        ) from None
+    except subprocess.TimeoutExpired:
+        raise SlurmJobError(f"sbatch did not answer in {COMMAND_TIMEOUT_S:.0f} s") from None
+    job_id = done.stdout.strip().split(";")[0]
+    if done.returncode != 0 or not _JOB_ID.fullmatch(job_id):
+        raise SlurmJobError(f"sbatch refused the job: {_said(done)}")
+    return job_id
+
+
+def dump_job_stacks(run_dir: Path, job_id: str, env: Mapping[str, str] | None = None) -> list[str]:
+    """Every task of the job writes its stacks into its folder (``stacks.txt``); one line
+    per task that is not where its peers wait (``engine.stack_dumps.diagnose``).
+
+    ``scancel --signal=USR1`` reaches each task's first process, the task's ``distloop
+    run``, which passes it to its engine (the batch script itself is not signalled).
+    """
+    tasks = run_dir / TASKS_DIR
+    folders = {
+        folder.name.replace("-", ":", 1): folder
+        for folder in sorted(tasks.iterdir() if tasks.is_dir() else [])
+        if folder.is_dir() and not folder.is_symlink() and re.fullmatch(r"[a-z]+-\d+", folder.name)
+    }
+    if not folders:
+        raise SlurmJobError(f"job {job_id} has no task folders in {tasks} yet")
+
+    def signal_job() -> None:
+        done = _slurm(["scancel", f"--signal={DUMP_SIGNAL.name[3:]}", job_id], env)
+        if done.returncode != 0:
+            raise SlurmJobError(f"scancel could not signal job {job_id}: {_said(done)}")
+
+    return diagnose(collect_stacks(folders, signal_job))
+
+
+class SlurmRun:
+    """A submitted job read as one run: the chief's messages, and the job's ends.
+
+    Driven like a local engine (``start``, ``poll`` until ``done``, ``request_stop``,
+    ``close``), with Slurm's meanings: :meth:`request_stop` is ``scancel`` (every task
+    gets SIGTERM and stops at one step with a checkpoint: ``stopped``, resumable with
+    :func:`resubmit_job`); :meth:`kill` stops following and leaves the job to Slurm
+    (``done`` with no last message, :attr:`detached` set); :meth:`close` never ends the job.
+    :attr:`state` is the job's latest :class:`JobState`, and ``on_state`` hears each change.
+    """
+
+    quiet_dump_s: float = QUIET_DUMP_S
+    """After this long without a step (once stepping began), every task dumps its stacks
+    and the run names the task not where its peers wait, as a local cluster does."""
+
+    def __init__(
+        self,
+        project: Project,
+        run_dir: Path,
+        job_id: str,
+        job_folder: Path,
+        *,
+        env: Mapping[str, str] | None = None,
+        on_state: Callable[[JobState], None] | None = None,
+        messages_from: int = 0,
+    ) -> None:
+        self.project = project
+        self.run_dir = run_dir
+        self.job_id = job_id
+        self.job_folder = job_folder
+        self.on_state = on_state
+        self.state: JobState | None = None
+        self.detached = False
+        self._env = env
+        self._messages_path = chief_folder(run_dir, project.strategy.kind) / MESSAGES_FILE
+        self._stream: TextIO | None = None
+        self._messages_from = messages_from
+        self._partial = ""
+        self._started = False
+        self._done = False
+        self._stop_sent = False
+        self._asked_at = 0.0
+        self._held: tuple[RunFinished | RunFailed, float, int] | None = None
+        """The chief's last message, its time, and the job's restarts when that attempt
+        started: the run's end once the job has ended, or an attempt's end when the job
+        was requeued (and so restarted once more)."""
+        self._attempt_restarts = 0
+        self._earlier_end: RunFinished | RunFailed | None = None
+        self._ended_at: float | None = None
+        self._last_step_at: float | None = None
+        self._dumped = False
+        self._last: StepMetrics | None = None
+
+    @property
+    def done(self) -> bool:
+        return self._done
+
+    @property
+    def pid(self) -> None:
+        """No process here: the tasks run where Slurm placed them."""
+        return None
+
+    def start(self) -> None:
+        self._started = True
+
+    def request_stop(self) -> None:
+        """``scancel``: Slurm sends every task SIGTERM (the preemption path saves a checkpoint
+        at one step), then SIGKILL after its KillWait (30 s by default)."""
+        if self._stop_sent or self._done:
+            return
+        self._stop_sent = True
+        with contextlib.suppress(SlurmJobError):
+            _slurm(["scancel", self.job_id], self._env)
+
+    def kill(self) -> None:
+        """Stops following; the job goes on (or ends) in Slurm."""
+        self.detached = True
+        self._done = True
+        self._close_stream()
+
+    def stop(self, grace_s: float = 30.0) -> None:
+        self.request_stop()
+        deadline = time.monotonic() + grace_s
+        while not self._done and time.monotonic() < deadline:
+            self.poll(0.5)
+        if not self._done:
+            self.kill()
+
+    def close(self) -> None:
+        self._close_stream()
+
+    def poll(self, timeout_s: float = 0.1) -> list[Message]:
+        """The chief's new messages, the job's state changes as log lines, and once the job
+        has ended, exactly one RunFinished or RunFailed."""
+        if self._done or not self._started:
+            return []
+        out: list[Message] = []
+        deadline = time.monotonic() + timeout_s
+        while True:
+            self._check_job(out)  # first: a replayed attempt's end is judged by the job's restarts
+            self._read(out)
+            remaining = deadline - time.monotonic()
+            if out or self._done or remaining <= 0:
+                return out
+            time.sleep(min(0.2, remaining))
+
+    # --- the chief's messages ---------------------------------------------------------
+
+    def _read(self, out: list[Message]) -> None:
+        if self._stream is None:
+            try:
+                self._stream = open_text(self._messages_path, "r")
+            except OSError:  # not there yet: the job has not started
+                return
+            self._stream.seek(self._messages_from)
+        text = self._partial + self._stream.read()
+        *lines, self._partial = text.split("\n")
+        for line in lines:
+            if not line.strip():
+                continue
+            try:
+                self._take(read_message(line), out)
+            except ProtocolError as exc:
+                out.append(Log(level="warning", text=f"{self._messages_path}: {exc}"))
+
+    def _take(self, message: Message, out: list[Message]) -> None:
+        if isinstance(message, RunFinished | RunFailed):
+            self._held = (message, time.monotonic(), self._attempt_restarts)
+            return
+        if isinstance(message, RunStarted):
+            if self._held is not None:
+                self._requeued(out)
+            self._attempt_restarts = self.state.restarts if self.state else 0
+        if isinstance(message, StepMetrics) and message.steps:
+            self._last, self._last_step_at, self._dumped = message, time.monotonic(), False
+        out.append(message)
+
+    def _requeued(self, out: list[Message]) -> None:
+        """The attempt's end was no run's end: Slurm starts the job again."""
+        if self._held is None:
+            return
+        self._earlier_end, self._held = self._held[0], None
+        self._last_step_at = None
+        out.append(
+            Log(
+                level="warning",
+                text=f"job {self.job_id} was requeued: its tasks resume from the last "
+                "checkpoint when it starts again",
+            )
+        )
+
+    # --- the job ----------------------------------------------------------------------
+
+    def _check_job(self, out: list[Message]) -> None:
+        now = time.monotonic()
+        if now - self._asked_at < (0.5 if self._held else STATE_EVERY_S):
+            return
+        self._asked_at = now
+        try:
+            state = job_state(self.job_id, self._env)
+        except SlurmJobError as exc:
+            out.append(Log(level="warning", text=str(exc)))
+            return
+        if state != self.state:
+            self.state = state
+            out.append(Log(text=f"job {self.job_id}: {state}"))
+            if self.on_state is not None:
+                self.on_state(state)
+        self._quiet_dump(now, out)
+        if self._held is not None:
+            message, since, restarts = self._held
+            if state.ended or now - since > END_WAIT_S:
+                self._end(message, out)
+            elif state.state in REQUEUED_STATES or state.restarts > restarts:
+                self._requeued(out)
+            return
+        if not state.ended:
+            self._ended_at = None
+            return
+        self._ended_at = self._ended_at or now
+        if now - self._ended_at > SETTLE_S:
+            self._end(self._without_last_message(state), out)
+
+    def _quiet_dump(self, now: float, out: list[Message]) -> None:
+        if (
+            self._last_step_at is None
+            or self._dumped
+            or self._held is not None
+            or self.state is None
+            or self.state.state != "RUNNING"
+            or now - self._last_step_at <= self.quiet_dump_s
+        ):
+            return
+        self._dumped = True
+        try:
+            lines = dump_job_stacks(self.run_dir, self.job_id, self._env)
+        except (SlurmJobError, OSError) as exc:
+            out.append(Log(level="warning", text=f"no step for a while, and no stacks: {exc}"))
+            return
+        out.append(
+            Log(
+                level="warning",
+                text=f"no step for {now - self._last_step_at:.0f} s: "
+                + "; ".join(lines)
+                + f" (each task's stacks: {self.run_dir / TASKS_DIR}/*/stacks.txt)",
+            )
+        )
+
+    def _without_last_message(self, state: JobState) -> RunFinished | RunFailed:
+        """How a job that ended without the chief's last message ended: an earlier
+        attempt's end (it was requeued, then cancelled while it waited), a stop
+        (cancelled), or a failure that names the job's state and last output."""
+        if self._earlier_end is not None:
+            return self._earlier_end
+        last = self._last
+        if state.state == "CANCELLED":
+            return RunFinished(
+                status="stopped",
+                last_step=last.steps[-1] if last else 0,
+                final_loss=last.losses[-1] if last else None,
+                elapsed_s=last.elapsed_s[-1] if last else 0.0,
+                killed=last is not None,
+            )
+        return RunFailed(
+            error_type="SlurmJobEnded",
+            message=f"job {self.job_id} ended {state} before its chief's last message: "
+            f"{self._output_tail()}",
+            last_step=last.steps[-1] if last else None,
+            known=True,
+        )
+
+    def _output_tail(self, lines: int = 5) -> str:
+        path = self.job_folder / f"slurm-{self.job_id}.out"
+        try:
+            with open_bytes(path) as output:
+                output.seek(max(0, os.fstat(output.fileno()).st_size - 16384))
+                text = output.read().decode("utf-8", "replace")
+        except OSError:
+            return f"see {path}"
+        said = [line.strip() for line in text.splitlines() if line.strip()]
+        return " | ".join(said[-lines:]) or f"{path} is empty"
+
+    def _end(self, message: RunFinished | RunFailed, out: list[Message]) -> None:
+        out.append(message)
+        self._done = True
+        self._close_stream()
+
+    def _close_stream(self) -> None:
+        if self._stream is not None:
+            self._stream.close()
+            self._stream = None
