@@ -62,12 +62,15 @@ def ask_for_stacks(tasks: dict[str, tuple[int, Path]]) -> list[TaskStack]:
     return collect_stacks({name: folder for name, (_, folder) in tasks.items()}, signal_each)
 
 
-def collect_stacks(folders: dict[str, Path], send: Callable[[], None]) -> list[TaskStack]:
+def collect_stacks(
+    folders: dict[str, Path], send: Callable[[], None], answer_s: float = ANSWER_S
+) -> list[TaskStack]:
     """Where each task (its run folder) stands once ``send`` has asked them all for a dump:
-    ``os.kill`` here, ``scancel --signal=USR1`` for the tasks of a Slurm job."""
+    ``os.kill`` here, ``scancel --signal=USR1`` for the tasks of a Slurm job (which takes
+    longer: through slurmctld and each node's slurmd, and a shared file system)."""
     sizes = {name: _size(folder / STACKS_FILE) for name, folder in folders.items()}
     send()
-    deadline = time.monotonic() + ANSWER_S
+    deadline = time.monotonic() + answer_s
     while time.monotonic() < deadline and not all(
         _size(folder / STACKS_FILE) > sizes[name] for name, folder in folders.items()
     ):

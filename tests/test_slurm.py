@@ -467,7 +467,7 @@ def test_a_running_job_dumps_every_task_s_stacks_and_its_follower_names_a_stalle
     project = _submitted_project(tmp_path, 100_000, "submit dump")
     job_shape = SlurmJob(nodes=1, tasks_per_node=2, port_base=_consecutive_free_ports(2))
     run = submit_job(load_project(project), tmp_path / "job", job_shape, env=_submit_env(slurm))
-    run.quiet_dump_s = 5.0
+    run.quiet_dump_s = 3600.0  # no dump of its own while the test asks for one
     run.start()
     tasks = run.run_dir / "tasks"
     said: list[str] = []
@@ -491,7 +491,11 @@ def test_a_running_job_dumps_every_task_s_stacks_and_its_follower_names_a_stalle
 
         stalled = read_status(tasks / "worker-1")["pid"]
         os.kill(stalled, signal.SIGSTOP)
+        run.quiet_dump_s = 5.0
         poll_until(lambda: any(text.startswith("no step for") for text in said), "the dump")
+        os.kill(stalled, signal.SIGCONT)
+        stalled = None
+        left = _follow_then_ctrl_c_twice(slurm, run.run_dir, run.job_id, tmp_path)
     finally:
         if stalled is not None:
             os.kill(stalled, signal.SIGCONT)
@@ -500,6 +504,37 @@ def test_a_running_job_dumps_every_task_s_stacks_and_its_follower_names_a_stalle
     warning = next(text for text in said if text.startswith("no step for"))
     assert "worker:1 did not answer" in warning, warning
     assert "worker:0" not in warning, warning
+    assert left.returncode == 130, left.stderr
+    assert left.stderr.splitlines()[-1] == (
+        f"distloop: no longer following job {run.job_id}, which Slurm goes on with: follow "
+        f"it with distloop submit --follow {run.run_dir}, cancel it with scancel {run.job_id}"
+    )
+
+
+def _follow_then_ctrl_c_twice(
+    slurm: dict[str, str], run_dir: Path, job: str, tmp_path: Path
+) -> subprocess.CompletedProcess[str]:
+    """``distloop submit --follow`` on the running job, then two Ctrl-Cs: the first
+    cancels the job, the second stops following without waiting for its end."""
+    with (tmp_path / "follow.out").open("w") as out:
+        follower = subprocess.Popen(
+            [sys.executable, "-m", "distloop.gui.launcher", "submit", "--follow", str(run_dir)],
+            cwd=REPO, env=slurm, stdout=out, stderr=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        assert follower.stderr is not None
+        said: list[str] = []
+
+        def read_until(start: str) -> None:
+            while not said or not said[-1].startswith(start):
+                said.append(follower.stderr.readline())
+                assert said[-1], "".join(said)
+
+        read_until(f"distloop: job {job}: RUNNING")
+        follower.send_signal(signal.SIGINT)
+        read_until("distloop: Ctrl-C: cancelling job")  # two signals at once would be one
+        follower.send_signal(signal.SIGINT)
+        rest = follower.communicate(timeout=60)[1]
+    return subprocess.CompletedProcess(follower.args, follower.returncode, "", "".join(said) + rest)
 
 
 def test_submit_without_sbatch_is_one_line(tmp_path: Path) -> None:

@@ -55,6 +55,9 @@ SETTLE_S = 5.0
 """After the job ended without the chief's last message, how long a shared file system may
 take to show the lines written last on another node."""
 COMMAND_TIMEOUT_S = 30.0
+DUMP_ANSWER_S = 10.0
+"""How long the tasks of a job have to write their stacks: the signal goes through
+slurmctld, each node's slurmd and the task's ``distloop run`` first."""
 FINAL_STATES = frozenset(
     {
         "COMPLETED",
@@ -288,7 +291,7 @@ def dump_job_stacks(run_dir: Path, job_id: str, env: Mapping[str, str] | None = 
         if done.returncode != 0:
             raise SlurmJobError(f"scancel could not signal job {job_id}: {_said(done)}")
 
-    return diagnose(collect_stacks(folders, signal_job))
+    return diagnose(collect_stacks(folders, signal_job, DUMP_ANSWER_S))
 
 
 class SlurmRun:
