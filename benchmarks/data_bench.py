@@ -70,10 +70,11 @@ from pathlib import Path
 import numpy as np
 import tensorflow as tf
 from distloop.engine.config import CsvData, Project, load_project_data
-from distloop.engine.synthetic import DataError
-from distloop.engine.tf import data as data_module
+from distloop.engine.data_sources import DataError
 from distloop.engine.tf.data import build_training_data
-from distloop.engine.tf.stream_data import _first_bad_row, _label_type, _LabelCheck
+from distloop.engine.tf.data_sources import csv as csv_source
+from distloop.engine.tf.data_sources.base import labels_dtype
+from distloop.engine.tf.data_sources.csv import LabelCheck, first_bad_row
 
 CLASSES = 10
 PER_CLASS = 300
@@ -670,11 +671,11 @@ def old_csv_examples(
     except tf.errors.OpError:
         all_finite = False
     if not all_finite:
-        labels = _LabelCheck(f"{where}.label_column", str(path), label_at, classes, sparse)
-        raise DataError(f"{field}: {path} {_first_bad_row(path, header, labels)}")
+        labels = LabelCheck(f"{where}.label_column", str(path), label_at, classes, sparse)
+        raise DataError(f"{field}: {path} {first_bad_row(path, header, labels)}")
     if rows == 0:
         raise DataError(f"{field}: {path} has a header but no rows of data")
-    shape, label_type = project.model.input_shape, _label_type(project)
+    shape, label_type = project.model.input_shape, labels_dtype(project)
 
     def example(*cells: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
         values = list(cells)
@@ -688,12 +689,12 @@ def old_csv_examples(
 @contextmanager
 def old_csv_pipeline() -> Iterator[None]:
     """``build_training_data`` with the old CSV pipeline in place of the new one."""
-    new = data_module.csv_examples
-    data_module.csv_examples = old_csv_examples
+    new = csv_source.csv_examples
+    csv_source.csv_examples = old_csv_examples
     try:
         yield
     finally:
-        data_module.csv_examples = new
+        csv_source.csv_examples = new
 
 
 @dataclass(frozen=True)

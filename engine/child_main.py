@@ -344,7 +344,7 @@ def _run(
 
 KNOWN_FAILURES = (
     ("distloop.engine.problems", "ProblemsError"),
-    ("distloop.engine.synthetic", "DataError"),
+    ("distloop.engine.data_sources.base", "DataError"),
     ("distloop.engine.model_shapes", "ModelFileError"),
     ("distloop.engine.user_code", "UserCodeError"),
     ("distloop.engine.reporting", "NonFiniteLossError"),

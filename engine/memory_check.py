@@ -9,26 +9,15 @@ starts, instead of meeting the OOM killer while it loads.
 
 from __future__ import annotations
 
-import ast
-import math
 import os
-import zipfile
 from pathlib import Path
 
-from .config import (
-    CsvData,
-    DataConfig,
-    NumpyData,
-    Project,
-    bytes_text,
-    memory_estimate,
-)
-from .fileio import NotRegularFileError, open_regular
+from .config import DataConfig, Project, bytes_text, memory_estimate
+from .data_sources import source_of
+from .fileio import NotRegularFileError
 from .problems import Problem
 
-_FLOAT32 = 4
-_SAMPLE_BYTES = 1 << 20
-"""How much of a CSV file's start is read to count its cells per byte."""
+FLOAT32 = 4
 
 
 def memory_problems(
@@ -94,88 +83,22 @@ class CannotCount(ValueError):
 
 
 def loaded_file_bytes(data: DataConfig) -> int:
-    """At least what loading ``data``'s file whole holds (0 when it streams, or for other
-    sources): an .npz's two arrays as stored plus their float32 copy; a CSV's float32 table
-    twice (read in blocks, then joined; ``engine.synthetic``), its cells counted from the
-    file's first MiB. A file that is missing or no regular file counts 0 (the data check
-    names it); one that cannot be counted raises CannotCount, whatever the failure: a
-    corrupt header must not end the check in a traceback."""
-    if not isinstance(data, NumpyData | CsvData) or data.stream:
-        return 0
-    path = Path(data.path)
+    """At least what loading ``data``'s file whole holds (its source's
+    :meth:`~engine.data_sources.base.DataSource.loaded_bytes`: 0 when it streams, or reads
+    no file). A file that is missing or no regular file counts 0 (the data check names
+    it); one that cannot be counted raises CannotCount, whatever the failure: a corrupt
+    header must not end the check in a traceback."""
     try:
-        if isinstance(data, NumpyData):
-            return _npz_bytes(path, (data.features_key, data.labels_key))
-        return 2 * _FLOAT32 * _csv_cells(path)
+        return source_of(data).loaded_bytes(data)
     except (FileNotFoundError, NotRegularFileError):
         return 0
     except CannotCount:
         raise
     except Exception as exc:  # any other failure: what it says, in one line
         reason = " ".join(str(exc).split())[:200] or type(exc).__name__
-        raise CannotCount(f"cannot count the memory that loading {path} takes: {reason}") from None
-
-
-def _npz_bytes(path: Path, keys: tuple[str, str]) -> int:
-    total = 0
-    with open_regular(path) as handle, zipfile.ZipFile(handle) as archive:
-        names = archive.namelist()
-        for key in keys:
-            if f"{key}.npy" not in names:
-                raise CannotCount(f"{path} has no array named {key!r}")
-            member = archive.getinfo(f"{key}.npy")
-            with archive.open(member) as stored:
-                shape = _npy_shape(stored.read(_MAX_HEADER_BYTES), f"{path}: array {key!r}")
-            total += member.file_size + min(math.prod(shape), _MAX_ELEMENTS) * _FLOAT32
-    return total
-
-
-_NPY_MAGIC = b"\x93NUMPY"
-_MAX_ELEMENTS = 2**60
-"""Counted elements stop here: past any memory, and inside what a float holds."""
-_MAX_HEADER_BYTES = 10_000 + 16
-"""numpy's own limit on an .npy header (``max_header_size``), with the magic and length."""
-
-
-def _npy_shape(start: bytes, what: str) -> tuple[int, ...]:
-    """The array's shape from the start of an .npy file (its header is a Python dict)."""
-    if not start.startswith(_NPY_MAGIC) or len(start) < 10:
-        raise CannotCount(f"{what} is not an .npy array")
-    size_bytes = 2 if start[6] == 1 else 4
-    length = int.from_bytes(start[8 : 8 + size_bytes], "little")
-    header = start[8 + size_bytes : 8 + size_bytes + length]
-    if len(header) < length:
-        raise CannotCount(f"{what}: its header is cut short or longer than numpy reads")
-    try:
-        fields = ast.literal_eval(header.decode("latin1"))
-    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
-        raise CannotCount(f"{what}: its header is not a Python dict") from None
-    if not isinstance(fields, dict):
-        raise CannotCount(f"{what}: its header is {type(fields).__name__}, not a dict")
-    shape = fields.get("shape")
-    sizes = shape if isinstance(shape, tuple) else ()
-    if not isinstance(shape, tuple) or not all(
-        isinstance(size, int) and not isinstance(size, bool) and size >= 0 for size in sizes
-    ):
-        raise CannotCount(f"{what}: its header's shape is {shape!r:.60}, not a tuple of sizes")
-    return shape
-
-
-def _csv_cells(path: Path) -> int:
-    """Cells in the file (less the header's), from the cells per byte of its whole lines
-    in the first MiB."""
-    with open_regular(path) as handle:
-        size = os.fstat(handle.fileno()).st_size
-        sample = handle.read(_SAMPLE_BYTES)
-    lines = sample.split(b"\n")
-    if len(sample) == size:  # the whole file: count it
-        body = [line for line in lines[1:] if line.strip()]
-        return sum(line.count(b",") + 1 for line in body)
-    whole = [line for line in lines[1:-1] if line.strip()]  # the last may be cut
-    if not whole:
-        return 0
-    per_byte = sum(line.count(b",") + 1 for line in whole) / sum(len(line) + 1 for line in whole)
-    return int(per_byte * (size - len(lines[0]) - 1))
+        raise CannotCount(
+            f"cannot count the memory that loading {Path(data.path)} takes: {reason}"
+        ) from None
 
 
 def available_memory_bytes() -> int | None:

@@ -13,16 +13,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .config import Project
-from .datasets import (
-    FolderScanner,
-    checked_folder,
+from .data_sources.checks import (
+    oversized_record_problems,
     project_folder_problems,
     unreadable_image_problems,
 )
+from .data_sources.folders import FolderScanner, checked_folder
 from .memory_check import counting_problems, memory_problems
 from .model_shapes import model_file_problems
 from .problems import Problem
-from .tfrecord_files import oversized_record_problems
 
 
 @dataclass(frozen=True)

@@ -7,11 +7,12 @@ data, the ``train_step`` / ``distributed_train_step`` pair and the loop, printin
 not Distloop, and every seed is the one the engine uses, so the script's loss trace
 equals the engine's.
 
-Every data source is exported. Where the engine's data code is what makes the trace
+Every data source is exported: each writes its own lines (its
+:meth:`~engine.data_sources.base.DataSource.script`), and this module the batching,
+shuffling and repeating they share. Where the engine's data code is what makes the trace
 equal (synthetic generators, folder listing, the evaluation split's choice, image
 decoding and augmentation, text vectorization, TFRecord parsing), the script gets that
-code's source, not a second version written here: from TensorFlow-free modules with
-``inspect``, from ``engine/tf`` modules by reading the file (:func:`_engine_tf_source`).
+code's source, not a second version (``engine.data_sources.script_lines``).
 CSV and .npz files the engine streams (``data.stream``) are loaded whole: the same
 examples in the same order. An evaluation split holds out the examples the engine
 holds out; the script does not evaluate them (evaluation does not change training),
@@ -26,12 +27,8 @@ or a parameter-server strategy are refused with the reason.
 
 from __future__ import annotations
 
-import ast
-import inspect
 import json
 import re
-from collections.abc import Callable
-from pathlib import Path
 
 from . import __version__
 from .code_text import inert
@@ -39,35 +36,25 @@ from .config import (
     AdagradConfig,
     AdamConfig,
     BatchNormalizationLayer,
-    ConstantData,
     Conv1DLayer,
     Conv2DLayer,
-    CsvData,
     DenseLayer,
     DropoutLayer,
     EmbeddingLayer,
     GRULayer,
-    ImageFolderData,
     Initializer,
     Layer,
     LayerNormalizationLayer,
     LSTMLayer,
-    NumpyData,
     Project,
     Regularizer,
     RescalingLayer,
     RMSpropConfig,
     SGDConfig,
-    SyntheticClassification,
-    SyntheticRegression,
-    TextFolderData,
-    TFRecordData,
-    image_channels,
-    split_counts,
 )
-from .datasets import IMAGE_EXTENSIONS, TEXT_EXTENSIONS, list_class_files
+from .data_sources import source_of
+from .data_sources.base import ScriptData
 from .model_shapes import BACKBONES
-from .synthetic import held_out, make_classification, make_regression
 from .tf_config import TF_CONFIG_VAR
 
 
@@ -87,24 +74,21 @@ def render_script(project: Project) -> str:
             "the project runs custom step code from "
             f"{project.custom_code.path}; a standalone script cannot contain it"
         )
+    script = source_of(project.data).script(project.data, project)
     sections = [
-        _header(project),
+        _header(project, script.imports),
         _strategy(project),
         _model(project),
-        _data(project),
+        _data(project, script),
         _step(project),
         _loop(project),
     ]
     return "\n\n".join(section.strip("\n") for section in sections) + "\n"
 
 
-def _header(project: Project) -> str:
-    data = project.data
-    standard = {
-        "math": isinstance(data, ImageFolderData) and data.augments,
-        "os": isinstance(data, ImageFolderData | TextFolderData) or project.tf_config is not None,
-    }
-    imports = "".join(f"import {name}\n" for name, used in standard.items() if used)
+def _header(project: Project, data_imports: set[str]) -> str:
+    standard = data_imports | ({"os"} if project.tf_config is not None else set())
+    imports = "".join(f"import {name}\n" for name in sorted(standard))
     imports += "\n" if imports else ""
     imports += "import numpy as np\nimport tensorflow as tf"
     if project.tf_config is not None:
@@ -392,27 +376,17 @@ def _model(project: Project) -> str:
 loss_object = tf.keras.losses.{loss_class}({", ".join(loss_args)})"""
 
 
-def _data(project: Project) -> str:
+def _data(project: Project, script: ScriptData) -> str:
     data, training = project.data, project.training
     lines = ["# --- data --------------------------------------------------------------------"]
     lines.append(f"GLOBAL_BATCH_SIZE = {data.global_batch_size}")
-    decode = isinstance(data, ImageFolderData | TextFolderData)
-    if isinstance(data, ImageFolderData):
-        lines += _image_folder_lines(data, project)
-    elif isinstance(data, TextFolderData):
-        lines += _text_folder_lines(data, project)
-    elif isinstance(data, TFRecordData):
-        lines += _tfrecord_lines(data, project)
-    elif isinstance(data, ConstantData):
-        lines += _constant_lines(data, project)
-    else:
-        lines += _array_lines(project)
+    lines += script.lines
     if data.shuffle_buffer:
         lines.append(
             f"dataset = dataset.shuffle({data.shuffle_buffer}, seed={training.seed}, "
             "reshuffle_each_iteration=True)"
         )
-    if decode:  # after the shuffle: the shuffle buffer holds file names, not examples
+    if script.load_after_shuffle:  # the shuffle buffer holds file names, not examples
         lines.append("dataset = dataset.map(load_example, num_parallel_calls=tf.data.AUTOTUNE)")
     lines.append(
         f"dataset = dataset.batch(GLOBAL_BATCH_SIZE, drop_remainder={data.drop_remainder!r})"
@@ -422,8 +396,7 @@ def _data(project: Project) -> str:
         if training.steps is not None
         else f"dataset = dataset.repeat({training.epochs})  # {training.epochs} epoch(s)"
     )
-    if isinstance(data, ImageFolderData) and data.augments:
-        lines += _augmentation_lines(data, training.seed)
+    lines += script.after_repeat
     lines += [
         "options = tf.data.Options()",
         "options.deterministic = True",
@@ -431,234 +404,6 @@ def _data(project: Project) -> str:
         "dist_dataset = strategy.experimental_distribute_dataset(dataset)",
     ]
     return re.sub(r"\n{4,}", "\n\n\n", "\n".join(lines))  # at most two blank lines
-
-
-def _engine_tf_source(module: str, *names: str) -> str:
-    """The source of functions and constants of ``engine/tf/<module>.py``, read from the file.
-
-    Those modules import TensorFlow, and this one must not (the window imports it), so
-    ``inspect`` cannot reach them; a copy written out here would be a second definition
-    that drifts from what the engine runs. The file is read instead, and ``ast`` finds
-    each definition (without its decorators: caching is the engine's business).
-    """
-    text = (Path(__file__).with_name("tf") / f"{module}.py").read_text(encoding="utf-8")
-    found: dict[str, str] = {}
-    for node in ast.parse(text).body:
-        if isinstance(node, ast.FunctionDef):
-            name = node.name
-        elif isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name):
-            name = node.targets[0].id
-        else:
-            continue
-        if name in names:
-            found[name] = ast.get_source_segment(text, node) or ""
-    return "\n\n\n".join(found[name] for name in names)
-
-
-def _source(*functions: Callable[..., object]) -> list[str]:
-    """Functions of TensorFlow-free engine modules, as the script's lines."""
-    return _definitions("\n\n\n".join(inspect.getsource(f).strip() for f in functions))
-
-
-def _definitions(text: str) -> list[str]:
-    """Top-level definitions as lines of the script, with two blank lines around them."""
-    return ["", "", text, "", ""]
-
-
-def _split_of(project: Project) -> float | None:
-    return project.evaluation.split if project.evaluation is not None else None
-
-
-def _held_out_lines(split: float, count: str, seed: int) -> list[str]:
-    """The held_out function and the line that picks the held-out examples of ``count``."""
-    return [
-        *_source(split_counts, held_out),
-        "",
-        f"# evaluation.split: {split:g} of the examples are held out to evaluate on (the",
-        "# same ones in every run of the project); training keeps the rest, in their order.",
-        f"held = held_out({count}, {split!r}, {seed})",
-    ]
-
-
-def _constant_lines(data: ConstantData, project: Project) -> list[str]:
-    model, loss = project.model, project.loss
-    label_type = "np.int32" if loss.kind == "sparse_categorical_crossentropy" else "np.float32"
-    return [
-        f"features = np.asarray({data.features!r}, np.float32).reshape("
-        f"{list(model.input_shape)!r})",
-        f"labels = np.asarray({data.labels!r}, {label_type})",
-        f"dataset = tf.data.Dataset.from_tensors((features, labels)).repeat({data.examples})",
-    ]
-
-
-def _array_lines(project: Project) -> list[str]:
-    """Synthetic examples made as the engine makes them, or a file's loaded into memory."""
-    data, model, loss = project.data, project.model, project.loss
-    lines: list[str] = []
-    if isinstance(data, SyntheticClassification):
-        lines += [
-            *_source(make_classification),
-            f"x, y = make_classification({data.examples}, {list(model.input_shape)!r}, "
-            f"{data.num_classes}, {data.noise!r}, {data.seed}, {loss.kind!r})",
-        ]
-    elif isinstance(data, SyntheticRegression):
-        lines += [
-            *_source(make_regression),
-            f"x, y = make_regression({data.examples}, {list(model.input_shape)!r}, "
-            f"{model.output_units}, {data.noise!r}, {data.seed})",
-        ]
-    elif isinstance(data, NumpyData | CsvData) and data.stream:
-        lines.append(
-            "# data.stream: the project's runs read this file as batches form; loading it "
-            "whole gives the same examples in the same order."
-        )
-    if isinstance(data, NumpyData):
-        lines += [
-            f"with np.load({data.path!r}) as arrays:",
-            f"    x, y = arrays[{data.features_key!r}], arrays[{data.labels_key!r}]",
-        ]
-    elif isinstance(data, CsvData):
-        lines += [
-            f"with open({data.path!r}, encoding='utf-8') as handle:",
-            "    header = handle.readline().strip().split(',')",
-            f"table = np.loadtxt({data.path!r}, delimiter=',', skiprows=1, ndmin=2)",
-            "table = table.astype(np.float32)",
-            f"label_at = header.index({data.label_column!r})",
-            "x = np.delete(table, label_at, axis=1)",
-            "y = table[:, label_at:label_at + 1]",
-        ]
-    lines += [
-        f"x = x.reshape(len(x), *{list(model.input_shape)!r}).astype(np.float32)",
-        "y = y.astype(np.int32) if y.dtype.kind in 'iu' else y.astype(np.float32)",
-    ]
-    split = _split_of(project)
-    if split is not None:
-        lines += [*_held_out_lines(split, "len(x)", project.training.seed)]
-        lines.append("x, y = x[~held], y[~held]")
-    lines.append("dataset = tf.data.Dataset.from_tensor_slices((x, y))")
-    return lines
-
-
-def _folder_lines(
-    data: ImageFolderData | TextFolderData, project: Project, extensions: tuple[str, ...]
-) -> list[str]:
-    """The folder's files and labels listed as the engine lists them, less a split's."""
-    lines = [
-        *_source(list_class_files),
-        f"classes, files, labels, _ = list_class_files({data.path!r}, {extensions!r})",
-        "print('classes:', ', '.join(classes))",
-    ]
-    if isinstance(data, ImageFolderData) and data.on_bad_file == "skip":
-        lines += [
-            "# data.on_bad_file is skip: the project's runs leave out images that cannot be",
-            "# decoded. This script does not look for them first: a damaged image fails it.",
-            "# Remove those files (a run's log names them) to train on the same images.",
-        ]
-    split = _split_of(project)
-    if split is not None:
-        lines += [
-            *_held_out_lines(split, "len(files)", project.training.seed),
-            "files = [file for file, out in zip(files, held) if not out]",
-            "labels = [label for label, out in zip(labels, held) if not out]",
-        ]
-    return lines
-
-
-def _label(project: Project) -> str:
-    """The call that makes a class number what the loss takes (``encode_label``)."""
-    return f"encode_label(label, {project.loss.kind!r}, {project.model.output_units})"
-
-
-def _image_folder_lines(data: ImageFolderData, project: Project) -> list[str]:
-    """The folder's images, decoded as the engine decodes them for training."""
-    height, width = project.model.input_shape[:2]
-    channels = image_channels(data, project.model)
-    return [
-        *_folder_lines(data, project, IMAGE_EXTENSIONS),
-        *_definitions(_engine_tf_source("image_data", "decode_pixels", "scale", "encode_label")),
-        "def load_example(path, label):",
-        f'    """Decoded, resized to {height}x{width}, {channels} channel(s), scaled to [0, 1]."""',
-        "    # Resizing an image that already has the model's size leaves every pixel as it is.",
-        f"    image = scale(decode_pixels(tf.io.read_file(path), {height}, {width}, {channels}))",
-        f"    return image, {_label(project)}",
-        "",
-        "",
-        "dataset = tf.data.Dataset.from_tensor_slices((files, np.asarray(labels, np.int32)))",
-    ]
-
-
-def _augmentation_lines(data: ImageFolderData, seed: int) -> list[str]:
-    return [
-        *_definitions(_engine_tf_source("image_data", "augment_images", "_rotate", "_crop")),
-        "def augment(step, batch):",
-        '    """Training batches only; the draw depends on the seed and the batch number."""',
-        "    images, labels = batch",
-        f"    images = augment_images(images, step, {seed}, flip={data.flip!r}, "
-        f"rotation={data.rotation!r}, crop={data.crop!r})",
-        "    return images, labels",
-        "",
-        "",
-        "# Batches numbered from 0 across epochs: the number seeds the batch's augmentation.",
-        "dataset = dataset.enumerate().map(augment, num_parallel_calls=tf.data.AUTOTUNE)",
-    ]
-
-
-def _text_folder_lines(data: TextFolderData, project: Project) -> list[str]:
-    """The folder's texts as word numbers, with a vocabulary learned from the training files."""
-    length = data.sequence_length
-    return [
-        *_folder_lines(data, project, TEXT_EXTENSIONS),
-        *_definitions(
-            _engine_tf_source("text_data", "ADAPT_BATCH", "adapt_vectorizer", "read_words")
-        ),
-        *_definitions(_engine_tf_source("image_data", "encode_label")),
-        "# The vocabulary comes from the training files only, never from held-out ones.",
-        f"vectorize = adapt_vectorizer(tuple(files), {data.vocabulary_size}, {length})",
-        "",
-        "",
-        "def load_example(path, label):",
-        f'    """The file\'s first {length} word numbers (0 pads, 1 is an unknown word)."""',
-        f"    return read_words(vectorize, path, {length}), {_label(project)}",
-        "",
-        "",
-        "dataset = tf.data.Dataset.from_tensor_slices((files, np.asarray(labels, np.int32)))",
-    ]
-
-
-def _tfrecord_lines(data: TFRecordData, project: Project) -> list[str]:
-    """The records, parsed by the project's feature spec as the engine parses them."""
-    spec = "".join(
-        f"    {feature.name!r}: tf.io.FixedLenFeature({feature.shape!r}, tf.{feature.dtype}),\n"
-        for feature in data.features
-    )
-    inputs = [feature.name for feature in data.features if feature.name != data.label]
-    sparse = project.loss.kind == "sparse_categorical_crossentropy"
-    compression = "" if data.compression == "none" else data.compression
-    lines = [
-        *_definitions(_engine_tf_source("tfrecord_data", "parse_record")),
-        f"FEATURES = {{\n{spec}}}",
-        f"files = sorted(tf.io.gfile.glob({data.path!r}))",
-        f"records = tf.data.TFRecordDataset(files, compression_type={compression!r})",
-        "dataset = records.map(",
-        f"    lambda record: parse_record(record, FEATURES, {inputs!r}, {data.label!r}, "
-        f"{list(project.model.input_shape)!r}, {sparse!r}),",
-        "    num_parallel_calls=tf.data.AUTOTUNE,",
-        ")",
-    ]
-    split = _split_of(project)
-    if split is not None:
-        lines += [
-            "# One counting pass: the split chooses among all the records.",
-            "examples = int(dataset.reduce(tf.constant(0, tf.int64), lambda count, _: count + 1))",
-            *_held_out_lines(split, "examples", project.training.seed),
-            "keep = tf.constant(~held)",
-            "dataset = (",
-            "    dataset.enumerate()",
-            "    .filter(lambda number, _: tf.gather(keep, number))",
-            "    .map(lambda _, example: example)",
-            ")",
-        ]
-    return lines
 
 
 def _step(project: Project) -> str:

@@ -11,7 +11,6 @@ TensorFlow reads a record; the window's per-edit checks do not.
 
 from __future__ import annotations
 
-import glob
 import gzip
 import os
 import struct
@@ -19,9 +18,7 @@ import zlib
 from collections.abc import Callable
 from typing import Any, BinaryIO, Protocol
 
-from .config import Project, TFRecordData
 from .fileio import open_regular
-from .problems import Problem
 
 _HEADER = struct.Struct("<QI")
 """A record's length and its length's checksum."""
@@ -136,17 +133,3 @@ def _walk(stream: _Stream, limit: int, skip: Callable[[Any, int], None]) -> tupl
             return number, length
         skip(stream, length + _FOOTER_BYTES)
         number += 1
-
-
-def oversized_record_problems(project: Project) -> list[Problem]:
-    """Each TFRecord source's first record whose declared length does not fit its file."""
-    problems = []
-    for where, data in project.data_sources():
-        if not isinstance(data, TFRecordData):
-            continue
-        for file in sorted(glob.glob(os.path.expanduser(data.path))):
-            found = oversized_record_problem(file, data.compression, where)
-            if found is not None:
-                problems.append(Problem((*where.split("."), "path"), found))
-                break
-    return problems

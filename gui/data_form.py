@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, get_args
 
 from pydantic import BaseModel
 from PySide6.QtCore import QSignalBlocker, Signal
@@ -18,47 +18,13 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from ..engine.config import (
-    DATA_SOURCES,
-    ConstantData,
-    CsvData,
-    ImageFolderData,
-    NumpyData,
-    SyntheticClassification,
-    SyntheticRegression,
-    TextFolderData,
-    TFRecordData,
-)
+from ..engine.config import DATA_MODELS, DATA_SOURCES, ConstantData
+from ..engine.config.data import FeatureSpec
+from ..engine.data_sources import source_named
 from ..engine.problems import Loc
 from .auto_form import AutoForm, align_labels, show_page
 from .field_editors import ChoiceEdit, PathEdit
 
-# What a source's page shows before the user fills it in (fields without a model default).
-_REQUIRED_STARTS: dict[str, dict[str, Any]] = {
-    "constant": {"features": [1.0], "labels": [1.0]},
-    "numpy": {"path": ""},
-    "csv": {"path": "", "label_column": ""},
-    "image_folder": {"path": ""},
-    "text_folder": {"path": ""},
-    "tfrecord": {
-        "path": "",
-        "features": [{"name": "x", "dtype": "float32", "shape": [1]}, {"name": "y"}],
-        "label": "y",
-    },
-}
-
-
-SOURCE_MODELS: dict[str, type[BaseModel]] = {
-    "constant": ConstantData,
-    "synthetic_classification": SyntheticClassification,
-    "synthetic_regression": SyntheticRegression,
-    "numpy": NumpyData,
-    "csv": CsvData,
-    "image_folder": ImageFolderData,
-    "text_folder": TextFolderData,
-    "tfrecord": TFRecordData,
-}
-FOLDER_SOURCES = ("image_folder", "text_folder")
 FOLDER_SHUFFLE_BUFFER = 10_000
 """A folder source's shuffle buffer in the window: it holds file names (decoded examples
 only with ``cache``), so 10,000 costs little and mixes the classes of most folders fully."""
@@ -66,13 +32,8 @@ only with ``cache``), so 10,000 costs little and mixes the classes of most folde
 BATCHING_FIELDS = [
     name
     for name in ConstantData.model_fields
-    if name != "source" and all(name in model.model_fields for model in SOURCE_MODELS.values())
+    if name != "source" and all(name in model.model_fields for model in DATA_MODELS.values())
 ]
-FILE_FILTERS = {
-    "numpy": "NumPy archives (*.npz);;All files (*)",
-    "csv": "CSV files (*.csv);;All files (*)",
-    "tfrecord": "TFRecord files (*.tfrecord *.tfrecords *.tfrec);;All files (*)",
-}
 
 
 class FeatureSpecEdit(QLineEdit):
@@ -121,11 +82,12 @@ class FeatureSpecEdit(QLineEdit):
 
 def _source_page(source: str) -> AutoForm:
     """The settings only ``source`` has (file sources get a Browse button)."""
-    model = SOURCE_MODELS[source]
+    model = DATA_MODELS[source]
     custom: dict[str, QWidget] = {}
     if "path" in model.model_fields:
         custom["path"] = _path_edit(source)
-    if source == "tfrecord":
+    features = model.model_fields.get("features")
+    if features is not None and get_args(features.annotation) == (FeatureSpec,):
         custom["features"] = FeatureSpecEdit()
     return AutoForm(
         model,
@@ -135,8 +97,9 @@ def _source_page(source: str) -> AutoForm:
 
 
 def _path_edit(source: str) -> PathEdit:
-    if source in FILE_FILTERS:
-        return PathEdit(FILE_FILTERS[source])
+    file_types = source_named(source).file_types
+    if file_types is not None:
+        return PathEdit(file_types)
     return PathEdit(folder=True)
 
 
@@ -228,13 +191,14 @@ class DataForm(QWidget):
         """A folder source picked with no shuffle gets :data:`FOLDER_SHUFFLE_BUFFER`: its
         files are read class by class, so unshuffled every batch holds one class."""
         shuffle = self.batching.editors["shuffle_buffer"]
-        if self.source.value() in FOLDER_SOURCES and shuffle.value() == 0:
+        folders = source_named(self.source.value()).class_folders
+        if folders is not None and shuffle.value() == 0:
             shuffle.set_value(FOLDER_SHUFFLE_BUFFER)
 
     def _reset_pages(self) -> None:
         for source, page in self.pages.items():
             page.reset()
-            page.set_value(_REQUIRED_STARTS.get(source, {}))
+            page.set_value(source_named(source).form_start)
 
     def _show_page(self) -> None:
         show_page(self.stack, self.pages[self.source.value()])

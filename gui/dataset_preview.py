@@ -2,7 +2,7 @@
 counts, or a CSV file's first rows.
 
 Read without TensorFlow (the window never imports it): the folder scan is the engine's
-own (``engine.datasets``), so the classes and counts shown are the ones a run trains on,
+own (``engine.data_sources.folders``), so the classes and counts shown are the ones a run trains on,
 and Qt's QImage decodes the same formats ``tf.io.decode_image`` does.
 """
 
@@ -28,8 +28,9 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from ..engine.datasets import (
-    FOLDER_KINDS,
+from ..engine.config import DATA_SOURCES
+from ..engine.data_sources import source_named
+from ..engine.data_sources.folders import (
     FolderError,
     FolderScan,
     scan_folder,
@@ -79,7 +80,8 @@ class DatasetPreview(QWidget):
         ``base_dir``."""
         self._clear()
         source, path_text = data.get("source"), str(data.get("path") or "")
-        if source in ("constant", "synthetic_classification", "synthetic_regression"):
+        preview = source_named(source).preview if source in DATA_SOURCES else "none"
+        if preview == "generated":
             self.summary.setText(f"{source} data is generated when the run starts.")
             return
         if not path_text:
@@ -87,9 +89,9 @@ class DatasetPreview(QWidget):
             return
         path = Path(path_text).expanduser()
         path = path if path.is_absolute() else base_dir / path
-        if source in FOLDER_KINDS:
+        if preview in ("images", "texts"):
             self._show_folder(path, str(source))
-        elif source == "csv":
+        elif preview == "table":
             self._show_csv(path, str(data.get("label_column") or ""))
         else:
             self.summary.setText(f"No preview for {source} data: {path}")
@@ -111,7 +113,10 @@ class DatasetPreview(QWidget):
                 item.widget().deleteLater()
 
     def _show_folder(self, path: Path, source: str) -> None:
-        kind, extensions = FOLDER_KINDS[source]
+        found = source_named(source)
+        assert found.class_folders is not None
+        kind, extensions = found.class_folders.files, found.class_folders.extensions
+        images = found.preview == "images"
         try:
             scan = scan_folder(path, extensions)
         except FolderError as exc:
@@ -121,7 +126,7 @@ class DatasetPreview(QWidget):
         self.summary.setText(
             f"{path}: {len(scan.files)} {kind} in {_counted(len(scan.classes), 'class')}"
             + (f"; {_counted(len(scan.others), 'other file')} not read" if scan.others else "")
-            + (_unreadable_text(scan) if source == "image_folder" else "")
+            + (_unreadable_text(scan) if images else "")
         )
         self.table.setColumnCount(3)
         self.table.setHorizontalHeaderLabels(["Label", "Class", kind.capitalize()])
@@ -130,7 +135,7 @@ class DatasetPreview(QWidget):
             for column, value in enumerate((str(row), name, str(count))):
                 self.table.setItem(row, column, QTableWidgetItem(value))
         self.table.show()
-        if scan.files and source == "image_folder":
+        if scan.files and images:
             self._show_images(scan)
         elif scan.files:
             self._show_texts(scan)

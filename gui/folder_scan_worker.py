@@ -3,7 +3,7 @@
 A scan in a thread of the window's own process held the interpreter lock for most of
 its half second per 100,000 files, and the event loop waited on it (timer lateness of
 240-340 ms while typing). In a process of its own it costs the window nothing; what
-comes back is a :class:`~engine.datasets.FolderSummary`, a few hundred bytes.
+comes back is a :class:`~engine.data_sources.folders.FolderSummary`, a few hundred bytes.
 
 The window and this process share a few numbers (:class:`Shared`): the generation of
 scans the window still wants (a scan of an older one stops at its next folder), the job
@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 from multiprocessing.connection import Connection
 from typing import Any
 
-from ..engine.datasets import (
+from ..engine.data_sources.folders import (
     IMAGE_EXTENSIONS,
     FolderError,
     FolderSummary,

@@ -27,8 +27,9 @@ from typing import Any
 
 from PySide6.QtCore import QObject, QTimer, Signal
 
-from ..engine.config import ImageFolderData, Project, TextFolderData
-from ..engine.datasets import FOLDER_KINDS, FolderError, FolderSummary
+from ..engine.config import Project
+from ..engine.data_sources import source_of
+from ..engine.data_sources.folders import FolderError, FolderSummary
 from . import folder_scan_worker
 from .folder_scan_worker import Outcome, Shared, Stamps
 
@@ -53,8 +54,9 @@ def folder_keys(project: Project) -> list[tuple[str, Key]]:
     """The folder sources of ``project`` (paths resolved), each with where it is set."""
     keys = []
     for where, data in project.data_sources():
-        if isinstance(data, ImageFolderData | TextFolderData):
-            keys.append((where, (data.path, FOLDER_KINDS[data.source][1])))
+        folders = source_of(data).class_folders
+        if folders is not None:
+            keys.append((where, (data.path, folders.extensions)))
     return keys
 
 
@@ -84,7 +86,8 @@ class FolderScans(QObject):
 
     def cached(self, path: str, extensions: tuple[str, ...]) -> FolderSummary:
         """The kept summary of a folder that :meth:`missing` no longer lists (an
-        :data:`~engine.datasets.FolderScanner`); raises the FolderError its scan ended in."""
+        :data:`~engine.data_sources.folders.FolderScanner`); raises the FolderError its scan
+        ended in."""
         result = self._cache[(path, extensions)][0]
         if isinstance(result, FolderError):
             raise result

@@ -7,15 +7,14 @@ from pathlib import Path
 from typing import Any
 
 from ..engine.config import (
-    ImageFolderData,
     Project,
-    TextFolderData,
     canonical_device,
     data_check_part,
     load_project_data,
     uneven_batch_warnings,
 )
-from ..engine.datasets import checked_folder
+from ..engine.data_sources import source_of
+from ..engine.data_sources.folders import checked_folder
 from ..engine.messages import DevicesDetected
 from ..engine.model_shapes import model_file_problems
 from ..engine.problems import Problem, ProblemsError
@@ -113,7 +112,7 @@ def setting_advice(project: Project) -> list[str]:
         f"{where}.shuffle_buffer is 0: the folder's files are read class by class, so each "
         "batch holds one class and the loss saws; set it (10000 mixes up to 10,000 files)"
         for where, data in project.data_sources()
-        if isinstance(data, ImageFolderData | TextFolderData) and data.shuffle_buffer == 0
+        if source_of(data).class_folders is not None and data.shuffle_buffer == 0
     ]
     steps = project.total_steps()
     if (

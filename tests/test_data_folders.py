@@ -18,12 +18,8 @@ import numpy as np
 import pytest
 from data_folders import png_bytes, write_image_folder
 from distloop.engine.config import ImageFolderData, Project, load_project_data
-from distloop.engine.datasets import (
-    image_file_problem,
-    project_folder_problems,
-    scan_folder,
-    unreadable_image_problems,
-)
+from distloop.engine.data_sources.checks import project_folder_problems, unreadable_image_problems
+from distloop.engine.data_sources.folders import image_file_problem, scan_folder
 from distloop.engine.messages import RunFinished
 from distloop.engine.problems import ProblemsError
 from distloop_testing import distloop, run_engine
@@ -235,8 +231,8 @@ def test_validate_names_an_unreadable_image_the_run_would_fail_on(tmp_path: Path
 
 
 def test_fail_mode_names_the_unreadable_file_and_skip_mode_counts_it(tmp_path: Path) -> None:
-    from distloop.engine.synthetic import DataError
-    from distloop.engine.tf.image_data import image_files
+    from distloop.engine.data_sources import DataError
+    from distloop.engine.tf.data_sources.image_folder import image_files
 
     write_image_folder(tmp_path, per_class=2)
     bad = tmp_path / "square" / "broken.png"
@@ -261,8 +257,8 @@ def test_fail_mode_names_the_unreadable_file_and_skip_mode_counts_it(tmp_path: P
 def test_damage_inside_a_whole_file_is_named_before_the_run(tmp_path: Path) -> None:
     """A file with a sound start and end but damaged data inside fails the decoder, which
     inside the training step names no file: it is found (and named) before the run."""
-    from distloop.engine.synthetic import DataError
-    from distloop.engine.tf.image_data import image_files
+    from distloop.engine.data_sources import DataError
+    from distloop.engine.tf.data_sources.image_folder import image_files
 
     write_image_folder(tmp_path, per_class=2)
     damaged = tmp_path / "circle" / "001.png"
@@ -285,8 +281,8 @@ def test_training_batches_match_load_image_for_model(tmp_path: Path, size: tuple
     """Prediction preprocesses one image exactly as training does (here RGB), whether the
     pipeline resizes or, every image having the model's size, leaves the resize out."""
     import tensorflow as tf
-    from distloop.engine.tf.data import build_eval_data, build_training_data
-    from distloop.engine.tf.image_data import image_decoder, image_files, load_image_for_model
+    from distloop.engine.tf.data import build_eval_data, build_training_data, load_image_for_model
+    from distloop.engine.tf.data_sources.image_folder import image_decoder, image_files
 
     rng = np.random.default_rng(0)
     for name in ("a", "b"):
@@ -325,7 +321,8 @@ def test_an_image_replaced_by_another_size_during_a_run_is_named(tmp_path: Path)
     run; one replaced since by another size stopped the run with TensorFlow's shape error,
     which names no file."""
     import tensorflow as tf
-    from distloop.engine.tf.image_data import changed_file_error, image_decoder, image_files
+    from distloop.engine.tf.data import changed_file_error
+    from distloop.engine.tf.data_sources.image_folder import image_decoder, image_files
 
     write_image_folder(tmp_path, classes=("a", "b"), per_class=2, size=8)
     project = load_project_data(image_project(tmp_path, model=_model(2)))
@@ -348,8 +345,7 @@ def test_an_image_removed_or_damaged_during_a_run_is_named(tmp_path: Path) -> No
     """TensorFlow's own error, raised from inside the step, names a graph node: the run
     failed with a traceback. The file is found and named instead."""
     import tensorflow as tf
-    from distloop.engine.tf.data import build_training_data
-    from distloop.engine.tf.image_data import changed_file_error
+    from distloop.engine.tf.data import build_training_data, changed_file_error
 
     write_image_folder(tmp_path, classes=("a", "b"), per_class=4)
     project = load_project_data(image_project(tmp_path, model=_model(2)))
@@ -378,7 +374,7 @@ def test_prediction_says_what_is_wrong_with_an_image_or_a_folder(tmp_path: Path)
     """``distloop predict`` and Try it name a cut-short or empty image as the training
     check does, and a folder given for a file as a folder."""
     import tensorflow as tf
-    from distloop.engine.synthetic import DataError
+    from distloop.engine.data_sources import DataError
     from distloop.engine.tf.predict import InputError, ModelInputs, _read_file
 
     write_image_folder(tmp_path / "data", classes=("a", "b"), per_class=1)
@@ -576,7 +572,7 @@ def test_exported_image_folder_script_gives_the_engines_loss_trace(tmp_path: Pat
 
 
 def test_a_text_file_that_is_not_utf8_is_named(tmp_path: Path) -> None:
-    from distloop.engine.synthetic import DataError
+    from distloop.engine.data_sources import DataError
     from distloop.engine.tf.data import build_training_data
 
     folder = write_text_folder(tmp_path / "texts")

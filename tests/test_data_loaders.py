@@ -16,7 +16,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 from distloop.engine.config import Project, load_project_data
-from distloop.engine.synthetic import DataError, csv_arrays, numpy_arrays
+from distloop.engine.data_sources import DataError
+from distloop.engine.data_sources.csv import csv_arrays
+from distloop.engine.data_sources.numpy import numpy_arrays
 
 CLASSES = 3
 

@@ -18,9 +18,10 @@ import numpy as np
 import pytest
 from data_folders import write_image_folder
 from distloop.engine.config import load_project
+from distloop.engine.data_sources import DataError
+from distloop.engine.data_sources.numpy import numpy_arrays
 from distloop.engine.messages import RunFailed
 from distloop.engine.run_folder import truncate_eval
-from distloop.engine.synthetic import DataError, numpy_arrays
 from distloop_testing import distloop, run_engine
 
 HANG_GUARD_S = 60

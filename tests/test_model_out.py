@@ -233,7 +233,8 @@ def test_a_text_model_predicts_text_files_and_pasted_texts_as_training_read_them
     would renumber every word and silently change the predictions.
     """
     from distloop.engine.config import load_project_data
-    from distloop.engine.tf.data import load_text_for_model, text_vocabulary
+    from distloop.engine.tf.data import load_text_for_model
+    from distloop.engine.tf.data_sources.text_folder import text_vocabulary
     from distloop.engine.tf.model import build_model
     from distloop.engine.tf.predict import load_for_prediction
 

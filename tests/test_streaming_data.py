@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from distloop.engine.config import load_project_data
-from distloop.engine.synthetic import DataError
+from distloop.engine.data_sources import DataError
 
 
 def _project(
@@ -284,7 +284,7 @@ def test_the_check_of_a_streamed_npz_holds_a_bounded_part_of_wide_rows(tmp_path:
     under a 1.5 GiB memory limit before its first step."""
     import tracemalloc
 
-    from distloop.engine.tf.stream_data import npz_batches
+    from distloop.engine.tf.data_sources.numpy import npz_batches
 
     x = np.random.default_rng(0).random((4096, 4096), dtype=np.float32)  # 64 MiB
     np.savez(tmp_path / "wide.npz", x=x, y=np.zeros((4096, 1), np.float32))
@@ -322,7 +322,7 @@ def test_a_streamed_csv_refuses_labels_as_loading_does(tmp_path: Path) -> None:
 
 
 def test_a_tfrecord_pattern_that_matches_nothing_is_a_problem_before_run(tmp_path: Path) -> None:
-    from distloop.engine.datasets import project_folder_problems
+    from distloop.engine.data_sources.checks import project_folder_problems
 
     project = load_project_data(_project(_tfrecord(tmp_path / "train-*.tfrecord")))
     assert [str(p) for p in project_folder_problems(project)] == [

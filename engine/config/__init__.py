@@ -28,6 +28,7 @@ from this package, which names what the rest of Distloop uses:
 
 from ._strict import MAX_SEED
 from .data import (
+    DATA_MODELS,
     DATA_SOURCES,
     ConstantData,
     CsvData,
@@ -38,7 +39,6 @@ from .data import (
     SyntheticRegression,
     TextFolderData,
     TFRecordData,
-    image_channels,
 )
 from .launch import LaunchConfig, SshHost
 from .loss import LossConfig
@@ -92,6 +92,7 @@ from .training import (
 )
 
 __all__ = [
+    "DATA_MODELS",
     "DATA_SOURCES",
     "LAYER_KINDS",
     "LAYER_TYPES",
@@ -144,7 +145,6 @@ __all__ = [
     "bytes_text",
     "canonical_device",
     "data_check_part",
-    "image_channels",
     "load_project",
     "load_project_data",
     "load_project_text",

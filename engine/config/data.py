@@ -4,12 +4,12 @@ source, chosen by ``source``, and the batching, shuffling and caching they share
 from __future__ import annotations
 
 import math
-from typing import Annotated, Literal
+from typing import Annotated, Literal, get_args
 
 from pydantic import Field
 
 from ._strict import MAX_SEED, MAX_STEPS, _Strict
-from .model import MAX_DIMENSION, ModelConfig
+from .model import MAX_DIMENSION
 
 
 class _DataBase(_Strict):
@@ -213,25 +213,10 @@ DataConfig = Annotated[
     | TFRecordData,
     Field(discriminator="source"),
 ]
-DATA_SOURCES: tuple[str, ...] = (
-    "constant",
-    "synthetic_classification",
-    "synthetic_regression",
-    "numpy",
-    "csv",
-    "image_folder",
-    "text_folder",
-    "tfrecord",
-)
-FOLDER_SOURCES = ("image_folder", "text_folder")
-"""Sources whose classes are subfolder names: their labels are class numbers."""
-
-
-IMAGE_CHANNELS = {"grayscale": 1, "rgb": 3}
-
-
-def image_channels(data: ImageFolderData, model: ModelConfig) -> int:
-    """Channels each decoded image has: the color mode's, or the model input's last axis."""
-    if data.color_mode != "auto":
-        return IMAGE_CHANNELS[data.color_mode]
-    return model.input_shape[-1]
+DATA_MODELS: dict[str, type[_DataBase]] = {
+    model.model_fields["source"].default: model for model in get_args(get_args(DataConfig)[0])
+}
+"""Each source's settings model by the source's name, in the union's order: the name is
+its ``source`` and the module of each of its parts (``engine/data_sources/<name>.py``,
+``engine/tf/data_sources/<name>.py``)."""
+DATA_SOURCES: tuple[str, ...] = tuple(DATA_MODELS)

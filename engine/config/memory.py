@@ -6,7 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from .data import ConstantData, DataConfig, SyntheticClassification, SyntheticRegression
+from ..data_sources import source_of
+from .data import DataConfig
 from .optimizer import AdagradConfig, AdamConfig, RMSpropConfig, SGDConfig
 from .strategy import StrategyConfig
 
@@ -94,14 +95,8 @@ def _data_bytes(data: DataConfig, project: Project) -> int:
     labels = 1 if loss.kind == "sparse_categorical_crossentropy" else model.output_units or 1
     example = (model.input_size + labels) * _FLOAT32
     count = data.example_count()
-    if isinstance(data, ConstantData):
-        held = example  # from_tensors keeps one example and repeats it
-    elif isinstance(data, SyntheticClassification | SyntheticRegression):
-        # numpy draws float64 (a second draw for the noise), casts to float32, and
-        # tf.data copies the arrays into tensors.
-        draws = 2 if data.noise else 1
-        held = data.examples * ((model.input_size + labels) * (8 * draws + _FLOAT32) + example)
-    else:
+    held = source_of(data).held_bytes(data, project, example)
+    if held is None:
         return 0  # a file's size is known only when it is read, on the machine that runs it
     cached = count * example if data.cache and count is not None else 0
     shuffled = min(data.shuffle_buffer, count or data.shuffle_buffer) * example

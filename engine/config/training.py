@@ -9,7 +9,7 @@ from pydantic import Field, model_validator
 
 from ..problems import Problem, raise_problems
 from ._strict import MAX_SEED, MAX_STEPS, _Strict
-from .data import FOLDER_SOURCES, DataConfig
+from .data import DataConfig
 
 InputDistribution = Literal["auto", "split_on_host", "distributed_dataset"]
 
@@ -96,16 +96,6 @@ class CustomCode(_Strict):
         min_length=1,
         description="The .py file; a relative path is relative to the project file.",
     )
-
-
-SPLIT_SOURCES = (
-    "synthetic_classification",
-    "synthetic_regression",
-    "numpy",
-    "csv",
-    "tfrecord",
-    *FOLDER_SOURCES,
-)
 
 
 class EvaluationConfig(_Strict):

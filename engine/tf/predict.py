@@ -8,7 +8,7 @@ rows with the protocol's messages (``engine.messages``): a ``Predicted`` per exa
 ``InputRefused`` for an input that cannot be used, naming it and why.
 
 An example is read as training read it: an image is decoded, resized and scaled
-by the image-folder data's own function (``engine.tf.image_data``), a text (a
+by the image-folder data's own function (``engine.tf.data_sources.image_folder``), a text (a
 ``.txt`` file or a pasted row, for a text-folder model) turned into word numbers
 with the vocabulary the run saved (``vocabulary.json``); a CSV's
 columns are matched to the training CSV's feature columns by name (the label
@@ -26,21 +26,14 @@ from typing import Any
 
 import numpy as np
 
-from ..config import (
-    CsvData,
-    ImageFolderData,
-    LossConfig,
-    Project,
-    TextFolderData,
-    load_project,
-)
-from ..datasets import IMAGE_EXTENSIONS
+from ..config import LossConfig, Project, load_project
+from ..data_sources import DataError, source_of
+from ..data_sources.folders import IMAGE_EXTENSIONS
 from ..messages import ClassScore, InputRefused, ModelLoaded, Predicted
 from ..problems import ProblemsError
 from ..run_folder import MODEL_FILE, PROJECT_FILE, TASKS_DIR, class_names, saved_vocabulary
-from ..synthetic import DataError
-from .data import load_text_for_model
-from .image_data import load_image_for_model
+from .data import load_image_for_model, load_text_for_model
+from .data_sources import tf_source_of
 
 
 class InputError(Exception):
@@ -123,7 +116,7 @@ class PredictionModel:
         project = self.project
         if not isinstance(source, str):
             examples = _read_file(source, self.inputs, project)
-        elif project is not None and isinstance(project.data, TextFolderData):
+        elif project is not None and tf_source_of(project.data).takes_text:
             examples = _text_example(name, source, project, self.inputs)  # a pasted text
         else:
             examples = _read_row(name, source, self.inputs)
@@ -211,25 +204,15 @@ def _model_inputs(
     shape: tuple[int, ...], project: Project | None, folders: list[Path]
 ) -> ModelInputs:
     columns = label = position = None
-    sources = [] if project is None else [project.data]
-    if project is not None and project.evaluation is not None:
-        sources.append(project.evaluation.source)
-    trained_on = next((source for source in sources if isinstance(source, CsvData)), None)
+    sources = [] if project is None else [data for _, data in project.data_sources()]
+    tables = (source_of(source).columns(source) for source in sources)
+    trained_on = next((table for table in tables if table is not None), None)
     if trained_on is not None:
-        label = trained_on.label_column
-        header = _header(Path(trained_on.path))
+        label, header = trained_on
         if header is not None and label in header and len(header) - 1 == int(np.prod(shape)):
             columns = [name for name in header if name != label]
             position = header.index(label)
     return ModelInputs(shape, columns, label, position, saved_vocabulary(folders))
-
-
-def _header(path: Path) -> list[str] | None:
-    try:
-        with path.open(encoding="utf-8-sig", newline="") as handle:
-            return next(csv.reader(handle), None)
-    except (OSError, UnicodeDecodeError, csv.Error):
-        return None
 
 
 def _class_count(project: Project, outputs: int) -> int:
@@ -257,7 +240,7 @@ def _read_file(path: Path, inputs: ModelInputs, project: Project | None) -> Exam
     if path.exists() and not path.is_file():  # a FIFO or a device would never end
         raise InputError("is not a regular file")
     suffix = path.suffix.lower()
-    if project is not None and isinstance(project.data, TextFolderData) and suffix == ".txt":
+    if project is not None and tf_source_of(project.data).takes_text and suffix == ".txt":
         try:
             text = path.read_text(encoding="utf-8")
         except OSError as exc:
@@ -279,7 +262,7 @@ def _read_file(path: Path, inputs: ModelInputs, project: Project | None) -> Exam
 
 def _read_image(path: Path, project: Project | None) -> Examples:
     """One image, decoded, resized and scaled exactly as training read the project's."""
-    if project is None or not isinstance(project.data, ImageFolderData):
+    if project is None or not tf_source_of(project.data).takes_images:
         raise InputError("is an image, but the model was not trained on an image folder")
     try:
         image = load_image_for_model(path, project)

@@ -33,9 +33,13 @@ from ..run_folder import (
 )
 from ..user_code import UserCode, UserCodeError, load_user_code
 from .checkpoint import RunCheckpoints
-from .data import build_training_data, custom_training_data, write_prediction_files
+from .data import (
+    build_training_data,
+    changed_file_error,
+    custom_training_data,
+    write_prediction_files,
+)
 from .evaluation import EvalReporter, Evaluator
-from .image_data import changed_file_error
 from .input_pipeline import distribute_input
 from .loop import LoopPlan, ReplicaStepRunner, StepRunner, run_loop
 from .model import build_loss, build_model, build_optimizer, set_precision

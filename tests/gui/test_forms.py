@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 from distloop.engine.config import (
+    DATA_MODELS,
     CustomCode,
     DenseLayer,
     DropoutLayer,
@@ -18,7 +19,6 @@ from distloop.engine.config import (
 )
 from distloop.engine.examples import example_names, load_example
 from distloop.engine.problems import Loc
-from distloop.gui.data_form import SOURCE_MODELS
 from distloop.gui.field_editors import ChoiceEdit
 from distloop.gui.optimizer_form import OPTIMIZER_MODELS
 from distloop.gui.project_editor import ProjectEditor
@@ -226,13 +226,13 @@ def test_the_forms_hold_every_field_of_the_project_file(editor: ProjectEditor) -
     for kind, model in OPTIMIZER_MODELS.items():
         editor.optimizer.kind.set_value(kind)
         assert _keys(editor.data()["optimizer"]) == set(model.model_fields), kind
-    for source, model in SOURCE_MODELS.items():
+    for source, model in DATA_MODELS.items():
         editor.data_form.source.set_value(source)
         assert _keys(editor.data()["data"]) == set(model.model_fields), source
     editor.set_project(VARIANTS["evaluation_source"])
     evaluation = editor.data()["evaluation"]
     assert _keys(evaluation) == set(EvaluationConfig.model_fields)
-    assert _keys(evaluation["source"]) == set(SOURCE_MODELS["constant"].model_fields)
+    assert _keys(evaluation["source"]) == set(DATA_MODELS["constant"].model_fields)
     editor.set_project(VARIANTS["custom_code"])
     assert _keys(editor.data()["custom_code"]) == set(CustomCode.model_fields)
 

@@ -24,71 +24,109 @@ from pathlib import Path
 import numpy as np
 import tensorflow as tf
 
-from ..config import ImageFolderData, Project, image_channels
-from ..datasets import (
+from ...config import ImageFolderData, Project
+from ...data_sources import DataError
+from ...data_sources.folders import (
     FolderError,
-    FolderScan,
     folder_problems,
     image_file_problem,
     scan_folder,
     unreadable_images,
 )
-from ..synthetic import DataError
-
-Decode = Callable[[tf.Tensor, tf.Tensor], tuple[tf.Tensor, tf.Tensor]]
-BatchMap = Callable[[tf.Tensor, tf.Tensor], tuple[tf.Tensor, tf.Tensor]]
-SHOWN_BAD_FILES = 3
-"""Unreadable files a skip warning names; the rest are counted."""
+from ...data_sources.image_folder import image_channels
+from .base import Augment, BatchMap, Decode
+from .class_folders import ClassFolderSource, FolderFiles, label_encoder
 
 
-@dataclass(frozen=True)
-class FolderFiles:
-    """A class folder's files and labels, checked, with what skipping left out."""
+class ImageFolderTFSource(ClassFolderSource[ImageFolderData]):
+    takes_images = True
 
-    paths: tuple[str, ...]
-    labels: np.ndarray
-    classes: tuple[str, ...]
-    skipped: list[tuple[Path, str]]
-    sizes: frozenset[tuple[int, int]] = frozenset()
-    """The (height, width) of the images among the files (empty for text): the pipeline
-    resizes only when some image is not the model's size."""
+    def files(self, data: ImageFolderData, where: str) -> FolderFiles:
+        return image_files(data, where)
 
-    @classmethod
-    def of(
-        cls,
-        scan: FolderScan,
-        skipped: list[tuple[Path, str]],
-        sizes: frozenset[tuple[int, int]] = frozenset(),
-    ) -> FolderFiles:
-        """``scan``'s files, less the ``skipped`` ones."""
-        left_out = {path for path, _ in skipped}
-        kept = [(path, label) for path, label in scan.files if path not in left_out]
-        if not kept:
-            raise DataError(f"data.path: none of the files in {scan.root} can be read")
-        return cls(
-            tuple(str(path) for path, _ in kept),
-            np.array([label for _, label in kept], dtype=np.int32),
-            scan.classes,
-            skipped,
-            sizes,
-        )
+    def decoder(
+        self,
+        data: ImageFolderData,
+        project: Project,
+        files: FolderFiles,
+        training: FolderFiles | None,
+        where: str,
+    ) -> tuple[Decode, BatchMap | None]:
+        return image_decoder(data, project, files)
 
-    def subset(self, keep: np.ndarray) -> FolderFiles:
-        """The files whose ``keep`` is true; their sizes are among the whole folder's."""
-        paths = tuple(path for path, kept in zip(self.paths, keep, strict=True) if kept)
-        return FolderFiles(paths, self.labels[keep], self.classes, self.skipped, self.sizes)
+    def augment(self, data: ImageFolderData, seed: int) -> Augment | None:
+        return augment_batch(data, seed) if data.augments else None
 
-    def skip_warning(self, field: str) -> str | None:
-        """The log line that says which unreadable files were left out."""
-        if not self.skipped:
-            return None
-        shown = "; ".join(f"{path} {why}" for path, why in self.skipped[:SHOWN_BAD_FILES])
-        more = len(self.skipped) - SHOWN_BAD_FILES
-        rest = f" and {more} more" if more > 0 else ""
-        return (
-            f"{field}: skipped {len(self.skipped)} unreadable image(s) "
-            f"({field.rsplit('.', 1)[0]}.on_bad_file is skip): {shown}{rest}"
-        )
+    def changed_file_error(
+        self, data: ImageFolderData, where: str, project: Project, error: tf.errors.OpError
+    ) -> DataError | None:
+        """The image a run failed on mid-run (removed, or replaced since the check before the run
+        by one no decoder reads or of another size), as one line naming it; None when no image
+        explains ``error``.
+
+        TensorFlow's error comes from inside the step and names a graph node, at best the file,
+        so after such a failure the folder is checked again, once, to find it.
+        """
+        then = "then resume the run: it goes on from its last checkpoint"
+        missing = isinstance(error, tf.errors.NotFoundError)
+        gone = _MISSING.search(error.message) if missing else None
+        if gone is not None and gone[1].startswith(str(Path(data.path).expanduser())):
+            return DataError(
+                f"{where}.path: {gone[1]} was removed during the run; put it back, {then}"
+            )
+        try:
+            scan = scan_folder(data.path)
+        except FolderError as exc:
+            return DataError(f"{where}.path: {exc} (it changed during the run)")
+        bad = unreadable_images(scan)
+        cut = {path for path, _ in bad}
+        sound = tuple(str(path) for path, _ in scan.files if path not in cut)
+        if not bad:
+            bad = [(Path(path), DAMAGED) for path in decode_check.__wrapped__(sound).damaged]
+        if bad:
+            path, why = bad[0]
+            return DataError(
+                f"{where}.path: {path} {why} since the run started; replace or remove it, {then}"
+            )
+        height, width = project.model.input_shape[:2]
+        if isinstance(error, tf.errors.InvalidArgumentError) and "expected shape" in error.message:
+            resized = _other_size(sound, height, width)
+            if resized is not None:
+                return DataError(
+                    f"{where}.path: {resized} was replaced during the run by an image of "
+                    f"another size than the model's {height}x{width} (every image had that "
+                    "size when the run started); resume the run: it goes on from its last "
+                    "checkpoint and resizes the images that need it"
+                )
+        return None
+
+    def image_example(
+        self, data: ImageFolderData, project: Project, image: str | Path | bytes
+    ) -> np.ndarray:
+        """One image file (or its bytes) preprocessed exactly as the project's training data
+        is, without augmentation: float32 ``model.input_shape``, no batch axis.
+
+        For prediction on a model trained from an image folder. Raises DataError naming the
+        file when it is no readable image.
+        """
+        height, width = project.model.input_shape[:2]
+        what = "the image" if isinstance(image, bytes) else str(image)
+        try:
+            contents = image if isinstance(image, bytes) else Path(image).read_bytes()
+        except OSError as exc:
+            raise DataError(f"cannot read {what}: {exc.strerror or exc}") from None
+        try:
+            decoded = decode_image(
+                tf.constant(contents), height, width, image_channels(data, project.model)
+            )
+        except (tf.errors.InvalidArgumentError, tf.errors.UnimplementedError):
+            found = None if isinstance(image, bytes) else image_file_problem(Path(image))
+            reason = found or "is not a JPEG, PNG, GIF or BMP image TensorFlow can read"
+            raise DataError(f"{what} {reason}") from None
+        return decoded.numpy()
+
+
+SOURCE = ImageFolderTFSource()
 
 
 def image_files(data: ImageFolderData, where: str = "data") -> FolderFiles:
@@ -166,48 +204,8 @@ _MISSING = re.compile(r"\}\} (.+?); No such file or directory")
 """Where TensorFlow's error for a file that is gone names it."""
 
 
-def changed_file_error(project: Project, error: tf.errors.OpError) -> DataError | None:
-    """The image a run failed on mid-run (removed, or replaced since the check before the run
-    by one no decoder reads or of another size), as one line naming it; None when no image
-    explains ``error``.
-
-    TensorFlow's error comes from inside the step and names a graph node, at best the file,
-    so after such a failure the folders are checked again, once, to find it.
-    """
-    then = "then resume the run: it goes on from its last checkpoint"
-    gone = _MISSING.search(error.message) if isinstance(error, tf.errors.NotFoundError) else None
-    for where, data in project.data_sources():
-        if not isinstance(data, ImageFolderData):
-            continue
-        if gone is not None and gone[1].startswith(str(Path(data.path).expanduser())):
-            return DataError(
-                f"{where}.path: {gone[1]} was removed during the run; put it back, {then}"
-            )
-        try:
-            scan = scan_folder(data.path)
-        except FolderError as exc:
-            return DataError(f"{where}.path: {exc} (it changed during the run)")
-        bad = unreadable_images(scan)
-        cut = {path for path, _ in bad}
-        sound = tuple(str(path) for path, _ in scan.files if path not in cut)
-        if not bad:
-            bad = [(Path(path), DAMAGED) for path in decode_check.__wrapped__(sound).damaged]
-        if bad:
-            path, why = bad[0]
-            return DataError(
-                f"{where}.path: {path} {why} since the run started; replace or remove it, {then}"
-            )
-        height, width = project.model.input_shape[:2]
-        if isinstance(error, tf.errors.InvalidArgumentError) and "expected shape" in error.message:
-            resized = _other_size(sound, height, width)
-            if resized is not None:
-                return DataError(
-                    f"{where}.path: {resized} was replaced during the run by an image of "
-                    f"another size than the model's {height}x{width} (every image had that "
-                    "size when the run started); resume the run: it goes on from its last "
-                    "checkpoint and resizes the images that need it"
-                )
-    return None
+_MISSING = re.compile(r"\}\} (.+?); No such file or directory")
+"""Where TensorFlow's error for a file that is gone names it."""
 
 
 def _other_size(paths: tuple[str, ...], height: int, width: int) -> str | None:
@@ -281,49 +279,6 @@ def scale_batch(pixels: tf.Tensor, labels: tf.Tensor) -> tuple[tf.Tensor, tf.Ten
     """The map function that scales a batch of uint8 pixels to [0, 1]: one operation per
     batch, the same numbers as one per image."""
     return scale(pixels), labels
-
-
-def label_encoder(project: Project) -> Callable[[tf.Tensor], tf.Tensor]:
-    """Class numbers as the loss takes them, as the synthetic classification data has them."""
-    kind, units = project.loss.kind, project.model.output_units
-    return lambda label: encode_label(label, kind, units)
-
-
-def encode_label(label: tf.Tensor, loss: str, classes: int) -> tf.Tensor:
-    """A class number as ``loss`` takes it: the number itself for sparse crossentropy, one
-    float for binary crossentropy, a one-hot row of ``classes`` for the others."""
-    if loss == "sparse_categorical_crossentropy":
-        return label
-    if loss == "binary_crossentropy":
-        return tf.reshape(tf.cast(label, tf.float32), (1,))
-    return tf.one_hot(label, classes, dtype=tf.float32)
-
-
-def load_image_for_model(image: str | Path | bytes, project: Project) -> np.ndarray:
-    """One image file (or its bytes) preprocessed exactly as the project's training data
-    is, without augmentation: float32 ``model.input_shape``, no batch axis.
-
-    For prediction on a model trained from an image folder. Raises DataError naming the
-    file when it is no readable image.
-    """
-    data = project.data
-    if not isinstance(data, ImageFolderData):
-        raise DataError(f"data: the project trains on {data.source} data, not an image folder")
-    height, width = project.model.input_shape[:2]
-    what = "the image" if isinstance(image, bytes) else str(image)
-    try:
-        contents = image if isinstance(image, bytes) else Path(image).read_bytes()
-    except OSError as exc:
-        raise DataError(f"cannot read {what}: {exc.strerror or exc}") from None
-    try:
-        decoded = decode_image(
-            tf.constant(contents), height, width, image_channels(data, project.model)
-        )
-    except (tf.errors.InvalidArgumentError, tf.errors.UnimplementedError):
-        found = None if isinstance(image, bytes) else image_file_problem(Path(image))
-        reason = found or "is not a JPEG, PNG, GIF or BMP image TensorFlow can read"
-        raise DataError(f"{what} {reason}") from None
-    return decoded.numpy()
 
 
 def augment_batch(

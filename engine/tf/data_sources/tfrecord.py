@@ -12,9 +12,18 @@ from collections.abc import Callable
 import tensorflow as tf
 from google.protobuf.message import DecodeError
 
-from ..config import Project, TFRecordData
-from ..synthetic import DataError
-from ..tfrecord_files import oversized_record_problem, unreadable_file
+from ...config import Project, TFRecordData
+from ...data_sources import DataError
+from ...tfrecord_files import oversized_record_problem, unreadable_file
+from .base import Examples, TFDataSource
+
+
+class TFRecordTFSource(TFDataSource[TFRecordData]):
+    def examples(self, data: TFRecordData, project: Project, where: str) -> Examples:
+        return Examples(*tfrecord_examples(data, project, where))
+
+
+SOURCE = TFRecordTFSource()
 
 _KINDS = {"float32": "float_list", "int64": "int64_list"}
 

@@ -10,15 +10,73 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import cast
 
+import numpy as np
 import tensorflow as tf
 
-from ..config import Project, TextFolderData
-from ..datasets import TEXT_EXTENSIONS, FolderError, folder_problems, scan_folder
-from ..synthetic import DataError
-from .image_data import FolderFiles, label_encoder
+from ...config import Project, TextFolderData
+from ...data_sources import DataError
+from ...data_sources.folders import TEXT_EXTENSIONS, FolderError, folder_problems, scan_folder
+from ...run_folder import write_vocabulary
+from .base import BatchMap, Decode
+from .class_folders import ClassFolderSource, FolderFiles, label_encoder, training_files
 
 ADAPT_BATCH = 256
+
+
+class TextFolderTFSource(ClassFolderSource[TextFolderData]):
+    takes_text = True
+
+    def files(self, data: TextFolderData, where: str) -> FolderFiles:
+        return text_files(data, where)
+
+    def decoder(
+        self,
+        data: TextFolderData,
+        project: Project,
+        files: FolderFiles,
+        training: FolderFiles | None,
+        where: str,
+    ) -> tuple[Decode, BatchMap | None]:
+        """Text is read with the vocabulary of ``training`` (the training data's training
+        split when not given)."""
+        trained_on = project.data
+        if trained_on.source != data.source:
+            raise DataError(f"{where}: text data is evaluated only when data is a text_folder too")
+        if training is None:
+            training = training_files(project, lambda: text_files(trained_on, "data"))
+        return text_decoder(trained_on, project, training.paths), None
+
+    def write_prediction_files(self, data: TextFolderData, project: Project, run_dir: Path) -> None:
+        write_vocabulary(run_dir, text_vocabulary(project))
+
+    def text_example(
+        self,
+        data: TextFolderData,
+        project: Project,
+        text: str,
+        vocabulary: Sequence[str] | None,
+    ) -> np.ndarray:
+        """One text as training turned it into word numbers (float32 ``[sequence_length]``):
+        for prediction on a text_folder model, with the ``vocabulary`` the run saved. A run
+        saved before runs kept theirs (None) learns it again from the training split, which
+        gives the same words only while the folder is unchanged."""
+        if vocabulary is None:
+            vocabulary = text_vocabulary(project)
+        vectorize = saved_vectorizer(data, vocabulary)
+        return tf.cast(vectorize(tf.constant([text]))[0], tf.float32).numpy()
+
+
+SOURCE = TextFolderTFSource()
+
+
+def text_vocabulary(project: Project) -> list[str]:
+    """The words the run's training split numbers, in number order (``vocabulary.json``)."""
+    data = cast(TextFolderData, project.data)
+    files = training_files(project, lambda: text_files(data, "data"))
+    return text_vectorizer(data, files.paths).get_vocabulary()
 
 
 def text_files(data: TextFolderData, where: str = "data") -> FolderFiles:

@@ -1,4 +1,5 @@
-"""Data folders on disk, read without TensorFlow: the GUI's checks and preview use this.
+"""Folders of class subfolders on disk (image and text folders), read without TensorFlow:
+validation, the window's scans and preview, and the run's file lists use this.
 
 An image folder has one subfolder per class, as ``keras.utils.image_dataset_from_directory``
 reads it: the class names are the subfolder names in sorted order (label 0 is the first),
@@ -9,37 +10,24 @@ calls it once at the start of a run, not on every edit.
 
 from __future__ import annotations
 
-import csv
-import glob
-import itertools
 import os
 import stat
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from .config import (
-    CsvData,
-    DataConfig,
-    ImageFolderData,
-    NumpyData,
-    Project,
-    TextFolderData,
-    TFRecordData,
-)
-from .fileio import NotRegularFileError, file_kind_problem, open_regular
-from .problems import Problem
+from ..fileio import NotRegularFileError, file_kind_problem, open_regular
+from ..problems import Problem
+
+if TYPE_CHECKING:
+    from ..config import Project
 
 IMAGE_EXTENSIONS = (".bmp", ".gif", ".jpeg", ".jpg", ".png")
 """What ``tf.io.decode_image`` (and Qt's QImage, for the preview) reads."""
 TEXT_EXTENSIONS = (".txt",)
 """What ``text_dataset_from_directory`` reads: one example per file."""
-FOLDER_KINDS = {
-    "image_folder": ("images", IMAGE_EXTENSIONS),
-    "text_folder": ("text files", TEXT_EXTENSIONS),
-}
-"""Each folder source's words for its files, and the extensions it reads."""
 
 
 class FolderError(ValueError):
@@ -270,144 +258,6 @@ FolderScanner = Callable[[str, tuple[str, ...]], FolderSummary]
 or the window's scans made beforehand in another process."""
 
 
-def project_folder_problems(
-    project: Project, scanner: FolderScanner = summarize_folder
-) -> list[Problem]:
-    """The data folders of ``project`` (paths already absolute), checked against its model;
-    and that a TFRecord pattern matches a file.
-
-    Not part of :func:`~engine.config.cross_field.cross_field_problems`: it reads the disk, and a
-    project file names the folder relative to itself. The CLI's ``validate``, the
-    window and the engine call it once the project's paths are resolved.
-    """
-    problems = []
-    scans: dict[tuple[str, ...], FolderSummary] = {}
-    for where, data in project.data_sources():
-        loc = tuple(where.split("."))
-        files = data_file_problems(data)
-        problems += [Problem((*loc, "path"), text) for text in files]
-        if isinstance(data, CsvData) and not files:
-            problems += _csv_header_problems(data, project, loc)
-        if not isinstance(data, ImageFolderData | TextFolderData):
-            continue
-        kind, extensions = FOLDER_KINDS[data.source]
-        try:
-            scan = scanner(data.path, extensions)
-        except FolderError as exc:
-            problems.append(Problem((*loc, "path"), str(exc)))
-            continue
-        found = folder_problems(scan, f"{where}.path", kind)
-        problems += [Problem((*loc, "path"), _without_field(text)) for text in found]
-        if not found:
-            scans[loc] = scan
-            problems += _class_count_problems(scan, project, loc)
-    training, held = scans.get(("data",)), scans.get(("evaluation", "source"))
-    if (
-        isinstance(project.data, TextFolderData)
-        != isinstance(project.evaluation and project.evaluation.source, TextFolderData)
-        and held is not None
-    ):
-        problems.append(
-            Problem(
-                ("evaluation", "source", "source"),
-                "text is evaluated with the training texts' vocabulary: evaluate text_folder "
-                "data only when data is a text_folder too, and the other way round",
-            )
-        )
-    elif training is not None and held is not None and training.classes != held.classes:
-        problems.append(
-            Problem(
-                ("evaluation", "source", "path"),
-                f"its classes ({', '.join(held.classes)}) are not the training data's "
-                f"({', '.join(training.classes)}); class numbers would mean different classes",
-            )
-        )
-    return problems
-
-
-def data_file_problems(data: DataConfig) -> list[str]:
-    """A file source's files that are missing or no regular file (a folder, a FIFO, a
-    device): a stat each, cheap enough for every edit in the window."""
-    if isinstance(data, CsvData | NumpyData):
-        problem = file_kind_problem(data.path)
-        return [] if problem is None else [f"{data.path} {problem}"]
-    if not isinstance(data, TFRecordData):
-        return []
-    files = sorted(glob.glob(os.path.expanduser(data.path)))
-    if not files:
-        return [f"no file matches {data.path}"]
-    found = [(file, file_kind_problem(file)) for file in files]
-    return [f"{file} {problem}" for file, problem in found if problem is not None][:1]
-
-
-CSV_HEADER_SEARCH = 100
-"""Lines read to find a CSV file's header (blank lines before it are skipped, as loading
-skips them): a file of nothing but blank lines is the run's to report."""
-
-
-def _csv_header_problems(data: CsvData, project: Project, loc: tuple[str, ...]) -> list[Problem]:
-    """The header against the label column and the model's input: the checks a run makes
-    first, here from the file's first line so the window and ``validate`` find them."""
-    try:
-        with open(os.path.expanduser(data.path), encoding="utf-8-sig", newline="") as handle:
-            rows = itertools.islice(csv.reader(handle), CSV_HEADER_SEARCH)
-            header = next((row for row in rows if row), None)
-    except (OSError, UnicodeDecodeError, csv.Error):
-        return []  # the run names what is wrong with the file's text
-    if header is None:
-        return []
-    if data.label_column not in header:
-        return [
-            Problem(
-                (*loc, "label_column"),
-                f"{data.path} has no column {data.label_column!r} (columns: {', '.join(header)})",
-            )
-        ]
-    if project.custom_code is None and len(header) - 1 != project.model.input_size:
-        return [
-            Problem(
-                (*loc, "path"),
-                f"examples in {data.path} have {len(header) - 1} feature column(s), but "
-                f"model.input_shape {project.model.input_shape} takes {project.model.input_size}",
-            )
-        ]
-    return []
-
-
-def _without_field(text: str) -> str:
-    """A :func:`folder_problems` message without its leading ``field:`` (a Problem has it)."""
-    return text.split(": ", 1)[1]
-
-
-def _class_count_problems(
-    scan: FolderSummary, project: Project, loc: tuple[str, ...]
-) -> list[Problem]:
-    """The model's outputs must match the classes the folder has."""
-    if project.custom_code is not None or not project.loss.is_classification:
-        return []  # custom models are the code's to fit; a regression loss is reported already
-    classes, units = len(scan.classes), project.model.output_units
-    if project.loss.kind == "binary_crossentropy":
-        if classes == 2:
-            return []
-        return [
-            Problem(
-                ("loss", "kind"),
-                f"binary_crossentropy takes two classes, but {'.'.join(loc)}.path has {classes}; "
-                f"use sparse_categorical_crossentropy with a last dense layer of {classes} "
-                "units",
-            )
-        ]
-    if units in (classes, None):  # None: a .keras file (unread here)
-        return []
-    return [
-        Problem(
-            ("model", "layers"),
-            f"{project.loss.kind} needs a last dense layer of {classes} units, one per class "
-            f"folder in {'.'.join(loc)}.path, not {units}",
-        )
-    ]
-
-
 # Each format's first bytes, and the bytes its last block ends with: a file cut short
 # (an interrupted copy or download) has the right start but not the right end.
 _SIGNATURES = {
@@ -448,46 +298,6 @@ def image_file_problem(path: Path) -> str | None:
     return "is not a JPEG, PNG, GIF or BMP image"
 
 
-def unreadable_image_problems(
-    project: Project, scanner: FolderScanner = checked_folder
-) -> tuple[list[Problem], list[str]]:
-    """The image folders' files cut short, empty or no image, as the run would meet them:
-    a problem for each folder whose ``on_bad_file`` is fail, a note for one that skips.
-
-    Reads every file's ends: for ``distloop validate``, and for the window in its
-    scanning process (``scanner`` then gives the summaries it made). The run also
-    decodes every file, which finds damage inside one as well.
-    """
-    problems, notes = [], []
-    for where, data in project.data_sources():
-        if not isinstance(data, ImageFolderData):
-            continue
-        try:
-            summary = scanner(data.path, IMAGE_EXTENSIONS)
-        except FolderError:
-            continue  # project_folder_problems names it
-        if not summary.unreadable:
-            continue
-        (path, why), count = summary.unreadable[0], summary.unreadable_count
-        if data.on_bad_file == "fail":
-            others = f" ({count - 1} more unreadable)" if count > 1 else ""
-            loc = (*where.split("."), "path")
-            problems.append(
-                Problem(
-                    loc,
-                    f"{path} {why}{others}; replace or remove it, or set {where}.on_bad_file "
-                    "to skip",
-                )
-            )
-        else:
-            more = f" and {count - 1} more" if count > 1 else ""
-            notes.append(
-                f"{where}.path: {count} unreadable image(s) will be skipped "
-                f"({where}.on_bad_file is skip): {path} {why}{more}"
-            )
-    return problems, notes
-
-
 def unreadable_images(scan: FolderScan) -> list[tuple[Path, str]]:
     """The folder's files that no decoder would read, each with the reason."""
     found = []
@@ -496,3 +306,24 @@ def unreadable_images(scan: FolderScan) -> list[tuple[Path, str]]:
         if problem is not None:
             found.append((path, problem))
     return found
+
+
+def class_label_problems(project: Project, what: str) -> list[Problem]:
+    """A folder's labels are class numbers: the loss must be a crossentropy."""
+    model, loss = project.model, project.loss
+    if not loss.is_classification:
+        return [
+            Problem(
+                ("loss", "kind"),
+                f"{loss.kind} is a regression loss; {what}'s labels are classes "
+                "(its subfolders), so it needs a crossentropy loss",
+            )
+        ]
+    if loss.kind == "binary_crossentropy" and model.output_units != 1:
+        return [
+            Problem(
+                ("model", "layers"),
+                f"binary_crossentropy needs a last dense layer of 1 unit, not {model.output_units}",
+            )
+        ]
+    return []
