@@ -10,7 +10,7 @@ from types import SimpleNamespace
 
 import pytest
 from data_folders import write_image_folder
-from distloop.engine import datasets
+from distloop.engine.data_sources import folders
 from distloop.gui import folder_scans
 from distloop.gui.folder_scan_worker import Cancelled, Shared, changed, scan
 from distloop.gui.main_window import MainWindow
@@ -42,7 +42,7 @@ def asked(monkeypatch: pytest.MonkeyPatch) -> AskedScans:
     def not_here(*_args: object) -> None:
         raise AssertionError("a folder was listed in the window's own process")
 
-    monkeypatch.setattr(datasets, "list_class_files", not_here)
+    monkeypatch.setattr(folders, "list_class_files", not_here)
     return recorded
 
 
@@ -194,10 +194,10 @@ def test_the_worker_stops_a_scan_the_window_no_longer_wants(tmp_path: Path) -> N
 
     counted = Count()
     with pytest.raises(Cancelled):
-        scan(str(folder), datasets.IMAGE_EXTENSIONS, shared(counted), 0)
+        scan(str(folder), folders.IMAGE_EXTENSIONS, shared(counted), 0)
     assert counted.folders == 1  # not a folder more
 
-    summary, stamps = scan(str(folder), datasets.IMAGE_EXTENSIONS, shared(Count()), 1)
+    summary, stamps = scan(str(folder), folders.IMAGE_EXTENSIONS, shared(Count()), 1)
     assert summary.classes == ("a", "b", "c") and summary.counts == (1, 1, 1)
     assert [Path(folder_) for folder_, _ in stamps] == [folder, *(folder / c for c in "abc")]
     assert not changed(stamps)
