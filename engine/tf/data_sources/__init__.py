@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 from .base import TFDataSource
 
+__all__ = ["TFDataSource", "tf_source_of"]
+
 if TYPE_CHECKING:
     from ...config import DataConfig
 
