@@ -198,7 +198,7 @@ class DataForm(QWidget):
     def _reset_pages(self) -> None:
         for source, page in self.pages.items():
             page.reset()
-            page.set_value(source_named(source).form_start)
+            page.set_value(source_named(source).form_start())
 
     def _show_page(self) -> None:
         show_page(self.stack, self.pages[self.source.value()])

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Generic, TypeVar
+from typing import TYPE_CHECKING, Generic, Literal, TypeVar
 
 from ..problems import Problem
 
@@ -67,16 +67,18 @@ class DataSource(ABC, Generic[D]):
     learned_from_training: bool = False
     """Its examples are read with something learned from the training data (a text
     vocabulary): it is evaluated only against training data of its own kind."""
-    form_start: dict[str, object] = {}  # noqa: RUF012  (read only)
-    """What the window's form for it shows before the user fills it in: a value for each
-    field without a default."""
     file_types: str | None = None
     """Its path names a file of these types (a file dialog's filter, ``Name (*.ext)``
     entries joined by ``;;``); None: a folder, or no path."""
-    preview: str = "none"
+    preview: Literal["generated", "images", "texts", "table", "none"] = "none"
     """What the window's Dataset preview shows: ``generated`` (nothing to read yet),
     ``images`` or ``texts`` (a class folder's classes, counts and first files), ``table``
     (the first rows of a CSV file), or ``none``."""
+
+    def form_start(self) -> dict[str, object]:
+        """What the window's form for it shows before the user fills it in: a value for
+        each field without a default."""
+        return {}
 
     # -- from the project alone: validation, on every edit --------------------------------
 

@@ -11,7 +11,9 @@ class ConstantSource(DataSource[ConstantData]):
     splits = False  # one example repeated: a split would hold out the example itself
     real_valued = True
     preview = "generated"
-    form_start = {"features": [1.0], "labels": [1.0]}  # noqa: RUF012  (read only)
+
+    def form_start(self) -> dict[str, object]:
+        return {"features": [1.0], "labels": [1.0]}
 
     def shape_problems(
         self, data: ConstantData, project: Project, loc: tuple[str, ...]

@@ -31,8 +31,10 @@ _SAMPLE_BYTES = 1 << 20
 
 class CsvSource(DataSource[CsvData]):
     preview = "table"
-    form_start = {"path": "", "label_column": ""}  # noqa: RUF012  (read only)
     file_types = "CSV files (*.csv);;All files (*)"
+
+    def form_start(self) -> dict[str, object]:
+        return {"path": "", "label_column": ""}
 
     def file_problems(self, data: CsvData) -> list[str]:
         problem = file_kind_problem(data.path)

@@ -23,7 +23,9 @@ def image_channels(data: ImageFolderData, model: ModelConfig) -> int:
 class ImageFolderSource(DataSource[ImageFolderData]):
     class_folders = ClassFolders("images", IMAGE_EXTENSIONS)
     preview = "images"
-    form_start = {"path": ""}  # noqa: RUF012  (read only)
+
+    def form_start(self) -> dict[str, object]:
+        return {"path": ""}
 
     def shape_problems(
         self, data: ImageFolderData, project: Project, loc: tuple[str, ...]

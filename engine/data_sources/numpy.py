@@ -21,8 +21,10 @@ from .script_lines import array_dataset_lines
 
 
 class NumpySource(DataSource[NumpyData]):
-    form_start = {"path": ""}  # noqa: RUF012  (read only)
     file_types = "NumPy archives (*.npz);;All files (*)"
+
+    def form_start(self) -> dict[str, object]:
+        return {"path": ""}
 
     def file_problems(self, data: NumpyData) -> list[str]:
         problem = file_kind_problem(data.path)

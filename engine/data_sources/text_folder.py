@@ -15,7 +15,9 @@ class TextFolderSource(DataSource[TextFolderData]):
     class_folders = ClassFolders("text files", TEXT_EXTENSIONS)
     learned_from_training = True
     preview = "texts"
-    form_start = {"path": ""}  # noqa: RUF012  (read only)
+
+    def form_start(self) -> dict[str, object]:
+        return {"path": ""}
 
     def shape_problems(
         self, data: TextFolderData, project: Project, loc: tuple[str, ...]

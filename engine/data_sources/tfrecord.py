@@ -16,12 +16,14 @@ from .script_lines import definitions, engine_tf_source, held_out_lines, split_o
 
 
 class TFRecordSource(DataSource[TFRecordData]):
-    form_start = {  # noqa: RUF012  (read only)
-        "path": "",
-        "features": [{"name": "x", "dtype": "float32", "shape": [1]}, {"name": "y"}],
-        "label": "y",
-    }
     file_types = "TFRecord files (*.tfrecord *.tfrecords *.tfrec);;All files (*)"
+
+    def form_start(self) -> dict[str, object]:
+        return {
+            "path": "",
+            "features": [{"name": "x", "dtype": "float32", "shape": [1]}, {"name": "y"}],
+            "label": "y",
+        }
 
     def file_problems(self, data: TFRecordData) -> list[str]:
         """That the pattern matches a file, and the first match that is no regular file."""

@@ -176,7 +176,7 @@ class DecodeCheck:
 def decode_check(paths: tuple[str, ...]) -> DecodeCheck:
     """Decodes each file once, in parallel: which are damaged, which sizes the rest have.
 
-    The structural check (:func:`~engine.datasets.unreadable_images`) sees a file cut
+    The structural check (:func:`~engine.data_sources.folders.unreadable_images`) sees a file cut
     short, not damage inside it; a damaged file would otherwise fail the run from inside
     the training step, where no error names a file. Cached: the training and the
     evaluation pipelines of a run share the answer.
