@@ -65,6 +65,7 @@ class ClusterPanel(QDockWidget):
     def __init__(self, runs: RunController, parent: QWidget | None = None) -> None:
         super().__init__("Cluster", parent)
         self.setObjectName("clusterDock")
+        self._runs = runs
         self._following = False  # True from a cluster's start until its run is idle
         self._tasks: list[TaskInfo] = []
         self._logs: dict[str, deque[str]] = {}
@@ -232,7 +233,10 @@ class ClusterPanel(QDockWidget):
         self.task_log.clear()
         self.show_tasks(tasks)
         names = ", ".join(f"{task.name} ({task.address})" for task in tasks)
-        self._set_hint(f"Local cluster on this machine: {names}.")
+        if self._runs.hosts is None:
+            self._set_hint(f"Local cluster on this machine: {names}.")
+        else:  # the pid is the ssh channel's here; the log, the task's messages over it
+            self._set_hint(f"Cluster on its hosts, each task started over ssh: {names}.")
         self.show()
         self.raise_()
 

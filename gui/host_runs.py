@@ -74,6 +74,7 @@ class HostRuns(QObject):
         self._dumping.failed.connect(lambda text: self.log.emit(f"Dump Stacks: {text}", "error"))
         self._checked_plan = HostsPlan()
         self._run_after_check: Project | None = None
+        self._step_at_dump: int | None = None
 
         self.check_action = self._action(
             "&Check Cluster", self.check, CHECK_KEYS, "Check every host before a run on them"
@@ -171,6 +172,7 @@ class HostRuns(QObject):
         plan = self._checked_plan
         tasks = sum(len(tasks) for tasks in plan.hosts.values())
         self._panel.show_findings(findings, len(plan.hosts), tasks)
+        self._show_panel()
         for finding in findings:
             self.log.emit(f"Check Cluster: {finding}", "warning")
         if not findings:
@@ -200,6 +202,8 @@ class HostRuns(QObject):
         if self._dump_refusal() or cluster is None:
             return
         dump_stacks: Callable[[], list[TaskStack]] = cluster.dump_stacks  # type: ignore[attr-defined]
+        model = self._controller.model
+        self._step_at_dump = model.last_step if model is not None else None
         self._dumping.start(lambda _progress: dump_stacks())
         self.log.emit("Dump Stacks: asking every task for its Python stacks…", "info")
         self.update_actions()
@@ -207,6 +211,13 @@ class HostRuns(QObject):
     def _dumped(self, stacks: list[TaskStack]) -> None:
         self.update_actions()
         blame = diagnose(stacks)
+        model = self._controller.model
+        now = model.last_step if model is not None else None
+        if now is not None and self._step_at_dump is not None and now > self._step_at_dump:
+            blame.append(
+                f"the cluster took steps meanwhile ({self._step_at_dump} to {now}): this is "
+                "where each task was at that moment, not a hang"
+            )
         files = [f"{stack.task}: {stack.file}" for stack in stacks]
         for line in blame:
             self.log.emit(f"Dump Stacks: {line}", "warning")

@@ -126,7 +126,7 @@ class HostsPanel(QGroupBox):
         self.check_button = QToolButton()
         self.check_button.setObjectName("check_cluster")
         self.check_button.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextOnly)
-        self.check_button.setSizePolicy(QSizePolicy.Policy.Minimum, QSizePolicy.Policy.Fixed)
+        self.check_button.setSizePolicy(QSizePolicy.Policy.Maximum, QSizePolicy.Policy.Fixed)
         self.progress = QProgressBar()
         self.progress.setTextVisible(False)
         self.progress.setMaximumHeight(12)
@@ -134,6 +134,7 @@ class HostsPanel(QGroupBox):
         check_row = QHBoxLayout()
         check_row.addWidget(self.check_button)
         check_row.addWidget(self.progress, 1)
+        check_row.addStretch(0)
         self.check_status = QLabel("Not checked yet.")
         self.check_status.setObjectName("check_status")
         self.check_status.setWordWrap(True)
@@ -219,6 +220,10 @@ class HostsPanel(QGroupBox):
             self._save_options()
 
     # --- Check Cluster -------------------------------------------------------------------
+
+    def last_shown(self) -> QWidget:
+        """The lowest part of the check on show: the findings, else the check's line."""
+        return self.findings_table if self.findings_table.isVisibleTo(self) else self.check_status
 
     def show_checking(self) -> None:
         self.progress.setRange(0, 0)  # busy until the first step says how many there are

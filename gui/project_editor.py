@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from PySide6.QtCore import QSignalBlocker, Signal
+from PySide6.QtCore import QSignalBlocker, QTimer, Signal
 from PySide6.QtGui import QIcon
 from PySide6.QtWidgets import (
     QFrame,
@@ -252,11 +252,12 @@ class ProjectEditor(QTabWidget):
         return 0
 
     def show_hosts(self) -> None:
-        """The TF_CONFIG tab, scrolled to its hosts (Check Cluster's findings)."""
+        """The TF_CONFIG tab, scrolled to its hosts' check (the findings, once there are)."""
         self.setCurrentIndex(self.tab_of(Problem(("tf_config",), "")))
         page = self.currentWidget()
         if isinstance(page, QScrollArea):
-            page.ensureWidgetVisible(self.hosts.check_status)
+            # Once the layout has placed what the check just showed or hid.
+            QTimer.singleShot(0, lambda: page.ensureWidgetVisible(self.hosts.last_shown()))
 
     def reveal(self, problem: Problem) -> None:
         """Shows the tab of ``problem`` and puts the focus on its widget."""
