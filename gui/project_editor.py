@@ -44,6 +44,8 @@ from .tf_config_editor import TFConfigEditor
 from .training_form import TrainingForm
 from .validation import Validation
 
+SCROLL_AFTER_MS = 100
+
 
 class DescriptionEdit(QPlainTextEdit):
     """The project's free-text description (several lines)."""
@@ -256,8 +258,11 @@ class ProjectEditor(QTabWidget):
         self.setCurrentIndex(self.tab_of(Problem(("tf_config",), "")))
         page = self.currentWidget()
         if isinstance(page, QScrollArea):
-            # Once the layout has placed what the check just showed or hid.
-            QTimer.singleShot(0, lambda: page.ensureWidgetVisible(self.hosts.last_shown()))
+            # Once the layouts have placed what the check just showed, hid or lengthened
+            # (the scroll area resizes its page after the page's own layout has run).
+            QTimer.singleShot(
+                SCROLL_AFTER_MS, lambda: page.ensureWidgetVisible(self.hosts.last_shown())
+            )
 
     def reveal(self, problem: Problem) -> None:
         """Shows the tab of ``problem`` and puts the focus on its widget."""
