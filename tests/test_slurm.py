@@ -27,7 +27,7 @@ from distloop.engine.cluster.slurm import (
     slurm_tf_config,
     tf_config_from_slurm,
 )
-from distloop.engine.cluster.slurm_jobs import submit_job
+from distloop.engine.cluster.slurm_jobs import job_of, job_state, submit_job
 from distloop.engine.config import load_project, load_project_data
 from distloop.engine.export import SlurmJob
 from distloop.engine.messages import Log
@@ -356,6 +356,9 @@ def test_submit_wait_follows_the_job_to_the_one_process_trace(
     assert f"distloop: job {job}: COMPLETED" in done.stderr
     assert f"distloop: finished after step {STEPS}" in done.stderr
     assert read_status(run_dir / "tasks" / "worker-1")["status"] == "finished"
+    # What a runs list asks: which job ran the folder, and how it stands.
+    assert job_of(run_dir) == job and job_of(tmp_path) is None
+    assert job_state(job, slurm).state == "COMPLETED"
 
 
 def _follow_in_background(

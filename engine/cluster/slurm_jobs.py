@@ -19,6 +19,23 @@ Where things are::
     JOB_FOLDER/runs/<first job id>/                    the run folder
         status.json                                    {"slurm": {"job": ..., ...}}
         tasks/<task>/                                  each task's run folder
+
+For a window (nothing here blocks for long but a stack dump, which takes up to
+:data:`DUMP_ANSWER_S`)::
+
+    run = submit_job(project, job_folder, SlurmJob(nodes=2), base_dir=project_dir)
+    model = RunModel(run_dir=run.run_dir)       # the live plot, as for any run
+    run.on_state = show_state                    # JobState: PENDING (Resources), RUNNING, ...
+    run.start()
+    while not run.done:
+        for message in run.poll(0.1):
+            model.apply(message)
+    run.request_stop()   # Stop: scancel, every task saves a checkpoint: ``stopped``
+    run.kill()           # stop following; the job goes on in Slurm (run.detached)
+    resubmit_job(run.run_dir)                    # Resume: a new job, from the checkpoint
+
+A runs list tells a submitted run by :func:`job_of` and asks :func:`job_state` for it.
+SlurmJobError (one line) says why Slurm refused or cannot be asked.
 """
 
 from __future__ import annotations
@@ -207,6 +224,14 @@ def follow_job(run_dir: Path, *, env: Mapping[str, str] | None = None) -> SlurmR
     return SlurmRun(
         project, run_dir, record["job"], job_folder, env=env, messages_from=record["messages_from"]
     )
+
+
+def job_of(run_dir: Path) -> str | None:
+    """The id of the latest job that ran ``run_dir``; None for a run no submit made."""
+    try:
+        return _recorded(run_dir)["job"]
+    except SlurmJobError:
+        return None
 
 
 def _recorded(run_dir: Path) -> dict[str, Any]:
