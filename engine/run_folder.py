@@ -136,7 +136,20 @@ def new_run_dir(project_name: str, root: Path | None = None) -> Path:
     and the project's name alone is the same for every run of a project.
     """
     root = root or default_runs_root()
-    slug = re.sub(r"[^a-z0-9]+", "-", project_name.lower()).strip("-")[:40] or "run"
+    folder = new_folder(project_name, root)
+    try:
+        record = {"status": CREATED, "name": _next_run_name(project_name, root, folder)}
+        _rewrite(folder / STATUS_FILE, json.dumps(record, indent=2) + "\n")
+    except BaseException:
+        shutil.rmtree(folder, ignore_errors=True)
+        raise
+    return folder
+
+
+def new_folder(name: str, root: Path) -> Path:
+    """A fresh, empty folder under ``root`` named by the time and ``name``
+    (``20261202-130512-seed-study``): unique, and in the order folders were made."""
+    slug = re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")[:40] or "run"
     stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
     for n in range(1000):
         candidate = root / (f"{stamp}-{slug}" if n == 0 else f"{stamp}-{slug}-{n}")
@@ -144,14 +157,8 @@ def new_run_dir(project_name: str, root: Path | None = None) -> Path:
             candidate.mkdir(parents=True)
         except FileExistsError:
             continue
-        try:
-            record = {"status": CREATED, "name": _next_run_name(project_name, root, candidate)}
-            _rewrite(candidate / STATUS_FILE, json.dumps(record, indent=2) + "\n")
-        except BaseException:
-            shutil.rmtree(candidate, ignore_errors=True)
-            raise
         return candidate
-    raise FileExistsError(f"no free run folder name under {root}")
+    raise FileExistsError(f"no free folder name under {root}")
 
 
 def _next_run_name(project_name: str, root: Path, run_dir: Path) -> str:
@@ -277,6 +284,25 @@ class RunFolderLock:
             owner = f"{os.getpid()}\n".encode()
             os.pwrite(fd, owner + bytes(RESERVE_BYTES), 0)
         return cls(folder, fd)
+
+    @staticmethod
+    def held(folder: Path) -> bool:
+        """Whether a process holds ``folder``'s lock now (this one too, through another
+        acquire); asks without taking it or writing to the lock file."""
+        if fcntl is None:
+            return False
+        flags = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOFOLLOW", 0)
+        try:
+            fd = os.open(folder / LOCK_FILE, flags)
+        except OSError:  # no lock file: never locked; a link: no run's
+            return False
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        finally:
+            os.close(fd)  # and with it the shared lock just taken
+        return False
 
     def handle(self) -> int | None:
         """The locked descriptor, to hand to a running engine; None where nothing is locked."""

@@ -13,7 +13,7 @@ import math
 import os
 import shutil
 import socket
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -33,6 +33,7 @@ from .run_folder import (
     load_json,
     update_status,
 )
+from .study import STUDY_FILE, TRIALS_DIR
 
 INTERRUPTED = "interrupted"
 """A run whose status.json still says running while no process of it is left: its
@@ -69,10 +70,16 @@ class RunSummary:
     pending: bool = False
     """The smoothed loss and validation are those of the files' part scanned so far: a
     scan (:func:`summarize` with ``scan``) is due."""
+    pruned: tuple[int, str] | None = None
+    """A study's trial its pruner stopped: the step it was judged at, and why."""
+    study: Path | None = None
+    """The study folder of a trial (its runs are in the study's ``trials/``)."""
 
     def matches(self, text: str) -> bool:
-        """Whether every word of ``text`` is in the name, a tag or the notes (any case)."""
-        haystack = "\n".join([self.name, *self.tags, self.notes]).casefold()
+        """Whether every word of ``text`` is in the name, a tag, the notes or the study's
+        folder name (any case)."""
+        study = self.study.name if self.study is not None else ""
+        haystack = "\n".join([self.name, *self.tags, self.notes, study]).casefold()
         return all(word in haystack for word in text.casefold().split())
 
 
@@ -121,6 +128,7 @@ def summarize(run_dir: Path, *, scan: bool = True) -> RunSummary:
     tags = status.get("tags")
     planned = project.get("strategy")
     error = status.get("error")
+    pruned_at, why = status.get("pruned_at"), status.get("pruned_reason")
     return RunSummary(
         path=run_dir,
         name=name,
@@ -139,7 +147,21 @@ def summarize(run_dir: Path, *, scan: bool = True) -> RunSummary:
         tags=tuple(tag for tag in tags if isinstance(tag, str)) if isinstance(tags, list) else (),
         best_validation=validation,
         pending=pending,
+        pruned=(
+            (pruned_at, _text(why))
+            if isinstance(pruned_at, int) and not isinstance(pruned_at, bool)
+            else None
+        ),
+        study=_study_of(run_dir),
     )
+
+
+def _study_of(run_dir: Path) -> Path | None:
+    """The study folder whose trial ``run_dir`` is (``STUDY/trials/trial-NNNN``), if any."""
+    study = run_dir.parent.parent
+    if run_dir.parent.name == TRIALS_DIR and (study / STUDY_FILE).is_file():
+        return study
+    return None
 
 
 def _unreadable(run_dir: Path, exc: OSError) -> RunSummary:
@@ -222,12 +244,20 @@ def list_runs(root: Path | None = None, *, scan: bool = True) -> list[RunSummary
     root = root or default_runs_root()
     if not root.is_dir():
         return []
-    runs = [
-        summarize(path, scan=scan)
-        for path in root.iterdir()
-        if path.is_dir() and is_run_folder(path)
-    ]
+    runs = [summarize(path, scan=scan) for path in _run_folders(root)]
     return sorted(runs, key=lambda run: (run.started_at or 0.0, run.path.name), reverse=True)
+
+
+def _run_folders(root: Path) -> Iterator[Path]:
+    """The run folders in ``root``, and the trials of each study folder there."""
+    for path in root.iterdir():
+        if not path.is_dir():
+            continue
+        if is_run_folder(path):
+            yield path
+        elif (path / STUDY_FILE).is_file() and (path / TRIALS_DIR).is_dir():
+            trials = path / TRIALS_DIR
+            yield from (t for t in trials.iterdir() if t.is_dir() and is_run_folder(t))
 
 
 def rename_run(run_dir: Path, name: str) -> None:

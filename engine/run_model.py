@@ -123,8 +123,10 @@ class RunModel:
         self.name = name
         self.total_steps = total_steps
         self.status = "starting"
-        """starting, running, stopping, finished, stopped or failed; a loaded run's
-        status.json word (``engine.run_history``: also interrupted, running...)."""
+        """starting, running, stopping, finished, stopped, pruned or failed; a loaded
+        run's status.json word (``engine.run_history``: also interrupted, running...)."""
+        self.pruned: tuple[int, str] | None = None
+        """A study's trial stopped by its pruner: the step it was judged at, and why."""
         self.trace = Trace()
         self.started: RunStarted | None = None
         self.outcome: RunFinished | RunFailed | None = None
@@ -161,7 +163,7 @@ class RunModel:
             self.trace.truncate_after(message.first_step - 1)
         elif isinstance(message, RunFinished):
             self.outcome = message
-            self.status = message.status
+            self.status = "pruned" if self.pruned is not None else message.status
             self._engine_clock = (message.elapsed_s, self._clock())
             self._end()
         elif isinstance(message, RunFailed):
@@ -177,6 +179,12 @@ class RunModel:
         if self.outcome is None:
             self.status = "stopping"
             self._tell(None)
+
+    def prune(self, step: int, reason: str) -> None:
+        """A study's pruner stops the run: it was judged at ``step``, for ``reason``; the
+        stop that follows ends it ``pruned``."""
+        self.pruned = (step, reason)
+        self._tell(None)
 
     def set_tasks(self, tasks: list[TaskInfo]) -> None:
         self.tasks = list(tasks)
@@ -293,6 +301,7 @@ class RunModel:
         for message in _recorded_messages(metrics, _read_evaluations(run_dir)):
             model.apply(message)
         model.status = summary.status
+        model.pruned = summary.pruned
         model._began_at, model._ended_at = None, clock()
         model._engine_clock = None
         if summary.duration_s is not None:

@@ -253,3 +253,132 @@ def test_a_field_path_in_other_digits_is_no_list_index() -> None:
 
     with pytest.raises(ValueError, match=r"model\.layers has no field '\u00b2'"):
         field_value({"model": {"layers": [{"units": 3}]}}, "model.layers.\u00b2")
+
+
+def test_a_study_is_run_by_one_process_at_a_time(tmp_path: Path) -> None:
+    """The window and a `distloop sweep --resume` of the same folder would each ask Optuna
+    for the next trial: the second is refused in one line while the first holds it."""
+    from distloop.engine.run_folder import RunFolderLock
+    from distloop.engine.study.runner import Study, write_plan
+
+    project = _mlp()
+    folder = tmp_path / "study"
+    space = parse_space('{"optimizer.learning_rate": {"low": 0.01, "high": 1}}', project)
+    plan = StudyPlan(project, space, StudySettings(objective="loss"))
+    write_plan(folder, plan)
+    study = Study(folder, plan)
+    try:
+        assert RunFolderLock.held(folder)
+        refused = distloop("sweep", "--resume", str(folder), timeout_s=60)
+        assert refused.returncode == 1
+        assert refused.stderr.strip() == (
+            f"distloop: {folder}: the study is being run by process {os.getpid()}: "
+            "stop it there first"
+        )
+    finally:
+        study.close()
+    assert not RunFolderLock.held(folder)
+    assert not RunFolderLock.held(tmp_path)  # never locked: no lock file
+
+
+@pytest.mark.slow
+def test_a_study_without_out_gets_a_new_folder_among_the_runs(tmp_path: Path) -> None:
+    """The default folder was made as a run folder (a status.json in it), which the
+    sweep then refused as not empty: no study could start without --out."""
+    project = tmp_path / "project.json"
+    project.write_text(json.dumps(synthetic_project(1, steps=6)))
+    space = tmp_path / "space.json"
+    space.write_text('{"optimizer.learning_rate": {"low": 0.01, "high": 0.1}}')
+    data_home = tmp_path / "data"
+    done = distloop(
+        "sweep", str(project), "--space", str(space), "--trials", "1", "--pruner", "none",
+        env={**os.environ, "XDG_DATA_HOME": str(data_home)},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    (folder,) = (data_home / "distloop" / "runs").iterdir()
+    assert folder.name.endswith("-invariance-x1-study")
+    assert sorted(p.name for p in folder.iterdir()) == [
+        ".distloop.lock", "study.db", "study.json", "trials",
+    ]  # fmt: skip
+    assert read_status(folder / "trials" / "trial-0000")["study_trial"] == 0
+
+
+def test_a_grid_study_ends_at_its_last_point_not_in_a_traceback(tmp_path: Path) -> None:
+    """Optuna's GridSampler asks the study to stop once its last point is told, which
+    Optuna allows only inside study.optimize: the ask-and-tell study raised RuntimeError
+    there. Trials are driven with the messages a run sends, as the window does."""
+    from distloop.engine.messages import RunFinished
+    from distloop.engine.study.runner import Study, TrialRun, write_plan
+
+    project = _mlp()
+    space = parse_space('{"optimizer.kind": {"values": ["adam", "sgd"]}}', project)
+    plan = StudyPlan(project, space, StudySettings(sampler="grid", objective="loss", trials=5))
+    assert plan.planned_trials() == 2  # no more trials than the grid has points
+    folder = tmp_path / "study"
+    write_plan(folder, plan)
+    study = Study(folder, plan)
+    try:
+        tried = []
+        while not study.is_complete():
+            trial = study.ask()
+            assert isinstance(trial, TrialRun)
+            trial.run_dir.mkdir(parents=True)
+            trial.apply(StepMetrics(steps=[1, 2], losses=[1.0, 0.5], elapsed_s=[0.1, 0.2]))
+            trial.apply(RunFinished(status="finished", last_step=2, final_loss=0.5, elapsed_s=1))
+            result = trial.end()
+            assert result is not None and result.state == "complete"
+            tried.append(result.params["optimizer.kind"])
+    finally:
+        study.close()
+    assert sorted(tried) == ["adam", "sgd"]
+    assert [t.state.name for t in _trials(folder)] == ["COMPLETE", "COMPLETE"]
+
+
+def test_studies_and_their_trials_are_listed_among_the_runs(tmp_path: Path) -> None:
+    """The window's Studies tab and Runs list read a study folder: how far it got (a
+    trial stopped with the study counts as interrupted and runs again), whether a process
+    runs it now, and its trials as runs, a pruned one with where and why."""
+    from distloop.engine.messages import RunFinished
+    from distloop.engine.run_folder import PROJECT_FILE, write_status
+    from distloop.engine.run_history import list_runs
+    from distloop.engine.run_model import RunModel
+    from distloop.engine.study.folders import list_studies
+    from distloop.engine.study.runner import Study, TrialRun, new_study_dir, write_plan
+
+    project = _mlp()
+    space = parse_space('{"optimizer.learning_rate": {"low": 0.01, "high": 1}}', project)
+    plan = StudyPlan(project, space, StudySettings(objective="loss", trials=3))
+    root = tmp_path / "runs"
+    folder = new_study_dir(project.name, root)
+    write_plan(folder, plan)
+    study = Study(folder, plan)
+    try:
+        trials = [study.ask(), study.ask()]
+        for trial in trials:
+            assert isinstance(trial, TrialRun)
+            trial.run_dir.mkdir(parents=True)
+            (trial.run_dir / PROJECT_FILE).write_text(trial.project.to_json())
+            trial.apply(StepMetrics(steps=[1], losses=[1.0], elapsed_s=[0.1]))
+        trials[0].apply(RunFinished(status="finished", last_step=1, final_loss=1, elapsed_s=1))
+        assert trials[0].end() is not None
+        assert trials[1].interrupt() and trials[1].end() is None
+        (running,) = list_studies(root)
+        assert (running.state, running.ended, running.planned) == ("running", 1, 3)
+        assert (running.interrupted, running.waiting) == (1, 1)
+    finally:
+        study.close()
+    (stopped,) = list_studies(root)
+    assert stopped.state == "stopped" and stopped.name == project.name
+    write_status(
+        trials[0].run_dir, "pruned", pruned_at=7, pruned_reason="pruned at step 7 by the median"
+    )
+    runs = {run.path: run for run in list_runs(root)}
+    assert set(runs) == {t.run_dir for t in trials}
+    pruned = runs[trials[0].run_dir]
+    assert pruned.status == "pruned" and pruned.pruned == (7, "pruned at step 7 by the median")
+    assert pruned.study == folder and pruned.matches(folder.name)
+    assert runs[trials[1].run_dir].pruned is None
+    model = RunModel()
+    model.prune(7, "why")
+    model.apply(RunFinished(status="stopped", last_step=8, final_loss=1, elapsed_s=1))
+    assert model.status == "pruned" and model.pruned == (7, "why")

@@ -9,3 +9,8 @@
 
 ``distloop sweep`` is the command line's door to it.
 """
+
+STUDY_FILE = "study.json"
+"""What marks a folder as a study's: the project, the space and the settings."""
+TRIALS_DIR = "trials"
+"""The study's subfolder of run folders, one per trial (``trial-NNNN``)."""

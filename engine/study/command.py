@@ -14,7 +14,6 @@ from typing import get_args
 
 from ..config import load_project
 from ..problems import Problem, ProblemsError
-from ..run_folder import new_run_dir
 from .objective import OBJECTIVES
 from .runner import (
     Pruner,
@@ -23,6 +22,7 @@ from .runner import (
     StudyPlan,
     StudySettings,
     TrialResult,
+    new_study_dir,
     read_plan,
     write_plan,
 )
@@ -68,6 +68,7 @@ def _err(text: str) -> None:
 
 def command_sweep(args: argparse.Namespace) -> int:
     try:
+        folder: Path | None
         if args.resume is not None:
             folder = args.resume
             plan = read_plan(folder)
@@ -76,22 +77,24 @@ def command_sweep(args: argparse.Namespace) -> int:
         problems = plan.problems()
         if problems:
             raise ProblemsError(problems, "sweep")
+        if folder is None:  # made only now: a plan with problems leaves nothing behind
+            folder = new_study_dir(plan.project.name)
+        if args.resume is None:
+            write_plan(folder, plan)
+        study = Study(folder, plan)
     except ProblemsError as exc:
         _err(f"distloop: {exc}")
         return EXIT_FAILED
     except OSError as exc:
         _err(f"distloop: {exc.strerror or exc}: {exc.filename or ''}")
         return EXIT_FAILED
-    if args.resume is None:
-        write_plan(folder, plan)
-    study = Study(folder, plan)
     for number in study.requeue_interrupted():
         _err(f"distloop: trial {number} was interrupted; its values run again")
     settings = plan.settings
     _err(
         f"distloop: study {folder} ({settings.sampler} sampler, {settings.pruner} pruner, "
         f"{settings.objective} {study.study.direction.name.lower()}d): "
-        f"{study.finished_trials()} of {settings.trials} trials done"
+        f"{study.finished_trials()} of {plan.planned_trials()} trials done"
     )
     received: list[int] = []
     previous = {
@@ -117,7 +120,7 @@ def command_sweep(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _new_plan(args: argparse.Namespace) -> tuple[StudyPlan, Path]:
+def _new_plan(args: argparse.Namespace) -> tuple[StudyPlan, Path | None]:
     if args.space is None:
         raise _one("--space SPACE.json is required for a new study")
     project = load_project(args.project).resolve_paths(args.project.parent)
@@ -134,8 +137,8 @@ def _new_plan(args: argparse.Namespace) -> tuple[StudyPlan, Path]:
         )
     except ValueError as exc:
         raise _one(str(exc)) from None
-    folder = args.out or new_run_dir(f"{project.name} study")
-    if folder.exists() and any(folder.iterdir()):
+    folder = args.out
+    if folder is not None and folder.exists() and any(folder.iterdir()):
         raise _one(f"{folder} is not empty; continue its study with --resume {folder}")
     return StudyPlan(project, space, settings), folder
 

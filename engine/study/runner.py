@@ -25,23 +25,39 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..config import MAX_SEED, Project, load_project_data
 from ..fileio import atomic_write_text
-from ..messages import RunFailed, RunFinished
+from ..messages import Message, RunFailed, RunFinished
 from ..problems import Problem, ProblemsError, problems_from_validation_error
 from ..process import WarmEngines
-from ..run_folder import update_status, write_status
+from ..run_folder import (
+    RunFolderBusy,
+    RunFolderLock,
+    default_runs_root,
+    new_folder,
+    update_status,
+    write_status,
+)
 from ..run_handle import EngineHandle, open_run
+from . import STUDY_FILE, TRIALS_DIR
 from .objective import ObjectiveTracker, direction, objective_problems
 from .space import Choices, FloatRange, IntRange, SearchSpace, space_from_data, with_values
 
-STUDY_FILE = "study.json"
 STORAGE_FILE = "study.db"
-TRIALS_DIR = "trials"
 STUDY_VERSION = 1
 """Of ``study.json``'s layout; a folder written before it had the number is version 1."""
 INTERRUPTED = "interrupted"
 """User attribute of a trial stopped with the study: its values run again on resume."""
 Sampler = Literal["tpe", "random", "grid", "cmaes"]
 Pruner = Literal["none", "median", "asha", "hyperband"]
+
+
+class StudyBusy(ProblemsError):
+    """Another process runs the study in this folder now."""
+
+    def __init__(self, folder: Path, holder: int | None) -> None:
+        by = f"process {holder}" if holder else "another process"
+        super().__init__(
+            [Problem((), f"the study is being run by {by}: stop it there first")], str(folder)
+        )
 
 
 class StudySettings(BaseModel):
@@ -80,6 +96,12 @@ class StudyPlan:
     space: SearchSpace
     settings: StudySettings
 
+    def planned_trials(self) -> int:
+        """The trials the study runs: a grid no more than its combinations."""
+        if self.settings.sampler == "grid":
+            return min(self.settings.trials, self.space.grid_size())
+        return self.settings.trials
+
     def problems(self) -> list[Problem]:
         found = objective_problems(self.project, self.settings.objective)
         if self.settings.sampler == "grid" and not self.space.is_grid():
@@ -100,6 +122,11 @@ class StudyPlan:
                 Problem(("pruner",), "hyperband draws its own brackets: use median, asha or none")
             )
         return found
+
+
+def new_study_dir(project_name: str, root: Path | None = None) -> Path:
+    """A fresh, empty study folder among the runs (``20261204-173012-seed-study``)."""
+    return new_folder(f"{project_name} study", root or default_runs_root())
 
 
 def write_plan(folder: Path, plan: StudyPlan) -> None:
@@ -156,25 +183,43 @@ def _check_version(version: object) -> None:
 
 
 class Study:
-    """One study folder; :meth:`run` trains trials until the plan's number is reached."""
+    """One study folder, held (locked) while it runs: Optuna's study in it, and the
+    trials it asks for, each a :class:`TrialRun` whose run someone else drives.
+
+    :meth:`run` drives them itself, one process after another (the command line); the
+    window drives each trial's run through its own run path and hands the messages on.
+    A second process that opens the folder while one runs it is refused
+    (:class:`StudyBusy`): two could never agree on which trial runs next.
+    """
 
     def __init__(self, folder: Path, plan: StudyPlan) -> None:
         import optuna
 
         optuna.logging.set_verbosity(logging.WARNING)
+        try:
+            self._lock = RunFolderLock.acquire(folder)
+        except RunFolderBusy as exc:
+            raise StudyBusy(folder, exc.holder) from None
         self.folder = folder
         self.plan = plan
         settings = plan.settings
         self._optuna = optuna
-        self._warm = WarmEngines()
-        self.study = optuna.create_study(
-            study_name="distloop",
-            storage=f"sqlite:///{folder / STORAGE_FILE}",
-            sampler=self._sampler(),
-            pruner=self._pruner(),
-            direction=direction(settings.objective),
-            load_if_exists=True,
-        )
+        try:
+            self.study = optuna.create_study(
+                study_name="distloop",
+                storage=f"sqlite:///{folder / STORAGE_FILE}",
+                sampler=self._sampler(),
+                pruner=self._pruner(),
+                direction=direction(settings.objective),
+                load_if_exists=True,
+            )
+        except BaseException:
+            self._lock.release()
+            raise
+
+    def close(self) -> None:
+        """Lets go of the folder: another process may run the study now."""
+        self._lock.release()
 
     def _sampler(self) -> Any:
         samplers = self._optuna.samplers
@@ -226,6 +271,10 @@ class Study:
             or (t.state == states.FAIL and not t.user_attrs.get(INTERRUPTED))
         )
 
+    def is_complete(self) -> bool:
+        """The plan has its number of trials."""
+        return self.finished_trials() >= self.plan.planned_trials()
+
     def requeue_interrupted(self) -> list[int]:
         """Trials a killed or stopped study left running: failed, their values queued again."""
         states = self._optuna.trial.TrialState
@@ -235,7 +284,7 @@ class Study:
                 self._optuna.trial.Trial(self.study, trial._trial_id).set_user_attr(
                     INTERRUPTED, True
                 )
-                self.study.tell(trial.number, state=states.FAIL)
+                _tell(self.study, trial.number, state=states.FAIL)
                 self.study.enqueue_trial(trial.params, skip_if_exists=False)
                 requeued.append(trial.number)
         return requeued
@@ -247,23 +296,51 @@ class Study:
         stopping: Callable[[], bool],
         on_poll: Callable[[EngineHandle], None] | None = None,
     ) -> bool:
-        """Runs trials until the plan has its number; False when ``stopping`` ended it early."""
+        """Runs trials until the plan has its number; False when ``stopping`` ended it early.
+
+        Each trial's run is opened here, as ``distloop run`` opens one; the next
+        trial's engine imports TensorFlow while one trains.
+        """
+        warm = WarmEngines()
         try:
-            while self.finished_trials() < self.plan.settings.trials:
+            while not self.is_complete():
                 if stopping():
                     return False
-                result = self._run_trial(stopping, on_poll)
+                trial = self.ask()
+                result = trial if isinstance(trial, TrialResult) else None
+                if isinstance(trial, TrialRun):
+                    result = self._drive(trial, warm, stopping, on_poll)
                 if result is None:
                     return False
                 on_trial(result)
             return True
         finally:
-            self._warm.close()
+            warm.close()
 
-    def _run_trial(
-        self, stopping: Callable[[], bool], on_poll: Callable[[EngineHandle], None] | None
+    def _drive(
+        self,
+        trial: TrialRun,
+        warm: WarmEngines,
+        stopping: Callable[[], bool],
+        on_poll: Callable[[EngineHandle], None] | None,
     ) -> TrialResult | None:
-        states = self._optuna.trial.TrialState
+        engine = open_run(trial.project, trial.run_dir, warm_engines=warm)
+        engine.start()
+        warm.prepare()
+        while not engine.done:
+            for message in engine.poll(0.2):
+                if trial.apply(message):
+                    engine.request_stop()
+            if stopping() and trial.interrupt():
+                engine.request_stop()
+            if on_poll is not None:
+                on_poll(engine)
+        engine.close()
+        return trial.end()
+
+    def ask(self) -> TrialRun | TrialResult:
+        """The next trial: its values from the sampler, its project and run folder; a
+        failed :class:`TrialResult` at once when the values make no valid project."""
         trial = self.study.ask()
         params = {
             path: self._suggest(trial, path, axis) for path, axis in self.plan.space.axes.items()
@@ -273,64 +350,9 @@ class Study:
         try:
             project = trial_project(self.plan, trial.number, params)
         except ProblemsError as exc:
-            self.study.tell(trial, state=states.FAIL)
+            _tell(self.study, trial, state=self._optuna.trial.TrialState.FAIL)
             return TrialResult(trial.number, params, "failed", None, run_dir, 0, str(exc))
-        tracker = ObjectiveTracker(
-            self.plan.settings.objective, self.report_every(), self.plan.settings.warmup_steps
-        )
-        engine = open_run(project, run_dir, warm_engines=self._warm)
-        engine.start()
-        # The next trial's engine imports TensorFlow while this one trains.
-        self._warm.prepare()
-        pruned_at: int | None = None
-        stopped = False
-        ending: RunFinished | RunFailed | None = None
-        while not engine.done:
-            for message in engine.poll(0.2):
-                tracker.apply(message)
-                if isinstance(message, RunFinished | RunFailed):
-                    ending = message
-            for step, value in tracker.take_reports():
-                if pruned_at is not None or stopped:
-                    continue
-                trial.report(value, step)
-                if trial.should_prune():
-                    pruned_at = step
-                    engine.request_stop()
-            if stopping() and not stopped and pruned_at is None:
-                stopped = True
-                engine.request_stop()
-            if on_poll is not None:
-                on_poll(engine)
-        engine.close()
-        # Written once the engine is done with status.json, so neither write loses the other.
-        update_status(run_dir, study=str(self.folder.resolve()), study_trial=trial.number)
-        steps = tracker.last_step
-        if stopped:
-            trial.set_user_attr(INTERRUPTED, True)
-            self.study.tell(trial, state=states.FAIL)
-            self.study.enqueue_trial(params, skip_if_exists=False)
-            return None
-        if isinstance(ending, RunFailed) or ending is None:
-            self.study.tell(trial, state=states.FAIL)
-            note = ending.message if ending is not None else "the run ended without a word"
-            return TrialResult(trial.number, params, "failed", None, run_dir, steps, note)
-        if pruned_at is not None:
-            reason = (
-                f"pruned at step {pruned_at} by the {self.plan.settings.pruner} pruner: "
-                f"{self.plan.settings.objective} was not promising"
-            )
-            write_status(run_dir, "pruned", pruned_at=pruned_at, pruned_reason=reason)
-            self.study.tell(trial, state=states.PRUNED)
-            return TrialResult(trial.number, params, "pruned", None, run_dir, steps, reason)
-        value = tracker.value()
-        if value is None:
-            self.study.tell(trial, state=states.FAIL)
-            return TrialResult(
-                trial.number, params, "failed", None, run_dir, steps, "no finite objective"
-            )
-        self.study.tell(trial, value)
-        return TrialResult(trial.number, params, "complete", value, run_dir, steps)
+        return TrialRun(self, trial, params, run_dir, project)
 
     def _suggest(self, trial: Any, path: str, axis: Any) -> Any:
         if isinstance(axis, FloatRange):
@@ -363,6 +385,121 @@ def trial_project(plan: StudyPlan, number: int, params: dict[str, Any]) -> Proje
     label = " ".join(f"{path.rsplit('.', 1)[-1]}={_short(v)}" for path, v in params.items())
     name = f"{plan.project.name[:120]} #{number} {label}"[:200]
     return with_values(plan.project, params, name)
+
+
+PRUNER_RULES = {
+    "median": "worse than the median of the earlier trials at that step",
+    "asha": "not among the best of the trials that reached that rung",
+    "hyperband": "not among the best of its bracket's trials at that rung",
+}
+"""Why each pruner stops a trial, in the words the trial's status and the plot give."""
+
+
+class TrialRun:
+    """One trial from Optuna's ask to its tell: the project it trains in its folder, and
+    what its run's messages make of it (reports at rungs, pruning, the objective).
+
+    Whoever drives the run hands every message to :meth:`apply` and asks the run to stop
+    when it answers True (pruned) or when :meth:`interrupt` does (the study stops); once
+    the run is closed, :meth:`end` tells Optuna and writes the trial's status.
+    """
+
+    def __init__(
+        self, study: Study, trial: Any, params: dict[str, Any], run_dir: Path, project: Project
+    ) -> None:
+        self._study = study
+        self._trial = trial
+        self.number: int = trial.number
+        self.params = params
+        self.run_dir = run_dir
+        self.project = project
+        settings = study.plan.settings
+        self.tracker = ObjectiveTracker(
+            settings.objective, study.report_every(), settings.warmup_steps
+        )
+        self.pruned_at: int | None = None
+        self.pruned_reason = ""
+        self.interrupted = False
+        self._ending: RunFinished | RunFailed | None = None
+
+    def apply(self, message: Message) -> bool:
+        """Takes one message of the trial's run; True once, when the pruner stops it."""
+        self.tracker.apply(message)
+        if isinstance(message, RunFinished | RunFailed):
+            self._ending = message
+        prune = False
+        for step, value in self.tracker.take_reports():
+            if self.pruned_at is not None or self.interrupted:
+                continue
+            self._trial.report(value, step)
+            if self._trial.should_prune():
+                settings = self._study.plan.settings
+                self.pruned_at = step
+                self.pruned_reason = (
+                    f"pruned at step {step} by the {settings.pruner} pruner: "
+                    f"{settings.objective} {value:.4g} was "
+                    f"{PRUNER_RULES.get(settings.pruner, 'not promising')}"
+                )
+                prune = True
+        return prune
+
+    def interrupt(self) -> bool:
+        """The study stops with this trial: True when its run is to be asked to stop (a
+        pruned one is stopping already, and ends pruned)."""
+        if self.interrupted or self.pruned_at is not None:
+            return False
+        self.interrupted = True
+        return True
+
+    def end(self) -> TrialResult | None:
+        """Tells Optuna how the trial ended, once its run is closed; None when the study
+        stopped it: it counts as interrupted, and its values run again on resume."""
+        states = self._study._optuna.trial.TrialState
+        study, trial, params, run_dir = self._study.study, self._trial, self.params, self.run_dir
+        # Written once the engine is done with status.json, so neither write loses the other.
+        update_status(run_dir, study=str(self._study.folder.resolve()), study_trial=self.number)
+        steps = self.tracker.last_step
+        ending = self._ending
+        if self.interrupted:
+            trial.set_user_attr(INTERRUPTED, True)
+            _tell(study, trial, state=states.FAIL)
+            study.enqueue_trial(params, skip_if_exists=False)
+            return None
+        if isinstance(ending, RunFailed) or ending is None:
+            _tell(study, trial, state=states.FAIL)
+            note = ending.message if ending is not None else "the run ended without a word"
+            return TrialResult(self.number, params, "failed", None, run_dir, steps, note)
+        if self.pruned_at is not None:
+            write_status(
+                run_dir, "pruned", pruned_at=self.pruned_at, pruned_reason=self.pruned_reason
+            )
+            _tell(study, trial, state=states.PRUNED)
+            return TrialResult(
+                self.number, params, "pruned", None, run_dir, steps, self.pruned_reason
+            )
+        value = self.tracker.value()
+        if value is None:
+            _tell(study, trial, state=states.FAIL)
+            return TrialResult(
+                self.number, params, "failed", None, run_dir, steps, "no finite objective"
+            )
+        _tell(study, trial, value)
+        return TrialResult(self.number, params, "complete", value, run_dir, steps)
+
+
+def _tell(study: Any, trial: Any, value: float | None = None, state: Any = None) -> None:
+    """``study.tell``, which at a grid's last point raises after storing the trial's end.
+
+    Optuna's GridSampler then asks the study to stop, which it allows only inside
+    ``study.optimize`` (RuntimeError "`Study.stop` is supposed to be invoked inside an
+    objective function"): the study is complete anyway, as a grid's study plans no more
+    trials than its combinations (:meth:`StudyPlan.planned_trials`).
+    """
+    try:
+        study.tell(trial, value, state=state)
+    except RuntimeError as exc:
+        if "Study.stop" not in str(exc):
+            raise
 
 
 def _short(value: object) -> str:
