@@ -13,6 +13,7 @@ from PySide6.QtWidgets import QMessageBox, QWidget
 from ..engine import __version__
 from ..engine.cluster.preflight import Finding
 from ..engine.problems import Problem
+from ..engine.study.folders import StudyEntry
 from ..engine.user_code import Fingerprint
 
 MAX_LISTED = 15
@@ -120,6 +121,25 @@ def show_stacks(parent: QWidget, blame: list[str], files: list[str]) -> None:
     box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
     box.setModal(False)
     box.show()
+
+
+def confirm_continue_study(parent: QWidget, entry: StudyEntry) -> bool:
+    """The window was closed (or ended) during a study: continue it now?"""
+    again = (
+        " The trial that was running runs again from its start."
+        if entry.running or entry.waiting
+        else ""
+    )
+    answer = QMessageBox.question(
+        parent,
+        "Continue the study?",
+        f"The study of {entry.name} stopped when the window closed, with {entry.ended} of "
+        f"{entry.planned} trials done.{again}\n\nContinue it now? (Later: Continue in the "
+        "Studies tab.)",
+        QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.No,
+        QMessageBox.StandardButton.Yes,
+    )
+    return answer == QMessageBox.StandardButton.Yes
 
 
 def trust_custom_code(parent: QWidget, code: Fingerprint) -> bool:

@@ -50,6 +50,7 @@ SLIDER_STEPS = 1000  # the slider's weight runs from 0 to 0.999
 RAW_PEN = pg.mkPen(color=(31, 119, 180, 140), width=1)
 SMOOTH_PEN = pg.mkPen(color=(31, 119, 180), width=2)
 EVAL_COLOR = (214, 39, 40)
+PRUNED_COLOR = (230, 81, 0)
 SERIES_COLORS = [
     (255, 127, 14),
     (44, 160, 44),
@@ -217,6 +218,8 @@ class LossPlot(QWidget):
         self._num_replicas: int | None = None
         self._replica_task: str | None = None
         self._model: RunModel | None = None  # the run the plot follows
+        self.pruned_mark: pg.InfiniteLine | None = None
+        """Where a study's pruner stopped the run shown, its reason as the tooltip."""
         self._dirty = False
         self.redraw_count = 0
 
@@ -358,6 +361,7 @@ class LossPlot(QWidget):
         """Draws ``model``'s run as it grows: a loaded (or resumed) run's steps at once."""
         self._model = model
         self.show_trace(model.trace)
+        self._mark_pruned(model)
 
     def show_change(self, model: RunModel, message: Message | None) -> None:
         """``model`` took ``message``: draws what it added (or dropped) when it is the run shown."""
@@ -367,6 +371,30 @@ class LossPlot(QWidget):
             self.set_num_replicas(message.num_replicas, message.task)
         if isinstance(message, RunStarted | StepMetrics | EvalMetrics):
             self.show_trace(model.trace)
+        elif message is None:
+            self._mark_pruned(model)
+
+    def _mark_pruned(self, model: RunModel) -> None:
+        if model.pruned is not None:
+            self.mark_pruned(*model.pruned)
+
+    def mark_pruned(self, step: int, reason: str) -> None:
+        """A dashed line at the step a study's pruner judged the run, saying so; why in its
+        tooltip and in the caption (the full reason is longer than a plot is wide)."""
+        if self.pruned_mark is not None:
+            return
+        pen = pg.mkPen(color=PRUNED_COLOR, width=2, style=Qt.PenStyle.DashLine)
+        self.pruned_mark = pg.InfiniteLine(
+            pos=step,
+            angle=90,
+            pen=pen,
+            label=f"pruned at step {step}",
+            labelOpts={"position": 0.92, "color": PRUNED_COLOR, "anchors": [(1, 0), (1, 0)]},
+        )
+        self.pruned_mark.setToolTip(reason)
+        self.plot_item.addItem(self.pruned_mark, ignoreBounds=True)
+        if reason and reason not in self.caption():
+            self.set_caption(f"{self.caption()} — {reason}" if self.caption() else reason)
 
     def show_trace(self, trace: Trace) -> None:
         """Draws what the run's trace has and the plot does not yet.
@@ -590,6 +618,9 @@ class LossPlot(QWidget):
     def clear(self) -> None:
         """Empties the plot for a new run (smoothing settings and compared runs stay)."""
         self._model = None
+        if self.pruned_mark is not None:
+            self.plot_item.removeItem(self.pruned_mark)
+            self.pruned_mark = None
         for buffer in (self._steps, self._losses, self._smoothed):
             buffer.clear()
         for series in self._extra_series():

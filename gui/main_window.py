@@ -48,10 +48,13 @@ from ..engine.cluster.run_plans import cluster_plan
 from ..engine.config import Project
 from ..engine.examples import example_names, example_text
 from ..engine.messages import DevicesDetected, RunFailed, RunStarted
+from ..engine.problems import ProblemsError
 from ..engine.process import WarmEngines, detect_devices
 from ..engine.run_handle import ClusterFactory, EngineFactory
 from ..engine.run_history import RunSummary
 from ..engine.run_model import RunModel
+from ..engine.study.folders import read_entry
+from ..engine.study.runner import StudyPlan, new_study_dir, read_plan, write_plan
 from . import dialogs, settings
 from .cluster_panel import ClusterPanel
 from .dataset_preview import DatasetPreview
@@ -68,7 +71,9 @@ from .run_queue import RunQueue, RunQueuePanel
 from .run_starter import RunStarter
 from .runs_panel import RunsPanel
 from .status_panel import StatusPanel
-from .sweep_dialog import ask_sweep
+from .studies_panel import StudiesPanel
+from .study_dialog import ask_study
+from .study_session import StudySession
 from .try_it_panel import TryItPanel
 from .validation import Validation
 
@@ -78,6 +83,9 @@ BOTTOM_DOCK_HEIGHT = 240  # pixels: five runs or a dozen log lines; the plot kee
 BOTTOM_DOCK_SHARE = 0.3  # of a smaller window's height: the plot keeps the most of it
 PROJECT_DOCK_WIDTH = 470  # pixels: the forms' fields and their labels side by side
 WINDOW_STATE_VERSION = 1  # 0: the forms beside the plot in a splitter, the log under it
+UNFINISHED_STUDY_KEY = "studies/unfinished"
+"""The folder of the study the window runs; kept when it closes mid-study, so the next
+start offers to continue it (and after a crash too)."""
 WARM_UP_DELAY_MS = 500
 """How long after the window shows itself the first warm engine starts: the window first
 paints and answers, then TensorFlow loads beside it."""
@@ -123,6 +131,7 @@ class MainWindow(QMainWindow):
         self._close_confirmed = False
         self._close_after_run = False
         self._fit_once_framed = False  # the first size is set again once the frame is known
+        self._offered_study = False
 
         self.editor = ProjectEditor(detect)
         self.problems_panel = ProblemsPanel()
@@ -138,8 +147,10 @@ class MainWindow(QMainWindow):
         self.starter = RunStarter(self.controller, self.document, runs_root, self)
         self.cluster_panel = ClusterPanel(self.controller, self)
         self.run_queue = RunQueue(self.controller, self.starter.start_queued, self)
-        self.queue_panel = RunQueuePanel(
-            self.run_queue, self._project_for_queue, lambda base: ask_sweep(self, base)
+        self.queue_panel = RunQueuePanel(self.run_queue, self._project_for_queue)
+        self.study_session = StudySession(self.controller, self.starter.start_trial, self)
+        self.studies_panel = StudiesPanel(
+            self.study_session, lambda: self.runs_panel.runs_root, self.add_sweep
         )
         self.validity = QLabel()
         self.dataset_preview = DatasetPreview()
@@ -194,6 +205,7 @@ class MainWindow(QMainWindow):
         self.log_dock = self._dock("Log", "logDock", self.log_panel)
         self.runs_dock = self._dock("Runs", "runsDock", self.runs_panel)
         self.queue_dock = self._dock("Queue", "queueDock", self.queue_panel)
+        self.studies_dock = self._dock("Studies", "studiesDock", self.studies_panel)
         self.dataset_dock = self._dock("Dataset", "datasetDock", self.dataset_preview)
         self.resize(*DEFAULT_SIZE)
         self._place_docks()
@@ -201,6 +213,7 @@ class MainWindow(QMainWindow):
         # View ▸ Cluster, View ▸ Run Queue).
         self.cluster_panel.hide()
         self.queue_dock.hide()
+        self.studies_dock.setVisible(bool(self.studies_panel.entries))
 
     def _place_docks(self) -> None:
         """The docks where a first start puts them: the forms on the left, tabs below."""
@@ -218,7 +231,13 @@ class MainWindow(QMainWindow):
 
     def _bottom_tabs(self) -> list[QDockWidget]:
         """The docks tabbed with the log, in tab order."""
-        return [self.runs_dock, self.cluster_panel, self.queue_dock, self.dataset_dock]
+        return [
+            self.runs_dock,
+            self.cluster_panel,
+            self.queue_dock,
+            self.studies_dock,
+            self.dataset_dock,
+        ]
 
     def _dock(self, title: str, name: str, widget: QWidget) -> QDockWidget:
         dock = QDockWidget(title, self)
@@ -379,10 +398,13 @@ class MainWindow(QMainWindow):
         self.queue_panel_action = self.queue_dock.toggleViewAction()
         self.queue_panel_action.setText("Run &Queue")
         self.queue_panel_action.setShortcut(QKeySequence("Ctrl+Shift+U"))
+        self.studies_panel_action = self.studies_dock.toggleViewAction()
+        self.studies_panel_action.setText("&Studies")
+        self.add_sweep_action = self.studies_panel.add_sweep_action
         self.queue_panel.add_project_action.setShortcut(QKeySequence("Ctrl+Shift+A"))
-        self.queue_panel.add_sweep_action.setShortcut(QKeySequence("Ctrl+Shift+W"))
-        for action in (self.queue_panel.add_project_action, self.queue_panel.add_sweep_action):
-            self.addAction(action)  # the shortcuts work while the queue dock is hidden
+        self.add_sweep_action.setShortcut(QKeySequence("Ctrl+Shift+W"))
+        for action in (self.queue_panel.add_project_action, self.add_sweep_action):
+            self.addAction(action)  # the shortcuts work while their dock is hidden
 
     def _build_menus(self) -> None:
         bar = self.menuBar()
@@ -417,7 +439,7 @@ class MainWindow(QMainWindow):
             run_menu.addAction(action)
         run_menu.addSeparator()
         queue = self.queue_panel
-        for action in (queue.add_project_action, queue.add_sweep_action, queue.start_action):
+        for action in (queue.add_project_action, queue.start_action, self.add_sweep_action):
             run_menu.addAction(action)
         run_menu.addSeparator()
         run_menu.addAction(self.detect_action)
@@ -430,6 +452,7 @@ class MainWindow(QMainWindow):
         view_menu.addAction(self.log_panel_action)
         view_menu.addAction(self.runs_panel_action)
         view_menu.addAction(self.queue_panel_action)
+        view_menu.addAction(self.studies_panel_action)
         view_menu.addAction(self.runs_panel.clear_comparison_action)
         view_menu.addAction(self.cluster_panel.toggleViewAction())
         view_menu.addSeparator()
@@ -483,6 +506,11 @@ class MainWindow(QMainWindow):
         self.runs_panel.try_it_requested.connect(self.try_run)
         controller.failed.connect(self._on_failed)
         controller.idle.connect(self._on_idle)
+        session = self.study_session
+        session.log.connect(self.log_panel.add)
+        session.changed.connect(self._update_actions)
+        session.ended.connect(self._on_study_ended)
+        self.studies_panel.continue_requested.connect(self.continue_study)
 
     # --- the document -------------------------------------------------------------------
 
@@ -520,10 +548,19 @@ class MainWindow(QMainWindow):
         single_tip = "Train the project (Ctrl+R)" if valid else summary
         tip = single_tip if plan is None else plan.describe()
         self.run_action.setText("&Run" if plan is None else "&Run Cluster")
-        self.run_action.setEnabled(valid and not active)
-        self.run_action.setToolTip("A run is in progress" if active else tip)
-        self.stop_action.setEnabled(active and self.controller.state is not RunState.STOPPING)
-        self.validity.setText("Run in progress" if active else summary)
+        studying = self.study_session.running
+        self.run_action.setEnabled(valid and not active and not studying)
+        self.run_action.setToolTip(
+            "A study is running" if studying else "A run is in progress" if active else tip
+        )
+        self.stop_action.setEnabled(
+            studying or (active and self.controller.state is not RunState.STOPPING)
+        )
+        self.validity.setText(
+            "Study in progress" if studying else "Run in progress" if active else summary
+        )
+        self.add_sweep_action.setEnabled(valid and not active and not studying)
+        self.studies_panel.update_actions(idle=not active)
         self.host_runs.update_actions()
 
     def new_project(self) -> None:
@@ -587,7 +624,84 @@ class MainWindow(QMainWindow):
         return project
 
     def stop(self) -> None:
-        self.controller.stop()
+        """Stop: the run, and with a study's trial the study (it stays resumable)."""
+        if self.study_session.running:
+            self.study_session.stop()
+        else:
+            self.controller.stop()
+
+    # --- studies ------------------------------------------------------------------------
+
+    def add_sweep(self) -> None:
+        """Add Sweep…: asks for a study over the project as Run would start it, and runs it."""
+        if self.controller.active or self.study_session.running:
+            return
+        base = self.starter.project_for_queue()
+        if base is None:
+            return
+        request = ask_study(self, base)
+        if request is None:
+            return
+        try:
+            folder = request.folder or new_study_dir(base.name, self.runs_panel.runs_root)
+            if not request.resume:
+                write_plan(folder, request.plan)
+        except OSError as exc:
+            dialogs.show_error(self, "Cannot start the study", f"{exc.strerror or exc}: {exc}")
+            return
+        self._start_study(folder, request.plan)
+
+    def continue_study(self, folder: Path) -> None:
+        """Continues the study in ``folder``: the trial it stopped in runs again."""
+        if self.controller.active or self.study_session.running:
+            return
+        try:
+            plan = read_plan(folder)
+        except ProblemsError as exc:
+            dialogs.show_error(self, "Cannot continue the study", str(exc).splitlines()[-1])
+            return
+        if self.starter.may_run_custom_code(plan.project, None):
+            self._start_study(folder, plan)
+
+    def _start_study(self, folder: Path, plan: StudyPlan) -> None:
+        problems = plan.problems()
+        try:
+            if problems:
+                raise ProblemsError(problems, str(folder))
+            self.study_session.start(folder, plan)
+        except ProblemsError as exc:
+            dialogs.show_error(self, "Cannot run the study", str(exc).replace("\n", " "))
+            return
+        QSettings().setValue(UNFINISHED_STUDY_KEY, str(folder))
+        self.studies_dock.show()
+        self.studies_dock.raise_()
+        self.studies_panel.select(folder)
+
+    def _on_study_ended(self, how: str) -> None:
+        self.statusBar().showMessage(f"Study {how}", 5000)
+        if how != "complete" and not self._close_confirmed:
+            self.log_panel.add(
+                f"study {how}: Continue in the Studies tab goes on where it stopped", "warning"
+            )
+        # Closing the window keeps the mark: the next start offers to continue the study.
+        if not self._close_confirmed:
+            QSettings().remove(UNFINISHED_STUDY_KEY)
+        self.runs_panel.refresh()
+
+    def offer_to_continue_study(self) -> None:
+        """A study the window ran when it was closed (or killed) is offered to continue."""
+        if self.controller.active or self.study_session.running:
+            return  # the mark is this window's own study's
+        store = QSettings()
+        saved = store.value(UNFINISHED_STUDY_KEY)
+        store.remove(UNFINISHED_STUDY_KEY)
+        if not isinstance(saved, str) or not saved:
+            return
+        entry = read_entry(Path(saved))
+        if entry.state != "stopped" or entry.plan is None:
+            return
+        if dialogs.confirm_continue_study(self, entry):
+            self.continue_study(entry.folder)
 
     def open_run_folder(self) -> None:
         """The desktop's file manager on the last run's folder; without one, its path."""
@@ -642,8 +756,8 @@ class MainWindow(QMainWindow):
         """The failure is in the log (the log panel's view); a dialog too, unless expected."""
         if self.controller.stop_requested and self.controller.killed:
             return  # the user asked for the stop; the log says it was forced
-        if self.run_queue.current is not None:
-            return  # the queue goes on with its next run; its results table shows the failure
+        if self.run_queue.current is not None or self.study_session.running:
+            return  # the queue or study goes on with its next run; the failure is in its list
         if message.known:
             self.problems_panel.show_run_failure(message.message)
         dialogs.show_error(
@@ -773,6 +887,9 @@ class MainWindow(QMainWindow):
             self._fit_once_framed = False
             self.windowHandle().installEventFilter(self)
         QTimer.singleShot(WARM_UP_DELAY_MS, self.controller.prepare_warm_engine)
+        if not self._offered_study:
+            self._offered_study = True
+            QTimer.singleShot(0, self.offer_to_continue_study)
 
     def interrupt(self) -> None:
         """Ctrl-C in the terminal that started the window: quit, as closing it does.
@@ -798,10 +915,12 @@ class MainWindow(QMainWindow):
                 event.ignore()
                 return
             self._close_confirmed = True
+        if self.study_session.running and not self.controller.active:
+            self.study_session.stop()  # between two trials: it ends at once
         if self.controller.active:
             self._close_after_run = True
             self.controller.stop_warming()  # none warms up after the run's end
-            self.controller.stop()
+            self.stop()
             self.statusBar().showMessage("Stopping the run before closing…")
             event.ignore()
             return

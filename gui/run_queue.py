@@ -1,4 +1,4 @@
-"""The run queue: projects and sweeps run one after another, and their results side by side.
+"""The run queue: projects run one after another, and their results side by side.
 
 The queue owns no engine. It starts each item through the window's own Run path
 (``start_run``: a fresh run folder, the custom-code check, the plot, status and
@@ -7,8 +7,8 @@ follows that run through the window's :class:`~gui.run_controller.RunController`
 
 What ends a queue: Stop (the queue's or the window's, which stops the current
 run and the rest with it), the user declining to run an item (custom code not
-trusted, no run folder), or the last item. A run that fails does not: a sweep
-over learning rates expects some to diverge, so the failure is recorded in its
+trusted, no run folder), or the last item. A run that fails does not: runs
+over several learning rates expect some to diverge, so the failure is recorded in its
 row and the next item starts. Results come from each run's folder
 (:func:`engine.run_history.summarize`), the same numbers the Runs panel shows.
 """
@@ -58,8 +58,6 @@ StartRun = Callable[[Project], Path | None]
 """Starts a project in a fresh run folder as Run does; the folder, or None if it did not start."""
 ProjectSource = Callable[[], Project | None]
 """The window's current project ready to run (paths resolved, code trusted), or None."""
-SweepSource = Callable[[Project], list[Project] | None]
-"""Asks the user for a sweep over a base project; its projects, or None when cancelled."""
 
 
 class ItemState(enum.Enum):
@@ -301,7 +299,7 @@ def _validation_text(summary: RunSummary | None) -> str:
 
 
 def ranking_column(items: list[QueueItem]) -> Column:
-    """What ranks a sweep's results: the best validation loss when its runs evaluate, else
+    """What ranks the queue's results: the best validation loss when its runs evaluate, else
     the mean loss of their last tenth of steps; never the lowest loss, one batch's."""
     return (
         Column.VAL_LOSS
@@ -426,13 +424,11 @@ class RunQueuePanel(QWidget):
         self,
         queue: RunQueue,
         current_project: ProjectSource,
-        ask_sweep: SweepSource,
         parent: QWidget | None = None,
     ) -> None:
         super().__init__(parent)
         self.queue = queue
         self._current_project = current_project
-        self._ask_sweep = ask_sweep
         self.model = QueueModel(queue)
         self.results_proxy = ResultsProxy(self)
         self.results_proxy.setSourceModel(self.model)
@@ -454,7 +450,6 @@ class RunQueuePanel(QWidget):
         self.toolbar.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
         for action in (
             self.add_project_action,
-            self.add_sweep_action,
             self.remove_action,
             self.start_action,
             self.stop_action,
@@ -489,7 +484,7 @@ class RunQueuePanel(QWidget):
         table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         table.setAlternatingRowColors(True)
         table.setWordWrap(False)
-        table.setTextElideMode(Qt.TextElideMode.ElideMiddle)  # sweep names differ at the end
+        table.setTextElideMode(Qt.TextElideMode.ElideMiddle)  # queued names differ at the end
         table.verticalHeader().setVisible(False)
         table.verticalHeader().setDefaultSectionSize(self.fontMetrics().height() + 8)
         header = table.horizontalHeader()
@@ -532,11 +527,6 @@ class RunQueuePanel(QWidget):
             "Queue the project as the forms show it",
             pixmap.SP_FileDialogNewFolder,
         )
-        self.add_sweep_action = action(
-            "Add &Sweep…",
-            self.add_sweep,
-            "Queue one run per combination of learning rates, batch sizes and optimizers",
-        )
         self.remove_action = action(
             "&Remove", self.remove_selected, "Remove the selected queued items", pixmap.SP_TrashIcon
         )
@@ -560,14 +550,6 @@ class RunQueuePanel(QWidget):
         project = self._current_project()
         if project is not None:
             self.queue.add([project])
-
-    def add_sweep(self) -> None:
-        base = self._current_project()
-        if base is None:
-            return
-        projects = self._ask_sweep(base)
-        if projects:
-            self.queue.add(projects)
 
     def remove_selected(self) -> None:
         rows = {index.row() for index in self.queue_table.selectionModel().selectedRows()}

@@ -71,13 +71,39 @@ class RunStarter(QObject):
         except OSError as exc:
             dialogs.show_error(self._window, "Cannot run", f"No run folder could be made: {exc}")
             return None
+        launch = hosts(run_dir.name) if hosts is not None else None
         name = summarize(run_dir, scan=False).name
+        self._start_in(project, run_dir, name, "run folder", launch)
+        return run_dir
+
+    def start_trial(self, project: Project, run_dir: Path) -> bool:
+        """Starts a study's trial in the folder the study gave it; False when it could not.
+
+        The study made the project (its paths resolved, its custom code trusted when
+        the study started) and named it after the trial's values.
+        """
+        if self._controller.active:
+            return False
+        try:
+            run_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            dialogs.show_error(self._window, "Cannot run", f"No trial folder could be made: {exc}")
+            return False
+        self._start_in(project, run_dir, project.name, "trial folder")
+        return True
+
+    def _start_in(
+        self,
+        project: Project,
+        run_dir: Path,
+        name: str,
+        what: str,
+        hosts: SshLaunch | None = None,
+    ) -> None:
         model = RunModel(total_steps=project.total_steps(), run_dir=run_dir, name=name)
         self.following.emit(model, name)
-        self.log.emit(f"run folder: {run_dir}", "info")
-        launch = hosts(run_dir.name) if hosts is not None else None
-        self._controller.start(project, run_dir, model=model, hosts=launch)
-        return run_dir
+        self.log.emit(f"{what}: {run_dir}", "info")
+        self._controller.start(project, run_dir, model=model, hosts=hosts)
 
     def project_for_queue(self) -> Project | None:
         """The project as Run would start it, or None after saying why it cannot run."""

@@ -34,6 +34,7 @@ STATUS_COLORS = {
     "failed": QColor(198, 40, 40),
     "running": QColor(21, 101, 192),
     "stopped": QColor(230, 81, 0),
+    "pruned": QColor(130, 90, 40),
     INTERRUPTED: QColor(230, 81, 0),
     UNREADABLE: QColor(198, 40, 40),
 }
@@ -249,8 +250,11 @@ class RunsTableModel(QAbstractTableModel):
                 "Interrupted: the process that ran it was killed before it could record the "
                 "end; resume it from its last checkpoint"
             )
+        if run.pruned is not None and column == Column.STATUS:
+            return run.pruned[1] or f"pruned at step {run.pruned[0]}"
         if column == Column.NAME:
-            return f"{run.name}\n{run.path}"
+            study = f"\na trial of the study {run.study}" if run.study is not None else ""
+            return f"{run.name}\n{run.path}{study}"
         if column == Column.VALIDATION and run.best_validation:
             metrics = ", ".join(
                 f"{name} {value:.6g}" for name, value in run.best_validation.items()

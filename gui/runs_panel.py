@@ -539,6 +539,8 @@ class RunsPanel(QWidget):
         self._shown = run
         self._compared.pop(run.path, None)  # drawn once: as the plot's own curves
         self._plot.set_caption(run.name)
+        if run.pruned is not None:
+            self._plot.mark_pruned(*run.pruned)
         self._plot.auto_range()
         self._fill_metric_box()
         self._draw_comparisons()

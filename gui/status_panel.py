@@ -163,6 +163,8 @@ class StatusPanel(QWidget):
             self._finished(message)
         elif isinstance(message, RunFailed):
             self._failed(message)
+        elif message is None and model.pruned is not None:
+            self._say(f"Pruning… ({model.pruned[1]})")
         elif message is None and model.status == "stopping":
             self._say("Stopping… (the engine stops after the current step)")
 
@@ -197,6 +199,8 @@ class StatusPanel(QWidget):
     def _finished(self, message: RunFinished) -> None:
         self._stepped = self._stepped or bool(message.last_step)
         words = "Finished" if message.status == "finished" else "Stopped"
+        if self._model is not None and self._model.pruned is not None:
+            words = "Pruned"
         loss = (
             "" if message.final_loss is None else f", final loss {format_loss(message.final_loss)}"
         )

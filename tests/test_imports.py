@@ -25,7 +25,8 @@ TF_FREE = [
     "distloop.engine.cluster",
     "distloop.engine.export",
     "distloop.engine.user_code",
-    "distloop.engine.sweep",
+    "distloop.engine.study.runner",
+    "distloop.engine.study.folders",
 ]
 
 
@@ -76,7 +77,7 @@ VIOLATIONS = [
         "from ..tf import strategy",
         "engine.config -> distloop.engine.tf.strategy",
     ),
-    ("engine/sweep.py", "import keras", "engine.sweep -> keras"),
+    ("engine/study/space.py", "import keras", "engine.study.space -> keras"),
 ]
 
 

@@ -1,4 +1,4 @@
-"""The run queue and the sweep form, with scripted engines that write small run folders."""
+"""The run queue, with scripted engines that write small run folders."""
 
 from __future__ import annotations
 
@@ -10,12 +10,10 @@ from distloop.engine.config import Project
 from distloop.engine.examples import example_text, load_example
 from distloop.engine.messages import RunFailed
 from distloop.engine.run_folder import METRICS_FILE, PROJECT_FILE, STATUS_FILE
-from distloop.engine.sweep import expand, load_sweep_spec
 from distloop.engine.user_code import Fingerprint
-from distloop.gui import dialogs, main_window
+from distloop.gui import dialogs
 from distloop.gui.main_window import MainWindow
 from distloop.gui.run_queue import Column, ItemState, RunQueue
-from distloop.gui.sweep_dialog import SweepDialog
 from gui_fakes import FakeEngine, seed_run
 from PySide6.QtCore import Qt
 
@@ -59,8 +57,17 @@ class Engines:
 
 
 def _sweep(rates: list[float]) -> list[Project]:
-    seed = load_example("seed").model_copy(update={"name": "seed"})
-    return expand(seed, load_sweep_spec({"learning_rates": rates})).projects
+    """The seed once per learning rate, named after it (``seed lr=0.01``)."""
+    seed = load_example("seed")
+    return [
+        seed.model_copy(
+            update={
+                "name": f"seed lr={rate:g}",
+                "optimizer": seed.optimizer.model_copy(update={"learning_rate": rate}),
+            }
+        )
+        for rate in rates
+    ]
 
 
 def _states(window: MainWindow) -> list[str]:
@@ -73,21 +80,12 @@ def _wait_until_done(qtbot, window: MainWindow) -> None:
     )
 
 
-def test_a_sweep_runs_in_order_each_in_its_own_folder_and_results_sort(
-    qtbot, make_window, monkeypatch: pytest.MonkeyPatch
+def test_queued_runs_run_in_order_each_in_its_own_folder_and_results_sort(
+    qtbot, make_window
 ) -> None:
     engines = Engines()
     window: MainWindow = make_window(engine_factory=engines)
-    asked: list[Project] = []
-
-    def ask(_parent: object, base: Project) -> list[Project]:
-        asked.append(base)
-        return _sweep([0.03, 0.01, 0.04, 0.02])
-
-    monkeypatch.setattr(main_window, "ask_sweep", ask)
-    window.queue_panel.add_sweep_action.trigger()
-    assert asked and asked[0].name == window.validation.project.name  # the forms' project
-    assert window.queue_dock.isVisibleTo(window)
+    window.run_queue.add(_sweep([0.03, 0.01, 0.04, 0.02]))
     assert _states(window) == ["queued"] * 4
     assert window.queue_panel.start_action.isEnabled()
 
@@ -201,9 +199,9 @@ def test_only_a_valid_project_is_queued(make_window, dialog_recorder) -> None:
     window: MainWindow = make_window(engine_factory=Engines())
     window.editor.data_form.pages["constant"].editors["labels"].setText("1, 2")
     window.queue_panel.add_project_action.trigger()
-    window.queue_panel.add_sweep_action.trigger()
     assert window.run_queue.items == []
-    assert dialog_recorder.kinds() == ["problems", "problems"]
+    assert dialog_recorder.kinds() == ["problems"]
+    assert not window.add_sweep_action.isEnabled()  # a study too needs a valid project
     window.editor.data_form.pages["constant"].editors["labels"].setText("1")
     window.queue_panel.add_project_action.trigger()
     (item,) = window.run_queue.items
@@ -227,49 +225,6 @@ def test_a_queue_that_may_not_start_its_item_stops_and_keeps_it(qtbot, qloop) ->
     assert not queue.running and [i.state for i in queue.items] == [ItemState.QUEUED] * 2
 
 
-def test_the_sweep_form_previews_runs_and_refused_combinations(qtbot) -> None:
-    seed = load_example("seed")
-    base = seed.model_copy(
-        update={
-            "name": "seed",
-            "strategy": seed.strategy.model_copy(update={"cpu_replicas": 2}),
-        }
-    )
-    dialog = SweepDialog(base)
-    qtbot.addWidget(dialog)
-    ok = dialog.buttons.button(dialog.buttons.StandardButton.Ok)
-    assert not ok.isEnabled() and "name at least one value" in dialog.preview.toPlainText()
-    dialog.learning_rates.setText("0.1, 0.01")
-    dialog.batch_sizes.setText("1, 8")
-    dialog.optimizers["adam"].setChecked(True)
-    text = dialog.preview.toPlainText()
-    assert text.startswith("2 runs to queue:")
-    assert "seed lr=0.1 bs=8 adam" in text and "seed lr=0.01 bs=8 adam" in text
-    assert "2 combination(s) left out" in text and "seed lr=0.1 bs=1 adam: data.global" in text
-    assert ok.isEnabled()
-    assert [p.name for p in dialog.projects()] == [
-        "seed lr=0.1 bs=8 adam",
-        "seed lr=0.01 bs=8 adam",
-    ]
-    dialog.batch_sizes.setText("8, x")
-    assert "batch sizes: 'x' is not a whole number" in dialog.preview.toPlainText()
-    assert not ok.isEnabled() and dialog.projects() == []
-    dialog.method.setCurrentIndex(1)
-    dialog.batch_sizes.setText("")
-    dialog.learning_rates.setText("")
-    dialog.range_low.setText("0.0001")
-    dialog.range_high.setText("0.1")
-    dialog.count.setValue(3)
-    assert dialog.count.isEnabled() and dialog.preview.toPlainText().startswith("3 runs")
-    assert dialog.spec_data() == {
-        "method": "random",
-        "optimizers": ["adam"],
-        "learning_rate_range": [0.0001, 0.1],
-        "count": 3,
-        "seed": 0,
-    }
-
-
 def test_the_windows_own_runs_are_left_alone(qtbot, make_window, dialog_recorder) -> None:
     engines = Engines(fail=(0.01,))  # the seed's own learning rate
     window: MainWindow = make_window(engine_factory=engines)
@@ -285,7 +240,7 @@ def test_the_windows_own_runs_are_left_alone(qtbot, make_window, dialog_recorder
     run_menu = next(a.menu() for a in window.menuBar().actions() if a.text() == "&Run")
     texts = [action.text() for action in run_menu.actions()]
     assert {"Add to &Queue", "Add &Sweep…", "S&tart Queue"} <= set(texts)
-    assert window.queue_panel.add_sweep_action.shortcut().toString() == "Ctrl+Shift+W"
+    assert window.add_sweep_action.shortcut().toString() == "Ctrl+Shift+W"
     assert window.queue_panel_action.shortcut().toString() == "Ctrl+Shift+U"
 
 

@@ -1,4 +1,4 @@
-"""A sweep's results rank runs by what they learned, with their validation metrics, and the
+"""The queue's results rank runs by what they learned, with their validation metrics, and the
 metrics export carries the evaluations too (issue 21, item 8)."""
 
 from __future__ import annotations
@@ -9,7 +9,6 @@ from pathlib import Path
 from distloop.engine.config import Project
 from distloop.engine.examples import load_example
 from distloop.engine.run_folder import EVAL_FILE, METRICS_FILE, PROJECT_FILE, STATUS_FILE
-from distloop.engine.sweep import expand, load_sweep_spec
 from distloop.gui.exports import copy_metrics
 from distloop.gui.main_window import MainWindow
 from distloop.gui.run_queue import Column
@@ -42,8 +41,18 @@ class Engines:
 
 
 def _run_sweep(qtbot, window: MainWindow) -> list[str]:
-    seed = load_example("seed").model_copy(update={"name": "seed"})
-    window.run_queue.add(expand(seed, load_sweep_spec({"learning_rates": [0.01, 0.02]})).projects)
+    seed = load_example("seed")
+    window.run_queue.add(
+        [
+            seed.model_copy(
+                update={
+                    "name": f"seed lr={rate}",
+                    "optimizer": seed.optimizer.model_copy(update={"learning_rate": rate}),
+                }
+            )
+            for rate in (0.01, 0.02)
+        ]
+    )
     window.run_queue.start()
     qtbot.waitUntil(
         lambda: not window.run_queue.running and not window.controller.active, timeout=10_000

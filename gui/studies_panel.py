@@ -1,0 +1,208 @@
+"""The Studies tab: every study among the runs, how far it got, and the buttons that
+start one (Add Sweep…), continue a stopped one and stop the one running.
+
+A row is read from the study's folder (:func:`engine.study.folders.list_studies`),
+so a study of ``distloop sweep`` is listed as one of the window's, and one a
+process runs now says so (its folder's lock). The trials themselves are runs: the
+Runs tab lists them, and the plot follows the one training.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from PySide6.QtCore import Qt, QUrl, Signal
+from PySide6.QtGui import QAction, QBrush, QColor, QDesktopServices
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QHeaderView,
+    QLabel,
+    QStyle,
+    QTableWidget,
+    QTableWidgetItem,
+    QToolBar,
+    QVBoxLayout,
+    QWidget,
+)
+
+from ..engine.study.folders import StudyEntry, list_studies
+from .study_session import StudySession
+
+HEADERS = ("Study", "State", "Trials", "Pruned", "Failed", "Search", "Folder")
+STATE_COLORS = {
+    "running": QColor(21, 101, 192),
+    "stopped": QColor(230, 81, 0),
+    "unreadable": QColor(198, 40, 40),
+}
+COLUMN_WIDTHS = (220, 80, 70, 60, 60, 260)
+RIGHT = Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter
+
+
+class StudiesPanel(QWidget):
+    """The list of studies under ``runs_root`` and what can be done with them."""
+
+    continue_requested = Signal(object)  # Path: the study folder to continue
+
+    def __init__(
+        self,
+        session: StudySession,
+        runs_root: Callable[[], Path],
+        add_sweep: Callable[[], None],
+        parent: QWidget | None = None,
+    ) -> None:
+        super().__init__(parent)
+        self._session = session
+        self._runs_root = runs_root
+        self.entries: list[StudyEntry] = []
+        self._idle = True
+
+        self.table = QTableWidget(0, len(HEADERS))
+        self.table.setHorizontalHeaderLabels(HEADERS)
+        self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+        self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.table.setAlternatingRowColors(True)
+        self.table.setWordWrap(False)
+        self.table.verticalHeader().setVisible(False)
+        header = self.table.horizontalHeader()
+        header.setStretchLastSection(True)
+        header.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
+        for column, width in enumerate(COLUMN_WIDTHS):
+            header.resizeSection(column, width)
+
+        pixmap = QStyle.StandardPixmap
+        self.add_sweep_action = self._action(
+            "Add &Sweep…",
+            add_sweep,
+            "Search settings of the project with an Optuna study: trials that learn from "
+            "each other, pruned while they train",
+        )
+        self.continue_action = self._action(
+            "&Continue",
+            self.continue_selected,
+            "Continue the selected study: the trial it stopped in runs again",
+            pixmap.SP_MediaPlay,
+        )
+        self.stop_action = self._action(
+            "St&op Study",
+            session.stop,
+            "Stop the current trial and the study; Continue goes on where it stopped",
+            pixmap.SP_MediaStop,
+        )
+        self.open_folder_action = self._action(
+            "Open &Folder",
+            self.open_selected_folder,
+            "Show the study's folder (study.json, study.db, trials/)",
+            pixmap.SP_DirOpenIcon,
+        )
+        self.toolbar = QToolBar("Studies")
+        self.toolbar.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
+        for action in (
+            self.add_sweep_action,
+            self.continue_action,
+            self.stop_action,
+            self.open_folder_action,
+        ):
+            self.toolbar.addAction(action)
+        self.summary = QLabel()
+        self.toolbar.addSeparator()
+        self.toolbar.addWidget(self.summary)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.setSpacing(0)
+        layout.addWidget(self.toolbar)
+        layout.addWidget(self.table, 1)
+
+        session.changed.connect(self.refresh)
+        self.table.itemSelectionChanged.connect(self.update_actions)
+        self.table.doubleClicked.connect(lambda _index: self.open_selected_folder())
+        self.refresh()
+
+    def _action(
+        self,
+        text: str,
+        slot: Callable[[], object],
+        tip: str,
+        icon: QStyle.StandardPixmap | None = None,
+    ) -> QAction:
+        action = QAction(text, self)
+        if icon is not None:
+            action.setIcon(self.style().standardIcon(icon))
+        action.setToolTip(tip)
+        action.setStatusTip(tip)
+        action.triggered.connect(lambda _checked=False: slot())
+        return action
+
+    def refresh(self) -> None:
+        """Reads the studies again, keeping the selected one selected."""
+        selected = self.selected()
+        self.entries = list_studies(self._runs_root())
+        self.table.setRowCount(len(self.entries))
+        for row, entry in enumerate(self.entries):
+            for column, text in enumerate(self._texts(entry)):
+                item = QTableWidgetItem(text)
+                item.setToolTip(entry.error or f"{entry.name}\n{entry.folder}")
+                if column == 1 and entry.state in STATE_COLORS:
+                    item.setForeground(QBrush(STATE_COLORS[entry.state]))
+                if column in (2, 3, 4):
+                    item.setTextAlignment(
+                        Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter
+                    )
+                self.table.setItem(row, column, item)
+        if selected is not None:
+            self.select(selected.folder)
+        running = sum(entry.state == "running" for entry in self.entries)
+        self.summary.setText(f"  {len(self.entries)} studies, {running} running")
+        self.update_actions()
+
+    def _texts(self, entry: StudyEntry) -> tuple[str, ...]:
+        state = entry.state
+        if state == "running" and entry.folder != self._session.folder:
+            state = "running elsewhere"
+        if entry.plan is None:
+            return (entry.name, state, "—", "—", "—", entry.error, entry.folder.name)
+        settings = entry.plan.settings
+        fields = ", ".join(path.rsplit(".", 1)[-1] for path in entry.plan.space.axes)
+        search = f"{settings.sampler}/{settings.pruner}, {settings.objective}: {fields}"
+        return (
+            entry.name,
+            state,
+            f"{entry.ended} of {entry.planned}",
+            str(entry.pruned),
+            str(entry.failed),
+            search,
+            entry.folder.name,
+        )
+
+    def selected(self) -> StudyEntry | None:
+        rows = self.table.selectionModel().selectedRows()
+        return self.entries[rows[0].row()] if rows else None
+
+    def select(self, folder: Path) -> None:
+        for row, entry in enumerate(self.entries):
+            if entry.folder == folder:
+                self.table.selectRow(row)
+                return
+
+    def continue_selected(self) -> None:
+        entry = self.selected()
+        if entry is not None:
+            self.continue_requested.emit(entry.folder)
+
+    def open_selected_folder(self) -> None:
+        entry = self.selected()
+        if entry is not None:
+            QDesktopServices.openUrl(QUrl.fromLocalFile(str(entry.folder)))
+
+    def update_actions(self, idle: bool | None = None) -> None:
+        """``idle``: no run is going on in the window (None: as last told)."""
+        if idle is not None:
+            self._idle = idle
+        entry = self.selected()
+        running = self._session.running
+        self.continue_action.setEnabled(
+            self._idle and not running and entry is not None and entry.state == "stopped"
+        )
+        self.stop_action.setEnabled(running)
+        self.open_folder_action.setEnabled(entry is not None)
