@@ -563,3 +563,24 @@ def test_a_job_sbatch_refuses_is_one_line(slurm: dict[str, str], tmp_path: Path)
     assert done.stderr.splitlines() == [
         "distloop: sbatch refused the job: Invalid partition name specified"
     ]
+
+
+def test_a_finished_submitted_run_is_not_submitted_again(tmp_path: Path) -> None:
+    """Resuming a finished run would only start a job that fails: refused in one line,
+    before Slurm is asked anything (there is no sbatch on this PATH)."""
+    job_dir = tmp_path / "job"
+    project = _submitted_project(tmp_path, 20, "finished")
+    job_dir.mkdir()
+    (job_dir / "project.json").write_text(project.read_text())
+    run_dir = job_dir / "runs" / "7"
+    chief = run_dir / "tasks" / "worker-0"
+    chief.mkdir(parents=True)
+    (chief / "status.json").write_text(json.dumps({"status": "finished", "last_step": 20}))
+    (run_dir / "status.json").write_text(
+        json.dumps({"slurm": {"job": "7", "folder": str(job_dir), "messages_from": 0}})
+    )
+    done = distloop("submit", "--resume", str(run_dir), env={"PATH": str(tmp_path)})
+    assert done.returncode == 1
+    assert done.stderr.splitlines() == [
+        f"distloop: the run in {run_dir} has finished: nothing to resume"
+    ]

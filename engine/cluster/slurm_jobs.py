@@ -200,8 +200,12 @@ def resubmit_job(run_dir: Path, *, env: Mapping[str, str] | None = None) -> Slur
     """A new job from the same folder that resumes the run in ``run_dir`` from its last
     checkpoint (the script resumes a ``DISTLOOP_RUN_DIR`` that holds tasks)."""
     project, job_folder = _submitted_run(run_dir)
-    if not chief_folder(run_dir, project.strategy.kind).is_dir():
+    chief = chief_folder(run_dir, project.strategy.kind)
+    if not chief.is_dir():
         raise SlurmJobError(f"{run_dir} holds no task's folder yet: nothing to resume")
+    with contextlib.suppress(OSError, ValueError):
+        if read_status(chief).get("status") == "finished":
+            raise SlurmJobError(f"the run in {run_dir} has finished: nothing to resume")
     state = job_state(_recorded(run_dir)["job"], env)
     if not state.ended:
         raise SlurmJobError(
