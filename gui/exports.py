@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pyqtgraph as pg
 from pyqtgraph.exporters import ImageExporter
-from PySide6.QtCore import QBuffer, QByteArray, QIODevice, QRectF, QSaveFile
+from PySide6.QtCore import QBuffer, QByteArray, QIODevice, QPoint, QRectF, QSaveFile
 from PySide6.QtGui import QColor, QImage, QPainter
 from PySide6.QtSvg import QSvgGenerator
 from PySide6.QtWidgets import QWidget
@@ -86,6 +86,34 @@ def export_plot(plot_item: pg.PlotItem, target: Path) -> None:
         _write_bytes(target, _png_bytes(exporter.export(toBytes=True)))
     else:
         raise ValueError(f"plots export as {' or '.join(IMAGE_SUFFIXES)}, not {suffix or '?'}")
+
+
+def export_widget(widget: QWidget, target: Path) -> None:
+    """Writes a widget as it looks on screen (a table) as PNG or SVG, by ``target``'s suffix.
+
+    Raises ValueError for another suffix and OSError when the file cannot be written.
+    """
+    suffix = target.suffix.lower()
+    if suffix == ".png":
+        _write_bytes(target, _png_bytes(widget.grab().toImage()))
+        return
+    if suffix != ".svg":
+        raise ValueError(f"views export as {' or '.join(IMAGE_SUFFIXES)}, not {suffix or '?'}")
+    data = QByteArray()
+    buffer = QBuffer(data)
+    buffer.open(QIODevice.OpenModeFlag.WriteOnly)
+    generator = QSvgGenerator()
+    generator.setOutputDevice(buffer)
+    generator.setSize(widget.size())
+    generator.setViewBox(widget.rect())
+    generator.setTitle(f"Distloop {widget.windowTitle() or 'view'}")
+    painter = QPainter(generator)
+    try:
+        widget.render(painter, QPoint())
+    finally:
+        painter.end()
+    buffer.close()
+    _write_bytes(target, bytes(data.data()))
 
 
 def save_plot_as(parent: QWidget, plot: LossPlot) -> Path | None:

@@ -74,6 +74,7 @@ from .status_panel import StatusPanel
 from .studies_panel import StudiesPanel
 from .study_dialog import ask_study
 from .study_session import StudySession
+from .study_views import StudyPanel
 from .try_it_panel import TryItPanel
 from .validation import Validation
 
@@ -82,6 +83,7 @@ MIN_PLOT_SIZE = (320, 160)  # pixels of graph (the plot's controls come on top):
 BOTTOM_DOCK_HEIGHT = 240  # pixels: five runs or a dozen log lines; the plot keeps the height
 BOTTOM_DOCK_SHARE = 0.3  # of a smaller window's height: the plot keeps the most of it
 PROJECT_DOCK_WIDTH = 470  # pixels: the forms' fields and their labels side by side
+STUDY_DOCK_SHARE = 0.45  # of the window's height when a study opens: its plots need room
 WINDOW_STATE_VERSION = 1  # 0: the forms beside the plot in a splitter, the log under it
 UNFINISHED_STUDY_KEY = "studies/unfinished"
 """The folder of the study the window runs; kept when it closes mid-study, so the next
@@ -163,6 +165,7 @@ class MainWindow(QMainWindow):
             self.editor.show_hosts,
             self,
         )
+        self.study_panel = StudyPanel()
 
         self._build_layout()
         self._build_actions()
@@ -207,6 +210,7 @@ class MainWindow(QMainWindow):
         self.queue_dock = self._dock("Queue", "queueDock", self.queue_panel)
         self.studies_dock = self._dock("Studies", "studiesDock", self.studies_panel)
         self.dataset_dock = self._dock("Dataset", "datasetDock", self.dataset_preview)
+        self.study_dock = self._dock("Study", "studyDock", self.study_panel)
         self.resize(*DEFAULT_SIZE)
         self._place_docks()
         # Tabs beside Runs, hidden until a cluster run starts or something is queued (or
@@ -214,6 +218,7 @@ class MainWindow(QMainWindow):
         self.cluster_panel.hide()
         self.queue_dock.hide()
         self.studies_dock.setVisible(bool(self.studies_panel.entries))
+        self.study_dock.hide()  # until a study is opened (File ▸ Open Study…)
 
     def _place_docks(self) -> None:
         """The docks where a first start puts them: the forms on the left, tabs below."""
@@ -236,6 +241,7 @@ class MainWindow(QMainWindow):
             self.cluster_panel,
             self.queue_dock,
             self.studies_dock,
+            self.study_dock,
             self.dataset_dock,
         ]
 
@@ -301,6 +307,14 @@ class MainWindow(QMainWindow):
             None,
             "Write the files that start this project's cluster on real hosts: TF_CONFIGs, "
             "shell scripts, Kubernetes manifests or a Kubeflow TFJob",
+        )
+        self.open_study_action = self._action(
+            "Open &Study…",
+            self.study_panel.ask_folder,
+            "Ctrl+Shift+O",
+            None,
+            "Show a study's folder (distloop sweep): its trials, history, parallel "
+            "coordinates and parameter importances",
         )
         self.quit_action = self._action("&Quit", self.close, "Ctrl+Q")
         self.run_action = self._action(
@@ -401,6 +415,8 @@ class MainWindow(QMainWindow):
         self.studies_panel_action = self.studies_dock.toggleViewAction()
         self.studies_panel_action.setText("&Studies")
         self.add_sweep_action = self.studies_panel.add_sweep_action
+        self.study_panel_action = self.study_dock.toggleViewAction()
+        self.study_panel_action.setText("&Study")
         self.queue_panel.add_project_action.setShortcut(QKeySequence("Ctrl+Shift+A"))
         self.add_sweep_action.setShortcut(QKeySequence("Ctrl+Shift+W"))
         for action in (self.queue_panel.add_project_action, self.add_sweep_action):
@@ -411,6 +427,7 @@ class MainWindow(QMainWindow):
         file_menu = bar.addMenu("&File")
         file_menu.addAction(self.new_action)
         file_menu.addAction(self.open_action)
+        file_menu.addAction(self.open_study_action)
         self.recent_menu = file_menu.addMenu("Open &Recent")
         self.recent_menu.aboutToShow.connect(
             lambda: self.document.fill_recent_menu(self.recent_menu)
@@ -453,6 +470,7 @@ class MainWindow(QMainWindow):
         view_menu.addAction(self.runs_panel_action)
         view_menu.addAction(self.queue_panel_action)
         view_menu.addAction(self.studies_panel_action)
+        view_menu.addAction(self.study_panel_action)
         view_menu.addAction(self.runs_panel.clear_comparison_action)
         view_menu.addAction(self.cluster_panel.toggleViewAction())
         view_menu.addSeparator()
@@ -504,6 +522,10 @@ class MainWindow(QMainWindow):
         controller.state_changed.connect(self._sync_runs_panel)
         self.runs_panel.resume_requested.connect(self.starter.resume)
         self.runs_panel.try_it_requested.connect(self.try_run)
+        self.study_panel.opened.connect(self._show_study)
+        self.study_panel.trials_chosen.connect(self.runs_panel.show_runs)
+        self.study_panel.compare_requested.connect(self.runs_panel.compare)
+        self.study_panel.project_requested.connect(self.open_trial_project)
         controller.failed.connect(self._on_failed)
         controller.idle.connect(self._on_idle)
         session = self.study_session
@@ -580,6 +602,28 @@ class MainWindow(QMainWindow):
 
     def save_as(self) -> bool:
         return self.document.save_as()
+
+    def open_study(self, folder: Path) -> None:
+        """Shows the study in ``folder`` once it is read; a folder that is none is one line."""
+        self.study_panel.open(folder)
+
+    def _show_study(self, folder: Path) -> None:
+        """The Study tab in front, tall enough for its plots."""
+        self.study_dock.show()
+        self.study_dock.raise_()
+        if not self.study_dock.isFloating():
+            height = max(self.study_dock.height(), round(self.height() * STUDY_DOCK_SHARE))
+            self.resizeDocks([self.study_dock], [height], Qt.Orientation.Vertical)
+        self.statusBar().showMessage(f"Study {folder}", 5000)
+
+    def open_trial_project(self, project: Project, title: str) -> bool:
+        """Best Trial → Project: the trial's project becomes the open one (unsaved, so a
+        Save asks where), after asking about the open project's unsaved changes."""
+        if not self.document.maybe_save():
+            return False
+        self.document.set_project(project, None, title)
+        self.statusBar().showMessage(f"Opened the project of {title}", 5000)
+        return True
 
     def _preview_data(self, data: dict[str, Any]) -> None:
         self.dataset_preview.show_data(data, self.document.base_dir())
@@ -790,12 +834,12 @@ class MainWindow(QMainWindow):
     def reset_layout(self) -> None:
         """View ▸ Reset Layout: docks, toolbar and the plot's share as at a first start.
 
-        The Cluster and Queue tabs keep their visibility: they show when there is
+        The Cluster, Queue and Study tabs keep their visibility: they show when there is
         something in them.
         """
         shown = {
             dock: dock.toggleViewAction().isChecked()
-            for dock in (self.cluster_panel, self.queue_dock)
+            for dock in (self.cluster_panel, self.queue_dock, self.study_dock)
         }
         self._place_docks()
         for dock in (self.project_dock, self.log_dock, self.runs_dock, self.dataset_dock):

@@ -524,10 +524,25 @@ class RunsPanel(QWidget):
     def show_selected(self) -> None:
         """Draws the selected run in the plot; compares it while a run is going on."""
         run = self._single()
-        if run is None:
+        if run is not None:
+            self.show_run(run)
+
+    def show_runs(self, runs: list[RunSummary]) -> None:
+        """Draws exactly ``runs`` (a study's trials): one as the plot's own curves, several
+        compared; while a run goes on, they are compared beside it."""
+        self._compared.clear()
+        if len(runs) == 1:
+            self.show_run(runs[0])
             return
+        if self._active_run is None:
+            self._plot.clear()
+            self._shown = None
+        self.compare(runs)
+
+    def show_run(self, run: RunSummary) -> None:
+        """Draws ``run`` in the plot; compares it while a run is going on."""
         if self._active_run is not None:
-            self._compare([run])
+            self.compare([run])
             return
         self._plot.clear()
         self._shown = None
@@ -546,9 +561,9 @@ class RunsPanel(QWidget):
         self._draw_comparisons()
 
     def compare_selected(self) -> None:
-        self._compare(self.selected_runs())
+        self.compare(self.selected_runs())
 
-    def _compare(self, runs: list[RunSummary]) -> None:
+    def compare(self, runs: list[RunSummary]) -> None:
         """Adds ``runs`` to the comparison; the plot's own run is never drawn a second time."""
         own = {self._active_run}
         if self._shown is not None and self._selection() == PLOT_UNITS:

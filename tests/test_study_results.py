@@ -13,7 +13,6 @@ from typing import Any
 
 import optuna
 import pytest
-from distloop.engine.config import load_project_data
 from distloop.engine.study.results import (
     MIN_TRIALS_FOR_IMPORTANCE,
     StudyUnreadable,
@@ -25,37 +24,15 @@ from distloop.engine.study.results import (
     read_results,
     trial_rows,
 )
-from distloop.engine.study.runner import StudyPlan, StudySettings, write_plan
-from distloop.engine.study.space import space_from_data
-from distloop_testing import synthetic_project
+from study_folders import SPACE, objective, optuna_study_folder
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
-SPACE = {
-    "optimizer.learning_rate": {"low": 1e-4, "high": 1.0, "log": True},
-    "optimizer.kind": {"choices": ["sgd", "adam"]},
-    "model.layers.0.units": {"low": 4, "high": 64},
-}
-
-
-def _objective(trial: optuna.Trial) -> float:
-    """The rate alone decides (best at 0.01); the optimizer and the units are noise-free
-    bystanders that barely matter."""
-    rate, kind, units = _suggest(trial)
-    return (math.log10(rate) + 2) ** 2 + 0.001 * (kind == "adam") + units * 1e-6
-
-
-def _suggest(trial: optuna.Trial) -> tuple[float, str, int]:
-    return (
-        trial.suggest_float("optimizer.learning_rate", 1e-4, 1.0, log=True),
-        trial.suggest_categorical("optimizer.kind", ["sgd", "adam"]),
-        trial.suggest_int("model.layers.0.units", 4, 64),
-    )
 
 
 def _study(trials: int, direction: str = "minimize", seed: int = 1) -> optuna.Study:
     study = optuna.create_study(direction=direction, sampler=optuna.samplers.RandomSampler(seed))
     sign = -1 if direction == "maximize" else 1
-    study.optimize(lambda t: sign * _objective(t), n_trials=trials)
+    study.optimize(lambda t: sign * objective(t), n_trials=trials)
     return study
 
 
@@ -122,27 +99,8 @@ def test_too_few_complete_trials_for_importances_is_said_plainly() -> None:
 # --- study folders, without training -------------------------------------------------------
 
 
-def _study_folder(folder: Path, trials: int = 8) -> Path:
-    """A study folder as ``distloop sweep`` writes it (study.json, study.db), its trials told
-    by Optuna directly instead of trained."""
-    project = load_project_data(synthetic_project(1, steps=20))
-    space = space_from_data(SPACE, project)
-    write_plan(folder, StudyPlan(project, space, StudySettings(trials=trials, objective="loss")))
-    study = optuna.create_study(
-        study_name="distloop",
-        storage=f"sqlite:///{folder / 'study.db'}",
-        sampler=optuna.samplers.RandomSampler(0),
-    )
-    study.optimize(_objective, n_trials=trials - 2)
-    pruned = study.ask()
-    _suggest(pruned)
-    study.tell(pruned, state=optuna.trial.TrialState.PRUNED)
-    study.ask()  # a trial running now
-    return folder
-
-
 def test_a_study_folder_reads_back_with_its_best_trials_project(tmp_path: Path) -> None:
-    folder = _study_folder(tmp_path / "study")
+    folder = optuna_study_folder(tmp_path / "study")
     before = (folder / "study.db").read_bytes()
     results = read_results(folder)
     assert [t.state for t in results.trials] == ["complete"] * 6 + ["pruned", "running"]
@@ -181,7 +139,7 @@ def _write(path: Path, text: str | bytes) -> None:
 def test_what_is_no_readable_study_is_one_line_and_nothing_is_changed(
     tmp_path: Path, damage: Any, says: str
 ) -> None:
-    folder = _study_folder(tmp_path / "study", trials=4)
+    folder = optuna_study_folder(tmp_path / "study", trials=4)
     damage(folder)
     before = {p: p.read_bytes() for p in folder.iterdir() if p.is_file()}
     with pytest.raises(StudyUnreadable) as raised:
