@@ -37,6 +37,7 @@ class TrialsTableModel(QAbstractTableModel):
         self._params: list[str] = []
         self._objective = "objective"
         self._best: int | None = None
+        self._headers = self._make_headers()
 
     def set_results(self, results: StudyResults) -> None:
         params = list(results.axes) or list(results.plan.space.axes)
@@ -57,11 +58,13 @@ class TrialsTableModel(QAbstractTableModel):
         self.beginResetModel()
         self._rows, self._params, self._objective = rows, params, results.objective
         self._best = best.number if best else None
+        self._headers = self._make_headers()
         self.endResetModel()
 
     def clear(self) -> None:
         self.beginResetModel()
         self._rows, self._params, self._best = [], [], None
+        self._headers = self._make_headers()
         self.endResetModel()
 
     def trial(self, row: int) -> TrialRow:
@@ -71,20 +74,24 @@ class TrialsTableModel(QAbstractTableModel):
         return next((i for i, t in enumerate(self._rows) if t.number == number), None)
 
     def headers(self) -> list[str]:
-        return [*FIXED_BEFORE, self._objective, *self._params, *FIXED_AFTER]
+        return list(self._headers)
+
+    def _make_headers(self) -> tuple[str, ...]:
+        """Asked for at every cell Qt paints or sorts: made once per set of columns."""
+        return (*FIXED_BEFORE, self._objective, *self._params, *FIXED_AFTER)
 
     def rowCount(self, parent: Index = QModelIndex()) -> int:  # noqa: B008
         return 0 if parent.isValid() else len(self._rows)
 
     def columnCount(self, parent: Index = QModelIndex()) -> int:  # noqa: B008
-        return 0 if parent.isValid() else len(self.headers())
+        return 0 if parent.isValid() else len(self._headers)
 
     def headerData(
         self, section: int, orientation: Qt.Orientation, role: int = Qt.ItemDataRole.DisplayRole
     ) -> Any:
         if orientation != Qt.Orientation.Horizontal:
             return None
-        headers = self.headers()
+        headers = self._headers
         if role == Qt.ItemDataRole.DisplayRole and 0 <= section < len(headers):
             name = headers[section]
             return name.rsplit(".", 1)[-1] if name in self._params else name

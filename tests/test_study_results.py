@@ -13,6 +13,7 @@ from typing import Any
 
 import optuna
 import pytest
+from distloop.engine.study import results as results_module
 from distloop.engine.study.results import (
     MIN_TRIALS_FOR_IMPORTANCE,
     StudyUnreadable,
@@ -114,6 +115,28 @@ def test_a_study_folder_reads_back_with_its_best_trials_project(tmp_path: Path) 
     assert (folder / "study.db").read_bytes() == before  # read, never written
     again = read_results(folder, results)
     assert again.importance is results.importance  # the same complete trials: not recomputed
+
+
+def test_a_study_is_read_again_only_when_its_storage_changed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = optuna_study_folder(tmp_path / "study")
+    first = read_results(folder)
+    monkeypatch.setattr(results_module, "_read_trials", _no_read)
+    kept = read_results(folder, first)  # the stored trials kept
+    assert kept.trials[:-1] == first.trials[:-1]
+    assert kept.trials[-1].state == "running"
+    assert kept.trials[-1].duration_s > first.trials[-1].duration_s  # still counting
+    monkeypatch.undo()
+    study = optuna.load_study(study_name="distloop", storage=f"sqlite:///{folder / 'study.db'}")
+    study.optimize(objective, n_trials=1)
+    later = read_results(folder, first)
+    assert len(later.trials) == len(first.trials) + 1
+    assert later.trials[-1].state == "complete"
+
+
+def _no_read(folder: Path) -> None:
+    raise AssertionError(f"{folder / 'study.db'} read again, unchanged")
 
 
 def _write(path: Path, text: str | bytes) -> None:

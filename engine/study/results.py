@@ -18,6 +18,7 @@ completed to say anything.
 from __future__ import annotations
 
 import math
+import os
 import sqlite3
 import time
 import urllib.parse
@@ -89,6 +90,9 @@ class StudyResults:
     importance: Importance
     axes: dict[str, Axis] = field(default_factory=dict)
     """Each parameter's range, as the trials' distributions give it (the space's order)."""
+    stored: tuple[Any, ...] = field(default=(), repr=False, compare=False)
+    """Optuna's trials as read, kept while the storage's files stay as they were."""
+    storage_stamp: tuple[object, ...] = field(default=(), repr=False, compare=False)
 
     @property
     def objective(self) -> str:
@@ -133,8 +137,11 @@ def read_results(folder: Path, previous: StudyResults | None = None) -> StudyRes
     """The study in ``folder`` as it stands; StudyUnreadable says why there is none.
 
     ``previous`` (an earlier read of the same folder) spares what cannot have changed:
-    the run folders of ended trials, and the importances while the same trials are
-    complete. A few hundred trials read in a fraction of a second then.
+    the storage while its files are as they were (a trial that trains writes to its run
+    folder, and to the storage only at its pruning reports), the run folders of ended
+    trials, and the importances while the same trials are complete. Reading 300 trials
+    from SQLite holds the interpreter for a few tenths of a second, which the window's
+    thread feels; read again each second while a trial runs, it would all the time.
     """
     if not folder.is_dir():
         raise StudyUnreadable(f"{folder} is not a folder")
@@ -142,9 +149,13 @@ def read_results(folder: Path, previous: StudyResults | None = None) -> StudyRes
         plan = read_plan(folder)
     except ProblemsError as exc:
         raise StudyUnreadable(_one_line(exc)) from None
-    frozen = _read_trials(folder)
     if previous is not None and previous.folder != folder:
         previous = None
+    stamp = storage_stamp(folder)  # before the read: a write during it is read next time
+    if previous is not None and previous.storage_stamp == stamp and previous.stored:
+        frozen = list(previous.stored)
+    else:
+        frozen = _read_trials(folder)
     known = {t.number: t for t in previous.trials} if previous else {}
     rows = tuple(_row(folder, trial, known.get(trial.number)) for trial in frozen)
     axes = _axes(frozen, list(plan.space.axes))
@@ -155,7 +166,20 @@ def read_results(folder: Path, previous: StudyResults | None = None) -> StudyRes
         found = importance(
             [t for t in frozen if t.number in set(complete)], direction(plan.settings.objective)
         )
-    return StudyResults(folder, plan, rows, found, axes)
+    return StudyResults(folder, plan, rows, found, axes, tuple(frozen), stamp)
+
+
+def storage_stamp(folder: Path) -> tuple[object, ...]:
+    """What changes when Optuna writes the study: its SQLite file and journals."""
+    found: list[object] = []
+    for name in (STORAGE_FILE, f"{STORAGE_FILE}-journal", f"{STORAGE_FILE}-wal"):
+        try:
+            info = os.stat(folder / name)
+        except OSError:
+            found.append(None)
+            continue
+        found.append((info.st_mtime_ns, info.st_size, info.st_ino))
+    return tuple(found)
 
 
 def _one_line(exc: ProblemsError) -> str:
@@ -462,6 +486,6 @@ def importance(complete: Sequence[Any], goal: str) -> Importance:
     return Importance(
         ranked,
         f"Optuna's PED-ANOVA importance over {len(complete)} complete trials: how much each "
-        "parameter decides whether a trial lands among the best tenth.",
+        "parameter's values set the best tenth of the trials apart from the rest.",
         basis,
     )
