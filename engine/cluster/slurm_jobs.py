@@ -53,7 +53,7 @@ from typing import Any, TextIO
 from ..config import Project, load_project
 from ..export import SBATCH_FILE, SlurmJob, export_cluster
 from ..fileio import open_bytes, open_text
-from ..message_stream import read_message
+from ..message_stream import MAX_LINE, read_message
 from ..messages import Log, Message, ProtocolError, RunFailed, RunFinished, RunStarted, StepMetrics
 from ..problems import ProblemsError
 from ..run_folder import MESSAGES_FILE, PROJECT_FILE, TASKS_DIR, read_status, update_status
@@ -434,12 +434,20 @@ class SlurmRun:
     def _read(self, out: list[Message]) -> None:
         if self._stream is None:
             try:
-                self._stream = open_text(self._messages_path, "r")
+                # Bytes that are no UTF-8 make a line no message, said once, not a crash.
+                self._stream = open_text(self._messages_path, "r", errors="replace")
             except OSError:  # not there yet: the job has not started
                 return
             self._stream.seek(self._messages_from)
-        text = self._partial + self._stream.read()
+        try:
+            text = self._partial + self._stream.read(MAX_LINE)
+        except OSError as exc:
+            out.append(Log(level="warning", text=f"cannot read {self._messages_path}: {exc}"))
+            return
         *lines, self._partial = text.split("\n")
+        if len(self._partial) > MAX_LINE:  # no message is that long: not a run's file
+            lines.append(self._partial)
+            self._partial = ""
         for line in lines:
             if not line.strip():
                 continue
