@@ -27,10 +27,11 @@ from distloop.engine.cluster.slurm import (
     slurm_tf_config,
     tf_config_from_slurm,
 )
-from distloop.engine.cluster.slurm_jobs import job_of, job_state, submit_job
+from distloop.engine.cluster.slurm_jobs import follow_job, job_of, job_state, submit_job
 from distloop.engine.config import load_project, load_project_data
 from distloop.engine.export import SlurmJob
-from distloop.engine.messages import Log
+from distloop.engine.message_stream import MAX_LINE
+from distloop.engine.messages import Log, RunFinished, StepMetrics
 from distloop.engine.problems import ProblemsError
 from distloop.engine.run_folder import read_metrics, read_status
 from distloop_testing import REPO, distloop, run_engine
@@ -584,3 +585,38 @@ def test_a_finished_submitted_run_is_not_submitted_again(tmp_path: Path) -> None
     assert done.stderr.splitlines() == [
         f"distloop: the run in {run_dir} has finished: nothing to resume"
     ]
+
+
+@pytest.mark.slow
+def test_a_followed_run_reads_its_messages_file_as_untrusted(
+    slurm: dict[str, str], tmp_path: Path
+) -> None:
+    """The chief's messages.jsonl is on a shared file system anyone may write: bytes that
+    are no UTF-8 and a line longer than any message are a warning each; the messages
+    around them still arrive, and a job Slurm no longer knows ends with the last one."""
+    job_dir = tmp_path / "job"
+    job_dir.mkdir()
+    (job_dir / "project.json").write_text(_submitted_project(tmp_path, 20, "crafted").read_text())
+    run_dir = job_dir / "runs" / "999999"
+    chief = run_dir / "tasks" / "worker-0"
+    chief.mkdir(parents=True)
+    (run_dir / "status.json").write_text(
+        json.dumps({"slurm": {"job": "999999", "folder": str(job_dir), "messages_from": 0}})
+    )
+    step = StepMetrics(steps=[1], losses=[0.5], elapsed_s=[0.1]).model_dump_json()
+    end = RunFinished(status="finished", last_step=1, final_loss=0.5, elapsed_s=0.1)
+    (chief / "messages.jsonl").write_bytes(
+        b"\xff\xfe\n" + step.encode() + b"\n" + b"x" * (MAX_LINE + 10) + b"\n"
+        + end.model_dump_json().encode() + b"\n"
+    )  # fmt: skip
+    run = follow_job(run_dir, env=slurm)
+    run.start()
+    said: list = []
+    _wait_for(lambda: said.extend(run.poll(0.5)) or run.done, "the end", timeout_s=60)
+    warnings = [m.text for m in said if isinstance(m, Log) and m.level == "warning"]
+    assert len(warnings) == 2 and "not a protocol message" in warnings[0], warnings
+    assert "is no protocol message" in warnings[1], warnings[1][:200]
+    # Nothing after the last message (the file is not read again once the run has ended).
+    assert [type(m) for m in said if not isinstance(m, Log)] == [StepMetrics, RunFinished]
+    assert said[-1] == end
+    assert "job 999999: UNKNOWN" in [m.text for m in said if isinstance(m, Log)]

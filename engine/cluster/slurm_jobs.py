@@ -423,7 +423,8 @@ class SlurmRun:
         deadline = time.monotonic() + timeout_s
         while True:
             self._check_job(out)  # first: a replayed attempt's end is judged by the job's restarts
-            self._read(out)
+            if not self._done:  # nothing follows the last message
+                self._read(out)
             remaining = deadline - time.monotonic()
             if out or self._done or remaining <= 0:
                 return out
