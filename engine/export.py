@@ -650,9 +650,10 @@ with a checkpoint, well before the SIGKILL."""
 def sbatch_script(job_name: str, project_file: str, job: SlurmJob) -> str:
     """The batch script: every task one ``distloop run --task-from slurm``, and a job that
     Slurm requeues (preemption, ``scontrol requeue``) resumes from its last checkpoint, as
-    does a new job whose ``DISTLOOP_RUN_DIR`` holds an earlier job's run
-    (``distloop submit --resume``). The chief's messages go to its ``messages.jsonl``
-    too, where ``distloop submit --wait`` follows them.
+    does a new job given ``DISTLOOP_RESUME=1`` and an earlier job's ``DISTLOOP_RUN_DIR``
+    (``distloop submit --resume``); any other job starts afresh, so a job id Slurm hands
+    out again never continues another job's run. The chief's messages go to its
+    ``messages.jsonl`` too, where ``distloop submit --wait`` follows them.
 
     ``job_name`` and ``project_file`` are the exporter's own (already safe) names; every
     value here is validated, and the run folder is quoted, so nothing in the script is
@@ -677,13 +678,14 @@ def sbatch_script(job_name: str, project_file: str, job: SlurmJob) -> str:
             "# its TF_CONFIG from Slurm's variables; the run folder is runs/<job id>/ here",
             "# (DISTLOOP_RUN_DIR chooses another). DISTLOOP is the command that runs distloop",
             "# on the nodes (default: distloop). A requeued job resumes from its checkpoint, as",
-            "# does a job whose DISTLOOP_RUN_DIR holds an earlier job's run.",
+            "# does one given DISTLOOP_RESUME=1 and an earlier job's DISTLOOP_RUN_DIR.",
             "#",
             *_comment_lines(SECURITY_NOTE, "# "),
             "set -euo pipefail",
             'cd "${SLURM_SUBMIT_DIR:-.}"',
             'run_dir="${DISTLOOP_RUN_DIR:-runs/$SLURM_JOB_ID}"',
-            'if [ -d "$run_dir/tasks" ]; then',
+            'if [ -d "$run_dir/tasks" ] && { [ "${SLURM_RESTART_COUNT:-0}" -gt 0 ] '
+            '|| [ -n "${DISTLOOP_RESUME:-}" ]; }; then',
             '  start=(--resume "$run_dir")',
             "else",
             f'  start=({project_file} --out "$run_dir")',

@@ -620,3 +620,31 @@ def test_a_followed_run_reads_its_messages_file_as_untrusted(
     assert [type(m) for m in said if not isinstance(m, Log)] == [StepMetrics, RunFinished]
     assert said[-1] == end
     assert "job 999999: UNKNOWN" in [m.text for m in said if isinstance(m, Log)]
+
+
+@pytest.mark.slow
+def test_a_job_id_slurm_hands_out_again_never_takes_an_earlier_run(
+    slurm: dict[str, str], tmp_path: Path
+) -> None:
+    """A Slurm whose state was reset counts job ids from 1 again: the job folder's
+    runs/<id>/ may hold an earlier job's run. The new job is cancelled and said in one line,
+    and the earlier run's record is left as it was."""
+    project = _submitted_project(tmp_path, 20, "job ids")
+    job_dir = tmp_path / "job"
+    first = distloop("submit", str(project), "--out", str(job_dir), env=slurm)
+    assert first.returncode == 0, first.stderr
+    job, _ = _job_and_run(first.stdout)
+    subprocess.run(["scancel", job], env=slurm, timeout=30)
+    earlier = job_dir / "runs" / str(int(job) + 1)  # the id the next job gets
+    earlier.mkdir()
+    record = json.dumps({"slurm": {"job": earlier.name, "folder": "/old", "messages_from": 0}})
+    (earlier / "status.json").write_text(record)
+    again = distloop("submit", str(project), "--out", str(job_dir), env=slurm)
+    assert again.returncode == 1
+    assert again.stderr.splitlines() == [
+        f"distloop: {earlier} holds the run of an earlier job {earlier.name} (Slurm hands out "
+        "job ids again after a reset): the new job is cancelled; submit into another --out "
+        "folder"
+    ]
+    assert (earlier / "status.json").read_text() == record
+    assert _squeue_state(slurm, earlier.name) in ("", "CANCELLED")

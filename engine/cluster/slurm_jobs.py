@@ -56,7 +56,14 @@ from ..fileio import open_bytes, open_text
 from ..message_stream import MAX_LINE, read_message
 from ..messages import Log, Message, ProtocolError, RunFailed, RunFinished, RunStarted, StepMetrics
 from ..problems import ProblemsError
-from ..run_folder import MESSAGES_FILE, PROJECT_FILE, TASKS_DIR, read_status, update_status
+from ..run_folder import (
+    MESSAGES_FILE,
+    PROJECT_FILE,
+    STATUS_FILE,
+    TASKS_DIR,
+    read_status,
+    update_status,
+)
 from ..stack_dumps import DUMP_SIGNAL, collect_stacks, diagnose
 from ..tf_config import chief_of
 from .plan import task_dir_name
@@ -191,6 +198,13 @@ def submit_job(
     export_cluster(project, job_folder, "slurm", base_dir=base_dir, slurm=job)
     job_id = _sbatch(job_folder, env, run_dir=None)
     run_dir = job_folder / RUNS_DIR / job_id
+    if (run_dir / STATUS_FILE).exists():  # Slurm counts job ids from 1 again when reset
+        with contextlib.suppress(SlurmJobError):
+            _slurm(["scancel", job_id], env)
+        raise SlurmJobError(
+            f"{run_dir} holds the run of an earlier job {job_id} (Slurm hands out job ids "
+            "again after a reset): the new job is cancelled; submit into another --out folder"
+        )
     run_dir.mkdir(parents=True, exist_ok=True)
     _record_job(run_dir, job_id, job_folder, 0)
     return SlurmRun(project, run_dir, job_id, job_folder, env=env)
@@ -198,7 +212,7 @@ def submit_job(
 
 def resubmit_job(run_dir: Path, *, env: Mapping[str, str] | None = None) -> SlurmRun:
     """A new job from the same folder that resumes the run in ``run_dir`` from its last
-    checkpoint (the script resumes a ``DISTLOOP_RUN_DIR`` that holds tasks)."""
+    checkpoint (the script resumes ``DISTLOOP_RUN_DIR`` when given ``DISTLOOP_RESUME``)."""
     project, job_folder = _submitted_run(run_dir)
     chief = chief_folder(run_dir, project.strategy.kind)
     if not chief.is_dir():
@@ -276,6 +290,7 @@ def _sbatch(job_folder: Path, env: Mapping[str, str] | None, *, run_dir: Path | 
     environ = dict(os.environ if env is None else env)
     if run_dir is not None:
         environ["DISTLOOP_RUN_DIR"] = str(run_dir)
+        environ["DISTLOOP_RESUME"] = "1"
     try:
         done = subprocess.run(
             ["sbatch", "--parsable", SBATCH_FILE],
