@@ -311,7 +311,7 @@ class MainWindow(QMainWindow):
         self.open_study_action = self._action(
             "Open &Study…",
             self.study_panel.ask_folder,
-            "Ctrl+Shift+O",
+            "Ctrl+Alt+O",
             None,
             "Show a study's folder (distloop sweep): its trials, history, parallel "
             "coordinates and parameter importances",
