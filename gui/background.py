@@ -32,14 +32,20 @@ class Background(QObject):
     def running(self) -> bool:
         return self._thread is not None and self._thread.is_alive()
 
-    def start(self, work: Callable[[Progress], Any]) -> bool:
-        """Runs ``work(progress)`` in a thread; False (and nothing started) while one runs."""
+    def start(
+        self, work: Callable[[Progress], Any], known: tuple[type[Exception], ...] = ()
+    ) -> bool:
+        """Runs ``work(progress)`` in a thread; False (and nothing started) while one runs.
+
+        An exception of a ``known`` type says its own line; any other is named too."""
         if self.running:
             return False
 
         def run() -> None:
             try:
                 result = work(self.progress.emit)
+            except known as exc:
+                self.failed.emit(str(exc))
             except Exception as exc:  # a bug or a broken system: one line, never a crash
                 self.failed.emit(f"{type(exc).__name__}: {exc}")
             else:

@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import enum
 import platform
+from pathlib import Path
 
 import pyqtgraph as pg
 import PySide6
 from PySide6.QtCore import Qt, qVersion
-from PySide6.QtWidgets import QMessageBox, QWidget
+from PySide6.QtWidgets import QDialog, QMessageBox, QWidget
 
 from ..engine import __version__
 from ..engine.cluster.preflight import Finding
+from ..engine.export import SlurmJob
 from ..engine.problems import Problem
 from ..engine.study.folders import StudyEntry
 from ..engine.user_code import Fingerprint
@@ -106,6 +108,18 @@ def confirm_run_despite_findings(parent: QWidget, findings: list[Finding]) -> bo
     box.setDefaultButton(QMessageBox.StandardButton.Cancel)
     box.exec()
     return box.clickedButton() is run
+
+
+def ask_slurm_job(
+    parent: QWidget, strategy_kind: str, tasks: int, folder: Path
+) -> tuple[SlurmJob, Path] | None:
+    """Submit to Slurm's dialog: the job and its folder, or None when cancelled."""
+    from .slurm_dialog import SlurmDialog
+
+    dialog = SlurmDialog(strategy_kind, tasks, folder, parent)
+    if dialog.exec() != QDialog.DialogCode.Accepted:
+        return None
+    return dialog.job(), dialog.folder()
 
 
 def show_stacks(parent: QWidget, blame: list[str], files: list[str]) -> None:

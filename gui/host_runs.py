@@ -1,25 +1,35 @@
-"""The window's actions for a cluster on other machines: Check Cluster, Run on Hosts, Dump
-Stacks.
+"""The window's actions for a cluster on other machines: Check Cluster, Run on Hosts,
+Submit to Slurm, Dump Stacks.
 
 Each is the engine's own (``distloop preflight``'s pre-flight, ``distloop launch``'s run
-through :func:`engine.run_handle.open_run` with ``hosts``, the cluster's stack dump); what
-the window adds is running them off its thread (:class:`gui.background.Background`: ssh
-and the pre-flight take seconds to a minute) and saying, on each disabled action, why it
-does not apply now.
+through :func:`engine.run_handle.open_run` with ``hosts``, ``distloop submit``'s job, the
+cluster's or the job's stack dump); what the window adds is running them off its thread
+(:class:`gui.background.Background`: ssh, sbatch and the pre-flight take seconds to a
+minute) and saying, on each disabled action, why it does not apply now.
 """
 
 from __future__ import annotations
 
+import shutil
+import time
 from collections.abc import Callable
+from pathlib import Path
 
 from PySide6.QtCore import QObject, Signal
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import QWidget
 
+from ..engine.cluster import local_cluster_tasks
 from ..engine.cluster.preflight import Finding, preflight
 from ..engine.cluster.run_plans import HostsPlan, hosts_plan
+from ..engine.cluster.slurm_jobs import SlurmJobError, SlurmRun, dump_job_stacks, submit_job
 from ..engine.cluster.ssh import SshLaunch
 from ..engine.config import Project
+from ..engine.export import SlurmJob
+from ..engine.problems import ProblemsError
+from ..engine.run_folder import TASKS_DIR, default_runs_root
+from ..engine.run_handle import runs_as_cluster
+from ..engine.run_model import RunModel
 from ..engine.stack_dumps import TaskStack, diagnose
 from . import dialogs
 from .background import Background, Progress
@@ -29,6 +39,9 @@ from .run_controller import RunController, RunState
 CHECK_KEYS = "Ctrl+Shift+K"
 RUN_KEYS = "Ctrl+Shift+O"
 DUMP_KEYS = "Ctrl+Shift+D"
+SUBMIT_KEYS = "Ctrl+Shift+B"
+SLURM_STOP_GRACE_S = 45.0
+"""scancel's SIGTERM, a checkpoint at one step, then Slurm's KillWait (30 s by default)."""
 
 
 def check_cluster(project: Project, launch: SshLaunch, progress: Progress) -> list[Finding]:
@@ -43,6 +56,7 @@ class HostRuns(QObject):
     """Check Cluster, Run on Hosts and Dump Stacks, with the hosts panel they report to."""
 
     log = Signal(str, str)  # text, level: for the window's log panel
+    job_state = Signal(object, str, str)  # RunModel, job id, state: a Slurm job's, as it changes
 
     def __init__(
         self,
@@ -50,18 +64,24 @@ class HostRuns(QObject):
         controller: RunController,
         project: Callable[[], Project | None],
         start: Callable[[Project, Callable[[str], SshLaunch]], object],
+        follow: Callable[[RunModel, str], None],
         may_run: Callable[[Project], bool],
         show_panel: Callable[[], None],
         window: QWidget,
+        runs_root: Path | None = None,
     ) -> None:
         """``project``: the forms' project with its paths resolved, or None when invalid;
-        ``start``: starts it on hosts (the run starter's); ``may_run``: the user trusts its
-        custom code; ``show_panel``: brings the TF_CONFIG tab's hosts into view."""
+        ``start``: starts it on hosts (the run starter's); ``follow``: the views follow a
+        run's model from now on (a submitted job's); ``may_run``: the user trusts its
+        custom code; ``show_panel``: brings the TF_CONFIG tab's hosts into view;
+        ``runs_root``: beside it, Submit to Slurm proposes the job's folder."""
         super().__init__(window)
         self._panel = panel
         self._controller = controller
         self._project = project
         self._start = start
+        self._follow = follow
+        self._runs_root = runs_root
         self._may_run = may_run
         self._show_panel = show_panel
         self._window = window
@@ -72,6 +92,10 @@ class HostRuns(QObject):
         self._dumping = Background(self)
         self._dumping.done.connect(self._dumped)
         self._dumping.failed.connect(lambda text: self.log.emit(f"Dump Stacks: {text}", "error"))
+        self._submitting = Background(self)
+        self._submitting.done.connect(self._submitted)
+        self._submitting.failed.connect(self._submit_failed)
+        self._submitted_project: Project | None = None
         self._checked_plan = HostsPlan()
         self._run_after_check: Project | None = None
         self._step_at_dump: int | None = None
@@ -91,6 +115,12 @@ class HostRuns(QObject):
             DUMP_KEYS,
             "Every task of the running cluster writes its Python stacks; the one not where "
             "its peers wait is named",
+        )
+        self.submit_action = self._action(
+            "&Submit to Slurm…",
+            self.submit,
+            SUBMIT_KEYS,
+            "Submit the cluster as a Slurm batch job (sbatch) and follow it here",
         )
         panel.check_button.setDefaultAction(self.check_action)
         controller.state_changed.connect(lambda _state: self.update_actions())
@@ -119,6 +149,7 @@ class HostRuns(QObject):
         self._set(self.check_action, busy or ("" if plan.runnable else plan.refusal))
         self._set(self.run_action, running or busy or ("" if plan.runnable else plan.refusal))
         self._set(self.dump_action, self._dump_refusal())
+        self._set(self.submit_action, running or self._submit_refusal())
 
     @staticmethod
     def _set(action: QAction, refusal: str) -> None:
@@ -132,13 +163,30 @@ class HostRuns(QObject):
     def _dump_refusal(self) -> str:
         if self._dumping.running:
             return "the tasks are writing their stacks"
-        cluster = self._controller.cluster
+        engine = self._controller.engine
+        job = isinstance(engine, SlurmRun)
+        cluster = engine if job else self._controller.cluster
         if not self._controller.active or cluster is None or cluster.done:
             return "no cluster is running (Dump Stacks asks the tasks of a running cluster)"
         if self._controller.state is not RunState.RUNNING:
             return "the cluster's tasks are still starting"
-        if not hasattr(cluster, "dump_stacks"):
+        if not job and not hasattr(cluster, "dump_stacks"):
             return "this cluster cannot dump its tasks' stacks"
+        return ""
+
+    def _submit_refusal(self) -> str:
+        project = self._project()
+        if self._submitting.running:
+            return "a job is being submitted"
+        if project is None:
+            return "the project has problems: fix them first"
+        if not runs_as_cluster(project):
+            return (
+                f"strategy {project.strategy.kind} runs in one process: choose "
+                "multi_worker_mirrored or parameter_server to run on several nodes"
+            )
+        if shutil.which("sbatch") is None:
+            return "sbatch is not on PATH: Slurm's client commands are not installed here"
         return ""
 
     # --- Check Cluster and Run on Hosts --------------------------------------------------
@@ -194,23 +242,89 @@ class HostRuns(QObject):
         self.log.emit(f"Check Cluster could not run: {text}", "error")
         self.update_actions()
 
+    # --- Submit to Slurm -----------------------------------------------------------------
+
+    def submit(self) -> None:
+        """Submit to Slurm: the job's shape asked for, sbatch run off the window's thread,
+        then the job followed like any run (Stop is scancel, with a checkpoint)."""
+        project = self._project()
+        if project is None or self._controller.active or self._submit_refusal():
+            return
+        if not self._may_run(project):
+            return
+        try:
+            tasks = len(local_cluster_tasks(project))
+        except ProblemsError:
+            tasks = 0
+        root = self._runs_root or default_runs_root()
+        stamp = time.strftime("%Y%m%d-%H%M%S")
+        folder = root.parent / "slurm-jobs" / f"{stamp}-{project.name or 'job'}"
+        asked = dialogs.ask_slurm_job(self._window, project.strategy.kind, tasks, folder)
+        if asked is None:
+            return
+        job, folder = asked
+        self._submit(project, job, folder)
+
+    def _submit(self, project: Project, job: SlurmJob, folder: Path) -> None:
+        self._submitted_project = project
+        self._submitting.start(
+            lambda _progress: submit_job(project, folder, job),
+            known=(SlurmJobError, ProblemsError, OSError),
+        )
+        self.log.emit(f"Submit to Slurm: sbatch {folder}/slurm.sbatch…", "info")
+        self.update_actions()
+
+    def _submitted(self, run: SlurmRun) -> None:
+        project, self._submitted_project = self._submitted_project, None
+        self.update_actions()
+        if project is None or self._controller.active:
+            return
+        model = RunModel(total_steps=project.total_steps(), run_dir=run.run_dir)
+        run.on_state = lambda state: self.job_state.emit(model, run.job_id, str(state))
+        self.log.emit(f"submitted job {run.job_id}, run folder {run.run_dir}", "info")
+        self._follow(model, f"{project.name} (Slurm job {run.job_id})")
+        self._controller.start(
+            project, run.run_dir, model=model, opened=run, stop_grace_s=SLURM_STOP_GRACE_S
+        )
+
+    def _submit_failed(self, text: str) -> None:
+        self._submitted_project = None
+        self.update_actions()
+        self.log.emit(f"Submit to Slurm: {text}", "error")
+        dialogs.show_error(self._window, "Cannot submit", text)
+
     # --- Dump Stacks ---------------------------------------------------------------------
 
     def dump(self) -> None:
-        """Every running task writes its stacks into its folder (here or on its host)."""
+        """Every running task writes its stacks into its folder (here, on its host, or on
+        its Slurm node)."""
+        engine = self._controller.engine
         cluster = self._controller.cluster
-        if self._dump_refusal() or cluster is None:
+        if self._dump_refusal():
             return
-        dump_stacks: Callable[[], list[TaskStack]] = cluster.dump_stacks  # type: ignore[attr-defined]
+        if isinstance(engine, SlurmRun):
+            run_dir, job_id = engine.run_dir, engine.job_id
+            files = [f"{run_dir / TASKS_DIR}/*/stacks.txt"]
+            self._dumping.start(
+                lambda _progress: (dump_job_stacks(run_dir, job_id), files),
+                known=(SlurmJobError, OSError),
+            )
+        elif cluster is not None:
+            dump_stacks: Callable[[], list[TaskStack]] = cluster.dump_stacks  # type: ignore[attr-defined]
+
+            def ask(_progress: Progress) -> tuple[list[str], list[str]]:
+                stacks = dump_stacks()
+                return diagnose(stacks), [f"{stack.task}: {stack.file}" for stack in stacks]
+
+            self._dumping.start(ask)
         model = self._controller.model
         self._step_at_dump = model.last_step if model is not None else None
-        self._dumping.start(lambda _progress: dump_stacks())
         self.log.emit("Dump Stacks: asking every task for its Python stacks…", "info")
         self.update_actions()
 
-    def _dumped(self, stacks: list[TaskStack]) -> None:
+    def _dumped(self, said: tuple[list[str], list[str]]) -> None:
         self.update_actions()
-        blame = diagnose(stacks)
+        blame, files = said
         model = self._controller.model
         now = model.last_step if model is not None else None
         if now is not None and self._step_at_dump is not None and now > self._step_at_dump:
@@ -218,7 +332,6 @@ class HostRuns(QObject):
                 f"the cluster took steps meanwhile ({self._step_at_dump} to {now}): this is "
                 "where each task was at that moment, not a hang"
             )
-        files = [f"{stack.task}: {stack.file}" for stack in stacks]
         for line in blame:
             self.log.emit(f"Dump Stacks: {line}", "warning")
         self.log.emit("Dump Stacks: each task's stacks are in\n" + "\n".join(files), "info")

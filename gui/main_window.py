@@ -161,9 +161,11 @@ class MainWindow(QMainWindow):
             self.controller,
             self._project_to_run,
             self.starter.start_new,
+            self.starter.following.emit,
             lambda project: self.starter.may_run_custom_code(project, self.document.project_dir()),
             self.editor.show_hosts,
             self,
+            runs_root,
         )
         self.study_panel = StudyPanel()
 
@@ -452,7 +454,12 @@ class MainWindow(QMainWindow):
             run_menu.addAction(action)
         run_menu.addSeparator()
         hosts = self.host_runs
-        for action in (hosts.check_action, hosts.run_action, hosts.dump_action):
+        for action in (
+            hosts.check_action,
+            hosts.run_action,
+            hosts.submit_action,
+            hosts.dump_action,
+        ):
             run_menu.addAction(action)
         run_menu.addSeparator()
         queue = self.queue_panel
@@ -508,6 +515,7 @@ class MainWindow(QMainWindow):
         self.starter.following.connect(self._show_run)
         self.starter.log.connect(self.log_panel.add)
         self.host_runs.log.connect(self.log_panel.add)
+        self.host_runs.job_state.connect(self.status_panel.show_job_state)
         self.editor.data_form.preview_requested.connect(self._preview_data)
         self.editor.evaluation.source.preview_requested.connect(self._preview_data)
         self.editor.devices_detected.connect(self._on_devices_detected)

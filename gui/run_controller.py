@@ -97,6 +97,7 @@ class RunController(QObject):
         self._engine: EngineHandle | None = None
         self._cluster: ClusterHandle | None = None
         self._hosts: SshLaunch | None = None
+        self._stop_grace_s: float | None = None
         self._project: Project | None = None
         self._model: RunModel | None = None
         self._task: asyncio.Task[None] | None = None
@@ -148,6 +149,8 @@ class RunController(QObject):
         resume: bool = False,
         model: RunModel | None = None,
         hosts: SshLaunch | None = None,
+        opened: EngineHandle | None = None,
+        stop_grace_s: float | None = None,
     ) -> None:
         """Opens and starts the run; failures to start arrive as ``failed``.
 
@@ -156,6 +159,9 @@ class RunController(QObject):
         from its folder), else a fresh one. ``hosts``: the cluster's tasks run on the
         hosts its TF_CONFIG names, over ssh (``distloop launch``'s way); at the end the
         chief's run folder is copied back into ``run_dir``, off the window's thread.
+        ``opened``: the run's handle when it is no engine open_run opens (a submitted Slurm
+        job, :mod:`engine.cluster.slurm_jobs`); ``stop_grace_s``: how long Stop waits for
+        it before the window ends it (its own, for a handle that has one).
         """
         if self.active:
             raise RuntimeError("a run is already active")
@@ -168,8 +174,9 @@ class RunController(QObject):
         self._model = run_model
         self._set_state(RunState.STARTING)
         self._hosts, self._project = hosts, project
+        self._stop_grace_s = stop_grace_s
         try:
-            engine = open_run(
+            engine = opened or open_run(
                 project,
                 run_dir,
                 resume=resume,
@@ -184,7 +191,7 @@ class RunController(QObject):
                 update_status(run_dir, launch=hosts.settings())
             if isinstance(engine, ClusterHandle):
                 self._follow_cluster(engine)
-            else:  # a stand-in engine takes no warm one
+            elif opened is None:  # a stand-in engine takes no warm one
                 self._warm_taken = self._warm_engines is not None and self._engine_factory is None
             engine.start()
         except Exception as exc:  # a process that cannot start is a failed run, not a crash
@@ -216,7 +223,7 @@ class RunController(QObject):
             self._model.stopping()
         # An engine that ends its own stragglers (a local cluster, which first saves an
         # agreed checkpoint) gets its grace and a little more before the window kills.
-        own_grace_s = getattr(self._engine, "stop_grace_s", None)
+        own_grace_s = self._stop_grace_s or getattr(self._engine, "stop_grace_s", None)
         if own_grace_s is None:
             self._kill_timer.start(self._kill_after_ms)
         else:

@@ -149,6 +149,12 @@ class StatusPanel(QWidget):
         self._update_times()
         self._clock.start()
 
+    def show_job_state(self, model: RunModel, job_id: str, state: str) -> None:
+        """A batch job's state while it waits or starts (``PENDING (Resources)``): the
+        headline until its run reports, then the run's own."""
+        if model is self._model and model.started is None and model.outcome is None:
+            self._say(f"Slurm job {job_id}: {state}")
+
     def show_change(self, model: RunModel, message: Message | None) -> None:
         """``model`` took ``message`` (None: its status changed): the labels follow."""
         if model is not self._model:  # an earlier run's model

@@ -111,12 +111,12 @@ def test_check_cluster_runs_off_the_window_thread_and_lists_each_finding(
     on_hosts(window)
     panel = window.editor.hosts
     window.host_runs.check_action.trigger()
-    qtbot.waitUntil(lambda: "1 of 4" in panel.check_status.text())
+    qtbot.waitUntil(lambda: "1 of 4" in panel.check_status.text(), timeout=30_000)
     assert panel.progress.isVisibleTo(window) and panel.progress.value() == 1
     assert not window.host_runs.check_action.isEnabled()  # one check at a time
     assert window.host_runs.check_action.toolTip() == "Not now: a check is running"
     check.release.set()
-    qtbot.waitUntil(lambda: panel.findings_table.rowCount() == 1)
+    qtbot.waitUntil(lambda: panel.findings_table.rowCount() == 1, timeout=30_000)
     table = panel.findings_table
     assert [table.item(0, c).text() for c in range(4)] == [
         "10.0.0.2",
@@ -152,12 +152,12 @@ def test_run_on_hosts_is_refused_on_a_finding_unless_run_anyway(
     window.editor.hosts.remote_command_edit.setText("/opt/venv/bin/distloop")
 
     window.host_runs.run_action.trigger()
-    qtbot.waitUntil(lambda: bool(asked) and not window.host_runs.checking)
+    qtbot.waitUntil(lambda: bool(asked) and not window.host_runs.checking, timeout=30_000)
     assert asked == [[DROPPED]] and not clusters and not window.controller.active
     assert "not started (Check Cluster found problems)" in window.log_panel.text.toPlainText()
 
     window.host_runs.run_action.trigger()
-    qtbot.waitUntil(lambda: len(asked) == 2 and window.controller.active)
+    qtbot.waitUntil(lambda: len(asked) == 2 and window.controller.active, timeout=30_000)
     hosts = window.controller.hosts
     assert hosts is not None and hosts.remote_command == "/opt/venv/bin/distloop"
     run_dir = window.last_run_dir
@@ -198,9 +198,9 @@ def test_dump_stacks_names_the_odd_task_and_where_the_stacks_are(
     on_hosts(window, {"worker": ["localhost:2222", "localhost:2223"]})
     dump = window.host_runs.dump_action
     window.run()
-    qtbot.waitUntil(dump.isEnabled)
+    qtbot.waitUntil(dump.isEnabled, timeout=30_000)
     dump.trigger()
-    qtbot.waitUntil(lambda: bool(shown))
+    qtbot.waitUntil(lambda: bool(shown), timeout=30_000)
     blame, files = shown[0]
     assert blame[0] == (
         "worker:1 did not answer: it is stopped, or stuck outside Python (in TensorFlow's own "

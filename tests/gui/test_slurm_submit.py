@@ -1,0 +1,191 @@
+"""Submit to Slurm in the window (GUI unit tests: sbatch and the job are stand-ins here;
+tests/test_slurm.py runs the engine's submit on a real slurmctld and slurmd)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from distloop.engine.cluster.slurm_jobs import JobState, SlurmRun
+from distloop.engine.config import Project
+from distloop.engine.export import SlurmJob
+from distloop.engine.messages import Message
+from distloop.gui import dialogs, host_runs
+from distloop.gui.main_window import MainWindow
+from distloop.gui.slurm_dialog import SlurmDialog
+from gui_fakes import FakeEngine, seed_run
+
+WAIT_MS = 30_000
+
+
+class FakeSlurmRun(SlurmRun):
+    """A submitted job whose chief's messages are scripted: PENDING first, then the run's
+    start and steps until it is stopped."""
+
+    def __init__(self, project: Project, run_dir: Path, batches: list[list[Message]]) -> None:
+        super().__init__(project, run_dir, "42", run_dir.parent.parent)
+        self.fake = FakeEngine(batches, endless=True)
+        self.scancelled = False
+        self.told = False
+
+    @property
+    def done(self) -> bool:
+        return self.fake.done
+
+    def start(self) -> None:
+        self.fake.start()
+
+    def poll(self, timeout_s: float = 0.1) -> list[Message]:
+        if not self.told and self.on_state is not None:
+            self.told = True
+            self.on_state(JobState("PENDING", "Resources"))
+            return []
+        return self.fake.poll(timeout_s)
+
+    def request_stop(self) -> None:
+        self.scancelled = True
+        self.fake.request_stop()
+
+    def kill(self) -> None:
+        self.fake.kill()
+
+    def close(self) -> None:
+        self.fake.close()
+
+
+def multi_worker(window: MainWindow) -> None:
+    window.editor.strategy.fields.editors["kind"].set_value("multi_worker_mirrored")
+    assert window.validation.valid, window.validation.problems
+
+
+@pytest.fixture
+def sbatch_here(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(host_runs.shutil, "which", lambda name: f"/usr/bin/{name}")
+
+
+def test_submit_applies_to_a_cluster_where_sbatch_is_and_says_why_not(
+    window: MainWindow, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    submit = window.host_runs.submit_action
+    assert not submit.isEnabled() and "runs in one process" in submit.toolTip()
+    multi_worker(window)
+    monkeypatch.setattr(host_runs.shutil, "which", lambda _name: None)
+    window.host_runs.update_actions()
+    assert not submit.isEnabled() and "sbatch is not on PATH" in submit.toolTip()
+    monkeypatch.setattr(host_runs.shutil, "which", lambda name: f"/usr/bin/{name}")
+    window.host_runs.update_actions()
+    assert submit.isEnabled() and submit.toolTip().endswith("(Ctrl+Shift+B)")
+
+
+def test_a_submitted_job_is_followed_like_a_run_and_stop_is_scancel(
+    qtbot, window: MainWindow, monkeypatch: pytest.MonkeyPatch, sbatch_here, tmp_path: Path
+) -> None:
+    asked: list[tuple[str, int, Path]] = []
+
+    def ask(_parent: object, kind: str, tasks: int, folder: Path) -> tuple[SlurmJob, Path]:
+        asked.append((kind, tasks, folder))
+        return SlurmJob(nodes=2, partition="debug"), tmp_path / "job"
+
+    submitted: list[tuple[SlurmJob, Path]] = []
+    runs: list[FakeSlurmRun] = []
+
+    def submit_job(project: Project, folder: Path, job: SlurmJob) -> FakeSlurmRun:
+        submitted.append((job, folder))
+        runs.append(FakeSlurmRun(project, folder / "runs" / "42", seed_run()[:2]))
+        return runs[-1]
+
+    monkeypatch.setattr(dialogs, "ask_slurm_job", ask)
+    monkeypatch.setattr(host_runs, "submit_job", submit_job)
+    multi_worker(window)
+    window.host_runs.submit_action.trigger()
+    qtbot.waitUntil(lambda: window.controller.active, timeout=WAIT_MS)
+    assert asked[0][:2] == ("multi_worker_mirrored", 2)
+    assert asked[0][2].parent == tmp_path / "slurm-jobs"  # beside the runs folder
+    assert submitted == [(SlurmJob(nodes=2, partition="debug"), tmp_path / "job")]
+    assert window.last_run_dir == tmp_path / "job" / "runs" / "42"
+    qtbot.waitUntil(
+        lambda: (
+            window.status_panel.state.toolTip() == "Slurm job 42: PENDING (Resources)"
+            or "Slurm job 42: PENDING (Resources)" in window.status_panel.state.text()
+        ),
+        timeout=WAIT_MS,
+    )
+    qtbot.waitUntil(lambda: len(window.plot.steps()) >= 3, timeout=WAIT_MS)
+    assert not window.host_runs.submit_action.isEnabled()
+    window.stop()
+    qtbot.waitUntil(lambda: not window.controller.active, timeout=WAIT_MS)
+    assert runs[0].scancelled and not runs[0].fake.killed
+    assert "submitted job 42" in window.log_panel.text.toPlainText()
+
+
+def test_dump_stacks_of_a_job_names_the_odd_task(
+    qtbot, window: MainWindow, monkeypatch: pytest.MonkeyPatch, sbatch_here, tmp_path: Path
+) -> None:
+    monkeypatch.setattr(dialogs, "ask_slurm_job", lambda *_a: (SlurmJob(nodes=2), tmp_path / "job"))
+    monkeypatch.setattr(
+        host_runs,
+        "submit_job",
+        lambda project, folder, _job: FakeSlurmRun(project, folder / "runs" / "42", seed_run()[:2]),
+    )
+    dumped: list[tuple[Path, str]] = []
+
+    def dump_job_stacks(run_dir: Path, job_id: str) -> list[str]:
+        dumped.append((run_dir, job_id))
+        return ["worker:1 did not answer: it is stopped"]
+
+    monkeypatch.setattr(host_runs, "dump_job_stacks", dump_job_stacks)
+    shown: list[tuple[list[str], list[str]]] = []
+    monkeypatch.setattr(
+        dialogs, "show_stacks", lambda _parent, blame, files: shown.append((blame, files))
+    )
+    multi_worker(window)
+    window.host_runs.submit_action.trigger()
+    dump = window.host_runs.dump_action
+    qtbot.waitUntil(dump.isEnabled, timeout=WAIT_MS)
+    dump.trigger()
+    qtbot.waitUntil(lambda: bool(shown), timeout=WAIT_MS)
+    run_dir = tmp_path / "job" / "runs" / "42"
+    assert dumped == [(run_dir, "42")]
+    assert shown[0][0][0] == "worker:1 did not answer: it is stopped"
+    assert shown[0][1] == [f"{run_dir}/tasks/*/stacks.txt"]
+    window.stop()
+    qtbot.waitUntil(lambda: not window.controller.active, timeout=WAIT_MS)
+
+
+def test_a_refused_submission_is_one_line_and_no_run(
+    qtbot,
+    window: MainWindow,
+    monkeypatch: pytest.MonkeyPatch,
+    sbatch_here,
+    tmp_path: Path,
+    dialog_recorder,
+) -> None:
+    monkeypatch.setattr(dialogs, "ask_slurm_job", lambda *_a: (SlurmJob(nodes=2), tmp_path / "job"))
+
+    def refuse(*_args: object) -> None:
+        raise host_runs.SlurmJobError("sbatch refused the job: invalid partition specified")
+
+    monkeypatch.setattr(host_runs, "submit_job", refuse)
+    multi_worker(window)
+    window.host_runs.submit_action.trigger()
+    qtbot.waitUntil(lambda: bool(dialog_recorder.shown), timeout=WAIT_MS)
+    assert dialog_recorder.shown[0][:2] == ("error", "Cannot submit")
+    assert dialog_recorder.shown[0][2].startswith("sbatch refused the job: invalid partition")
+    assert not window.controller.active
+
+
+def test_the_dialog_offers_submit_only_for_a_job_sbatch_would_take(qtbot, tmp_path) -> None:
+    dialog = SlurmDialog("parameter_server", 4, tmp_path / "job")
+    qtbot.addWidget(dialog)
+    assert dialog.nodes.value() == 4 and dialog.submit_button.isEnabled()
+    dialog.nodes.setValue(2)
+    assert not dialog.submit_button.isEnabled()
+    assert "parameter_server needs 3 tasks" in dialog.problems.text()
+    dialog.nodes.setValue(3)
+    dialog.time.setText("soon")
+    assert not dialog.submit_button.isEnabled() and "is not a Slurm time" in dialog.problems.text()
+    dialog.time.setText("1:30:00")
+    dialog.partition.setText("gpu")
+    assert dialog.submit_button.isEnabled()
+    assert dialog.job() == SlurmJob(nodes=3, tasks_per_node=1, time="1:30:00", partition="gpu")
+    assert dialog.folder() == tmp_path / "job"
