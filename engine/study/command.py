@@ -15,7 +15,10 @@ from typing import get_args
 from ..config import load_project
 from ..problems import Problem, ProblemsError
 from .objective import OBJECTIVES
+from .results import StudyUnreadable, read_results
 from .runner import (
+    STORAGE_FILE,
+    STUDY_FILE,
     Pruner,
     Sampler,
     Study,
@@ -26,7 +29,7 @@ from .runner import (
     read_plan,
     write_plan,
 )
-from .space import parse_space
+from .space import Axis, Choices, parse_space
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
@@ -72,6 +75,7 @@ def command_sweep(args: argparse.Namespace) -> int:
         if args.resume is not None:
             folder = args.resume
             plan = read_plan(folder)
+            _check_storage(folder, plan)
         else:
             plan, folder = _new_plan(args)
         problems = plan.problems()
@@ -141,6 +145,51 @@ def _new_plan(args: argparse.Namespace) -> tuple[StudyPlan, Path | None]:
     if folder is not None and folder.exists() and any(folder.iterdir()):
         raise _one(f"{folder} is not empty; continue its study with --resume {folder}")
     return StudyPlan(project, space, settings), folder
+
+
+def _check_storage(folder: Path, plan: StudyPlan) -> None:
+    """Refuses a folder whose ``study.db`` is not the study its ``study.json`` plans (one
+    copied in from another project's study, or no Optuna storage at all): resuming would
+    add trials to another search. Read only: nothing in the folder changes."""
+    try:
+        found = read_results(folder)
+    except StudyUnreadable as exc:
+        raise ProblemsError([Problem((), str(exc))], str(folder)) from None
+    for name, axis in found.axes.items():
+        planned = plan.space.axes.get(name)
+        if planned is None or not _same_axis(planned, axis):
+            plans = "does not search it" if planned is None else f"searches {_shown(planned)}"
+            raise ProblemsError(
+                [
+                    Problem(
+                        (),
+                        f"{STORAGE_FILE} holds another study's trials: they search {name} "
+                        f"{_shown(axis)}, {STUDY_FILE} {plans}; nothing was changed",
+                    )
+                ],
+                str(folder),
+            )
+
+
+def _same_axis(planned: Axis, searched: Axis) -> bool:
+    if isinstance(planned, Choices) or isinstance(searched, Choices):
+        return (
+            isinstance(planned, Choices)
+            and isinstance(searched, Choices)
+            and list(planned.values) == list(searched.values)
+        )
+    return (type(planned), planned.low, planned.high, planned.log) == (
+        type(searched),
+        searched.low,
+        searched.high,
+        searched.log,
+    )
+
+
+def _shown(axis: Axis) -> str:
+    if isinstance(axis, Choices):
+        return f"in {list(axis.values)}"
+    return f"over [{axis.low}, {axis.high}]{' (log)' if axis.log else ''}"
 
 
 def _one(message: str) -> ProblemsError:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,6 +39,7 @@ from ..run_folder import (
 )
 from ..run_handle import EngineHandle, open_run
 from . import STUDY_FILE, TRIALS_DIR
+from .hparams import write_experiment, write_trial
 from .objective import ObjectiveTracker, direction, objective_problems
 from .space import Choices, FloatRange, IntRange, SearchSpace, space_from_data, with_values
 
@@ -108,15 +110,10 @@ class StudyPlan:
             found.append(
                 Problem(("sampler",), "grid needs every field as values or choices, not ranges")
             )
-        if self.settings.sampler == "cmaes":
-            if any(isinstance(axis, Choices) for axis in self.space.axes.values()):
-                found.append(Problem(("sampler",), "cmaes searches number ranges only: no choices"))
-            try:
-                import cmaes  # noqa: F401  (Optuna's CmaEsSampler needs it)
-            except ImportError:
-                found.append(
-                    Problem(("sampler",), "cmaes needs the cmaes package: pip install cmaes")
-                )
+        if self.settings.sampler == "cmaes" and any(
+            isinstance(axis, Choices) for axis in self.space.axes.values()
+        ):
+            found.append(Problem(("sampler",), "cmaes searches number ranges only: no choices"))
         if self.settings.sampler == "grid" and self.settings.pruner == "hyperband":
             found.append(
                 Problem(("pruner",), "hyperband draws its own brackets: use median, asha or none")
@@ -213,6 +210,7 @@ class Study:
                 direction=direction(settings.objective),
                 load_if_exists=True,
             )
+            write_experiment(folder, plan.space, settings.objective, plan.project.name)
         except BaseException:
             self._lock.release()
             raise
@@ -419,6 +417,9 @@ class TrialRun:
         )
         self.pruned_at: int | None = None
         self.pruned_reason = ""
+        self.reported: float | None = None
+        """The last value reported to the pruner (what a pruned trial's session shows)."""
+        self.started = time.time()
         self.interrupted = False
         self._ending: RunFinished | RunFailed | None = None
 
@@ -432,6 +433,7 @@ class TrialRun:
             if self.pruned_at is not None or self.interrupted:
                 continue
             self._trial.report(value, step)
+            self.reported = value
             if self._trial.should_prune():
                 settings = self._study.plan.settings
                 self.pruned_at = step
@@ -459,12 +461,31 @@ class TrialRun:
         # Written once the engine is done with status.json, so neither write loses the other.
         update_status(run_dir, study=str(self._study.folder.resolve()), study_trial=self.number)
         steps = self.tracker.last_step
-        ending = self._ending
         if self.interrupted:
             trial.set_user_attr(INTERRUPTED, True)
             _tell(study, trial, state=states.FAIL)
             study.enqueue_trial(params, skip_if_exists=False)
             return None
+        result = self._told()
+        if run_dir.is_dir():  # an engine that never started made no folder
+            write_trial(
+                run_dir,
+                self._study.plan.space,
+                params,
+                self._study.plan.settings.objective,
+                state=result.state,
+                value=self.reported if result.state == "pruned" else result.value,
+                step=steps,
+                started=self.started,
+            )
+        return result
+
+    def _told(self) -> TrialResult:
+        """Tells Optuna how the trial's run ended (not stopped with the study)."""
+        states = self._study._optuna.trial.TrialState
+        study, trial, params, run_dir = self._study.study, self._trial, self.params, self.run_dir
+        steps = self.tracker.last_step
+        ending = self._ending
         if isinstance(ending, RunFailed) or ending is None:
             _tell(study, trial, state=states.FAIL)
             note = ending.message if ending is not None else "the run ended without a word"
