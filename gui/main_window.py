@@ -541,6 +541,7 @@ class MainWindow(QMainWindow):
         session.changed.connect(self._update_actions)
         session.ended.connect(self._on_study_ended)
         self.studies_panel.continue_requested.connect(self.continue_study)
+        self.studies_panel.show_requested.connect(self.open_study)
 
     # --- the document -------------------------------------------------------------------
 

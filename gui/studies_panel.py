@@ -1,5 +1,6 @@
 """The Studies tab: every study among the runs, how far it got, and the buttons that
-start one (Add Sweep…), continue a stopped one and stop the one running.
+start one (Add Sweep…), continue a stopped one, stop the one running, and show one's
+trials in the Study tab (:mod:`gui.study_views`; a double-click does too).
 
 A row is read from the study's folder (:func:`engine.study.folders.list_studies`),
 so a study of ``distloop sweep`` is listed as one of the window's, and one a
@@ -43,6 +44,7 @@ class StudiesPanel(QWidget):
     """The list of studies under ``runs_root`` and what can be done with them."""
 
     continue_requested = Signal(object)  # Path: the study folder to continue
+    show_requested = Signal(object)  # Path: the study whose trials the Study tab shows
 
     def __init__(
         self,
@@ -84,6 +86,13 @@ class StudiesPanel(QWidget):
             "Continue the selected study: the trial it stopped in runs again",
             pixmap.SP_MediaPlay,
         )
+        self.show_action = self._action(
+            "Show &Trials",
+            self.show_selected,
+            "Show the selected study's trials, history, parallel coordinates and importances "
+            "in the Study tab (double-click a study)",
+            pixmap.SP_FileDialogDetailedView,
+        )
         self.stop_action = self._action(
             "St&op Study",
             session.stop,
@@ -101,6 +110,7 @@ class StudiesPanel(QWidget):
         for action in (
             self.add_sweep_action,
             self.continue_action,
+            self.show_action,
             self.stop_action,
             self.open_folder_action,
         ):
@@ -116,7 +126,7 @@ class StudiesPanel(QWidget):
 
         session.changed.connect(self.refresh)
         self.table.itemSelectionChanged.connect(self.update_actions)
-        self.table.doubleClicked.connect(lambda _index: self.open_selected_folder())
+        self.table.doubleClicked.connect(lambda _index: self.show_selected())
         self.refresh()
 
     def _action(
@@ -190,6 +200,11 @@ class StudiesPanel(QWidget):
         if entry is not None:
             self.continue_requested.emit(entry.folder)
 
+    def show_selected(self) -> None:
+        entry = self.selected()
+        if entry is not None:
+            self.show_requested.emit(entry.folder)
+
     def open_selected_folder(self) -> None:
         entry = self.selected()
         if entry is not None:
@@ -206,3 +221,4 @@ class StudiesPanel(QWidget):
         )
         self.stop_action.setEnabled(running)
         self.open_folder_action.setEnabled(entry is not None)
+        self.show_action.setEnabled(entry is not None and entry.plan is not None)

@@ -190,3 +190,25 @@ def test_too_few_complete_trials_for_importances_is_said_in_the_view(qtbot, tmp_
         "0",
         "★ 0",
     )
+
+
+def test_a_study_listed_in_the_studies_tab_shows_its_trials_on_a_double_click(
+    make_window: Callable[..., MainWindow], qtbot, tmp_path: Path
+) -> None:
+    folder = optuna_study_folder(tmp_path / "runs" / "listed study", trials=4)
+    window = make_window()
+    studies = window.studies_panel
+    assert [entry.folder for entry in studies.entries] == [folder]
+    assert not studies.show_action.isEnabled()
+    window.show()
+    window.studies_dock.raise_()
+    qtbot.waitExposed(window)
+    studies.select(folder)
+    assert studies.show_action.isEnabled()
+    cell = studies.table.visualItemRect(studies.table.item(0, 0)).center()
+    # Qt's test double-click reaches an item view as one only after a press and release.
+    qtbot.mouseClick(studies.table.viewport(), Qt.MouseButton.LeftButton, pos=cell)
+    qtbot.mouseDClick(studies.table.viewport(), Qt.MouseButton.LeftButton, pos=cell)
+    qtbot.waitUntil(lambda: window.study_panel.folder == folder, timeout=READ_MS)
+    assert window.study_dock.isVisibleTo(window)
+    assert window.study_panel.model.rowCount() == 4
