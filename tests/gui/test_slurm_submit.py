@@ -3,17 +3,25 @@ tests/test_slurm.py runs the engine's submit on a real slurmctld and slurmd)."""
 
 from __future__ import annotations
 
+import json
+import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 from distloop.engine.cluster.slurm_jobs import JobState, SlurmRun
 from distloop.engine.config import Project
 from distloop.engine.export import SlurmJob
 from distloop.engine.messages import Message
+from distloop.engine.run_folder import read_status
 from distloop.gui import dialogs, host_runs
 from distloop.gui.main_window import MainWindow
 from distloop.gui.slurm_dialog import SlurmDialog
 from gui_fakes import FakeEngine, seed_run
+from slurm_daemons import single_node_slurm
+from slurm_daemons import unavailable_reason as slurm_unavailable
+from test_cluster import multi_worker as cluster_project
+from test_slurm import _consecutive_free_ports as consecutive_free_ports
 
 WAIT_MS = 30_000
 
@@ -189,3 +197,37 @@ def test_the_dialog_offers_submit_only_for_a_job_sbatch_would_take(qtbot, tmp_pa
     assert dialog.submit_button.isEnabled()
     assert dialog.job() == SlurmJob(nodes=3, tasks_per_node=1, time="1:30:00", partition="gpu")
     assert dialog.folder() == tmp_path / "job"
+
+
+@pytest.mark.slow
+def test_submit_to_slurm_follows_a_real_job_to_its_end(
+    qtbot, make_window, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A real single-node Slurm (munged, slurmctld, slurmd): the window's Submit runs
+    sbatch, shows the job's state, plots the chief's steps from the shared folder and ends
+    with the job."""
+    reason = slurm_unavailable()
+    if reason:
+        pytest.skip(reason)
+    steps = 300
+    with single_node_slurm(tmp_path / "slurm") as env:
+        for key, value in {**env, "DISTLOOP": f"{sys.executable} -m distloop.gui.launcher"}.items():
+            monkeypatch.setenv(key, value)
+        job = SlurmJob(nodes=1, tasks_per_node=2, port_base=consecutive_free_ports(2))
+        monkeypatch.setattr(dialogs, "ask_slurm_job", lambda *_a: (job, tmp_path / "job"))
+        states: list[str] = []
+        window: MainWindow = make_window()
+        window.host_runs.job_state.connect(lambda _model, _job, state: states.append(state))
+        path = tmp_path / "project.json"
+        path.write_text(json.dumps(cluster_project(steps)))
+        assert window.open_project(path)
+        window.host_runs.submit_action.trigger()
+        qtbot.waitUntil(lambda: window.controller.active, timeout=60_000)
+        qtbot.waitUntil(lambda: not window.controller.active, timeout=300_000)
+    run_dir = window.last_run_dir
+    assert run_dir is not None and run_dir.parent == tmp_path / "job" / "runs"
+    assert np.array_equal(window.plot.steps(), np.arange(1, steps + 1))
+    assert window.controller.model is not None
+    assert window.controller.model.status == "finished"
+    assert "COMPLETED" in states
+    assert read_status(run_dir / "tasks" / "worker-0")["status"] == "finished"
