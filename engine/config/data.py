@@ -1,5 +1,10 @@
 """The ``data`` section (and an evaluation source, which has the same shape): one model per
-source, chosen by ``source``, and the batching, shuffling and caching they share."""
+source, chosen by ``source``, and the batching, shuffling and caching they share.
+
+The ``DataConfig`` union is the registry of data sources: a model's ``source`` names the
+modules of its two parts, ``engine/data_sources/<source>.py`` (TensorFlow-free) and
+``engine/tf/data_sources/<source>.py``, so a new source is its model here, in the union,
+and those two modules (``docs/ARCHITECTURE.md``, "Data sources")."""
 
 from __future__ import annotations
 
