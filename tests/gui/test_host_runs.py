@@ -13,7 +13,8 @@ from distloop.engine.cluster.preflight import Finding
 from distloop.engine.cluster.ssh import SshLaunch
 from distloop.engine.config import Project
 from distloop.engine.examples import load_example
-from distloop.engine.run_folder import read_status
+from distloop.engine.run_folder import read_status, write_status
+from distloop.engine.run_history import summarize
 from distloop.engine.stack_dumps import TaskStack
 from distloop.gui import dialogs, host_runs
 from distloop.gui.host_runs import HostRuns
@@ -249,3 +250,29 @@ def test_the_projects_ways_into_its_hosts_are_listed_and_used(make_window, tmp_p
     assert launch.command("10.0.0.3") == "/v/distloop"
     panel.remote_command_edit.setText("/opt/distloop")
     assert panel.launch(window._project_to_run(), "r2").command("10.0.0.3") == "/opt/distloop"
+
+
+def test_a_run_on_hosts_resumes_on_its_hosts(
+    qtbot, make_window, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Resume of a launched run reaches the same hosts and folders (status.json's launch
+    settings, the project's launch.hosts), not a local cluster; the chief comes back."""
+    monkeypatch.setattr(SshLaunch, "bring_back", lambda _self, _p, run_dir: "ok")
+    window, clusters = cluster_window(make_window, seed_run())
+    run_dir = tmp_path / "runs" / "launched"
+    (run_dir / "tasks").mkdir(parents=True)
+    data = json.loads(load_example("seed").to_json())
+    data["strategy"] = {"kind": "multi_worker_mirrored"}
+    data["tf_config"] = {"cluster": REMOTE, "task": {"type": "worker", "index": 0}}
+    data["launch"] = {"hosts": {"10.0.0.3": {"destination": "me@gpu3"}}}
+    (run_dir / "project.json").write_text(json.dumps(data))
+    settings = {"run_name": "launched", "ssh_config": "/etc/ssh_config",
+                "remote_command": "/v/distloop", "remote_dir": "/scratch"}  # fmt: skip
+    write_status(run_dir, "stopped", launch=settings)
+    window.resume_run(summarize(run_dir))
+    qtbot.waitUntil(lambda: window.controller.active, timeout=30_000)
+    hosts = window.controller.hosts
+    assert hosts is not None and hosts.settings() == settings
+    assert hosts.ssh("10.0.0.3", "true")[-4:] == ["-T", "me@gpu3", "--", "true"]
+    qtbot.waitUntil(lambda: not window.controller.active, timeout=30_000)
+    assert clusters, "resumed as the cluster it was"
