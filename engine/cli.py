@@ -1145,7 +1145,7 @@ def command_launch(args: argparse.Namespace) -> int:
         remote_dir=args.remote_dir,
         hosts=launch_hosts(project),
     )
-    if not args.no_preflight and _report_preflight(project, hosts) != EXIT_OK:
+    if not args.no_preflight and _report_preflight(project, hosts, devices=False) != EXIT_OK:
         hosts.close()
         if created:
             shutil.rmtree(run_dir, ignore_errors=True)
@@ -1239,13 +1239,15 @@ def command_preflight(args: argparse.Namespace) -> int:
         hosts=launch_hosts(project),
     )
     try:
-        return _report_preflight(project, hosts)
+        return _report_preflight(project, hosts, devices=True)
     finally:
         hosts.close()
 
 
-def _report_preflight(project: Project, hosts: SshLaunch) -> int:
-    """Prints one line per finding; EXIT_OK when there is none."""
+def _report_preflight(project: Project, hosts: SshLaunch, *, devices: bool) -> int:
+    """Prints one line per finding; EXIT_OK when there is none. ``devices``: count each
+    host's devices too (TensorFlow started on every host); a launch compares its tasks'
+    own instead, as they start."""
     from .cluster.preflight import preflight
 
     try:
@@ -1253,15 +1255,19 @@ def _report_preflight(project: Project, hosts: SshLaunch) -> int:
     except ProblemsError as exc:
         _err(f"distloop: {exc}")
         return EXIT_FAILED
-    findings = preflight(project, config, hosts)
+    findings = preflight(project, config, hosts, devices=devices)
     for finding in findings:
         _err(f"distloop: preflight: {finding}")
     if findings:
         return EXIT_FAILED
     hosts_count = len({a.rsplit(":", 1)[0] for job in config.cluster.values() for a in job})
+    mirrored = project.strategy.kind == "multi_worker_mirrored"
+    later = mirrored and not devices
     _err(
         f"distloop: preflight: {hosts_count} host(s), {len(config.tasks())} task(s) ready: "
-        "ssh, versions, devices, data, free ports and every pair of tasks checked"
+        f"ssh, versions, {'devices, ' if devices and mirrored else ''}data, free ports and "
+        "every pair of tasks checked"
+        + (" (the workers' devices are compared as their tasks start)" if later else "")
     )
     return EXIT_OK
 

@@ -14,7 +14,9 @@ message of another version instead of misreading it.
 Engine → parent, in the order a run produces them::
 
     Log*            any time: engine notes and TensorFlow's own output
-    RunStarted      once the strategy exists: what really runs (replicas, devices)
+    StrategyReady   a multi-worker cluster's task, as soon as its strategy exists and before
+                    its first collective: the devices its replicas run on
+    RunStarted      once the model and data exist: what really runs (replicas, devices)
     StepMetrics*    batches of consecutive steps, each step's reduced loss
     EvalMetrics*    with ``evaluation`` set: validation metrics after every N steps
     RunFinished     status "finished" (ran to the end) or "stopped" (asked to stop)
@@ -43,7 +45,8 @@ between steps; it is not a message because it must work while the queue is full.
 Additions within protocol 1 are optional fields and new message types only
 (``StepMetrics.named_losses`` and :class:`EvalMetrics`, for custom step code and
 evaluation; ``RunFinished.killed`` and ``RunFailed.known``, for how a run ended;
-``RunStarted.strategy_kind``, the strategy's name as the user chose it): the
+``RunStarted.strategy_kind``, the strategy's name as the user chose it;
+:class:`StrategyReady`, for comparing a cluster's devices before they hang it): the
 engine and its parent always come from the same installation, and a consumer that
 ignores them still reads every run correctly.
 
@@ -111,6 +114,19 @@ class RunStarted(_Message):
         "run no loop: the gRPC target they serve on until the coordinator is done. Such a task "
         "reports no steps; its RunFinished has last_step 0.",
     )
+
+
+class StrategyReady(_Message):
+    """A multi-worker task's strategy exists; its first collective (the broadcast of the
+    model's first variables) comes next.
+
+    Workers whose devices differ (two GPUs on one host, one on another) wait in that
+    collective for ever; a launcher that compares every worker's devices here stops
+    the cluster first, in one line (``engine.cluster.devices``).
+    """
+
+    type: Literal["strategy_ready"] = "strategy_ready"
+    devices: list[str]
 
 
 class StepMetrics(_Message):
@@ -272,6 +288,7 @@ class PredictionDone(_Message):
 Message = Annotated[
     Log
     | RunStarted
+    | StrategyReady
     | StepMetrics
     | EvalMetrics
     | RunFinished

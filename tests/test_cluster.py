@@ -25,6 +25,7 @@ from distloop.engine.cluster import (
     tf_config_for_run,
 )
 from distloop.engine.cluster.blame import STALLED, cause, stopped_tasks
+from distloop.engine.cluster.devices import devices_text, odd_worker
 from distloop.engine.config import load_project, load_project_data, memory_estimate
 from distloop.engine.memory_check import available_memory_bytes
 from distloop.engine.messages import RunFailed, RunFinished, RunStarted, StepMetrics
@@ -455,6 +456,24 @@ def test_the_task_a_peers_heartbeat_error_names_is_blamed() -> None:
     assert cause([peer, died], ["worker:0", "worker:1", "worker:2"]) is died
     # a task outside this cluster is never named
     assert cause([peer], ["worker:0", "worker:1"]) is peer
+
+
+def test_the_worker_whose_devices_are_not_its_peers_is_named() -> None:
+    """What MultiWorkerMirrored's tasks say as their strategies exist (this machine has
+    no GPU to make a real cluster differ): the odd one out, else none."""
+    gpus = [f"/job:worker/replica:0/task:{{}}/device:GPU:{i}" for i in range(2)]
+    cpu = "/job:worker/replica:0/task:{}/device:CPU:0"
+    two = {f"worker:{t}": [d.format(t) for d in gpus] for t in range(3)}
+    assert odd_worker(two, "worker:0") is None
+    assert devices_text(two["worker:0"]) == "2 GPU"
+    one = {**two, "worker:2": [gpus[0].format(2)]}
+    assert odd_worker(one, "worker:0") == ("worker:2", "worker:0")
+    # the chief's devices are the reference on a tie
+    assert odd_worker({"worker:0": [cpu.format(0)], "worker:1": two["worker:1"]}, "worker:0") == (
+        "worker:1",
+        "worker:0",
+    )
+    assert devices_text([cpu.format(0), *two["worker:0"]]) == "1 CPU + 2 GPU"
 
 
 @pytest.mark.slow

@@ -4,12 +4,14 @@ channel (``distloop run --messages``) that carries each task's messages back."""
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 import os
 import shutil
 import signal
 import subprocess
 import sys
+import sysconfig
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -119,6 +121,7 @@ def test_a_launch_over_ssh_gives_the_one_process_trace(hosts: SshHosts, tmp_path
     assert (chief / "model.keras").is_file() and read_status(chief)["status"] == "finished"
     assert f"worker:1 at {hosts.addresses[1]}:2222" in done.stderr
     assert "started over SSH" in (out / "engine.log").read_text()
+    assert "the workers' devices agree: 1 CPU on each" in (out / "engine.log").read_text()
 
 
 @pytest.mark.slow
@@ -253,6 +256,56 @@ def test_preflight_passes_then_names_a_dropped_port_as_the_pair_that_fails(
         f"at {hosts.addresses[1]}:2222: timed out (a firewall drops it?); open that port on its "
         "host for this one"
     ], found.stderr[-3000:]
+
+
+@pytest.mark.slow
+def test_preflight_names_a_host_whose_tensorflow_is_another_version(
+    hosts: SshHosts, tmp_path: Path
+) -> None:
+    """Host 1 runs Distloop from a second environment (launch.hosts' command) whose
+    installed TensorFlow says another version: one finding, that host's, that field.
+
+    The version is what pip recorded (the installed package's metadata, read without
+    starting TensorFlow); this machine holds one TensorFlow release only, so the second
+    environment's own site-packages carries a copy of its record with another version,
+    which its interpreter finds before the shared one. The other host's environment is
+    the ordinary one, so a probe that read anything but its own host's would not find it.
+    """
+    real = importlib.metadata.distribution("tensorflow")
+    other = "2.20.0" if real.version != "2.20.0" else "2.19.0"
+    venv = tmp_path / "other-tf"
+    subprocess.run(
+        [sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", str(venv)],
+        check=True,
+        timeout=120,
+    )
+    (site,) = venv.glob("lib/python*/site-packages")
+    record = site / f"tensorflow-{other}.dist-info"
+    installed = Path(str(real.locate_file(""))) / f"tensorflow-{real.version}.dist-info"
+    shutil.copytree(installed, record)
+    metadata = (record / "METADATA").read_text()
+    (record / "METADATA").write_text(
+        metadata.replace(f"\nVersion: {real.version}\n", f"\nVersion: {other}\n", 1)
+    )
+    ours = sysconfig.get_paths()["purelib"]  # this checkout, installed editable
+    (site / "distloop-checkout.pth").write_text(f"import site; site.addsitedir({ours!r})\n")
+    path = _project(hosts, tmp_path)
+    data = json.loads(path.read_text())
+    command = "{} -m distloop.gui.launcher"
+    data["launch"] = {
+        "hosts": {
+            hosts.addresses[0]: {"command": command.format(sys.executable)},
+            hosts.addresses[1]: {"command": command.format(venv / "bin" / "python")},
+        }
+    }
+    path.write_text(json.dumps(data))
+    done = distloop("preflight", str(path), "--ssh-config", str(hosts.ssh_config), timeout_s=180)
+    assert done.returncode == 1, done.stderr[-2000:]
+    lines = [line for line in done.stderr.splitlines() if "preflight:" in line]
+    assert lines == [
+        f"distloop: preflight: {hosts.addresses[1]}: tensorflow: TF {other} here, "
+        f"{real.version} on {hosts.addresses[0]}: install the same version on every host"
+    ], done.stderr[-2000:]
 
 
 def test_preflight_names_localhost_in_a_cluster_of_hosts(tmp_path: Path) -> None:

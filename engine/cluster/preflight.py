@@ -3,11 +3,17 @@
 TensorFlow's tasks wait for each other without a word: a firewalled port, ``localhost``
 in a multi-host TF_CONFIG, a host whose TensorFlow or device count differs, or a data
 file missing on one host shows up as a cluster that never takes its first step. Here
-every host is asked over SSH (``distloop preflight --probe``) for its versions, its
-devices, the data paths and free disk, and whether its task's port is free; then each
-task listens on its real port for a moment while every other task connects to it, so
-a port that cannot be reached is named as the exact pair that fails. One finding a
-line, with its host and field.
+every host is asked over SSH (``distloop preflight --probe``) for its versions (from
+the installed packages' metadata, without importing TensorFlow), the data paths and
+free disk, and whether its task's port is free; then every task listens on its real
+port for a moment while every other task connects to it, so a port that cannot be
+reached is named as the exact pair that fails. One finding a line, with its host and
+field.
+
+Counting a host's devices means starting TensorFlow there (seconds): ``distloop
+preflight`` does (``devices``), ``distloop launch`` does not, since its tasks say
+their devices as their strategies exist and the launcher compares them before the
+first collective (``engine.cluster.devices``).
 """
 
 from __future__ import annotations
@@ -165,11 +171,18 @@ def is_loopback(host: str) -> bool:
 
 
 def preflight(
-    project: Project, config: TFConfig, hosts: SshLaunch, progress: Progress | None = None
+    project: Project,
+    config: TFConfig,
+    hosts: SshLaunch,
+    progress: Progress | None = None,
+    *,
+    devices: bool = True,
 ) -> list[Finding]:
     """Every finding, host by host; empty when the cluster can start. ``progress`` is told
     each step (a host's answer, a task's port listening, a task's connections), from the
-    thread that runs the check."""
+    thread that runs the check. ``devices``: also compare the devices a multi-worker
+    strategy would see on each host (TensorFlow started on every one)."""
+    count_devices = devices and project.strategy.kind == "multi_worker_mirrored"
     tasks = config.tasks()
     host_of = {str(t): parse_address(config.address(t))[0] for t in tasks}
     names = list(dict.fromkeys(host_of.values()))
@@ -206,7 +219,7 @@ def preflight(
             f"{hosts.command(host)} preflight --probe --folder {shlex.quote(hosts.folder(host))}"
             + "".join(f" --path {shlex.quote(p)}" for p in paths)
             + "".join(f" --port {port}" for port in ports)
-            + (" --devices" if project.strategy.kind == "multi_worker_mirrored" else "")
+            + (" --devices" if count_devices else "")
         )
         try:
             return json.loads(hosts.run(host, command))
@@ -215,8 +228,9 @@ def preflight(
         except ValueError:
             return Finding(host, "distloop", f"{hosts.command(host)} is not Distloop")
 
-    # Every host at once: a probe that counts devices starts TensorFlow there (seconds).
-    step(f"asking {len(names)} host(s) over ssh: versions, devices, data, disk, ports", 0)
+    # Every host at once: each answer takes a Python's start there, a device count seconds.
+    asked = "versions, devices, data" if count_devices else "versions, data"
+    step(f"asking {len(names)} host(s) over ssh: {asked}, disk, ports", 0)
     with ThreadPoolExecutor(max_workers=min(len(names), 32)) as pool:
         for host, answer in zip(names, pool.map(ask, names), strict=True):
             step(f"{host} answered")
@@ -290,59 +304,56 @@ def _compare(
 def _all_pairs(
     config: TFConfig, hosts: SshLaunch, host_of: dict[str, str], step: Callable[[str], None]
 ) -> list[Finding]:
-    """Each task listens on its real port; every other task connects to it."""
+    """Every task listens on its real port; every other task connects to it. All at once:
+    each listener and each connecting side is a Python started over ssh (a second or so)."""
     tasks = config.tasks()
     listeners: list[subprocess.Popen[str]] = []
-    findings: list[Finding] = []
     try:
         for task in tasks:
-            _, port = parse_address(config.address(task))
             host = host_of[str(task)]
-            step(f"{task} listens on port {port} on {host}")
+            _, port = parse_address(config.address(task))
             command = f"{hosts.command(host)} preflight --listen {port} --seconds {LISTEN_S:g}"
-            listener = subprocess.Popen(
-                hosts.ssh(host, command),
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.DEVNULL,
-                text=True,
-            )
-            listeners.append(listener)
-            assert listener.stdout is not None
-            if listener.stdout.readline().strip() != LISTENING:
-                findings.append(
-                    Finding(host_of[str(task)], "tf_config", f"{task} cannot listen on {port}")
+            listeners.append(
+                subprocess.Popen(
+                    hosts.ssh(host, command),
+                    stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.DEVNULL,
+                    text=True,
                 )
+            )
+        findings: list[Finding] = []
+        for task, listener in zip(tasks, listeners, strict=True):
+            host = host_of[str(task)]
+            _, port = parse_address(config.address(task))
+            step(f"{task} listens on port {port} on {host}")
+            if listener.stdout is None or listener.stdout.readline().strip() != LISTENING:
+                findings.append(Finding(host, "tf_config", f"{task} cannot listen on {port}"))
         if findings:
             return findings
-        resolved: dict[str, dict[str, str | None]] = {}
-        for source in tasks:
-            others = [config.address(t) for t in tasks if t != source]
-            if not others:
-                continue
-            host = host_of[str(source)]
-            step(f"{source} connects to every other task")
-            command = f"{hosts.command(host)} preflight --connect " + " ".join(
-                shlex.quote(a) for a in others
-            )
-            try:
-                results = json.loads(hosts.run(host, command))
-            except (OSError, ValueError) as exc:
-                findings.append(Finding(host, "ssh", str(exc)))
-                continue
-            for target, result in results.items():
-                resolved.setdefault(target, {})[host] = result["ip"]
-                if not result["ok"]:
-                    fix = "open that port on its host for this one"
-                    findings.append(
-                        Finding(
-                            host,
-                            "tf_config",
-                            f"{source} cannot reach {_task_at(config, target)} at {target}: "
-                            f"{result['error']}; {fix}",
-                            fix,
+        sources = tasks if len(tasks) > 1 else []
+        with ThreadPoolExecutor(max_workers=max(1, min(len(sources), 32))) as pool:
+            answers = pool.map(lambda t: _connect_from(config, hosts, host_of, t), sources)
+            resolved: dict[str, dict[str, str | None]] = {}
+            for source, answer in zip(sources, answers, strict=True):
+                host = host_of[str(source)]
+                step(f"{source} connected to every other task")
+                if isinstance(answer, Finding):
+                    findings.append(answer)
+                    continue
+                for target, result in answer.items():
+                    resolved.setdefault(target, {})[host] = result["ip"]
+                    if not result["ok"]:
+                        fix = "open that port on its host for this one"
+                        findings.append(
+                            Finding(
+                                host,
+                                "tf_config",
+                                f"{source} cannot reach {_task_at(config, target)} at "
+                                f"{target}: {result['error']}; {fix}",
+                                fix,
+                            )
                         )
-                    )
         for target, seen in resolved.items():
             if len({ip for ip in seen.values() if ip}) > 1:
                 views = ", ".join(f"{ip} from {host}" for host, ip in seen.items())
@@ -364,6 +375,21 @@ def _all_pairs(
             except subprocess.TimeoutExpired:
                 listener.terminate()
                 listener.wait()
+
+
+def _connect_from(
+    config: TFConfig, hosts: SshLaunch, host_of: dict[str, str], source: TaskSpec
+) -> dict[str, dict[str, Any]] | Finding:
+    """What ``source``'s host answers when it connects to every other task."""
+    host = host_of[str(source)]
+    others = [config.address(t) for t in config.tasks() if t != source]
+    command = f"{hosts.command(host)} preflight --connect " + " ".join(
+        shlex.quote(a) for a in others
+    )
+    try:
+        return json.loads(hosts.run(host, command))
+    except (OSError, ValueError) as exc:
+        return Finding(host, "ssh", str(exc))
 
 
 def _task_at(config: TFConfig, address: str) -> TaskSpec | str:

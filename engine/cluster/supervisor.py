@@ -16,7 +16,16 @@ from pathlib import Path
 from typing import Literal
 
 from ..config import Project
-from ..messages import EvalMetrics, Log, Message, RunFailed, RunFinished, RunStarted, StepMetrics
+from ..messages import (
+    EvalMetrics,
+    Log,
+    Message,
+    RunFailed,
+    RunFinished,
+    RunStarted,
+    StepMetrics,
+    StrategyReady,
+)
 from ..netns import PrivateNetwork, PrivateNetworkUnavailable, start_private_network
 from ..process import EngineProcess
 from ..resume_rules import refuse_strategy
@@ -24,6 +33,7 @@ from ..run_folder import TASKS_DIR, RunFolderError, RunFolderLock, prepare_resum
 from ..stack_dumps import TaskStack, ask_for_stacks, diagnose
 from ..tf_config import TaskSpec
 from .blame import STALLED, cause, stopped_tasks
+from .devices import DEVICES_DIFFER, devices_text, odd_worker
 from .plan import local_cluster_config, serves_only, task_dir_name, task_project
 from .remote import RemoteEngine
 from .ssh import SshLaunch
@@ -68,6 +78,8 @@ class _Task:
         self.last_line = ""
         self.last_step: int | None = None
         self.started: RunStarted | None = None
+        self.devices: list[str] | None = None
+        """Where its replicas run, as its StrategyReady said (multi-worker tasks only)."""
         self.terminal: RunFinished | RunFailed | None = None
 
 
@@ -357,6 +369,9 @@ class LocalCluster:
             else:
                 what = f"serves {message.serving}" if message.serving else "started its loop"
                 self._note(f"{task.name} {what}", task=task.name)
+        elif isinstance(message, StrategyReady):
+            task.devices = message.devices
+            self._compare_devices()
         elif isinstance(message, StepMetrics):
             task.last_step = message.steps[-1]
             if reporter:
@@ -382,6 +397,31 @@ class LocalCluster:
                 self._folder.evaluated(message)
             self._pass_on(message)
         self._release_start()
+
+    def _compare_devices(self) -> None:
+        """Once every trainer's strategy exists: a worker whose devices are not its peers'
+        fails the run now, before the first collective waits for it for ever."""
+        trainers = self._trainers()
+        if self._ending is not None or any(t.devices is None for t in trainers):
+            return
+        odd = odd_worker({t.name: t.devices or [] for t in trainers}, self.reporting_task)
+        if odd is None:
+            same = devices_text(trainers[0].devices or [])
+            self._note(f"the workers' devices agree: {same} on each")
+            return
+        task, peer = (next(t for t in trainers if t.name == name) for name in odd)
+        self._failures.append(
+            RunFailed(
+                error_type=DEVICES_DIFFER,
+                message=f"its replicas run on {devices_text(task.devices or [])} "
+                f"({task.address}), {peer.name}'s on {devices_text(peer.devices or [])} "
+                f"({peer.address}): multi_worker_mirrored needs the same devices on every "
+                "worker, else its first collective waits for ever; give each worker as many "
+                "devices of one kind (CUDA_VISIBLE_DEVICES on each host)",
+                task=task.name,
+                known=True,
+            )
+        )
 
     def _pass_on(self, message: Message) -> None:
         """The reporter's message, behind its RunStarted while that is held."""

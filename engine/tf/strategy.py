@@ -174,14 +174,20 @@ def strategy_devices(strategy: tf.distribute.Strategy) -> list[str]:
     return [str(extended.parameter_devices[0])] if extended.parameter_devices else []
 
 
+def in_cluster(strategy: tf.distribute.Strategy) -> bool:
+    """True for one task of a cluster of processes (its TF_CONFIG names its task)."""
+    resolver = getattr(strategy, "cluster_resolver", None)
+    return resolver is not None and bool(resolver.task_type)
+
+
 def is_chief(strategy: tf.distribute.Strategy) -> bool:
     """The task that keeps checkpoints and writes metrics: the chief, else worker 0.
 
     A single-process run (no cluster resolver, or one without a task type) is its
     own chief.
     """
-    resolver = getattr(strategy, "cluster_resolver", None)
-    if resolver is None or not resolver.task_type:
+    if not in_cluster(strategy):
         return True
+    resolver = strategy.cluster_resolver
     chief = chief_of(resolver.cluster_spec().as_dict())
     return (resolver.task_type, resolver.task_id) == (chief.type, chief.index)

@@ -20,7 +20,7 @@ import tensorflow as tf
 
 from ..channel import Channel
 from ..config import Project, uneven_batch_warnings
-from ..messages import RunFinished, RunStarted
+from ..messages import RunFinished, RunStarted, StrategyReady
 from ..reporting import StepReporter
 from ..run_folder import (
     EVAL_FILE,
@@ -49,6 +49,7 @@ from .ps_loop import train_parameter_server
 from .strategy import (
     build_strategy,
     configure_devices,
+    in_cluster,
     is_chief,
     replica_devices,
     strategy_devices,
@@ -84,6 +85,8 @@ def train(
     # Loaded before the strategy exists, so a broken file fails the run at once.
     code = load_user_code(project.custom_code.path) if project.custom_code else None
     strategy = build_strategy(project.strategy)
+    if project.strategy.kind == "multi_worker_mirrored" and in_cluster(strategy):
+        channel.send(StrategyReady(devices=strategy_devices(strategy)))
     chief = is_chief(strategy)
     with strategy.scope():
         if code is None:
