@@ -1063,6 +1063,8 @@ def command_cluster_dump(run_dir: Path) -> int:
     if status.get("host") not in (None, socket.gethostname()):
         _err(f"distloop: the cluster runs on {status['host']}: run --dump there")
         return EXIT_FAILED
+    if isinstance(status.get("launch"), dict):
+        return _dump_launch(run_dir, status["launch"])
     found = {
         name: (info["pid"], run_dir / info["run_dir"])
         for name, info in tasks.items()
@@ -1076,6 +1078,29 @@ def command_cluster_dump(run_dir: Path) -> int:
     for line in diagnose(stacks):
         print(line)
     _err(f"distloop: each task's stacks: {run_dir / TASKS_DIR}/*/stacks.txt")
+    return EXIT_OK
+
+
+def _dump_launch(run_dir: Path, settings: dict[str, str | None]) -> int:
+    """The dump of a launch: its tasks are on their hosts (the pids in its status.json are
+    its ssh clients'), so each host is asked over ssh, as the launcher itself does."""
+    from .stack_dumps import diagnose
+
+    project = _load(run_dir / PROJECT_FILE)
+    if project is None:
+        return EXIT_FAILED
+    hosts = SshLaunch.from_settings(settings, project)
+    try:
+        config = hosts.tf_config(project)
+        stacks = hosts.ask_for_stacks(config, config.tasks())
+    except ProblemsError as exc:
+        _err(f"distloop: {exc}")
+        return EXIT_FAILED
+    finally:
+        hosts.close()
+    for line in diagnose(stacks):
+        print(line)
+    _err("distloop: each task's stacks: " + ", ".join(s.file for s in stacks if s.file))
     return EXIT_OK
 
 

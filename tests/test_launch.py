@@ -4,6 +4,7 @@ channel (``distloop run --messages``) that carries each task's messages back."""
 
 from __future__ import annotations
 
+import contextlib
 import importlib.metadata
 import json
 import os
@@ -18,11 +19,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from distloop.engine.cluster import LocalCluster
 from distloop.engine.cluster.preflight import preflight
 from distloop.engine.cluster.ssh import SshLaunch
 from distloop.engine.config import load_project_data
 from distloop.engine.message_stream import read_message
-from distloop.engine.messages import RunFinished, RunStarted, StepMetrics
+from distloop.engine.messages import Log, Message, RunFinished, RunStarted, StepMetrics
 from distloop.engine.run_folder import read_metrics, read_status
 from distloop.engine.tf_config import TFConfig
 from distloop_testing import REPO, distloop, run_engine
@@ -196,6 +198,111 @@ def test_killing_the_launcher_s_ssh_ends_the_remote_tasks(hosts: SshHosts, tmp_p
     for task in ("worker-0", "worker-1"):
         status = read_status(tmp_path / "remote" / "run" / "tasks" / task)
         assert status["status"] == "stopped", status
+
+
+def _engine_pid(namespace: str) -> int:
+    """The engine process of the one task running in a host (the spawned child of its
+    ``distloop run``)."""
+    pids = subprocess.run(
+        ["ip", "netns", "pids", namespace], capture_output=True, text=True, timeout=30
+    ).stdout.split()
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            if b"spawn_main" in Path(f"/proc/{pid}/cmdline").read_bytes():
+                return int(pid)
+    raise AssertionError(f"no engine process in {namespace}")
+
+
+@pytest.mark.slow
+def test_dump_of_a_launch_names_the_remote_task_that_is_stopped(
+    hosts: SshHosts, tmp_path: Path
+) -> None:
+    """Worker 1's engine stopped (SIGSTOP) on its host: ``distloop cluster --dump DIR``
+    has every task dump its stacks into its folder on its host (over ssh; the pids in the
+    launch's status.json are its ssh clients', which SIGUSR1 would end), names worker 1
+    as the one that did not answer, and the launch goes on to stop when asked."""
+    out = tmp_path / "run"
+    project = _project(hosts, tmp_path, steps=100_000)
+    launcher = subprocess.Popen(
+        _launch(hosts, project, out, tmp_path / "remote", "--quiet"),
+        cwd=REPO,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 240
+        while not (out / "metrics.csv").exists() or len(read_metrics(out)["step"]) < 20:
+            assert launcher.poll() is None, launcher.communicate()[1][-3000:]
+            assert time.monotonic() < deadline, "the launch never reached step 20"
+            time.sleep(0.3)
+        engine = _engine_pid(hosts.namespaces[1])
+        os.kill(engine, signal.SIGSTOP)
+        try:
+            dumped = distloop("cluster", "--dump", str(out), timeout_s=90)
+        finally:
+            with contextlib.suppress(ProcessLookupError):  # ended by a failed cluster
+                os.kill(engine, signal.SIGCONT)
+        launcher.send_signal(signal.SIGINT)
+        launcher.communicate(timeout=120)
+    finally:
+        if launcher.poll() is None:
+            launcher.kill()
+            launcher.wait()
+    assert dumped.returncode == 0, dumped.stderr
+    assert dumped.stdout.splitlines()[0].startswith("worker:1 did not answer: it is stopped")
+    chief = tmp_path / "remote" / "run" / "tasks" / "worker-0" / "stacks.txt"
+    assert f"{hosts.addresses[0]}:{chief}" in dumped.stderr, dumped.stderr
+    stacks = chief.read_text()
+    assert "most recent call first" in stacks and "child_main.py" in stacks
+    assert read_status(out)["status"] == "stopped"
+
+
+@pytest.mark.slow
+def test_a_launch_without_steps_for_a_while_says_where_each_remote_task_stands(
+    hosts: SshHosts, tmp_path: Path
+) -> None:
+    """The launcher's quiet-time dump, as a local cluster's: worker 1's engine stopped on
+    its host, the run names it in one line once no step came for the quiet time."""
+    project = load_project_data(json.loads(_project(hosts, tmp_path, steps=100_000).read_text()))
+    launch = SshLaunch(
+        run_name="quiet",
+        ssh_config=hosts.ssh_config,
+        remote_command=f"{sys.executable} -m distloop.gui.launcher",
+        remote_dir=str(tmp_path / "remote"),
+    )
+    cluster = LocalCluster(project, tmp_path / "run", hosts=launch)
+    cluster.quiet_dump_s = 3.0
+    said, stopped = None, None
+    seen: list[Message] = []
+    try:
+        cluster.start()
+        deadline = time.monotonic() + 240
+        while not cluster.done:
+            assert time.monotonic() < deadline, "the launch timed out"
+            for message in cluster.poll(0.2):
+                seen.append(message)
+                if isinstance(message, StepMetrics) and stopped is None and message.steps[-1] > 20:
+                    stopped = _engine_pid(hosts.namespaces[1])
+                    os.kill(stopped, signal.SIGSTOP)
+                elif (
+                    isinstance(message, Log)
+                    and message.text.startswith("no step for")
+                    and stopped is not None  # not a pause of a loaded machine before it
+                ):
+                    said = message.text
+                    os.kill(stopped, signal.SIGCONT)
+                    cluster.request_stop()
+    finally:
+        if stopped is not None:
+            with contextlib.suppress(ProcessLookupError):  # ended by a failed cluster
+                os.kill(stopped, signal.SIGCONT)
+        cluster.close()
+        launch.close()
+    assert said is not None, [m for m in seen if not isinstance(m, StepMetrics)][-8:]
+    assert "worker:1 did not answer: it is stopped, or stuck outside Python" in said, said
+    chief = tmp_path / "remote" / "quiet" / "tasks" / "worker-0" / "stacks.txt"
+    assert f"{hosts.addresses[0]}:{chief}" in said
+    assert "most recent call first" in chief.read_text()
 
 
 def _processes_besides_sshd(namespace: str) -> list[str]:

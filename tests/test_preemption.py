@@ -186,7 +186,11 @@ def test_a_cluster_without_steps_for_a_while_says_where_each_task_stands(tmp_pat
                 if isinstance(message, StepMetrics) and stopped is None and message.steps[-1] > 30:
                     stopped = next(t.pid for t in cluster.tasks() if t.name == "worker:1")
                     os.kill(stopped, signal.SIGSTOP)
-                elif isinstance(message, Log) and message.text.startswith("no step for"):
+                elif (
+                    isinstance(message, Log)
+                    and message.text.startswith("no step for")
+                    and stopped is not None  # not a pause of a loaded machine before it
+                ):
                     said = message.text
                     os.kill(stopped, signal.SIGCONT)
                     cluster.request_stop()

@@ -104,8 +104,9 @@ class LocalCluster:
 
     stop_grace_s: float = STOP_GRACE_S
     quiet_dump_s: float = QUIET_DUMP_S
-    """After this long without a step (once stepping began), every task here writes its
-    stacks and the run names the task not where its peers wait (``engine.stack_dumps``)."""
+    """After this long without a step (once stepping began), every task writes its stacks
+    (a launch's on their hosts, asked over ssh) and the run names the task not where its
+    peers wait (``engine.stack_dumps``)."""
     """How long a requested stop may take before the cluster kills its own stragglers:
     a multi-worker stop first agrees on a step and saves a checkpoint there."""
 
@@ -514,14 +515,18 @@ class LocalCluster:
         )
 
     def _dump_stacks(self, quiet_s: float) -> None:
-        """Where each task stands, in the log: a hang says where it is before it times out."""
-        if self._hosts is not None:  # asked over ssh: the window's Dump Stacks, not the poll
-            return
-        lines = diagnose(self.dump_stacks())
+        """Where each task stands, in the log: a hang says where it is before it times out.
+        A launch's tasks are asked over ssh, all at once (a few seconds, as a local dump)."""
+        stacks = self.dump_stacks()
+        where = (
+            f"{TASKS_DIR}/*/stacks.txt"
+            if self._hosts is None
+            else ", ".join(s.file for s in stacks if s.file)
+        )
         self._note(
             f"no step for {quiet_s:.0f} s: "
-            + "; ".join(lines)
-            + f" (each task's stacks: {TASKS_DIR}/*/stacks.txt)",
+            + "; ".join(diagnose(stacks))
+            + f" (each task's stacks: {where})",
             level="warning",
         )
 
