@@ -68,10 +68,12 @@ def ssh_hosts(
     folder: Path,
     count: int,
     hidden: dict[int, Path] | None = None,
+    small: dict[int, Path] | None = None,
     doors: dict[int, int] | None = None,
 ) -> Iterator[SshHosts]:
     """``hidden``: a folder a host does not see (an empty tmpfs over it, in a mount
-    namespace of that host's sshd), as a file missing on one machine of a cluster.
+    namespace of that host's sshd), as a file missing on one machine of a cluster;
+    ``small``: a folder on a disk of 1 MiB there, as a host whose disk is full.
     ``doors``: hosts whose sshd listens only on a second address of theirs, on this
     port, as a machine reached by another name than its cluster's."""
     folder.mkdir(parents=True, exist_ok=True)
@@ -137,8 +139,13 @@ def ssh_hosts(
             )
             sshd = shutil.which("sshd") or _sbin("sshd") or "sshd"
             start = [sshd, "-f", str(config), "-E", str(host / "log")]
-            if hidden and i in hidden:
-                cover = f"mount -t tmpfs tmpfs {shlex.quote(str(hidden[i]))}"
+            covers = [
+                f"mount -t tmpfs {options} tmpfs {shlex.quote(str(paths[i]))}"
+                for paths, options in ((hidden or {}, ""), (small or {}, "-o size=1m"))
+                if i in paths
+            ]
+            if covers:
+                cover = " && ".join(covers)
                 start = [
                     "unshare", "--mount", "--propagation", "private", "sh", "-c",
                     f"{cover} && exec {shlex.join(start)}",

@@ -456,15 +456,18 @@ def test_a_launch_hosts_entry_for_no_host_of_the_cluster_is_refused(tmp_path: Pa
 
 @pytest.mark.slow
 def test_preflight_finds_a_data_file_missing_on_one_host(tmp_path: Path) -> None:
+    """Host 1 does not see the data's folder, and its runs folder is on a disk of 1 MiB:
+    a finding each, that host's, with the field and the fix."""
     reason = unavailable_reason()
     if reason:
         pytest.skip(reason)
-    data = tmp_path / "data"
+    data, remote = tmp_path / "data", tmp_path / "remote"
     data.mkdir()
+    remote.mkdir()
     rng = np.random.default_rng(0)
     np.savez(data / "train.npz", x=rng.normal(size=(64, 6)).astype("float32"),
              y=rng.integers(0, 3, size=64))  # fmt: skip
-    with ssh_hosts(tmp_path / "hosts", 2, hidden={1: data}) as hosts:
+    with ssh_hosts(tmp_path / "hosts", 2, hidden={1: data}, small={1: remote}) as hosts:
         path = _project(hosts, tmp_path)
         project = json.loads(path.read_text())
         project["data"] = {"source": "numpy", "path": str(data / "train.npz"),
@@ -472,13 +475,19 @@ def test_preflight_finds_a_data_file_missing_on_one_host(tmp_path: Path) -> None
         path.write_text(json.dumps(project))
         done = distloop(
             "preflight", str(path), "--ssh-config", str(hosts.ssh_config),
-            "--remote-command", f"{sys.executable} -m distloop.gui.launcher", timeout_s=180,
+            "--remote-command", f"{sys.executable} -m distloop.gui.launcher",
+            "--remote-dir", str(remote), timeout_s=180,
         )  # fmt: skip
     assert done.returncode == 1, done.stderr[-2000:]
     assert (
         f"distloop: preflight: {hosts.addresses[1]}: data.path: {data / 'train.npz'} is not "
         "there: copy it to this host"
     ) in done.stderr, done.stderr[-2000:]
+    assert (
+        f"distloop: preflight: {hosts.addresses[1]}: disk: 1.0 MiB free under "
+        f"{remote}/preflight, its tasks' run folders need about "
+    ) in done.stderr, done.stderr[-2000:]
+    assert "MiB: free some space there, or put the runs on another disk" in done.stderr
     assert hosts.addresses[0] not in done.stderr.replace(f"{hosts.addresses[0]}:", "")
 
 

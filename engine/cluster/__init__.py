@@ -13,6 +13,8 @@ One job a module:
 ``supervisor``  :class:`LocalCluster`: starts, follows, merges and stops the tasks
 ``blame``       which task a failed run names: one that died, one that stopped
                 responding (its peers' errors name it), one that failed on its own
+``devices``     whether a multi-worker cluster's workers run on the same devices,
+                from what each task says as its strategy exists
 ``slurm``       a task's TF_CONFIG computed from the variables ``srun`` sets
                 (``distloop run --task-from slurm``)
 ``top_folder``  the top level of the cluster's run folder (each task writes its own

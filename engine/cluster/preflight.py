@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import __version__
-from ..config import Project
+from ..config import Project, bytes_text, memory_estimate
 from ..export_storage import local_paths
 from ..message_stream import ControlChannel
 from ..tf_config import TaskSpec, TFConfig, parse_address
@@ -45,6 +45,10 @@ LISTEN_S = 30.0
 """How long each task's port listens while the others connect to it."""
 CONNECT_TIMEOUT_S = 3.0
 LISTENING = "listening"
+TENSORFLOW_DISTRIBUTIONS = ("tensorflow", "tensorflow-cpu", "tensorflow-gpu", "tf-nightly")
+"""The names TensorFlow is installed under (its metadata: importing it takes seconds)."""
+RUN_FOLDER_MARGIN_BYTES = 64 * 2**20
+"""A task's engine.log, metrics.csv and status beside its checkpoints, with room to spare."""
 
 
 Progress = Callable[[int, int, str], None]
@@ -80,10 +84,9 @@ class Finding:
 
 def probe(paths: list[str], ports: list[int], folder: str, *, devices: bool) -> dict[str, Any]:
     """This host's side of the pre-flight, as one JSON-ready dict (runs on the host)."""
-    try:
-        tensorflow = importlib.metadata.version("tensorflow")
-    except importlib.metadata.PackageNotFoundError:
-        tensorflow = None
+    tensorflow = next(
+        (version for name in TENSORFLOW_DISTRIBUTIONS if (version := _installed(name))), None
+    )
     found: dict[str, Any] = {
         "distloop": __version__,
         "python": platform.python_version(),
@@ -101,6 +104,14 @@ def probe(paths: list[str], ports: list[int], folder: str, *, devices: bool) -> 
         except (TimeoutError, RuntimeError) as exc:
             found["devices_error"] = str(exc)
     return found
+
+
+def _installed(distribution: str) -> str | None:
+    """The version pip recorded for ``distribution``, without importing it."""
+    try:
+        return importlib.metadata.version(distribution)
+    except importlib.metadata.PackageNotFoundError:
+        return None
 
 
 def _path_size(path: Path) -> int | None:
@@ -239,8 +250,37 @@ def preflight(
             else:
                 reports[host] = answer
     findings += _compare(reports, project, fields)
+    findings += _disk(reports, project, hosts, host_of)
     if not findings:
         findings += _all_pairs(config, hosts, host_of, step)
+    return findings
+
+
+def _disk(
+    reports: dict[str, dict[str, Any]],
+    project: Project,
+    hosts: SshLaunch,
+    host_of: dict[str, str],
+) -> list[Finding]:
+    """A host whose disk cannot hold its tasks' run folders: each keeps checkpoints of
+    the weights and optimizer slots (the last one and the one being written) and a
+    ``model.keras``, and logs and metrics (:data:`RUN_FOLDER_MARGIN_BYTES`)."""
+    per_task = 2 * memory_estimate(project).parameters + RUN_FOLDER_MARGIN_BYTES
+    findings: list[Finding] = []
+    for host, report in reports.items():
+        free = report.get("free_bytes")
+        needed = per_task * sum(1 for name in host_of.values() if name == host)
+        if isinstance(free, int) and free < needed:
+            fix = "free some space there, or put the runs on another disk (--remote-dir)"
+            findings.append(
+                Finding(
+                    host,
+                    "disk",
+                    f"{bytes_text(free)} free under {hosts.folder(host)}, its tasks' run folders "
+                    f"need about {bytes_text(needed)}: {fix}",
+                    fix,
+                )
+            )
     return findings
 
 
