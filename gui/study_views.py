@@ -339,16 +339,29 @@ class StudyPanel(QWidget):
         selected = self.selected_numbers()
         self.results = results
         self.problem.hide()
+        rows = self.model.rowCount()
         self.model.set_results(results)
         if first:
             self.table.resizeColumnsToContents()
             selected = []
+        elif self.model.rowCount() != rows:
+            self._widen_columns()
         self.select_trials_by_number(selected, draw=False)
         for plot in (self.history, self.parallel, self.importance):
             plot.show_results(results)
         self._mark_selection()
         self._show_title()
         self._update_actions()
+
+    def _widen_columns(self) -> None:
+        """Columns as wide as the new rows need, never narrower than they are: a study
+        opened with one trial running had its state and objective cut short once trials
+        ended (``compl…``), and a width the user chose stays."""
+        header = self.table.horizontalHeader()
+        for column in range(self.model.columnCount()):
+            wanted = self.table.sizeHintForColumn(column)
+            if wanted > header.sectionSize(column):
+                header.resizeSection(column, wanted)
 
     def _show_title(self) -> None:
         results = self.results
