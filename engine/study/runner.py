@@ -232,8 +232,9 @@ class Study:
         return samplers.TPESampler(seed=settings.seed, n_startup_trials=self._startup_trials())
 
     def _startup_trials(self) -> int:
-        """Random trials before TPE models the results: a quarter of the budget, 2 to 10."""
-        return max(2, min(10, self.plan.settings.trials // 4))
+        """Trials before TPE models the results and the median pruner judges: a quarter
+        of those planned (a grid's are its combinations, however many were asked), 2 to 10."""
+        return max(2, min(10, self.plan.planned_trials() // 4))
 
     def _pruner(self) -> Any:
         pruners = self._optuna.pruners
