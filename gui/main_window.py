@@ -55,6 +55,7 @@ from ..engine.run_history import RunSummary
 from ..engine.run_model import RunModel
 from ..engine.study.folders import read_entry
 from ..engine.study.runner import StudyPlan, new_study_dir, read_plan, write_plan
+from ..engine.validation import Validation
 from . import dialogs, settings
 from .cluster_panel import ClusterPanel
 from .dataset_preview import DatasetPreview
@@ -76,7 +77,6 @@ from .study_dialog import ask_study
 from .study_session import StudySession
 from .study_views import StudyPanel
 from .try_it_panel import TryItPanel
-from .validation import Validation
 
 DEFAULT_SIZE = (1400, 900)
 MIN_PLOT_SIZE = (320, 160)  # pixels of graph (the plot's controls come on top): readable

@@ -15,7 +15,7 @@ from PySide6.QtWidgets import QLabel, QListWidget, QListWidgetItem, QStyle, QVBo
 
 from ..engine.config import Project
 from ..engine.problems import Problem
-from .validation import Validation
+from ..engine.validation import Validation
 
 _FIELD_FIRST = re.compile(
     rf"^((?:{'|'.join(Project.model_fields)})(?:\.[A-Za-z0-9_]+)*): (.+)$", re.DOTALL

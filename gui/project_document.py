@@ -22,12 +22,12 @@ from ..engine.examples import load_example
 from ..engine.fileio import atomic_write_text
 from ..engine.messages import DevicesDetected
 from ..engine.problems import ProblemsError
+from ..engine.validation import Validation, differences, validate
 from . import dialogs, file_dialogs, settings
 from .export_dialog import ExportDialog
 from .exports import save_script_as
 from .folder_scans import FolderScans
 from .project_editor import ProjectEditor
-from .validation import Validation, differences, validate
 
 FILE_FILTER = "Distloop projects (*.json);;All files (*)"
 STARTER_EXAMPLE = "seed"

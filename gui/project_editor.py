@@ -28,6 +28,7 @@ from ..engine.config import SCHEMA_VERSION, LaunchConfig, Project
 from ..engine.messages import DevicesDetected
 from ..engine.problems import Loc, Problem
 from ..engine.process import detect_devices
+from ..engine.validation import Validation
 from .auto_form import AutoForm
 from .custom_code_form import CustomCodeForm
 from .data_form import DataForm
@@ -42,7 +43,6 @@ from .section_bar import SectionBar
 from .strategy_form import StrategyForm
 from .tf_config_editor import TFConfigEditor
 from .training_form import TrainingForm
-from .validation import Validation
 
 SCROLL_AFTER_MS = 100
 

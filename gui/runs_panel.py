@@ -22,6 +22,7 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
+import numpy as np
 from PySide6.QtCore import (
     QFileSystemWatcher,
     QItemSelectionModel,
@@ -54,18 +55,20 @@ from PySide6.QtWidgets import (
 )
 
 from ..engine.resume_rules import RESUMABLE_STATUSES
+from ..engine.run_curves import (
+    STEP,
+    WALL_TIME,
+    X_AXES,
+    comparable_metrics,
+    legend_names,
+    metric_curve,
+)
 from ..engine.run_folder import default_runs_root, has_model
 from ..engine.run_history import RunSummary, delete_run, list_runs, summarize
 from ..engine.run_model import RunModel
 from . import dialogs, file_dialogs
 from .exports import CSV_FILTER, copy_metrics
 from .loss_plot import LossPlot
-from .past_runs import (
-    STEP,
-    WALL_TIME,
-    comparable_metrics,
-    compare_runs,
-)
 from .runs_model import SORT_ROLE, Column, RunsTableModel
 
 HEADER_KEY = "runsPanel/columns"
@@ -747,3 +750,31 @@ class RunsPanel(QWidget):
         header = self.table.horizontalHeader()
         if state is not None and header.restoreState(state):
             self.table.sortByColumn(header.sortIndicatorSection(), header.sortIndicatorOrder())
+
+
+def compare_runs(
+    plot: LossPlot, runs: list[RunSummary], metric: str = "loss", x_axis: str = STEP
+) -> tuple[dict[Path, str], list[str]]:
+    """Draws exactly ``runs`` on ``plot`` as compared runs, by ``metric`` against ``x_axis``.
+
+    Returns why a run could not be read (one line, by its folder) and the legend
+    names of the runs that have no ``metric``.
+    """
+    plot.clear_comparisons()
+    problems: dict[Path, str] = {}
+    missing: list[str] = []
+    names = legend_names(runs)
+    for run in runs:
+        try:
+            x, values = metric_curve(run.path, metric, x_axis)
+        except FileNotFoundError:  # a run that ended before its first step recorded nothing
+            x, values = np.empty(0), np.empty(0)
+        except (OSError, UnicodeDecodeError) as exc:
+            problems[run.path] = f"{run.name}: {getattr(exc, 'strerror', None) or exc}"
+            continue
+        if not len(values):
+            missing.append(names[run.path])
+            continue
+        plot.add_comparison(str(run.path), names[run.path], x, values)
+    plot.set_comparison_axes(X_AXES[x_axis] if runs else X_AXES[STEP], metric if runs else "loss")
+    return problems, missing

@@ -32,7 +32,7 @@ class ClusterPlan:
         return not self.problems
 
     def summary(self) -> str:
-        """The status bar's words, like :meth:`gui.validation.Validation.summary`."""
+        """The status bar's words, like :meth:`engine.validation.Validation.summary`."""
         if self.problems:
             count = len(self.problems)
             return f"Cannot run as a local cluster: {count} problem{'s' if count != 1 else ''}"

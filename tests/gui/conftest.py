@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 import qasync
+from distloop.engine.validation import Validation
 from distloop.gui import dialogs
 from distloop.gui.main_window import MainWindow
-from distloop.gui.validation import Validation
 from PySide6.QtCore import QCoreApplication, QSettings
 from PySide6.QtWidgets import QApplication
 

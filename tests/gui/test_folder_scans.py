@@ -11,11 +11,11 @@ from types import SimpleNamespace
 import pytest
 from data_folders import write_image_folder
 from distloop.engine.data_sources import folders
+from distloop.engine.validation import Validation
 from distloop.gui import folder_scans
 from distloop.gui.folder_scan_worker import Cancelled, Shared, changed, scan
 from distloop.gui.main_window import MainWindow
 from distloop.gui.problem_marks import is_marked, problem_tooltip
-from distloop.gui.validation import Validation
 from pytestqt.qtbot import QtBot
 
 Scanned = Callable[[MainWindow], Validation]

@@ -7,9 +7,9 @@ import zipfile
 import pytest
 from distloop.engine.config import DenseLayer, DropoutLayer, ModelConfig, TrainingConfig
 from distloop.engine.examples import load_example
+from distloop.engine.validation import validate
 from distloop.gui.model_form import ModelForm
 from distloop.gui.training_form import TrainingForm
-from distloop.gui.validation import validate
 
 
 @pytest.fixture

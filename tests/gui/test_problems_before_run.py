@@ -10,8 +10,8 @@ from typing import Any
 
 from data_folders import write_image_folder
 from distloop.engine.messages import DeviceInfo, DevicesDetected
+from distloop.engine.validation import Validation
 from distloop.gui.main_window import MainWindow
-from distloop.gui.validation import Validation
 
 Scanned = Callable[[MainWindow], Validation]
 

@@ -21,6 +21,7 @@ from distloop.engine.config import Project, load_project
 from distloop.engine.examples import load_example
 from distloop.engine.messages import EvalMetrics, RunFailed
 from distloop.engine.resume_rules import ResumableRun, layout_of, window_refusal
+from distloop.engine.run_curves import WALL_TIME
 from distloop.engine.run_folder import (
     EvalWriter,
     MetricsWriter,
@@ -37,7 +38,6 @@ from distloop.gui.app import app_icon
 from distloop.gui.exports import copy_metrics
 from distloop.gui.log_file_window import read_tail
 from distloop.gui.main_window import MainWindow
-from distloop.gui.past_runs import WALL_TIME
 from distloop.gui.runs_model import Column
 from distloop.gui.runs_panel import HEADER_KEY, RunsPanel
 from distloop_testing import crafted_status_folders

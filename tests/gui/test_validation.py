@@ -173,7 +173,7 @@ def test_a_keras_file_nested_past_the_recursion_limit_is_a_problem_on_its_field(
     """Every validation of the window read it: a RecursionError (twice) before."""
     import zipfile
 
-    from distloop.gui.validation import validate
+    from distloop.engine.validation import validate
 
     path = tmp_path / "deep.keras"
     with zipfile.ZipFile(path, "w") as archive:

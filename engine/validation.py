@@ -1,25 +1,41 @@
-"""Judging the forms' content exactly as the CLI judges a project file."""
+"""Judging the window's forms exactly as the CLI judges a project file (TF-free, Qt-free).
+
+The forms hand over their content as a dict; it goes through the engine's own loader
+and the same file checks (:mod:`engine.run_checks`), so the window cannot accept what
+``distloop validate`` refuses, and its reasons read the same.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
-from ..engine.config import (
+from .config import (
     Project,
     canonical_device,
     data_check_part,
     load_project_data,
     uneven_batch_warnings,
 )
-from ..engine.data_sources import source_of
-from ..engine.data_sources.folders import checked_folder
-from ..engine.messages import DevicesDetected
-from ..engine.model_shapes import model_file_problems
-from ..engine.problems import Problem, ProblemsError
-from ..engine.run_checks import file_findings
-from .folder_scans import FolderScans
+from .data_sources import source_of
+from .data_sources.folders import FolderSummary, checked_folder
+from .messages import DevicesDetected
+from .model_shapes import model_file_problems
+from .problems import Problem, ProblemsError
+from .run_checks import file_findings
+
+
+class FolderScans(Protocol):
+    """The window's folder scans, made off its event loop (``gui.folder_scans``)."""
+
+    def missing(self, project: Project, *, at_once: bool = False) -> list[str]:
+        """The folder fields whose folder is not scanned yet; asks for their scans."""
+        ...
+
+    def cached(self, path: str, extensions: tuple[str, ...]) -> FolderSummary:
+        """A scanned folder's summary (a ``FolderScanner``)."""
+        ...
 
 
 @dataclass(frozen=True)

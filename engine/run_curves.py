@@ -1,9 +1,8 @@
-"""Past runs in the window: their curves to compare.
+"""Past runs' curves to compare: by which metric, against step or wall time (TF-free).
 
-Everything here reads what the engine left on disk (``metrics.csv``, ``eval.csv``,
-``project.json``), so a run looks the same whether it ran a minute ago in this
-window, last week from the command line, or on another machine. A past run shown as
-the plot's own run is loaded as a run model (``engine.run_model``), as a live run is fed.
+Everything here reads what the engine left on disk (``metrics.csv``, ``eval.csv``),
+so a run compares the same whether it ran a minute ago in the window, last week from
+the command line, or on another machine. The window draws them (``gui.runs_panel``).
 """
 
 from __future__ import annotations
@@ -14,8 +13,8 @@ from pathlib import Path
 import numpy as np
 from numpy.typing import NDArray
 
-from ..engine.csv_summary import peek
-from ..engine.run_folder import (
+from .csv_summary import peek
+from .run_folder import (
     EVAL_FILE,
     METRICS_FILE,
     folder_stamp,
@@ -23,8 +22,7 @@ from ..engine.run_folder import (
     read_eval,
     read_metrics,
 )
-from ..engine.run_history import RunSummary
-from .loss_plot import LossPlot
+from .run_history import RunSummary
 
 STEP = "step"
 WALL_TIME = "elapsed_s"
@@ -92,31 +90,3 @@ def legend_names(runs: list[RunSummary]) -> dict[Path, str]:
         stamp = folder_stamp(run.path)
         names[run.path] = f"{run.name} ({f'{stamp:%m-%d %H:%M:%S}' if stamp else run.path.name})"
     return names
-
-
-def compare_runs(
-    plot: LossPlot, runs: list[RunSummary], metric: str = "loss", x_axis: str = STEP
-) -> tuple[dict[Path, str], list[str]]:
-    """Draws exactly ``runs`` on ``plot`` as compared runs, by ``metric`` against ``x_axis``.
-
-    Returns why a run could not be read (one line, by its folder) and the legend
-    names of the runs that have no ``metric``.
-    """
-    plot.clear_comparisons()
-    problems: dict[Path, str] = {}
-    missing: list[str] = []
-    names = legend_names(runs)
-    for run in runs:
-        try:
-            x, values = metric_curve(run.path, metric, x_axis)
-        except FileNotFoundError:  # a run that ended before its first step recorded nothing
-            x, values = np.empty(0), np.empty(0)
-        except (OSError, UnicodeDecodeError) as exc:
-            problems[run.path] = f"{run.name}: {getattr(exc, 'strerror', None) or exc}"
-            continue
-        if not len(values):
-            missing.append(names[run.path])
-            continue
-        plot.add_comparison(str(run.path), names[run.path], x, values)
-    plot.set_comparison_axes(X_AXES[x_axis] if runs else X_AXES[STEP], metric if runs else "loss")
-    return problems, missing
