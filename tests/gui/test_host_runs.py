@@ -223,7 +223,7 @@ def test_the_background_work_never_runs_on_the_window_thread(qtbot, window: Main
     worker = host_runs.Background(window)
     worker.done.connect(lambda result: seen.append(result))
     assert worker.start(lambda _progress: threading.current_thread() is threading.main_thread())
-    qtbot.waitUntil(lambda: bool(seen))
+    qtbot.waitUntil(lambda: bool(seen), timeout=30_000)
     assert seen == [False]
     assert isinstance(window.host_runs, HostRuns)
 

@@ -104,6 +104,11 @@ def test_a_submitted_job_is_followed_like_a_run_and_stop_is_scancel(
 
     monkeypatch.setattr(dialogs, "ask_slurm_job", ask)
     monkeypatch.setattr(host_runs, "submit_job", submit_job)
+    headlines: list[str] = []
+    # After the status panel's own slot (connected first): the headline it set.
+    window.host_runs.job_state.connect(
+        lambda *_job: headlines.append(window.status_panel.state.full_text())
+    )
     multi_worker(window)
     window.host_runs.submit_action.trigger()
     qtbot.waitUntil(lambda: window.controller.active, timeout=WAIT_MS)
@@ -111,13 +116,8 @@ def test_a_submitted_job_is_followed_like_a_run_and_stop_is_scancel(
     assert asked[0][2].parent == tmp_path / "slurm-jobs"  # beside the runs folder
     assert submitted == [(SlurmJob(nodes=2, partition="debug"), tmp_path / "job")]
     assert window.last_run_dir == tmp_path / "job" / "runs" / "42"
-    qtbot.waitUntil(
-        lambda: (
-            window.status_panel.state.toolTip() == "Slurm job 42: PENDING (Resources)"
-            or "Slurm job 42: PENDING (Resources)" in window.status_panel.state.text()
-        ),
-        timeout=WAIT_MS,
-    )
+    qtbot.waitUntil(lambda: bool(headlines), timeout=WAIT_MS)
+    assert headlines[0] == "Slurm job 42: PENDING (Resources)"  # before the chief reported
     qtbot.waitUntil(lambda: len(window.plot.steps()) >= 3, timeout=WAIT_MS)
     assert not window.host_runs.submit_action.isEnabled()
     window.stop()
