@@ -10,7 +10,8 @@ from distloop.engine.run_history import summarize
 from distloop.gui import try_it_panel
 from distloop.gui.main_window import MIN_PLOT_SIZE, MainWindow, fitted_geometry
 from PySide6.QtCore import QMargins, QPoint, QRect, QSize, Qt
-from PySide6.QtGui import QKeySequence
+from PySide6.QtGui import QAction, QKeySequence
+from PySide6.QtWidgets import QWidget
 from test_try_it_panel import FakeProcess, run_folder
 
 DEFAULT = QSize(1400, 900)
@@ -204,3 +205,37 @@ def test_try_it_opens_over_the_window_and_inside_the_screen(
     assert fitted_geometry(
         QRect(0, 0, 1024, 700), TITLE_BAR, QSize(700, 780), QPoint(900, 600)
     ) == QRect(323, 20, 700, 675)
+
+
+def test_no_two_actions_answer_the_same_keys_at_once(window: MainWindow) -> None:
+    """Qt runs neither of two shortcuts that match at the same time ("Ambiguous shortcut
+    overload"): Open Study and Run on Hosts once both took Ctrl+Shift+O. Two actions may
+    share keys only when each works in its own widget, neither inside the other."""
+    scoped = (Qt.ShortcutContext.WidgetShortcut, Qt.ShortcutContext.WidgetWithChildrenShortcut)
+
+    def owners(action: QAction) -> list[QWidget]:
+        return [w for w in action.associatedObjects() if isinstance(w, QWidget)]
+
+    def apart(a: QAction, b: QAction) -> bool:
+        if a.shortcutContext() not in scoped or b.shortcutContext() not in scoped:
+            return False
+        return all(
+            not (x is y or x.isAncestorOf(y) or y.isAncestorOf(x))
+            for x in owners(a)
+            for y in owners(b)
+        )
+
+    keyed = [
+        (key.toString(), action)
+        for action in window.findChildren(QAction)
+        for key in action.shortcuts()
+        if not key.isEmpty()
+    ]
+    assert len(keyed) > 20  # the menus' and panels' actions, not an empty list
+    clashes = [
+        (key, a.text(), b.text())
+        for index, (key, a) in enumerate(keyed)
+        for other, b in keyed[index + 1 :]
+        if key == other and a is not b and not apart(a, b)
+    ]
+    assert clashes == []
