@@ -105,13 +105,6 @@ class StudyResults:
     def best(self) -> TrialRow | None:
         return best_trial(self.trials, self.direction)
 
-    def is_running(self) -> bool:
-        """Trials still to come: running, queued, or fewer ended than planned."""
-        ended = sum(1 for t in self.trials if t.state in ("complete", "pruned", "failed"))
-        return ended < self.plan.settings.trials or any(
-            t.state in ("running", "queued") for t in self.trials
-        )
-
     def best_project(self) -> Project:
         """The best trial's project, as the study trained it; ProblemsError when none
         completed or its values no longer make a valid project."""
@@ -158,7 +151,7 @@ def read_results(folder: Path, previous: StudyResults | None = None) -> StudyRes
         frozen = _read_trials(folder)
     known = {t.number: t for t in previous.trials} if previous else {}
     rows = tuple(_row(folder, trial, known.get(trial.number)) for trial in frozen)
-    axes = _axes(frozen, list(plan.space.axes))
+    axes = axes_of(frozen, list(plan.space.axes))
     complete = tuple(t.number for t in rows if t.state == "complete")
     if previous is not None and previous.importance.basis == complete:
         found = previous.importance
@@ -303,8 +296,9 @@ def _note(state: str, run_dir: Path, run: RunSummary | None) -> str:
     return ""
 
 
-def _axes(frozen: Sequence[Any], order: list[str]) -> dict[str, Axis]:
-    """Each parameter's range from the trials' distributions (the last one a trial used)."""
+def axes_of(frozen: Sequence[Any], order: Sequence[str] = ()) -> dict[str, Axis]:
+    """Each parameter's range from the trials' distributions (the last one a trial used),
+    those in ``order`` first."""
     found: dict[str, Axis] = {}
     for trial in frozen:
         for name, distribution in trial.distributions.items():
@@ -340,11 +334,6 @@ def trial_rows(frozen: Sequence[Any]) -> tuple[TrialRow, ...]:
         )
         for t in frozen
     )
-
-
-def axes_of(frozen: Sequence[Any]) -> dict[str, Axis]:
-    """Each parameter's range as the trials' distributions give it, by name."""
-    return _axes(frozen, [])
 
 
 @dataclass(frozen=True)
