@@ -10,6 +10,7 @@ minute) and saying, on each disabled action, why it does not apply now.
 
 from __future__ import annotations
 
+import re
 import shutil
 import time
 from collections.abc import Callable
@@ -258,7 +259,8 @@ class HostRuns(QObject):
             tasks = 0
         root = self._runs_root or default_runs_root()
         stamp = time.strftime("%Y%m%d-%H%M%S")
-        folder = root.parent / "slurm-jobs" / f"{stamp}-{project.name or 'job'}"
+        slug = re.sub(r"[^a-z0-9]+", "-", project.name.lower()).strip("-")[:40] or "job"
+        folder = root.parent / "slurm-jobs" / f"{stamp}-{slug}"  # a path any shell takes
         asked = dialogs.ask_slurm_job(self._window, project.strategy.kind, tasks, folder)
         if asked is None:
             return

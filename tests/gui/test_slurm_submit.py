@@ -114,6 +114,7 @@ def test_a_submitted_job_is_followed_like_a_run_and_stop_is_scancel(
     qtbot.waitUntil(lambda: window.controller.active, timeout=WAIT_MS)
     assert asked[0][:2] == ("multi_worker_mirrored", 2)
     assert asked[0][2].parent == tmp_path / "slurm-jobs"  # beside the runs folder
+    assert asked[0][2].name.endswith("-seed-the-guide-s-custom-loop")  # no spaces
     assert submitted == [(SlurmJob(nodes=2, partition="debug"), tmp_path / "job")]
     assert window.last_run_dir == tmp_path / "job" / "runs" / "42"
     qtbot.waitUntil(lambda: bool(headlines), timeout=WAIT_MS)
