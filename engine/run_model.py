@@ -163,6 +163,8 @@ class RunModel:
             self.trace.truncate_after(message.first_step - 1)
         elif isinstance(message, RunFinished):
             self.outcome = message
+            if message.status == "finished":  # it reached its last step before the stop
+                self.pruned = None
             self.status = "pruned" if self.pruned is not None else message.status
             self._engine_clock = (message.elapsed_s, self._clock())
             self._end()

@@ -661,3 +661,46 @@ def test_resuming_a_folder_whose_study_db_is_another_studys_is_one_line(tmp_path
     assert len(refused.stderr.strip().splitlines()) == 1
     assert "study.db is damaged or no Optuna storage" in refused.stderr
     assert sorted((p.name, p.read_bytes()) for p in folder.iterdir()) == before_text
+
+
+def test_a_trial_that_ends_before_its_pruning_stop_counts_as_complete(tmp_path: Path) -> None:
+    """A short run can reach its last step before the stop the pruner asked for arrives:
+    it trained in full, so it is complete with its objective, not 'pruned' at 400 of 400
+    steps (seen in the window on a 400-step study)."""
+    from distloop.engine.messages import RunFinished
+    from distloop.engine.run_model import RunModel
+    from distloop.engine.study.runner import Study, TrialRun, write_plan
+
+    project = _mlp()  # 40 steps: the loss is reported every 4
+    space = parse_space('{"optimizer.learning_rate": {"low": 0.01, "high": 1}}', project)
+    plan = StudyPlan(project, space, StudySettings(objective="loss", trials=4, sampler="random"))
+    folder = tmp_path / "study"
+    write_plan(folder, plan)
+    study = Study(folder, plan)
+    results = []
+    try:
+        for loss, end in (
+            (0.1, "finished"),
+            (0.1, "finished"),
+            (5.0, "finished"),
+            (5.0, "stopped"),
+        ):
+            trial = study.ask()
+            assert isinstance(trial, TrialRun)
+            trial.run_dir.mkdir(parents=True)
+            steps = list(range(1, 41))
+            pruned = trial.apply(StepMetrics(steps=steps, losses=[loss] * 40, elapsed_s=[0.0] * 40))
+            assert pruned == (loss == 5.0)
+            last = 40 if end == "finished" else 4
+            trial.apply(RunFinished(status=end, last_step=last, final_loss=loss, elapsed_s=1))
+            results.append(trial.end())
+    finally:
+        study.close()
+    assert [r.state for r in results] == ["complete", "complete", "complete", "pruned"]
+    assert results[2].value == pytest.approx(5.0)
+    assert read_status(results[2].run_dir).get("pruned_at") is None
+    assert read_status(results[3].run_dir)["pruned_at"] == 4
+    model = RunModel()
+    model.prune(4, "why")
+    model.apply(RunFinished(status="finished", last_step=40, final_loss=5, elapsed_s=1))
+    assert (model.status, model.pruned) == ("finished", None)

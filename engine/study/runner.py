@@ -491,7 +491,9 @@ class TrialRun:
             _tell(study, trial, state=states.FAIL)
             note = ending.message if ending is not None else "the run ended without a word"
             return TrialResult(self.number, params, "failed", None, run_dir, steps, note)
-        if self.pruned_at is not None:
+        # A short trial may reach its last step before the stop the pruner asked for: it
+        # trained in full, so it is complete, with its objective, not pruned.
+        if self.pruned_at is not None and ending.status == "stopped":
             write_status(
                 run_dir, "pruned", pruned_at=self.pruned_at, pruned_reason=self.pruned_reason
             )
