@@ -37,7 +37,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from ..engine.messages import EvalMetrics, Message, RunStarted, StepMetrics
+from ..engine.messages import EvalMetrics, Message, RunFinished, RunStarted, StepMetrics
 from ..engine.run_folder import format_loss
 from ..engine.run_model import RunModel, Trace
 from .elided_label import ElidedLabel
@@ -373,10 +373,17 @@ class LossPlot(QWidget):
             self.show_trace(model.trace)
         elif message is None:
             self._mark_pruned(model)
+        elif isinstance(message, RunFinished) and model.pruned is None:
+            self._unmark_pruned()  # it reached its last step before the pruner's stop
 
     def _mark_pruned(self, model: RunModel) -> None:
         if model.pruned is not None:
             self.mark_pruned(*model.pruned)
+
+    def _unmark_pruned(self) -> None:
+        if self.pruned_mark is not None:
+            self.plot_item.removeItem(self.pruned_mark)
+            self.pruned_mark = None
 
     def mark_pruned(self, step: int, reason: str) -> None:
         """A dashed line at the step a study's pruner judged the run, saying so; why in its
@@ -618,9 +625,7 @@ class LossPlot(QWidget):
     def clear(self) -> None:
         """Empties the plot for a new run (smoothing settings and compared runs stay)."""
         self._model = None
-        if self.pruned_mark is not None:
-            self.plot_item.removeItem(self.pruned_mark)
-            self.pruned_mark = None
+        self._unmark_pruned()
         for buffer in (self._steps, self._losses, self._smoothed):
             buffer.clear()
         for series in self._extra_series():

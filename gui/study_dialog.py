@@ -140,6 +140,8 @@ class AxisRow(QWidget):
         self.path.addItems(paths)
         self.path.setInsertPolicy(QComboBox.InsertPolicy.NoInsert)
         self.path.setMinimumContentsLength(24)
+        self.path.setCurrentIndex(-1)  # a new field is named by the user, not the list's first
+        self.path.lineEdit().setPlaceholderText("a field's path, e.g. model.layers.0.units")
         self.kind = QComboBox()
         for key, text in KINDS.items():
             self.kind.addItem(text, key)
@@ -147,6 +149,7 @@ class AxisRow(QWidget):
         self.low.setPlaceholderText("low")
         self.high = QLineEdit()
         self.high.setPlaceholderText("high")
+        self.to = QLabel("to")
         self.values = QLineEdit()
         self.values.setPlaceholderText("e.g. adam, sgd  or  16, 32, 64")
         self.remove = QToolButton()
@@ -164,13 +167,14 @@ class AxisRow(QWidget):
         grid.addWidget(self.path, 0, 0)
         grid.addWidget(self.kind, 0, 1)
         grid.addWidget(self.low, 0, 2)
-        grid.addWidget(self.high, 0, 3)
-        grid.addWidget(self.values, 0, 2, 1, 2)
-        grid.addWidget(self.remove, 0, 4)
-        grid.addWidget(self.problem, 1, 0, 1, 5)
+        grid.addWidget(self.to, 0, 3)
+        grid.addWidget(self.high, 0, 4)
+        grid.addWidget(self.values, 0, 2, 1, 3)
+        grid.addWidget(self.remove, 0, 5)
+        grid.addWidget(self.problem, 1, 0, 1, 6)
         grid.setColumnStretch(0, 3)
         grid.setColumnStretch(2, 1)
-        grid.setColumnStretch(3, 1)
+        grid.setColumnStretch(4, 1)
 
         self.path.currentTextChanged.connect(self._on_path)
         self.kind.currentIndexChanged.connect(self._on_kind)
@@ -188,6 +192,22 @@ class AxisRow(QWidget):
 
     def field_path(self) -> str:
         return self.path.currentText().strip()
+
+    def missing(self) -> str:
+        """What is still to be typed in, in words; empty when nothing is."""
+        path = self.field_path()
+        if not path:
+            return "name a field of the project: pick one or type its path"
+        try:
+            field_value(self._project.model_dump(mode="json"), path)
+        except ValueError as exc:  # the path first: its ends mean nothing without it
+            return f"{path}: {exc}"
+        if self.kind.currentData() in ("range", "log"):
+            if not self.low.text().strip() or not self.high.text().strip():
+                return "give the range's low and high ends"
+        elif not self.values.text().strip():
+            return "give the values to try, separated by commas"
+        return ""
 
     def spec(self) -> dict[str, object]:
         """The field's entry of a space file, as typed."""
@@ -207,8 +227,8 @@ class AxisRow(QWidget):
 
     def _on_kind(self) -> None:
         ranged = self.kind.currentData() in ("range", "log")
-        self.low.setVisible(ranged)
-        self.high.setVisible(ranged)
+        for widget in (self.low, self.to, self.high):
+            widget.setVisible(ranged)
         self.values.setVisible(not ranged)
         self.changed.emit()
 
@@ -294,7 +314,8 @@ class StudyDialog(QDialog):
         settings.addRow("Pruner", self.pruner)
         settings.addRow("Objective", self.objective)
         numbers = QHBoxLayout()
-        for label, box in (("Trials", self.trials), ("Seed", self.seed), ("Warm-up", self.warmup)):
+        spins = (("Trials", self.trials), ("Seed", self.seed), ("Warm-up steps", self.warmup))
+        for label, box in spins:
             numbers.addWidget(QLabel(label))
             numbers.addWidget(box)
             numbers.addSpacing(8)
@@ -379,7 +400,7 @@ class StudyDialog(QDialog):
             return
         space = self._space()
         if space is None:
-            self._say("Fix the fields marked above first.")
+            self._say("Fix the fields marked above first." if self.rows else "Add a field.")
             return
         plan = StudyPlan(self._base, space, self.settings())
         problems = plan.problems()
@@ -404,12 +425,10 @@ class StudyDialog(QDialog):
         good = True
         for row in self.rows:
             path = row.field_path()
-            problem = ""
-            if not path:
-                problem = "name a field of the project"
-            elif path in data:
+            problem = row.missing()
+            if not problem and path in data:
                 problem = f"{path} is searched twice: remove one"
-            else:
+            elif not problem:
                 try:
                     space_from_data({path: row.spec()}, self._base)
                 except ProblemsError as exc:

@@ -133,7 +133,9 @@ class StudySession(QObject):
         if trial is None or not trial.apply(message):
             return
         assert trial.pruned_at is not None
-        self.log.emit(f"trial {trial.number} {trial.pruned_reason}", "info")
+        self.log.emit(
+            f"study: trial {trial.number} {trial.pruned_reason}; it stops after its step", "info"
+        )
         model = self._controller.model
         if model is not None:
             model.prune(trial.pruned_at, trial.pruned_reason)
