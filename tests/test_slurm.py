@@ -493,9 +493,13 @@ def test_a_running_job_dumps_every_task_s_stacks_and_its_follower_names_a_stalle
             assert "Current thread" in stacks or "Thread 0x" in stacks, task
         assert _squeue_state(slurm, run.job_id) == "RUNNING"  # a dump stops nothing
 
+        # Stepping again, followed (the dump's answers all written): then worker 1 stalls.
+        rows = _metric_rows(tasks / "worker-0")
+        poll_until(lambda: _metric_rows(tasks / "worker-0") > rows + 20, "more steps")
         stalled = read_status(tasks / "worker-1")["pid"]
         os.kill(stalled, signal.SIGSTOP)
-        run.quiet_dump_s = 5.0
+        # Soon: a task that sends no heartbeats fails the cluster within seconds.
+        run.quiet_dump_s = 2.0
         poll_until(lambda: any(text.startswith("no step for") for text in said), "the dump")
         os.kill(stalled, signal.SIGCONT)
         stalled = None

@@ -440,6 +440,7 @@ class SlurmRun:
             self._check_job(out)  # first: a replayed attempt's end is judged by the job's restarts
             if not self._done:  # nothing follows the last message
                 self._read(out)
+                self._quiet_dump(time.monotonic(), out)
             remaining = deadline - time.monotonic()
             if out or self._done or remaining <= 0:
                 return out
@@ -515,7 +516,6 @@ class SlurmRun:
             out.append(Log(text=f"job {self.job_id}: {state}"))
             if self.on_state is not None:
                 self.on_state(state)
-        self._quiet_dump(now, out)
         if self._held is not None:
             message, since, restarts = self._held
             if state.ended or now - since > END_WAIT_S:
