@@ -262,10 +262,12 @@ def _disk(
     hosts: SshLaunch,
     host_of: dict[str, str],
 ) -> list[Finding]:
-    """A host whose disk cannot hold its tasks' run folders: each keeps checkpoints of
-    the weights and optimizer slots (the last one and the one being written) and a
-    ``model.keras``, and logs and metrics (:data:`RUN_FOLDER_MARGIN_BYTES`)."""
-    per_task = 2 * memory_estimate(project).parameters + RUN_FOLDER_MARGIN_BYTES
+    """A host whose disk cannot hold its tasks' run folders. Each folder keeps three
+    checkpoints, writes a fourth, and a ``model.keras``, each the weights and the
+    optimizer's slots: five times what the run holds of weights, gradients and slots
+    (``memory_estimate``) covers them; its logs and metrics fit in
+    :data:`RUN_FOLDER_MARGIN_BYTES`."""
+    per_task = 5 * memory_estimate(project).parameters + RUN_FOLDER_MARGIN_BYTES
     findings: list[Finding] = []
     for host, report in reports.items():
         free = report.get("free_bytes")
