@@ -565,6 +565,14 @@ def announce_custom_code(project: Project, project_dir: Path | None) -> bool:
     return True
 
 
+def announce_launch(project: Project, hosts: SshLaunch) -> None:
+    """Says what a launch runs beyond Distloop itself (``SshLaunch.unusual``), before it
+    runs: as with custom code, a project or run folder may come from anyone, and the
+    command runs unattended, so the record is the answer."""
+    for line in hosts.unusual(project):
+        _err(f"distloop: {line}")
+
+
 def run_in_foreground(
     project: Project,
     run_dir: Path,
@@ -1090,6 +1098,7 @@ def _dump_launch(run_dir: Path, settings: dict[str, str | None]) -> int:
     if project is None:
         return EXIT_FAILED
     hosts = SshLaunch.from_settings(settings, project)
+    announce_launch(project, hosts)
     try:
         config = hosts.tf_config(project)
         stacks = hosts.ask_for_stacks(config, config.tasks())
@@ -1170,6 +1179,7 @@ def command_launch(args: argparse.Namespace) -> int:
         remote_dir=args.remote_dir,
         hosts=launch_hosts(project),
     )
+    announce_launch(project, hosts)
     if not args.no_preflight and _report_preflight(project, hosts, devices=False) != EXIT_OK:
         hosts.close()
         if created:
@@ -1204,6 +1214,7 @@ def command_launch_resume(args: argparse.Namespace) -> int:
         return EXIT_FAILED
     project, settings = run.project, run.launch
     hosts = SshLaunch.from_settings(settings, project)
+    announce_launch(project, hosts)
     lock = _claim_run_to_resume(run_dir)
     if lock is None:
         hosts.close()
@@ -1263,6 +1274,7 @@ def command_preflight(args: argparse.Namespace) -> int:
         remote_dir=args.remote_dir,
         hosts=launch_hosts(project),
     )
+    announce_launch(project, hosts)
     try:
         return _report_preflight(project, hosts, devices=True)
     finally:

@@ -175,6 +175,22 @@ def trust_custom_code(parent: QWidget, code: Fingerprint) -> bool:
     return answer == QMessageBox.StandardButton.Yes
 
 
+def trust_launch(parent: QWidget, unusual: list[str]) -> bool:
+    """A launch that runs more than Distloop (a host's own command line, an ssh
+    configuration file) may come from a project or run folder of anyone's: ask first."""
+    listed = "\n".join(f"• {line}" for line in unusual)
+    answer = QMessageBox.question(
+        parent,
+        "Run these commands?",
+        f"This launch runs more than Distloop itself:\n\n{listed}\n\nThey run with your "
+        "permissions, on the hosts or on this machine. Go on only if you trust them. "
+        "Distloop remembers a yes for exactly these.",
+        QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.No,
+        QMessageBox.StandardButton.No,
+    )
+    return answer == QMessageBox.StandardButton.Yes
+
+
 def about_html(tensorflow_version: str | None) -> str:
     """The versions a bug report needs; TensorFlow's only once an engine process said it."""
     tensorflow = tensorflow_version or (

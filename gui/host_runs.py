@@ -67,6 +67,7 @@ class HostRuns(QObject):
         start: Callable[[Project, Callable[[str], SshLaunch]], object],
         follow: Callable[[RunModel, str], None],
         may_run: Callable[[Project], bool],
+        may_launch: Callable[[Project, SshLaunch], bool],
         show_panel: Callable[[], None],
         window: QWidget,
         runs_root: Path | None = None,
@@ -84,6 +85,7 @@ class HostRuns(QObject):
         self._follow = follow
         self._runs_root = runs_root
         self._may_run = may_run
+        self._may_launch = may_launch
         self._show_panel = show_panel
         self._window = window
         self._checking = Background(self)
@@ -208,6 +210,9 @@ class HostRuns(QObject):
 
     def _begin_check(self, project: Project) -> bool:
         launch = self._panel.launch(project, "preflight")
+        if not self._may_launch(project, launch):
+            launch.close()
+            return False
         if not self._checking.start(lambda progress: check_cluster(project, launch, progress)):
             launch.close()
             return False

@@ -163,6 +163,7 @@ class MainWindow(QMainWindow):
             self.starter.start_new,
             self.starter.following.emit,
             lambda project: self.starter.may_run_custom_code(project, self.document.project_dir()),
+            self.starter.may_launch,
             self.editor.show_hosts,
             self,
             runs_root,

@@ -150,6 +150,19 @@ class RunStarter(QObject):
         self.log.emit(f"running custom step code {code.path} (sha256 {code.sha256})", "info")
         return True
 
+    def may_launch(self, project: Project, launch: SshLaunch) -> bool:
+        """Whether the user agrees to what ``launch`` runs beyond Distloop (a host's own
+        command line, an ssh configuration file): a project or a run folder's settings
+        may come from anyone, so each new set is asked about once, like custom code."""
+        unusual = launch.unusual(project)
+        if not unusual or settings.trusts_launch(unusual):
+            return True
+        if not dialogs.trust_launch(self._window, unusual):
+            self.log.emit("not launched: what it runs on the hosts is not trusted", "warning")
+            return False
+        settings.trust_launch(unusual)
+        return True
+
     def resume(self, run: RunSummary) -> None:
         """Continues a stopped or failed run in its own folder from its last checkpoint.
 
@@ -184,6 +197,9 @@ class RunStarter(QObject):
         refusal = window_refusal(resumable)
         if refusal is not None:
             dialogs.show_error(self._window, "Cannot resume", f"{run.name}: {refusal}")
+            return
+        if hosts is not None and not self.may_launch(project, hosts):
+            hosts.close()
             return
         if not self.may_run_custom_code(project, None):
             return

@@ -6,6 +6,7 @@ whole app at a temporary location by changing the application's names and path.
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 
 from PySide6.QtCore import QSettings
@@ -74,6 +75,28 @@ def trust_code(path: Path, sha256: str) -> None:
 def _trusted_code() -> list[str]:
     """Entries ``"<sha256> <absolute path>"``: one string each, as every QSettings format keeps."""
     return [str(item) for item in QSettings().value(_TRUSTED_CODE, [], type=list)]
+
+
+_TRUSTED_LAUNCHES = "trustedLaunches"
+
+
+def trusts_launch(unusual: list[str]) -> bool:
+    """Whether the user agreed to a launch that runs exactly these commands
+    (``SshLaunch.unusual``)."""
+    return _launch_key(unusual) in _trusted_launches()
+
+
+def trust_launch(unusual: list[str]) -> None:
+    """Remembers the user's yes to a launch that runs these commands."""
+    QSettings().setValue(_TRUSTED_LAUNCHES, [*_trusted_launches(), _launch_key(unusual)])
+
+
+def _trusted_launches() -> list[str]:
+    return [str(item) for item in QSettings().value(_TRUSTED_LAUNCHES, [], type=list)]
+
+
+def _launch_key(unusual: list[str]) -> str:
+    return hashlib.sha256("\n".join(unusual).encode()).hexdigest()
 
 
 _LAUNCH = "launch"

@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 from distloop.engine.cluster import LocalCluster
 from distloop.engine.cluster.preflight import preflight
-from distloop.engine.cluster.ssh import SshLaunch
+from distloop.engine.cluster.ssh import SshLaunch, launch_hosts
 from distloop.engine.config import load_project_data
 from distloop.engine.message_stream import read_message
 from distloop.engine.messages import Log, Message, RunFinished, RunStarted, StepMetrics
@@ -572,3 +572,27 @@ def test_a_parameter_server_launch_trains_across_the_hosts(hosts: SshHosts, tmp_
         assert status["status"] == "stopped", (task, status)
     assert (out / "tasks" / "chief-0" / "model.keras").is_file()
     assert not [p for space in hosts.namespaces for p in _processes_besides_sshd(space)]
+
+
+def test_what_a_launch_runs_beyond_distloop_is_said_before_it_runs(tmp_path: Path) -> None:
+    """A project's launch.hosts command line and an ssh configuration file come from
+    whoever wrote them: the command line says them before ssh runs (here ssh's
+    ProxyCommand is `false`, so nothing leaves this machine)."""
+    config = tmp_path / "ssh_config"
+    config.write_text("Host *\n  ProxyCommand false\n")
+    cluster = {"worker": ["h1.example:2222", "h2.example:2222"]}
+    project = multi_worker(20, {"cluster": cluster, "task": {"type": "worker"}})
+    project["launch"] = {"hosts": {"h2.example": {"command": "/opt/venv/bin/distloop"}}}
+    path = tmp_path / "project.json"
+    path.write_text(json.dumps(project))
+    done = distloop("preflight", str(path), "--ssh-config", str(config), timeout_s=60)
+    assert done.returncode == 1
+    said = done.stderr.splitlines()
+    assert said[:2] == [
+        f"distloop: ssh reads {config}: a ProxyCommand or LocalCommand there runs here",
+        "distloop: h2.example runs: /opt/venv/bin/distloop",
+    ]
+    loaded = load_project_data(project)
+    plain = SshLaunch(run_name="plain", hosts=launch_hosts(loaded))
+    assert plain.unusual(loaded) == ["h2.example runs: /opt/venv/bin/distloop"]
+    assert SshLaunch(run_name="plain").unusual(loaded) == []

@@ -38,6 +38,8 @@ from .remote import RemoteEngine
 
 DEFAULT_REMOTE_DIR = "distloop-runs"
 """Relative to the remote user's home."""
+DEFAULT_COMMAND = "distloop"
+"""How a host runs Distloop unless told otherwise: the one on its PATH."""
 CONNECT_TIMEOUT_S = 15
 COPY_TIMEOUT_S = 120
 
@@ -85,7 +87,29 @@ class SshLaunch:
 
     def command(self, host: str) -> str:
         """How ``host`` runs Distloop."""
-        return self.remote_command or self.hosts.get(host, SshHost()).command or "distloop"
+        return self.remote_command or self.hosts.get(host, SshHost()).command or DEFAULT_COMMAND
+
+    def unusual(self, project: Project) -> list[str]:
+        """What this launch runs beyond Distloop itself, one line each: a host's own command
+        line (its shell runs it as written) and an ssh configuration file (a ProxyCommand
+        or LocalCommand in it runs on this machine). A project file or a run folder from
+        someone else can set them, so they are said (the command line) or asked about
+        (the window) before anything runs; [] for a plain launch."""
+        lines = (
+            [f"ssh reads {self.ssh_config}: a ProxyCommand or LocalCommand there runs here"]
+            if self.ssh_config
+            else []
+        )
+        config = project.tf_config
+        hosts = dict.fromkeys(
+            parse_address(config.address(task))[0] for task in (config.tasks() if config else [])
+        )
+        lines += [
+            f"{self.where(host)} runs: {self.command(host)}"
+            for host in hosts
+            if self.command(host) != DEFAULT_COMMAND
+        ]
+        return lines
 
     def where(self, host: str) -> str:
         """How messages name ``host``: its TF_CONFIG name, and the way in when it differs."""

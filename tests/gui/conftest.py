@@ -57,6 +57,7 @@ class DialogRecorder:
         self.unsaved_answer = dialogs.Unsaved.DISCARD
         self.confirm_stop = True
         self.start_over = True
+        self.trust_launch = True
 
     def kinds(self) -> list[str]:
         return [kind for kind, _, _ in self.shown]
@@ -85,6 +86,10 @@ def dialog_recorder(monkeypatch: pytest.MonkeyPatch) -> DialogRecorder:
         recorder.shown.append(("start_over", name, ""))
         return recorder.start_over
 
+    def trust_launch(_parent: object, unusual: list[str]) -> bool:
+        recorder.shown.append(("trust_launch", "", "\n".join(unusual)))
+        return recorder.trust_launch
+
     def about(_parent: object, html: str) -> None:
         recorder.shown.append(("about", "About Distloop", html))
 
@@ -95,6 +100,7 @@ def dialog_recorder(monkeypatch: pytest.MonkeyPatch) -> DialogRecorder:
         "confirm_stop_run": confirm_stop_run,
         "confirm_start_over": confirm_start_over,
         "about": about,
+        "trust_launch": trust_launch,
     }.items():
         monkeypatch.setattr(dialogs, name, function)
     return recorder

@@ -276,3 +276,29 @@ def test_a_run_on_hosts_resumes_on_its_hosts(
     assert hosts.ssh("10.0.0.3", "true")[-4:] == ["-T", "me@gpu3", "--", "true"]
     qtbot.waitUntil(lambda: not window.controller.active, timeout=30_000)
     assert clusters, "resumed as the cluster it was"
+
+
+def test_a_launch_that_runs_more_than_distloop_is_asked_about_once(
+    qtbot, window: MainWindow, dialog_recorder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A project's launch.hosts command line runs on its host as written, and an ssh
+    configuration file's ProxyCommand runs here: a project from anyone must not run
+    them unasked. A no starts nothing; a yes is remembered for exactly these."""
+    check = HeldCheck([])
+    check.release.set()
+    monkeypatch.setattr(host_runs, "preflight", check)
+    on_hosts(window)
+    window.editor.hosts.ssh_config_edit.setText("/tmp/someone's ssh_config")
+    dialog_recorder.trust_launch = False
+    window.host_runs.check_action.trigger()
+    asked = [text for kind, _, text in dialog_recorder.shown if kind == "trust_launch"]
+    assert asked == ["ssh reads /tmp/someone's ssh_config: a ProxyCommand or LocalCommand there "
+                     "runs here"]  # fmt: skip
+    assert check.calls == []  # nothing ran
+    dialog_recorder.trust_launch = True
+    window.host_runs.check_action.trigger()
+    qtbot.waitUntil(lambda: len(check.calls) == 1, timeout=30_000)
+    qtbot.waitUntil(lambda: window.host_runs.check_action.isEnabled(), timeout=30_000)
+    window.host_runs.check_action.trigger()  # the same again: not asked again
+    qtbot.waitUntil(lambda: len(check.calls) == 2, timeout=30_000)
+    assert [kind for kind, _, _ in dialog_recorder.shown].count("trust_launch") == 2
