@@ -386,22 +386,25 @@ class LossPlot(QWidget):
             self.pruned_mark = None
 
     def mark_pruned(self, step: int, reason: str) -> None:
-        """A dashed line at the step a study's pruner judged the run, saying so; why in its
-        tooltip and in the caption (the full reason is longer than a plot is wide)."""
+        """A dashed line at the step a study's pruner judged the run, labelled with where and
+        by which pruner; why (``loss 2.3 was worse than the median ...``) in the caption,
+        the whole reason in the line's tooltip."""
         if self.pruned_mark is not None:
             return
+        where, _, why = reason.partition(": ")
         pen = pg.mkPen(color=PRUNED_COLOR, width=2, style=Qt.PenStyle.DashLine)
         self.pruned_mark = pg.InfiniteLine(
             pos=step,
             angle=90,
             pen=pen,
-            label=f"pruned at step {step}",
+            # Two short lines: a long one ran off the plot's left edge at an early step.
+            label=(where or f"pruned at step {step}").replace(" by ", "\nby ", 1),
             labelOpts={"position": 0.92, "color": PRUNED_COLOR, "anchors": [(1, 0), (1, 0)]},
         )
         self.pruned_mark.setToolTip(reason)
         self.plot_item.addItem(self.pruned_mark, ignoreBounds=True)
-        if reason and reason not in self.caption():
-            self.set_caption(f"{self.caption()} — {reason}" if self.caption() else reason)
+        if why and why not in self.caption():
+            self.set_caption(f"{self.caption()} — {why}" if self.caption() else why)
 
     def show_trace(self, trace: Trace) -> None:
         """Draws what the run's trace has and the plot does not yet.

@@ -131,7 +131,10 @@ def test_a_study_runs_its_trials_in_the_window_and_marks_the_pruned_one(
     window.runs_panel.select_paths([pruned_dir])
     window.runs_panel.show_selected()
     assert window.plot.pruned_mark is not None and window.plot.pruned_mark.value() == 2
-    assert status["pruned_reason"] in window.plot.caption()
+    mark = window.plot.pruned_mark
+    assert mark.label.toPlainText() == "pruned at step 2\nby the median pruner"
+    assert mark.toolTip() == status["pruned_reason"]
+    assert status["pruned_reason"].partition(": ")[2] in window.plot.caption()
     assert "trial 2 pruned at step 2" in window.log_panel.text.toPlainText()
     (entry,) = window.studies_panel.entries
     assert (entry.state, entry.ended, entry.pruned) == ("complete", 4, 1)
