@@ -75,6 +75,19 @@ def confirm_stop_run(parent: QWidget) -> bool:
     return answer == QMessageBox.StandardButton.Yes
 
 
+def confirm_stop_study(parent: QWidget) -> bool:
+    """Closing during a study stops its trial; the study goes on when the window opens again."""
+    answer = QMessageBox.question(
+        parent,
+        "A study is running",
+        "Closing Distloop stops the study's current trial (its values run again later). "
+        "The next time Distloop opens, it offers to continue the study. Close anyway?",
+        QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.No,
+        QMessageBox.StandardButton.No,
+    )
+    return answer == QMessageBox.StandardButton.Yes
+
+
 def confirm_start_over(parent: QWidget, name: str) -> bool:
     """A run without a checkpoint cannot continue: resuming it trains from step 1 again."""
     answer = QMessageBox.question(

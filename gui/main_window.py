@@ -960,12 +960,16 @@ class MainWindow(QMainWindow):
         self._close_confirmed = True
         self.close()
 
+    def _may_stop_for_closing(self) -> bool:
+        """The user's word on stopping what runs: a study's own question says it goes on."""
+        if self.study_session.running:
+            return dialogs.confirm_stop_study(self)
+        return not self.controller.active or dialogs.confirm_stop_run(self)
+
     def closeEvent(self, event: QCloseEvent) -> None:
         """Unsaved changes and a running engine both need the user's word before closing."""
         if not self._close_confirmed:
-            if not self.document.maybe_save() or (
-                self.controller.active and not dialogs.confirm_stop_run(self)
-            ):
+            if not self.document.maybe_save() or not self._may_stop_for_closing():
                 event.ignore()
                 return
             self._close_confirmed = True

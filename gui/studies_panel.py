@@ -27,6 +27,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from ..engine.run_folder import folder_stamp
 from ..engine.study.folders import StudyEntry, list_studies
 from .study_session import StudySession
 
@@ -67,6 +68,7 @@ class StudiesPanel(QWidget):
         self.table.setAlternatingRowColors(True)
         self.table.setWordWrap(False)
         self.table.verticalHeader().setVisible(False)
+        self.table.verticalHeader().setDefaultSectionSize(self.fontMetrics().height() + 8)
         header = self.table.horizontalHeader()
         header.setStretchLastSection(True)
         header.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
@@ -170,13 +172,15 @@ class StudiesPanel(QWidget):
         state = entry.state
         if state == "running" and entry.folder != self._session.folder:
             state = "running elsewhere"
+        stamp = folder_stamp(entry.folder)  # studies of one project told apart by when
+        name = f"{entry.name} {stamp:%m-%d %H:%M}" if stamp is not None else entry.name
         if entry.plan is None:
-            return (entry.name, state, "—", "—", "—", entry.error, entry.folder.name)
+            return (name, state, "—", "—", "—", entry.error, entry.folder.name)
         settings = entry.plan.settings
         fields = ", ".join(path.rsplit(".", 1)[-1] for path in entry.plan.space.axes)
         search = f"{settings.sampler}/{settings.pruner}, {settings.objective}: {fields}"
         return (
-            entry.name,
+            name,
             state,
             f"{entry.ended} of {entry.planned}",
             str(entry.pruned),

@@ -164,11 +164,18 @@ def test_stop_leaves_the_study_resumable_and_a_reopened_window_continues_it(
     qtbot.waitUntil(lambda: len(engines.made) == 3 and window.controller.active, timeout=10_000)
     trials = _trials(entry.folder)
     assert trials[2].params == trials[1].params  # the stopped trial's values run again
+    asked: list[str] = []
+
+    def confirm_stop_study(_parent: object) -> bool:
+        asked.append("study")
+        return True
+
+    monkeypatch.setattr(dialogs, "confirm_stop_study", confirm_stop_study)
     window.show()
     window.close()  # mid-trial: asked, stopped, then closed
     qtbot.waitUntil(lambda: not window.isVisible(), timeout=10_000)
     assert not window.study_session.running and not window.controller.active
-    assert dialog_recorder.kinds() == ["confirm_stop"]
+    assert asked == ["study"] and dialog_recorder.kinds() == []  # the study's own question
     assert QSettings().value(UNFINISHED_STUDY_KEY) == str(entry.folder)
 
     offered: list[StudyEntry] = []
