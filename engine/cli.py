@@ -33,19 +33,16 @@ from .formatting import format_duration, format_prediction, prediction_json
 from .memory_check import memory_problems
 from .message_stream import CHANNEL_CLOSED_GRACE_S, ControlChannel, write_message
 from .messages import (
-    EvalMetrics,
-    Log,
     Message,
     RunFailed,
     RunFinished,
-    RunStarted,
-    StepMetrics,
     secondary_losses,
 )
 from .prediction import PredictionError, predict
 from .problems import ProblemsError
 from .resume_rules import Layout, ResumableRun, command_refusal, refuse_strategy, resumable_run
 from .run_checks import file_findings, pre_run_problems
+from .run_events import Evaluated, Logged, RunEvent, Started, StatusChanged, StepsAdded
 from .run_folder import (
     LOCK_FILE,
     MESSAGES_FILE,
@@ -671,8 +668,8 @@ def follow(
     model = RunModel(run_dir=run_dir)
     outcomes: list[int] = []
 
-    def print_change(message: Message | None) -> None:
-        outcome = None if message is None else _print_message(message, quiet=quiet, verbose=verbose)
+    def print_change(event: RunEvent) -> None:
+        outcome = _print_event(event, quiet=quiet, verbose=verbose)
         if outcome is not None:
             outcomes.append(outcome)
 
@@ -741,10 +738,11 @@ def _record(message: Message, record: TextIO) -> None:
         write_message(message, record)
 
 
-def _print_message(message: object, *, quiet: bool, verbose: bool) -> int | None:
-    """Prints one message; returns the exit code once the run has ended."""
-    if isinstance(message, StepMetrics):
+def _print_event(event: RunEvent, *, quiet: bool, verbose: bool) -> int | None:
+    """Prints what changed in the run; returns the exit code once the run has ended."""
+    if isinstance(event, StepsAdded):
         if not quiet:
+            message = event.message
             named = message.named_losses or {}
             shown = secondary_losses(named)
             lines = (
@@ -753,36 +751,40 @@ def _print_message(message: object, *, quiet: bool, verbose: bool) -> int | None
                 for i, (step, loss) in enumerate(zip(message.steps, message.losses, strict=True))
             )
             print("\n".join(lines), flush=True)
-    elif isinstance(message, EvalMetrics):
+    elif isinstance(event, Evaluated):
         if not quiet:
-            values = "".join(f" {k}={format_loss(v)}" for k, v in message.metrics.items())
-            print(f"eval step={message.step}{values}", flush=True)
-    elif isinstance(message, RunStarted):
-        if message.serving:
-            _err(f"distloop: serving {message.serving} until the coordinator is done")
+            values = "".join(f" {k}={format_loss(v)}" for k, v in event.message.metrics.items())
+            print(f"eval step={event.message.step}{values}", flush=True)
+    elif isinstance(event, Started):
+        started = event.message
+        if started.serving:
+            _err(f"distloop: serving {started.serving} until the coordinator is done")
         else:
             _err(
-                f"distloop: {message.strategy_kind or message.strategy} with "
-                f"{message.num_replicas} replica(s) on "
-                f"{', '.join(message.devices)} (TensorFlow {message.tensorflow_version})"
+                f"distloop: {started.strategy_kind or started.strategy} with "
+                f"{started.num_replicas} replica(s) on "
+                f"{', '.join(started.devices)} (TensorFlow {started.tensorflow_version})"
             )
-    elif isinstance(message, Log):
+    elif isinstance(event, Logged):
         # Engine errors arrive again, whole, as RunFailed; only warnings need a line here.
-        if verbose or (message.source == "engine" and message.level == "warning"):
-            task = f"{message.task} " if message.task else ""
-            _err(f"[{task}{message.source}] {message.text}")
-    elif isinstance(message, RunFinished):
-        loss = "n/a" if message.final_loss is None else format_loss(message.final_loss)
-        how = " (killed on request)" if message.killed else ""
+        line = event.message
+        if verbose or (line.source == "engine" and line.level == "warning"):
+            task = f"{line.task} " if line.task else ""
+            _err(f"[{task}{line.source}] {line.text}")
+    elif isinstance(event, StatusChanged) and isinstance(event.outcome, RunFinished):
+        ended = event.outcome
+        loss = "n/a" if ended.final_loss is None else format_loss(ended.final_loss)
+        how = " (killed on request)" if ended.killed else ""
         _err(
-            f"distloop: {message.status}{how} after step {message.last_step}, final loss {loss}, "
-            f"{format_duration(message.elapsed_s)}"
+            f"distloop: {ended.status}{how} after step {ended.last_step}, final loss {loss}, "
+            f"{format_duration(ended.elapsed_s)}"
         )
         return EXIT_OK
-    elif isinstance(message, RunFailed):
-        _err(f"distloop: the run failed: {message.error_type}: {message.message}")
-        if message.traceback and not message.known:  # a known failure's stays in engine.log
-            _err(message.traceback.rstrip())
+    elif isinstance(event, StatusChanged) and isinstance(event.outcome, RunFailed):
+        failed = event.outcome
+        _err(f"distloop: the run failed: {failed.error_type}: {failed.message}")
+        if failed.traceback and not failed.known:  # a known failure's stays in engine.log
+            _err(failed.traceback.rstrip())
         return EXIT_FAILED
     return None
 

@@ -1,8 +1,9 @@
 """One run as every view sees it: its trace, status, clock and cluster tasks (Qt-free).
 
 A :class:`RunModel` is fed the run's messages (:meth:`RunModel.apply`) and tells
-its listeners after each change; the window's plot, status and runs panels and the
-CLI's printer are such listeners, and read what they show from the model. A past
+its listeners after each change with a typed event (:mod:`engine.run_events`); the
+window's plot, status and log panels and the CLI's printer are such listeners, and
+read what they show from the event and the model. A past
 run is loaded by :meth:`RunModel.from_folder`, which turns ``metrics.csv`` and
 ``eval.csv`` back into the messages the engine sent and applies them: a run looks
 the same live, loaded, or resumed (loaded, then fed).
@@ -25,12 +26,23 @@ from numpy.typing import NDArray
 
 from .messages import (
     EvalMetrics,
+    Log,
     Message,
     RunFailed,
     RunFinished,
     RunStarted,
     StepMetrics,
     secondary_losses,
+)
+from .run_events import (
+    Evaluated,
+    Logged,
+    Pruning,
+    RunEvent,
+    Started,
+    StatusChanged,
+    StepsAdded,
+    TasksChanged,
 )
 from .run_folder import EVAL_FILE, loss_columns, read_eval, read_metrics
 from .run_history import summarize
@@ -41,9 +53,8 @@ if TYPE_CHECKING:
 RATE_WINDOW_S = 5.0
 """Steps/s over the last seconds of training, so the ETA follows speed changes."""
 
-Listener = Callable[[Message | None], None]
-"""Called after every change: with the message applied, or None when only the status
-(a stop was asked for) or the cluster's tasks changed."""
+Listener = Callable[[RunEvent], None]
+"""Called after every change, with what changed."""
 
 
 def _floats(values: Iterable[float] = ()) -> array[float]:
@@ -149,10 +160,15 @@ class RunModel:
     def apply(self, message: Message) -> None:
         """Takes one message of the run into the model, then tells the listeners."""
         if isinstance(message, StepMetrics):
-            self._apply_steps(message)
+            if message.steps:
+                self._apply_steps(message)
+                self._tell(StepsAdded(message))
         elif isinstance(message, EvalMetrics):
             self.trace.evaluations.append((message.step, dict(message.metrics)))
             self.last_evaluation = message
+            self._tell(Evaluated(message))
+        elif isinstance(message, Log):
+            self._tell(Logged(message))
         elif isinstance(message, RunStarted):
             self.started = message
             self.first_step = message.first_step
@@ -161,6 +177,7 @@ class RunModel:
             if self.status == "starting":
                 self.status = "running"
             self.trace.truncate_after(message.first_step - 1)
+            self._tell(Started(message))
         elif isinstance(message, RunFinished):
             self.outcome = message
             if message.status == "finished":  # it reached its last step before the stop
@@ -168,29 +185,30 @@ class RunModel:
             self.status = "pruned" if self.pruned is not None else message.status
             self._engine_clock = (message.elapsed_s, self._clock())
             self._end()
+            self._tell(StatusChanged(self.status, message))
         elif isinstance(message, RunFailed):
             self.outcome = message
             self.status = "failed"
             if self._engine_clock is not None:  # a failed run trained until its last step
                 self._engine_clock = (self._engine_clock[0], self._clock())
             self._end()
-        self._tell(message)
+            self._tell(StatusChanged(self.status, message))
 
     def stopping(self) -> None:
         """A stop was asked for: the engine stops after its current step."""
         if self.outcome is None:
             self.status = "stopping"
-            self._tell(None)
+            self._tell(StatusChanged(self.status))
 
     def prune(self, step: int, reason: str) -> None:
         """A study's pruner stops the run: it was judged at ``step``, for ``reason``; the
         stop that follows ends it ``pruned``."""
         self.pruned = (step, reason)
-        self._tell(None)
+        self._tell(Pruning(step, reason))
 
     def set_tasks(self, tasks: list[TaskInfo]) -> None:
         self.tasks = list(tasks)
-        self._tell(None)
+        self._tell(TasksChanged(tuple(tasks)))
 
     def resume(self) -> None:
         """The loaded run continues: live again, from the step after its checkpoint."""
@@ -199,11 +217,9 @@ class RunModel:
         self._began_at, self._ended_at = self._clock(), None
         self._engine_clock = None
         self._rate_points.clear()
-        self._tell(None)
+        self._tell(StatusChanged(self.status))
 
     def _apply_steps(self, message: StepMetrics) -> None:
-        if not message.steps:
-            return
         self.trace.extend(message)
         if not self._rate_points:
             self._rate_points.append((message.elapsed_s[0], message.steps[0]))
@@ -217,9 +233,9 @@ class RunModel:
     def _end(self) -> None:
         self._ended_at = self._clock()
 
-    def _tell(self, message: Message | None) -> None:
+    def _tell(self, event: RunEvent) -> None:
         for listener in list(self._listeners):
-            listener(message)
+            listener(event)
 
     # --- reading ------------------------------------------------------------------------
 

@@ -22,7 +22,8 @@ from PySide6.QtWidgets import (
 )
 
 from ..engine.formatting import format_duration
-from ..engine.messages import EvalMetrics, Log, Message, RunFailed, RunFinished, RunStarted
+from ..engine.messages import Log, RunFailed, RunFinished
+from ..engine.run_events import Evaluated, Logged, RunEvent, Started, StatusChanged
 from ..engine.run_folder import format_loss
 from ..engine.run_model import RunModel
 
@@ -89,36 +90,40 @@ class LogPanel(QWidget):
     def run_started(self) -> None:
         self._starting = False
 
-    def show_change(self, model: RunModel, message: Message | None) -> None:
-        """A line for what the run reports (its engine's own lines come as add_message)."""
-        if isinstance(message, RunStarted):
-            self.run_started()
-            devices = ", ".join(message.devices)
-            self.add(
-                f"{message.strategy_kind or message.strategy} with {message.num_replicas} "
-                f"replica(s) on {devices} ({message.strategy}, "
-                f"TensorFlow {message.tensorflow_version})"
-            )
-            # message.warnings are not added: the engine logged each as a warning line
-            # just before (every task's, in a cluster), and the window showed them twice.
-        elif isinstance(message, EvalMetrics):
-            values = ", ".join(f"{name}={value:.6g}" for name, value in message.metrics.items())
-            self.add(
-                f"evaluation after step {message.step} on {message.examples} examples: {values}"
-            )
-        elif isinstance(message, RunFinished):
-            loss = (
-                ""
-                if message.final_loss is None
-                else f", final loss {format_loss(message.final_loss)}"
-            )
-            how = " (killed on request)" if message.killed else ""
-            took = format_duration(message.elapsed_s)
-            self.add(f"run {message.status}{how} at step {message.last_step} after {took}{loss}")
-        elif isinstance(message, RunFailed):
-            self.add(f"{message.error_type}: {message.message}", "error")
-            if message.traceback and not message.known:  # a known one's is in engine.log
-                self.add(message.traceback, "error")
+    def show_change(self, model: RunModel, event: RunEvent) -> None:
+        """A line for what the run reports, and its engine's own lines."""
+        match event:
+            case Logged(message):
+                self.add_message(message)
+            case Started(message):
+                self.run_started()
+                devices = ", ".join(message.devices)
+                self.add(
+                    f"{message.strategy_kind or message.strategy} with {message.num_replicas} "
+                    f"replica(s) on {devices} ({message.strategy}, "
+                    f"TensorFlow {message.tensorflow_version})"
+                )
+                # message.warnings are not added: the engine logged each as a warning line
+                # just before (every task's, in a cluster), and the window showed them twice.
+            case Evaluated(message):
+                values = ", ".join(f"{name}={value:.6g}" for name, value in message.metrics.items())
+                self.add(
+                    f"evaluation after step {message.step} on {message.examples} examples: {values}"
+                )
+            case StatusChanged(outcome=RunFinished() as ended):
+                loss = (
+                    ""
+                    if ended.final_loss is None
+                    else f", final loss {format_loss(ended.final_loss)}"
+                )
+                how = " (killed on request)" if ended.killed else ""
+                took = format_duration(ended.elapsed_s)
+                at = f"at step {ended.last_step} after {took}{loss}"
+                self.add(f"run {ended.status}{how} {at}")
+            case StatusChanged(outcome=RunFailed() as failed):
+                self.add(f"{failed.error_type}: {failed.message}", "error")
+                if failed.traceback and not failed.known:  # a known one's is in engine.log
+                    self.add(failed.traceback, "error")
 
     def add_message(self, message: Log) -> None:
         source = SOURCE_TAGS.get(message.source, message.source)

@@ -37,7 +37,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from ..engine.messages import EvalMetrics, Message, RunFinished, RunStarted, StepMetrics
+from ..engine.messages import RunFinished
+from ..engine.run_events import Evaluated, Pruning, RunEvent, Started, StatusChanged, StepsAdded
 from ..engine.run_folder import format_loss
 from ..engine.run_model import RunModel, Trace
 from .elided_label import ElidedLabel
@@ -363,18 +364,21 @@ class LossPlot(QWidget):
         self.show_trace(model.trace)
         self._mark_pruned(model)
 
-    def show_change(self, model: RunModel, message: Message | None) -> None:
-        """``model`` took ``message``: draws what it added (or dropped) when it is the run shown."""
+    def show_change(self, model: RunModel, event: RunEvent) -> None:
+        """``model`` changed by ``event``: draws what it added (or dropped) when it is the
+        run shown."""
         if model is not self._model:  # an earlier run's model, or the plot was cleared
             return
-        if isinstance(message, RunStarted):
-            self.set_num_replicas(message.num_replicas, message.task)
-        if isinstance(message, RunStarted | StepMetrics | EvalMetrics):
-            self.show_trace(model.trace)
-        elif message is None:
-            self._mark_pruned(model)
-        elif isinstance(message, RunFinished) and model.pruned is None:
-            self._unmark_pruned()  # it reached its last step before the pruner's stop
+        match event:
+            case Started(message):
+                self.set_num_replicas(message.num_replicas, message.task)
+                self.show_trace(model.trace)
+            case StepsAdded() | Evaluated():
+                self.show_trace(model.trace)
+            case Pruning(step, reason):
+                self.mark_pruned(step, reason)
+            case StatusChanged(outcome=RunFinished()) if model.pruned is None:
+                self._unmark_pruned()  # it reached its last step before the pruner's stop
 
     def _mark_pruned(self, model: RunModel) -> None:
         if model.pruned is not None:

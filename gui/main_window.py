@@ -523,7 +523,6 @@ class MainWindow(QMainWindow):
         self.problems_panel.problem_activated.connect(self.editor.reveal)
         controller = self.controller
         controller.state_changed.connect(self._on_state)
-        controller.log.connect(self.log_panel.add_message)
         controller.changed.connect(self.plot.show_change)
         controller.changed.connect(self.status_panel.show_change)
         controller.changed.connect(self.log_panel.show_change)

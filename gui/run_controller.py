@@ -68,7 +68,7 @@ class RunController(QObject):
     failed = Signal(object)  # RunFailed
     idle = Signal()  # the engine is closed; a new run may start
     cluster_started = Signal(object)  # list[TaskInfo]: a cluster run was opened
-    changed = Signal(object, object)  # RunModel, and the Message it took (None: status, tasks)
+    changed = Signal(object, object)  # RunModel, and its RunEvent
     tasks_changed = Signal(object)  # list[TaskInfo]: the tasks' latest state
 
     def __init__(
@@ -170,7 +170,7 @@ class RunController(QObject):
         self.killed = False
         run_model = model or RunModel(total_steps=project.total_steps(), run_dir=run_dir)
         # The model's plain callback becomes a signal: a view that is gone is disconnected.
-        run_model.subscribe(lambda message: self.changed.emit(run_model, message))
+        run_model.subscribe(lambda event: self.changed.emit(run_model, event))
         self._model = run_model
         self._set_state(RunState.STARTING)
         self._hosts, self._project = hosts, project
@@ -321,11 +321,11 @@ class RunController(QObject):
         loop = asyncio.get_running_loop()
         try:
             if run_dir is not None and project is not None:
-                self.log.emit(Log(text="copying the chief's run folder back from its host…"))
+                self._dispatch(Log(text="copying the chief's run folder back from its host…"))
                 said = await loop.run_in_executor(None, hosts.bring_back, project, run_dir)
-                self.log.emit(Log(text=said))
+                self._dispatch(Log(text=said))
         except OSError as exc:
-            self.log.emit(Log(level="warning", text=str(exc)))
+            self._dispatch(Log(level="warning", text=str(exc)))
         finally:
             self._hosts = None
             await loop.run_in_executor(None, hosts.close)
@@ -353,7 +353,7 @@ class RunController(QObject):
     def _kill_if_running(self) -> None:
         if self._engine is not None and not self._engine.done:
             self.killed = True
-            self.log.emit(
+            self._dispatch(
                 Log(
                     level="warning",
                     text=f"the engine did not stop within {self._kill_timer.interval() / 1000:g} s;"

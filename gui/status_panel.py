@@ -20,14 +20,8 @@ from PySide6.QtWidgets import (
 )
 
 from ..engine.formatting import format_duration
-from ..engine.messages import (
-    EvalMetrics,
-    Message,
-    RunFailed,
-    RunFinished,
-    RunStarted,
-    StepMetrics,
-)
+from ..engine.messages import EvalMetrics, RunFailed, RunFinished, RunStarted, StepMetrics
+from ..engine.run_events import Evaluated, Pruning, RunEvent, Started, StatusChanged, StepsAdded
 from ..engine.run_folder import format_loss
 from ..engine.run_model import RunModel
 from .elided_label import ElidedLabel
@@ -155,24 +149,27 @@ class StatusPanel(QWidget):
         if model is self._model and model.started is None and model.outcome is None:
             self._say(f"Slurm job {job_id}: {state}")
 
-    def show_change(self, model: RunModel, message: Message | None) -> None:
-        """``model`` took ``message`` (None: its status changed): the labels follow."""
+    def show_change(self, model: RunModel, event: RunEvent) -> None:
+        """``model`` changed by ``event``: the labels follow."""
         if model is not self._model:  # an earlier run's model
             return
-        if isinstance(message, RunStarted):
-            self._run_started(message)
-        elif isinstance(message, StepMetrics):
-            self._metrics(message)
-        elif isinstance(message, EvalMetrics):
-            self._evaluation(message)
-        elif isinstance(message, RunFinished):
-            self._finished(message)
-        elif isinstance(message, RunFailed):
-            self._failed(message)
-        elif message is None and model.pruned is not None:
-            self._say(f"Pruning… ({model.pruned[1]})")
-        elif message is None and model.status == "stopping":
-            self._say("Stopping… (the engine stops after the current step)")
+        match event:
+            case Started(message):
+                self._run_started(message)
+            case StepsAdded(message):
+                self._metrics(message)
+            case Evaluated(message):
+                self._evaluation(message)
+            case StatusChanged(outcome=RunFinished() as outcome):
+                self._finished(outcome)
+            case StatusChanged(outcome=RunFailed() as outcome):
+                self._failed(outcome)
+            case Pruning(reason=reason):
+                self._say(f"Pruning… ({reason})")
+            case StatusChanged() if model.pruned is not None:
+                self._say(f"Pruning… ({model.pruned[1]})")
+            case StatusChanged(status="stopping"):
+                self._say("Stopping… (the engine stops after the current step)")
 
     def _run_started(self, message: RunStarted) -> None:
         self._say("Running")

@@ -11,10 +11,11 @@ import numpy as np
 import pytest
 from distloop.engine import __version__
 from distloop.engine.child_main import _failure_message
-from distloop.engine.cli import EXIT_FAILED, _print_message
+from distloop.engine.cli import EXIT_FAILED, _print_event
 from distloop.engine.config import load_project
 from distloop.engine.examples import example_text, load_example
 from distloop.engine.reporting import NonFiniteLossError
+from distloop.engine.run_events import StatusChanged
 from distloop.engine.run_folder import RunFolderError, read_metrics, read_status
 from distloop.engine.user_code import UserCodeError
 from distloop_testing import REPO, distloop, example_data
@@ -211,10 +212,12 @@ def test_known_failures_print_one_line_and_unexpected_ones_their_traceback(capsy
     for exc in known:
         message = _failure_message(exc)
         assert message.known and "Traceback" in message.traceback
-        assert _print_message(message, quiet=False, verbose=False) == EXIT_FAILED
+        ended = StatusChanged("failed", message)
+        assert _print_event(ended, quiet=False, verbose=False) == EXIT_FAILED
     assert "Traceback" not in capsys.readouterr().err
     unexpected = _failure_message(_raised(KeyError("strides")))
     assert not unexpected.known
-    assert _print_message(unexpected, quiet=False, verbose=False) == EXIT_FAILED
+    ended = StatusChanged("failed", unexpected)
+    assert _print_event(ended, quiet=False, verbose=False) == EXIT_FAILED
     err = capsys.readouterr().err
     assert err.startswith("distloop: the run failed: KeyError: 'strides'\nTraceback")

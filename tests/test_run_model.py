@@ -21,6 +21,16 @@ from distloop.engine.messages import (
 )
 from distloop.engine.problems import ProblemsError
 from distloop.engine.process import EngineProcess
+from distloop.engine.run_events import (
+    Evaluated,
+    Logged,
+    Pruning,
+    RunEvent,
+    Started,
+    StatusChanged,
+    StepsAdded,
+    TasksChanged,
+)
 from distloop.engine.run_folder import EvalWriter, MetricsWriter, write_status
 from distloop.engine.run_handle import ClusterHandle, open_run, runs_as_cluster
 from distloop.engine.run_model import RunModel
@@ -70,7 +80,7 @@ def multi_worker() -> Project:
 def test_applied_messages_make_the_trace_status_and_clock() -> None:
     clock = Clock()
     model = RunModel(total_steps=None, clock=clock)
-    seen: list[Message | None] = []
+    seen: list[RunEvent] = []
     model.subscribe(seen.append)
     assert model.status == "starting" and model.elapsed_s() is None  # start-up is not training
     model.apply(Log(text="engine starting"))
@@ -100,7 +110,41 @@ def test_applied_messages_make_the_trace_status_and_clock() -> None:
     assert (model.status, model.live, model.eta_s()) == ("stopped", False, None)
     assert model.elapsed_s() == 2.5  # the engine's final word, not the wall clock
     assert trace.evaluations == [(4, {"val_loss": 0.3})]
-    assert seen[-1] == model.outcome and None in seen and len(seen) == 7
+    assert seen[-1] == StatusChanged("stopped", model.outcome)
+    assert StatusChanged("stopping") in seen and len(seen) == 7
+
+
+def test_each_change_is_told_as_its_typed_event() -> None:
+    """Views match on these events, never on the engine's messages (issue 23)."""
+    model = RunModel(total_steps=10)
+    seen: list[RunEvent] = []
+    model.subscribe(seen.append)
+    line = Log(level="warning", text="slow disk")
+    batch = steps(1, 2)
+    evaluation = EvalMetrics(step=2, metrics={"val_loss": 0.3}, examples=8)
+    model.apply(line)
+    model.apply(STARTED)
+    model.apply(StepMetrics(steps=[], losses=[], elapsed_s=[]))  # nothing changed: no event
+    model.apply(batch)
+    model.apply(evaluation)
+    model.set_tasks([])
+    model.prune(2, "worse than the median")
+    model.stopping()
+    failure = RunFailed(error_type="OSError", message="disk full")
+    model.apply(failure)
+    model.stopping()  # too late: it has ended
+    model.resume()
+    assert seen == [
+        Logged(line),
+        Started(STARTED),
+        StepsAdded(batch),
+        Evaluated(evaluation),
+        TasksChanged(()),
+        Pruning(2, "worse than the median"),
+        StatusChanged("stopping"),
+        StatusChanged("failed", failure),
+        StatusChanged("starting"),
+    ]
 
 
 def test_a_failure_keeps_the_training_time_and_names_the_status() -> None:

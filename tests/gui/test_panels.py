@@ -12,6 +12,7 @@ from distloop.engine.messages import (
     RunStarted,
     StepMetrics,
 )
+from distloop.engine.run_events import Started
 from distloop.engine.run_model import RunModel
 from distloop.gui.log_panel import LEVEL_COLORS, MAX_LINES, LogPanel
 from distloop.gui.main_window import MainWindow
@@ -243,5 +244,5 @@ def test_a_run_start_warning_is_logged_once(qtbot) -> None:
         tensorflow_version="2.21.0",
         warnings=[warning],
     )
-    panel.show_change(RunModel(), started)
+    panel.show_change(RunModel(), Started(started))
     assert sum(warning in line for line in panel.lines()) == 1
