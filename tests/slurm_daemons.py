@@ -107,10 +107,31 @@ def single_node_slurm(folder: Path) -> Iterator[dict[str, str]]:
             time.sleep(0.5)
         yield env
     finally:
+        if len(started) > 1:
+            _end_jobs(env)
         for command in reversed(started):
             subprocess.run(command, env=env, capture_output=True, timeout=60)
         for pid_file in ("slurmd.pid", "slurmctld.pid"):
             _wait_gone(folder / pid_file)
+
+
+def _end_jobs(env: dict[str, str]) -> None:
+    """Kills every job a test left (one cancelled moments ago still ends), and waits for
+    them: a job's step daemon that outlives slurmctld stays behind for good."""
+    jobs = subprocess.run(
+        ["squeue", "-h", "-o", "%i"], env=env, capture_output=True, text=True, timeout=30
+    ).stdout.split()
+    if not jobs:
+        return
+    subprocess.run(["scancel", "--signal=KILL", *jobs], env=env, capture_output=True, timeout=30)
+    deadline = time.monotonic() + 60
+    while (
+        time.monotonic() < deadline
+        and subprocess.run(
+            ["squeue", "-h", "-o", "%i"], env=env, capture_output=True, text=True, timeout=30
+        ).stdout.strip()
+    ):
+        time.sleep(0.5)
 
 
 def _sinfo(env: dict[str, str]) -> str:
