@@ -31,7 +31,9 @@ from PySide6.QtWidgets import (
 
 from ..engine.cluster import TaskInfo
 from ..engine.messages import Log, RunFailed, RunFinished
+from ..engine.run_events import Logged, RunEvent, StatusChanged, TasksChanged
 from ..engine.run_folder import LOG_FILE
+from ..engine.run_model import RunModel
 from ..engine.tf_config import MULTI_MACHINE_STRATEGIES
 from .log_file_window import LogFileWindow
 from .run_controller import RunController
@@ -67,6 +69,7 @@ class ClusterPanel(QDockWidget):
         self.setObjectName("clusterDock")
         self._runs = runs
         self._following = False  # True from a cluster's start until its run is idle
+        self._model: RunModel | None = None  # the cluster run followed, or the last one
         self._tasks: list[TaskInfo] = []
         self._logs: dict[str, deque[str]] = {}
 
@@ -122,11 +125,7 @@ class ClusterPanel(QDockWidget):
         layout.addWidget(self.splitter, 1)
         self.setWidget(body)
 
-        runs.cluster_started.connect(self._on_cluster_started)
-        runs.tasks_changed.connect(self.show_tasks)
-        runs.log.connect(self.add_log)
-        runs.finished.connect(self._on_finished)
-        runs.failed.connect(self._on_failed)
+        runs.changed.connect(self.show_change)
         runs.idle.connect(self._on_idle)
 
     # --- what the table shows -----------------------------------------------------------
@@ -224,6 +223,23 @@ class ClusterPanel(QDockWidget):
         return window
 
     # --- the run ------------------------------------------------------------------------
+
+    def show_change(self, model: RunModel, event: RunEvent) -> None:
+        """Follows a cluster run from its first tasks to its end."""
+        match event:
+            case TasksChanged(tasks) if model is not self._model:
+                self._model = model
+                self._on_cluster_started(list(tasks))
+            case _ if model is not self._model:  # a single-process run, or an earlier one
+                return
+            case TasksChanged(tasks):
+                self.show_tasks(list(tasks))
+            case Logged(message):
+                self.add_log(message)
+            case StatusChanged(outcome=RunFinished() as finished):
+                self._on_finished(finished)
+            case StatusChanged(outcome=RunFailed() as failed):
+                self._on_failed(failed)
 
     def _on_cluster_started(self, tasks: list[TaskInfo]) -> None:
         self._following = True

@@ -47,9 +47,10 @@ from PySide6.QtWidgets import (
 from ..engine.cluster.run_plans import cluster_plan
 from ..engine.config import Project
 from ..engine.examples import example_names, example_text
-from ..engine.messages import DevicesDetected, RunFailed, RunStarted
+from ..engine.messages import DevicesDetected, RunFailed
 from ..engine.problems import ProblemsError
 from ..engine.process import WarmEngines, detect_devices
+from ..engine.run_events import RunEvent, Started, StatusChanged
 from ..engine.run_handle import ClusterFactory, EngineFactory
 from ..engine.run_history import RunSummary
 from ..engine.run_model import RunModel
@@ -526,7 +527,7 @@ class MainWindow(QMainWindow):
         controller.changed.connect(self.plot.show_change)
         controller.changed.connect(self.status_panel.show_change)
         controller.changed.connect(self.log_panel.show_change)
-        controller.started.connect(self._on_started)
+        controller.changed.connect(self._on_run_event)
         controller.state_changed.connect(self._sync_runs_panel)
         self.runs_panel.resume_requested.connect(self.starter.resume)
         self.runs_panel.try_it_requested.connect(self.try_run)
@@ -534,7 +535,6 @@ class MainWindow(QMainWindow):
         self.study_panel.trials_chosen.connect(self.runs_panel.show_runs)
         self.study_panel.compare_requested.connect(self.runs_panel.compare)
         self.study_panel.project_requested.connect(self.open_trial_project)
-        controller.failed.connect(self._on_failed)
         controller.idle.connect(self._on_idle)
         session = self.study_session
         session.log.connect(self.log_panel.add)
@@ -802,8 +802,12 @@ class MainWindow(QMainWindow):
             self.log_panel.run_starting()
             self.problems_panel.show_validation(self.validation)  # the last failure goes
 
-    def _on_started(self, message: RunStarted) -> None:
-        self._tensorflow_version = message.tensorflow_version
+    def _on_run_event(self, _model: RunModel, event: RunEvent) -> None:
+        match event:
+            case Started(message):
+                self._tensorflow_version = message.tensorflow_version
+            case StatusChanged(outcome=RunFailed() as failed):
+                self._on_failed(failed)
 
     def _on_failed(self, message: RunFailed) -> None:
         """The failure is in the log (the log panel's view); a dialog too, unless expected."""

@@ -4,13 +4,15 @@ The controller opens the run with the engine's own :func:`engine.run_handle.open
 (one engine process, the warm one when it is ready, or a local cluster: the same
 choice ``distloop`` makes), reads its messages in an asyncio task (qasync runs
 asyncio on Qt's event loop) that awaits ``poll`` in a worker thread, so the Qt
-thread never blocks, feeds each into the run's :class:`engine.run_model.RunModel`
-and re-emits it as Qt signals: ``changed`` for the model's views (the plot, the
-status panel), one per kind for the rest. Stop asks the engine to stop after its current
-step and kills it if it has not stopped within :data:`KILL_AFTER_S`. Every run
-ends with exactly one of ``finished`` or ``failed``, then ``idle`` once the engine
-is closed. While a cluster runs, its tasks are read a few times a second (cheap
-attribute reads, safe beside the poll running in the executor).
+thread never blocks, and feeds each into the run's :class:`engine.run_model.RunModel`.
+What the run's views see comes from the model alone: its typed events
+(:mod:`engine.run_events`) are bridged to one Qt signal, ``changed``, so every panel
+hears one channel; the controller itself only tells the engine's lifecycle
+(``state_changed``, and ``idle`` once the engine is closed and a new run may start).
+Stop asks the engine to stop after its current step and kills it if it has not
+stopped within :data:`KILL_AFTER_S`. While a cluster runs, its tasks are read a few
+times a second (cheap attribute reads, safe beside the poll running in the executor)
+and set on the model.
 """
 
 from __future__ import annotations
@@ -24,16 +26,9 @@ from PySide6.QtCore import QObject, QTimer, Signal
 
 from ..engine.cluster.ssh import SshLaunch
 from ..engine.config import Project
-from ..engine.messages import (
-    EvalMetrics,
-    Log,
-    Message,
-    RunFailed,
-    RunFinished,
-    RunStarted,
-    StepMetrics,
-)
+from ..engine.messages import Log, Message, RunFailed
 from ..engine.process import WarmEngines
+from ..engine.run_events import RunEvent, Started, StepsAdded
 from ..engine.run_folder import update_status
 from ..engine.run_handle import (
     ClusterFactory,
@@ -57,19 +52,11 @@ class RunState(enum.Enum):
 
 
 class RunController(QObject):
-    """Runs one project at a time and reports it through signals and its run model."""
+    """Runs one project at a time; its run model reports the run."""
 
     state_changed = Signal(object)  # RunState
-    log = Signal(object)  # engine.messages.Log
-    started = Signal(object)  # RunStarted
-    metrics = Signal(object)  # StepMetrics
-    evaluated = Signal(object)  # EvalMetrics
-    finished = Signal(object)  # RunFinished
-    failed = Signal(object)  # RunFailed
     idle = Signal()  # the engine is closed; a new run may start
-    cluster_started = Signal(object)  # list[TaskInfo]: a cluster run was opened
     changed = Signal(object, object)  # RunModel, and its RunEvent
-    tasks_changed = Signal(object)  # list[TaskInfo]: the tasks' latest state
 
     def __init__(
         self,
@@ -169,8 +156,7 @@ class RunController(QObject):
         self.stop_requested = False
         self.killed = False
         run_model = model or RunModel(total_steps=project.total_steps(), run_dir=run_dir)
-        # The model's plain callback becomes a signal: a view that is gone is disconnected.
-        run_model.subscribe(lambda event: self.changed.emit(run_model, event))
+        run_model.subscribe(lambda event: self._on_event(run_model, event))
         self._model = run_model
         self._set_state(RunState.STARTING)
         self._hosts, self._project = hosts, project
@@ -266,10 +252,8 @@ class RunController(QObject):
 
     def _follow_cluster(self, cluster: ClusterHandle) -> None:
         self._cluster = cluster
-        tasks = cluster.tasks()
         if self._model is not None:
-            self._model.set_tasks(tasks)
-        self.cluster_started.emit(tasks)
+            self._model.set_tasks(cluster.tasks())
         self._tasks_timer.start()
 
     def refresh(self) -> None:
@@ -277,10 +261,8 @@ class RunController(QObject):
         cluster = self._cluster
         if cluster is None:
             return
-        tasks = cluster.tasks()
         if self._model is not None:
-            self._model.set_tasks(tasks)
-        self.tasks_changed.emit(tasks)
+            self._model.set_tasks(cluster.tasks())
         if cluster.done:
             self._tasks_timer.stop()
 
@@ -331,24 +313,18 @@ class RunController(QObject):
             await loop.run_in_executor(None, hosts.close)
 
     def _dispatch(self, message: Message) -> None:
-        """Feeds the run's model, then tells the signals' listeners."""
         if self._model is not None:
             self._model.apply(message)
-        if isinstance(message, Log):
-            self.log.emit(message)
-        elif isinstance(message, StepMetrics):
-            self._replace_warm_engine()
-            self.metrics.emit(message)
-        elif isinstance(message, EvalMetrics):
-            self.evaluated.emit(message)
-        elif isinstance(message, RunStarted):
-            if self._state is RunState.STARTING:
+
+    def _on_event(self, model: RunModel, event: RunEvent) -> None:
+        """Follows the engine's lifecycle from the model's event, then bridges the event
+        to Qt (a view that is gone is disconnected)."""
+        if model is self._model:  # not an earlier run's model, changed after its run
+            if isinstance(event, StepsAdded):
+                self._replace_warm_engine()
+            elif isinstance(event, Started) and self._state is RunState.STARTING:
                 self._set_state(RunState.RUNNING)
-            self.started.emit(message)
-        elif isinstance(message, RunFinished):
-            self.finished.emit(message)
-        elif isinstance(message, RunFailed):
-            self.failed.emit(message)
+        self.changed.emit(model, event)
 
     def _kill_if_running(self) -> None:
         if self._engine is not None and not self._engine.done:

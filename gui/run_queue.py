@@ -46,8 +46,10 @@ from PySide6.QtWidgets import (
 
 from ..engine.config import Project
 from ..engine.messages import RunFailed, RunFinished
+from ..engine.run_events import RunEvent, StatusChanged
 from ..engine.run_folder import format_loss
 from ..engine.run_history import RunSummary, summarize
+from ..engine.run_model import RunModel
 from .run_controller import RunController
 from .status_panel import format_duration
 
@@ -105,8 +107,7 @@ class RunQueue(QObject):
         self._running = False
         self._current: QueueItem | None = None
         self._outcome: RunFinished | RunFailed | None = None
-        controller.finished.connect(self._on_outcome)
-        controller.failed.connect(self._on_outcome)
+        controller.changed.connect(self._on_event)
         controller.idle.connect(self._on_idle)
 
     @property
@@ -179,9 +180,9 @@ class RunQueue(QObject):
             return
         item.run_dir = run_dir
 
-    def _on_outcome(self, message: RunFinished | RunFailed) -> None:
-        if self._current is not None:
-            self._outcome = message
+    def _on_event(self, _model: RunModel, event: RunEvent) -> None:
+        if isinstance(event, StatusChanged) and event.outcome and self._current is not None:
+            self._outcome = event.outcome
 
     def _on_idle(self) -> None:
         if self._current is None:  # the window's own run, not the queue's

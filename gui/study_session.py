@@ -20,7 +20,9 @@ from pathlib import Path
 from PySide6.QtCore import QObject, QTimer, Signal
 
 from ..engine.config import Project
-from ..engine.messages import Message
+from ..engine.messages import Message, RunFailed, RunFinished
+from ..engine.run_events import Evaluated, RunEvent, StatusChanged, StepsAdded
+from ..engine.run_model import RunModel
 from ..engine.study.runner import Study, StudyPlan, TrialResult, TrialRun
 from .run_controller import RunController
 
@@ -45,10 +47,7 @@ class StudySession(QObject):
         self._study: Study | None = None
         self._trial: TrialRun | None = None
         self._stopping = False
-        for signal in (controller.metrics, controller.evaluated):
-            signal.connect(self._on_message)
-        controller.finished.connect(self._on_message)
-        controller.failed.connect(self._on_message)
+        controller.changed.connect(self._on_event)
         controller.idle.connect(self._on_idle)
 
     @property
@@ -128,7 +127,15 @@ class StudySession(QObject):
             trial.end()
             self._end("its trial could not start; the study is stopped")
 
-    def _on_message(self, message: Message) -> None:
+    def _on_event(self, _model: RunModel, event: RunEvent) -> None:
+        """The trial judges what its run reports: each step, evaluation and its end."""
+        match event:
+            case StepsAdded(message) | Evaluated(message):
+                self._judge(message)
+            case StatusChanged(outcome=RunFinished() | RunFailed() as outcome):
+                self._judge(outcome)
+
+    def _judge(self, message: Message) -> None:
         trial = self._trial
         if trial is None or not trial.apply(message):
             return

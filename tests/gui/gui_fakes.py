@@ -9,6 +9,9 @@ from pathlib import Path
 
 from distloop.engine.config import Project
 from distloop.engine.messages import Log, Message, RunFailed, RunFinished, RunStarted, StepMetrics
+from distloop.engine.run_events import RunEvent, StepsAdded
+from distloop.engine.run_model import RunModel
+from distloop.gui.run_controller import RunController
 
 
 def seed_run(steps: int = 20, batch: int = 5) -> list[list[Message]]:
@@ -142,3 +145,15 @@ def factory(
         return engine
 
     return make
+
+
+def told_steps(controller: RunController) -> list[StepMetrics]:
+    """The StepMetrics the controller's run model takes, as its views are told them."""
+    told: list[StepMetrics] = []
+
+    def keep(_model: RunModel, event: RunEvent) -> None:
+        if isinstance(event, StepsAdded):
+            told.append(event.message)
+
+    controller.changed.connect(keep)
+    return told

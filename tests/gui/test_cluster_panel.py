@@ -14,11 +14,13 @@ from distloop.engine.cluster.run_plans import cluster_plan
 from distloop.engine.config import Project, load_project_data
 from distloop.engine.examples import load_example
 from distloop.engine.messages import Log, Message, RunFailed, RunFinished, RunStarted, StepMetrics
+from distloop.engine.run_events import RunEvent, TasksChanged
 from distloop.engine.run_folder import MetricsWriter, read_metrics, read_status, write_status
+from distloop.engine.run_model import RunModel
 from distloop.gui.log_file_window import read_tail
 from distloop.gui.main_window import MainWindow
 from distloop.gui.run_controller import RunController
-from gui_fakes import FakeEngine, factory, seed_run
+from gui_fakes import FakeEngine, factory, seed_run, told_steps
 from PySide6.QtGui import QDesktopServices
 
 TASKS = ("worker:0", "worker:1")
@@ -199,9 +201,17 @@ def test_controller_picks_the_engine_and_follows_the_tasks(qtbot, qloop, tmp_pat
 
     runs = RunController(factory(single), make_cluster, refresh_ms=20)
     updates: list[list[TaskInfo]] = []
-    started: list[list[TaskInfo]] = []
-    runs.tasks_changed.connect(updates.append)
-    runs.cluster_started.connect(started.append)
+    started: list[list[TaskInfo]] = []  # each run's first tasks, as its cluster opened
+    models: list[RunModel] = []
+
+    def keep(model: RunModel, event: RunEvent) -> None:
+        if isinstance(event, TasksChanged) and model in models:
+            updates.append(list(event.tasks))
+        elif isinstance(event, TasksChanged):
+            models.append(model)
+            started.append(list(event.tasks))
+
+    runs.changed.connect(keep)
     runs.start(load_example("seed"), tmp_path / "a")
     assert runs.engine is single and runs.cluster is None and started == []
     qtbot.waitUntil(lambda: not runs.active, timeout=10_000)
@@ -334,8 +344,7 @@ def test_closing_during_a_cluster_run_asks_then_stops_everything(
 
 @pytest.mark.slow
 def test_real_two_worker_cluster_from_the_window(qtbot, window: MainWindow, dialog_recorder):
-    reported: list[StepMetrics] = []
-    window.controller.metrics.connect(reported.append)
+    reported = told_steps(window.controller)
     window.editor.strategy.fields.editors["kind"].set_value("multi_worker_mirrored")
     window.editor.training.steps_radio.setChecked(True)
     window.editor.training.steps.setValue(8)

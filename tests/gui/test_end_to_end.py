@@ -9,15 +9,14 @@ import pytest
 from distloop.engine.messages import StepMetrics
 from distloop.engine.run_folder import read_eval, read_metrics, read_status
 from distloop.gui.main_window import MainWindow
+from gui_fakes import told_steps
 
 pytestmark = pytest.mark.slow
 RUN_TIMEOUT_MS = 180_000  # TensorFlow's import alone takes 8-10 s on a quiet machine
 
 
 def _reported(window: MainWindow) -> list[StepMetrics]:
-    reported: list[StepMetrics] = []
-    window.controller.metrics.connect(reported.append)
-    return reported
+    return told_steps(window.controller)
 
 
 def test_seed_run_plots_exactly_what_the_engine_reported(

@@ -7,16 +7,33 @@ from pathlib import Path
 import pytest
 from distloop.engine.examples import load_example
 from distloop.engine.messages import RunFailed, RunFinished, StepMetrics
+from distloop.engine.run_events import Logged, RunEvent, Started, StatusChanged, StepsAdded
+from distloop.engine.run_model import RunModel
 from distloop.gui.run_controller import RunController, RunState
 from gui_fakes import FakeEngine, factory, seed_run
 
 
 class Recorder:
+    """The controller's lifecycle signals and its run model's events, named by kind."""
+
     def __init__(self, controller: RunController) -> None:
         self.events: list[tuple[str, object]] = []
-        for name in ("state_changed", "log", "started", "metrics", "finished", "failed"):
-            getattr(controller, name).connect(lambda value, n=name: self.events.append((n, value)))
+        controller.state_changed.connect(lambda state: self.events.append(("state_changed", state)))
+        controller.changed.connect(self._told)
         controller.idle.connect(lambda: self.events.append(("idle", None)))
+
+    def _told(self, _model: RunModel, event: RunEvent) -> None:
+        match event:
+            case Logged(message):
+                self.events.append(("log", message))
+            case Started(message):
+                self.events.append(("started", message))
+            case StepsAdded(message):
+                self.events.append(("metrics", message))
+            case StatusChanged(outcome=RunFinished() as finished):
+                self.events.append(("finished", finished))
+            case StatusChanged(outcome=RunFailed() as failed):
+                self.events.append(("failed", failed))
 
     def names(self) -> list[str]:
         return [name for name, _ in self.events if name != "state_changed"]

@@ -7,6 +7,7 @@ from pathlib import Path
 from distloop.engine.config import Project
 from distloop.engine.examples import load_example
 from distloop.engine.process import WarmEngines
+from distloop.engine.run_events import StepsAdded
 from distloop.engine.run_folder import write_status
 from distloop.engine.run_history import summarize
 from distloop.gui.main_window import MainWindow
@@ -41,7 +42,11 @@ def test_runs_take_the_warm_engine_and_the_next_one_warms_up(qtbot, make_window)
     window.show()
     qtbot.waitUntil(lambda: warm.prepared == 1, timeout=TIMEOUT_MS)
     first_step_prepared: list[int] = []
-    window.controller.metrics.connect(lambda _m: first_step_prepared.append(warm.prepared))
+    window.controller.changed.connect(
+        lambda _model, event: (
+            isinstance(event, StepsAdded) and first_step_prepared.append(warm.prepared)
+        )
+    )
     window.run()
     assert warm.taken == [(window.last_run_dir, False)] and warm.prepared == 1
     qtbot.waitUntil(lambda: not window.controller.active, timeout=TIMEOUT_MS)
