@@ -1,8 +1,9 @@
 """What runs inside an engine process; TensorFlow-free until a run has set the stage.
 
-:class:`engine.process.EngineProcess` starts :func:`run_engine` (or
-:func:`detect_devices_main`) with the ``spawn`` context, or hands its run to a
-warm engine (:func:`warm_engine_main`) that loaded TensorFlow ahead of time. Before
+Each is started as an ``engine.child_process.ChildProcess``: :class:`engine.process.EngineProcess`
+hands its run to :func:`engine_main` (a cold one, or a warm one that loaded TensorFlow
+ahead of time), ``engine.process.detect_devices`` starts :func:`detect_devices_main`, and
+``engine.prediction.PredictionProcess`` :func:`predict_main`. Before
 the run, the process: ignores Ctrl-C (the parent decides when to stop), watches
 its parent so it never outlives it, exports TF_CONFIG, and routes its stdout and
 stderr (where TensorFlow's C++ runtime writes) into log messages.
@@ -21,20 +22,18 @@ import threading
 import time
 import traceback
 from collections.abc import Callable
-from dataclasses import dataclass
-from multiprocessing import reduction
-from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
 from .channel import Channel
+from .child_process import ChildEnds
 from .messages import (
+    EngineJob,
     InputRefused,
     PredictionDone,
     PredictRequest,
     ProtocolError,
     RunFailed,
-    parse_message,
 )
 from .run_folder import RunFolderLock, write_status
 from .stack_dumps import write_stacks_on_signal
@@ -169,19 +168,6 @@ class _HeldLines:
             self._target = target
 
 
-@dataclass(frozen=True)
-class EngineJob:
-    """One run as the parent hands it to an engine process (a cold one, or a warm one)."""
-
-    project_json: str
-    run_dir: str | None
-    task: str | None = None
-    tf_config_env: str | None = None
-    resume: bool = False
-    lock_follows: bool = False
-    """A warm engine then receives the run folder lock's descriptor next, on its pipe."""
-
-
 def _prepare_process() -> threading.Event:
     """What every engine process does first: the parent decides when it ends."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -190,62 +176,50 @@ def _prepare_process() -> threading.Event:
     return terminated
 
 
-def run_engine(
-    project_json: str,
-    run_dir: str | None,
-    out: Any,
-    stop_event: Any,
-    task: str | None,
-    tf_config_env: str | None,
-    resume: bool = False,
-    folder_lock: RunFolderLock | None = None,
-) -> None:
-    """Runs one project and reports it; the exit code is 0 only for a clean finish or stop.
+def engine_main(ends: ChildEnds, warm: bool) -> None:
+    """An engine: runs the one job the parent sends (``EngineJob``), and exits.
 
-    ``folder_lock`` is the parent's lock on ``run_dir``, inherited: it stays held
-    while this process writes there, even if the parent dies first.
+    A ``warm`` one loads TensorFlow first, before the job: loading it is most of an
+    engine's start-up, so a window keeps one of these ready. Either runs exactly one run
+    and exits, so nothing of a run (TensorFlow's devices and graphs, seeds, imported user
+    code) reaches the next. Loading it sets up no device: the run's own device setup (the
+    CPU split into replicas) still comes first. The run folder's lock arrives after the
+    job, as a file descriptor on the same pipe, and is held from then on: the lock stays
+    held while this process writes there, even if the parent dies first. A closed pipe
+    without a job (the window closed) ends the process.
     """
     terminated = _prepare_process()
+    os.environ.pop(TF_CONFIG_VAR, None)  # the job says which TF_CONFIG the run sees
     lines = _HeldLines()
     capture = _OutputCapture(lines)
-    job = EngineJob(project_json, run_dir, task, tf_config_env, resume)
-    sys.exit(_run(job, out, stop_event, terminated, lines, capture, folder_lock))
-
-
-def warm_engine_main(jobs: Connection, out: Any, stop_event: Any) -> None:
-    """A warm engine: loads TensorFlow now, then runs the one job the parent sends, if any.
-
-    Loading TensorFlow is most of an engine's start-up, so a window keeps one of
-    these ready. It runs exactly one run and exits, so nothing of a run (TensorFlow's
-    devices and graphs, seeds, imported user code) reaches the next. Loading it sets
-    up no device: the run's own device setup (the CPU split into replicas) still
-    comes first. The run folder's lock arrives after the job, as a file descriptor
-    on the same pipe (``send_handle``), and is held from then on like an inherited
-    one. A closed pipe without a job (the window closed) ends the process.
-    """
-    terminated = _prepare_process()
-    os.environ.pop(TF_CONFIG_VAR, None)
-    lines = _HeldLines()
-    capture = _OutputCapture(lines)
-    # A failed import is not this process's to report: the run imports the same modules
-    # again, and fails with TensorFlow's own error in the run's log and terminal message.
-    # engine.tf.training imports TensorFlow, and TensorFlow imports Keras.
-    with contextlib.suppress(Exception):
-        from .tf import training  # noqa: F401
+    if warm:
+        # A failed import is not this process's to report: the run imports the same modules
+        # again, and fails with TensorFlow's own error in the run's log and terminal message.
+        # engine.tf.training imports TensorFlow, and TensorFlow imports Keras.
+        with contextlib.suppress(Exception):
+            from .tf import training  # noqa: F401
     try:
-        job: EngineJob = jobs.recv()
-        lock_fd = reduction.recv_handle(jobs) if job.lock_follows else None
+        job = ends.receive()
+        if not isinstance(job, EngineJob):
+            raise ProtocolError(f"an engine takes a job, not {job.type}")
+        lock_fd = ends.receive_handle() if job.lock_follows else None
     except (EOFError, OSError):
         capture.close()
         return
+    except ValueError as exc:  # not a job of this Distloop: the parent hears why, in one line
+        capture.close()
+        channel = Channel(ends.out, None, None)
+        channel.send(_failure_message(exc))
+        channel.close()
+        sys.exit(1)
     finally:
-        jobs.close()
+        ends.requests.close()
     folder_lock = (
         RunFolderLock(Path(job.run_dir), lock_fd)
         if job.run_dir is not None and lock_fd is not None
         else None
     )
-    sys.exit(_run(job, out, stop_event, terminated, lines, capture, folder_lock))
+    sys.exit(_run(job, ends.out, ends.stop, terminated, lines, capture, folder_lock))
 
 
 def _run(
@@ -383,11 +357,11 @@ def _failure_message(exc: BaseException, last_step: int | None = None) -> RunFai
     )
 
 
-def detect_devices_main(out: Any) -> None:
+def detect_devices_main(ends: ChildEnds) -> None:
     """Answers a device probe: which CPUs, GPUs and TPUs TensorFlow sees here."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     _watch_parent()
-    channel = Channel(out, None, None)
+    channel = Channel(ends.out, None, None)
     capture = _OutputCapture(lambda text: None)
     try:
         from .tf.devices import detect_devices
@@ -400,11 +374,11 @@ def detect_devices_main(out: Any) -> None:
         channel.close()
 
 
-def predict_main(requests: Connection, out: Any, folder: str) -> None:
+def predict_main(ends: ChildEnds, folder: str) -> None:
     """A prediction process: loads ``folder``'s model once, then answers each request.
 
-    Requests (``PredictRequest``) arrive on ``requests``; the answers go through a
-    :class:`Channel` on ``out``, as an engine's messages do, each request's ending with
+    Requests (``PredictRequest``) arrive on the parent's pipe; the answers go through a
+    :class:`Channel`, as an engine's messages do, each request's ending with
     ``PredictionDone``. A closed ``requests`` pipe (the Try it window closed, the
     command done) ends the process. Any failure outside one input's answer is a
     RunFailed, never a silent death or a message the parent cannot read. TensorFlow's
@@ -421,7 +395,7 @@ def predict_main(requests: Connection, out: Any, folder: str) -> None:
     os.dup2(null, 1)
     os.dup2(null, 2)
     os.close(null)
-    channel = Channel(out, None, None)
+    channel = Channel(ends.out, None, None)
     try:
         from .tf.predict import InputError, load_for_prediction
 
@@ -434,7 +408,7 @@ def predict_main(requests: Connection, out: Any, folder: str) -> None:
         channel.flush()
         while True:
             try:
-                request = parse_message(requests.recv())
+                request = ends.receive()
             except EOFError:
                 return
             if not isinstance(request, PredictRequest):
@@ -445,5 +419,5 @@ def predict_main(requests: Connection, out: Any, folder: str) -> None:
     except Exception as exc:  # an answer, not a silent death: the parent shows one line
         channel.send(_failure_message(exc))
     finally:
-        requests.close()
+        ends.requests.close()
         channel.close()

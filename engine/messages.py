@@ -29,7 +29,7 @@ once and answers any number of requests, one at a time::
 
     ModelLoaded     first: the model it runs, what an example must be, the class names
   | InputRefused    without ``input``: the model cannot be used (the process then ends)
-    then, for each PredictRequest (parent → process, on its own pipe):
+    then, for each PredictRequest:
     Predicted*      one per example: classes best first for classifiers, else the outputs
     InputRefused*   one per input that cannot be used, naming it
     PredictionDone  the request is answered, every input of it
@@ -39,14 +39,22 @@ A run that ends with neither RunFinished nor RunFailed died abruptly (killed,
 segfault, out of memory); :class:`engine.process.EngineProcess` then synthesizes
 a RunFailed from the exit code, so consumers handle exactly one terminal message.
 
-Parent → engine: a stop request is a ``multiprocessing.Event`` the engine checks
-between steps; it is not a message because it must work while the queue is full.
+Parent → child, on a pipe of its own (``engine.child_process``, the one way every child
+is started and read)::
+
+    EngineJob       to an engine, once: the run it runs; the run folder lock's descriptor
+                    follows it on the pipe
+    PredictRequest  to a prediction process, any number, one at a time
+
+A stop request is a ``multiprocessing.Event`` the engine checks between steps; it is not
+a message because it must work while the queue is full.
 
 Additions within protocol 1 are optional fields and new message types only
 (``StepMetrics.named_losses`` and :class:`EvalMetrics`, for custom step code and
 evaluation; ``RunFinished.killed`` and ``RunFailed.known``, for how a run ended;
 ``RunStarted.strategy_kind``, the strategy's name as the user chose it;
-:class:`StrategyReady`, for comparing a cluster's devices before they hang it): the
+:class:`StrategyReady`, for comparing a cluster's devices before they hang it;
+:class:`EngineJob`, a run as its engine receives it): the
 engine and its parent always come from the same installation, and a consumer that
 ignores them still reads every run correctly.
 
@@ -244,6 +252,23 @@ class ClassScore(BaseModel):
     probability: float
 
 
+class EngineJob(_Message):
+    """Parent → engine process: the one run it runs, first thing (a cold engine) or once a
+    run takes it (a warm one, TensorFlow already loaded). ``task`` is the cluster task it
+    runs as."""
+
+    type: Literal["engine_job"] = "engine_job"
+    project_json: str
+    run_dir: str | None = None
+    tf_config_env: str | None = Field(
+        None, description="The TF_CONFIG the run sees (None: none, whatever the environment)."
+    )
+    resume: bool = False
+    lock_follows: bool = Field(
+        False, description="The run folder lock's descriptor comes next on the same pipe."
+    )
+
+
 class Predicted(_Message):
     """One example's prediction."""
 
@@ -294,6 +319,7 @@ Message = Annotated[
     | RunFinished
     | RunFailed
     | DevicesDetected
+    | EngineJob
     | ModelLoaded
     | Predicted
     | InputRefused

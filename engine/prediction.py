@@ -1,10 +1,10 @@
 """A run's saved model in a prediction process, for ``distloop predict`` and Try It (TF-free).
 
 The window never loads TensorFlow, and ``engine.cli`` is imported by the window's
-launcher, so the model runs in a process of its own, spawned as engine processes
-are (``engine.child_main.predict_main`` runs ``engine.tf.predict``). It loads the
-model once and answers request after request over the engine's kind of channel
-(``engine.channel``, the protocol's messages of ``engine.messages``): a
+launcher, so the model runs in a process of its own, spawned and read as every
+child is (``engine.child_process``; ``engine.child_main.predict_main`` runs
+``engine.tf.predict``). It loads the model once and answers request after request, in
+the protocol's messages (``engine.messages``): a
 :class:`PredictionProcess` keeps it while the Try It window is open, so only the first
 prediction waits for TensorFlow; ``distloop predict`` sends it all its inputs as one
 request. Whatever the process does (refuses the model, fails, dies), the caller
@@ -14,16 +14,15 @@ gets one line: a :class:`PredictionError`, or an input's own entry in
 
 from __future__ import annotations
 
-import multiprocessing
 import queue
 import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from .child_main import predict_main
+from .child_process import ChildProcess, describe_exit
 from .messages import (
     InputRefused,
     Message,
@@ -32,16 +31,13 @@ from .messages import (
     PredictionDone,
     PredictRequest,
     RunFailed,
-    parse_message,
 )
-from .process import QUEUE_SIZE, describe_exit
 from .run_folder import MODEL_FILE, RunFolderError, find_model_folder, refuse_links
 
 PREDICT_TIMEOUT_S = 300.0
 """TensorFlow's start takes seconds; thousands of rows take a few more."""
 POLL_S = 0.25
 PROCESS = "the prediction process"
-_ctx = multiprocessing.get_context("spawn")
 
 
 class PredictionError(Exception):
@@ -100,9 +96,7 @@ class PredictionProcess:
         self.run_dir = run_dir
         self._lock = threading.Lock()
         self._closed = False
-        self._process: multiprocessing.process.BaseProcess | None = None
-        self._queue: Any = None
-        self._requests: Any = None
+        self._child: ChildProcess | None = None
         self._model: ModelLoaded | None = None
 
     @property
@@ -113,7 +107,7 @@ class PredictionProcess:
     @property
     def pid(self) -> int | None:
         """The process's id while this object holds one (None before, and once it ended)."""
-        return self._process.pid if self._process is not None else None
+        return self._child.pid if self._child is not None else None
 
     def start(self) -> None:
         """Starts the process unless one is running, so TensorFlow loads ahead of a request."""
@@ -123,19 +117,10 @@ class PredictionProcess:
     def _ensure_started(self) -> None:
         if self._closed:
             raise PredictionError(f"{self.run_dir}: the prediction was closed")
-        if self._process is not None:  # alive, or dead with its last words still to read
+        if self._child is not None:  # alive, or dead with its last words still to read
             return
         folder = model_folder(self.run_dir)
-        self._queue = _ctx.Queue(QUEUE_SIZE)
-        self._requests, child_end = _ctx.Pipe()
-        self._process = _ctx.Process(
-            target=predict_main,
-            args=(child_end, self._queue, str(folder)),
-            name="distloop-predict",
-            daemon=True,
-        )
-        self._process.start()
-        child_end.close()
+        self._child = ChildProcess(predict_main, str(folder), name="distloop-predict", daemon=True)
 
     def predict(
         self,
@@ -156,11 +141,12 @@ class PredictionProcess:
             deadline = time.monotonic() + timeout_s
             if self._model is None:
                 self._await_model(deadline)
-            elif self._process is not None and not self._process.is_alive():
+            elif self._child is not None and not self._child.is_alive():
                 raise PredictionError(self._ended())  # it died while idle
             request = PredictRequest(inputs=[str(path) for path in inputs], rows=list(rows))
             try:
-                self._requests.send(request.model_dump())
+                assert self._child is not None
+                self._child.send(request)
             except (OSError, ValueError):  # it died, or close() closed the pipe meanwhile
                 raise PredictionError(self._ended()) from None
             result = PredictionResult(model=self._model)
@@ -192,19 +178,22 @@ class PredictionProcess:
 
     def _next(self, deadline: float) -> Message:
         """The process's next message; a failure, a death or the deadline raise."""
-        assert self._process is not None
+        child = self._child
+        assert child is not None
         while True:
             try:
-                raw = self._queue.get(timeout=POLL_S)
+                message = child.receive(POLL_S)
             except queue.Empty:
                 if self._closed:
                     self._end_process()
                     raise PredictionError(f"{self.run_dir}: the prediction was closed") from None
-                if not self._process.is_alive():
+                if not child.is_alive():
                     try:  # what it sent just before it ended
-                        raw = self._queue.get(timeout=POLL_S)
+                        message = child.receive(POLL_S)
                     except queue.Empty:
                         raise PredictionError(self._ended()) from None
+                    except ValueError as exc:
+                        raise self._not_a_message(exc) from None
                 elif time.monotonic() > deadline:
                     self._end_process()
                     raise PredictionError(
@@ -212,16 +201,10 @@ class PredictionProcess:
                     ) from None
                 else:
                     continue
-            except (OSError, ValueError, EOFError):  # close() closed the queue meanwhile
-                raise PredictionError(f"{self.run_dir}: the prediction was closed") from None
-            try:
-                message = parse_message(raw)
             except ValueError as exc:  # ProtocolError, or a message that does not validate
-                self._end_process()
-                raise PredictionError(
-                    f"{self.run_dir}: {PROCESS} sent something that is not a message "
-                    f"of this Distloop: {str(exc).splitlines()[0]}"
-                ) from None
+                raise self._not_a_message(exc) from None
+            except (OSError, EOFError):  # close() closed the queue meanwhile
+                raise PredictionError(f"{self.run_dir}: the prediction was closed") from None
             if isinstance(message, RunFailed):
                 self._end_process()
                 lines = message.message.splitlines()
@@ -229,32 +212,30 @@ class PredictionProcess:
                 raise PredictionError(f"{self.run_dir}: the prediction failed: {reason}")
             return message
 
+    def _not_a_message(self, exc: ValueError) -> PredictionError:
+        self._end_process()
+        return PredictionError(
+            f"{self.run_dir}: {PROCESS} sent something that is not a message "
+            f"of this Distloop: {str(exc).splitlines()[0]}"
+        )
+
     def _ended(self) -> str:
         """Why the process is gone, once it is, and that the next prediction starts it again."""
-        process = self._process
+        child = self._child
         code = None
-        if process is not None:
-            process.join(1)
-            code = process.exitcode
+        if child is not None:
+            child.join(1)
+            code = child.exitcode
         self._end_process()
         return (
             f"{self.run_dir}: {describe_exit(code, PROCESS)}; the next prediction starts it again"
         )
 
     def _end_process(self) -> None:
-        process, self._process = self._process, None
+        child, self._child = self._child, None
         self._model = None
-        if self._requests is not None:
-            self._requests.close()
-            self._requests = None
-        if process is not None:
-            if process.is_alive():
-                process.kill()
-            process.join(5)
-        if self._queue is not None:
-            self._queue.close()
-            self._queue.cancel_join_thread()
-            self._queue = None
+        if child is not None:
+            child.close()
 
     def close(self) -> None:
         """Ends the process (the Try It window closes, the command is done)."""
@@ -264,8 +245,8 @@ class PredictionProcess:
                 self._end_process()
             finally:
                 self._lock.release()
-        elif self._process is not None:  # a request in progress ends with the process
-            self._process.kill()
+        elif self._child is not None:  # a request in progress ends with the process
+            self._child.kill()
 
 
 def _unanswered(request: PredictRequest, answered: list[str]) -> list[str]:

@@ -13,31 +13,28 @@ rose is reported as running out of memory, with what to do, and without the log'
 from __future__ import annotations
 
 import contextlib
-import multiprocessing
 import queue
 import signal
 import socket
 import time
 from collections.abc import Iterator
-from multiprocessing import reduction
 from pathlib import Path
-from typing import Any
 
-from .child_main import EngineJob, detect_devices_main, run_engine, warm_engine_main
+from .child_main import detect_devices_main, engine_main
+from .child_process import ChildProcess, describe_exit
 from .config import Project
 from .fileio import atomic_write_text
 from .memory_check import memory_cgroups
 from .messages import (
     TERMINAL_TYPES,
     DevicesDetected,
+    EngineJob,
     Log,
     Message,
-    ProtocolError,
     RunFailed,
     RunFinished,
     RunStarted,
     StepMetrics,
-    parse_message,
 )
 from .run_folder import (
     PROJECT_FILE,
@@ -49,7 +46,6 @@ from .run_folder import (
 )
 from .tf_config import MULTI_MACHINE_STRATEGIES, TFConfig, parse_address
 
-QUEUE_SIZE = 512
 STOP_BEFORE_FIRST_STEP_S = 2.0
 """A stop request's grace for an engine that has not reported a step: before its first
 step it may be blocked inside TensorFlow (waiting for a cluster peer, building a strategy)
@@ -63,25 +59,6 @@ CLOSE_WAIT_S = 0.5
 EXIT_AFTER_REPORT_S = 10.0
 """How long an engine that reported its end may take to exit (closing its files, TensorFlow's
 teardown; seconds on a busy machine) before :meth:`EngineProcess.close` kills it."""
-_ctx = multiprocessing.get_context("spawn")
-
-
-def describe_exit(exit_code: int | None, process: str = "the engine process") -> str:
-    """Says how a process ended in words a user can act on."""
-    if exit_code is None:
-        return f"{process} is still running"
-    if exit_code < 0:
-        try:
-            name = signal.Signals(-exit_code).name
-        except ValueError:
-            name = f"signal {-exit_code}"
-        hint = (
-            " (the system also does this when memory runs out)"
-            if -exit_code == signal.SIGKILL
-            else ""
-        )
-        return f"{process} was killed by {name}{hint}"
-    return f"{process} exited with code {exit_code} without reporting why"
 
 
 OUT_OF_MEMORY = (
@@ -128,22 +105,13 @@ class WarmEngine:
     """
 
     def __init__(self) -> None:
-        self.queue = _ctx.Queue(QUEUE_SIZE)
-        self.stop_event = _ctx.Event()
-        self._jobs, child_end = _ctx.Pipe()  # a socket pair: the lock's descriptor passes too
-        self.process = _ctx.Process(
-            target=warm_engine_main,
-            args=(child_end, self.queue, self.stop_event),
-            name="distloop-engine-warm",
-        )
-        self.process.start()
-        child_end.close()
+        self.child = ChildProcess(engine_main, True, name="distloop-engine-warm")
         self._taken = False
 
     @property
     def ready(self) -> bool:
         """Not taken yet and alive (possibly still loading TensorFlow: a job then waits)."""
-        return not self._taken and self.process.is_alive()
+        return not self._taken and self.child.is_alive()
 
     def hand_over(self, job: EngineJob, folder_lock: RunFolderLock | None) -> bool:
         """Gives the process its run (and the folder's lock); False when it can take none.
@@ -153,25 +121,12 @@ class WarmEngine:
         if not self.ready:
             self.close()
             return False
-        handle = folder_lock.handle() if folder_lock is not None else None
         try:
-            self._jobs.send(
-                EngineJob(
-                    job.project_json,
-                    job.run_dir,
-                    job.task,
-                    job.tf_config_env,
-                    job.resume,
-                    lock_follows=handle is not None,
-                )
-            )
-            if handle is not None:
-                reduction.send_handle(self._jobs, handle, self.process.pid)
+            _send_job(self.child, job, folder_lock)
         except OSError:  # it died after the check; nothing of the run reached it
             self.close()
             return False
         self._taken = True
-        self._jobs.close()
         return True
 
     def close(self) -> None:
@@ -183,13 +138,16 @@ class WarmEngine:
         if self._taken:
             return
         self._taken = True
-        self._jobs.close()
-        self.process.join(CLOSE_WAIT_S)
-        if self.process.is_alive():
-            self.process.kill()
-            self.process.join(5)
-        self.queue.close()
-        self.queue.cancel_join_thread()
+        self.child.close(wait_s=CLOSE_WAIT_S)
+
+
+def _send_job(child: ChildProcess, job: EngineJob, folder_lock: RunFolderLock | None) -> None:
+    """Sends an engine its run, then the run folder lock's descriptor, and no more."""
+    handle = folder_lock.handle() if folder_lock is not None else None
+    child.send(job.model_copy(update={"lock_follows": handle is not None}))
+    if handle is not None:
+        child.send_handle(handle)
+    child.close_requests()
 
 
 class WarmEngines:
@@ -254,9 +212,7 @@ class EngineProcess:
         self._resume = resume
         self._folder_lock = folder_lock
         self._warm = warm
-        self._queue: Any = None
-        self._stop_event: Any = None
-        self._process: multiprocessing.process.BaseProcess | None = None
+        self._child: ChildProcess | None = None
         self._terminal: Message | None = None
         self._started_at = 0.0
         self._stop_requested_at: float | None = None
@@ -301,43 +257,31 @@ class EngineProcess:
                 self.run_dir / PROJECT_FILE, self.project.to_json(), follow_symlinks=False
             )
         job = EngineJob(
-            self.project.to_json(),
-            str(self.run_dir) if self.run_dir else None,
-            self.task,
-            self._tf_config.to_env() if self._tf_config else None,
-            self._resume,
+            project_json=self.project.to_json(),
+            run_dir=str(self.run_dir) if self.run_dir else None,
+            task=self.task,
+            tf_config_env=self._tf_config.to_env() if self._tf_config else None,
+            resume=self._resume,
         )
         warm, self._warm = self._warm, None
         self._started_at = time.monotonic()
         self._oom_kills_at_start = oom_kill_count()
         if warm is not None and warm.hand_over(job, self._folder_lock):
-            self._process, self._queue, self._stop_event = warm.process, warm.queue, warm.stop_event
+            self._child = warm.child
             return
-        self._queue = _ctx.Queue(QUEUE_SIZE)
-        self._stop_event = _ctx.Event()
-        self._process = _ctx.Process(
-            target=run_engine,
-            args=(
-                job.project_json,
-                job.run_dir,
-                self._queue,
-                self._stop_event,
-                job.task,
-                job.tf_config_env,
-                job.resume,
-                self._folder_lock,
-            ),
-            name=f"distloop-engine{'-' + self.task if self.task else ''}",
-        )
-        self._process.start()
+        name = f"distloop-engine{'-' + self.task if self.task else ''}"
+        self._child = ChildProcess(engine_main, False, name=name)
+        # A child that died before reading its job is reported by poll, as any death is.
+        with contextlib.suppress(OSError):
+            _send_job(self._child, job, self._folder_lock)
 
     @property
     def pid(self) -> int | None:
-        return self._process.pid if self._process else None
+        return self._child.pid if self._child else None
 
     @property
     def exit_code(self) -> int | None:
-        return self._process.exitcode if self._process else None
+        return self._child.exitcode if self._child else None
 
     @property
     def done(self) -> bool:
@@ -350,8 +294,8 @@ class EngineProcess:
         An engine that has reported no step yet is killed if it has not ended after
         :data:`STOP_BEFORE_FIRST_STEP_S` (see :meth:`poll`).
         """
-        if self._stop_event is not None:
-            self._stop_event.set()
+        if self._child is not None:
+            self._child.stop_event.set()
         if self._stop_requested_at is None:
             self._stop_requested_at = time.monotonic()
 
@@ -362,37 +306,32 @@ class EngineProcess:
         the SIGKILL is not the out-of-memory killer's, and the run resumes from its
         last checkpoint.
         """
-        if self._process is not None and self._process.is_alive():
+        if self._child is not None and self._child.is_alive():
             self._killed_on_request = True
-            self._process.kill()
+            self._child.kill()
 
     def stop(self, grace_s: float = 5.0) -> None:
         """Asks politely, then kills: the way Stop and closing the window end a run."""
         self.request_stop()
-        if self._process is None:
+        if self._child is None:
             return
-        self._process.join(grace_s)
-        if self._process.is_alive():
+        self._child.join(grace_s)
+        if self._child.is_alive():
             self.kill()
-            self._process.join(5)
+            self._child.join(5)
 
     def poll(self, timeout_s: float = 0.1) -> list[Message]:
         """Messages that arrived, waiting at most ``timeout_s`` for the first one."""
-        if self._terminal is not None or self._process is None:
+        if self._terminal is not None or self._child is None:
             return []
         out: list[Message] = []
         deadline = time.monotonic() + timeout_s
         while True:
             remaining = deadline - time.monotonic()
             try:
-                raw = (
-                    self._queue.get(timeout=remaining)
-                    if remaining > 0 and not out
-                    else (self._queue.get_nowait())
-                )
+                message = self._receive(remaining if not out else 0)
             except queue.Empty:
                 break
-            message = self._parse(raw)
             self._note(message)
             out.append(message)
             if isinstance(message, TERMINAL_TYPES):
@@ -402,11 +341,11 @@ class EngineProcess:
                 return out
         if self._stuck_before_first_step():
             self.kill()
-            self._process.join(1)
+            self._child.join(1)
         if self._peer_check_due():
             self._peers_checked = True
             out += self._missing_peers()
-        if not self._process.is_alive():
+        if not self._child.is_alive():
             out += self._drain_after_death()
         return out
 
@@ -427,8 +366,8 @@ class EngineProcess:
             and self._tf_config is not None
             and self.project.strategy.kind in MULTI_MACHINE_STRATEGIES
             and time.monotonic() - self._started_at >= PEER_CHECK_S
-            and self._process is not None
-            and self._process.is_alive()
+            and self._child is not None
+            and self._child.is_alive()
         )
 
     def _missing_peers(self) -> list[Message]:
@@ -463,14 +402,17 @@ class EngineProcess:
             and not self._stepped
             and not self._serving
             and time.monotonic() - self._stop_requested_at >= STOP_BEFORE_FIRST_STEP_S
-            and self._process is not None
-            and self._process.is_alive()
+            and self._child is not None
+            and self._child.is_alive()
         )
 
-    def _parse(self, raw: dict) -> Message:
+    def _receive(self, timeout_s: float) -> Message:
+        """The engine's next message (queue.Empty when none came): one that is not a
+        message of this Distloop is logged as such, and the run goes on."""
+        assert self._child is not None
         try:
-            return parse_message(raw)
-        except (ProtocolError, ValueError) as exc:
+            return self._child.receive(timeout_s)
+        except ValueError as exc:  # ProtocolError, or a message that does not validate
             return Log(level="error", text=f"unreadable engine message: {exc}", task=self.task)
 
     def _drain_after_death(self) -> list[Message]:
@@ -478,7 +420,7 @@ class EngineProcess:
         out: list[Message] = []
         while True:
             try:
-                message = self._parse(self._queue.get(timeout=0.2))
+                message = self._receive(0.2)
             except (queue.Empty, EOFError, OSError):
                 break
             self._note(message)
@@ -493,9 +435,9 @@ class EngineProcess:
 
     def _death_report(self) -> RunFinished | RunFailed:
         """How the engine ended without saying so: stopped when the parent killed it."""
-        assert self._process is not None
-        self._process.join(1)
-        code = self._process.exitcode
+        assert self._child is not None
+        self._child.join(1)
+        code = self._child.exitcode
         reason = describe_exit(code)
         out_of_memory = self._killed_by_oom(code)
         if out_of_memory:
@@ -556,33 +498,27 @@ class EngineProcess:
         An engine that reported its end is let exit on its own; one that did not is
         asked to stop, then killed.
         """
-        if self._process is not None and self._terminal is not None:
-            self._process.join(EXIT_AFTER_REPORT_S)
-        if self._process is not None and self._process.is_alive():
+        if self._child is not None and self._terminal is not None:
+            self._child.join(EXIT_AFTER_REPORT_S)
+        if self._child is not None and self._child.is_alive():
             self.stop()
         if self._warm is not None:  # never started: the warm engine it was given ends here
             self._warm.close()
             self._warm = None
-        if self._queue is not None:
-            self._queue.close()
-            self._queue.cancel_join_thread()
+        if self._child is not None:
+            self._child.close()
         self._release_folder()
 
 
 def detect_devices(timeout_s: float = 60.0) -> DevicesDetected:
     """Asks a short-lived engine process which devices TensorFlow sees (blocking)."""
-    out = _ctx.Queue()
-    process = _ctx.Process(target=detect_devices_main, args=(out,), name="distloop-detect")
-    process.start()
+    child = ChildProcess(detect_devices_main, name="distloop-detect")
     try:
-        raw = out.get(timeout=timeout_s)
+        message = child.receive(timeout_s)
     except queue.Empty:
         raise TimeoutError(f"device detection took longer than {timeout_s:.0f} s") from None
     finally:
-        process.join(5)
-        if process.is_alive():
-            process.kill()
-    message = parse_message(raw)
+        child.close(wait_s=5)
     if isinstance(message, RunFailed):
         raise RuntimeError(f"device detection failed: {message.message}")
     assert isinstance(message, DevicesDetected)

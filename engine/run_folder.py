@@ -240,7 +240,8 @@ class RunFolderLock:
     """An exclusive lock on a run folder, held for as long as a run writes there.
 
     The parent takes it before it writes anything and hands it to the engine
-    process, which inherits the same open lock file: the lock lasts until both
+    process (its descriptor, sent after the job: ``engine.child_process``), which then
+    holds the same open lock file: the lock lasts until both
     have let go, so an engine that outlives its parent for a moment still holds
     it. It is ``flock`` on ``.distloop.lock`` (the file stays; the lock goes with
     the processes, even when they are killed), which holds the pid of the taker
@@ -323,18 +324,6 @@ class RunFolderLock:
             self.free_reserve()
             os.close(self._fd)
             self._fd = -1
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        """Pickled for a spawned engine process: it inherits the locked file descriptor."""
-        if fcntl is None:  # Windows: nothing is locked, so there is nothing to inherit
-            return (RunFolderLock, (self.folder, -1))
-        from multiprocessing import reduction
-
-        return (_inherited_lock, (str(self.folder), reduction.DupFd(self._fd)))
-
-
-def _inherited_lock(folder: str, inherited: Any) -> RunFolderLock:
-    return RunFolderLock(Path(folder), inherited.detach())
 
 
 def folder_entries(run_dir: Path) -> list[Path]:

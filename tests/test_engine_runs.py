@@ -215,9 +215,9 @@ def test_run_started_reports_what_really_runs() -> None:
 def test_a_frozen_parent_neither_stalls_training_nor_loses_steps(tmp_path, monkeypatch) -> None:
     """The GUI reads nothing while the run trains: the engine finishes on its own, and
     the steps that did not fit the (small) queue arrive merged, every one of them."""
-    import distloop.engine.process as process_module
+    import distloop.engine.child_process as child_process
 
-    monkeypatch.setattr(process_module, "QUEUE_SIZE", 8)
+    monkeypatch.setattr(child_process, "QUEUE_SIZE", 8)
     data = example_data()
     data["training"] = {"steps": 6000, "seed": 0, "steps_per_execution": 20}
     engine_process = EngineProcess(load_project_data(data), tmp_path)

@@ -6,14 +6,14 @@ from __future__ import annotations
 
 import io
 import json
-import multiprocessing
 import os
 from pathlib import Path
 
 import numpy as np
 import pytest
 from distloop.engine.child_main import predict_main
-from distloop.engine.messages import ModelLoaded, RunFailed, parse_message
+from distloop.engine.child_process import ChildProcess
+from distloop.engine.messages import ModelLoaded, RunFailed
 from distloop_testing import distloop, example_data, model_run_folder
 
 FEATURES = 8
@@ -139,23 +139,15 @@ def test_an_unexpected_failure_in_the_prediction_process_is_a_typed_message(
 ) -> None:
     """A request the process cannot take (here: not a request at all) is a RunFailed."""
     run_dir = classifier_folder(tmp_path)
-    context = multiprocessing.get_context("spawn")
-    answers = context.Queue()
-    requests, child_end = context.Pipe()
-    process = context.Process(target=predict_main, args=(child_end, answers, str(run_dir)))
-    process.start()
-    child_end.close()
+    child = ChildProcess(predict_main, str(run_dir), name="distloop-predict")
     try:
-        assert isinstance(parse_message(answers.get(timeout=120)), ModelLoaded)
-        requests.send(ModelLoaded(path="x", input_shape=[1], classifier=False).model_dump())
-        failed = parse_message(answers.get(timeout=60))
+        assert isinstance(child.receive(120), ModelLoaded)
+        child.send(ModelLoaded(path="x", input_shape=[1], classifier=False))
+        failed = child.receive(60)
         assert isinstance(failed, RunFailed)
         assert failed.error_type == "ProtocolError"
         assert failed.message == "a prediction process takes requests, not model_loaded"
-        process.join(30)
-        assert process.exitcode == 0
+        child.join(30)
+        assert child.exitcode == 0
     finally:
-        requests.close()
-        if process.is_alive():
-            process.kill()
-        process.join()
+        child.close()

@@ -51,7 +51,7 @@ def test_same_seed_same_trace_run_after_run_warm_or_cold(tmp_path: Path) -> None
     def warm_runs() -> tuple[dict, dict, tuple[bool, bool]]:
         engine = EngineProcess(project, tmp_path / "first", warm=first)
         lock = run_holding_the_lock(engine, tmp_path / "first")
-        assert engine.pid == first.process.pid  # the warm process ran it, no cold spawn
+        assert engine.pid == first.child.pid  # the warm process ran it, no cold spawn
         after = run_engine(project, tmp_path / "second", warm=second)
         return {"pid": engine.pid}, after, lock
 
@@ -61,8 +61,8 @@ def test_same_seed_same_trace_run_after_run_warm_or_cold(tmp_path: Path) -> None
         first_pid, second_run, (held, clean_exit) = warm_future.result()
 
     assert held and clean_exit
-    assert not first.process.is_alive() and first.process.exitcode == 0
-    assert second.process.exitcode == 0 and second.process.pid != first_pid["pid"]
+    assert not first.child.is_alive() and first.child.exitcode == 0
+    assert second.child.exitcode == 0 and second.child.pid != first_pid["pid"]
     assert read_status(tmp_path / "first")["status"] == "finished"
     first_losses = np.float32(read_metrics(tmp_path / "first")["loss"])
     assert second_run["started"].num_replicas == cold["started"].num_replicas == 2

@@ -73,7 +73,7 @@ def test_closing_the_window_ends_the_idle_warm_engine(qtbot, make_window) -> Non
     window.show()
     qtbot.waitUntil(lambda: warm.warm is not None, timeout=TIMEOUT_MS)
     assert warm.warm is not None
-    process = warm.warm.process
+    process = warm.warm.child
     assert process.is_alive()
     window.close()
     assert not process.is_alive() and warm.warm is None
