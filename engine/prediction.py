@@ -32,7 +32,7 @@ from .messages import (
     PredictRequest,
     RunFailed,
 )
-from .run_folder import MODEL_FILE, RunFolderError, find_model_folder, refuse_links
+from .run_folder import RunFolderError, saved_model_folder
 
 PREDICT_TIMEOUT_S = 300.0
 """TensorFlow's start takes seconds; thousands of rows take a few more."""
@@ -63,22 +63,12 @@ class PredictionResult:
 
 
 def model_folder(run_dir: Path) -> Path:
-    """The folder holding the run's ``model.keras`` (:func:`find_model_folder`), or why none."""
-    if not run_dir.is_dir():
-        raise PredictionError(f"{run_dir}: no such run folder")
-    try:  # the model, classes.json and vocabulary.json are read from the folder, never a link's
-        refuse_links(run_dir)
+    """The folder holding the run's ``model.keras`` (:func:`saved_model_folder`); why there
+    is none is a PredictionError, the one kind of error a prediction's caller shows."""
+    try:
+        return saved_model_folder(run_dir)
     except RunFolderError as exc:
         raise PredictionError(str(exc)) from None
-    folder = find_model_folder(run_dir)
-    if folder is not None:
-        return folder
-    others = sorted(path.name for path in run_dir.glob("model-*.keras"))
-    named = f" (it has {', '.join(others)}: custom code's models by name)" if others else ""
-    raise PredictionError(
-        f"{run_dir}: no {MODEL_FILE} in this run folder{named}; a run saves it when it "
-        "finishes or is stopped"
-    )
 
 
 class PredictionProcess:

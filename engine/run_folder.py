@@ -864,6 +864,23 @@ def find_model_folder(run_dir: Path) -> Path | None:
     return None
 
 
+def saved_model_folder(run_dir: Path) -> Path:
+    """:func:`find_model_folder` for a prediction: the folder, or a RunFolderError saying
+    why there is none (no such folder, a link in it, no ``model.keras`` yet)."""
+    if not run_dir.is_dir():
+        raise RunFolderError(f"{run_dir}: no such run folder")
+    refuse_links(run_dir)  # the model, classes.json and vocabulary.json: the folder's own
+    folder = find_model_folder(run_dir)
+    if folder is not None:
+        return folder
+    others = sorted(path.name for path in run_dir.glob("model-*.keras"))
+    named = f" (it has {', '.join(others)}: custom code's models by name)" if others else ""
+    raise RunFolderError(
+        f"{run_dir}: no {MODEL_FILE} in this run folder{named}; a run saves it when it "
+        "finishes or is stopped"
+    )
+
+
 def has_model(run_dir: Path) -> bool:
     """Whether the run left a ``model.keras`` to predict with (cheap: a few ``stat`` calls)."""
     return find_model_folder(run_dir) is not None
