@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from distloop.engine.channel import Channel
+from distloop.engine.child_main import engine_main
 from distloop.engine.child_process import ChildEnds, ChildProcess, describe_exit
 from distloop.engine.messages import (
     EngineJob,
@@ -20,6 +21,7 @@ from distloop.engine.messages import (
     PredictionDone,
     PredictRequest,
     ProtocolError,
+    RunFailed,
 )
 from distloop.engine.process import detect_devices
 
@@ -131,3 +133,16 @@ def test_the_device_probe_is_a_child_like_the_others() -> None:
     found = detect_devices()
     assert found.tensorflow_version
     assert any(device.device_type == "CPU" for device in found.devices)
+
+
+def test_an_engine_sent_anything_but_a_job_fails_in_one_line() -> None:
+    child = ChildProcess(engine_main, False, name="distloop-test-engine")
+    try:
+        child.send(PredictRequest(rows=["1"]))
+        failed = child.receive(60)
+        assert isinstance(failed, RunFailed) and failed.error_type == "ProtocolError"
+        assert failed.message == "an engine takes a job, not predict_request"
+        child.join(60)
+        assert child.exitcode == 1
+    finally:
+        child.close()
