@@ -81,25 +81,25 @@ class ChildProcess:
         name: str,
         daemon: bool = False,
     ) -> None:
-        self.queue: Any = _ctx.Queue(QUEUE_SIZE)
+        self._queue: Any = _ctx.Queue(QUEUE_SIZE)
         self.stop_event: Any = _ctx.Event()
         self._requests, child_end = _ctx.Pipe()  # a socket pair: descriptors pass too
-        ends = ChildEnds(child_end, self.queue, self.stop_event)
-        self.process = _ctx.Process(target=main, args=(ends, *args), name=name, daemon=daemon)
-        self.process.start()
+        ends = ChildEnds(child_end, self._queue, self.stop_event)
+        self._process = _ctx.Process(target=main, args=(ends, *args), name=name, daemon=daemon)
+        self._process.start()
         child_end.close()
         self._closed = False
 
     @property
     def pid(self) -> int | None:
-        return self.process.pid
+        return self._process.pid
 
     @property
     def exitcode(self) -> int | None:
-        return self.process.exitcode
+        return self._process.exitcode
 
     def is_alive(self) -> bool:
-        return self.process.is_alive()
+        return self._process.is_alive()
 
     def send(self, request: _Message) -> None:
         """Sends a request; OSError or ValueError when the child (or its pipe) is gone."""
@@ -107,7 +107,7 @@ class ChildProcess:
 
     def send_handle(self, fd: int) -> None:
         """Passes a file descriptor, which the child holds from then on as its own."""
-        reduction.send_handle(self._requests, fd, self.process.pid)
+        reduction.send_handle(self._requests, fd, self._process.pid)
 
     def close_requests(self) -> None:
         """No more requests: a child waiting for one sees its pipe end and exits."""
@@ -122,19 +122,19 @@ class ChildProcess:
         """
         try:
             if timeout_s is not None and timeout_s <= 0:  # a Queue waits for ever on one < 0
-                raw = self.queue.get_nowait()
+                raw = self._queue.get_nowait()
             else:
-                raw = self.queue.get(timeout=timeout_s)
+                raw = self._queue.get(timeout=timeout_s)
         except ValueError:  # the queue's own "is closed", not a message's fault
             raise EOFError("the child's queue is closed") from None
         return parse_message(raw)
 
     def join(self, timeout_s: float | None = None) -> None:
-        self.process.join(timeout_s)
+        self._process.join(timeout_s)
 
     def kill(self) -> None:
-        if self.process.is_alive():
-            self.process.kill()
+        if self._process.is_alive():
+            self._process.kill()
 
     def close(self, wait_s: float = 0.0) -> None:
         """Ends the child (after ``wait_s`` for it to exit on its own) and closes its ends."""
@@ -143,9 +143,9 @@ class ChildProcess:
         self._closed = True
         self._requests.close()
         if wait_s > 0:
-            self.process.join(wait_s)
-        if self.process.is_alive():
-            self.process.kill()
-        self.process.join(5)
-        self.queue.close()
-        self.queue.cancel_join_thread()
+            self._process.join(wait_s)
+        if self._process.is_alive():
+            self._process.kill()
+        self._process.join(5)
+        self._queue.close()
+        self._queue.cancel_join_thread()
