@@ -28,7 +28,7 @@ from ..engine.cluster.ssh import SshLaunch
 from ..engine.config import Project
 from ..engine.messages import Log, Message, RunFailed
 from ..engine.process import WarmEngines
-from ..engine.run_events import RunEvent, Started, StepsAdded
+from ..engine.run_events import RunEvent, StepsAdded
 from ..engine.run_folder import update_status
 from ..engine.run_handle import (
     ClusterFactory,
@@ -88,7 +88,8 @@ class RunController(QObject):
         self._project: Project | None = None
         self._model: RunModel | None = None
         self._task: asyncio.Task[None] | None = None
-        self._state = RunState.IDLE
+        self._active = False
+        self._told_state = RunState.IDLE
         self.stop_requested = False
         self.killed = False
         self._kill_timer = QTimer(self)
@@ -102,12 +103,20 @@ class RunController(QObject):
 
     @property
     def state(self) -> RunState:
-        return self._state
+        """The engine's lifecycle, read from the run's model and the user's stop: the run's
+        status is kept once, in its model."""
+        if not self._active:
+            return RunState.IDLE
+        if self.stop_requested:
+            return RunState.STOPPING
+        if self._model is None or self._model.started is None:
+            return RunState.STARTING
+        return RunState.RUNNING
 
     @property
     def active(self) -> bool:
         """True from Run until the engine is closed."""
-        return self._state is not RunState.IDLE
+        return self._active
 
     @property
     def engine(self) -> EngineHandle | None:
@@ -158,7 +167,8 @@ class RunController(QObject):
         run_model = model or RunModel(total_steps=project.total_steps(), run_dir=run_dir)
         run_model.subscribe(lambda event: self._on_event(run_model, event))
         self._model = run_model
-        self._set_state(RunState.STARTING)
+        self._active = True
+        self._tell_state()
         self._hosts, self._project = hosts, project
         self._stop_grace_s = stop_grace_s
         try:
@@ -192,7 +202,8 @@ class RunController(QObject):
                     traceback=traceback.format_exc(),
                 )
             )
-            self._set_state(RunState.IDLE)
+            self._active = False
+            self._tell_state()
             self._replace_warm_engine()
             self.idle.emit()
             return
@@ -200,11 +211,11 @@ class RunController(QObject):
 
     def stop(self) -> None:
         """Asks the engine to stop after its current step; kills it if it does not."""
-        if self._engine is None or self._state is RunState.STOPPING:
+        if self._engine is None or self.stop_requested:
             return
         self.stop_requested = True
         self._engine.request_stop()
-        self._set_state(RunState.STOPPING)
+        self._tell_state()
         if self._model is not None:
             self._model.stopping()
         # An engine that ends its own stragglers (a local cluster, which first saves an
@@ -219,6 +230,7 @@ class RunController(QObject):
         """Ends the engine now (a second Ctrl-C): the run ends stopped, killed on request."""
         if self._engine is not None and not self._engine.done:
             self.stop_requested = self.killed = True
+            self._tell_state()
             self._engine.kill()
 
     def shutdown(self, grace_s: float = KILL_AFTER_S) -> None:
@@ -291,7 +303,8 @@ class RunController(QObject):
             if self._hosts is not None:
                 await self._bring_back(self._hosts)
             self._engine = None
-            self._set_state(RunState.IDLE)
+            self._active = False
+            self._tell_state()
             self._replace_warm_engine()
             self.idle.emit()
 
@@ -322,8 +335,7 @@ class RunController(QObject):
         if model is self._model:  # not an earlier run's model, changed after its run
             if isinstance(event, StepsAdded):
                 self._replace_warm_engine()
-            elif isinstance(event, Started) and self._state is RunState.STARTING:
-                self._set_state(RunState.RUNNING)
+            self._tell_state()
         self.changed.emit(model, event)
 
     def _kill_if_running(self) -> None:
@@ -338,7 +350,8 @@ class RunController(QObject):
             )
             self._engine.kill()
 
-    def _set_state(self, state: RunState) -> None:
-        if state is not self._state:
-            self._state = state
+    def _tell_state(self) -> None:
+        state = self.state
+        if state is not self._told_state:
+            self._told_state = state
             self.state_changed.emit(state)
