@@ -25,7 +25,6 @@ from pathlib import Path
 import numpy as np
 from PySide6.QtCore import (
     QFileSystemWatcher,
-    QItemSelectionModel,
     QModelIndex,
     QObject,
     QPersistentModelIndex,
@@ -42,7 +41,6 @@ from PySide6.QtWidgets import (
     QAbstractItemView,
     QComboBox,
     QHBoxLayout,
-    QHeaderView,
     QLabel,
     QLineEdit,
     QMenu,
@@ -70,6 +68,7 @@ from . import dialogs, file_dialogs
 from .exports import CSV_FILTER, copy_metrics
 from .loss_plot import LossPlot
 from .runs_model import SORT_ROLE, Column, RunsTableModel
+from .tables import select_rows, style_list_table
 
 HEADER_KEY = "runsPanel/columns"
 """The header's saved state (widths, order, sort); the key of the columns' order before
@@ -190,19 +189,15 @@ class RunsPanel(QWidget):
         self.table.setModel(self.proxy)
         self.table.setSortingEnabled(True)
         self.table.sortByColumn(Column.STARTED, Qt.SortOrder.DescendingOrder)
-        self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
-        self.table.setSelectionMode(QAbstractItemView.SelectionMode.ExtendedSelection)
-        self.table.setEditTriggers(QAbstractItemView.EditTrigger.EditKeyPressed)
-        self.table.setAlternatingRowColors(True)
-        self.table.setWordWrap(False)
+        style_list_table(
+            self.table,
+            QAbstractItemView.SelectionMode.ExtendedSelection,
+            QAbstractItemView.EditTrigger.EditKeyPressed,
+        )
         # Same-named runs differ at the end (``seed #3``): a long name loses its middle.
         self.table.setTextElideMode(Qt.TextElideMode.ElideMiddle)
-        self.table.verticalHeader().setVisible(False)
-        self.table.verticalHeader().setDefaultSectionSize(self.fontMetrics().height() + 8)
         header = self.table.horizontalHeader()
         header.setSectionsMovable(True)
-        header.setStretchLastSection(True)
-        header.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
         for column, width in DEFAULT_WIDTHS.items():
             header.resizeSection(column, width)
         self.table.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
@@ -425,19 +420,8 @@ class RunsPanel(QWidget):
 
     def select_paths(self, paths: list[Path]) -> None:
         """Selects the runs in ``paths`` (the first one current); unknown ones are skipped."""
-        selection = self.table.selectionModel()
-        selection.clearSelection()
-        flags = QItemSelectionModel.SelectionFlag.Select | QItemSelectionModel.SelectionFlag.Rows
-        for number, path in enumerate(paths):
-            row = self.model.row_of(path)
-            if row is None:
-                continue
-            index = self.proxy.mapFromSource(self.model.index(row, 0))
-            if number == 0:
-                selection.setCurrentIndex(index, flags)
-                self.table.scrollTo(index)
-            else:
-                selection.select(index, flags)
+        rows = [row for row in map(self.model.row_of, paths) if row is not None]
+        select_rows(self.table, [self.proxy.mapFromSource(self.model.index(r, 0)) for r in rows])
 
     def set_active_run(self, run_dir: Path | None) -> None:
         """The folder a run is writing now (None when idle): it cannot be deleted or resumed.

@@ -17,7 +17,6 @@ from PySide6.QtCore import Qt, QUrl, Signal
 from PySide6.QtGui import QAction, QBrush, QColor, QDesktopServices
 from PySide6.QtWidgets import (
     QAbstractItemView,
-    QHeaderView,
     QLabel,
     QStyle,
     QTableWidget,
@@ -30,6 +29,7 @@ from PySide6.QtWidgets import (
 from ..engine.run_folder import folder_stamp
 from ..engine.study.folders import StudyEntry, list_studies
 from .study_session import StudySession
+from .tables import style_list_table
 
 HEADERS = ("Study", "State", "Trials", "Pruned", "Failed", "Search", "Folder")
 STATE_COLORS = {
@@ -62,16 +62,8 @@ class StudiesPanel(QWidget):
 
         self.table = QTableWidget(0, len(HEADERS))
         self.table.setHorizontalHeaderLabels(HEADERS)
-        self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
-        self.table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
-        self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
-        self.table.setAlternatingRowColors(True)
-        self.table.setWordWrap(False)
-        self.table.verticalHeader().setVisible(False)
-        self.table.verticalHeader().setDefaultSectionSize(self.fontMetrics().height() + 8)
+        style_list_table(self.table, QAbstractItemView.SelectionMode.SingleSelection)
         header = self.table.horizontalHeader()
-        header.setStretchLastSection(True)
-        header.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
         for column, width in enumerate(COLUMN_WIDTHS):
             header.resizeSection(column, width)
 

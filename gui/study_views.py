@@ -21,7 +21,6 @@ import threading
 from pathlib import Path
 
 from PySide6.QtCore import (
-    QItemSelectionModel,
     QObject,
     QSortFilterProxyModel,
     Qt,
@@ -33,7 +32,6 @@ from PySide6.QtGui import QAction, QDesktopServices, QKeySequence
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QHBoxLayout,
-    QHeaderView,
     QLabel,
     QStyle,
     QTableView,
@@ -53,6 +51,7 @@ from .elided_label import ElidedLabel
 from .exports import IMAGE_SUFFIXES, PLOT_FILTER, export_plot, export_widget
 from .study_plots import HistoryPlot, ImportancePlot, ParallelPlot
 from .study_trials import SORT_ROLE, TrialsTableModel
+from .tables import select_rows, style_list_table
 
 POLL_MS = 1000
 """How often the folder is looked at (a few stat calls) while a study is shown."""
@@ -153,16 +152,8 @@ class StudyPanel(QWidget):
         self.table.setModel(self.proxy)
         self.table.setSortingEnabled(True)
         self.table.sortByColumn(0, Qt.SortOrder.AscendingOrder)
-        self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
-        self.table.setSelectionMode(QAbstractItemView.SelectionMode.ExtendedSelection)
-        self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
-        self.table.setAlternatingRowColors(True)
-        self.table.setWordWrap(False)
-        self.table.verticalHeader().setVisible(False)
-        self.table.verticalHeader().setDefaultSectionSize(self.fontMetrics().height() + 8)
+        style_list_table(self.table, QAbstractItemView.SelectionMode.ExtendedSelection)
         header = self.table.horizontalHeader()
-        header.setStretchLastSection(True)
-        header.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
         header.setResizeContentsPrecision(RESIZE_ROWS)
         self.history = HistoryPlot()
         self.parallel = ParallelPlot()
@@ -409,18 +400,8 @@ class StudyPanel(QWidget):
         selection = self.table.selectionModel()
         if not draw:
             selection.blockSignals(True)
-        selection.clearSelection()
-        flags = QItemSelectionModel.SelectionFlag.Select | QItemSelectionModel.SelectionFlag.Rows
-        for position, number in enumerate(wanted):
-            row = self.model.row_of(number)
-            if row is None:
-                continue
-            index = self.proxy.mapFromSource(self.model.index(row, 0))
-            if position == 0:
-                selection.setCurrentIndex(index, flags)
-                self.table.scrollTo(index)
-            else:
-                selection.select(index, flags)
+        rows = [row for row in map(self.model.row_of, wanted) if row is not None]
+        select_rows(self.table, [self.proxy.mapFromSource(self.model.index(r, 0)) for r in rows])
         if not draw:
             selection.blockSignals(False)
             self.table.viewport().update()
