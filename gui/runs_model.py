@@ -1,23 +1,18 @@
 """The runs table's model: one row per run folder, shown as text and sorted by value.
 
-Display text and sort keys differ (``1:02:05`` sorts as seconds, a missing loss
-sorts last), so every cell also answers :data:`SORT_ROLE` with a number or a
-string the proxy compares. Editing a name, the tags or the notes writes them to
+The cells it shares with the queue's results (steps, losses, duration) are formatted
+and sorted by :mod:`gui.run_table`. Editing a name, the tags or the notes writes them to
 the run's ``status.json``; the folder itself is never renamed.
 """
 
 from __future__ import annotations
 
 import enum
-import math
 from datetime import datetime
 from pathlib import Path
 
-from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, Qt
-from PySide6.QtGui import QBrush, QColor
+from PySide6.QtCore import Qt
 
-from ..engine.formatting import format_duration
-from ..engine.run_folder import format_loss
 from ..engine.run_history import (
     INTERRUPTED,
     UNREADABLE,
@@ -27,17 +22,16 @@ from ..engine.run_history import (
     set_tags,
     summarize,
 )
-
-SORT_ROLE = Qt.ItemDataRole.UserRole
-Index = QModelIndex | QPersistentModelIndex
-STATUS_COLORS = {
-    "failed": QColor(198, 40, 40),
-    "running": QColor(21, 101, 192),
-    "stopped": QColor(230, 81, 0),
-    "pruned": QColor(130, 90, 40),
-    INTERRUPTED: QColor(230, 81, 0),
-    UNREADABLE: QColor(198, 40, 40),
-}
+from .run_table import (
+    NOT_SHOWN,
+    SCANNING,
+    Index,
+    RunTableModel,
+    SummaryCell,
+    number_key,
+    summary_key,
+    summary_text,
+)
 
 
 class Column(enum.IntEnum):
@@ -82,25 +76,25 @@ NUMERIC = {
     Column.LATE_LOSS,
     Column.DURATION,
 }
-SCANNING = "…"
-"""A value still being read from a long run's files (off the window's thread)."""
 LATE_LOSS_TIP = (
     "The mean loss of the last tenth of the run's steps: one batch's loss is noise. "
     "Sweeps and studies rank runs by the same number."
 )
 VALIDATION_SHORT = {"val_accuracy": "acc", "val_mae": "mae"}
+SUMMARY_CELLS = {
+    Column.STEPS: SummaryCell.STEPS,
+    Column.FINAL_LOSS: SummaryCell.FINAL_LOSS,
+    Column.LATE_LOSS: SummaryCell.LATE_LOSS,
+    Column.DURATION: SummaryCell.DURATION,
+}
 
 
 def format_started(timestamp: float | None) -> str:
     return (
-        "—" if timestamp is None else datetime.fromtimestamp(timestamp).strftime("%Y-%m-%d %H:%M")
+        NOT_SHOWN
+        if timestamp is None
+        else datetime.fromtimestamp(timestamp).strftime("%Y-%m-%d %H:%M")
     )
-
-
-def _loss_text(value: float | None, pending: bool = False) -> str:
-    if value is None:
-        return SCANNING if pending else "—"
-    return format_loss(value)
 
 
 def validation_text(run: RunSummary) -> str:
@@ -108,7 +102,7 @@ def validation_text(run: RunSummary) -> str:
     0.983``."""
     metrics = run.best_validation
     if not metrics or "val_loss" not in metrics:
-        return SCANNING if run.pending else "—"
+        return SCANNING if run.pending else NOT_SHOWN
     parts = [f"{metrics['val_loss']:.4g}"]
     parts += [
         f"{short} {metrics[name]:.3g}"
@@ -118,13 +112,12 @@ def validation_text(run: RunSummary) -> str:
     return ", ".join(parts)
 
 
-def _number_key(value: float | None) -> float:
-    """Missing and NaN values sort after every number, ascending."""
-    return math.inf if value is None or math.isnan(value) else float(value)
-
-
-class RunsTableModel(QAbstractTableModel):
+class RunsTableModel(RunTableModel):
     """The runs as :func:`engine.run_history.list_runs` summarizes them."""
+
+    headers = HEADERS
+    numeric = frozenset(NUMERIC)
+    status_column = Column.STATUS
 
     def __init__(self) -> None:
         super().__init__()
@@ -151,40 +144,15 @@ class RunsTableModel(QAbstractTableModel):
     def row_of(self, path: Path) -> int | None:
         return next((row for row, run in enumerate(self._runs) if run.path == path), None)
 
-    def rowCount(self, parent: Index = QModelIndex()) -> int:  # noqa: B008 (Qt's signature)
-        return 0 if parent.isValid() else len(self._runs)
+    def row_count(self) -> int:
+        return len(self._runs)
 
-    def columnCount(self, parent: Index = QModelIndex()) -> int:  # noqa: B008
-        return 0 if parent.isValid() else len(Column)
-
-    def headerData(
-        self, section: int, orientation: Qt.Orientation, role: int = Qt.ItemDataRole.DisplayRole
-    ) -> object:
-        if orientation is Qt.Orientation.Horizontal and role == Qt.ItemDataRole.DisplayRole:
-            return HEADERS[Column(section)]
-        return None
+    def row_status(self, row: int) -> str:
+        return self._runs[row].status
 
     def flags(self, index: Index) -> Qt.ItemFlag:
         flags = super().flags(index)
         return flags | Qt.ItemFlag.ItemIsEditable if index.column() in EDITABLE else flags
-
-    def data(self, index: Index, role: int = Qt.ItemDataRole.DisplayRole) -> object:
-        if not index.isValid():
-            return None
-        run = self._runs[index.row()]
-        column = Column(index.column())
-        if role in (Qt.ItemDataRole.DisplayRole, Qt.ItemDataRole.EditRole):
-            return self._text(run, column)
-        if role == SORT_ROLE:
-            return self._sort_key(run, column)
-        if role == Qt.ItemDataRole.ToolTipRole:
-            return self._tooltip(run, column)
-        if role == Qt.ItemDataRole.TextAlignmentRole and column in NUMERIC:
-            return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
-        if role == Qt.ItemDataRole.ForegroundRole and column == Column.STATUS:
-            color = STATUS_COLORS.get(run.status)
-            return QBrush(color) if color is not None else None
-        return None
 
     def setData(self, index: Index, value: object, role: int = Qt.ItemDataRole.EditRole) -> bool:
         """A name, tags (separated by commas) or notes are written to the run folder at once.
@@ -203,44 +171,40 @@ class RunsTableModel(QAbstractTableModel):
         self.dataChanged.emit(self.index(index.row(), 0), self.index(index.row(), len(Column) - 1))
         return True
 
-    @staticmethod
-    def _text(run: RunSummary, column: Column) -> str:
+    def cell_text(self, row: int, column: int) -> str:
+        run = self._runs[row]
+        if column in SUMMARY_CELLS:
+            return summary_text(run, SUMMARY_CELLS[Column(column)])
         texts = {
             Column.NAME: run.name,
             Column.STARTED: format_started(run.started_at),
-            Column.STRATEGY: run.strategy or "—",
-            Column.REPLICAS: "—" if run.num_replicas is None else str(run.num_replicas),
-            Column.STEPS: f"{run.steps:,}",
+            Column.STRATEGY: run.strategy or NOT_SHOWN,
+            Column.REPLICAS: NOT_SHOWN if run.num_replicas is None else str(run.num_replicas),
             Column.VALIDATION: validation_text(run),
-            Column.FINAL_LOSS: _loss_text(run.final_loss),
-            Column.LATE_LOSS: _loss_text(run.smoothed_loss, run.pending),
-            Column.DURATION: "—" if run.duration_s is None else format_duration(run.duration_s),
             Column.STATUS: run.status,
             Column.TAGS: ", ".join(run.tags),
             Column.NOTES: run.notes,
         }
-        return texts[column]
+        return texts[Column(column)]
 
-    @staticmethod
-    def _sort_key(run: RunSummary, column: Column) -> object:
+    def cell_key(self, row: int, column: int) -> object:
+        run = self._runs[row]
+        if column in SUMMARY_CELLS:
+            return summary_key(run, SUMMARY_CELLS[Column(column)])
         keys: dict[Column, object] = {
             Column.NAME: run.name.casefold(),
             Column.STARTED: run.started_at or 0.0,
             Column.STRATEGY: (run.strategy or "").casefold(),
             Column.REPLICAS: run.num_replicas or 0,
-            Column.STEPS: run.steps,
-            Column.FINAL_LOSS: _number_key(run.final_loss),
-            Column.VALIDATION: _number_key((run.best_validation or {}).get("val_loss")),
-            Column.LATE_LOSS: _number_key(run.smoothed_loss),
-            Column.DURATION: _number_key(run.duration_s),
+            Column.VALIDATION: number_key((run.best_validation or {}).get("val_loss")),
             Column.STATUS: run.status,
             Column.TAGS: ", ".join(run.tags).casefold(),
             Column.NOTES: run.notes.casefold(),
         }
-        return keys[column]
+        return keys[Column(column)]
 
-    @staticmethod
-    def _tooltip(run: RunSummary, column: Column) -> str | None:
+    def cell_tip(self, row: int, column: int) -> str | None:
+        run = self._runs[row]
         if run.status == "failed":
             return f"Failed: {run.error}" if run.error else "Failed (no error was recorded)"
         if run.status == UNREADABLE:

@@ -18,7 +18,6 @@ file choices go through methods a test can replace.
 from __future__ import annotations
 
 import re
-import threading
 from collections.abc import Callable
 from pathlib import Path
 
@@ -26,7 +25,6 @@ import numpy as np
 from PySide6.QtCore import (
     QFileSystemWatcher,
     QModelIndex,
-    QObject,
     QPersistentModelIndex,
     QPoint,
     QSettings,
@@ -67,7 +65,9 @@ from ..engine.run_model import RunModel
 from . import dialogs, file_dialogs
 from .exports import CSV_FILTER, copy_metrics
 from .loss_plot import LossPlot
-from .runs_model import SORT_ROLE, Column, RunsTableModel
+from .run_scanner import RunScanner
+from .run_table import SORT_ROLE
+from .runs_model import Column, RunsTableModel
 from .tables import select_rows, style_list_table
 
 HEADER_KEY = "runsPanel/columns"
@@ -111,47 +111,6 @@ class RunsFilter(QSortFilterProxyModel):
     ) -> bool:
         model = self.sourceModel()
         return not isinstance(model, RunsTableModel) or model.run(source_row).matches(self._text)
-
-
-class RunScanner(QObject):
-    """Summarizes runs with a scan of their files in a worker thread; ``scanned`` brings each.
-
-    One daemon thread takes the folders in turn (a scan of a long run takes seconds, and
-    must never hold the window's thread nor its exit); a folder asked for again while it
-    waits is scanned once.
-    """
-
-    scanned = Signal(object)  # RunSummary, delivered in the thread of the scanner's owner
-
-    def __init__(self, parent: QObject) -> None:
-        super().__init__(parent)
-        self._waiting: dict[Path, None] = {}
-        self._lock = threading.Lock()
-        self._wake = threading.Event()
-        threading.Thread(target=self._work, name="runs-scanner", daemon=True).start()
-
-    def scan(self, paths: list[Path]) -> None:
-        with self._lock:
-            self._waiting.update(dict.fromkeys(paths))
-        if paths:
-            self._wake.set()
-
-    def _work(self) -> None:
-        while True:
-            self._wake.wait()
-            with self._lock:
-                if not self._waiting:
-                    self._wake.clear()
-                    continue
-                path = next(iter(self._waiting))
-                del self._waiting[path]
-            if not path.is_dir():
-                continue
-            summary = summarize(path)
-            try:
-                self.scanned.emit(summary)
-            except RuntimeError:  # the panel is gone (the window closed): nobody to tell
-                return
 
 
 class RunsPanel(QWidget):
@@ -242,8 +201,8 @@ class RunsPanel(QWidget):
         self.metric_box.currentIndexChanged.connect(lambda _index: self._draw_comparisons())
         self.x_axis_box.currentIndexChanged.connect(lambda _index: self._draw_comparisons())
 
-        self._scanner = RunScanner(self)
-        self._scanner.scanned.connect(self.model.update_run)
+        self.scanner = RunScanner(self)
+        self.scanner.scanned.connect(self.model.update_run)
 
         self._watcher = QFileSystemWatcher(self)
         self._watch_timer = QTimer(self)
@@ -402,7 +361,7 @@ class RunsPanel(QWidget):
         selected = [run.path for run in self.selected_runs()]
         runs = list_runs(self._root, scan=False)
         self.model.set_runs(runs)
-        self._scanner.scan([run.path for run in runs if run.pending])
+        self.scanner.scan([run.path for run in runs if run.pending])
         self.select_paths(selected)
         self._sync_compared()
         if self._root.is_dir() and str(self._root) not in self._watcher.directories():
