@@ -68,8 +68,9 @@ from .loss_plot import LossPlot
 from .problems_panel import ProblemsPanel
 from .project_document import ProjectDocument
 from .project_editor import ProjectEditor
+from .queue_panel import RunQueuePanel
 from .run_controller import RunController, RunState
-from .run_queue import RunQueue, RunQueuePanel
+from .run_queue import RunQueue
 from .run_starter import RunStarter
 from .runs_panel import RunsPanel
 from .status_panel import StatusPanel
@@ -149,7 +150,9 @@ class MainWindow(QMainWindow):
         self.document = ProjectDocument(self.editor, self)
         self.starter = RunStarter(self.controller, self.document, runs_root, self)
         self.cluster_panel = ClusterPanel(self.controller, self)
-        self.run_queue = RunQueue(self.controller, self.starter.start_queued, self)
+        self.run_queue = RunQueue(
+            self.controller, self.starter.start_queued, self, scanner=self.runs_panel.scanner
+        )
         self.queue_panel = RunQueuePanel(self.run_queue, self._project_for_queue)
         self.study_session = StudySession(self.controller, self.starter.start_trial, self)
         self.studies_panel = StudiesPanel(

@@ -3,17 +3,22 @@
 from __future__ import annotations
 
 import json
+import os
+import threading
 from pathlib import Path
 
 import pytest
+from distloop.engine import csv_summary
 from distloop.engine.config import Project
 from distloop.engine.examples import example_text, load_example
 from distloop.engine.messages import RunFailed
 from distloop.engine.run_folder import METRICS_FILE, PROJECT_FILE, STATUS_FILE
+from distloop.engine.run_queue import ItemState
 from distloop.engine.user_code import Fingerprint
 from distloop.gui import dialogs
 from distloop.gui.main_window import MainWindow
-from distloop.gui.run_queue import Column, ItemState, RunQueue
+from distloop.gui.queue_model import Column
+from distloop.gui.run_queue import RunQueue
 from gui_fakes import FakeEngine, seed_run
 from PySide6.QtCore import Qt
 
@@ -277,3 +282,38 @@ def test_custom_code_is_asked_about_when_queued_and_again_only_if_it_changed(
     window.run_queue.start()
     _wait_until_done(qtbot, window)
     assert len(asked) == 3 and _states(window) == ["finished", "finished"]
+
+
+def test_a_long_queued_runs_metrics_are_never_read_whole_on_the_windows_thread(
+    qtbot, make_window, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ending a queued run read its whole metrics.csv on the window's thread (43 s for a run
+    of 10^7 steps): its results now come from the file's end at once and from the runs
+    list's scanner thread for the rest, as the runs list's own do."""
+    rows = 6_000  # 100 kB: more than the tail csv_summary reads on the window's thread
+    losses = [2.0] * (rows - rows // 10) + [1.0] * (rows // 10)
+
+    def factory(project: Project, run_dir: Path, *, resume: bool = False) -> FakeEngine:
+        _write_run(run_dir, project, losses, "finished")
+        return FakeEngine(seed_run(5, 5))
+
+    whole_readers: list[str] = []
+    original = csv_summary.scan
+
+    def recorded(path: Path, key: str) -> csv_summary.CsvSummary:
+        if os.path.getsize(path) > csv_summary.TAIL_BYTES:
+            whole_readers.append(threading.current_thread().name)
+        return original(path, key)
+
+    monkeypatch.setattr(csv_summary, "scan", recorded)
+    window: MainWindow = make_window(engine_factory=factory)
+    window.run_queue.add(_sweep([0.01]))
+    window.run_queue.start()
+    _wait_until_done(qtbot, window)
+    (item,) = window.run_queue.items
+    assert item.state is ItemState.FINISHED and item.summary is not None
+    assert item.summary.steps == rows  # from the file's end, at once
+    results = window.queue_panel.results_proxy
+    qtbot.waitUntil(lambda: results.index(0, Column.LATE_LOSS).data() == "1.0", timeout=10_000)
+    assert item.summary.smoothed_loss == 1.0
+    assert whole_readers and threading.main_thread().name not in whole_readers
