@@ -12,7 +12,6 @@ from PySide6.QtCore import QAbstractTableModel, Qt
 from PySide6.QtGui import QAction
 from PySide6.QtWidgets import (
     QAbstractItemView,
-    QHeaderView,
     QLabel,
     QSplitter,
     QStyle,
@@ -27,6 +26,7 @@ from ..engine.run_queue import ENDED, ItemState, QueueItem
 from .queue_model import Column, QueueModel, ResultsProxy, ranking_column
 from .run_queue import RunQueue
 from .run_table import SORT_ROLE
+from .tables import style_list_table
 
 ProjectSource = Callable[[], Project | None]
 """The window's current project ready to run (paths resolved, code trusted), or None."""
@@ -73,7 +73,6 @@ class RunQueuePanel(QWidget):
         self.results_proxy.setSortRole(SORT_ROLE)
 
         self.queue_table = self._table(self.model, QUEUE_COLUMNS)
-        self.queue_table.setSelectionMode(QAbstractItemView.SelectionMode.ExtendedSelection)
         self.results_table = self._table(self.results_proxy, RESULT_COLUMNS)
         self.results_table.setSortingEnabled(True)
         self.results_table.sortByColumn(Column.LATE_LOSS, Qt.SortOrder.AscendingOrder)
@@ -115,19 +114,12 @@ class RunQueuePanel(QWidget):
         self.queue_table.selectionModel().selectionChanged.connect(self._update)
         self._update()
 
-    def _table(self, model: QAbstractTableModel, columns: tuple[Column, ...]) -> QTableView:
+    @staticmethod
+    def _table(model: QAbstractTableModel, columns: tuple[Column, ...]) -> QTableView:
         table = QTableView()
         table.setModel(model)
-        table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
-        table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
-        table.setAlternatingRowColors(True)
-        table.setWordWrap(False)
+        style_list_table(table, QAbstractItemView.SelectionMode.ExtendedSelection)
         table.setTextElideMode(Qt.TextElideMode.ElideMiddle)  # queued names differ at the end
-        table.verticalHeader().setVisible(False)
-        table.verticalHeader().setDefaultSectionSize(self.fontMetrics().height() + 8)
-        header = table.horizontalHeader()
-        header.setStretchLastSection(True)
-        header.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
         for column in Column:
             table.setColumnHidden(column, column not in columns)
         return table
