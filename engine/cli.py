@@ -451,19 +451,23 @@ def _claim_run_folder(run_dir: Path, check: Callable[[], None]) -> RunFolderLock
     return lock
 
 
-def _resumable(run_dir: Path, layout: Layout) -> ResumableRun | None:
+def _resumable(run_dir: Path, layout: Layout) -> ResumableRun | int:
     """The run in ``run_dir`` when ``distloop {layout} --resume`` continues it, its custom
-    code announced; None, said why, when not (``engine.resume_rules`` decides)."""
+    code announced; else the exit code, said why (``engine.resume_rules`` decides).
+
+    A folder another command continues is a usage error (2), as a wrong option is: the
+    message names the command to use.
+    """
     try:
         run = resumable_run(run_dir)
     except (RunFolderError, ProblemsError) as exc:
         _err(f"distloop: {exc}")
-        return None
+        return EXIT_FAILED
     refusal = command_refusal(run, layout)
     if refusal is not None:
         _err(f"distloop: {refusal}")
-        return None
-    return run if announce_custom_code(run.project, None) else None
+        return EXIT_FAILED if run.layout is layout else EXIT_USAGE
+    return run if announce_custom_code(run.project, None) else EXIT_FAILED
 
 
 def command_resume(args: argparse.Namespace) -> int:
@@ -474,8 +478,8 @@ def command_resume(args: argparse.Namespace) -> int:
     if args.task_from == "slurm":
         return resume_slurm_task(run_dir, port_base=args.port_base, args=args)
     run = _resumable(run_dir, Layout.RUN)
-    if run is None:
-        return EXIT_FAILED
+    if isinstance(run, int):
+        return run
     project = run.project
     lock = _claim_run_to_resume(run_dir)
     if lock is None:
@@ -1144,8 +1148,8 @@ def command_cluster_resume(args: argparse.Namespace) -> int:
         )
         return EXIT_USAGE
     run = _resumable(run_dir, Layout.CLUSTER)
-    if run is None:
-        return EXIT_FAILED
+    if isinstance(run, int):
+        return run
     project = run.project
     lock = _claim_run_to_resume(run_dir)
     if lock is None:
@@ -1212,7 +1216,9 @@ def command_launch_resume(args: argparse.Namespace) -> int:
         _err("distloop: --resume continues the run in its own folder; drop --out/--overwrite")
         return EXIT_USAGE
     run = _resumable(run_dir, Layout.LAUNCH)
-    if run is None or run.launch is None:
+    if isinstance(run, int):
+        return run
+    if run.launch is None:
         return EXIT_FAILED
     project, settings = run.project, run.launch
     hosts = SshLaunch.from_settings(settings, project)
