@@ -259,9 +259,10 @@ class ProjectEditor(QTabWidget):
         page = self.currentWidget()
         if isinstance(page, QScrollArea):
             # Once the layouts have placed what the check just showed, hid or lengthened
-            # (the scroll area resizes its page after the page's own layout has run).
+            # (the scroll area resizes its page after the page's own layout has run). The
+            # page is the timer's context: a window closed meanwhile drops the call.
             QTimer.singleShot(
-                SCROLL_AFTER_MS, lambda: page.ensureWidgetVisible(self.hosts.last_shown())
+                SCROLL_AFTER_MS, page, lambda: page.ensureWidgetVisible(self.hosts.last_shown())
             )
 
     def reveal(self, problem: Problem) -> None:
