@@ -4,6 +4,7 @@ ranks laid out node by node, and every variable that is missing or wrong named."
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import functools
 import json
 import os
@@ -251,6 +252,46 @@ def _wait_for(condition, what: str, timeout_s: float = 240) -> None:
         time.sleep(0.5)
 
 
+@contextlib.contextmanager
+def _held_in_ptrace_stop(pid: int) -> Iterator[None]:
+    """Every thread of ``pid`` stopped under ptrace until the block ends: a signal sent
+    meanwhile (SIGCONT, SIGUSR1) reaches only this tracer, which does not pass it on, as a
+    process stuck in the kernel would not answer it."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.ptrace.argtypes = [ctypes.c_long, ctypes.c_long, ctypes.c_void_p, ctypes.c_void_p]
+    attach, detach, all_children = 16, 17, 0x40000000  # PTRACE_ATTACH/DETACH, __WALL
+    held: list[int] = []
+    try:
+        for tid in sorted(int(t) for t in os.listdir(f"/proc/{pid}/task")):
+            if libc.ptrace(attach, tid, None, None) != 0:
+                continue  # a thread that ended meanwhile
+            os.waitpid(tid, all_children)
+            held.append(tid)
+        assert held, f"could not attach to {pid}: errno {ctypes.get_errno()}"
+        yield
+    finally:
+        for tid in held:
+            libc.ptrace(detach, tid, None, None)
+
+
+def _wait_until_unchanged(read, still_s: float = 3.0, timeout_s: float = 60) -> None:
+    """Until ``read()`` gave the same answer for ``still_s``."""
+    deadline = time.monotonic() + timeout_s
+    last, since = read(), time.monotonic()
+    while time.monotonic() - since < still_s:
+        assert time.monotonic() < deadline, "still changing"
+        time.sleep(0.2)
+        now = read()
+        if now != last:
+            last, since = now, time.monotonic()
+
+
+def _size(path: Path) -> int:
+    with contextlib.suppress(OSError):
+        return path.stat().st_size
+    return 0
+
+
 def _metric_rows(run_dir: Path) -> int:
     with contextlib.suppress(OSError):
         return max(0, len((run_dir / "metrics.csv").read_text().splitlines()) - 1)
@@ -466,7 +507,7 @@ def test_a_running_job_dumps_every_task_s_stacks_and_its_follower_names_a_stalle
 ) -> None:
     """``distloop cluster --dump`` on a submitted job: scancel --signal=USR1 reaches each
     task's distloop, which passes it to its engine, and the job trains on. Then worker 1
-    stops (SIGSTOP): the follower, through the engine API the window uses, has every task
+    stops (held under ptrace): the follower, through the engine API the window uses, has every task
     dump once no step came for a while, and names worker 1."""
     project = _submitted_project(tmp_path, 100_000, "submit dump")
     job_shape = SlurmJob(nodes=1, tasks_per_node=2, port_base=_consecutive_free_ports(2))
@@ -483,7 +524,6 @@ def test_a_running_job_dumps_every_task_s_stacks_and_its_follower_names_a_stalle
 
         _wait_for(polled, what)
 
-    stalled = None
     try:
         poll_until(lambda: _metric_rows(tasks / "worker-0") >= 5, "the first steps")
         dumped = distloop("cluster", "--dump", str(run.run_dir), env=slurm, timeout_s=60)
@@ -493,25 +533,43 @@ def test_a_running_job_dumps_every_task_s_stacks_and_its_follower_names_a_stalle
             assert "Current thread" in stacks or "Thread 0x" in stacks, task
         assert _squeue_state(slurm, run.job_id) == "RUNNING"  # a dump stops nothing
 
-        # Stepping again, followed (the dump's answers all written): then worker 1 stalls.
+        # Slurm hands one request to a task more than once (to its distloop run, which
+        # passes it on, and to the engine itself), the copies up to seconds apart: wait
+        # until every copy is written, so the next dump counts only answers to itself.
+        _wait_until_unchanged(
+            lambda: [_size(tasks / t / "stacks.txt") for t in ("worker-0", "worker-1")]
+        )
+        # Stepping again, followed: then worker 1 stalls.
         rows = _metric_rows(tasks / "worker-0")
         poll_until(lambda: _metric_rows(tasks / "worker-0") > rows + 20, "more steps")
-        stalled = read_status(tasks / "worker-1")["pid"]
-        os.kill(stalled, signal.SIGSTOP)
-        # Soon: a task that sends no heartbeats fails the cluster within seconds.
-        run.quiet_dump_s = 2.0
-        poll_until(lambda: any(text.startswith("no step for") for text in said), "the dump")
-        os.kill(stalled, signal.SIGCONT)
-        stalled = None
-        left = _follow_then_ctrl_c_twice(slurm, run.run_dir, run.job_id, tmp_path)
+        # Stopped for good: SIGSTOP would not do, Slurm sends SIGCONT with every signal.
+        with _held_in_ptrace_stop(read_status(tasks / "worker-1")["pid"]):
+            # Soon: a task that sends no heartbeats fails the cluster within seconds.
+            run.quiet_dump_s = 2.0
+            poll_until(lambda: any(text.startswith("no step for") for text in said), "the dump")
     finally:
-        if stalled is not None:
-            os.kill(stalled, signal.SIGCONT)
         subprocess.run(["scancel", run.job_id], env=slurm, timeout=30)
         run.close()
     warning = next(text for text in said if text.startswith("no step for"))
     assert "worker:1 did not answer" in warning, warning
     assert "worker:0" not in warning, warning
+
+
+@pytest.mark.slow
+def test_a_second_ctrl_c_stops_following_a_job_that_is_being_cancelled(
+    slurm: dict[str, str], tmp_path: Path
+) -> None:
+    """``distloop submit --follow`` on a running job, then two Ctrl-Cs: the first cancels
+    the job, the second stops following without waiting for its end, saying how to go on."""
+    project = _submitted_project(tmp_path, 100_000, "submit follow")
+    job_shape = SlurmJob(nodes=1, tasks_per_node=2, port_base=_consecutive_free_ports(2))
+    run = submit_job(load_project(project), tmp_path / "job", job_shape, env=_submit_env(slurm))
+    try:
+        _wait_for(lambda: _metric_rows(run.run_dir / "tasks" / "worker-0") >= 5, "first steps")
+        left = _follow_then_ctrl_c_twice(slurm, run.run_dir, run.job_id, tmp_path)
+    finally:
+        subprocess.run(["scancel", run.job_id], env=slurm, timeout=30)
+        run.close()
     assert left.returncode == 130, left.stderr
     assert left.stderr.splitlines()[-1] == (
         f"distloop: no longer following job {run.job_id}, which Slurm goes on with: follow "
