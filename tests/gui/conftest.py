@@ -17,7 +17,7 @@ from distloop.engine.validation import Validation
 from distloop.gui import dialogs
 from distloop.gui.main_window import MainWindow
 from PySide6.QtCore import QCoreApplication, QSettings
-from PySide6.QtWidgets import QApplication
+from PySide6.QtWidgets import QApplication, QDialog, QFileDialog, QInputDialog, QMessageBox
 
 
 @pytest.fixture(autouse=True)
@@ -32,6 +32,50 @@ def isolated_settings(qapp: QApplication, tmp_path: Path) -> Iterator[None]:
     QSettings().clear()
     yield
     QSettings().clear()
+
+
+@pytest.fixture(autouse=True)
+def no_modal_dialogs(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """A modal dialog nobody answers fails its test instead of waiting for ever.
+
+    Offscreen, a dialog's own event loop never ends, and pytest-timeout's alarm cannot
+    end it either (its handler runs only when Qt calls back into Python). Tests answer
+    the dialogs they expect through ``dialog_recorder`` or their own patches; any other
+    is answered "cancel" here and named when the test ends.
+    """
+    opened: list[str] = []
+
+    def refuse(kind: str, answer: object) -> Callable[..., Any]:
+        def opening(*args: Any, **_kwargs: Any) -> object:
+            texts = [arg for arg in args if isinstance(arg, str)]
+            opened.append(f"{kind}: {texts[0] if texts else ''}")
+            return answer
+
+        return opening
+
+    def exec_dialog(dialog: QDialog) -> int:
+        opened.append(f"{type(dialog).__name__}.exec: {dialog.windowTitle()}")
+        return int(QDialog.DialogCode.Rejected.value)
+
+    no = QMessageBox.StandardButton.No
+    answers: dict[type, dict[str, object]] = {
+        QMessageBox: {"question": no, "warning": no, "critical": no, "information": no},
+        QFileDialog: {
+            "getOpenFileName": ("", ""),
+            "getOpenFileNames": ([], ""),
+            "getSaveFileName": ("", ""),
+            "getExistingDirectory": "",
+        },
+        QInputDialog: {name: (None, False) for name in ("getText", "getInt", "getItem")},
+    }
+    for cls, statics in answers.items():
+        for name, answer in statics.items():
+            opening = refuse(f"{cls.__name__}.{name}", answer)
+            monkeypatch.setattr(cls, name, staticmethod(opening))
+    for cls in (QDialog, QMessageBox, QFileDialog, QInputDialog):
+        monkeypatch.setattr(cls, "exec", exec_dialog)
+    yield
+    assert not opened, f"modal dialogs that would have waited for a user: {opened}"
 
 
 @pytest.fixture
