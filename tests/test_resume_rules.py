@@ -72,18 +72,19 @@ def test_a_strategy_that_cannot_resume_is_refused_by_every_command(tmp_path: Pat
 
 
 @pytest.mark.parametrize(
-    ("command", "folder", "says"),
+    ("command", "folder", "says", "exit_code"),
     [
-        ("run", "cluster", "use distloop cluster --resume"),
-        ("cluster", "single", "use distloop run --resume"),
-        ("cluster", "launch", "use distloop launch --resume"),
-        ("launch", "cluster", "use distloop cluster --resume"),
-        ("run", "none", "is not a run folder (it has no project.json)"),
+        ("run", "cluster", "use distloop cluster --resume", 2),
+        ("cluster", "single", "use distloop run --resume", 2),
+        ("cluster", "launch", "use distloop launch --resume", 2),
+        ("launch", "cluster", "use distloop cluster --resume", 2),
+        ("run", "none", "is not a run folder (it has no project.json)", 1),
     ],
 )
 def test_the_wrong_resume_command_names_the_right_one(
-    tmp_path: Path, command: str, folder: str, says: str
+    tmp_path: Path, command: str, folder: str, says: str, exit_code: int
 ) -> None:
+    """Another command's folder is a usage error (2, as the README says); no run is 1."""
     made = {
         "single": lambda: run_folder(tmp_path / "single"),
         "cluster": lambda: run_folder(tmp_path / "cluster", "multi_worker_mirrored", tasks=True),
@@ -93,5 +94,5 @@ def test_the_wrong_resume_command_names_the_right_one(
         "none": lambda: tmp_path,
     }[folder]()
     result = distloop(command, "--resume", str(made))
-    assert result.returncode == 1, result.stderr
+    assert result.returncode == exit_code, result.stderr
     assert says in result.stderr and "Traceback" not in result.stderr
