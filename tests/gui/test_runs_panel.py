@@ -825,7 +825,7 @@ def test_a_long_runs_metrics_are_never_read_whole_on_the_windows_thread(
     long_run = fake_run(runs_root, "long", name="long", started=time.time(), losses=[2.0])
     big_metrics(long_run / "metrics.csv", 300_000)  # 10 MB: far more than the tail
     readers: list[str] = []
-    whole_reads = (csv_summary, "_scan_from"), (run_folder, "_read_columns")
+    whole_reads = (csv_summary, "_scan_from"), (run_folder.csv_files, "_read_columns")
     for module, name in whole_reads:
         original = getattr(module, name)
 

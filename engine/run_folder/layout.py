@@ -1,0 +1,42 @@
+"""The names of a run folder's files and folders, in one place.
+
+The writers, the readers and the list of what a run folder may hold
+(:mod:`engine.run_folder.trust`) all spell them from here, so a file a run writes is
+never one that ``--overwrite`` or a resume takes for a stranger's.
+"""
+
+from __future__ import annotations
+
+PROJECT_FILE = "project.json"
+METRICS_FILE = "metrics.csv"
+EVAL_FILE = "eval.csv"
+STATUS_FILE = "status.json"
+LOG_FILE = "engine.log"
+STACKS_FILE = "stacks.txt"
+"""The engine's Python stacks, appended on SIGUSR1 (``engine.stack_dumps``)."""
+MESSAGES_FILE = "messages.jsonl"
+"""The run's protocol messages as JSON lines (``distloop run --record-messages``): how a
+follower on another machine of a shared file system reads a Slurm task's run."""
+CHECKPOINT_DIR = "checkpoints"
+CHECKPOINT_INDEX_FILE = "checkpoint"
+"""TensorFlow's index of a checkpoint folder: which checkpoint is the latest."""
+TENSORBOARD_DIR = "tensorboard"
+MODEL_FILE = "model.keras"
+"""The trained model a finished or stopped run leaves (``engine.tf.model_export``)."""
+MODEL_RECORD_FILE = "model.json"
+"""Which weights ``model.keras`` holds: the step, and its val_loss when chosen by it."""
+SAVED_MODEL_DIR = "saved_model"
+"""The TF Serving export of ``model.keras``, with ``training.export_saved_model``."""
+CONFUSION_FILE = "confusion.json"
+"""A classifier's confusion matrix on the validation data, for ``model.keras``."""
+CLASSES_FILE = "classes.json"
+"""The class names of the run's data, where the data has them (image folders)."""
+VOCABULARY_FILE = "vocabulary.json"
+"""A text-folder run's vocabulary: prediction turns texts into the numbers training used."""
+TASKS_DIR = "tasks"
+"""A cluster run's task folders, one run folder each (``engine.cluster``)."""
+LOCK_FILE = ".distloop.lock"
+LABEL_FILE = "label.txt"
+"""Where earlier versions kept a name given by the user: still read, never written."""
+CREATED = "created"
+"""The status of a folder :func:`new_run_dir` made, before any run wrote to it."""
