@@ -22,13 +22,13 @@ tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfigur
 
 from distloop.engine.config import LossConfig, ModelConfig, SGDConfig  # noqa: E402
 from distloop.engine.model_shapes import ModelFileError  # noqa: E402
-from distloop.engine.tf.loop import StepRunner  # noqa: E402
 from distloop.engine.tf.model import (  # noqa: E402
     build_loss,
     build_model,
     build_optimizer,
     set_precision,
 )
+from distloop.engine.tf.step_runners import StepRunner  # noqa: E402
 
 MODELS: dict[str, dict[str, Any]] = {
     "images": {

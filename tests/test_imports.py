@@ -27,6 +27,8 @@ TF_FREE = [
     "distloop.engine.user_code",
     "distloop.engine.study.runner",
     "distloop.engine.study.folders",
+    "distloop.engine.loop",
+    "distloop.engine.loop_hooks",
 ]
 
 

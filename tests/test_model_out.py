@@ -180,6 +180,7 @@ def test_the_kept_model_is_the_lowest_val_loss_and_a_resume_keeps_it_unless_beat
     import tensorflow as tf
     from distloop.engine.channel import Channel
     from distloop.engine.config import load_project_data
+    from distloop.engine.loop_hooks import KeepModel
     from distloop.engine.tf.model import build_model
     from distloop.engine.tf.model_export import ModelKeeper
 
@@ -196,7 +197,7 @@ def test_the_kept_model_is_the_lowest_val_loss_and_a_resume_keeps_it_unless_beat
         keeper = ModelKeeper(
             tmp_path, {"model": model}, project, channel, chief=True, resumed_at=resumed_at
         )
-        after_evaluation = keeper.watching(None)
+        after_evaluation = KeepModel(keeper).on_evaluate
         for step, val_loss in evaluations.items():
             weights_of(step)
             after_evaluation(step, {"val_loss": val_loss, "val_mae": 0.0})

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import contextlib
 import shutil
-from collections.abc import Callable
 from pathlib import Path
 
 import tensorflow as tf
@@ -40,12 +39,10 @@ class RunCheckpoints:
         model: tf.keras.Model | dict[str, tf.keras.Model],
         optimizer: tf.keras.optimizers.Optimizer | dict[str, tf.keras.optimizers.Optimizer],
         *,
-        every: int | None,
         is_chief: bool,
         task: str | None,
     ) -> None:
         """``model`` and ``optimizer`` are dicts by name when custom code trains several."""
-        self._every = every
         self._is_chief = is_chief
         self._step = tf.Variable(0, dtype=tf.int64, trainable=False, name="step")
         self._checkpoint = tf.train.Checkpoint(model=model, optimizer=optimizer, step=self._step)
@@ -60,8 +57,6 @@ class RunCheckpoints:
         """Where this task writes its checkpoints (a temporary folder unless it is the chief)."""
         self._manager = tf.train.CheckpointManager(self._checkpoint, self.directory, max_to_keep=3)
         self.last_saved: int | None = None
-        self.before_save: Callable[[], None] = lambda: None
-        """Runs before every save: the run records its steps up to the checkpoint first."""
 
     def restore_latest(self) -> int:
         """Restores the newest checkpoint; returns its step (0 when there is none)."""
@@ -79,9 +74,8 @@ class RunCheckpoints:
         return self.last_saved
 
     def save(self, step: int) -> None:
-        if self.last_saved == step:
-            return
-        self.before_save()
+        """Saves the state after ``step`` (the loop's checkpoint hook says when, and records
+        the steps up to it first: ``engine.loop_hooks.Checkpointing``)."""
         self._step.assign(step)
         index = self.directory / CHECKPOINT_INDEX_FILE
         previous = index.read_text(encoding="utf-8") if index.is_file() else None
@@ -116,14 +110,3 @@ class RunCheckpoints:
                     index.unlink()
                 else:
                     atomic_write_text(index, previous_index, follow_symlinks=False)
-
-    def after_steps(self, step: int) -> None:
-        """The loop's hook: saves when ``step`` is a multiple of ``checkpoint_every``."""
-        if self._every and step % self._every == 0:
-            self.save(step)
-
-    def steps_until_pause(self, step: int) -> int:
-        """How many steps from ``step`` on reach the next checkpoint step, inclusive."""
-        if not self._every:
-            return 1 << 30
-        return self._every - (step - 1) % self._every

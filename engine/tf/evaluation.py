@@ -21,10 +21,7 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
-from ..channel import Channel
 from ..config import LossConfig, Project
-from ..messages import EvalMetrics
-from ..run_folder import EvalWriter
 from .data import build_eval_data
 from .input_pipeline import distribute_input
 
@@ -65,7 +62,7 @@ def _metric_sums(loss: LossConfig) -> Callable[[tf.Tensor, tf.Tensor], tuple[tf.
 
 
 class Evaluator:
-    """Evaluates ``model`` after every ``evaluation.every`` steps and reports the metrics."""
+    """Evaluates ``model`` on the validation data (the loop's ``Evaluation`` hook says when)."""
 
     def __init__(
         self,
@@ -113,42 +110,3 @@ class Evaluator:
             self.names[0]: loss_sum / examples if examples else float("nan"),
             self.names[1]: metric_sum / metric_count if metric_count else float("nan"),
         }
-
-    def steps_until_pause(self, step: int) -> int:
-        """Steps from ``step`` on up to the next evaluation step, inclusive (caps fused runs)."""
-        return self.every - (step - 1) % self.every
-
-
-class EvalReporter:
-    """Runs an evaluation when one is due and hands its metrics to every consumer.
-
-    Pending step metrics are flushed first, so a consumer sees the losses of step
-    N before the evaluation after step N.
-    """
-
-    def __init__(
-        self,
-        evaluator: Evaluator,
-        channel: Channel,
-        flush_steps: Callable[[], None],
-        writer: EvalWriter | None,
-        also: Callable[[int, dict[str, float]], None] | None = None,
-    ) -> None:
-        self._evaluator = evaluator
-        self._channel = channel
-        self._flush_steps = flush_steps
-        self._writer = writer
-        self._also = also
-
-    def after_steps(self, step: int) -> None:
-        if step % self._evaluator.every:
-            return
-        self._flush_steps()
-        metrics = self._evaluator.evaluate()
-        if self._writer is not None:
-            self._writer.write(step, metrics)
-        if self._also is not None:
-            self._also(step, metrics)
-        self._channel.send(
-            EvalMetrics(step=step, metrics=metrics, examples=self._evaluator.examples)
-        )

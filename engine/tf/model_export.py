@@ -26,7 +26,7 @@ import os
 import secrets
 import shutil
 import tempfile
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -48,11 +48,10 @@ from .data import build_eval_data
 
 BEST_VAL_LOSS = "best_val_loss"
 LAST_STEP = "last_step"
-EvalCallback = Callable[[int, dict[str, float]], None]
 
 
 class ModelKeeper:
-    """Follows a run's evaluations and saves its model when the run ends well."""
+    """Keeps a run's best weights and saves its model when the run ends well."""
 
     def __init__(
         self,
@@ -73,22 +72,12 @@ class ModelKeeper:
         self._best: tuple[int, float, list[np.ndarray]] | None = None
         self._earlier = _earlier_best(run_dir, resumed_at) if chief else None
 
-    def watching(self, also: EvalCallback | None) -> EvalCallback:
-        """The evaluation hook: notes a new best, then hands the metrics on to ``also``."""
-
-        def after_evaluation(step: int, metrics: dict[str, float]) -> None:
-            val_loss = metrics.get("val_loss", math.nan)
-            model = self._models.get("model")
-            if (
-                model is not None
-                and math.isfinite(val_loss)
-                and (self._best is None or val_loss < self._best[1])
-            ):
-                self._best = (step, val_loss, model.get_weights())
-            if also is not None:
-                also(step, metrics)
-
-        return after_evaluation
+    def remember(self, step: int, val_loss: float) -> None:
+        """Keeps a copy of the weights that gave a new lowest ``val_loss`` (the loop's
+        ``KeepModel`` hook says when), to save them if no later evaluation beats them."""
+        model = self._models.get("model")
+        if model is not None:
+            self._best = (step, val_loss, model.get_weights())
 
     def save(self, last_step: int) -> None:
         """Saves the run's model(s): the best evaluated weights, else the last ones."""

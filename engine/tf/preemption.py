@@ -14,16 +14,16 @@ How it is wired here, and why:
   ``engine.child_main`` turns into a flag, or the parent's Stop), polled by the
   handler once a second. Given one, the handler installs no SIGTERM handler of its
   own, so there is one handler for the signal, and Stop takes the same aligned path.
-- ``save_fn`` saves through :class:`~engine.tf.checkpoint.RunCheckpoints` at the
-  step the loop completed: the chief keeps the checkpoint, the others remove their
-  temporary folder, and a resume restores it like any other checkpoint.
+- ``save_fn`` saves through the loop's checkpoint hook (``engine.loop_hooks``) at
+  the step the loop completed: the chief keeps the checkpoint, the others remove
+  their temporary folder, and a resume restores it like any other checkpoint.
 - The handler gets an empty checkpoint of its own, not the run's: it adds a run
   counter to the checkpoint it is given and restores it at start, and that counter
   must start equal on every task, which the run's would not (the chief restores
   one, a worker's emptied temporary folder none).
-- ``exit_fn`` raises :class:`AlignedStop` instead of exiting the process, so
-  ``engine.tf.training.train`` ends the run like a Stop: status ``stopped``, every
-  step recorded, resumable.
+- ``exit_fn`` raises ``engine.loop.StopLoop`` instead of exiting the process, so
+  the loop ends the run like a Stop: status ``stopped``, every step recorded,
+  resumable.
 - At its creation the handler asks the GCE metadata server whether it runs on
   Google Cloud; on a GCE CPU VM it would then watch nothing, and elsewhere the
   question can take seconds. It is pointed at a closed local port, so the answer
@@ -40,78 +40,49 @@ import contextlib
 import os
 import socket
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import tensorflow as tf
-
-from .checkpoint import RunCheckpoints
 
 GCE_METADATA_ENV = "GCE_METADATA_IP"
 
 
-class AlignedStop(Exception):
-    """Every task saved after the agreed step and ends its loop there (the handler's exit_fn)."""
+class PreemptionWatch:
+    """TensorFlow's preemption handler, wired as this module says (a ``loop_hooks.Preemption``).
 
-
-class ClusterStop:
-    """Stops every task of a multi-worker run after the same step, with a checkpoint there.
-
-    Call :meth:`after_steps` after each execution; it raises :class:`AlignedStop`
-    once every task has saved at the agreed step. The loop itself must not stop on
-    the request (:meth:`loop_should_stop`): only the handler knows the step.
+    ``save`` saves the run's checkpoint at the step the loop completed; ``stop`` ends
+    the loop (it raises ``engine.loop.StopLoop``). The loop's ``StopTogether`` hook
+    decides when to ask (after every execution) and makes this with both.
     """
 
     def __init__(
         self,
         strategy: tf.distribute.Strategy,
-        checkpoints: RunCheckpoints,
-        should_stop: Callable[[], bool],
-        done_steps: int,
-        last_step: int,
+        checkpoint_dir: Path,
+        requested: Callable[[], bool],
+        save: Callable[[], None],
+        stop: Callable[[], None],
     ) -> None:
-        self._checkpoints = checkpoints
-        self._step = done_steps
-        self._last_step = last_step
         config = tf.distribute.experimental.TerminationConfig(
-            termination_watcher_fn=should_stop,
-            exit_fn=self._exit,
-            grace_period=0,
-            save_fn=self._save,
+            termination_watcher_fn=requested, exit_fn=stop, grace_period=0, save_fn=save
         )
         # save_fn does every save, so this manager never writes; its folder never exists,
         # so the handler restores nothing and its counter starts at 0 on every task.
         counter_only = tf.train.CheckpointManager(
-            tf.train.Checkpoint(), str(checkpoints.directory / "unused"), max_to_keep=1
+            tf.train.Checkpoint(), str(checkpoint_dir / "unused"), max_to_keep=1
         )
         with _no_cloud_probe():
             self._handler = tf.distribute.experimental.PreemptionCheckpointHandler(
                 strategy.cluster_resolver, counter_only, termination_config=config
             )
 
-    @staticmethod
-    def loop_should_stop() -> bool:
-        """The loop's stop check: never on its own, the handler ends the loop."""
-        return False
-
-    def after_steps(self, step: int) -> None:
-        """Saves and raises :class:`AlignedStop` when the cluster agreed to stop at ``step``.
-
-        After the last step there is nothing left to stop (the run saves as it ends),
-        so the handler's threads are ended instead, while every task is still up:
-        TensorFlow ends them only in ``__del__``, at no set time, and a thread still
-        waiting on the chief's coordination service when the chief exits dies with a
-        traceback in the log.
-        """
-        self._step = step
-        if step >= self._last_step:
-            self._handler.__del__()
-            return
+    def save_if_preempted(self) -> None:
+        """Saves and stops, when the cluster agreed to stop after the step just trained."""
         self._handler.save_checkpoint_if_preempted()
 
-    def _save(self) -> None:
-        self._checkpoints.save(self._step)
-
-    def _exit(self) -> None:
-        raise AlignedStop(f"the cluster stopped after step {self._step}")
+    def close(self) -> None:
+        """Ends the handler's threads now: TensorFlow ends them only in ``__del__``."""
+        self._handler.__del__()
 
 
 @contextlib.contextmanager

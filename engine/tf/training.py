@@ -1,9 +1,11 @@
 """One training run inside the engine process: the guide's program, configured (imports TF).
 
-Order matters and follows the guide: devices and seeds first, then the strategy,
-then model and optimizer inside ``strategy.scope()``, then the distributed
-dataset, then the loop. TF_CONFIG is already in the environment (the process
-entry point sets it before the run; TensorFlow reads it only when a strategy is made).
+:func:`train` puts three parts together: :func:`~engine.tf.prepare.prepare` builds
+strategy, models, optimizers, loss and data in the guide's order; a step runner
+(``engine.tf.step_runners``) is the guide's distributed step; ``engine.loop`` runs
+the steps and calls its hooks (``engine.loop_hooks``): reporting, checkpoints,
+evaluation, stop requests and the model kept. A parameter-server run goes to its
+coordinator (``engine.tf.parameter_server``), which shares the first and last.
 
 A project with ``custom_code`` runs the same program with the user's builders and
 step in place of the built-in ones (``engine.user_code``); one with
@@ -12,6 +14,7 @@ step in place of the built-in ones (``engine.user_code``); one with
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from contextlib import ExitStack
 from pathlib import Path
@@ -19,8 +22,17 @@ from pathlib import Path
 import tensorflow as tf
 
 from ..channel import Channel
-from ..config import Project, uneven_batch_warnings
-from ..messages import RunFinished, RunStarted, StrategyReady
+from ..config import Project
+from ..loop import LoopHook, LoopPlan, run_loop
+from ..loop_hooks import (
+    Checkpointing,
+    Evaluation,
+    KeepModel,
+    Reporting,
+    StopRequest,
+    StopTogether,
+)
+from ..messages import RunFinished
 from ..reporting import StepReporter
 from ..run_folder import (
     EVAL_FILE,
@@ -29,39 +41,19 @@ from ..run_folder import (
     MetricsWriter,
     truncate_eval,
     truncate_metrics,
-    write_status,
 )
-from ..user_code import UserCode, UserCodeError, load_user_code
-from .checkpoint import RunCheckpoints
-from .data import (
-    build_training_data,
-    changed_file_error,
-    custom_training_data,
-    write_prediction_files,
-)
-from .evaluation import EvalReporter, Evaluator
-from .input_pipeline import distribute_input
-from .loop import LoopPlan, ReplicaStepRunner, StepRunner, run_loop
-from .model import build_loss, build_model, build_optimizer, set_precision
+from ..user_code import UserCode, UserCodeError
+from .data import changed_file_error
+from .evaluation import Evaluator
+from .input_pipeline import ReplicaInput, distribute_input
 from .model_export import ModelKeeper
-from .preemption import AlignedStop, ClusterStop
-from .ps_loop import train_parameter_server
-from .strategy import (
-    build_strategy,
-    configure_devices,
-    in_cluster,
-    is_chief,
-    replica_devices,
-    strategy_devices,
-)
+from .parameter_server import train_parameter_server
+from .preemption import PreemptionWatch
+from .prepare import Prepared, announce, prepare
+from .step_runners import ReplicaStepRunner, StepRunner
+from .strategy import replica_devices
 from .tensorboard import TensorBoardWriter
-from .user_code import (
-    StepContext,
-    build_dataset,
-    build_models,
-    build_optimizers,
-    replica_step,
-)
+from .user_code import StepContext, replica_step
 
 
 def train(
@@ -76,267 +68,182 @@ def train(
     if project.strategy.kind == "parameter_server":
         return train_parameter_server(project, run_dir, channel, should_stop, resume=resume)
     training = project.training
-    configure_devices(project.strategy, memory_growth=training.gpu_memory_growth)
-    set_precision(training.mixed_precision)
-    tf.keras.utils.set_random_seed(training.seed)
-    if training.deterministic:
-        tf.config.experimental.enable_op_determinism()
-
-    # Loaded before the strategy exists, so a broken file fails the run at once.
-    code = load_user_code(project.custom_code.path) if project.custom_code else None
-    strategy = build_strategy(project.strategy)
-    if project.strategy.kind == "multi_worker_mirrored" and in_cluster(strategy):
-        channel.send(StrategyReady(devices=strategy_devices(strategy)))
-    chief = is_chief(strategy)
-    with strategy.scope():
-        if code is None:
-            model = build_model(project.model, training.seed)
-            optimizer = build_optimizer(
-                project.optimizer,
-                model.trainable_variables,
-                loss_scale=training.mixed_precision == "mixed_float16",
-            )
-            models, optimizers = {"model": model}, {"model": optimizer}
-        else:
-            models = build_models(code, project)
-            optimizers = build_optimizers(code, project, models)
-    loss_object = build_loss(project.loss)
-
-    checkpoints = None
-    done_steps = 0
-    if run_dir is not None:
-        # One model and optimizer are checkpointed as the built-in run does; several by name.
-        single = list(models) == ["model"] and list(optimizers) == ["model"]
-        checkpoints = RunCheckpoints(
-            run_dir,
-            models["model"] if single else models,
-            optimizers["model"] if single else optimizers,
-            every=training.checkpoint_every,
-            is_chief=chief,
-            task=channel.task,
-        )
-        if resume:
-            done_steps = checkpoints.restore_latest()
-            channel.log(
-                f"resuming after step {done_steps} from the last checkpoint"
-                if done_steps
-                else "no checkpoint yet: starting the run from its first step"
-            )
-
-    if code is not None and code.build_dataset is not None:
-        if project.evaluation is not None and project.evaluation.split is not None:
-            raise UserCodeError(
-                f"{code.where('build_dataset')} builds its own data, so evaluation.split "
-                "cannot hold examples out of it; give evaluation.source instead"
-            )
-        batches = build_dataset(code, project)
-        data = custom_training_data(batches, project, skip_steps=done_steps)
-    else:
-        data = build_training_data(project, skip_steps=done_steps)
-    replica_input = distribute_input(strategy, data.dataset, training.input_distribution)
+    prepared = prepare(project, run_dir, channel, resume=resume)
+    strategy, done_steps = prepared.strategy, prepared.done_steps
+    replica_input = distribute_input(strategy, prepared.data.dataset, training.input_distribution)
     channel.log(
         f"input distribution: {replica_input.method} "
         f"(training.input_distribution is {training.input_distribution})",
         level="debug",
     )
-    replicas = strategy.num_replicas_in_sync
-    warnings = data.warnings + uneven_batch_warnings(project, replicas)
-    for note in warnings:
-        channel.log(note, level="warning")
-    started = RunStarted(
-        strategy=type(strategy).__name__,
-        strategy_kind=project.strategy.kind,
-        num_replicas=replicas,
-        devices=strategy_devices(strategy),
-        tensorflow_version=tf.__version__,
-        run_dir=str(run_dir) if run_dir else None,
-        first_step=done_steps + 1,
-        total_steps=data.total_steps,
-        warnings=warnings,
-    )
-    channel.send(started)
-    if run_dir is not None and chief:
-        write_prediction_files(run_dir, project, data)
-    if run_dir is not None:
-        write_status(
-            run_dir,
-            "running",
-            # The runs table names a strategy as the user chose it; the class is kept beside.
-            strategy=project.strategy.kind,
-            strategy_class=started.strategy,
-            **started.model_dump(include={"num_replicas", "devices", "total_steps"}),
-            tensorflow_version=tf.__version__,
-        )
-    runner: ReplicaStepRunner
-    if code is None:
-        runner = StepRunner(
-            strategy,
-            model,
-            optimizer,
-            loss_object,
-            project.data.global_batch_size,
-            per_replica_losses=training.per_replica_losses,
-            to_replicas=replica_input.to_replicas,
-            jit_compile=training.jit_compile,
-        )
-    else:
-        context = StepContext(
-            models=models,
-            optimizers=optimizers,
-            loss_object=loss_object,
-            global_batch_size=project.data.global_batch_size,
-            num_replicas=replicas,
-            strategy=strategy,
-            project=project,
-        )
-        runner = ReplicaStepRunner(
-            strategy,
-            replica_step(code, context),
-            per_replica_losses=training.per_replica_losses,
-            to_replicas=replica_input.to_replicas,
-        )
-        if training.jit_compile:
-            channel.log(
-                "training.jit_compile applies to the built-in step only; compile parts of a "
-                "custom train_step with tf.function(jit_compile=True)",
-                level="warning",
-            )
+    announce(prepared, project, run_dir, channel)
+    runner = _step_runner(prepared, project, replica_input, channel)
     # Traces the step now: a custom step's losses name the metrics.csv columns, and one
     # that returns the wrong thing fails here, before the first step.
     runner.bind_input(replica_input.element_spec)
-    loss_names = runner.loss_names(replica_input.element_spec) if code else None
+    loss_names = runner.loss_names(replica_input.element_spec) if prepared.code else None
     evaluator = (
-        Evaluator(strategy, _evaluated_model(code, models), loss_object, project)
+        Evaluator(
+            strategy,
+            _evaluated_model(prepared.code, prepared.models),
+            prepared.loss_object,
+            project,
+        )
         if project.evaluation is not None
         else None
     )
 
-    keeper = (
-        ModelKeeper(
-            run_dir,
-            models,
-            project,
-            channel,
-            chief=chief,
-            resumed_at=done_steps if resume else None,
-        )
-        if run_dir is not None
-        else None
-    )
-
     with ExitStack() as cleanup:
-        metrics = tensorboard = eval_writer = None
-        elapsed_offset = 0.0
-        if run_dir is not None and chief:
-            elapsed_offset = truncate_metrics(run_dir, done_steps) if resume else 0.0
-            local = len(replica_devices(strategy)) if training.per_replica_losses else None
-            metrics = MetricsWriter(run_dir / METRICS_FILE, local, named=loss_names or ())
-            cleanup.callback(metrics.close)
-            tensorboard = TensorBoardWriter(run_dir)
-            cleanup.callback(tensorboard.close)
-            if evaluator is not None:
-                if resume:
-                    truncate_eval(run_dir, done_steps)
-                eval_writer = EvalWriter(run_dir / EVAL_FILE, evaluator.names)
-                cleanup.callback(eval_writer.close)
-        reporter = StepReporter(
-            channel, metrics, stop_on_nan=training.stop_on_nan, also=tensorboard
-        )
-        reporter.start_at(elapsed_offset)
-        if checkpoints is not None:
-            checkpoints.before_save = _record_steps(reporter, tensorboard)
-        evaluation = (
-            EvalReporter(
-                evaluator,
-                channel,
-                reporter.flush,
-                eval_writer,
-                also=(
-                    keeper.watching(tensorboard.evaluation if tensorboard else None)
-                    if keeper is not None
-                    else None
-                ),
-            )
-            if evaluator is not None
-            else None
-        )
-
-        # A multi-worker run stops after a step all its tasks agree on, not where one of
-        # them was asked to: each step is a collective, a lone stop would hang the rest.
-        aligned = (
-            ClusterStop(strategy, checkpoints, should_stop, done_steps, data.total_steps)
-            if checkpoints is not None and project.strategy.kind == "multi_worker_mirrored"
-            else None
-        )
-
-        def after_steps(step: int) -> None:
-            if checkpoints is not None:
-                checkpoints.after_steps(step)
-            if evaluation is not None:
-                evaluation.after_steps(step)
-            if aligned is not None:  # last: a stop comes after this step's evaluation
-                aligned.after_steps(step)
-
-        def steps_until_pause(step: int) -> int:
-            return min(
-                checkpoints.steps_until_pause(step) if checkpoints else 1 << 30,
-                evaluator.steps_until_pause(step) if evaluator else 1 << 30,
-            )
-
+        reporting = _reporting(prepared, project, run_dir, channel, evaluator, loss_names, cleanup)
+        hooks = _hooks(prepared, project, run_dir, channel, should_stop, reporting, evaluator)
         plan = LoopPlan(
             first_step=done_steps + 1,
-            last_step=data.total_steps,
+            last_step=prepared.data.total_steps,
             steps_per_execution=training.steps_per_execution,
             epoch_form=training.epochs is not None,
-            elapsed_offset_s=elapsed_offset,
+            elapsed_offset_s=reporting.elapsed_s,  # a resume's clock goes on from its rows
         )
         try:
-            stopped = run_loop(
-                runner,
-                replica_input.dataset,
-                plan,
-                reporter,
-                should_stop if aligned is None else aligned.loop_should_stop,
-                after_steps=after_steps,
-                steps_until_pause=steps_until_pause,
-            )
-        except AlignedStop:
-            stopped = True
+            end = run_loop(runner, replica_input.dataset, plan, hooks)
         except (tf.errors.NotFoundError, tf.errors.InvalidArgumentError) as exc:
             changed = changed_file_error(project, exc)  # an image changed since the check
             if changed is None:
                 raise
             raise changed from exc
-        last_step = reporter.last_step or done_steps
         channel.log(f"the step function was traced {runner.traces()} time(s)", level="debug")
-        if checkpoints is not None and last_step > done_steps:
-            checkpoints.save(last_step)
-        if keeper is not None and last_step > 0:
-            keeper.save(last_step)
     return RunFinished(
-        status="stopped" if stopped else "finished",
-        last_step=last_step,
-        final_loss=reporter.last_loss,
+        status="stopped" if end.stopped else "finished",
+        last_step=end.last_step,
+        final_loss=reporting.last_loss,
         # The run's one duration: its training clock, which metrics.csv and a resume continue.
-        elapsed_s=reporter.elapsed_s,
+        elapsed_s=reporting.elapsed_s,
     )
 
 
-def _record_steps(
-    reporter: StepReporter, tensorboard: TensorBoardWriter | None
-) -> Callable[[], None]:
-    """Puts every reported step in metrics.csv and TensorBoard, for a checkpoint to follow.
+def _reporting(
+    prepared: Prepared,
+    project: Project,
+    run_dir: Path | None,
+    channel: Channel,
+    evaluator: Evaluator | None,
+    loss_names: list[str] | None,
+    cleanup: ExitStack,
+) -> Reporting:
+    """The run's record: the channel on every task; metrics.csv, eval.csv and TensorBoard on
+    the chief, cut back to the checkpoint's step on a resume, closed by ``cleanup``."""
+    training, done_steps = project.training, prepared.done_steps
+    metrics = tensorboard = eval_writer = None
+    elapsed_offset = 0.0
+    if run_dir is not None and prepared.chief:
+        elapsed_offset = truncate_metrics(run_dir, done_steps) if prepared.resumed else 0.0
+        local = len(replica_devices(prepared.strategy)) if training.per_replica_losses else None
+        metrics = MetricsWriter(run_dir / METRICS_FILE, local, named=loss_names or ())
+        cleanup.callback(metrics.close)
+        tensorboard = TensorBoardWriter(run_dir)
+        cleanup.callback(tensorboard.close)
+        if evaluator is not None:
+            if prepared.resumed:
+                truncate_eval(run_dir, done_steps)
+            eval_writer = EvalWriter(run_dir / EVAL_FILE, evaluator.names)
+            cleanup.callback(eval_writer.close)
+    reporter = StepReporter(channel, metrics, stop_on_nan=training.stop_on_nan, also=tensorboard)
+    reporter.start_at(elapsed_offset)
+    return Reporting(
+        reporter,
+        channel,
+        eval_writer=eval_writer,
+        scalars=tensorboard,
+        eval_examples=evaluator.examples if evaluator is not None else None,
+    )
 
-    A resume trains from the checkpoint's step on and keeps the rows up to it, so a
-    checkpoint on disk before its steps' rows (a kill in between) would lose them.
+
+def _step_runner(
+    prepared: Prepared, project: Project, replica_input: ReplicaInput, channel: Channel
+) -> ReplicaStepRunner:
+    """The guide's step for the built-in model, else custom code's step, run the same way."""
+    training = project.training
+    strategy = prepared.strategy
+    if prepared.code is None:
+        return StepRunner(
+            strategy,
+            prepared.models["model"],
+            prepared.optimizers["model"],
+            prepared.loss_object,
+            project.data.global_batch_size,
+            per_replica_losses=training.per_replica_losses,
+            to_replicas=replica_input.to_replicas,
+            jit_compile=training.jit_compile,
+        )
+    context = StepContext(
+        models=prepared.models,
+        optimizers=prepared.optimizers,
+        loss_object=prepared.loss_object,
+        global_batch_size=project.data.global_batch_size,
+        num_replicas=strategy.num_replicas_in_sync,
+        strategy=strategy,
+        project=project,
+    )
+    if training.jit_compile:
+        channel.log(
+            "training.jit_compile applies to the built-in step only; compile parts of a "
+            "custom train_step with tf.function(jit_compile=True)",
+            level="warning",
+        )
+    return ReplicaStepRunner(
+        strategy,
+        replica_step(prepared.code, context),
+        per_replica_losses=training.per_replica_losses,
+        to_replicas=replica_input.to_replicas,
+    )
+
+
+def _hooks(
+    prepared: Prepared,
+    project: Project,
+    run_dir: Path | None,
+    channel: Channel,
+    should_stop: Callable[[], bool],
+    reporting: Reporting,
+    evaluator: Evaluator | None,
+) -> list[LoopHook]:
+    """The loop's hooks, in the order their jobs run after a step.
+
+    Reporting first (a checkpoint or an evaluation follows the steps it covers),
+    then the checkpoint, the evaluation (the model keeper sees it before the run's
+    record does), and the stop last: a cluster's agreed stop comes after the step's
+    evaluation.
     """
-
-    def record() -> None:
-        reporter.flush()
-        if tensorboard is not None:
-            tensorboard.sync()
-
-    return record
+    hooks: list[LoopHook] = [reporting]
+    stop: LoopHook = StopRequest(should_stop)
+    if prepared.checkpoints is not None:
+        checkpointing = Checkpointing(
+            prepared.checkpoints, project.training.checkpoint_every, reporting.record_durably
+        )
+        hooks.append(checkpointing)
+        # A multi-worker run stops after a step all its tasks agree on, not where one of
+        # them was asked to: each step is a collective, a lone stop would hang the rest.
+        if project.strategy.kind == "multi_worker_mirrored":
+            watch = functools.partial(
+                PreemptionWatch,
+                prepared.strategy,
+                prepared.checkpoints.directory,
+                should_stop,
+            )
+            stop = StopTogether(watch, checkpointing, prepared.data.total_steps)
+    keeping = None
+    if run_dir is not None:
+        # A resumed run keeps an earlier part's best model unless it finds a better one.
+        resumed_at = prepared.done_steps if prepared.resumed else None
+        keeper = ModelKeeper(
+            run_dir, prepared.models, project, channel, chief=prepared.chief, resumed_at=resumed_at
+        )
+        keeping = KeepModel(keeper)
+    if evaluator is not None:
+        listeners = [reporting] if keeping is None else [keeping, reporting]
+        hooks.append(Evaluation(evaluator, reporting.flush, listeners))
+    if keeping is not None:
+        hooks.append(keeping)
+    return [*hooks, stop]
 
 
 def _evaluated_model(code: UserCode | None, models: dict[str, tf.keras.Model]) -> tf.keras.Model:

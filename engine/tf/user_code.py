@@ -3,7 +3,7 @@
 ``engine.user_code`` documents the contract and loads the file; here its builders
 are called (inside ``strategy.scope()`` where the contract says so), their
 results checked, and its ``train_step`` wrapped into the per-replica step that
-:class:`engine.tf.loop.ReplicaStepRunner` runs exactly like the built-in one.
+:class:`engine.tf.step_runners.ReplicaStepRunner` runs exactly like the built-in one.
 Every failure of user code becomes a :class:`UserCodeError` naming the file,
 the function and, when the traceback tells, the line.
 """

@@ -1,8 +1,8 @@
-"""The guide's training step and the loop that drives it (imports TensorFlow).
+"""The guide's training step, as the loop runs it (imports TensorFlow).
 
 As in TensorFlow's Orbit, the *step* (what one batch does to the model,
 :class:`StepRunner`) is kept apart from the *loop* (how many steps, when to
-report, checkpoint or stop, :func:`run_loop`), so the same step runs in every
+report, checkpoint or stop: ``engine.loop``), so the same step runs in every
 loop form: the guide's ``for dist_inputs in dist_dataset``, its explicit
 ``next(iterator)``, and fused executions of K steps in one ``tf.function`` call.
 
@@ -13,15 +13,12 @@ run by it, so user code gets exactly the distribution the built-in step gets.
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import tensorflow as tf
 
 from ..messages import PRIMARY_LOSS
-from ..reporting import StepReporter
 
 
 class ReplicaStepRunner:
@@ -140,6 +137,10 @@ class ReplicaStepRunner:
         losses, replicas = self._fused(iterator, tf.constant(count, tf.int32))
         return losses, replicas if self._per_replica else None
 
+    def finish(self) -> Iterable[tuple[Any, tf.Tensor | None]]:
+        """Nothing: a synchronous step has ended when its call returns."""
+        return ()
+
 
 class StepRunner(ReplicaStepRunner):
     """The guide's ``train_step`` / ``distributed_train_step``, plus a fused K-step form."""
@@ -194,63 +195,3 @@ class StepRunner(ReplicaStepRunner):
             to_replicas=to_replicas,
             single_loss=True,
         )
-
-
-@dataclass(frozen=True)
-class LoopPlan:
-    first_step: int
-    last_step: int
-    steps_per_execution: int = 1
-    epoch_form: bool = False
-    """Iterate ``for dist_inputs in dist_dataset`` (the guide's first form) when K is 1."""
-    elapsed_offset_s: float = 0.0
-    """Seconds already trained before a resume, so elapsed time keeps counting up."""
-
-
-def run_loop(
-    runner: ReplicaStepRunner,
-    dataset: Any,
-    plan: LoopPlan,
-    reporter: StepReporter,
-    should_stop: Callable[[], bool],
-    after_steps: Callable[[int], None] = lambda step: None,
-    steps_until_pause: Callable[[int], int] = lambda step: 1 << 30,
-) -> bool:
-    """Runs the planned steps; returns True when a stop request ended it early.
-
-    Stop requests are honoured between executions only, so a stopped run's model,
-    optimizer and metrics always describe whole steps. ``after_steps(step)`` runs
-    after each execution (checkpointing); ``steps_until_pause(step)`` caps a fused
-    execution so it ends exactly on a checkpoint step.
-    """
-    start = time.perf_counter() - plan.elapsed_offset_s
-    step = plan.first_step
-    try:
-        if plan.steps_per_execution == 1 and plan.epoch_form:
-            for element in dataset:
-                if step > plan.last_step:
-                    break
-                if should_stop():
-                    return True
-                loss, replicas = runner.run_one(element)
-                reporter.record(step, loss, replicas, time.perf_counter() - start)
-                after_steps(step)
-                step += 1
-            return False
-        iterator = iter(dataset)
-        while step <= plan.last_step:
-            if should_stop():
-                return True
-            count = min(plan.steps_per_execution, plan.last_step - step + 1)
-            count = max(1, min(count, steps_until_pause(step)))
-            if count == 1 and plan.steps_per_execution == 1:
-                loss, replicas = runner.run_one(next(iterator))
-                reporter.record(step, loss, replicas, time.perf_counter() - start)
-            else:
-                losses, replicas = runner.run_many(iterator, count)
-                reporter.record_many(step, count, losses, replicas, time.perf_counter() - start)
-            step += count
-            after_steps(step - 1)
-        return False
-    finally:
-        reporter.flush()

@@ -19,30 +19,32 @@ index); the run lasts exactly the project's steps (or epochs' worth of steps).
 from __future__ import annotations
 
 import contextlib
+import itertools
 import socket
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import tensorflow as tf
 
 from ..channel import Channel
-from ..config import Project, uneven_batch_warnings
+from ..config import Project
+from ..loop import LoopHook, LoopPlan, run_loop
+from ..loop_hooks import KeepModel, Reporting, StopRequest
 from ..messages import RunFinished, RunStarted
 from ..reporting import StepReporter
 from ..run_folder import METRICS_FILE, MetricsWriter
 from ..tf_config import NO_RESUME, parse_address
-from .data import build_training_data, write_prediction_files
-from .loop import StepRunner
-from .model import build_loss, build_model, build_optimizer, set_precision
+from .data import build_training_data
 from .model_export import ModelKeeper
-from .strategy import build_strategy, configure_devices
+from .prepare import announce, prepare
+from .step_runners import StepRunner
 
 IN_FLIGHT_PER_WORKER = 4
-"""Steps scheduled ahead per worker: enough to keep every worker busy while the
-coordinator fetches losses, few enough that a stop request ends the run quickly."""
+"""Steps scheduled ahead per worker (:class:`ScheduledSteps`)."""
 PROBE_INTERVAL_S = 1.0
 STOP_CHECK_S = 0.1
 COORDINATOR_GONE_S = 10.0
@@ -63,37 +65,20 @@ def train_parameter_server(
         return serve(resolver, run_dir, channel, should_stop)
     if resume:
         raise ValueError(NO_RESUME["parameter_server"])
-    workers = len(resolver.cluster_spec().as_dict().get("worker", []))
-    return coordinate(project, workers, run_dir, channel, should_stop)
+    return coordinate(project, run_dir, channel, should_stop)
 
 
 def coordinate(
     project: Project,
-    workers: int,
     run_dir: Path | None,
     channel: Channel,
     should_stop: Callable[[], bool],
 ) -> RunFinished:
-    """The chief's loop: schedule steps on the workers, fetch and report their losses."""
+    """The chief's run: the loop of every run, its steps scheduled on the workers."""
     began = time.perf_counter()
-    training = project.training
-    configure_devices(project.strategy, memory_growth=training.gpu_memory_growth)
-    set_precision(training.mixed_precision)
-    tf.keras.utils.set_random_seed(training.seed)
-
-    strategy = build_strategy(project.strategy)
+    prepared = prepare(project, run_dir, channel, resume=False)
+    strategy = prepared.strategy
     coordinator = tf.distribute.coordinator.ClusterCoordinator(strategy)
-    with strategy.scope():
-        model = build_model(project.model, training.seed)
-        optimizer = build_optimizer(
-            project.optimizer,
-            model.trainable_variables,
-            loss_scale=training.mixed_precision == "mixed_float16",
-        )
-    loss_object = build_loss(project.loss)
-
-    data = build_training_data(project)
-    total_steps = data.total_steps
 
     def dataset_fn(_input_context: tf.distribute.InputContext) -> tf.data.Dataset:
         # Built on each worker; repeated so that no worker runs dry while others still
@@ -105,102 +90,102 @@ def coordinate(
         return strategy.distribute_datasets_from_function(dataset_fn)
 
     per_worker_iterator = iter(coordinator.create_per_worker_dataset(per_worker_dataset_fn))
-    runner = StepRunner(
+    step = StepRunner(
         strategy,
-        model,
-        optimizer,
-        loss_object,
+        prepared.models["model"],
+        prepared.optimizers["model"],
+        prepared.loss_object,
         project.data.global_batch_size,
         per_replica_losses=False,
         to_replicas=lambda inputs: inputs,  # each worker's dataset is already its replica's
-        jit_compile=training.jit_compile,
+        jit_compile=project.training.jit_compile,
     )
-
-    @tf.function
-    def scheduled_step(iterator: Any) -> tf.Tensor:
-        loss, _ = runner.run_one(next(iterator))
-        return loss
-
-    warnings = data.warnings + uneven_batch_warnings(project, 1) + _ignored_settings(project)
-    for note in warnings:
-        channel.log(note, level="warning")
-    channel.send(
-        RunStarted(
-            strategy=type(strategy).__name__,
-            strategy_kind=project.strategy.kind,
-            num_replicas=strategy.num_replicas_in_sync,
-            devices=[f"/job:worker/replica:0/task:{i}" for i in range(workers)],
-            tensorflow_version=tf.__version__,
-            run_dir=str(run_dir) if run_dir else None,
-            total_steps=total_steps,
-            warnings=warnings,
-        )
+    total_steps = prepared.data.total_steps
+    workers = len(prepared.started.devices)  # one device per worker task
+    runner = ScheduledSteps(
+        coordinator, step, in_flight=IN_FLIGHT_PER_WORKER * workers, steps=total_steps
     )
+    announce(prepared, project, run_dir, channel)
 
-    if run_dir is not None:
-        write_prediction_files(run_dir, project, data)
     metrics = MetricsWriter(run_dir / METRICS_FILE, None) if run_dir else None
-    reporter = StepReporter(channel, metrics, stop_on_nan=training.stop_on_nan)
-    in_flight: deque[tuple[int, Any]] = deque()
-    next_step, stopped = 1, False
-    start = time.perf_counter()
+    reporter = StepReporter(channel, metrics, stop_on_nan=project.training.stop_on_nan)
+    hooks: list[LoopHook] = [Reporting(reporter, channel)]
+    if run_dir is not None:
+        # The coordinator reads the variables from the ps tasks: it alone saves the model.
+        keeper = ModelKeeper(
+            run_dir, prepared.models, project, channel, chief=True, resumed_at=None
+        )
+        hooks.append(KeepModel(keeper))
+    hooks.append(StopRequest(should_stop))
     try:
-        while True:
-            if next_step <= total_steps and not stopped and should_stop():
-                stopped = True
-            while (
-                not stopped
-                and next_step <= total_steps
-                and len(in_flight) < IN_FLIGHT_PER_WORKER * workers
-            ):
-                remote = coordinator.schedule(scheduled_step, args=(per_worker_iterator,))
-                in_flight.append((next_step, remote))
-                next_step += 1
-            if not in_flight:
-                break
-            step, remote = in_flight.popleft()
-            reporter.record(step, remote.fetch(), None, time.perf_counter() - start)
+        # Every step takes its input from the workers' own iterators, so the loop's
+        # element is the same per-worker iterator each time.
+        end = run_loop(
+            runner,
+            itertools.repeat(per_worker_iterator),
+            LoopPlan(first_step=1, last_step=total_steps),
+            hooks,
+        )
     finally:
-        reporter.flush()
         if metrics is not None:
             metrics.close()
-    if run_dir is not None and reporter.last_step:
-        # The coordinator reads the variables from the ps tasks: it alone saves the model.
-        ModelKeeper(run_dir, {"model": model}, project, channel, chief=True, resumed_at=None).save(
-            reporter.last_step
-        )
     return RunFinished(
-        status="stopped" if stopped else "finished",
-        last_step=reporter.last_step or 0,
+        status="stopped" if end.stopped else "finished",
+        last_step=end.last_step,
         final_loss=reporter.last_loss,
         elapsed_s=time.perf_counter() - began,
     )
 
 
-def _ignored_settings(project: Project) -> list[str]:
-    """Settings of synchronous loops that a parameter-server run does not apply."""
-    training = project.training
-    notes = []
-    if training.per_replica_losses:
-        notes.append(
-            "training.per_replica_losses is ignored: each parameter-server step runs on "
-            "one worker, so its loss is the only one"
-        )
-    if training.steps_per_execution > 1:
-        notes.append(
-            "training.steps_per_execution is ignored: the coordinator schedules one step "
-            "per function call"
-        )
-    if training.checkpoint_every is not None:
-        notes.append(
-            "training.checkpoint_every is ignored: parameter_server runs keep no checkpoint"
-        )
-    if training.input_distribution != "auto":
-        notes.append(
-            "training.input_distribution is ignored: each parameter-server worker reads "
-            "its own dataset (distribute_datasets_from_function)"
-        )
-    return notes
+class ScheduledSteps:
+    """The coordinator's step runner: each step ``schedule``d on whichever worker is free.
+
+    Up to ``in_flight`` steps run ahead of the one the loop asks for: enough to keep
+    every worker busy while the coordinator fetches losses, few enough that a stop
+    ends the run quickly. Losses are fetched in the order the steps were scheduled,
+    so the trace is numbered like a synchronous run's. The steps still under way
+    when the loop stops are fetched too (:meth:`finish`): they changed the model.
+    """
+
+    def __init__(
+        self,
+        coordinator: tf.distribute.coordinator.ClusterCoordinator,
+        step: StepRunner,
+        *,
+        in_flight: int,
+        steps: int,
+    ) -> None:
+        """``steps``: how many the run trains; none is scheduled beyond them."""
+
+        @tf.function
+        def scheduled_step(iterator: Any) -> tf.Tensor:
+            loss, _ = step.run_one(next(iterator))
+            return loss
+
+        self._coordinator = coordinator
+        self._scheduled_step = scheduled_step
+        self._window = in_flight
+        self._unscheduled = steps
+        self._in_flight: deque[Any] = deque()
+
+    def run_one(self, per_worker_iterator: Any) -> tuple[Any, None]:
+        """The next step's loss, fetched, once steps ahead are scheduled up to the window."""
+        while self._unscheduled and len(self._in_flight) < self._window:
+            remote = self._coordinator.schedule(self._scheduled_step, args=(per_worker_iterator,))
+            self._in_flight.append(remote)
+            self._unscheduled -= 1
+        return self._in_flight.popleft().fetch(), None
+
+    def run_many(self, per_worker_iterator: Any, count: int) -> tuple[Any, None]:
+        """``count`` steps' losses, one after another: each step is its own function call."""
+        losses = [self.run_one(per_worker_iterator)[0] for _ in range(count)]
+        return np.asarray(losses, dtype=np.float32), None
+
+    def finish(self) -> Iterator[tuple[Any, None]]:
+        """The losses of the steps scheduled before the loop stopped, in order."""
+        self._unscheduled = 0
+        while self._in_flight:
+            yield self._in_flight.popleft().fetch(), None
 
 
 def serve(
