@@ -18,7 +18,7 @@ import tensorflow as tf
 
 from ..channel import Channel
 from ..config import Project, uneven_batch_warnings
-from ..messages import RunStarted
+from ..messages import RunStarted, StrategyReady
 from ..run_folder import write_status
 from ..user_code import UserCode, UserCodeError, load_user_code
 from .checkpoint import RunCheckpoints
@@ -29,7 +29,13 @@ from .data import (
     write_prediction_files,
 )
 from .model import build_loss, build_model, build_optimizer, set_precision
-from .strategy import build_strategy, configure_devices, is_chief, strategy_devices
+from .strategy import (
+    build_strategy,
+    configure_devices,
+    in_cluster,
+    is_chief,
+    strategy_devices,
+)
 from .user_code import build_dataset, build_models, build_optimizers
 
 
@@ -69,6 +75,9 @@ def prepare(project: Project, run_dir: Path | None, channel: Channel, *, resume:
     # Loaded before the strategy exists, so a broken file fails the run at once.
     code = load_user_code(project.custom_code.path) if project.custom_code else None
     strategy = build_strategy(project.strategy)
+    if project.strategy.kind == "multi_worker_mirrored" and in_cluster(strategy):
+        # Before the first collective: the launcher compares every worker's devices.
+        channel.send(StrategyReady(devices=strategy_devices(strategy)))
     chief = is_chief(strategy)
     with strategy.scope():
         if code is None:
