@@ -21,29 +21,29 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TextIO
 
-from . import __version__
-from .cluster import local_cluster_tasks, task_dir_name
-from .cluster.blame import PEER_ERRORS, STALLED
-from .cluster.slurm import DEFAULT_PORT_BASE as SLURM_PORT_BASE
-from .cluster.ssh import DEFAULT_REMOTE_DIR, SshLaunch, launch_hosts
-from .config import Project, load_project, uneven_batch_warnings
-from .examples import example_names, load_example, portable_example_text
-from .fileio import open_text
-from .formatting import format_duration, format_prediction, prediction_json
-from .memory_check import memory_problems
-from .message_stream import CHANNEL_CLOSED_GRACE_S, ControlChannel, write_message
-from .messages import (
+from .. import __version__
+from ..cluster import local_cluster_tasks, task_dir_name
+from ..cluster.blame import PEER_ERRORS, STALLED
+from ..cluster.slurm import DEFAULT_PORT_BASE as SLURM_PORT_BASE
+from ..cluster.ssh import DEFAULT_REMOTE_DIR, SshLaunch, launch_hosts
+from ..config import Project, load_project, uneven_batch_warnings
+from ..examples import example_names, load_example, portable_example_text
+from ..fileio import open_text
+from ..formatting import format_duration, format_prediction, prediction_json
+from ..memory_check import memory_problems
+from ..message_stream import CHANNEL_CLOSED_GRACE_S, ControlChannel, write_message
+from ..messages import (
     Message,
     RunFailed,
     RunFinished,
     secondary_losses,
 )
-from .prediction import PredictionError, predict
-from .problems import ProblemsError
-from .resume_rules import Layout, ResumableRun, command_refusal, refuse_strategy, resumable_run
-from .run_checks import file_findings, pre_run_problems
-from .run_events import Evaluated, Logged, RunEvent, Started, StatusChanged, StepsAdded
-from .run_folder import (
+from ..prediction import PredictionError, predict
+from ..problems import ProblemsError
+from ..resume_rules import Layout, ResumableRun, command_refusal, refuse_strategy, resumable_run
+from ..run_checks import file_findings, pre_run_problems
+from ..run_events import Evaluated, Logged, RunEvent, Started, StatusChanged, StepsAdded
+from ..run_folder import (
     LOCK_FILE,
     MESSAGES_FILE,
     PROJECT_FILE,
@@ -59,11 +59,11 @@ from .run_folder import (
     read_status,
     update_status,
 )
-from .run_handle import ClusterHandle, EngineHandle, open_run
-from .run_model import RunModel
-from .study.command import add_sweep_command, command_sweep
-from .tf_config import DEFAULT_WORKERS, chief_of
-from .user_code import UserCodeError, fingerprint
+from ..run_handle import ClusterHandle, EngineHandle, open_run
+from ..run_model import RunModel
+from ..study.command import add_sweep_command, command_sweep
+from ..tf_config import DEFAULT_WORKERS, chief_of
+from ..user_code import UserCodeError, fingerprint
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 COMMANDS = (
@@ -269,7 +269,7 @@ def _no_example(name: str) -> str:
 
 
 def command_devices() -> int:
-    from .process import detect_devices
+    from ..process import detect_devices
 
     try:
         found = detect_devices()
@@ -312,8 +312,8 @@ def command_run(args: argparse.Namespace) -> int:
         project = _load(args.project)
         if project is None:
             return EXIT_FAILED
-    from .cluster import tf_config_for_run
-    from .cluster.slurm import tf_config_from_slurm
+    from ..cluster import tf_config_for_run
+    from ..cluster.slurm import tf_config_from_slurm
 
     try:
         if args.task_from == "slurm":
@@ -504,8 +504,8 @@ def resume_slurm_task(run_dir: Path, *, port_base: int, args: argparse.Namespace
     cluster's resume gives them (only the chief keeps them). The chief writes none
     before every task has joined its first step, so the copy is whole.
     """
-    from .cluster.slurm import tf_config_from_slurm
-    from .cluster.top_folder import ClusterFolder
+    from ..cluster.slurm import tf_config_from_slurm
+    from ..cluster.top_folder import ClusterFolder
 
     # multi_worker_mirrored's chief, worker 0: the only multi-machine strategy that resumes.
     chief_dir = run_dir / TASKS_DIR / task_dir_name(chief_of({"worker": ()}))
@@ -903,8 +903,8 @@ def add_cluster_commands(commands: argparse._SubParsersAction) -> None:
     preflight.add_argument("--seconds", type=float, default=30.0, help=hidden)
     preflight.add_argument("--connect", nargs="+", help=hidden)
 
-    from .export import DEFAULT_IMAGE, FORMATS
-    from .export_storage import DATA_MOUNT
+    from ..export import DEFAULT_IMAGE, FORMATS
+    from ..export_storage import DATA_MOUNT
 
     add_submit_command(commands)
 
@@ -949,7 +949,7 @@ def add_cluster_commands(commands: argparse._SubParsersAction) -> None:
 
 def add_slurm_job_arguments(slurm: argparse._ActionsContainer) -> None:
     """The job's shape, for export --format slurm and submit alike."""
-    from .export import SlurmJob
+    from ..export import SlurmJob
 
     slurm.add_argument("--nodes", type=int, default=SlurmJob.nodes, help="nodes (default 2)")
     slurm.add_argument(
@@ -1006,7 +1006,7 @@ def add_submit_command(commands: argparse._SubParsersAction) -> None:
 
 
 def _volume_name(text: str) -> str:
-    from .export_storage import volume_name_problem
+    from ..export_storage import volume_name_problem
 
     problem = volume_name_problem(text)
     if problem is not None:
@@ -1020,7 +1020,7 @@ def command_cluster(args: argparse.Namespace) -> int:
     if args.dump is not None:
         return command_cluster_dump(args.dump)
     if args.dump_task is not None:
-        from .stack_dumps import ask_task_folder
+        from ..stack_dumps import ask_task_folder
 
         print(json.dumps(ask_task_folder(args.dump_task)))
         return EXIT_OK
@@ -1065,7 +1065,7 @@ def command_cluster(args: argparse.Namespace) -> int:
 def command_cluster_dump(run_dir: Path) -> int:
     """``distloop cluster --dump DIR``: where each task of the running cluster stands, a
     local cluster's or a submitted Slurm job's."""
-    from .stack_dumps import ask_for_stacks, diagnose
+    from ..stack_dumps import ask_for_stacks, diagnose
 
     status = read_status(run_dir)
     if "slurm" in status:
@@ -1098,7 +1098,7 @@ def command_cluster_dump(run_dir: Path) -> int:
 def _dump_launch(run_dir: Path, settings: dict[str, str | None]) -> int:
     """The dump of a launch: its tasks are on their hosts (the pids in its status.json are
     its ssh clients'), so each host is asked over ssh, as the launcher itself does."""
-    from .stack_dumps import diagnose
+    from ..stack_dumps import diagnose
 
     project = _load(run_dir / PROJECT_FILE)
     if project is None:
@@ -1121,7 +1121,7 @@ def _dump_launch(run_dir: Path, settings: dict[str, str | None]) -> int:
 
 def _dump_slurm_job(run_dir: Path) -> int:
     """The dump of a job ``distloop submit`` submitted: scancel signals its tasks."""
-    from .cluster.slurm_jobs import SlurmJobError, dump_job_stacks, follow_job, job_state
+    from ..cluster.slurm_jobs import SlurmJobError, dump_job_stacks, follow_job, job_state
 
     try:
         job_id = follow_job(run_dir).job_id
@@ -1265,7 +1265,7 @@ def _follow_on_hosts(
 
 
 def command_preflight(args: argparse.Namespace) -> int:
-    from .cluster.preflight import probe_main
+    from ..cluster.preflight import probe_main
 
     if args.probe or args.listen is not None or args.connect:
         return probe_main(args)
@@ -1293,7 +1293,7 @@ def _report_preflight(project: Project, hosts: SshLaunch, *, devices: bool) -> i
     """Prints one line per finding; EXIT_OK when there is none. ``devices``: count each
     host's devices too (TensorFlow started on every host); a launch compares its tasks'
     own instead, as they start."""
-    from .cluster.preflight import preflight
+    from ..cluster.preflight import preflight
 
     try:
         config = hosts.tf_config(project)
@@ -1367,9 +1367,9 @@ def follow_cluster(cluster: EngineHandle, run_dir: Path, args: argparse.Namespac
 
 
 def command_export(args: argparse.Namespace) -> int:
-    from .export import SECURITY_NOTE, SlurmJob, export_cluster
-    from .export_storage import VOLUME_FORMATS, storage_notes
-    from .tf_config import parse_tf_config_text
+    from ..export import SECURITY_NOTE, SlurmJob, export_cluster
+    from ..export_storage import VOLUME_FORMATS, storage_notes
+    from ..tf_config import parse_tf_config_text
 
     project = _load(args.project)
     if project is None:
@@ -1426,8 +1426,8 @@ def command_export(args: argparse.Namespace) -> int:
 
 def command_submit(args: argparse.Namespace) -> int:
     """``distloop submit``: sbatch the project's cluster, or a resume; ``--wait`` follows it."""
-    from .cluster.slurm_jobs import SlurmJobError, follow_job, resubmit_job, submit_job
-    from .export import SlurmJob
+    from ..cluster.slurm_jobs import SlurmJobError, follow_job, resubmit_job, submit_job
+    from ..export import SlurmJob
 
     try:
         if args.project is not None:
@@ -1488,8 +1488,8 @@ def command_submit(args: argparse.Namespace) -> int:
 
 def export_script(project: Project, out: Path) -> int:
     """``distloop export --format script``: the run as a standalone TensorFlow program."""
-    from .fileio import atomic_write_text
-    from .script_export import ExportError, render_script
+    from ..fileio import atomic_write_text
+    from ..script_export import ExportError, render_script
 
     try:
         atomic_write_text(out, render_script(project))
