@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 from distloop.engine import __version__
 from distloop.engine.child_main import _failure_message
-from distloop.engine.cli import EXIT_FAILED, _print_event
+from distloop.engine.cli.common import EXIT_FAILED
+from distloop.engine.cli.following import _print_event
 from distloop.engine.config import load_project
 from distloop.engine.examples import example_text, load_example
 from distloop.engine.reporting import NonFiniteLossError

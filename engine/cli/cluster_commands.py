@@ -1,0 +1,361 @@
+"""``distloop cluster``: every task of a project on this machine, its ``--resume``, and
+``--dump``: where each task of a cluster that seems hung stands (a launch's or a Slurm
+job's too).
+
+Its parser builder also adds ``launch``, ``preflight``, ``submit`` and ``export``, the
+other commands that run a cluster or ready one, in the order ``--help`` lists them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import socket
+from pathlib import Path
+
+from ..cluster import local_cluster_tasks
+from ..cluster.ssh import DEFAULT_REMOTE_DIR, SshLaunch
+from ..problems import ProblemsError
+from ..resume_rules import Layout
+from ..run_folder import PROJECT_FILE, TASKS_DIR, RunFolderLock, read_status
+from ..run_handle import EngineHandle, open_run
+from ..tf_config import DEFAULT_WORKERS
+from .common import (
+    EXIT_FAILED,
+    EXIT_OK,
+    EXIT_USAGE,
+    _err,
+    _load,
+    _may_start_here,
+    announce_custom_code,
+)
+from .export_command import _volume_name
+from .following import follow_restarting
+from .launch_commands import announce_launch
+from .run_folders import (
+    _claim_new_run_folder,
+    _claim_run_to_resume,
+    _make_run_folder,
+    _resumable,
+    add_overwrite_argument,
+)
+from .submit_command import add_slurm_job_arguments, add_submit_command
+
+
+def add_max_restarts_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--max-restarts",
+        type=int,
+        default=0,
+        metavar="N",
+        help="when a task dies or is preempted, start the whole cluster again from its last "
+        "checkpoint, up to N times (default 0)",
+    )
+
+
+# --- clusters: distloop cluster / export -------------------------------------------------
+
+
+def add_cluster_commands(commands: argparse._SubParsersAction) -> None:
+    cluster = commands.add_parser(
+        "cluster",
+        help="run every task of a multi-worker or parameter-server project on this machine",
+    )
+    source = cluster.add_mutually_exclusive_group(required=True)
+    source.add_argument("project", nargs="?", type=Path, help="project JSON file")
+    source.add_argument(
+        "--resume",
+        metavar="DIR",
+        type=Path,
+        help="continue a stopped, failed or killed multi-worker cluster run, every task from "
+        "the chief's last checkpoint",
+    )
+    source.add_argument(
+        "--dump",
+        metavar="DIR",
+        type=Path,
+        help="a running cluster that seems hung: every task writes its Python stacks into "
+        "its folder (stacks.txt), and the task not where its peers wait is named",
+    )
+    source.add_argument(  # a launch's side on a task's host, over ssh: JSON on stdout
+        "--dump-task", metavar="DIR", type=Path, help=argparse.SUPPRESS
+    )
+    cluster.add_argument(
+        "--out", type=Path, help="run folder (default: a new folder under the user's data dir)"
+    )
+    add_overwrite_argument(cluster)
+    cluster.add_argument(
+        "--workers",
+        type=int,
+        metavar="N",
+        help=f"number of worker tasks (default: the project's tf_config, else {DEFAULT_WORKERS})",
+    )
+    add_max_restarts_argument(cluster)
+    cluster.add_argument(
+        "--quiet", action="store_true", help="print only the summary, not a line per step"
+    )
+    cluster.add_argument(
+        "--verbose", action="store_true", help="also print every task's log output (to stderr)"
+    )
+
+    launch = commands.add_parser(
+        "launch",
+        help="run every task of the project's cluster on the hosts its TF_CONFIG names, "
+        "started over SSH, and follow it here",
+    )
+    source = launch.add_mutually_exclusive_group(required=True)
+    source.add_argument("project", nargs="?", type=Path, help="project JSON file with a tf_config")
+    source.add_argument(
+        "--resume",
+        metavar="DIR",
+        type=Path,
+        help="continue a stopped, failed or interrupted launch, every task on its host from "
+        "the chief's last checkpoint",
+    )
+    add_max_restarts_argument(launch)
+    launch.add_argument(
+        "--out", type=Path, help="the run's folder here (default: a new one under the data dir)"
+    )
+    add_overwrite_argument(launch)
+    launch.add_argument(
+        "--ssh-config", type=Path, metavar="FILE", help="ssh's configuration (ssh -F FILE)"
+    )
+    launch.add_argument(
+        "--remote-command",
+        metavar="CMD",
+        help="how every host runs distloop (e.g. /opt/venv/bin/distloop; default: each host's "
+        "launch.hosts command in the project, else distloop)",
+    )
+    launch.add_argument(
+        "--remote-dir",
+        metavar="DIR",
+        help="where runs go on every host (default: each host's launch.hosts remote_dir in the "
+        f"project, else ~/{DEFAULT_REMOTE_DIR})",
+    )
+    launch.add_argument(
+        "--no-preflight", action="store_true", help="start without the pre-flight check"
+    )
+    launch.add_argument("--quiet", action="store_true", help="print only the summary")
+    launch.add_argument(
+        "--verbose", action="store_true", help="also print every task's log output (to stderr)"
+    )
+    preflight = commands.add_parser(
+        "preflight",
+        help="check every host of the project's cluster over SSH before a launch: versions, "
+        "devices, data, ports, and each pair of tasks reaching each other",
+    )
+    preflight.add_argument("project", nargs="?", type=Path, help="project JSON file")
+    preflight.add_argument("--ssh-config", type=Path, metavar="FILE", help="ssh -F FILE")
+    preflight.add_argument(
+        "--remote-command", metavar="CMD", help="distloop on every host (as launch's)"
+    )
+    preflight.add_argument(
+        "--remote-dir", metavar="DIR", help="where runs go on every host (as launch's)"
+    )
+    # The host's side, run over ssh by the check itself.
+    hidden = argparse.SUPPRESS
+    preflight.add_argument("--probe", action="store_true", help=hidden)
+    preflight.add_argument("--path", action="append", default=[], help=hidden)
+    preflight.add_argument("--port", action="append", type=int, default=[], help=hidden)
+    preflight.add_argument("--folder", default=".", help=hidden)
+    preflight.add_argument("--devices", action="store_true", help=hidden)
+    preflight.add_argument("--listen", type=int, help=hidden)
+    preflight.add_argument("--seconds", type=float, default=30.0, help=hidden)
+    preflight.add_argument("--connect", nargs="+", help=hidden)
+
+    from ..export import DEFAULT_IMAGE, FORMATS
+    from ..export_storage import DATA_MOUNT
+
+    add_submit_command(commands)
+
+    export = commands.add_parser(
+        "export",
+        help="write a standalone training script, the TF_CONFIG of every task, launch scripts "
+        "or Kubernetes manifests",
+    )
+    export.add_argument("project", type=Path, help="project JSON file")
+    export.add_argument("--format", required=True, choices=(*FORMATS, "script"))
+    export.add_argument(
+        "--out", type=Path, required=True, help="folder to write into (script: the .py file)"
+    )
+    export.add_argument(
+        "--tf-config",
+        type=Path,
+        metavar="FILE",
+        help="take the cluster from this TF_CONFIG JSON file instead of the project",
+    )
+    export.add_argument(
+        "--image",
+        default=DEFAULT_IMAGE,
+        help=f"image with Distloop installed, for k8s and tfjob (default {DEFAULT_IMAGE})",
+    )
+    export.add_argument(
+        "--runs-volume",
+        type=_volume_name,
+        metavar="CLAIM",
+        help="k8s and tfjob: a PersistentVolumeClaim for the run folders, which stay after the "
+        "pods end (default: an emptyDir, lost with the pod)",
+    )
+    export.add_argument(
+        "--data-volume",
+        type=_volume_name,
+        metavar="CLAIM",
+        help="k8s and tfjob: a PersistentVolumeClaim holding the files the project reads, "
+        f"mounted read-only; project.json reads them from {DATA_MOUNT}",
+    )
+
+    add_slurm_job_arguments(export.add_argument_group("slurm format"))
+
+
+def command_cluster(args: argparse.Namespace) -> int:
+    if args.resume is not None:
+        return command_cluster_resume(args)
+    if args.dump is not None:
+        return command_cluster_dump(args.dump)
+    if args.dump_task is not None:
+        from ..stack_dumps import ask_task_folder
+
+        print(json.dumps(ask_task_folder(args.dump_task)))
+        return EXIT_OK
+    project = _load(args.project)
+    if project is None or not announce_custom_code(project, args.project.parent):
+        return EXIT_FAILED
+    if args.workers is not None and args.workers < 1:
+        _err("distloop: --workers must be at least 1")
+        return EXIT_USAGE
+    try:
+        tasks = len(local_cluster_tasks(project, args.workers))
+    except ProblemsError as exc:
+        _err(f"distloop: {exc}")
+        return EXIT_FAILED
+    if not _may_start_here(project, str(args.project), processes=tasks):
+        return EXIT_FAILED
+    made = _make_run_folder(args.out, project.name)
+    if made is None:
+        return EXIT_FAILED
+    run_dir, created = made
+    lock = _claim_new_run_folder(run_dir, overwrite=args.overwrite, command="cluster")
+    if lock is None:
+        return EXIT_FAILED
+    try:
+        cluster = open_run(
+            project, run_dir, layout="cluster", workers=args.workers, folder_lock=lock
+        )
+    except ProblemsError as exc:
+        lock.release()
+        if created:  # it holds nothing but the lock file
+            shutil.rmtree(run_dir, ignore_errors=True)
+        _err(f"distloop: {exc}")
+        return EXIT_FAILED
+    return follow_restarting(
+        cluster,
+        run_dir,
+        args,
+        lambda lock: open_run(project, run_dir, resume=True, layout="cluster", folder_lock=lock),
+    )
+
+
+def command_cluster_dump(run_dir: Path) -> int:
+    """``distloop cluster --dump DIR``: where each task of the running cluster stands, a
+    local cluster's or a submitted Slurm job's."""
+    from ..stack_dumps import ask_for_stacks, diagnose
+
+    status = read_status(run_dir)
+    if "slurm" in status:
+        return _dump_slurm_job(run_dir)
+    tasks = status.get("tasks")
+    if status.get("status") != "running" or not isinstance(tasks, dict):
+        _err(f"distloop: {run_dir} holds no running cluster (its status.json lists no tasks)")
+        return EXIT_FAILED
+    if status.get("host") not in (None, socket.gethostname()):
+        _err(f"distloop: the cluster runs on {status['host']}: run --dump there")
+        return EXIT_FAILED
+    if isinstance(status.get("launch"), dict):
+        return _dump_launch(run_dir, status["launch"])
+    found = {
+        name: (info["pid"], run_dir / info["run_dir"])
+        for name, info in tasks.items()
+        if isinstance(info, dict)
+        and isinstance(info.get("pid"), int)
+        and isinstance(info.get("run_dir"), str)
+        and not Path(info["run_dir"]).is_absolute()
+        and ".." not in Path(info["run_dir"]).parts
+    }
+    stacks = ask_for_stacks(found)
+    for line in diagnose(stacks):
+        print(line)
+    _err(f"distloop: each task's stacks: {run_dir / TASKS_DIR}/*/stacks.txt")
+    return EXIT_OK
+
+
+def _dump_launch(run_dir: Path, settings: dict[str, str | None]) -> int:
+    """The dump of a launch: its tasks are on their hosts (the pids in its status.json are
+    its ssh clients'), so each host is asked over ssh, as the launcher itself does."""
+    from ..stack_dumps import diagnose
+
+    project = _load(run_dir / PROJECT_FILE)
+    if project is None:
+        return EXIT_FAILED
+    hosts = SshLaunch.from_settings(settings, project)
+    announce_launch(project, hosts)
+    try:
+        config = hosts.tf_config(project)
+        stacks = hosts.ask_for_stacks(config, config.tasks())
+    except ProblemsError as exc:
+        _err(f"distloop: {exc}")
+        return EXIT_FAILED
+    finally:
+        hosts.close()
+    for line in diagnose(stacks):
+        print(line)
+    _err("distloop: each task's stacks: " + ", ".join(s.file for s in stacks if s.file))
+    return EXIT_OK
+
+
+def _dump_slurm_job(run_dir: Path) -> int:
+    """The dump of a job ``distloop submit`` submitted: scancel signals its tasks."""
+    from ..cluster.slurm_jobs import SlurmJobError, dump_job_stacks, follow_job, job_state
+
+    try:
+        job_id = follow_job(run_dir).job_id
+        state = job_state(job_id)
+        if state.state != "RUNNING":
+            raise SlurmJobError(f"job {job_id} is {state}, not running: no stacks to ask for")
+        lines = dump_job_stacks(run_dir, job_id)
+    except SlurmJobError as exc:
+        _err(f"distloop: {exc}")
+        return EXIT_FAILED
+    for line in lines:
+        print(line)
+    _err(f"distloop: each task's stacks: {run_dir / TASKS_DIR}/*/stacks.txt")
+    return EXIT_OK
+
+
+def command_cluster_resume(args: argparse.Namespace) -> int:
+    """``distloop cluster --resume DIR``: the same tasks, each in its own folder."""
+    run_dir: Path = args.resume
+    if args.out is not None or args.workers is not None or args.overwrite:
+        _err(
+            "distloop: --resume continues the cluster's tasks in its folder; "
+            "drop --out/--workers/--overwrite"
+        )
+        return EXIT_USAGE
+    run = _resumable(run_dir, Layout.CLUSTER)
+    if isinstance(run, int):
+        return run
+    project = run.project
+    lock = _claim_run_to_resume(run_dir)
+    if lock is None:
+        return EXIT_FAILED
+
+    def reopen(lock: RunFolderLock) -> EngineHandle:
+        return open_run(project, run_dir, resume=True, layout="cluster", folder_lock=lock)
+
+    try:
+        cluster = reopen(lock)
+    except ProblemsError as exc:
+        lock.release()
+        _err(f"distloop: {exc}")
+        return EXIT_FAILED
+    return follow_restarting(cluster, run_dir, args, reopen)

@@ -1,0 +1,98 @@
+"""``distloop export``: a project written out to run elsewhere: every task's TF_CONFIG,
+launch scripts, Kubernetes manifests, a Slurm job, or a standalone TensorFlow script
+(``--format script``). Its parser is built with the cluster commands'
+(:mod:`.cluster_commands`), which most of its formats are for.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from ..config import Project
+from ..problems import ProblemsError
+from .common import EXIT_FAILED, EXIT_OK, EXIT_USAGE, _err, _load
+
+
+def _volume_name(text: str) -> str:
+    from ..export_storage import volume_name_problem
+
+    problem = volume_name_problem(text)
+    if problem is not None:
+        raise argparse.ArgumentTypeError(problem)
+    return text
+
+
+def command_export(args: argparse.Namespace) -> int:
+    from ..export import SECURITY_NOTE, SlurmJob, export_cluster
+    from ..export_storage import VOLUME_FORMATS, storage_notes
+    from ..tf_config import parse_tf_config_text
+
+    project = _load(args.project)
+    if project is None:
+        return EXIT_FAILED
+    volumes = {"--runs-volume": args.runs_volume, "--data-volume": args.data_volume}
+    given = [flag for flag, claim in volumes.items() if claim is not None]
+    if given and args.format not in VOLUME_FORMATS:
+        _err(f"distloop: {' and '.join(given)} apply to --format {' and '.join(VOLUME_FORMATS)}")
+        return EXIT_USAGE
+    if args.format == "script":
+        return export_script(project, args.out)
+    try:
+        tf_config = None
+        if args.tf_config is not None:
+            tf_config = parse_tf_config_text(args.tf_config.read_text(encoding="utf-8"))
+        slurm = SlurmJob(
+            nodes=args.nodes,
+            tasks_per_node=args.ntasks_per_node,
+            time=args.time,
+            partition=args.partition,
+            port_base=args.port_base,
+        )
+        files = export_cluster(
+            project,
+            args.out,
+            args.format,
+            tf_config=tf_config,
+            image=args.image,
+            base_dir=args.project.parent,
+            runs_volume=args.runs_volume,
+            data_volume=args.data_volume,
+            slurm=slurm,
+        )
+    except ProblemsError as exc:
+        _err(f"distloop: {exc}")
+        return EXIT_FAILED
+    except (OSError, UnicodeDecodeError) as exc:
+        _err(f"distloop: {exc}")
+        return EXIT_FAILED
+    for path in files:
+        print(path)
+    notes = storage_notes(
+        project,
+        args.format,
+        base_dir=args.project.parent,
+        runs_volume=args.runs_volume,
+        data_volume=args.data_volume,
+    )
+    for note in notes:
+        _err(f"distloop: warning: {note}")
+    _err(f"distloop: {SECURITY_NOTE}")
+    return EXIT_OK
+
+
+def export_script(project: Project, out: Path) -> int:
+    """``distloop export --format script``: the run as a standalone TensorFlow program."""
+    from ..fileio import atomic_write_text
+    from ..script_export import ExportError, render_script
+
+    try:
+        atomic_write_text(out, render_script(project))
+    except ExportError as exc:
+        _err(f"distloop: cannot export {project.name!r} as a script: {exc}")
+        return EXIT_FAILED
+    except OSError as exc:
+        _err(f"distloop: cannot write {out}: {exc.strerror or exc}")
+        return EXIT_FAILED
+    print(out)
+    return EXIT_OK

@@ -1,0 +1,301 @@
+"""A run in the foreground: the engine started, its messages printed (or, with
+``--messages``, passed on as JSON lines), Ctrl-C, SIGTERM and SIGUSR1 answered, until it
+ends.
+
+Every command that runs something ends here: a single run, a local or launched cluster
+and a followed Slurm job alike, so each prints, stops and exits the same way; a
+cluster's ``--max-restarts`` is answered here too.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import signal
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import TextIO
+
+from ..cluster.blame import PEER_ERRORS, STALLED
+from ..config import Project
+from ..fileio import open_text
+from ..formatting import format_duration
+from ..message_stream import CHANNEL_CLOSED_GRACE_S, ControlChannel, write_message
+from ..messages import Message, RunFailed, RunFinished, secondary_losses
+from ..problems import ProblemsError
+from ..run_events import Evaluated, Logged, RunEvent, Started, StatusChanged, StepsAdded
+from ..run_folder import MESSAGES_FILE, RunFolderLock, format_loss, read_status, update_status
+from ..run_handle import ClusterHandle, EngineHandle, open_run
+from ..run_model import RunModel
+from .common import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_TERMINATED, _err
+from .run_folders import _claim_run_to_resume
+
+
+def run_in_foreground(
+    project: Project,
+    run_dir: Path,
+    *,
+    quiet: bool,
+    verbose: bool,
+    resume: bool = False,
+    folder_lock: RunFolderLock | None = None,
+    as_messages: bool = False,
+    record_messages: bool = False,
+) -> int:
+    """Runs the engine and prints its messages; Ctrl-C stops it between steps.
+
+    Always one process: a multi-machine project here is one task of a cluster whose
+    other tasks run elsewhere (``--task``), so it names the peers that do not answer.
+    ``record_messages`` appends every message to the run folder's ``messages.jsonl``
+    too (a resumed run's after its first start's), for a follower elsewhere.
+    """
+    engine = open_run(
+        project,
+        run_dir,
+        resume=resume,
+        layout="single",
+        folder_lock=folder_lock,
+        name_missing_peers=True,
+    )
+    if not record_messages:
+        return follow(engine, run_dir, quiet=quiet, verbose=verbose, as_messages=as_messages)
+    try:
+        record = open_text(run_dir / MESSAGES_FILE, "a")
+    except OSError as exc:
+        _err(f"distloop: cannot write {run_dir / MESSAGES_FILE}: {exc.strerror or exc}")
+        return EXIT_FAILED
+    with record:
+        return follow(
+            engine, run_dir, quiet=quiet, verbose=verbose, as_messages=as_messages, record=record
+        )
+
+
+_STOP_SIGNALS = {
+    signal.SIGINT: ("Ctrl-C", EXIT_INTERRUPTED),
+    signal.SIGTERM: ("SIGTERM", EXIT_TERMINATED),
+}
+
+
+def follow(
+    engine: EngineHandle,
+    run_dir: Path,
+    *,
+    quiet: bool,
+    verbose: bool,
+    as_messages: bool = False,
+    record: TextIO | None = None,
+    stopping: tuple[str, str, str] = (
+        "stopping after the current step",
+        "to kill",
+        "killing the engine",
+    ),
+) -> int:
+    """Starts the run and prints its messages until it ends; Ctrl-C stops it between steps.
+
+    ``as_messages`` (``--messages``): stdout carries the protocol messages as JSON
+    lines and standard input is the control channel (``engine.message_stream``): a
+    ``stop`` line is a Ctrl-C, and its end stops the run, then kills it after
+    :data:`CHANNEL_CLOSED_GRACE_S`: the launcher that started it is gone.
+
+    SIGTERM (kill, systemd, Slurm, Kubernetes) is a Ctrl-C too, with exit code 143
+    instead of 130. The second of either kills the engine: the run then ends
+    ``stopped (killed on request)``, resumable from its last checkpoint. The
+    handlers only note the signal, and the loop answers it: an exception raised
+    wherever a signal lands could cut a message or the cleanup in half. The printer is
+    a view of the run's model, as the window's panels are.
+
+    ``stopping`` says what the first stop does, what a second would, and what it does
+    (a Slurm job's differ).
+    ``record`` gets every message as a JSON line too. SIGUSR1 (``scancel --signal=USR1``,
+    which reaches a Slurm task's first process only) is passed on to the engine process,
+    which writes its stacks (``engine.stack_dumps``); it would otherwise end this one.
+    """
+    try:
+        engine.start()
+    except OSError as exc:
+        _err(f"distloop: cannot start the run in {run_dir}: {exc.strerror or exc}")
+        return EXIT_FAILED
+    received: list[int] = []
+    previous = {
+        number: signal.signal(number, lambda signum, frame: received.append(signum))
+        for number in _STOP_SIGNALS
+    }
+    if hasattr(signal, "SIGUSR1"):
+        previous[signal.SIGUSR1] = signal.signal(
+            signal.SIGUSR1, lambda signum, frame: _pass_dump_signal(engine)
+        )
+    stop_exit: int | None = None  # the exit code of the first Ctrl-C or SIGTERM
+    answered = 0
+    model = RunModel(run_dir=run_dir)
+    outcomes: list[int] = []
+
+    def print_change(event: RunEvent) -> None:
+        outcome = _print_event(event, quiet=quiet, verbose=verbose)
+        if outcome is not None:
+            outcomes.append(outcome)
+
+    control = ControlChannel() if as_messages else None
+    closed_at: float | None = None
+    if not as_messages:
+        model.subscribe(print_change)
+    try:
+        _err(f"distloop: run folder {run_dir}")
+        while not engine.done:
+            for message in engine.poll(0.5):
+                model.apply(message)
+                if record is not None:
+                    _record(message, record)
+                if as_messages:
+                    write_message(message)
+                    if isinstance(message, RunFinished | RunFailed):
+                        outcomes.append(
+                            EXIT_OK if isinstance(message, RunFinished) else EXIT_FAILED
+                        )
+                if outcomes:
+                    return stop_exit if stop_exit and outcomes[0] == EXIT_OK else outcomes[0]
+            if control is not None and control.stop_requested.is_set() and stop_exit is None:
+                received.append(signal.SIGINT)
+            if control is not None and control.kill_requested.is_set():
+                control.kill_requested.clear()
+                _err("distloop: asked to kill the run: killing the engine")
+                stop_exit = stop_exit or EXIT_INTERRUPTED
+                engine.kill()
+            if control is not None and control.closed.is_set():
+                if closed_at is None:
+                    closed_at = time.monotonic()
+                    _err("distloop: the control channel closed: stopping after the current step")
+                    stop_exit = stop_exit or EXIT_INTERRUPTED
+                    engine.request_stop()
+                elif time.monotonic() - closed_at > CHANNEL_CLOSED_GRACE_S:
+                    engine.kill()
+            for number in received[answered:]:
+                answered += 1
+                how, code = _STOP_SIGNALS[number]
+                if stop_exit is not None:
+                    _err(f"distloop: {how} again: {stopping[2]}")
+                    engine.kill()
+                else:
+                    stop_exit = code
+                    _err(f"distloop: {how}: {stopping[0]} ({how} again {stopping[1]})")
+                    engine.request_stop()
+    finally:
+        engine.close()
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+    return EXIT_FAILED
+
+
+def _pass_dump_signal(engine: EngineHandle) -> None:
+    """Asks the engine process (one run's, not a cluster's) for its stacks."""
+    pid = getattr(engine, "pid", None)
+    if isinstance(pid, int):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGUSR1)
+
+
+def _record(message: Message, record: TextIO) -> None:
+    """One message into ``messages.jsonl``; a full disk costs the follower, not the run."""
+    with contextlib.suppress(OSError, ValueError):
+        write_message(message, record)
+
+
+def _print_event(event: RunEvent, *, quiet: bool, verbose: bool) -> int | None:
+    """Prints what changed in the run; returns the exit code once the run has ended."""
+    if isinstance(event, StepsAdded):
+        if not quiet:
+            message = event.message
+            named = message.named_losses or {}
+            shown = secondary_losses(named)
+            lines = (
+                f"step={step} loss={format_loss(loss)}"
+                + "".join(f" {name}={format_loss(named[name][i])}" for name in shown)
+                for i, (step, loss) in enumerate(zip(message.steps, message.losses, strict=True))
+            )
+            print("\n".join(lines), flush=True)
+    elif isinstance(event, Evaluated):
+        if not quiet:
+            values = "".join(f" {k}={format_loss(v)}" for k, v in event.message.metrics.items())
+            print(f"eval step={event.message.step}{values}", flush=True)
+    elif isinstance(event, Started):
+        started = event.message
+        if started.serving:
+            _err(f"distloop: serving {started.serving} until the coordinator is done")
+        else:
+            _err(
+                f"distloop: {started.strategy_kind or started.strategy} with "
+                f"{started.num_replicas} replica(s) on "
+                f"{', '.join(started.devices)} (TensorFlow {started.tensorflow_version})"
+            )
+    elif isinstance(event, Logged):
+        # Engine errors arrive again, whole, as RunFailed; only warnings need a line here.
+        line = event.message
+        if verbose or (line.source == "engine" and line.level == "warning"):
+            task = f"{line.task} " if line.task else ""
+            _err(f"[{task}{line.source}] {line.text}")
+    elif isinstance(event, StatusChanged) and isinstance(event.outcome, RunFinished):
+        ended = event.outcome
+        loss = "n/a" if ended.final_loss is None else format_loss(ended.final_loss)
+        how = " (killed on request)" if ended.killed else ""
+        _err(
+            f"distloop: {ended.status}{how} after step {ended.last_step}, final loss {loss}, "
+            f"{format_duration(ended.elapsed_s)}"
+        )
+        return EXIT_OK
+    elif isinstance(event, StatusChanged) and isinstance(event.outcome, RunFailed):
+        failed = event.outcome
+        _err(f"distloop: the run failed: {failed.error_type}: {failed.message}")
+        if failed.traceback and not failed.known:  # a known failure's stays in engine.log
+            _err(failed.traceback.rstrip())
+        return EXIT_FAILED
+    return None
+
+
+RESTARTABLE = frozenset({"EngineDied", "ConnectionLost", "TaskEnded", STALLED, *PEER_ERRORS})
+"""How a task fails when its process, host or network goes away, not its project: worth a
+restart from the last checkpoint (a NaN loss or bad data would only fail again)."""
+
+
+def follow_restarting(
+    cluster: EngineHandle,
+    run_dir: Path,
+    args: argparse.Namespace,
+    reopen: Callable[[RunFolderLock], EngineHandle],
+) -> int:
+    """Follows the cluster; after a task died or was preempted, ``--max-restarts`` times
+    starts the whole cluster again from its last checkpoint (``reopen``), as torchrun does.
+
+    A stop asked for here (Ctrl-C) is no preemption: it ends the run.
+    """
+    restarts = 0
+    while True:
+        code = follow_cluster(cluster, run_dir, args)
+        status = read_status(run_dir)
+        died = code == EXIT_FAILED and status.get("error_type") in RESTARTABLE
+        preempted = code == EXIT_OK and status.get("status") == "stopped"
+        if restarts >= args.max_restarts or not (died or preempted):
+            return code
+        restarts += 1
+        why = f"{status.get('task') or 'a task'} failed" if died else "a task was preempted"
+        _err(
+            f"distloop: {why}: restart {restarts} of {args.max_restarts}, the whole cluster "
+            "from its last checkpoint"
+        )
+        lock = _claim_run_to_resume(run_dir)
+        if lock is None:
+            return code
+        try:
+            cluster = reopen(lock)
+        except ProblemsError as exc:
+            lock.release()
+            _err(f"distloop: cannot restart: {exc}")
+            return code
+        update_status(run_dir, restarts=restarts)
+
+
+def follow_cluster(cluster: EngineHandle, run_dir: Path, args: argparse.Namespace) -> int:
+    if isinstance(cluster, ClusterHandle):
+        for task in cluster.tasks():
+            _err(f"distloop: {task.name} at {task.address}, folder {task.run_dir}")
+    return follow(cluster, run_dir, quiet=args.quiet, verbose=args.verbose)

@@ -1,0 +1,177 @@
+"""``distloop launch`` and ``distloop preflight``: the project's cluster on the hosts
+its TF_CONFIG names, checked and started over SSH (``engine.cluster.ssh``) and followed
+here."""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+from pathlib import Path
+
+from ..cluster.ssh import SshLaunch, launch_hosts
+from ..config import Project
+from ..problems import ProblemsError
+from ..resume_rules import Layout
+from ..run_folder import RunFolderLock, update_status
+from ..run_handle import EngineHandle, open_run
+from .common import EXIT_FAILED, EXIT_OK, EXIT_USAGE, _err, _load, announce_custom_code
+from .following import follow_restarting
+from .run_folders import _claim_new_run_folder, _claim_run_to_resume, _make_run_folder, _resumable
+
+
+def announce_launch(project: Project, hosts: SshLaunch) -> None:
+    """Says what a launch runs beyond Distloop itself (``SshLaunch.unusual``), before it
+    runs: as with custom code, a project or run folder may come from anyone, and the
+    command runs unattended, so the record is the answer."""
+    for line in hosts.unusual(project):
+        _err(f"distloop: {line}")
+
+
+def command_launch(args: argparse.Namespace) -> int:
+    """``distloop launch``: the project's cluster on its hosts, over SSH, followed here."""
+    if args.resume is not None:
+        return command_launch_resume(args)
+    project = _load(args.project)
+    if project is None or not announce_custom_code(project, args.project.parent):
+        return EXIT_FAILED
+    made = _make_run_folder(args.out, project.name)
+    if made is None:
+        return EXIT_FAILED
+    run_dir, created = made
+    hosts = SshLaunch(
+        run_name=run_dir.name,
+        ssh_config=args.ssh_config,
+        remote_command=args.remote_command,
+        remote_dir=args.remote_dir,
+        hosts=launch_hosts(project),
+    )
+    announce_launch(project, hosts)
+    if not args.no_preflight and _report_preflight(project, hosts, devices=False) != EXIT_OK:
+        hosts.close()
+        if created:
+            shutil.rmtree(run_dir, ignore_errors=True)
+        return EXIT_FAILED
+    lock = _claim_new_run_folder(run_dir, overwrite=args.overwrite, command="launch")
+    if lock is None:
+        hosts.close()
+        return EXIT_FAILED
+    try:
+        cluster = open_run(project, run_dir, layout="cluster", folder_lock=lock, hosts=hosts)
+    except ProblemsError as exc:
+        lock.release()
+        hosts.close()
+        if created:
+            shutil.rmtree(run_dir, ignore_errors=True)
+        _err(f"distloop: {exc}")
+        return EXIT_FAILED
+    update_status(run_dir, launch=hosts.settings())
+    return _follow_on_hosts(project, run_dir, hosts, cluster, args)
+
+
+def command_launch_resume(args: argparse.Namespace) -> int:
+    """``distloop launch --resume DIR``: every task again on its host, from the chief's
+    last checkpoint (copied to the other trainers' hosts first)."""
+    run_dir: Path = args.resume
+    if args.out is not None or args.overwrite:
+        _err("distloop: --resume continues the run in its own folder; drop --out/--overwrite")
+        return EXIT_USAGE
+    run = _resumable(run_dir, Layout.LAUNCH)
+    if isinstance(run, int):
+        return run
+    if run.launch is None:
+        return EXIT_FAILED
+    project, settings = run.project, run.launch
+    hosts = SshLaunch.from_settings(settings, project)
+    announce_launch(project, hosts)
+    lock = _claim_run_to_resume(run_dir)
+    if lock is None:
+        hosts.close()
+        return EXIT_FAILED
+    try:
+        cluster = open_run(
+            project, run_dir, resume=True, layout="cluster", folder_lock=lock, hosts=hosts
+        )
+    except ProblemsError as exc:
+        lock.release()
+        hosts.close()
+        _err(f"distloop: {exc}")
+        return EXIT_FAILED
+    return _follow_on_hosts(project, run_dir, hosts, cluster, args)
+
+
+def _follow_on_hosts(
+    project: Project,
+    run_dir: Path,
+    hosts: SshLaunch,
+    cluster: EngineHandle,
+    args: argparse.Namespace,
+) -> int:
+    """Follows (and restarts) the cluster on its hosts, then copies the chief's folder here."""
+
+    def reopen(lock: RunFolderLock) -> EngineHandle:
+        return open_run(
+            project, run_dir, resume=True, layout="cluster", folder_lock=lock, hosts=hosts
+        )
+
+    try:
+        code = follow_restarting(cluster, run_dir, args, reopen)
+        try:
+            _err(f"distloop: {hosts.bring_back(project, run_dir)}")
+        except OSError as exc:
+            _err(f"distloop: {exc}")
+    finally:
+        hosts.close()
+    return code
+
+
+def command_preflight(args: argparse.Namespace) -> int:
+    from ..cluster.preflight import probe_main
+
+    if args.probe or args.listen is not None or args.connect:
+        return probe_main(args)
+    if args.project is None:
+        _err("distloop: preflight needs the project file")
+        return EXIT_USAGE
+    project = _load(args.project)
+    if project is None:
+        return EXIT_FAILED
+    hosts = SshLaunch(
+        run_name="preflight",
+        ssh_config=args.ssh_config,
+        remote_command=args.remote_command,
+        remote_dir=args.remote_dir,
+        hosts=launch_hosts(project),
+    )
+    announce_launch(project, hosts)
+    try:
+        return _report_preflight(project, hosts, devices=True)
+    finally:
+        hosts.close()
+
+
+def _report_preflight(project: Project, hosts: SshLaunch, *, devices: bool) -> int:
+    """Prints one line per finding; EXIT_OK when there is none. ``devices``: count each
+    host's devices too (TensorFlow started on every host); a launch compares its tasks'
+    own instead, as they start."""
+    from ..cluster.preflight import preflight
+
+    try:
+        config = hosts.tf_config(project)
+    except ProblemsError as exc:
+        _err(f"distloop: {exc}")
+        return EXIT_FAILED
+    findings = preflight(project, config, hosts, devices=devices)
+    for finding in findings:
+        _err(f"distloop: preflight: {finding}")
+    if findings:
+        return EXIT_FAILED
+    hosts_count = len({a.rsplit(":", 1)[0] for job in config.cluster.values() for a in job})
+    mirrored = project.strategy.kind == "multi_worker_mirrored"
+    later = mirrored and not devices
+    _err(
+        f"distloop: preflight: {hosts_count} host(s), {len(config.tasks())} task(s) ready: "
+        f"ssh, versions, {'devices, ' if devices and mirrored else ''}data, free ports and "
+        "every pair of tasks checked"
+        + (" (the workers' devices are compared as their tasks start)" if later else "")
+    )
+    return EXIT_OK

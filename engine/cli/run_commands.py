@@ -1,0 +1,155 @@
+"""``distloop run``: one engine process, a whole run or one task of a cluster (``--task``,
+``--task-from slurm``), and ``run --resume``, a requeued Slurm job's task included."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+
+from ..cluster import task_dir_name
+from ..examples import load_example
+from ..problems import ProblemsError
+from ..resume_rules import Layout, refuse_strategy
+from ..run_folder import PROJECT_FILE, TASKS_DIR, new_run_dir
+from ..tf_config import chief_of
+from .common import (
+    EXIT_FAILED,
+    EXIT_USAGE,
+    _err,
+    _load,
+    _may_start_here,
+    _no_example,
+    announce_custom_code,
+)
+from .following import run_in_foreground
+from .run_folders import _claim_new_run_folder, _claim_run_to_resume, _make_run_folder, _resumable
+
+
+def command_run(args: argparse.Namespace) -> int:
+    if args.resume:
+        return command_resume(args)
+    if args.example:
+        try:
+            project = load_example(args.example)
+        except KeyError:
+            _err(_no_example(args.example))
+            return EXIT_USAGE
+    else:
+        project = _load(args.project)
+        if project is None:
+            return EXIT_FAILED
+    from ..cluster import tf_config_for_run
+    from ..cluster.slurm import tf_config_from_slurm
+
+    try:
+        if args.task_from == "slurm":
+            slurm = tf_config_from_slurm(
+                os.environ, project.strategy.kind, port_base=args.port_base
+            )
+            args.task = str(slurm.task)
+            args.out = (
+                (args.out or new_run_dir(project.name)) / TASKS_DIR / task_dir_name(slurm.task)
+            )
+            project = project.model_copy(update={"tf_config": slurm})
+        # The cluster Slurm laid out wins over a TF_CONFIG the job's environment inherited.
+        environ = {} if args.task_from else None
+        project = project.model_copy(
+            update={"tf_config": tf_config_for_run(project, args.task, environ)}
+        )
+    except ProblemsError as exc:
+        _err(f"distloop: {exc}")
+        return EXIT_FAILED
+    if not announce_custom_code(project, args.project.parent if args.project else None):
+        return EXIT_FAILED
+    # A cluster task (--task) may be a ps server that reads no data: the engine decides.
+    if not args.task and not _may_start_here(project, str(args.project or args.example)):
+        return EXIT_FAILED
+    made = _make_run_folder(args.out, project.name)
+    if made is None:
+        return EXIT_FAILED
+    run_dir, _ = made
+    lock = _claim_new_run_folder(run_dir, overwrite=args.overwrite, command="run")
+    if lock is None:
+        return EXIT_FAILED
+    return run_in_foreground(
+        project,
+        run_dir,
+        quiet=args.quiet,
+        verbose=args.verbose,
+        folder_lock=lock,
+        as_messages=args.messages,
+        record_messages=args.record_messages,
+    )
+
+
+def command_resume(args: argparse.Namespace) -> int:
+    run_dir: Path = args.resume
+    if args.out is not None or args.overwrite:
+        _err("distloop: --resume continues in the run's own folder; drop --out/--overwrite")
+        return EXIT_USAGE
+    if args.task_from == "slurm":
+        return resume_slurm_task(run_dir, port_base=args.port_base, args=args)
+    run = _resumable(run_dir, Layout.RUN)
+    if isinstance(run, int):
+        return run
+    project = run.project
+    lock = _claim_run_to_resume(run_dir)
+    if lock is None:
+        return EXIT_FAILED
+    return run_in_foreground(
+        project,
+        run_dir,
+        quiet=args.quiet,
+        verbose=args.verbose,
+        resume=True,
+        folder_lock=lock,
+        as_messages=args.messages,
+        record_messages=args.record_messages,
+    )
+
+
+def resume_slurm_task(run_dir: Path, *, port_base: int, args: argparse.Namespace) -> int:
+    """One task of a requeued Slurm job: its folder under ``run_dir``, the chief's checkpoint.
+
+    The nodes may differ from the first start's, so the TF_CONFIG is Slurm's new one;
+    a trainer that is not the chief takes the chief's checkpoints first, as a local
+    cluster's resume gives them (only the chief keeps them). The chief writes none
+    before every task has joined its first step, so the copy is whole.
+    """
+    from ..cluster.slurm import tf_config_from_slurm
+    from ..cluster.top_folder import ClusterFolder
+
+    # multi_worker_mirrored's chief, worker 0: the only multi-machine strategy that resumes.
+    chief_dir = run_dir / TASKS_DIR / task_dir_name(chief_of({"worker": ()}))
+    project = _load(chief_dir / PROJECT_FILE) if (chief_dir / PROJECT_FILE).is_file() else None
+    if project is None:
+        _err(f"distloop: {run_dir} holds no Slurm run of multi_worker_mirrored to resume")
+        return EXIT_FAILED
+    try:
+        refuse_strategy(project)
+        config = tf_config_from_slurm(os.environ, project.strategy.kind, port_base=port_base)
+    except ProblemsError as exc:
+        _err(f"distloop: {exc}")
+        return EXIT_FAILED
+    task_dir = run_dir / TASKS_DIR / task_dir_name(config.task)
+    if not (task_dir / PROJECT_FILE).is_file():
+        _err(f"distloop: {config.task} never started in {run_dir}: resume with the job's shape")
+        return EXIT_FAILED
+    lock = _claim_run_to_resume(task_dir)
+    if lock is None:
+        return EXIT_FAILED
+    if task_dir != chief_dir:
+        ClusterFolder(run_dir, lambda *_: None).share_chief_checkpoint(
+            chief_dir.name, [task_dir.name]
+        )
+    return run_in_foreground(
+        project.model_copy(update={"tf_config": config}),
+        task_dir,
+        quiet=args.quiet,
+        verbose=args.verbose,
+        resume=True,
+        folder_lock=lock,
+        as_messages=args.messages,
+        record_messages=args.record_messages,
+    )
