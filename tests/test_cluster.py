@@ -241,6 +241,8 @@ def test_two_workers_give_the_single_process_trace_and_the_cli_prints_it(tmp_pat
         assert "the tasks run in a private network" in (out / "engine.log").read_text()
     else:
         assert "[engine] the tasks run in this machine's network (" in cluster_err
+    # Compared once every worker's strategy existed, before the first collective.
+    assert "the workers' devices agree: 1 CPU on each" in (out / "engine.log").read_text()
     steps, losses = step_lines(cluster_out)
     assert steps == list(range(1, 21))
     assert single["steps"] == steps
