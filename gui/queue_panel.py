@@ -26,7 +26,7 @@ from ..engine.run_queue import ENDED, ItemState, QueueItem
 from .queue_model import Column, QueueModel, ResultsProxy, ranking_column
 from .run_queue import RunQueue
 from .run_table import SORT_ROLE
-from .tables import style_list_table
+from .widgets.tables import style_list_table
 
 ProjectSource = Callable[[], Project | None]
 """The window's current project ready to run (paths resolved, code trusted), or None."""

@@ -68,7 +68,7 @@ from .loss_plot import LossPlot
 from .run_scanner import RunScanner
 from .run_table import SORT_ROLE
 from .runs_model import Column, RunsTableModel
-from .tables import select_rows, style_list_table
+from .widgets.tables import select_rows, style_list_table
 
 HEADER_KEY = "runsPanel/columns"
 """The header's saved state (widths, order, sort); the key of the columns' order before

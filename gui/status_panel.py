@@ -24,7 +24,7 @@ from ..engine.messages import EvalMetrics, RunFailed, RunFinished, RunStarted, S
 from ..engine.run_events import Evaluated, Pruning, RunEvent, Started, StatusChanged, StepsAdded
 from ..engine.run_folder import format_loss
 from ..engine.run_model import RunModel
-from .elided_label import ElidedLabel
+from .widgets.elided_label import ElidedLabel
 
 ROWS = 4  # fields fill columns of four rows: the panel stays low and the plot keeps the height
 ELIDED = {

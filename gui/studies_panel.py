@@ -29,7 +29,7 @@ from PySide6.QtWidgets import (
 from ..engine.run_folder import folder_stamp
 from ..engine.study.folders import StudyEntry, list_studies
 from .study_session import StudySession
-from .tables import style_list_table
+from .widgets.tables import style_list_table
 
 HEADERS = ("Study", "State", "Trials", "Pruned", "Failed", "Search", "Folder")
 STATE_COLORS = {

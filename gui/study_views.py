@@ -47,11 +47,11 @@ from ..engine.run_history import RunSummary
 from ..engine.study.results import StudyResults, StudyUnreadable, read_results, storage_stamp
 from ..engine.study.runner import TRIALS_DIR
 from . import dialogs, file_dialogs
-from .elided_label import ElidedLabel
 from .exports import IMAGE_SUFFIXES, PLOT_FILTER, export_plot, export_widget
 from .study_plots import HistoryPlot, ImportancePlot, ParallelPlot
 from .study_trials import SORT_ROLE, TrialsTableModel
-from .tables import select_rows, style_list_table
+from .widgets.elided_label import ElidedLabel
+from .widgets.tables import select_rows, style_list_table
 
 POLL_MS = 1000
 """How often the folder is looked at (a few stat calls) while a study is shown."""
