@@ -27,7 +27,7 @@ from .run_checks import file_findings
 
 
 class FolderScans(Protocol):
-    """The window's folder scans, made off its event loop (``gui.folder_scans``)."""
+    """The window's folder scans, made off its event loop (``gui.files.folder_scans``)."""
 
     def missing(self, project: Project, *, at_once: bool = False) -> list[str]:
         """The folder fields whose folder is not scanned yet; asks for their scans."""

@@ -35,7 +35,7 @@ from ..engine.run_events import Logged, RunEvent, StatusChanged, TasksChanged
 from ..engine.run_folder import LOG_FILE
 from ..engine.run_model import RunModel
 from ..engine.tf_config import MULTI_MACHINE_STRATEGIES
-from .log_file_window import LogFileWindow
+from .files.log_file_window import LogFileWindow
 from .run_controller import RunController
 
 COLUMNS = ("Task", "Address", "State", "PID", "Last step", "Last log line")

@@ -59,8 +59,8 @@ from ..engine.study.runner import StudyPlan, new_study_dir, read_plan, write_pla
 from ..engine.validation import Validation
 from . import dialogs, settings
 from .cluster_panel import ClusterPanel
-from .dataset_preview import DatasetPreview
-from .exports import save_plot_as
+from .files.dataset_preview import DatasetPreview
+from .files.exports import save_plot_as
 from .help_windows import GuideWindow, ShortcutsWindow
 from .host_runs import HostRuns
 from .log_panel import LogPanel

@@ -23,10 +23,11 @@ from ..engine.fileio import atomic_write_text
 from ..engine.messages import DevicesDetected
 from ..engine.problems import ProblemsError
 from ..engine.validation import Validation, differences, validate
-from . import dialogs, file_dialogs, settings
-from .export_dialog import ExportDialog
-from .exports import save_script_as
-from .folder_scans import FolderScans
+from . import dialogs, settings
+from .files import file_dialogs
+from .files.export_dialog import ExportDialog
+from .files.exports import save_script_as
+from .files.folder_scans import FolderScans
 from .project_editor import ProjectEditor
 
 FILE_FILTER = "Distloop projects (*.json);;All files (*)"

@@ -62,8 +62,9 @@ from ..engine.run_curves import (
 from ..engine.run_folder import default_runs_root, has_model
 from ..engine.run_history import RunSummary, delete_run, list_runs, summarize
 from ..engine.run_model import RunModel
-from . import dialogs, file_dialogs
-from .exports import CSV_FILTER, copy_metrics
+from . import dialogs
+from .files import file_dialogs
+from .files.exports import CSV_FILTER, copy_metrics
 from .loss_plot import LossPlot
 from .run_scanner import RunScanner
 from .run_table import SORT_ROLE

@@ -52,7 +52,7 @@ def set_last_project(path: Path | None) -> None:
 
 
 def last_folder() -> Path:
-    """Where the last file dialog ended (:mod:`gui.file_dialogs`), else the home folder."""
+    """Where the last file dialog ended (:mod:`gui.files.file_dialogs`), else the home folder."""
     value = QSettings().value(_LAST_FOLDER, "", type=str)
     return Path(value) if value and Path(value).is_dir() else Path.home()
 

@@ -25,7 +25,7 @@ from PySide6.QtWidgets import (
 )
 
 from ..engine.export import SlurmJob
-from . import file_dialogs
+from .files import file_dialogs
 
 
 class SlurmDialog(QDialog):

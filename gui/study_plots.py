@@ -3,7 +3,7 @@
 Each is a note above a pyqtgraph plot, drawn from a :class:`StudyResults` that a
 worker thread read (:mod:`engine.study.results` computes what they show), so drawing
 is all they do on the window's thread. Each plot item exports as PNG or SVG like the
-loss plot (:func:`gui.exports.export_plot`). Trials selected in the table are marked
+loss plot (:func:`gui.files.exports.export_plot`). Trials selected in the table are marked
 in the history and the parallel coordinates; clicking a trial's point selects it.
 """
 

@@ -46,8 +46,9 @@ from ..engine.problems import ProblemsError
 from ..engine.run_history import RunSummary
 from ..engine.study.results import StudyResults, StudyUnreadable, read_results, storage_stamp
 from ..engine.study.runner import TRIALS_DIR
-from . import dialogs, file_dialogs
-from .exports import IMAGE_SUFFIXES, PLOT_FILTER, export_plot, export_widget
+from . import dialogs
+from .files import file_dialogs
+from .files.exports import IMAGE_SUFFIXES, PLOT_FILTER, export_plot, export_widget
 from .study_plots import HistoryPlot, ImportancePlot, ParallelPlot
 from .study_trials import SORT_ROLE, TrialsTableModel
 from .widgets.elided_label import ElidedLabel

@@ -60,8 +60,8 @@ from ..engine.tf_config import (
     parse_tf_config_text,
     strategy_problems,
 )
-from . import file_dialogs
 from .field_editors import wheel_only_when_focused
+from .files import file_dialogs
 from .tf_config_table import JobTable, mark_widget
 
 # Only rule errors (RULE_ERROR_TYPE) can be shown in the tables; any other error means

@@ -17,7 +17,7 @@ from distloop.engine.messages import Log, Message, RunFailed, RunFinished, RunSt
 from distloop.engine.run_events import RunEvent, TasksChanged
 from distloop.engine.run_folder import MetricsWriter, read_metrics, read_status, write_status
 from distloop.engine.run_model import RunModel
-from distloop.gui.log_file_window import read_tail
+from distloop.gui.files.log_file_window import read_tail
 from distloop.gui.main_window import MainWindow
 from distloop.gui.run_controller import RunController
 from gui_fakes import FakeEngine, factory, seed_run, told_steps

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 from data_folders import png_bytes, write_image_folder
 from distloop.engine.validation import Validation, validate
-from distloop.gui.dataset_preview import HINT, IMAGES_PER_CLASS, DatasetPreview
+from distloop.gui.files.dataset_preview import HINT, IMAGES_PER_CLASS, DatasetPreview
 from distloop.gui.main_window import MainWindow
 from distloop.gui.problem_marks import is_marked
 from PySide6.QtWidgets import QLabel

@@ -12,8 +12,8 @@ import pytest
 from data_folders import write_image_folder
 from distloop.engine.data_sources import folders
 from distloop.engine.validation import Validation
-from distloop.gui import folder_scans
-from distloop.gui.folder_scan_worker import Cancelled, Shared, changed, scan
+from distloop.gui.files import folder_scans
+from distloop.gui.files.folder_scan_worker import Cancelled, Shared, changed, scan
 from distloop.gui.main_window import MainWindow
 from distloop.gui.problem_marks import is_marked, problem_tooltip
 from pytestqt.qtbot import QtBot

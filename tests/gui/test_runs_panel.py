@@ -35,8 +35,8 @@ from distloop.engine.run_history import summarize
 from distloop.engine.run_model import RunModel
 from distloop.engine.script_export import ExportError
 from distloop.gui.app import app_icon
-from distloop.gui.exports import copy_metrics
-from distloop.gui.log_file_window import read_tail
+from distloop.gui.files.exports import copy_metrics
+from distloop.gui.files.log_file_window import read_tail
 from distloop.gui.main_window import MainWindow
 from distloop.gui.runs_model import Column
 from distloop.gui.runs_panel import HEADER_KEY, RunsPanel
@@ -517,7 +517,7 @@ def test_export_as_script_explains_what_cannot_be_exported(
     def refuse(_project: Project) -> str:
         raise ExportError("parameter_server runs need a coordinator")
 
-    monkeypatch.setattr("distloop.gui.exports.render_script", refuse)
+    monkeypatch.setattr("distloop.gui.files.exports.render_script", refuse)
     monkeypatch.setattr(
         QFileDialog, "getSaveFileName", staticmethod(lambda *a, **k: pytest.fail("no dialog"))
     )

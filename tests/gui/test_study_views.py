@@ -12,7 +12,8 @@ from pathlib import Path
 
 import optuna
 import pytest
-from distloop.gui import dialogs, file_dialogs
+from distloop.gui import dialogs
+from distloop.gui.files import file_dialogs
 from distloop.gui.main_window import MainWindow
 from distloop.gui.study_views import StudyPanel, export_view
 from PySide6.QtCore import Qt

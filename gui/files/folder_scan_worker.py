@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 from multiprocessing.connection import Connection
 from typing import Any
 
-from ..engine.data_sources.folders import (
+from ...engine.data_sources.folders import (
     IMAGE_EXTENSIONS,
     FolderError,
     FolderSummary,

@@ -3,7 +3,7 @@
 Listing an image folder of 100,000 files takes about half a second, and the window
 validates the project on every edit: scanning the folder on each keystroke froze the
 window for seconds (minutes for a path typed letter by letter, each prefix a folder to
-walk). Here a scan runs in a worker process (:mod:`gui.folder_scan_worker`), starts only
+walk). Here a scan runs in a worker process (:mod:`gui.files.folder_scan_worker`), starts only
 once edits pause (:data:`PAUSE_MS`), stops as soon as the forms name another folder
 (Browse to ``/`` starts listing a whole disk), and its count of files found is shown.
 Its summary is kept by folder with the modification time of every folder it listed, so
@@ -27,9 +27,9 @@ from typing import Any
 
 from PySide6.QtCore import QObject, QTimer, Signal
 
-from ..engine.config import Project
-from ..engine.data_sources import source_of
-from ..engine.data_sources.folders import FolderError, FolderSummary
+from ...engine.config import Project
+from ...engine.data_sources import source_of
+from ...engine.data_sources.folders import FolderError, FolderSummary
 from . import folder_scan_worker
 from .folder_scan_worker import Outcome, Shared, Stamps
 

@@ -32,11 +32,11 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from ..engine.config import Project
-from ..engine.export import DEFAULT_IMAGE, FORMATS, SECURITY_NOTE, export_cluster
-from ..engine.export_storage import VOLUME_FORMATS, storage_notes, volume_name_problem
-from ..engine.problems import Problem, ProblemsError
-from ..engine.tf_config import MULTI_MACHINE_STRATEGIES
+from ...engine.config import Project
+from ...engine.export import DEFAULT_IMAGE, FORMATS, SECURITY_NOTE, export_cluster
+from ...engine.export_storage import VOLUME_FORMATS, storage_notes, volume_name_problem
+from ...engine.problems import Problem, ProblemsError
+from ...engine.tf_config import MULTI_MACHINE_STRATEGIES
 from . import file_dialogs
 
 FORMAT_DESCRIPTIONS = {

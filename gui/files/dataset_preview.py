@@ -28,9 +28,9 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from ..engine.config import DATA_SOURCES
-from ..engine.data_sources import source_named
-from ..engine.data_sources.folders import (
+from ...engine.config import DATA_SOURCES
+from ...engine.data_sources import source_named
+from ...engine.data_sources.folders import (
     FolderError,
     FolderScan,
     scan_folder,

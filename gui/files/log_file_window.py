@@ -21,7 +21,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from ..engine.fileio import open_bytes
+from ...engine.fileio import open_bytes
 
 MAX_SHOWN_BYTES = 4 * 1024 * 1024
 """A log's tail worth reading; a long run's TensorFlow output can run to far more."""

@@ -18,12 +18,13 @@ from PySide6.QtGui import QColor, QImage, QPainter
 from PySide6.QtSvg import QSvgGenerator
 from PySide6.QtWidgets import QWidget
 
-from ..engine.config import Project
-from ..engine.fileio import atomic_write_text, open_bytes
-from ..engine.run_folder import EVAL_FILE, METRICS_FILE
-from ..engine.script_export import ExportError, render_script
-from . import dialogs, file_dialogs
-from .loss_plot import LossPlot
+from ...engine.config import Project
+from ...engine.fileio import atomic_write_text, open_bytes
+from ...engine.run_folder import EVAL_FILE, METRICS_FILE
+from ...engine.script_export import ExportError, render_script
+from .. import dialogs
+from ..loss_plot import LossPlot
+from . import file_dialogs
 
 IMAGE_SUFFIXES = (".png", ".svg")
 PLOT_FILTER = "PNG image (*.png);;SVG image (*.svg)"

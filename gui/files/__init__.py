@@ -1,0 +1,8 @@
+"""Files and folders on disk as the window reads and writes them for the user.
+
+``file_dialogs.py`` starts every file dialog where the last one ended; ``exports.py``
+writes a run's metrics, the plot or the project as a script, ``export_dialog.py`` the
+cluster setup for real hosts; ``folder_scans.py`` scans data folders for the validation
+in a worker process (``folder_scan_worker.py``, Qt-free); ``dataset_preview.py`` shows
+what the data section points at; ``log_file_window.py`` shows a run's log file.
+"""
