@@ -53,7 +53,7 @@ def make_study(folder: Path, trials: int) -> Path:
 
 
 def measure(trials: int) -> None:
-    from distloop.gui.study_views import StudyPanel
+    from distloop.gui.study.study_views import StudyPanel
     from PySide6.QtWidgets import QApplication
 
     app = QApplication.instance() or QApplication([])

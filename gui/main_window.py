@@ -74,10 +74,10 @@ from .run_queue import RunQueue
 from .run_starter import RunStarter
 from .runs_panel import RunsPanel
 from .status_panel import StatusPanel
-from .studies_panel import StudiesPanel
-from .study_dialog import ask_study
-from .study_session import StudySession
-from .study_views import StudyPanel
+from .study.studies_panel import StudiesPanel
+from .study.study_dialog import ask_study
+from .study.study_session import StudySession
+from .study.study_views import StudyPanel
 from .try_it_panel import TryItPanel
 
 DEFAULT_SIZE = (1400, 900)

@@ -14,8 +14,8 @@ from typing import Any
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, Qt
 from PySide6.QtGui import QBrush, QColor, QFont
 
-from ..engine.formatting import format_duration
-from ..engine.study.results import StudyResults, TrialRow
+from ...engine.formatting import format_duration
+from ...engine.study.results import StudyResults, TrialRow
 
 SORT_ROLE = Qt.ItemDataRole.UserRole
 Index = QModelIndex | QPersistentModelIndex

@@ -17,7 +17,7 @@ from numpy.typing import NDArray
 from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
 
-from ..engine.study.results import (
+from ...engine.study.results import (
     ParallelCoordinates,
     StudyResults,
     history,

@@ -38,13 +38,13 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from ..engine.config import MAX_SEED, Project
-from ..engine.problems import ProblemsError
-from ..engine.study.folders import is_study_folder, read_entry
-from ..engine.study.objective import OBJECTIVES, direction
-from ..engine.study.runner import StudyPlan, StudySettings
-from ..engine.study.space import MAX_AXES, SearchSpace, field_value, space_from_data
-from .files import file_dialogs
+from ...engine.config import MAX_SEED, Project
+from ...engine.problems import ProblemsError
+from ...engine.study.folders import is_study_folder, read_entry
+from ...engine.study.objective import OBJECTIVES, direction
+from ...engine.study.runner import StudyPlan, StudySettings
+from ...engine.study.space import MAX_AXES, SearchSpace, field_value, space_from_data
+from ..files import file_dialogs
 
 SAMPLERS = {
     "tpe": "TPE: learns from the trials so far",

@@ -41,18 +41,18 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from ..engine.config import Project
-from ..engine.problems import ProblemsError
-from ..engine.run_history import RunSummary
-from ..engine.study.results import StudyResults, StudyUnreadable, read_results, storage_stamp
-from ..engine.study.runner import TRIALS_DIR
-from . import dialogs
-from .files import file_dialogs
-from .files.exports import IMAGE_SUFFIXES, PLOT_FILTER, export_plot, export_widget
+from ...engine.config import Project
+from ...engine.problems import ProblemsError
+from ...engine.run_history import RunSummary
+from ...engine.study.results import StudyResults, StudyUnreadable, read_results, storage_stamp
+from ...engine.study.runner import TRIALS_DIR
+from .. import dialogs
+from ..files import file_dialogs
+from ..files.exports import IMAGE_SUFFIXES, PLOT_FILTER, export_plot, export_widget
+from ..widgets.elided_label import ElidedLabel
+from ..widgets.tables import select_rows, style_list_table
 from .study_plots import HistoryPlot, ImportancePlot, ParallelPlot
 from .study_trials import SORT_ROLE, TrialsTableModel
-from .widgets.elided_label import ElidedLabel
-from .widgets.tables import select_rows, style_list_table
 
 POLL_MS = 1000
 """How often the folder is looked at (a few stat calls) while a study is shown."""

@@ -1,6 +1,6 @@
 """The Studies tab: every study among the runs, how far it got, and the buttons that
 start one (Add Sweep…), continue a stopped one, stop the one running, and show one's
-trials in the Study tab (:mod:`gui.study_views`; a double-click does too).
+trials in the Study tab (:mod:`gui.study.study_views`; a double-click does too).
 
 A row is read from the study's folder (:func:`engine.study.folders.list_studies`),
 so a study of ``distloop sweep`` is listed as one of the window's, and one a
@@ -26,10 +26,10 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from ..engine.run_folder import folder_stamp
-from ..engine.study.folders import StudyEntry, list_studies
+from ...engine.run_folder import folder_stamp
+from ...engine.study.folders import StudyEntry, list_studies
+from ..widgets.tables import style_list_table
 from .study_session import StudySession
-from .widgets.tables import style_list_table
 
 HEADERS = ("Study", "State", "Trials", "Pruned", "Failed", "Search", "Folder")
 STATE_COLORS = {

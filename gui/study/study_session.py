@@ -19,12 +19,12 @@ from pathlib import Path
 
 from PySide6.QtCore import QObject, QTimer, Signal
 
-from ..engine.config import Project
-from ..engine.messages import Message, RunFailed, RunFinished
-from ..engine.run_events import Evaluated, RunEvent, StatusChanged, StepsAdded
-from ..engine.run_model import RunModel
-from ..engine.study.runner import Study, StudyPlan, TrialResult, TrialRun
-from .run_controller import RunController
+from ...engine.config import Project
+from ...engine.messages import Message, RunFailed, RunFinished
+from ...engine.run_events import Evaluated, RunEvent, StatusChanged, StepsAdded
+from ...engine.run_model import RunModel
+from ...engine.study.runner import Study, StudyPlan, TrialResult, TrialRun
+from ..run_controller import RunController
 
 StartTrial = Callable[[Project, Path], bool]
 """Starts a trial's project in its folder through the window's Run path; False if not."""
