@@ -1,6 +1,6 @@
 """A queue of projects run one after another: which runs next, and how the current one ended.
 
-No Qt and no engine here: the window's :class:`~distloop.gui.run_queue.RunQueue` starts
+No Qt and no engine here: the window's :class:`~distloop.gui.queue.run_queue.RunQueue` starts
 each item through its own Run path and tells this queue when the run began and ended,
 so the rules can be read (and tested) apart from the signals that drive them.
 

@@ -68,9 +68,9 @@ from .loss_plot import LossPlot
 from .problems_panel import ProblemsPanel
 from .project_document import ProjectDocument
 from .project_editor import ProjectEditor
-from .queue_panel import RunQueuePanel
+from .queue.queue_panel import RunQueuePanel
+from .queue.run_queue import RunQueue
 from .run_controller import RunController, RunState
-from .run_queue import RunQueue
 from .run_starter import RunStarter
 from .runs_panel import RunsPanel
 from .status_panel import StatusPanel

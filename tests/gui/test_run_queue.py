@@ -17,8 +17,8 @@ from distloop.engine.run_queue import ItemState
 from distloop.engine.user_code import Fingerprint
 from distloop.gui import dialogs
 from distloop.gui.main_window import MainWindow
-from distloop.gui.queue_model import Column
-from distloop.gui.run_queue import RunQueue
+from distloop.gui.queue.queue_model import Column
+from distloop.gui.queue.run_queue import RunQueue
 from gui_fakes import FakeEngine, seed_run
 from PySide6.QtCore import Qt
 

@@ -12,11 +12,10 @@ import enum
 
 from PySide6.QtCore import QSortFilterProxyModel
 
-from ..engine.run_folder import format_loss
-from ..engine.run_history import RunSummary
-from ..engine.run_queue import ENDED, QueueItem, best_val_loss
-from .run_queue import RunQueue
-from .run_table import (
+from ...engine.run_folder import format_loss
+from ...engine.run_history import RunSummary
+from ...engine.run_queue import ENDED, QueueItem, best_val_loss
+from ..run_table import (
     NOT_SHOWN,
     Index,
     RunTableModel,
@@ -26,6 +25,7 @@ from .run_table import (
     summary_key,
     summary_text,
 )
+from .run_queue import RunQueue
 
 
 class Column(enum.IntEnum):

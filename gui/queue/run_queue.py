@@ -20,14 +20,14 @@ from pathlib import Path
 
 from PySide6.QtCore import QObject, QTimer, Signal
 
-from ..engine.config import Project
-from ..engine.messages import RunFailed, RunFinished
-from ..engine.run_events import RunEvent, StatusChanged
-from ..engine.run_history import RunSummary, summarize
-from ..engine.run_model import RunModel
-from ..engine.run_queue import QueueItem, QueueOrder
-from .run_controller import RunController
-from .run_scanner import RunScanner
+from ...engine.config import Project
+from ...engine.messages import RunFailed, RunFinished
+from ...engine.run_events import RunEvent, StatusChanged
+from ...engine.run_history import RunSummary, summarize
+from ...engine.run_model import RunModel
+from ...engine.run_queue import QueueItem, QueueOrder
+from ..run_controller import RunController
+from ..run_scanner import RunScanner
 
 StartRun = Callable[[Project], Path | None]
 """Starts a project in a fresh run folder as Run does; the folder, or None if it did not start."""

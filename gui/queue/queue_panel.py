@@ -1,6 +1,6 @@
 """The queue dock: what will run, what ran, and how well.
 
-Two tables over one model (:mod:`gui.queue_model`): the queue in its order, and the
+Two tables over one model (:mod:`gui.queue.queue_model`): the queue in its order, and the
 results ranked by what each run learned, best first unless the user sorts otherwise.
 """
 
@@ -21,12 +21,12 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from ..engine.config import Project
-from ..engine.run_queue import ENDED, ItemState, QueueItem
+from ...engine.config import Project
+from ...engine.run_queue import ENDED, ItemState, QueueItem
+from ..run_table import SORT_ROLE
+from ..widgets.tables import style_list_table
 from .queue_model import Column, QueueModel, ResultsProxy, ranking_column
 from .run_queue import RunQueue
-from .run_table import SORT_ROLE
-from .widgets.tables import style_list_table
 
 ProjectSource = Callable[[], Project | None]
 """The window's current project ready to run (paths resolved, code trusted), or None."""
