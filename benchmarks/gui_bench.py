@@ -409,8 +409,8 @@ def runs_refresh(app, tmp: Path, rows: int = 1_000_000) -> tuple[float, float, f
     from distloop.engine import csv_summary
     from distloop.engine.run_folder import read_metrics, write_status
     from distloop.gui.loss_plot import LossPlot
-    from distloop.gui.runs_model import Column
-    from distloop.gui.runs_panel import RunsPanel
+    from distloop.gui.runs.runs_model import Column
+    from distloop.gui.runs.runs_panel import RunsPanel
 
     run = tmp / "runs" / "long"
     run.mkdir(parents=True)

@@ -2,7 +2,7 @@
 
 Everything here reads what the engine left on disk (``metrics.csv``, ``eval.csv``),
 so a run compares the same whether it ran a minute ago in the window, last week from
-the command line, or on another machine. The window draws them (``gui.runs_panel``).
+the command line, or on another machine. The window draws them (``gui.runs.runs_panel``).
 """
 
 from __future__ import annotations

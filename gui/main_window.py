@@ -72,13 +72,13 @@ from .queue.queue_panel import RunQueuePanel
 from .queue.run_queue import RunQueue
 from .run_controller import RunController, RunState
 from .run_starter import RunStarter
-from .runs_panel import RunsPanel
+from .runs.runs_panel import RunsPanel
+from .runs.try_it_panel import TryItPanel
 from .status_panel import StatusPanel
 from .study.studies_panel import StudiesPanel
 from .study.study_dialog import ask_study
 from .study.study_session import StudySession
 from .study.study_views import StudyPanel
-from .try_it_panel import TryItPanel
 
 DEFAULT_SIZE = (1400, 900)
 MIN_PLOT_SIZE = (320, 160)  # pixels of graph (the plot's controls come on top): readable

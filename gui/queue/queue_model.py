@@ -2,7 +2,7 @@
 of them (the ended ones, ranked by what they learned).
 
 The cells taken from a run's summary are formatted and sorted as the runs list does
-(:mod:`gui.run_table`); the queue adds its own: the item's number, its state, the
+(:mod:`gui.runs.run_table`); the queue adds its own: the item's number, its state, the
 best ``val_loss`` and the other metrics of that evaluation.
 """
 
@@ -15,7 +15,7 @@ from PySide6.QtCore import QSortFilterProxyModel
 from ...engine.run_folder import format_loss
 from ...engine.run_history import RunSummary
 from ...engine.run_queue import ENDED, QueueItem, best_val_loss
-from ..run_table import (
+from ..runs.run_table import (
     NOT_SHOWN,
     Index,
     RunTableModel,

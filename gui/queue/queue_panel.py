@@ -23,7 +23,7 @@ from PySide6.QtWidgets import (
 
 from ...engine.config import Project
 from ...engine.run_queue import ENDED, ItemState, QueueItem
-from ..run_table import SORT_ROLE
+from ..runs.run_table import SORT_ROLE
 from ..widgets.tables import style_list_table
 from .queue_model import Column, QueueModel, ResultsProxy, ranking_column
 from .run_queue import RunQueue

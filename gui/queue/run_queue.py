@@ -9,7 +9,7 @@ Which item runs next and how an ended run is recorded are the engine's rules.
 
 Results come from each run's folder, the same numbers the Runs panel shows, and as
 it reads them: at the end of a run without reading a file whole (a long run's
-``metrics.csv`` takes seconds), then from a scan in the :class:`~gui.run_scanner.RunScanner`'s
+``metrics.csv`` takes seconds), then from a scan in the :class:`~gui.runs.run_scanner.RunScanner`'s
 thread, so the window's thread never reads a whole ``metrics.csv``.
 """
 
@@ -27,7 +27,7 @@ from ...engine.run_history import RunSummary, summarize
 from ...engine.run_model import RunModel
 from ...engine.run_queue import QueueItem, QueueOrder
 from ..run_controller import RunController
-from ..run_scanner import RunScanner
+from ..runs.run_scanner import RunScanner
 
 StartRun = Callable[[Project], Path | None]
 """Starts a project in a fresh run folder as Run does; the folder, or None if it did not start."""

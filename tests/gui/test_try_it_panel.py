@@ -15,8 +15,8 @@ from distloop.engine.examples import load_example
 from distloop.engine.messages import ClassScore, ModelLoaded, Predicted, ProtocolError
 from distloop.engine.prediction import PredictionError, PredictionResult
 from distloop.engine.run_folder import write_status
-from distloop.gui import try_it_panel
-from distloop.gui.try_it_panel import TryItPanel
+from distloop.gui.runs import try_it_panel
+from distloop.gui.runs.try_it_panel import TryItPanel
 from PySide6.QtCore import QMimeData, QPointF, Qt, QUrl
 from PySide6.QtGui import QDropEvent
 from PySide6.QtTest import QTest

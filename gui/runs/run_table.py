@@ -14,9 +14,9 @@ import math
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, Qt
 from PySide6.QtGui import QBrush, QColor
 
-from ..engine.formatting import format_duration
-from ..engine.run_folder import format_loss
-from ..engine.run_history import INTERRUPTED, UNREADABLE, RunSummary
+from ...engine.formatting import format_duration
+from ...engine.run_folder import format_loss
+from ...engine.run_history import INTERRUPTED, UNREADABLE, RunSummary
 
 SORT_ROLE = Qt.ItemDataRole.UserRole
 Index = QModelIndex | QPersistentModelIndex

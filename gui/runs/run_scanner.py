@@ -12,7 +12,7 @@ from pathlib import Path
 
 from PySide6.QtCore import QObject, Signal
 
-from ..engine.run_history import summarize
+from ...engine.run_history import summarize
 
 
 class RunScanner(QObject):

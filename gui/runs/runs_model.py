@@ -1,7 +1,7 @@
 """The runs table's model: one row per run folder, shown as text and sorted by value.
 
 The cells it shares with the queue's results (steps, losses, duration) are formatted
-and sorted by :mod:`gui.run_table`. Editing a name, the tags or the notes writes them to
+and sorted by :mod:`gui.runs.run_table`. Editing a name, the tags or the notes writes them to
 the run's ``status.json``; the folder itself is never renamed.
 """
 
@@ -13,7 +13,7 @@ from pathlib import Path
 
 from PySide6.QtCore import Qt
 
-from ..engine.run_history import (
+from ...engine.run_history import (
     INTERRUPTED,
     UNREADABLE,
     RunSummary,

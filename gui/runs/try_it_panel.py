@@ -35,10 +35,10 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from ..engine.messages import Predicted
-from ..engine.prediction import PredictionError, PredictionProcess, PredictionResult
-from ..engine.run_folder import read_confusion, read_model_record
-from .files import file_dialogs
+from ...engine.messages import Predicted
+from ...engine.prediction import PredictionError, PredictionProcess, PredictionResult
+from ...engine.run_folder import read_confusion, read_model_record
+from ..files import file_dialogs
 
 Predictor = Callable[[Path, Sequence[Path], Sequence[str]], PredictionResult]
 SHOWN_CLASSES = 3

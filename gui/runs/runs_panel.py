@@ -50,8 +50,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from ..engine.resume_rules import RESUMABLE_STATUSES
-from ..engine.run_curves import (
+from ...engine.resume_rules import RESUMABLE_STATUSES
+from ...engine.run_curves import (
     STEP,
     WALL_TIME,
     X_AXES,
@@ -59,17 +59,17 @@ from ..engine.run_curves import (
     legend_names,
     metric_curve,
 )
-from ..engine.run_folder import default_runs_root, has_model
-from ..engine.run_history import RunSummary, delete_run, list_runs, summarize
-from ..engine.run_model import RunModel
-from . import dialogs
-from .files import file_dialogs
-from .files.exports import CSV_FILTER, copy_metrics
-from .loss_plot import LossPlot
+from ...engine.run_folder import default_runs_root, has_model
+from ...engine.run_history import RunSummary, delete_run, list_runs, summarize
+from ...engine.run_model import RunModel
+from .. import dialogs
+from ..files import file_dialogs
+from ..files.exports import CSV_FILTER, copy_metrics
+from ..loss_plot import LossPlot
+from ..widgets.tables import select_rows, style_list_table
 from .run_scanner import RunScanner
 from .run_table import SORT_ROLE
 from .runs_model import Column, RunsTableModel
-from .widgets.tables import select_rows, style_list_table
 
 HEADER_KEY = "runsPanel/columns"
 """The header's saved state (widths, order, sort); the key of the columns' order before
