@@ -81,7 +81,7 @@ def window_start(kind: str) -> float:
 def plot_frames(app, points: int = 1_000_000) -> tuple[float, float]:
     """Median ms per frame while panning over ``points`` points: ours, plain pyqtgraph."""
     import pyqtgraph as pg
-    from distloop.gui.loss_plot import LossPlot
+    from distloop.gui.run.loss_plot import LossPlot
 
     steps = np.arange(1, points + 1, dtype=np.float64)
     losses = 1 / np.sqrt(steps) + 0.05 * np.random.default_rng(0).standard_normal(points)
@@ -408,7 +408,7 @@ def runs_refresh(app, tmp: Path, rows: int = 1_000_000) -> tuple[float, float, f
     summary (the whole metrics.csv read, as the list read it at every refresh)."""
     from distloop.engine import csv_summary
     from distloop.engine.run_folder import read_metrics, write_status
-    from distloop.gui.loss_plot import LossPlot
+    from distloop.gui.run.loss_plot import LossPlot
     from distloop.gui.runs.runs_model import Column
     from distloop.gui.runs.runs_panel import RunsPanel
 

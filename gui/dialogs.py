@@ -127,7 +127,7 @@ def ask_slurm_job(
     parent: QWidget, strategy_kind: str, tasks: int, folder: Path
 ) -> tuple[SlurmJob, Path] | None:
     """Submit to Slurm's dialog: the job and its folder, or None when cancelled."""
-    from .slurm_dialog import SlurmDialog
+    from .run.slurm_dialog import SlurmDialog
 
     dialog = SlurmDialog(strategy_kind, tasks, folder, parent)
     if dialog.exec() != QDialog.DialogCode.Accepted:

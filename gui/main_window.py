@@ -2,7 +2,7 @@
 
 The window builds the layout, the actions and the menus, and wires the forms, the
 project document (:mod:`gui.project_document`: the file, its changes, its validation),
-the run starter (:mod:`gui.run_starter`) and the run controller to the views; it keeps
+the run starter (:mod:`gui.run.run_starter`) and the run controller to the views; it keeps
 no rule of its own. Run is enabled only when the engine's loader accepts the forms'
 content.
 """
@@ -58,23 +58,23 @@ from ..engine.study.folders import read_entry
 from ..engine.study.runner import StudyPlan, new_study_dir, read_plan, write_plan
 from ..engine.validation import Validation
 from . import dialogs, settings
-from .cluster_panel import ClusterPanel
 from .files.dataset_preview import DatasetPreview
 from .files.exports import save_plot_as
 from .help_windows import GuideWindow, ShortcutsWindow
-from .host_runs import HostRuns
-from .log_panel import LogPanel
-from .loss_plot import LossPlot
 from .problems_panel import ProblemsPanel
 from .project_document import ProjectDocument
 from .project_editor import ProjectEditor
 from .queue.queue_panel import RunQueuePanel
 from .queue.run_queue import RunQueue
-from .run_controller import RunController, RunState
-from .run_starter import RunStarter
+from .run.cluster_panel import ClusterPanel
+from .run.host_runs import HostRuns
+from .run.log_panel import LogPanel
+from .run.loss_plot import LossPlot
+from .run.run_controller import RunController, RunState
+from .run.run_starter import RunStarter
+from .run.status_panel import StatusPanel
 from .runs.runs_panel import RunsPanel
 from .runs.try_it_panel import TryItPanel
-from .status_panel import StatusPanel
 from .study.studies_panel import StudiesPanel
 from .study.study_dialog import ask_study
 from .study.study_session import StudySession

@@ -33,12 +33,12 @@ from .auto_form import AutoForm
 from .custom_code_form import CustomCodeForm
 from .data_form import DataForm
 from .evaluation_form import EvaluationForm
-from .hosts_panel import HostsPanel
 from .loss_form import LossForm
 from .model_form import ModelForm
 from .optimizer_form import OptimizerForm
 from .problem_marks import owner, route, set_problems
 from .project_summary import ProjectSummary
+from .run.hosts_panel import HostsPanel
 from .section_bar import SectionBar
 from .strategy_form import StrategyForm
 from .tf_config_editor import TFConfigEditor

@@ -23,7 +23,7 @@ from ...engine.fileio import atomic_write_text, open_bytes
 from ...engine.run_folder import EVAL_FILE, METRICS_FILE
 from ...engine.script_export import ExportError, render_script
 from .. import dialogs
-from ..loss_plot import LossPlot
+from ..run.loss_plot import LossPlot
 from . import file_dialogs
 
 IMAGE_SUFFIXES = (".png", ".svg")

@@ -4,7 +4,7 @@ the window's run signals.
 The queue owns no engine. It starts each item through the window's own Run path
 (``start_run``: a fresh run folder, the custom-code check, the plot, status and
 log), so a queued run is exactly a run the user could have started, and it
-follows that run through the window's :class:`~gui.run_controller.RunController`.
+follows that run through the window's :class:`~gui.run.run_controller.RunController`.
 Which item runs next and how an ended run is recorded are the engine's rules.
 
 Results come from each run's folder, the same numbers the Runs panel shows, and as
@@ -26,7 +26,7 @@ from ...engine.run_events import RunEvent, StatusChanged
 from ...engine.run_history import RunSummary, summarize
 from ...engine.run_model import RunModel
 from ...engine.run_queue import QueueItem, QueueOrder
-from ..run_controller import RunController
+from ..run.run_controller import RunController
 from ..runs.run_scanner import RunScanner
 
 StartRun = Callable[[Project], Path | None]

@@ -65,7 +65,7 @@ from ...engine.run_model import RunModel
 from .. import dialogs
 from ..files import file_dialogs
 from ..files.exports import CSV_FILTER, copy_metrics
-from ..loss_plot import LossPlot
+from ..run.loss_plot import LossPlot
 from ..widgets.tables import select_rows, style_list_table
 from .run_scanner import RunScanner
 from .run_table import SORT_ROLE

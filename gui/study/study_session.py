@@ -2,7 +2,7 @@
 for each trial, and each trial's run goes through the window's Run path.
 
 ``distloop sweep`` drives its trials' engines itself (:meth:`Study.run`); here the
-window's :class:`~gui.run_controller.RunController` drives them, so a trial is a
+window's :class:`~gui.run.run_controller.RunController` drives them, so a trial is a
 run like any other: the plot, the status panel, the log and the runs list follow
 it. The session hands the run's messages to the trial (:meth:`TrialRun.apply`),
 stops the run when the pruner says so (the plot marks where and why), and once the
@@ -24,7 +24,7 @@ from ...engine.messages import Message, RunFailed, RunFinished
 from ...engine.run_events import Evaluated, RunEvent, StatusChanged, StepsAdded
 from ...engine.run_model import RunModel
 from ...engine.study.runner import Study, StudyPlan, TrialResult, TrialRun
-from ..run_controller import RunController
+from ..run.run_controller import RunController
 
 StartTrial = Callable[[Project, Path], bool]
 """Starts a trial's project in its folder through the window's Run path; False if not."""

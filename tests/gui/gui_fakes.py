@@ -11,7 +11,7 @@ from distloop.engine.config import Project
 from distloop.engine.messages import Log, Message, RunFailed, RunFinished, RunStarted, StepMetrics
 from distloop.engine.run_events import RunEvent, StepsAdded
 from distloop.engine.run_model import RunModel
-from distloop.gui.run_controller import RunController
+from distloop.gui.run.run_controller import RunController
 
 
 def seed_run(steps: int = 20, batch: int = 5) -> list[list[Message]]:

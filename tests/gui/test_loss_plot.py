@@ -8,8 +8,13 @@ import numpy as np
 import pytest
 from distloop.engine.messages import Message, RunFinished, RunStarted, StepMetrics
 from distloop.engine.run_model import RunModel
-from distloop.gui.loss_plot import LEGEND_NAME_CHARS, REDRAW_INTERVAL_MS, LossPlot, log_tick_text
-from distloop.gui.series import Smoother
+from distloop.gui.run.loss_plot import (
+    LEGEND_NAME_CHARS,
+    REDRAW_INTERVAL_MS,
+    LossPlot,
+    log_tick_text,
+)
+from distloop.gui.run.series import Smoother
 from gui_fakes import FakeEngine, factory
 from PySide6.QtWidgets import QVBoxLayout, QWidget
 

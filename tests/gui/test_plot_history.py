@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 from distloop.engine.examples import load_example
 from distloop.engine.messages import RunStarted
-from distloop.gui.loss_plot import LossPlot
-from distloop.gui.run_controller import RunController
-from distloop.gui.series import GrowingArray, Smoother
+from distloop.gui.run.loss_plot import LossPlot
+from distloop.gui.run.run_controller import RunController
+from distloop.gui.run.series import GrowingArray, Smoother
 from gui_fakes import FakeEngine, seed_run
 
 

@@ -9,7 +9,7 @@ from distloop.engine.examples import load_example
 from distloop.engine.messages import RunFailed, RunFinished, StepMetrics
 from distloop.engine.run_events import Logged, RunEvent, Started, StatusChanged, StepsAdded
 from distloop.engine.run_model import RunModel
-from distloop.gui.run_controller import RunController, RunState
+from distloop.gui.run.run_controller import RunController, RunState
 from gui_fakes import FakeEngine, factory, seed_run
 
 

@@ -214,7 +214,7 @@ def test_only_a_valid_project_is_queued(make_window, dialog_recorder) -> None:
 
 
 def test_a_queue_that_may_not_start_its_item_stops_and_keeps_it(qtbot, qloop) -> None:
-    from distloop.gui.run_controller import RunController
+    from distloop.gui.run.run_controller import RunController
 
     controller = RunController(Engines())
     asked: list[str] = []

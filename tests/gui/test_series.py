@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 import pytest
-from distloop.gui.series import GrowingArray, Smoother
+from distloop.gui.run.series import GrowingArray, Smoother
 from hypothesis import given, settings
 from hypothesis import strategies as st
 

@@ -9,7 +9,7 @@ from distloop.engine.examples import load_example
 from distloop.engine.messages import EvalMetrics, RunFailed, RunFinished, StepMetrics
 from distloop.engine.problems import Problem
 from distloop.gui.main_window import MainWindow
-from distloop.gui.run_controller import RunState
+from distloop.gui.run.run_controller import RunState
 from gui_fakes import FakeEngine, factory, seed_run
 from PySide6.QtCore import Qt
 

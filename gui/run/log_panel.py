@@ -21,11 +21,11 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from ..engine.formatting import format_duration
-from ..engine.messages import Log, RunFailed, RunFinished
-from ..engine.run_events import Evaluated, Logged, RunEvent, Started, StatusChanged
-from ..engine.run_folder import format_loss
-from ..engine.run_model import RunModel
+from ...engine.formatting import format_duration
+from ...engine.messages import Log, RunFailed, RunFinished
+from ...engine.run_events import Evaluated, Logged, RunEvent, Started, StatusChanged
+from ...engine.run_folder import format_loss
+from ...engine.run_model import RunModel
 
 MAX_LINES = 10_000
 LEVEL_COLORS = {

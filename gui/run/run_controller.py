@@ -24,20 +24,20 @@ from pathlib import Path
 
 from PySide6.QtCore import QObject, QTimer, Signal
 
-from ..engine.cluster.ssh import SshLaunch
-from ..engine.config import Project
-from ..engine.messages import Log, Message, RunFailed
-from ..engine.process import WarmEngines
-from ..engine.run_events import RunEvent, StepsAdded
-from ..engine.run_folder import update_status
-from ..engine.run_handle import (
+from ...engine.cluster.ssh import SshLaunch
+from ...engine.config import Project
+from ...engine.messages import Log, Message, RunFailed
+from ...engine.process import WarmEngines
+from ...engine.run_events import RunEvent, StepsAdded
+from ...engine.run_folder import update_status
+from ...engine.run_handle import (
     ClusterFactory,
     ClusterHandle,
     EngineFactory,
     EngineHandle,
     open_run,
 )
-from ..engine.run_model import RunModel
+from ...engine.run_model import RunModel
 
 KILL_AFTER_S = 5.0
 POLL_S = 0.1

@@ -15,18 +15,18 @@ from pathlib import Path
 from PySide6.QtCore import QObject, Signal
 from PySide6.QtWidgets import QWidget
 
-from ..engine.cluster.run_plans import cluster_plan
-from ..engine.cluster.ssh import SshLaunch
-from ..engine.config import Project
-from ..engine.examples import is_shipped
-from ..engine.problems import ProblemsError
-from ..engine.resume_rules import Layout, resumable_run, window_refusal
-from ..engine.run_folder import RunFolderError, has_checkpoint, new_run_dir
-from ..engine.run_history import RunSummary, summarize
-from ..engine.run_model import RunModel
-from ..engine.user_code import UserCodeError, fingerprint
-from . import dialogs, settings
-from .project_document import ProjectDocument
+from ...engine.cluster.run_plans import cluster_plan
+from ...engine.cluster.ssh import SshLaunch
+from ...engine.config import Project
+from ...engine.examples import is_shipped
+from ...engine.problems import ProblemsError
+from ...engine.resume_rules import Layout, resumable_run, window_refusal
+from ...engine.run_folder import RunFolderError, has_checkpoint, new_run_dir
+from ...engine.run_history import RunSummary, summarize
+from ...engine.run_model import RunModel
+from ...engine.user_code import UserCodeError, fingerprint
+from .. import dialogs, settings
+from ..project_document import ProjectDocument
 from .run_controller import RunController
 
 

@@ -37,12 +37,12 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from ..engine.messages import RunFinished
-from ..engine.run_events import Evaluated, Pruning, RunEvent, Started, StatusChanged, StepsAdded
-from ..engine.run_folder import format_loss
-from ..engine.run_model import RunModel, Trace
+from ...engine.messages import RunFinished
+from ...engine.run_events import Evaluated, Pruning, RunEvent, Started, StatusChanged, StepsAdded
+from ...engine.run_folder import format_loss
+from ...engine.run_model import RunModel, Trace
+from ..widgets.elided_label import ElidedLabel
 from .series import GrowingArray, Smoother
-from .widgets.elided_label import ElidedLabel
 
 REDRAW_INTERVAL_MS = 33
 DOWNSAMPLE_FACTOR = 1.0  # downsampling bins per pixel column: finer adds nothing visible

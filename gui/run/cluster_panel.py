@@ -29,13 +29,13 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from ..engine.cluster import TaskInfo
-from ..engine.messages import Log, RunFailed, RunFinished
-from ..engine.run_events import Logged, RunEvent, StatusChanged, TasksChanged
-from ..engine.run_folder import LOG_FILE
-from ..engine.run_model import RunModel
-from ..engine.tf_config import MULTI_MACHINE_STRATEGIES
-from .files.log_file_window import LogFileWindow
+from ...engine.cluster import TaskInfo
+from ...engine.messages import Log, RunFailed, RunFinished
+from ...engine.run_events import Logged, RunEvent, StatusChanged, TasksChanged
+from ...engine.run_folder import LOG_FILE
+from ...engine.run_model import RunModel
+from ...engine.tf_config import MULTI_MACHINE_STRATEGIES
+from ..files.log_file_window import LogFileWindow
 from .run_controller import RunController
 
 COLUMNS = ("Task", "Address", "State", "PID", "Last step", "Last log line")

@@ -4,7 +4,7 @@ Submit to Slurm, Dump Stacks.
 Each is the engine's own (``distloop preflight``'s pre-flight, ``distloop launch``'s run
 through :func:`engine.run_handle.open_run` with ``hosts``, ``distloop submit``'s job, the
 cluster's or the job's stack dump); what the window adds is running them off its thread
-(:class:`gui.background.Background`: ssh, sbatch and the pre-flight take seconds to a
+(:class:`gui.run.background.Background`: ssh, sbatch and the pre-flight take seconds to a
 minute) and saying, on each disabled action, why it does not apply now.
 """
 
@@ -20,19 +20,19 @@ from PySide6.QtCore import QObject, Signal
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import QWidget
 
-from ..engine.cluster import local_cluster_tasks
-from ..engine.cluster.preflight import Finding, preflight
-from ..engine.cluster.run_plans import HostsPlan, hosts_plan
-from ..engine.cluster.slurm_jobs import SlurmJobError, SlurmRun, dump_job_stacks, submit_job
-from ..engine.cluster.ssh import SshLaunch
-from ..engine.config import Project
-from ..engine.export import SlurmJob
-from ..engine.problems import ProblemsError
-from ..engine.run_folder import TASKS_DIR, default_runs_root
-from ..engine.run_handle import runs_as_cluster
-from ..engine.run_model import RunModel
-from ..engine.stack_dumps import TaskStack, diagnose
-from . import dialogs
+from ...engine.cluster import local_cluster_tasks
+from ...engine.cluster.preflight import Finding, preflight
+from ...engine.cluster.run_plans import HostsPlan, hosts_plan
+from ...engine.cluster.slurm_jobs import SlurmJobError, SlurmRun, dump_job_stacks, submit_job
+from ...engine.cluster.ssh import SshLaunch
+from ...engine.config import Project
+from ...engine.export import SlurmJob
+from ...engine.problems import ProblemsError
+from ...engine.run_folder import TASKS_DIR, default_runs_root
+from ...engine.run_handle import runs_as_cluster
+from ...engine.run_model import RunModel
+from ...engine.stack_dumps import TaskStack, diagnose
+from .. import dialogs
 from .background import Background, Progress
 from .hosts_panel import HostsPanel
 from .run_controller import RunController, RunState

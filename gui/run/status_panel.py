@@ -19,12 +19,12 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from ..engine.formatting import format_duration
-from ..engine.messages import EvalMetrics, RunFailed, RunFinished, RunStarted, StepMetrics
-from ..engine.run_events import Evaluated, Pruning, RunEvent, Started, StatusChanged, StepsAdded
-from ..engine.run_folder import format_loss
-from ..engine.run_model import RunModel
-from .widgets.elided_label import ElidedLabel
+from ...engine.formatting import format_duration
+from ...engine.messages import EvalMetrics, RunFailed, RunFinished, RunStarted, StepMetrics
+from ...engine.run_events import Evaluated, Pruning, RunEvent, Started, StatusChanged, StepsAdded
+from ...engine.run_folder import format_loss
+from ...engine.run_model import RunModel
+from ..widgets.elided_label import ElidedLabel
 
 ROWS = 4  # fields fill columns of four rows: the panel stays low and the plot keeps the height
 ELIDED = {

@@ -24,8 +24,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from ..engine.export import SlurmJob
-from .files import file_dialogs
+from ...engine.export import SlurmJob
+from ..files import file_dialogs
 
 
 class SlurmDialog(QDialog):
