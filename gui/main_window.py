@@ -1,7 +1,7 @@
 """The main window: settings on the left, the live run (plot, status, log) on the right.
 
 The window builds the layout, the actions and the menus, and wires the forms, the
-project document (:mod:`gui.project_document`: the file, its changes, its validation),
+project document (:mod:`gui.project.project_document`: the file, its changes, its validation),
 the run starter (:mod:`gui.run.run_starter`) and the run controller to the views; it keeps
 no rule of its own. Run is enabled only when the engine's loader accepts the forms'
 content.
@@ -61,9 +61,9 @@ from . import dialogs, settings
 from .files.dataset_preview import DatasetPreview
 from .files.exports import save_plot_as
 from .help_windows import GuideWindow, ShortcutsWindow
-from .problems_panel import ProblemsPanel
-from .project_document import ProjectDocument
-from .project_editor import ProjectEditor
+from .project.problems_panel import ProblemsPanel
+from .project.project_document import ProjectDocument
+from .project.project_editor import ProjectEditor
 from .queue.queue_panel import RunQueuePanel
 from .queue.run_queue import RunQueue
 from .run.cluster_panel import ClusterPanel

@@ -26,7 +26,7 @@ from ...engine.run_history import RunSummary, summarize
 from ...engine.run_model import RunModel
 from ...engine.user_code import UserCodeError, fingerprint
 from .. import dialogs, settings
-from ..project_document import ProjectDocument
+from ..project.project_document import ProjectDocument
 from .run_controller import RunController
 
 

@@ -12,7 +12,7 @@ from data_folders import png_bytes, write_image_folder
 from distloop.engine.validation import Validation, validate
 from distloop.gui.files.dataset_preview import HINT, IMAGES_PER_CLASS, DatasetPreview
 from distloop.gui.main_window import MainWindow
-from distloop.gui.problem_marks import is_marked
+from distloop.gui.project.problem_marks import is_marked
 from PySide6.QtWidgets import QLabel
 from pytestqt.qtbot import QtBot
 
@@ -137,7 +137,7 @@ def test_png_helper_round_trips_through_qt(tmp_path: Path) -> None:
 
 
 def test_tfrecord_feature_spec_is_typed_as_one_line(qtbot: QtBot) -> None:
-    from distloop.gui.data_form import DataForm
+    from distloop.gui.project.data_form import DataForm
 
     form = DataForm()
     qtbot.addWidget(form)

@@ -12,7 +12,7 @@ from distloop.engine.config import (
     StrategyConfig,
     TrainingConfig,
 )
-from distloop.gui.field_editors import (
+from distloop.gui.project.field_editors import (
     DECIMALS,
     BoolEdit,
     ChoiceEdit,

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 from distloop.engine.examples import load_example
-from distloop.gui.field_editors import PathEdit
 from distloop.gui.main_window import MainWindow
+from distloop.gui.project.field_editors import PathEdit
 from PySide6.QtWidgets import QFileDialog
 
 

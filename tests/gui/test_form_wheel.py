@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from distloop.engine.examples import load_example
 from distloop.engine.problems import Problem
-from distloop.gui.project_editor import ProjectEditor
+from distloop.gui.project.project_editor import ProjectEditor
 from PySide6.QtCore import QPoint, QPointF
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication, QScrollArea, QWidget

@@ -20,9 +20,9 @@ from distloop.engine.config import (
 from distloop.engine.examples import example_names, load_example
 from distloop.engine.problems import Loc
 from distloop.engine.validation import differences, validate
-from distloop.gui.field_editors import ChoiceEdit
-from distloop.gui.optimizer_form import OPTIMIZER_MODELS
-from distloop.gui.project_editor import ProjectEditor
+from distloop.gui.project.field_editors import ChoiceEdit
+from distloop.gui.project.optimizer_form import OPTIMIZER_MODELS
+from distloop.gui.project.project_editor import ProjectEditor
 from PySide6.QtWidgets import QWidget
 
 

@@ -8,8 +8,8 @@ import pytest
 from distloop.engine.config import DenseLayer, DropoutLayer, ModelConfig, TrainingConfig
 from distloop.engine.examples import load_example
 from distloop.engine.validation import validate
-from distloop.gui.model_form import ModelForm
-from distloop.gui.training_form import TrainingForm
+from distloop.gui.project.model_form import ModelForm
+from distloop.gui.project.training_form import TrainingForm
 
 
 @pytest.fixture

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from distloop.engine.problems import Problem
 from distloop.engine.tf_config import TFConfig
-from distloop.gui.tf_config_editor import PasteDialog, TFConfigEditor
-from distloop.gui.tf_config_table import BAD_BACKGROUND
+from distloop.gui.project.tf_config_editor import PasteDialog, TFConfigEditor
+from distloop.gui.project.tf_config_table import BAD_BACKGROUND
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from PySide6.QtCore import Qt

@@ -16,8 +16,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from ..engine.config import ConstantData, EvaluationConfig
-from ..engine.problems import Loc
+from ...engine.config import ConstantData, EvaluationConfig
+from ...engine.problems import Loc
 from .data_form import DataForm
 from .field_editors import FloatEdit, editor_for, float_range
 

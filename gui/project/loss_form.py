@@ -7,9 +7,9 @@ from typing import Any
 from PySide6.QtCore import QSignalBlocker, Signal
 from PySide6.QtWidgets import QVBoxLayout, QWidget
 
-from ..engine.config import LossConfig
-from ..engine.config.applicability import applicable_fields
-from ..engine.problems import Loc
+from ...engine.config import LossConfig
+from ...engine.config.applicability import applicable_fields
+from ...engine.problems import Loc
 from .auto_form import AutoForm
 
 

@@ -21,9 +21,9 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from ..engine.config import LAYER_KINDS, MAX_DIMENSION, MODEL_KINDS, Layer, ModelConfig
-from ..engine.model_shapes import BACKBONES, ModelFileError, model_shapes, read_keras_file
-from ..engine.problems import Loc
+from ...engine.config import LAYER_KINDS, MAX_DIMENSION, MODEL_KINDS, Layer, ModelConfig
+from ...engine.model_shapes import BACKBONES, ModelFileError, model_shapes, read_keras_file
+from ...engine.problems import Loc
 from .field_editors import ChoiceEdit, ListEdit, PathEdit
 from .layer_card import LayerCard, new_layer
 

@@ -7,8 +7,8 @@ from pathlib import Path
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QFormLayout, QGroupBox, QLabel
 
-from ..engine.config import DenseLayer, Project
-from ..engine.model_shapes import BACKBONES
+from ...engine.config import DenseLayer, Project
+from ...engine.model_shapes import BACKBONES
 
 ROWS = ("Strategy", "Model", "Optimizer", "Loss", "Data", "Training")
 

@@ -18,10 +18,10 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from ..engine.config import DATA_MODELS, DATA_SOURCES, ConstantData
-from ..engine.config.data import FeatureSpec
-from ..engine.data_sources import source_named
-from ..engine.problems import Loc
+from ...engine.config import DATA_MODELS, DATA_SOURCES, ConstantData
+from ...engine.config.data import FeatureSpec
+from ...engine.data_sources import source_named
+from ...engine.problems import Loc
 from .auto_form import AutoForm, align_labels, show_page
 from .field_editors import ChoiceEdit, PathEdit
 

@@ -17,17 +17,17 @@ from pathlib import Path
 from PySide6.QtCore import QObject, Signal
 from PySide6.QtWidgets import QApplication, QMenu, QWidget
 
-from ..engine.config import Project, load_project
-from ..engine.examples import load_example
-from ..engine.fileio import atomic_write_text
-from ..engine.messages import DevicesDetected
-from ..engine.problems import ProblemsError
-from ..engine.validation import Validation, differences, validate
-from . import dialogs, settings
-from .files import file_dialogs
-from .files.export_dialog import ExportDialog
-from .files.exports import save_script_as
-from .files.folder_scans import FolderScans
+from ...engine.config import Project, load_project
+from ...engine.examples import load_example
+from ...engine.fileio import atomic_write_text
+from ...engine.messages import DevicesDetected
+from ...engine.problems import ProblemsError
+from ...engine.validation import Validation, differences, validate
+from .. import dialogs, settings
+from ..files import file_dialogs
+from ..files.export_dialog import ExportDialog
+from ..files.exports import save_script_as
+from ..files.folder_scans import FolderScans
 from .project_editor import ProjectEditor
 
 FILE_FILTER = "Distloop projects (*.json);;All files (*)"

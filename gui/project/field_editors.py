@@ -38,7 +38,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from .files import file_dialogs
+from ..files import file_dialogs
 
 INT_MIN, INT_MAX = -(2**31), 2**31 - 1  # what a QSpinBox holds
 DECIMALS = 12

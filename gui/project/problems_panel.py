@@ -13,9 +13,9 @@ from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QResizeEvent
 from PySide6.QtWidgets import QLabel, QListWidget, QListWidgetItem, QStyle, QVBoxLayout, QWidget
 
-from ..engine.config import Project
-from ..engine.problems import Problem
-from ..engine.validation import Validation
+from ...engine.config import Project
+from ...engine.problems import Problem
+from ...engine.validation import Validation
 
 _FIELD_FIRST = re.compile(
     rf"^((?:{'|'.join(Project.model_fields)})(?:\.[A-Za-z0-9_]+)*): (.+)$", re.DOTALL

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping
 from PySide6.QtGui import QColor, QPalette
 from PySide6.QtWidgets import QAbstractScrollArea, QFrame, QGroupBox, QWidget
 
-from ..engine.problems import Loc, Problem
+from ...engine.problems import Loc, Problem
 
 BAD_BACKGROUND = "#ffd6d6"
 BAD_BORDER = "#c62828"

@@ -7,8 +7,8 @@ from typing import Any
 from PySide6.QtCore import QSignalBlocker, Signal
 from PySide6.QtWidgets import QFormLayout, QStackedWidget, QVBoxLayout, QWidget
 
-from ..engine.config import OPTIMIZER_KINDS, AdagradConfig, AdamConfig, RMSpropConfig, SGDConfig
-from ..engine.problems import Loc
+from ...engine.config import OPTIMIZER_KINDS, AdagradConfig, AdamConfig, RMSpropConfig, SGDConfig
+from ...engine.problems import Loc
 from .auto_form import AutoForm, show_page
 from .field_editors import ChoiceEdit
 

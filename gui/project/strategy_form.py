@@ -19,12 +19,12 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from ..engine.cluster.plan import DEFAULT_COMMUNICATION_TIMEOUT_S
-from ..engine.config import StrategyConfig
-from ..engine.config.applicability import applicable_fields
-from ..engine.messages import DevicesDetected
-from ..engine.problems import Loc
-from ..engine.process import detect_devices
+from ...engine.cluster.plan import DEFAULT_COMMUNICATION_TIMEOUT_S
+from ...engine.config import StrategyConfig
+from ...engine.config.applicability import applicable_fields
+from ...engine.messages import DevicesDetected
+from ...engine.problems import Loc
+from ...engine.process import detect_devices
 from .auto_form import AutoForm
 
 DETECT_TIMEOUT_S = 120.0

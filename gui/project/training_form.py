@@ -7,8 +7,8 @@ from typing import Any
 from PySide6.QtCore import QSignalBlocker, Signal
 from PySide6.QtWidgets import QFormLayout, QRadioButton, QVBoxLayout, QWidget
 
-from ..engine.config import TrainingConfig
-from ..engine.problems import Loc
+from ...engine.config import TrainingConfig
+from ...engine.problems import Loc
 from .auto_form import AutoForm
 from .field_editors import IntEdit, int_range
 

@@ -7,8 +7,8 @@ from typing import Any
 from PySide6.QtCore import QSignalBlocker, Signal
 from PySide6.QtWidgets import QCheckBox, QFormLayout, QLabel, QVBoxLayout, QWidget
 
-from ..engine.config import CustomCode
-from ..engine.problems import Loc
+from ...engine.config import CustomCode
+from ...engine.problems import Loc
 from .field_editors import PathEdit
 
 PYTHON_FILTER = "Python files (*.py);;All files (*)"

@@ -40,8 +40,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from ..engine.config import STRATEGY_KINDS
-from ..engine.problems import (
+from ...engine.config import STRATEGY_KINDS
+from ...engine.problems import (
     RULE_ERROR_TYPE,
     Loc,
     Problem,
@@ -49,7 +49,7 @@ from ..engine.problems import (
     parse_json_text,
     problems_from_validation_error,
 )
-from ..engine.tf_config import (
+from ...engine.tf_config import (
     JOB_TYPES,
     LOCAL_CLUSTERS,
     MULTI_MACHINE_STRATEGIES,
@@ -60,8 +60,8 @@ from ..engine.tf_config import (
     parse_tf_config_text,
     strategy_problems,
 )
+from ..files import file_dialogs
 from .field_editors import wheel_only_when_focused
-from .files import file_dialogs
 from .tf_config_table import JobTable, mark_widget
 
 # Only rule errors (RULE_ERROR_TYPE) can be shown in the tables; any other error means

@@ -25,9 +25,9 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from ..engine.config import LAYER_KINDS, LAYER_TYPES, Initializer, Regularizer
-from ..engine.config.applicability import applicable_fields
-from ..engine.problems import Loc
+from ...engine.config import LAYER_KINDS, LAYER_TYPES, Initializer, Regularizer
+from ...engine.config.applicability import applicable_fields
+from ...engine.problems import Loc
 from .auto_form import AutoForm, align_labels, show_page
 from .field_editors import ChoiceEdit, editor_for
 

@@ -24,11 +24,12 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from ..engine.config import SCHEMA_VERSION, LaunchConfig, Project
-from ..engine.messages import DevicesDetected
-from ..engine.problems import Loc, Problem
-from ..engine.process import detect_devices
-from ..engine.validation import Validation
+from ...engine.config import SCHEMA_VERSION, LaunchConfig, Project
+from ...engine.messages import DevicesDetected
+from ...engine.problems import Loc, Problem
+from ...engine.process import detect_devices
+from ...engine.validation import Validation
+from ..run.hosts_panel import HostsPanel
 from .auto_form import AutoForm
 from .custom_code_form import CustomCodeForm
 from .data_form import DataForm
@@ -38,7 +39,6 @@ from .model_form import ModelForm
 from .optimizer_form import OptimizerForm
 from .problem_marks import owner, route, set_problems
 from .project_summary import ProjectSummary
-from .run.hosts_panel import HostsPanel
 from .section_bar import SectionBar
 from .strategy_form import StrategyForm
 from .tf_config_editor import TFConfigEditor
