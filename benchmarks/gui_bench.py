@@ -51,7 +51,7 @@ began = float(sys.argv[1])
 from PySide6.QtWidgets import QApplication
 app = QApplication([])
 if sys.argv[2] == "distloop":
-    from distloop.gui.main_window import MainWindow
+    from distloop.gui.shell.main_window import MainWindow
     window = MainWindow()
 else:
     from PySide6.QtWidgets import QMainWindow
@@ -226,7 +226,7 @@ class LatenessProbe:
 def streaming(app, tmp: Path) -> tuple[float, float, float, float, float]:
     """p99 timer lateness idle and streaming, p95 step-to-screen, RSS empty and at 10^6."""
     import qasync
-    from distloop.gui.main_window import MainWindow
+    from distloop.gui.shell.main_window import MainWindow
 
     loop = qasync.QEventLoop(app)
     asyncio.set_event_loop(loop)
@@ -328,7 +328,7 @@ def typing(app, tmp: Path) -> tuple[float, dict[str, tuple[float, float]]]:
     import json
 
     from distloop.engine.problems import Problem
-    from distloop.gui.main_window import MainWindow
+    from distloop.gui.shell.main_window import MainWindow
     from PySide6.QtCore import Qt
     from PySide6.QtTest import QTest
 

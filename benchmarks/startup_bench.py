@@ -73,7 +73,7 @@ async def click_to_first_step(window) -> float:
 def main() -> None:
     import qasync
     from distloop.engine.process import WarmEngines
-    from distloop.gui.main_window import MainWindow
+    from distloop.gui.shell.main_window import MainWindow
     from PySide6.QtWidgets import QApplication
 
     rounds = int(sys.argv[1]) if len(sys.argv) > 1 else 3

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 from ..engine.cli import COMMANDS
-from .system_libraries import install_line, missing_for_xcb, missing_library
+from .shell.system_libraries import install_line, missing_for_xcb, missing_library
 
 GUI_PACKAGES = ("PySide6", "pyqtgraph", "qasync")
 """The window's packages: the ``gui`` extra, which a headless install (a cluster node) lacks."""
@@ -40,7 +40,7 @@ def main(argv: list[str] | None = None) -> int:
 
         return cli_main(args)
     try:
-        from .app import main as gui_main
+        from .shell.app import main as gui_main
     except ModuleNotFoundError as exc:
         if (exc.name or "").split(".")[0] not in GUI_PACKAGES:
             raise

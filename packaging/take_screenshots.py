@@ -58,7 +58,7 @@ def _section(window: Any, title: str) -> None:
 async def _scenes(window: Any, out: Path, suffix: str) -> None:
     """Every scene, in an order that has each one's runs ready when it needs them."""
     from distloop.engine.run_history import summarize
-    from distloop.gui import dialogs
+    from distloop.gui.shell import dialogs
 
     def shot(name: str, crop: tuple[int, int, int, int] | None = None) -> None:
         _shot(out, name + suffix, crop)
@@ -137,8 +137,8 @@ def drive(out: Path, suffix: str) -> None:
     """The app as ``distloop`` starts it, with the scenes played in its event loop."""
     import qasync
     from distloop.engine.process import WarmEngines
-    from distloop.gui.app import application
-    from distloop.gui.main_window import MainWindow
+    from distloop.gui.shell.app import application
+    from distloop.gui.shell.main_window import MainWindow
 
     app = application()
     loop = qasync.QEventLoop(app)

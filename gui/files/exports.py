@@ -22,8 +22,8 @@ from ...engine.config import Project
 from ...engine.fileio import atomic_write_text, open_bytes
 from ...engine.run_folder import EVAL_FILE, METRICS_FILE
 from ...engine.script_export import ExportError, render_script
-from .. import dialogs
 from ..run.loss_plot import LossPlot
+from ..shell import dialogs
 from . import file_dialogs
 
 IMAGE_SUFFIXES = (".png", ".svg")

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from PySide6.QtWidgets import QFileDialog, QWidget
 
-from .. import settings
+from ..shell import settings
 
 
 def open_file(

@@ -32,7 +32,7 @@ from ...engine.run_folder import TASKS_DIR, default_runs_root
 from ...engine.run_handle import runs_as_cluster
 from ...engine.run_model import RunModel
 from ...engine.stack_dumps import TaskStack, diagnose
-from .. import dialogs
+from ..shell import dialogs
 from .background import Background, Progress
 from .hosts_panel import HostsPanel
 from .run_controller import RunController, RunState

@@ -62,10 +62,10 @@ from ...engine.run_curves import (
 from ...engine.run_folder import default_runs_root, has_model
 from ...engine.run_history import RunSummary, delete_run, list_runs, summarize
 from ...engine.run_model import RunModel
-from .. import dialogs
 from ..files import file_dialogs
 from ..files.exports import CSV_FILTER, copy_metrics
 from ..run.loss_plot import LossPlot
+from ..shell import dialogs
 from ..widgets.tables import select_rows, style_list_table
 from .run_scanner import RunScanner
 from .run_table import SORT_ROLE

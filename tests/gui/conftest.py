@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 import qasync
 from distloop.engine.validation import Validation
-from distloop.gui import dialogs
-from distloop.gui.main_window import MainWindow
+from distloop.gui.shell import dialogs
+from distloop.gui.shell.main_window import MainWindow
 from PySide6.QtCore import QCoreApplication, QSettings
 from PySide6.QtWidgets import QApplication, QDialog, QFileDialog, QInputDialog, QMessageBox
 

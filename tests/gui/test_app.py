@@ -17,7 +17,7 @@ import sys, time
 started = time.perf_counter()
 from PySide6.QtCore import QTimer
 from PySide6.QtWidgets import QApplication
-from distloop.gui.app import main
+from distloop.gui.shell.app import main
 
 def report():
     windows = [w for w in QApplication.topLevelWidgets() if w.isVisible() and w.isWindow()]

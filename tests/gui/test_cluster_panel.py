@@ -18,8 +18,8 @@ from distloop.engine.run_events import RunEvent, TasksChanged
 from distloop.engine.run_folder import MetricsWriter, read_metrics, read_status, write_status
 from distloop.engine.run_model import RunModel
 from distloop.gui.files.log_file_window import read_tail
-from distloop.gui.main_window import MainWindow
 from distloop.gui.run.run_controller import RunController
+from distloop.gui.shell.main_window import MainWindow
 from gui_fakes import FakeEngine, factory, seed_run, told_steps
 from PySide6.QtGui import QDesktopServices
 

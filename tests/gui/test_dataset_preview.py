@@ -11,8 +11,8 @@ import numpy as np
 from data_folders import png_bytes, write_image_folder
 from distloop.engine.validation import Validation, validate
 from distloop.gui.files.dataset_preview import HINT, IMAGES_PER_CLASS, DatasetPreview
-from distloop.gui.main_window import MainWindow
 from distloop.gui.project.problem_marks import is_marked
+from distloop.gui.shell.main_window import MainWindow
 from PySide6.QtWidgets import QLabel
 from pytestqt.qtbot import QtBot
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from distloop.engine.messages import StepMetrics
 from distloop.engine.run_folder import read_eval, read_metrics, read_status
-from distloop.gui.main_window import MainWindow
+from distloop.gui.shell.main_window import MainWindow
 from gui_fakes import told_steps
 
 pytestmark = pytest.mark.slow

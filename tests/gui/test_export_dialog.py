@@ -11,7 +11,7 @@ from distloop.engine.config import Project, load_project_data
 from distloop.engine.examples import load_example
 from distloop.engine.export import DEFAULT_IMAGE, FORMATS, SECURITY_NOTE
 from distloop.gui.files.export_dialog import ExportDialog
-from distloop.gui.main_window import MainWindow
+from distloop.gui.shell.main_window import MainWindow
 
 HOSTS = ["10.0.0.1:2222", "10.0.0.2:2222"]
 

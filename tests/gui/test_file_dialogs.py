@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 from distloop.engine.examples import load_example
-from distloop.gui.main_window import MainWindow
 from distloop.gui.project.field_editors import PathEdit
+from distloop.gui.shell.main_window import MainWindow
 from PySide6.QtWidgets import QFileDialog
 
 

@@ -14,8 +14,8 @@ from distloop.engine.data_sources import folders
 from distloop.engine.validation import Validation
 from distloop.gui.files import folder_scans
 from distloop.gui.files.folder_scan_worker import Cancelled, Shared, changed, scan
-from distloop.gui.main_window import MainWindow
 from distloop.gui.project.problem_marks import is_marked, problem_tooltip
+from distloop.gui.shell.main_window import MainWindow
 from pytestqt.qtbot import QtBot
 
 Scanned = Callable[[MainWindow], Validation]

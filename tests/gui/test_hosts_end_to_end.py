@@ -13,8 +13,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 from distloop.engine.run_folder import read_metrics, read_status
-from distloop.gui import dialogs
-from distloop.gui.main_window import MainWindow
+from distloop.gui.shell import dialogs
+from distloop.gui.shell.main_window import MainWindow
 from ssh_hosts import ssh_hosts, unavailable_reason
 from test_cluster import multi_worker
 

@@ -14,10 +14,10 @@ from distloop.engine.messages import (
 )
 from distloop.engine.run_events import Started
 from distloop.engine.run_model import RunModel
-from distloop.gui.main_window import MainWindow
 from distloop.gui.project.strategy_form import logical_device
 from distloop.gui.run.log_panel import LEVEL_COLORS, MAX_LINES, LogPanel
 from distloop.gui.run.status_panel import StatusPanel, short_device
+from distloop.gui.shell.main_window import MainWindow
 from gui_fakes import FakeEngine, seed_run
 
 

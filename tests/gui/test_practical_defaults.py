@@ -12,7 +12,7 @@ from distloop.engine.config import Project
 from distloop.engine.examples import load_example
 from distloop.engine.run_folder import CHECKPOINT_DIR, CHECKPOINT_INDEX_FILE, write_status
 from distloop.engine.run_history import summarize
-from distloop.gui.main_window import MainWindow
+from distloop.gui.shell.main_window import MainWindow
 from gui_fakes import FakeEngine, seed_run
 
 

@@ -11,7 +11,7 @@ from typing import Any
 from data_folders import write_image_folder
 from distloop.engine.messages import DeviceInfo, DevicesDetected
 from distloop.engine.validation import Validation
-from distloop.gui.main_window import MainWindow
+from distloop.gui.shell.main_window import MainWindow
 
 Scanned = Callable[[MainWindow], Validation]
 

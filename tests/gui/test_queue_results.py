@@ -10,8 +10,8 @@ from distloop.engine.config import Project
 from distloop.engine.examples import load_example
 from distloop.engine.run_folder import EVAL_FILE, METRICS_FILE, PROJECT_FILE, STATUS_FILE
 from distloop.gui.files.exports import copy_metrics
-from distloop.gui.main_window import MainWindow
 from distloop.gui.queue.queue_model import Column
+from distloop.gui.shell.main_window import MainWindow
 from gui_fakes import FakeEngine, seed_run
 from PySide6.QtCore import Qt
 

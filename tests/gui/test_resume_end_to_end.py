@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from distloop.engine.examples import load_example
 from distloop.engine.run_folder import read_metrics, read_status
-from distloop.gui.main_window import MainWindow
+from distloop.gui.shell.main_window import MainWindow
 
 pytestmark = pytest.mark.slow
 RUN_TIMEOUT_MS = 180_000  # TensorFlow's import alone takes 8-10 s on a quiet machine

@@ -34,12 +34,12 @@ from distloop.engine.run_folder import (
 from distloop.engine.run_history import summarize
 from distloop.engine.run_model import RunModel
 from distloop.engine.script_export import ExportError
-from distloop.gui.app import app_icon
 from distloop.gui.files.exports import copy_metrics
 from distloop.gui.files.log_file_window import read_tail
-from distloop.gui.main_window import MainWindow
 from distloop.gui.runs.runs_model import Column
 from distloop.gui.runs.runs_panel import HEADER_KEY, RunsPanel
+from distloop.gui.shell.app import app_icon
+from distloop.gui.shell.main_window import MainWindow
 from distloop_testing import crafted_status_folders
 from gui_fakes import FakeEngine, factory, seed_run
 from PySide6.QtCore import QSettings, QSize, Qt

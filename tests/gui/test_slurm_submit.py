@@ -14,10 +14,10 @@ from distloop.engine.config import Project
 from distloop.engine.export import SlurmJob
 from distloop.engine.messages import Message
 from distloop.engine.run_folder import read_status
-from distloop.gui import dialogs
-from distloop.gui.main_window import MainWindow
 from distloop.gui.run import host_runs
 from distloop.gui.run.slurm_dialog import SlurmDialog
+from distloop.gui.shell import dialogs
+from distloop.gui.shell.main_window import MainWindow
 from gui_fakes import FakeEngine, seed_run
 from slurm_daemons import single_node_slurm
 from slurm_daemons import unavailable_reason as slurm_unavailable

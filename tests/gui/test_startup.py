@@ -7,8 +7,8 @@ import sys
 from pathlib import Path
 
 from distloop.engine.examples import load_example
-from distloop.gui import settings
-from distloop.gui.main_window import MainWindow
+from distloop.gui.shell import settings
+from distloop.gui.shell.main_window import MainWindow
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QScrollArea
 
@@ -19,10 +19,10 @@ def test_gui_modules_do_not_import_tensorflow() -> None:
     code = (
         "import os, sys\n"
         "os.environ['QT_QPA_PLATFORM'] = 'offscreen'\n"
-        "import distloop.gui.app, distloop.gui.main_window\n"
+        "import distloop.gui.shell.app, distloop.gui.shell.main_window\n"
         "from PySide6.QtWidgets import QApplication\n"
         "app = QApplication([])\n"
-        "window = distloop.gui.main_window.MainWindow()\n"
+        "window = distloop.gui.shell.main_window.MainWindow()\n"
         "window.show()\n"
         "app.processEvents()\n"
         "heavy = sorted(m for m in sys.modules if m.split('.')[0] in ('tensorflow', 'keras'))\n"

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import optuna
 import pytest
-from distloop.gui import dialogs
 from distloop.gui.files import file_dialogs
-from distloop.gui.main_window import MainWindow
+from distloop.gui.shell import dialogs
+from distloop.gui.shell.main_window import MainWindow
 from distloop.gui.study.study_views import StudyPanel, export_view
 from PySide6.QtCore import Qt
 from study_folders import optuna_study_folder, storage_url, swept_study

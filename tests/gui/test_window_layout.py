@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 from distloop.engine.problems import Problem
 from distloop.engine.run_history import summarize
-from distloop.gui.main_window import MIN_PLOT_SIZE, MainWindow, fitted_geometry
 from distloop.gui.runs import try_it_panel
+from distloop.gui.shell.main_window import MIN_PLOT_SIZE, MainWindow, fitted_geometry
 from PySide6.QtCore import QMargins, QPoint, QRect, QSize, Qt
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import QWidget

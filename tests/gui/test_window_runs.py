@@ -8,8 +8,8 @@ import numpy as np
 from distloop.engine.examples import load_example
 from distloop.engine.messages import EvalMetrics, RunFailed, RunFinished, StepMetrics
 from distloop.engine.problems import Problem
-from distloop.gui.main_window import MainWindow
 from distloop.gui.run.run_controller import RunState
+from distloop.gui.shell.main_window import MainWindow
 from gui_fakes import FakeEngine, factory, seed_run
 from PySide6.QtCore import Qt
 

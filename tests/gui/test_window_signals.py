@@ -1,6 +1,6 @@
 """Ctrl-C in the terminal of a real window process, with a real engine training.
 
-The window is ``distloop.gui.app.main`` itself (offscreen), started as a user starts
+The window is ``distloop.gui.shell.app.main`` itself (offscreen), started as a user starts
 it; a small driver only presses Run once the project is loaded. Ctrl-C is a real
 SIGINT to the window's process, after the engine was stopped and continued with
 SIGSTOP/SIGCONT (which once made Ctrl-C take about 15 s).
@@ -26,8 +26,8 @@ DRIVER = """
 import sys
 from PySide6.QtCore import QTimer
 from PySide6.QtWidgets import QApplication
-from distloop.gui import app
-from distloop.gui.main_window import MainWindow
+from distloop.gui.shell import app
+from distloop.gui.shell.main_window import MainWindow
 
 
 def press_run() -> None:

@@ -26,7 +26,7 @@ def missing_library(error: BaseException) -> str | None:
 
 def install_line(library: str) -> str:
     """One line for the user: what is missing, and the one command that installs it."""
-    script = Path(__file__).resolve().parents[1] / SCRIPT
+    script = Path(__file__).resolve().parents[2] / SCRIPT  # gui/shell/ -> the checkout
     command = (
         f"bash {script} app"
         if script.is_file()

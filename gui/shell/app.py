@@ -61,7 +61,7 @@ def main(argv: list[str]) -> int:
     loop = qasync.QEventLoop(app)
     asyncio.set_event_loop(loop)
 
-    from ..engine.process import WarmEngines
+    from ...engine.process import WarmEngines
     from .main_window import MainWindow
 
     window = MainWindow(warm_engines=WarmEngines())

@@ -44,41 +44,41 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from ..engine.cluster.run_plans import cluster_plan
-from ..engine.config import Project
-from ..engine.examples import example_names, example_text
-from ..engine.messages import DevicesDetected, RunFailed
-from ..engine.problems import ProblemsError
-from ..engine.process import WarmEngines, detect_devices
-from ..engine.run_events import RunEvent, Started, StatusChanged
-from ..engine.run_handle import ClusterFactory, EngineFactory
-from ..engine.run_history import RunSummary
-from ..engine.run_model import RunModel
-from ..engine.study.folders import read_entry
-from ..engine.study.runner import StudyPlan, new_study_dir, read_plan, write_plan
-from ..engine.validation import Validation
+from ...engine.cluster.run_plans import cluster_plan
+from ...engine.config import Project
+from ...engine.examples import example_names, example_text
+from ...engine.messages import DevicesDetected, RunFailed
+from ...engine.problems import ProblemsError
+from ...engine.process import WarmEngines, detect_devices
+from ...engine.run_events import RunEvent, Started, StatusChanged
+from ...engine.run_handle import ClusterFactory, EngineFactory
+from ...engine.run_history import RunSummary
+from ...engine.run_model import RunModel
+from ...engine.study.folders import read_entry
+from ...engine.study.runner import StudyPlan, new_study_dir, read_plan, write_plan
+from ...engine.validation import Validation
+from ..files.dataset_preview import DatasetPreview
+from ..files.exports import save_plot_as
+from ..project.problems_panel import ProblemsPanel
+from ..project.project_document import ProjectDocument
+from ..project.project_editor import ProjectEditor
+from ..queue.queue_panel import RunQueuePanel
+from ..queue.run_queue import RunQueue
+from ..run.cluster_panel import ClusterPanel
+from ..run.host_runs import HostRuns
+from ..run.log_panel import LogPanel
+from ..run.loss_plot import LossPlot
+from ..run.run_controller import RunController, RunState
+from ..run.run_starter import RunStarter
+from ..run.status_panel import StatusPanel
+from ..runs.runs_panel import RunsPanel
+from ..runs.try_it_panel import TryItPanel
+from ..study.studies_panel import StudiesPanel
+from ..study.study_dialog import ask_study
+from ..study.study_session import StudySession
+from ..study.study_views import StudyPanel
 from . import dialogs, settings
-from .files.dataset_preview import DatasetPreview
-from .files.exports import save_plot_as
 from .help_windows import GuideWindow, ShortcutsWindow
-from .project.problems_panel import ProblemsPanel
-from .project.project_document import ProjectDocument
-from .project.project_editor import ProjectEditor
-from .queue.queue_panel import RunQueuePanel
-from .queue.run_queue import RunQueue
-from .run.cluster_panel import ClusterPanel
-from .run.host_runs import HostRuns
-from .run.log_panel import LogPanel
-from .run.loss_plot import LossPlot
-from .run.run_controller import RunController, RunState
-from .run.run_starter import RunStarter
-from .run.status_panel import StatusPanel
-from .runs.runs_panel import RunsPanel
-from .runs.try_it_panel import TryItPanel
-from .study.studies_panel import StudiesPanel
-from .study.study_dialog import ask_study
-from .study.study_session import StudySession
-from .study.study_views import StudyPanel
 
 DEFAULT_SIZE = (1400, 900)
 MIN_PLOT_SIZE = (320, 160)  # pixels of graph (the plot's controls come on top): readable

@@ -11,12 +11,12 @@ import PySide6
 from PySide6.QtCore import Qt, qVersion
 from PySide6.QtWidgets import QDialog, QMessageBox, QWidget
 
-from ..engine import __version__
-from ..engine.cluster.preflight import Finding
-from ..engine.export import SlurmJob
-from ..engine.problems import Problem
-from ..engine.study.folders import StudyEntry
-from ..engine.user_code import Fingerprint
+from ...engine import __version__
+from ...engine.cluster.preflight import Finding
+from ...engine.export import SlurmJob
+from ...engine.problems import Problem
+from ...engine.study.folders import StudyEntry
+from ...engine.user_code import Fingerprint
 
 MAX_LISTED = 15
 
@@ -127,7 +127,7 @@ def ask_slurm_job(
     parent: QWidget, strategy_kind: str, tasks: int, folder: Path
 ) -> tuple[SlurmJob, Path] | None:
     """Submit to Slurm's dialog: the job and its folder, or None when cancelled."""
-    from .run.slurm_dialog import SlurmDialog
+    from ..run.slurm_dialog import SlurmDialog
 
     dialog = SlurmDialog(strategy_kind, tasks, folder, parent)
     if dialog.exec() != QDialog.DialogCode.Accepted:

@@ -28,7 +28,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from .. import resources
+from ... import resources
 
 PACKAGE = "distloop"
 IMAGE_WIDTH = 820  # pixels: the guide's width less its margins
