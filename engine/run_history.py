@@ -44,6 +44,29 @@ UNREADABLE = "unreadable"
 """A folder whose ``status.json`` or ``project.json`` is refused (a link, a device, too big,
 nested too deeply): listed with the reason as its error, summarized no further,
 so one crafted folder never keeps the others from the list."""
+SUBMITTED = "submitted"
+"""A Slurm job's run none of whose tasks has started yet (the job waits, or never ran)."""
+SLURM_JOBS_DIR = "slurm-jobs"
+
+
+def slurm_jobs_root(runs_root: Path) -> Path:
+    """Where the window puts its Slurm jobs' folders: beside the runs folder, not in it, so a
+    job's folder (its script, output and run folder) is never read as a run of its own."""
+    return runs_root.parent / SLURM_JOBS_DIR
+
+
+@dataclass(frozen=True)
+class SubmittedJob:
+    """The Slurm job that runs a listed run, and what Slurm said of it last."""
+
+    run_dir: Path
+    """The job's run folder (``JOB_FOLDER/runs/<first job id>/``): what Resume resubmits."""
+    job_id: str
+    """The latest job that ran it (a resumed run's job is another than its folder's)."""
+    held: bool = False
+    """Slurm still has the job (pending, running, requeued): it goes on, or resumes, by itself."""
+    note: str = ""
+    """What Slurm said of the job, or why it could not be asked: the status's tooltip."""
 
 
 @dataclass(frozen=True)
@@ -74,6 +97,9 @@ class RunSummary:
     """A study's trial its pruner stopped: the step it was judged at, and why."""
     study: Path | None = None
     """The study folder of a trial (its runs are in the study's ``trials/``)."""
+    job: SubmittedJob | None = None
+    """The Slurm job that runs it, for a submitted job's row: ``path`` is then the chief's
+    task folder, which holds the run's records (:mod:`engine.cluster.slurm_runs`)."""
 
     def matches(self, text: str) -> bool:
         """Whether every word of ``text`` is in the name, a tag, the notes or the study's
@@ -88,8 +114,11 @@ def is_run_folder(path: Path) -> bool:
     return os.path.lexists(path / PROJECT_FILE)
 
 
-def summarize(run_dir: Path, *, scan: bool = True) -> RunSummary:
+def summarize(run_dir: Path, *, scan: bool = True, name: str = "") -> RunSummary:
     """The run's summary; tolerates missing or half-written files (a crashed run).
+
+    ``name`` is the run's name unless the user gave it one (a Slurm job's chief is named
+    after the job, not after its task folder).
 
     Never raises: a folder whose records cannot be read is summarized as
     :data:`UNREADABLE`, naming why. Without ``scan`` it reads no file whole: the last
@@ -102,7 +131,7 @@ def summarize(run_dir: Path, *, scan: bool = True) -> RunSummary:
         project = _read_record(run_dir / PROJECT_FILE)
     except OSError as exc:
         return _unreadable(run_dir, exc)
-    name = _text(status.get("name")) or _label(run_dir) or _derived_name(run_dir, project)
+    name = _text(status.get("name")) or _label(run_dir) or name or _derived_name(run_dir, project)
     read = csv_summary.scan if scan else csv_summary.peek
     metrics = _csv_summary(read, run_dir / METRICS_FILE, "loss")
     evaluations = _csv_summary(read, run_dir / EVAL_FILE, "val_loss")
@@ -244,7 +273,11 @@ def list_runs(root: Path | None = None, *, scan: bool = True) -> list[RunSummary
     root = root or default_runs_root()
     if not root.is_dir():
         return []
-    runs = [summarize(path, scan=scan) for path in _run_folders(root)]
+    return newest_first([summarize(path, scan=scan) for path in _run_folders(root)])
+
+
+def newest_first(runs: list[RunSummary]) -> list[RunSummary]:
+    """Runs of several sources (run folders, Slurm jobs) in the one order a list shows."""
     return sorted(runs, key=lambda run: (run.started_at or 0.0, run.path.name), reverse=True)
 
 

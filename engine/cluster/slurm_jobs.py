@@ -125,14 +125,16 @@ class JobState:
         return f"{self.state} ({self.reason})" if self.reason else self.state
 
 
-def _slurm(argv: list[str], env: Mapping[str, str] | None) -> subprocess.CompletedProcess[str]:
+def _slurm(
+    argv: list[str], env: Mapping[str, str] | None, timeout_s: float = COMMAND_TIMEOUT_S
+) -> subprocess.CompletedProcess[str]:
     try:
         return subprocess.run(
             argv,
             env=None if env is None else dict(env),
             capture_output=True,
             text=True,
-            timeout=COMMAND_TIMEOUT_S,
+            timeout=timeout_s,
             stdin=subprocess.DEVNULL,
         )
     except FileNotFoundError:
@@ -142,7 +144,7 @@ def _slurm(argv: list[str], env: Mapping[str, str] | None) -> subprocess.Complet
         ) from None
     except subprocess.TimeoutExpired:
         raise SlurmJobError(
-            f"{argv[0]} did not answer in {COMMAND_TIMEOUT_S:.0f} s: is slurmctld up?"
+            f"{argv[0]} did not answer in {timeout_s:g} s: is slurmctld up?"
         ) from None
 
 
@@ -152,10 +154,15 @@ def _said(done: subprocess.CompletedProcess[str]) -> str:
     return _SBATCH_NOISE.sub("", lines[-1]) if lines else f"exit code {done.returncode}"
 
 
-def job_state(job_id: str, env: Mapping[str, str] | None = None) -> JobState:
+def job_state(
+    job_id: str, env: Mapping[str, str] | None = None, *, timeout_s: float = COMMAND_TIMEOUT_S
+) -> JobState:
     """The job's state: from the controller while it knows the job (``scontrol``), then
-    from accounting (``sacct``) where there is one; UNKNOWN when neither knows it."""
-    shown = _slurm(["scontrol", "show", "job", "-o", job_id], env)
+    from accounting (``sacct``) where there is one; UNKNOWN when neither knows it.
+
+    ``timeout_s`` bounds each command: with slurmctld down, ``scontrol`` retries for a
+    while, and a runs list asks for many jobs in turn."""
+    shown = _slurm(["scontrol", "show", "job", "-o", job_id], env, timeout_s)
     fields = dict(_FIELD.findall(shown.stdout)) if shown.returncode == 0 else {}
     if "JobState" in fields:
         reason = fields.get("Reason", "")
@@ -166,7 +173,7 @@ def job_state(job_id: str, env: Mapping[str, str] | None = None) -> JobState:
             int(restarts) if _JOB_ID.fullmatch(restarts) else 0,
         )
     with contextlib.suppress(SlurmJobError):
-        accounted = _slurm(["sacct", "-n", "-X", "-P", "-j", job_id, "-o", "State"], env)
+        accounted = _slurm(["sacct", "-n", "-X", "-P", "-j", job_id, "-o", "State"], env, timeout_s)
         words = accounted.stdout.split()
         if accounted.returncode == 0 and words:
             return JobState(words[0].rstrip("+"))
@@ -269,6 +276,12 @@ def _recorded(run_dir: Path) -> dict[str, Any]:
     ):
         raise SlurmJobError(f"{run_dir} is not the run folder of a job distloop submit submitted")
     return record
+
+
+def job_project(run_dir: Path) -> Project:
+    """The project the jobs of ``run_dir`` run (their folder's ``project.json``); raises
+    SlurmJobError for a folder no submit made or a project that cannot be read."""
+    return _submitted_run(run_dir)[0]
 
 
 def _submitted_run(run_dir: Path) -> tuple[Project, Path]:
