@@ -23,13 +23,22 @@ from PySide6.QtWidgets import QWidget
 from ...engine.cluster import local_cluster_tasks
 from ...engine.cluster.preflight import Finding, preflight
 from ...engine.cluster.run_plans import HostsPlan, hosts_plan
-from ...engine.cluster.slurm_jobs import SlurmJobError, SlurmRun, dump_job_stacks, submit_job
+from ...engine.cluster.slurm_jobs import (
+    SlurmJobError,
+    SlurmRun,
+    dump_job_stacks,
+    job_project,
+    resubmit_job,
+    submit_job,
+)
+from ...engine.cluster.slurm_runs import remember_job
 from ...engine.cluster.ssh import SshLaunch
 from ...engine.config import Project
 from ...engine.export import SlurmJob
 from ...engine.problems import ProblemsError
 from ...engine.run_folder import TASKS_DIR, default_runs_root
 from ...engine.run_handle import runs_as_cluster
+from ...engine.run_history import slurm_jobs_root
 from ...engine.run_model import RunModel
 from ...engine.stack_dumps import TaskStack, diagnose
 from ..shell import dialogs
@@ -98,7 +107,7 @@ class HostRuns(QObject):
         self._submitting = Background(self)
         self._submitting.done.connect(self._submitted)
         self._submitting.failed.connect(self._submit_failed)
-        self._submitted_project: Project | None = None
+        self._refused_title = "Cannot submit"  # or "Cannot resume": what sbatch refused
         self._checked_plan = HostsPlan()
         self._run_after_check: Project | None = None
         self._step_at_dump: int | None = None
@@ -262,10 +271,9 @@ class HostRuns(QObject):
             tasks = len(local_cluster_tasks(project))
         except ProblemsError:
             tasks = 0
-        root = self._runs_root or default_runs_root()
         stamp = time.strftime("%Y%m%d-%H%M%S")
         slug = re.sub(r"[^a-z0-9]+", "-", project.name.lower()).strip("-")[:40] or "job"
-        folder = root.parent / "slurm-jobs" / f"{stamp}-{slug}"  # a path any shell takes
+        folder = self._jobs_root() / f"{stamp}-{slug}"  # a path any shell takes
         asked = dialogs.ask_slurm_job(self._window, project.strategy.kind, tasks, folder)
         if asked is None:
             return
@@ -273,7 +281,7 @@ class HostRuns(QObject):
         self._submit(project, job, folder)
 
     def _submit(self, project: Project, job: SlurmJob, folder: Path) -> None:
-        self._submitted_project = project
+        self._refused_title = "Cannot submit"
         self._submitting.start(
             lambda _progress: submit_job(project, folder, job),
             known=(SlurmJobError, ProblemsError, OSError),
@@ -281,10 +289,42 @@ class HostRuns(QObject):
         self.log.emit(f"Submit to Slurm: sbatch {folder}/slurm.sbatch…", "info")
         self.update_actions()
 
-    def _submitted(self, run: SlurmRun) -> None:
-        project, self._submitted_project = self._submitted_project, None
+    def resume_job(self, run_dir: Path, name: str) -> None:
+        """Resume on a stopped job's run in the Runs list: a new job continues it from its
+        checkpoint (``distloop submit --resume``), followed as a submitted one is."""
+        if self._controller.active or self._submitting.running:
+            return
+        try:
+            project = job_project(run_dir)
+        except SlurmJobError as exc:
+            dialogs.show_error(self._window, "Cannot resume", f"{name}: {exc}")
+            return
+        if not self._may_run(project):
+            return
+        self._refused_title = "Cannot resume"
+        self._submitting.start(
+            lambda _progress: resubmit_job(run_dir),
+            known=(SlurmJobError, ProblemsError, OSError),
+        )
+        self.log.emit(f"Resume: sbatch a new job that continues {name}…", "info")
         self.update_actions()
-        if project is None or self._controller.active:
+
+    def _jobs_root(self) -> Path:
+        return slurm_jobs_root(self._runs_root or default_runs_root())
+
+    def _submitted(self, run: SlurmRun) -> None:
+        self.update_actions()
+        project = run.project
+        try:  # a folder the user chose elsewhere: the Runs list finds the job through this
+            remember_job(self._jobs_root(), run.job_folder)
+        except OSError as exc:
+            self.log.emit(f"job {run.job_id} is not in the Runs list: {exc}", "warning")
+        if self._controller.active:
+            self.log.emit(
+                f"job {run.job_id} is submitted but not followed (another run started): "
+                f"distloop submit --follow {run.run_dir}",
+                "warning",
+            )
             return
         model = RunModel(total_steps=project.total_steps(), run_dir=run.run_dir)
         run.on_state = lambda state: self.job_state.emit(model, run.job_id, str(state))
@@ -295,10 +335,9 @@ class HostRuns(QObject):
         )
 
     def _submit_failed(self, text: str) -> None:
-        self._submitted_project = None
         self.update_actions()
-        self.log.emit(f"Submit to Slurm: {text}", "error")
-        dialogs.show_error(self._window, "Cannot submit", text)
+        self.log.emit(f"{self._refused_title}: {text}", "error")
+        dialogs.show_error(self._window, self._refused_title, text)
 
     # --- Dump Stacks ---------------------------------------------------------------------
 

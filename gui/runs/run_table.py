@@ -16,13 +16,14 @@ from PySide6.QtGui import QBrush, QColor
 
 from ...engine.formatting import format_duration
 from ...engine.run_folder import format_loss
-from ...engine.run_history import INTERRUPTED, UNREADABLE, RunSummary
+from ...engine.run_history import INTERRUPTED, SUBMITTED, UNREADABLE, RunSummary
 
 SORT_ROLE = Qt.ItemDataRole.UserRole
 Index = QModelIndex | QPersistentModelIndex
 STATUS_COLORS = {
     "failed": QColor(198, 40, 40),
     "running": QColor(21, 101, 192),
+    SUBMITTED: QColor(21, 101, 192),
     "stopped": QColor(230, 81, 0),
     "pruned": QColor(130, 90, 40),
     INTERRUPTED: QColor(230, 81, 0),

@@ -2,7 +2,8 @@
 
 The cells it shares with the queue's results (steps, losses, duration) are formatted
 and sorted by :mod:`gui.runs.run_table`. Editing a name, the tags or the notes writes them to
-the run's ``status.json``; the folder itself is never renamed.
+the run's ``status.json``; the folder itself is never renamed. A Slurm job's row is its
+chief's folder, found by the job's run folder too (:meth:`RunsTableModel.row_of`).
 """
 
 from __future__ import annotations
@@ -89,6 +90,11 @@ SUMMARY_CELLS = {
 }
 
 
+def is_run_of(run: RunSummary, path: Path) -> bool:
+    """Whether ``path`` is ``run``'s folder or, for a Slurm job's row, the job's run folder."""
+    return run.path == path or (run.job is not None and run.job.run_dir == path)
+
+
 def format_started(timestamp: float | None) -> str:
     return (
         NOT_SHOWN
@@ -142,13 +148,16 @@ class RunsTableModel(RunTableModel):
         return list(self._runs)
 
     def row_of(self, path: Path) -> int | None:
-        return next((row for row, run in enumerate(self._runs) if run.path == path), None)
+        """The row of the run in ``path``: its folder, or a Slurm job's run folder (what the
+        window follows while the job runs)."""
+        return next((row for row, run in enumerate(self._runs) if is_run_of(run, path)), None)
 
     def row_count(self) -> int:
         return len(self._runs)
 
     def row_status(self, row: int) -> str:
-        return self._runs[row].status
+        run = self._runs[row]
+        return "running" if run.job is not None and run.job.held else run.status
 
     def flags(self, index: Index) -> Qt.ItemFlag:
         flags = super().flags(index)
@@ -205,6 +214,9 @@ class RunsTableModel(RunTableModel):
 
     def cell_tip(self, row: int, column: int) -> str | None:
         run = self._runs[row]
+        if run.job is not None and column == Column.STATUS:
+            said = run.job.note or f"Slurm job {run.job.job_id}: not asked yet"
+            return f"{said}\nFailed: {run.error}" if run.status == "failed" and run.error else said
         if run.status == "failed":
             return f"Failed: {run.error}" if run.error else "Failed (no error was recorded)"
         if run.status == UNREADABLE:

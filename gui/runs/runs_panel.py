@@ -4,7 +4,9 @@ The list is the run folders themselves (:mod:`engine.run_history`), so runs made
 from the command line or copied from another machine appear beside the window's
 own. It is read again when a run starts or ends, on Refresh (F5), and when a
 folder appears in or leaves the runs folder. A filter box keeps the runs whose
-name, tags or notes hold every word typed.
+name, tags or notes hold every word typed. The window's Slurm jobs are listed too
+(:mod:`engine.cluster.slurm_runs`), each as its chief's folder; their state is asked of
+Slurm by the scanner's thread, again every :data:`JOB_POLL_MS` while Slurm holds them.
 
 Showing a run draws it in the loss plot; while a run is going on, a shown run is
 compared instead, so the live curves are never replaced. Compared runs pile up
@@ -19,6 +21,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -50,6 +53,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from ...engine.cluster.slurm_runs import list_jobs
 from ...engine.resume_rules import RESUMABLE_STATUSES
 from ...engine.run_curves import (
     STEP,
@@ -60,7 +64,14 @@ from ...engine.run_curves import (
     metric_curve,
 )
 from ...engine.run_folder import default_runs_root, has_model
-from ...engine.run_history import RunSummary, delete_run, list_runs, summarize
+from ...engine.run_history import (
+    RunSummary,
+    delete_run,
+    list_runs,
+    newest_first,
+    slurm_jobs_root,
+    summarize,
+)
 from ...engine.run_model import RunModel
 from ..files import file_dialogs
 from ..files.exports import CSV_FILTER, copy_metrics
@@ -69,13 +80,16 @@ from ..shell import dialogs
 from ..widgets.tables import select_rows, style_list_table
 from .run_scanner import RunScanner
 from .run_table import SORT_ROLE
-from .runs_model import Column, RunsTableModel
+from .runs_model import Column, RunsTableModel, is_run_of
 
 HEADER_KEY = "runsPanel/columns"
 """The header's saved state (widths, order, sort); the key of the columns' order before
 status and validation came first was another, so an old order is never restored."""
 TRY_IT_TIP = "Run a saved model (model.keras) on images, texts, CSV rows or arrays"
 WATCH_DELAY_MS = 300  # a new run folder fills within moments; read it once it settled
+JOB_POLL_MS = 15_000
+"""How often Slurm is asked again about the jobs it still holds (each a few commands)."""
+RESUME_TIP = "Continue the selected stopped, failed or interrupted run from its last checkpoint"
 DEFAULT_WIDTHS = {
     Column.NAME: 190,
     Column.STATUS: 80,
@@ -211,9 +225,13 @@ class RunsPanel(QWidget):
         self._watch_timer.setInterval(WATCH_DELAY_MS)
         self._watch_timer.timeout.connect(self.refresh)
         self._watcher.directoryChanged.connect(lambda _path: self._watch_timer.start())
+        self._job_timer = QTimer(self)
+        self._job_timer.setInterval(JOB_POLL_MS)
+        self._job_timer.timeout.connect(self._ask_held_jobs)
+        self._job_timer.start()
 
         self.table.doubleClicked.connect(self._double_clicked)
-        self.model.dataChanged.connect(lambda *_args: self._sync_compared())
+        self.model.dataChanged.connect(self._rows_changed)
         self.table.customContextMenuRequested.connect(self._context_menu)
         self.table.selectionModel().selectionChanged.connect(self._update_actions)
         self.refresh()
@@ -319,7 +337,7 @@ class RunsPanel(QWidget):
             "Resume Run",
             self.resume_selected,
             "Ctrl+Shift+R",
-            "Continue the selected stopped, failed or interrupted run from its last checkpoint",
+            RESUME_TIP,
             pixmap.SP_MediaSeekForward,
             local=False,
         )
@@ -360,14 +378,41 @@ class RunsPanel(QWidget):
         once a worker thread has scanned the new part (:mod:`engine.csv_summary`).
         """
         selected = [run.path for run in self.selected_runs()]
-        runs = list_runs(self._root, scan=False)
+        jobs_root = slurm_jobs_root(self._root)
+        asked = {run.path: run for run in self.model.runs() if run.job is not None}
+        runs = newest_first(
+            list_runs(self._root, scan=False)
+            + [_as_asked(job, asked.get(job.path)) for job in list_jobs(jobs_root, scan=False)]
+        )
         self.model.set_runs(runs)
-        self.scanner.scan([run.path for run in runs if run.pending])
+        self.scanner.scan(
+            [run.job.run_dir if run.job else run.path for run in runs if run.pending or run.job]
+        )
         self.select_paths(selected)
         self._sync_compared()
-        if self._root.is_dir() and str(self._root) not in self._watcher.directories():
-            self._watcher.addPath(str(self._root))
+        for root in (self._root, jobs_root):
+            if root.is_dir() and str(root) not in self._watcher.directories():
+                self._watcher.addPath(str(root))
         self._update_actions()
+
+    def job_changed(self, run_dir: Path) -> None:
+        """A Slurm job the window follows changed state: its row is read and asked again
+        (listed first when the job was just submitted)."""
+        if self.model.row_of(run_dir) is None:
+            self.refresh()
+        else:
+            self.scanner.scan([run_dir])
+
+    def _rows_changed(self, *_changed: object) -> None:
+        """Rows read again (renamed elsewhere, scanned, a job Slurm has the word on) change
+        what is compared and what applies (Slurm's word on a job decides Resume). A bound
+        slot, not a lambda: Qt drops it with the panel, and the model outlives the panel."""
+        self._sync_compared()
+        self._update_actions()
+
+    def _ask_held_jobs(self) -> None:
+        held = [run.job for run in self.model.runs() if run.job is not None and run.job.held]
+        self.scanner.scan([job.run_dir for job in held])
 
     def runs(self) -> list[RunSummary]:
         """Every run in the order the table shows them."""
@@ -396,7 +441,9 @@ class RunsPanel(QWidget):
             return
         if run_dir is not None:
             self._shown = None
-            self._compared.pop(run_dir, None)
+            self._compared = {
+                path: run for path, run in self._compared.items() if not self._is_active(run)
+            }
         elif previous is not None:
             self._shown = self._summary(previous)
         for box in (self.metric_box, self.x_axis_box):
@@ -442,8 +489,20 @@ class RunsPanel(QWidget):
         self.compare_action.setEnabled(bool(runs))
         self.delete_action.setEnabled(bool(runs))
         self.resume_action.setEnabled(
-            single is not None and self._active_run is None and single.status in RESUMABLE_STATUSES
+            single is not None
+            and self._active_run is None
+            and single.status in RESUMABLE_STATUSES
+            and not (single.job is not None and single.job.held)
         )
+        held = single.job if single is not None and single.job and single.job.held else None
+        resume_tip = (
+            f"Not now: Slurm still holds the job ({held.note}); it goes on, or resumes from "
+            "its checkpoint, by itself"
+            if held is not None
+            else RESUME_TIP
+        )
+        self.resume_action.setToolTip(f"{resume_tip} (Ctrl+Shift+R)")
+        self.resume_action.setStatusTip(resume_tip)
         target = self.try_it_target()
         self.try_it_action.setEnabled(target is not None)
         tip = f"{TRY_IT_TIP}: {target.name}" if target is not None else TRY_IT_TIP
@@ -512,11 +571,9 @@ class RunsPanel(QWidget):
 
     def compare(self, runs: list[RunSummary]) -> None:
         """Adds ``runs`` to the comparison; the plot's own run is never drawn a second time."""
-        own = {self._active_run}
-        if self._shown is not None and self._selection() == PLOT_UNITS:
-            own.add(self._shown.path)
+        shown = self._shown.path if self._shown and self._selection() == PLOT_UNITS else None
         for run in runs:
-            if run.path not in own:
+            if run.path != shown and not self._is_active(run):
                 self._compared[run.path] = run
         self._fill_metric_box()
         self._draw_comparisons()
@@ -611,14 +668,24 @@ class RunsPanel(QWidget):
         runs = self.selected_runs()
         if not runs:
             return
-        if any(run.path == self._active_run for run in runs):
+        if any(self._is_active(run) for run in runs):
             dialogs.show_error(
                 self,
                 "Cannot delete a running run",
                 "The run going on now writes into its folder; stop it first.",
             )
             return
-        if not self.confirm_delete(runs):
+        jobs = {run.name: run.job for run in runs if run.job is not None}
+        if jobs:
+            dialogs.show_error(
+                self,
+                "Slurm jobs are not deleted here",
+                "A Slurm job's run lives in its job folder on the shared file system, with its "
+                "script and output; once the job has ended, delete that folder yourself:",
+                "\n".join(f"{name}: {job.run_dir.parent.parent}" for name, job in jobs.items()),
+            )
+            runs = [run for run in runs if run.job is None]
+        if not runs or not self.confirm_delete(runs):
             return
         failures = []
         for run in runs:
@@ -680,8 +747,12 @@ class RunsPanel(QWidget):
 
     def resume_selected(self) -> None:
         run = self._single()
-        if run is not None and self._active_run is None and run.status in RESUMABLE_STATUSES:
+        if run is not None and self.resume_action.isEnabled():
             self.resume_requested.emit(run)
+
+    def _is_active(self, run: RunSummary) -> bool:
+        """Whether ``run`` is the one going on now (a Slurm job's by its job's run folder)."""
+        return self._active_run is not None and is_run_of(run, self._active_run)
 
     # --- settings -----------------------------------------------------------------------
 
@@ -694,6 +765,14 @@ class RunsPanel(QWidget):
         header = self.table.horizontalHeader()
         if state is not None and header.restoreState(state):
             self.table.sortByColumn(header.sortIndicatorSection(), header.sortIndicatorOrder())
+
+
+def _as_asked(job: RunSummary, asked: RunSummary | None) -> RunSummary:
+    """A job's row read again from its folders keeps what Slurm said of it until Slurm is
+    asked again: a job Slurm holds is never shown, even for a moment, as resumable."""
+    if asked is None or asked.job is None or job.job is None or not asked.job.held:
+        return job
+    return replace(job, status=asked.status, job=asked.job)
 
 
 def compare_runs(

@@ -521,6 +521,9 @@ class MainWindow(QMainWindow):
         self.starter.log.connect(self.log_panel.add)
         self.host_runs.log.connect(self.log_panel.add)
         self.host_runs.job_state.connect(self.status_panel.show_job_state)
+        self.host_runs.job_state.connect(
+            lambda model, _job, _state: self.runs_panel.job_changed(model.run_dir)
+        )
         self.editor.data_form.preview_requested.connect(self._preview_data)
         self.editor.evaluation.source.preview_requested.connect(self._preview_data)
         self.editor.devices_detected.connect(self._on_devices_detected)
@@ -532,7 +535,7 @@ class MainWindow(QMainWindow):
         controller.changed.connect(self.log_panel.show_change)
         controller.changed.connect(self._on_run_event)
         controller.state_changed.connect(self._sync_runs_panel)
-        self.runs_panel.resume_requested.connect(self.starter.resume)
+        self.runs_panel.resume_requested.connect(self.resume_run)
         self.runs_panel.try_it_requested.connect(self.try_run)
         self.study_panel.opened.connect(self._show_study)
         self.study_panel.trials_chosen.connect(self.runs_panel.show_runs)
@@ -786,7 +789,11 @@ class MainWindow(QMainWindow):
         return panel
 
     def resume_run(self, run: RunSummary) -> None:
-        self.starter.resume(run)
+        """A Slurm job's run resumes as a new job (sbatch); any other where it ran."""
+        if run.job is not None:
+            self.host_runs.resume_job(run.job.run_dir, run.name)
+        else:
+            self.starter.resume(run)
 
     def _sync_runs_panel(self, state: RunState) -> None:
         """The runs list follows the run: it appears running, then ends selected."""
