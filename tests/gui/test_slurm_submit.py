@@ -16,6 +16,7 @@ from distloop.engine.messages import Message
 from distloop.engine.run_folder import read_status
 from distloop.gui.run import host_runs
 from distloop.gui.run.slurm_dialog import SlurmDialog
+from distloop.gui.runs.runs_model import Column
 from distloop.gui.shell import dialogs
 from distloop.gui.shell.main_window import MainWindow
 from gui_fakes import FakeEngine, seed_run
@@ -201,13 +202,22 @@ def test_the_dialog_offers_submit_only_for_a_job_sbatch_would_take(qtbot, tmp_pa
     assert dialog.folder() == tmp_path / "job"
 
 
+def job_status(window: MainWindow) -> tuple[str, str]:
+    """The Runs list's status of the window's last job, and its tooltip ("" when unlisted)."""
+    model = window.runs_panel.model
+    row = model.row_of(window.last_run_dir) if window.last_run_dir is not None else None
+    if row is None:
+        return "", ""
+    return model.cell_text(row, Column.STATUS), str(model.cell_tip(row, Column.STATUS))
+
+
 @pytest.mark.slow
 def test_submit_to_slurm_follows_a_real_job_to_its_end(
     qtbot, make_window, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     """A real single-node Slurm (munged, slurmctld, slurmd): the window's Submit runs
     sbatch, shows the job's state, plots the chief's steps from the shared folder and ends
-    with the job."""
+    with the job; the Runs list shows the job with Slurm's state, then the run's end."""
     reason = slurm_unavailable()
     if reason:
         pytest.skip(reason)
@@ -225,7 +235,12 @@ def test_submit_to_slurm_follows_a_real_job_to_its_end(
         assert window.open_project(path)
         window.host_runs.submit_action.trigger()
         qtbot.waitUntil(lambda: window.controller.active, timeout=60_000)
+        # The folder chosen is outside slurm-jobs/: the Runs list finds the job all the same.
+        qtbot.waitUntil(lambda: "(Slurm job " in job_status(window)[0], timeout=60_000)
+        assert job_status(window)[1].startswith("Slurm job ")
         qtbot.waitUntil(lambda: not window.controller.active, timeout=300_000)
+        qtbot.waitUntil(lambda: job_status(window)[0] == "finished", timeout=60_000)
+        assert job_status(window)[1].endswith(": COMPLETED")
     run_dir = window.last_run_dir
     assert run_dir is not None and run_dir.parent == tmp_path / "job" / "runs"
     assert np.array_equal(window.plot.steps(), np.arange(1, steps + 1))
