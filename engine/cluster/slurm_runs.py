@@ -68,8 +68,9 @@ def summarize_job(run_dir: Path, *, scan: bool = True) -> RunSummary:
 
 
 def with_job_state(summary: RunSummary, env: Mapping[str, str] | None = None) -> RunSummary:
-    """The row with Slurm's word on its job: the job's state as its status while Slurm holds
-    it, the run's own once it ended; the reason in the tooltip when Slurm cannot be asked."""
+    """The row with Slurm's word on its job: the job's state (``PENDING``, ``RUNNING``) as
+    its status while Slurm holds it, the run's own once it ended; the reason in the
+    tooltip when Slurm cannot be asked."""
     job = summary.job
     if job is None:
         return summary
@@ -79,8 +80,8 @@ def with_job_state(summary: RunSummary, env: Mapping[str, str] | None = None) ->
         return replace(summary, job=replace(job, held=False, note=f"Slurm not asked: {exc}"))
     said = f"Slurm job {job.job_id}: {state}"
     if not state.ended:
-        status = f"{state} (Slurm job {job.job_id})"
-        return replace(summary, status=status, job=replace(job, held=True, note=said))
+        # the state's word alone fits the column; the name says the job, the tooltip the reason
+        return replace(summary, status=state.state, job=replace(job, held=True, note=said))
     status = summary.status
     if status == SUBMITTED:  # it ended before any task started: Slurm's word is all there is
         status, said = state.state, f"{said} before any task started"
