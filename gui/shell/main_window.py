@@ -521,9 +521,7 @@ class MainWindow(QMainWindow):
         self.starter.log.connect(self.log_panel.add)
         self.host_runs.log.connect(self.log_panel.add)
         self.host_runs.job_state.connect(self.status_panel.show_job_state)
-        self.host_runs.job_state.connect(
-            lambda model, _job, _state: self.runs_panel.job_changed(model.run_dir)
-        )
+        self.host_runs.job_state.connect(self._job_state_changed)
         self.editor.data_form.preview_requested.connect(self._preview_data)
         self.editor.evaluation.source.preview_requested.connect(self._preview_data)
         self.editor.devices_detected.connect(self._on_devices_detected)
@@ -787,6 +785,11 @@ class MainWindow(QMainWindow):
         )
         panel.show()
         return panel
+
+    def _job_state_changed(self, model: RunModel, _job: str, _state: str) -> None:
+        """A bound slot, not a lambda: the state is told from the thread that polls the job,
+        and only a slot of the window's own runs on the window's thread (queued)."""
+        self.runs_panel.job_changed(model.run_dir)
 
     def resume_run(self, run: RunSummary) -> None:
         """A Slurm job's run resumes as a new job (sbatch); any other where it ran."""
