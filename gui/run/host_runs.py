@@ -281,12 +281,20 @@ class HostRuns(QObject):
         self._submit(project, job, folder)
 
     def _submit(self, project: Project, job: SlurmJob, folder: Path) -> None:
-        self._refused_title = "Cannot submit"
-        self._submitting.start(
-            lambda _progress: submit_job(project, folder, job),
-            known=(SlurmJobError, ProblemsError, OSError),
+        self._sbatch(
+            lambda: submit_job(project, folder, job),
+            "Cannot submit",
+            f"Submit to Slurm: sbatch {folder}/slurm.sbatch…",
         )
-        self.log.emit(f"Submit to Slurm: sbatch {folder}/slurm.sbatch…", "info")
+
+    def _sbatch(self, submit: Callable[[], SlurmRun], refused_title: str, saying: str) -> None:
+        """Submit and Resume alike: sbatch off the window's thread, then follow the job
+        (:meth:`_submitted`), or say what sbatch refused under ``refused_title``."""
+        self._refused_title = refused_title
+        self._submitting.start(
+            lambda _progress: submit(), known=(SlurmJobError, ProblemsError, OSError)
+        )
+        self.log.emit(saying, "info")
         self.update_actions()
 
     def resume_job(self, run_dir: Path, name: str) -> None:
@@ -301,13 +309,11 @@ class HostRuns(QObject):
             return
         if not self._may_run(project):
             return
-        self._refused_title = "Cannot resume"
-        self._submitting.start(
-            lambda _progress: resubmit_job(run_dir),
-            known=(SlurmJobError, ProblemsError, OSError),
+        self._sbatch(
+            lambda: resubmit_job(run_dir),
+            "Cannot resume",
+            f"Resume: sbatch a new job that continues {name}…",
         )
-        self.log.emit(f"Resume: sbatch a new job that continues {name}…", "info")
-        self.update_actions()
 
     def _jobs_root(self) -> Path:
         return slurm_jobs_root(self._runs_root or default_runs_root())
