@@ -13,16 +13,12 @@ import errno
 import json
 import os
 import shutil
-import time
 from pathlib import Path
 from typing import Any
 
 from ..fileio import FileRefused, atomic_write_text, read_regular_file
 from .layout import METRICS_FILE
 
-DELETION_WAIT_S = 1.0
-"""How long a failed write waits to see whether its run folder is being deleted: a small
-folder goes within milliseconds, and only a run that stops anyway waits."""
 STATUS_READ_LIMIT = 1024 * 1024
 """The largest ``status.json`` read: a run's record with long notes is a few KiB."""
 
@@ -42,7 +38,7 @@ def folder_write_error(run_dir: str | Path, exc: BaseException, what: str) -> Ru
     """
     reason = getattr(exc, "strerror", None) or str(exc).splitlines()[0] or type(exc).__name__
     missing = getattr(exc, "errno", None) == errno.ENOENT or "No such file or directory" in str(exc)
-    if missing and _goes_within(Path(run_dir) / METRICS_FILE, DELETION_WAIT_S):
+    if missing and not os.path.lexists(Path(run_dir) / METRICS_FILE):
         # The folder went while the run wrote it (rm -rf, a file manager): whichever write
         # meets that first, it is said the same way.
         return folder_deleted_error(run_dir, METRICS_FILE)
@@ -56,18 +52,6 @@ def folder_write_error(run_dir: str | Path, exc: BaseException, what: str) -> Ru
             "space, then resume the run"
         )
     return RunFolderError(f"cannot write {what} in {run_dir}: {reason}")
-
-
-def _goes_within(path: Path, wait_s: float) -> bool:
-    """Whether ``path`` is gone now or within ``wait_s``: a folder being deleted loses its
-    files in the order the deleter lists them, so the write that failed may have met a
-    checkpoint folder already gone while ``metrics.csv`` still waited its turn."""
-    deadline = time.monotonic() + wait_s
-    while os.path.lexists(path):
-        if time.monotonic() >= deadline:
-            return False
-        time.sleep(0.05)
-    return True
 
 
 def folder_deleted_error(run_dir: str | Path, gone: str) -> RunFolderError:
