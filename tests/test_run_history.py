@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -14,10 +16,12 @@ import time
 import pytest
 from distloop.engine.examples import load_example
 from distloop.engine.run_folder import (
+    METRICS_FILE,
     STATUS_FILE,
     MetricsWriter,
     RunFolderBusy,
     folder_entries,
+    folder_write_error,
     new_run_dir,
     read_metrics,
     read_status,
@@ -307,8 +311,34 @@ def test_a_run_whose_folder_is_deleted_under_it_fails_and_writes_no_folder_again
         run.kill()
         run.wait()
     assert run.returncode == 1, stderr
-    assert stderr.strip().splitlines()[-1] == (
-        f"distloop: the run failed: RunFolderError: the run folder {run_dir} was deleted while "
-        "the run wrote it (metrics.csv is gone): the run stops"
-    )
+    # rm -rf takes the folder's entries in no set order: the write that meets the deletion
+    # first names what it found gone.
+    assert re.fullmatch(
+        f"distloop: the run failed: RunFolderError: the run folder {re.escape(str(run_dir))} "
+        r"was deleted while the run wrote it \((metrics\.csv|checkpoints|engine\.log|the "
+        r"checkpoint of step \d+) is gone\): the run stops",
+        stderr.strip().splitlines()[-1],
+    ), stderr
     assert not run_dir.exists()
+
+
+def test_a_write_that_meets_a_deletion_says_so_whichever_part_went_first(tmp_path) -> None:
+    """rm -rf took checkpoints/ before metrics.csv: the checkpoint's error (TensorFlow's
+    SaveV2, ENOENT) was named instead of the deletion, in one CI run of the test above."""
+    (tmp_path / METRICS_FILE).write_text("step,loss,elapsed_s\n")
+    lost = FileNotFoundError(errno.ENOENT, "No such file or directory", "ckpt-100_temp")
+    said = folder_write_error(tmp_path, lost, "the checkpoint of step 100", parts=["checkpoints"])
+    assert str(said) == (
+        f"the run folder {tmp_path} was deleted while the run wrote it (checkpoints is gone): "
+        "the run stops"
+    )
+    (tmp_path / "checkpoints").mkdir()
+    said = folder_write_error(tmp_path, lost, "the checkpoint of step 100", parts=["checkpoints"])
+    assert "(the checkpoint of step 100 is gone)" in str(said)
+    (tmp_path / METRICS_FILE).unlink()
+    said = folder_write_error(tmp_path, lost, "the checkpoint of step 100", parts=["checkpoints"])
+    assert "(metrics.csv is gone)" in str(said)
+    full = OSError(errno.ENOSPC, "No space left on device")
+    assert str(folder_write_error(tmp_path, full, "status.json")).startswith(
+        f"no space left on device in {tmp_path} ("
+    )

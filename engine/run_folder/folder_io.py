@@ -13,6 +13,7 @@ import errno
 import json
 import os
 import shutil
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -30,18 +31,26 @@ class RunFolderError(OSError):
     """
 
 
-def folder_write_error(run_dir: str | Path, exc: BaseException, what: str) -> RunFolderError:
+def folder_write_error(
+    run_dir: str | Path, exc: BaseException, what: str, *, parts: Sequence[str] = ()
+) -> RunFolderError:
     """The error to stop a run with when writing ``what`` into ``run_dir`` failed.
 
     A full disk names the folder and its free space, the two things a user needs
-    to act on; other failures name ``what`` and the system's reason.
+    to act on; other failures name ``what`` and the system's reason. A file or folder
+    missing under a write means the run folder is being deleted (rm -rf, a file
+    manager): whichever write meets that first, it is said the same way, naming the
+    first of ``metrics.csv``, ``parts`` (what the write went into) and ``what`` that is
+    gone. rm -rf takes a folder's entries in no set order, so ``checkpoints/`` may go
+    while ``metrics.csv`` is still there.
     """
     reason = getattr(exc, "strerror", None) or str(exc).splitlines()[0] or type(exc).__name__
     missing = getattr(exc, "errno", None) == errno.ENOENT or "No such file or directory" in str(exc)
-    if missing and not os.path.lexists(Path(run_dir) / METRICS_FILE):
-        # The folder went while the run wrote it (rm -rf, a file manager): whichever write
-        # meets that first, it is said the same way.
-        return folder_deleted_error(run_dir, METRICS_FILE)
+    if missing:
+        gone = (
+            name for name in (METRICS_FILE, *parts) if not os.path.lexists(Path(run_dir) / name)
+        )
+        return folder_deleted_error(run_dir, next(gone, what))
     if getattr(exc, "errno", None) == errno.ENOSPC or "No space left on device" in str(exc):
         try:
             free = f"{shutil.disk_usage(run_dir).free:,} bytes free"

@@ -82,7 +82,9 @@ class RunCheckpoints:
         try:
             self._manager.save(checkpoint_number=step)
         except (tf.errors.OpError, OSError) as exc:
-            error = folder_write_error(self._run_dir, exc, f"the checkpoint of step {step}")
+            error = folder_write_error(
+                self._run_dir, exc, f"the checkpoint of step {step}", parts=[self.directory.name]
+            )
             self._discard(step, previous)
             raise error from None
         self.last_saved = step
