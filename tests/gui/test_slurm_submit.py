@@ -218,6 +218,7 @@ def slurm_answered(status: str, tip: str) -> bool:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(900)  # beyond its waits: one that runs out fails with its own line
 def test_submit_to_slurm_follows_a_real_job_to_its_end(
     qtbot, make_window, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:

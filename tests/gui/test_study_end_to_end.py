@@ -29,6 +29,7 @@ RATES = "0.5, 0.2, 0.000001, 0.3"
 pruned once two trials completed, the fourth runs when the window closes."""
 
 
+@pytest.mark.timeout(900)  # beyond its waits: one that runs out fails with its own line
 def test_a_study_in_the_window_prunes_a_trial_and_a_reopened_window_continues_it(
     qtbot, make_window, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, dialog_recorder
 ) -> None:
