@@ -20,9 +20,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 from distloop.engine.cluster import LocalCluster
+from distloop.engine.cluster import preflight as preflight_module
 from distloop.engine.cluster.preflight import preflight
 from distloop.engine.cluster.ssh import SshLaunch, launch_hosts
-from distloop.engine.config import load_project_data
+from distloop.engine.config import SshHost, load_project_data
 from distloop.engine.message_stream import read_message
 from distloop.engine.messages import Log, Message, RunFinished, RunStarted, StepMetrics
 from distloop.engine.run_folder import read_metrics, read_status
@@ -413,6 +414,40 @@ def test_preflight_names_a_host_whose_tensorflow_is_another_version(
         f"distloop: preflight: {hosts.addresses[1]}: tensorflow: TF {other} here, "
         f"{real.version} on {hosts.addresses[0]}: install the same version on every host"
     ], done.stderr[-2000:]
+
+
+@pytest.mark.slow
+def test_preflight_names_a_host_whose_distloop_hangs_instead_of_waiting_for_it(
+    hosts: SshHosts, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Host 1's Distloop never starts its port's listener (a hung file system, a site
+    wrapper waiting on a lock): the check waited for its first line without end, so the
+    check that finds what would hang hung itself."""
+    hung = tmp_path / "hung-distloop"
+    ours = f"{sys.executable} -m distloop.gui.launcher"
+    # What listens reads its input until the check ends it, printing nothing.
+    hung.write_text(
+        f'#!/bin/sh\ncase "$*" in *--listen*) exec cat >/dev/null;; esac\nexec {ours} "$@"\n'
+    )
+    hung.chmod(0o755)
+    project = load_project_data(json.loads(_project(hosts, tmp_path).read_text()))
+    assert project.tf_config is not None
+    ways = {
+        hosts.addresses[0]: SshHost(command=ours),
+        hosts.addresses[1]: SshHost(command=str(hung)),
+    }
+    monkeypatch.setattr(preflight_module, "LISTEN_START_S", 5.0)
+    launch = SshLaunch(run_name="check", ssh_config=hosts.ssh_config, hosts=ways)
+    started = time.monotonic()
+    try:
+        findings = preflight(project, project.tf_config, launch, devices=False)
+    finally:
+        launch.close()
+    assert [str(finding) for finding in findings] == [
+        f"{hosts.addresses[1]}: distloop: {hung} started no listener for worker:1 on port 2222 "
+        "within 5 s: it hangs there, or starts too slowly"
+    ]
+    assert time.monotonic() - started < 60
 
 
 def test_preflight_names_localhost_in_a_cluster_of_hosts(tmp_path: Path) -> None:

@@ -23,6 +23,7 @@ import importlib.metadata
 import ipaddress
 import json
 import platform
+import select
 import shlex
 import shutil
 import socket
@@ -43,6 +44,10 @@ from .ssh import SshLaunch
 
 LISTEN_S = 30.0
 """How long each task's port listens while the others connect to it."""
+LISTEN_START_S = 60.0
+"""How long the check waits for every task's listener to say it listens (a Python's
+start on its host: seconds): a host whose Distloop hangs is a finding, not a check that
+never ends."""
 CONNECT_TIMEOUT_S = 3.0
 LISTENING = "listening"
 TENSORFLOW_DISTRIBUTIONS = ("tensorflow", "tensorflow-cpu", "tensorflow-gpu", "tf-nightly")
@@ -365,11 +370,22 @@ def _all_pairs(
                 )
             )
         findings: list[Finding] = []
+        deadline = time.monotonic() + LISTEN_START_S
         for task, listener in zip(tasks, listeners, strict=True):
             host = host_of[str(task)]
             _, port = parse_address(config.address(task))
             step(f"{task} listens on port {port} on {host}")
-            if listener.stdout is None or listener.stdout.readline().strip() != LISTENING:
+            said = _first_line(listener, deadline)
+            if said is None:
+                findings.append(
+                    Finding(
+                        host,
+                        "distloop",
+                        f"{hosts.command(host)} started no listener for {task} on port {port} "
+                        f"within {LISTEN_START_S:g} s: it hangs there, or starts too slowly",
+                    )
+                )
+            elif said != LISTENING:
                 findings.append(Finding(host, "tf_config", f"{task} cannot listen on {port}"))
         if findings:
             return findings
@@ -417,6 +433,14 @@ def _all_pairs(
             except subprocess.TimeoutExpired:
                 listener.terminate()
                 listener.wait()
+
+
+def _first_line(process: subprocess.Popen[str], deadline: float) -> str | None:
+    """The first line ``process`` prints (empty once it ended without one); None when it
+    has printed none by ``deadline``."""
+    assert process.stdout is not None
+    ready, _, _ = select.select([process.stdout], [], [], max(0.0, deadline - time.monotonic()))
+    return process.stdout.readline().strip() if ready else None
 
 
 def _connect_from(
