@@ -27,6 +27,7 @@ from ...engine.cluster.slurm_jobs import (
     SlurmJobError,
     SlurmRun,
     dump_job_stacks,
+    follow_job,
     job_project,
     resubmit_job,
     submit_job,
@@ -318,9 +319,21 @@ class HostRuns(QObject):
     def _jobs_root(self) -> Path:
         return slurm_jobs_root(self._runs_root or default_runs_root())
 
+    def follow_job(self, run_dir: Path, name: str) -> None:
+        """Follow Job on a job Slurm still holds (submitted by an earlier window, or by
+        ``distloop submit``): its steps from the job's first, its state, Stop and Dump
+        Stacks, as for a job submitted here."""
+        if self._controller.active:
+            return
+        try:
+            run = follow_job(run_dir)
+        except SlurmJobError as exc:
+            dialogs.show_error(self._window, "Cannot follow", f"{name}: {exc}")
+            return
+        self._watch(run, f"following job {run.job_id}, run folder {run.run_dir}")
+
     def _submitted(self, run: SlurmRun) -> None:
         self.update_actions()
-        project = run.project
         try:  # a folder the user chose elsewhere: the Runs list finds the job through this
             remember_job(self._jobs_root(), run.job_folder)
         except OSError as exc:
@@ -332,9 +345,14 @@ class HostRuns(QObject):
                 "warning",
             )
             return
+        self._watch(run, f"submitted job {run.job_id}, run folder {run.run_dir}")
+
+    def _watch(self, run: SlurmRun, saying: str) -> None:
+        """The job followed as the window's run: plot, status, Stop (scancel), its state."""
+        project = run.project
         model = RunModel(total_steps=project.total_steps(), run_dir=run.run_dir)
         run.on_state = lambda state: self.job_state.emit(model, run.job_id, str(state))
-        self.log.emit(f"submitted job {run.job_id}, run folder {run.run_dir}", "info")
+        self.log.emit(saying, "info")
         self._follow(model, f"{project.name} (Slurm job {run.job_id})")
         self._controller.start(
             project, run.run_dir, model=model, opened=run, stop_grace_s=SLURM_STOP_GRACE_S

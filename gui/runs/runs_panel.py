@@ -90,6 +90,10 @@ WATCH_DELAY_MS = 300  # a new run folder fills within moments; read it once it s
 JOB_POLL_MS = 15_000
 """How often Slurm is asked again about the jobs it still holds (each a few commands)."""
 RESUME_TIP = "Continue the selected stopped, failed or interrupted run from its last checkpoint"
+FOLLOW_TIP = (
+    "Follow the selected Slurm job here (one submitted earlier, or from a shell): its steps "
+    "in the plot, its state, Stop (scancel) and Dump Stacks"
+)
 DEFAULT_WIDTHS = {
     Column.NAME: 190,
     Column.STATUS: 80,
@@ -132,6 +136,7 @@ class RunsPanel(QWidget):
     """A sortable table of the runs under ``runs_root`` and what can be done with them."""
 
     resume_requested = Signal(object)  # RunSummary: the window owns the run controller
+    follow_requested = Signal(object)  # RunSummary of a job Slurm still holds
     try_it_requested = Signal(object)  # RunSummary whose saved model the window lets one try
 
     def __init__(
@@ -187,6 +192,7 @@ class RunsPanel(QWidget):
             self.compare_action,
             self.clear_comparison_action,
             self.resume_action,
+            self.follow_action,
             self.delete_action,
         ):
             self.toolbar.addAction(action)
@@ -341,6 +347,14 @@ class RunsPanel(QWidget):
             pixmap.SP_MediaSeekForward,
             local=False,
         )
+        self.follow_action = self._action(
+            "Follow Job",
+            self.follow_selected,
+            "Ctrl+Shift+G",
+            FOLLOW_TIP,
+            pixmap.SP_MediaPlay,
+            local=False,
+        )
         self._update_actions()
 
     def _context_menu(self, position: QPoint) -> None:
@@ -349,6 +363,7 @@ class RunsPanel(QWidget):
             menu.addAction(action)
         menu.addSeparator()
         menu.addAction(self.resume_action)
+        menu.addAction(self.follow_action)
         menu.addAction(self.try_it_action)
         menu.addSeparator()
         for action in (
@@ -503,6 +518,7 @@ class RunsPanel(QWidget):
         )
         self.resume_action.setToolTip(f"{resume_tip} (Ctrl+Shift+R)")
         self.resume_action.setStatusTip(resume_tip)
+        self.follow_action.setEnabled(held is not None and self._active_run is None)
         target = self.try_it_target()
         self.try_it_action.setEnabled(target is not None)
         tip = f"{TRY_IT_TIP}: {target.name}" if target is not None else TRY_IT_TIP
@@ -749,6 +765,11 @@ class RunsPanel(QWidget):
         run = self._single()
         if run is not None and self.resume_action.isEnabled():
             self.resume_requested.emit(run)
+
+    def follow_selected(self) -> None:
+        run = self._single()
+        if run is not None and self.follow_action.isEnabled():
+            self.follow_requested.emit(run)
 
     def _is_active(self, run: RunSummary) -> bool:
         """Whether ``run`` is the one going on now (a Slurm job's by its job's run folder)."""

@@ -455,7 +455,13 @@ class MainWindow(QMainWindow):
         file_menu.addAction(self.quit_action)
         run_menu = bar.addMenu("&Run")
         run_menu.setToolTipsVisible(True)  # a disabled entry's tooltip says why
-        for action in (self.run_action, self.stop_action, self.resume_action, self.try_it_action):
+        for action in (
+            self.run_action,
+            self.stop_action,
+            self.resume_action,
+            self.runs_panel.follow_action,
+            self.try_it_action,
+        ):
             run_menu.addAction(action)
         run_menu.addSeparator()
         hosts = self.host_runs
@@ -534,6 +540,7 @@ class MainWindow(QMainWindow):
         controller.changed.connect(self._on_run_event)
         controller.state_changed.connect(self._sync_runs_panel)
         self.runs_panel.resume_requested.connect(self.resume_run)
+        self.runs_panel.follow_requested.connect(self.follow_job)
         self.runs_panel.try_it_requested.connect(self.try_run)
         self.study_panel.opened.connect(self._show_study)
         self.study_panel.trials_chosen.connect(self.runs_panel.show_runs)
@@ -790,6 +797,11 @@ class MainWindow(QMainWindow):
         """A bound slot, not a lambda: the state is told from the thread that polls the job,
         and only a slot of the window's own runs on the window's thread (queued)."""
         self.runs_panel.job_changed(model.run_dir)
+
+    def follow_job(self, run: RunSummary) -> None:
+        """Follow Job on a job Slurm still holds: followed as one submitted here is."""
+        if run.job is not None:
+            self.host_runs.follow_job(run.job.run_dir, run.name)
 
     def resume_run(self, run: RunSummary) -> None:
         """A Slurm job's run resumes as a new job (sbatch); any other where it ran."""

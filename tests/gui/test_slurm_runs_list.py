@@ -57,6 +57,7 @@ def test_a_job_slurm_holds_shows_its_state_and_cannot_be_resumed_until_it_ends(
     panel.select_paths([job])
     assert not panel.resume_action.isEnabled()
     assert "Slurm still holds the job (Slurm job 42: RUNNING)" in panel.resume_action.toolTip()
+    assert panel.follow_action.isEnabled()  # test_slurm_submit.py follows a real one
 
     slurm_says.write_text("JobId=42 JobState=CANCELLED Reason=None Restarts=0\n")
     panel.refresh()
@@ -65,6 +66,7 @@ def test_a_job_slurm_holds_shows_its_state_and_cannot_be_resumed_until_it_ends(
     assert status_of(panel, job)[1] == "Slurm job 42: CANCELLED"
     assert panel.resume_action.isEnabled()
     assert "Slurm" not in panel.resume_action.toolTip()
+    assert not panel.follow_action.isEnabled()  # an ended job has nothing more to follow
 
     resubmitted: list[Path] = []
 

@@ -14,11 +14,13 @@ from distloop.engine.config import Project
 from distloop.engine.export import SlurmJob
 from distloop.engine.messages import Message
 from distloop.engine.run_folder import read_status
+from distloop.engine.run_history import RunSummary, slurm_jobs_root
 from distloop.gui.run import host_runs
 from distloop.gui.run.slurm_dialog import SlurmDialog
 from distloop.gui.runs.runs_model import Column
 from distloop.gui.shell import dialogs
 from distloop.gui.shell.main_window import MainWindow
+from distloop_testing import distloop
 from gui_fakes import FakeEngine, seed_run
 from slurm_daemons import single_node_slurm
 from slurm_daemons import unavailable_reason as slurm_unavailable
@@ -254,3 +256,54 @@ def test_submit_to_slurm_follows_a_real_job_to_its_end(
     assert window.controller.model.status == "finished"
     assert "COMPLETED" in states
     assert read_status(run_dir / "tasks" / "worker-0")["status"] == "finished"
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)  # beyond its waits: one that runs out fails with its own line
+def test_follow_job_follows_a_real_job_submitted_from_a_shell(
+    qtbot, make_window, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A job `distloop submit` started (no window followed it) shows in the Runs list with
+    Slurm's state; Follow Job plots its steps from its first, and Stop is scancel."""
+    reason = slurm_unavailable()
+    if reason:
+        pytest.skip(reason)
+    with single_node_slurm(tmp_path / "slurm") as env:
+        for key, value in {**env, "DISTLOOP": f"{sys.executable} -m distloop.gui.launcher"}.items():
+            monkeypatch.setenv(key, value)
+        path = tmp_path / "project.json"
+        path.write_text(json.dumps(cluster_project(1_000_000)))  # runs until stopped
+        folder = slurm_jobs_root(tmp_path / "runs") / "from-a-shell"
+        submitted = distloop(
+            "submit", str(path), "--out", str(folder), "--nodes", "1", "--ntasks-per-node",
+            "2", "--port-base", str(consecutive_free_ports(2)), timeout_s=120,
+        )  # fmt: skip
+        assert submitted.returncode == 0, submitted.stderr[-2000:]
+        (run_dir,) = (folder / "runs").iterdir()
+        window: MainWindow = make_window()
+        panel = window.runs_panel
+
+        def held_row() -> RunSummary | None:
+            return next(
+                (r for r in panel.runs() if r.job and r.job.run_dir == run_dir and r.job.held),
+                None,
+            )
+
+        qtbot.waitUntil(lambda: held_row() is not None, timeout=60_000)
+        row = held_row()
+        assert row is not None
+        panel.select_paths([row.path])
+        assert panel.follow_action.isEnabled() and not panel.resume_action.isEnabled()
+        panel.follow_action.trigger()
+        assert window.controller.active and window.last_run_dir == run_dir
+        assert not panel.follow_action.isEnabled()  # the job followed now
+        qtbot.waitUntil(lambda: len(window.plot.steps()) >= 20, timeout=120_000)
+        window.stop()  # scancel: every task stops at one step with a checkpoint
+        qtbot.waitUntil(lambda: not window.controller.active, timeout=120_000)
+    steps = window.plot.steps()
+    assert np.array_equal(steps, np.arange(1, len(steps) + 1)), "from the job's first step"
+    assert window.controller.model is not None
+    assert window.controller.model.status == "stopped"
+    assert f"following job {run_dir.name}, run folder {run_dir}" in (
+        window.log_panel.text.toPlainText()
+    )
