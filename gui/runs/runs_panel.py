@@ -518,7 +518,17 @@ class RunsPanel(QWidget):
         )
         self.resume_action.setToolTip(f"{resume_tip} (Ctrl+Shift+R)")
         self.resume_action.setStatusTip(resume_tip)
-        self.follow_action.setEnabled(held is not None and self._active_run is None)
+        follow_refusal = (
+            "select a job Slurm still holds (an ended job's run continues with Resume)"
+            if held is None
+            else "a run is in progress"
+            if self._active_run is not None
+            else ""
+        )
+        follow_tip = f"Not now: {follow_refusal}" if follow_refusal else FOLLOW_TIP
+        self.follow_action.setEnabled(not follow_refusal)
+        self.follow_action.setToolTip(f"{follow_tip} (Ctrl+Shift+G)")
+        self.follow_action.setStatusTip(follow_tip)
         target = self.try_it_target()
         self.try_it_action.setEnabled(target is not None)
         tip = f"{TRY_IT_TIP}: {target.name}" if target is not None else TRY_IT_TIP

@@ -67,6 +67,7 @@ def test_a_job_slurm_holds_shows_its_state_and_cannot_be_resumed_until_it_ends(
     assert panel.resume_action.isEnabled()
     assert "Slurm" not in panel.resume_action.toolTip()
     assert not panel.follow_action.isEnabled()  # an ended job has nothing more to follow
+    assert panel.follow_action.toolTip().startswith("Not now: select a job Slurm still holds")
 
     resubmitted: list[Path] = []
 
