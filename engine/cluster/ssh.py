@@ -19,6 +19,7 @@ exist on every host as the project names them.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shlex
 import subprocess
@@ -28,11 +29,13 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..code_text import inert
 from ..config import Project, SshHost
 from ..problems import Problem, ProblemsError
 from ..run_folder import TASKS_DIR
 from ..stack_dumps import ANSWER_S, TaskStack
 from ..tf_config import TaskSpec, TFConfig, parse_address
+from .copy_back import CopyBackError, Limits, receive_run_folder
 from .plan import run_problems, task_dir_name
 from .remote import RemoteEngine
 
@@ -199,14 +202,18 @@ class SshLaunch:
             raise OSError(f"{host}: {said[-1] if said else f'ssh exit code {done.returncode}'}")
         return done.stdout
 
-    def fetch(self, config: TFConfig, task: TaskSpec, into: Path) -> None:
+    def fetch(
+        self, config: TFConfig, task: TaskSpec, into: Path, limits: Limits | None = None
+    ) -> None:
         """Copies a task's run folder from its host into ``into`` (tar over ssh).
 
-        Extracted with tarfile's ``data`` filter: nothing a host sends can land
-        outside ``into``, become a link out of it, or set special permissions.
+        The host is trusted with nothing (``engine.cluster.copy_back``): only plain
+        files and folders inside the task's folder are taken, bounded in bytes and
+        time, into a fresh temporary in ``into``'s run folder that then replaces
+        ``into`` (``RUN/tasks/TASK``: the temporary goes into ``RUN``, where a crash's
+        leftover is a known temporary). OSError naming the host when it cannot.
         """
         host, _ = parse_address(config.address(task))
-        into.mkdir(parents=True, exist_ok=True)
         command = f"tar -C {shlex.quote(self.task_folder(config, task))} -cf - ."
         with (
             tempfile.TemporaryFile() as said,
@@ -214,15 +221,22 @@ class SshLaunch:
         ):
             assert ssh.stdout is not None
             try:
-                with tarfile.open(fileobj=ssh.stdout, mode="r|") as archive:
-                    archive.extractall(into, filter="data")
+                receive_run_folder(ssh.stdout, into, into.parent.parent, limits)
+            except CopyBackError as exc:
+                raise OSError(f"{self.where(host)}: refused: {exc}") from None
             except tarfile.TarError as exc:
-                ssh.wait()
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    ssh.wait(timeout=CONNECT_TIMEOUT_S)
                 said.seek(0)
                 lines = said.read().decode(errors="replace").strip().splitlines()
-                raise OSError(f"{host}: {lines[-1] if lines else exc}") from None
+                raise OSError(f"{self.where(host)}: {inert(lines[-1]) if lines else exc}") from None
+            finally:
+                if ssh.poll() is None:
+                    ssh.kill()
         if ssh.returncode != 0:
-            raise OSError(f"{host}: copying {self.task_folder(config, task)} back failed")
+            raise OSError(
+                f"{self.where(host)}: copying {inert(self.task_folder(config, task))} back failed"
+            )
 
     def ask_for_stacks(self, config: TFConfig, tasks: list[TaskSpec]) -> list[TaskStack]:
         """Every task's Python stacks, written on its host into its folder's stacks.txt
