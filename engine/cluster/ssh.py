@@ -31,11 +31,13 @@ from pathlib import Path
 
 from ..code_text import inert
 from ..config import Project, SshHost
+from ..config.launch import LaunchSettings
 from ..problems import Problem, ProblemsError
 from ..run_folder import TASKS_DIR
 from ..stack_dumps import ANSWER_S, TaskStack
 from ..tf_config import TaskSpec, TFConfig, parse_address
 from .copy_back import CopyBackError, Limits, receive_run_folder
+from .launch_trust import seal, sealed_here
 from .plan import run_problems, task_dir_name
 from .remote import RemoteEngine
 
@@ -98,17 +100,16 @@ class SshLaunch:
         or LocalCommand in it runs on this machine). A project file or a run folder from
         someone else can set them, so they are said (the command line) or asked about
         (the window) before anything runs; [] for a plain launch."""
+        reads = f"ssh reads {inert(str(self.ssh_config))}"
         lines = (
-            [f"ssh reads {self.ssh_config}: a ProxyCommand or LocalCommand there runs here"]
-            if self.ssh_config
-            else []
+            [f"{reads}: a ProxyCommand or LocalCommand there runs here"] if self.ssh_config else []
         )
         config = project.tf_config
         hosts = dict.fromkeys(
             parse_address(config.address(task))[0] for task in (config.tasks() if config else [])
         )
         lines += [
-            f"{self.where(host)} runs: {self.command(host)}"
+            f"{inert(self.where(host))} runs: {inert(self.command(host))}"
             for host in hosts
             if self.command(host) != DEFAULT_COMMAND
         ]
@@ -199,7 +200,9 @@ class SshLaunch:
             raise OSError(f"{host}: no answer within {timeout_s:g} s") from None
         if done.returncode != 0:
             said = done.stderr.decode(errors="replace").strip().splitlines()
-            raise OSError(f"{host}: {said[-1] if said else f'ssh exit code {done.returncode}'}")
+            raise OSError(
+                f"{host}: {inert(said[-1]) if said else f'ssh exit code {done.returncode}'}"
+            )
         return done.stdout
 
     def fetch(
@@ -297,28 +300,33 @@ class SshLaunch:
                     + (f": {said[-1]}" if said else "")
                 )
 
-    def settings(self) -> dict[str, str | None]:
+    def settings(self, project: Project) -> dict[str, str | None]:
         """What a resume needs to reach the same hosts and folders (kept in status.json;
-        the hosts' own ways in are in the run's project.json)."""
+        the hosts' own ways in are in the run's project.json), sealed as this user's
+        (``engine.cluster.launch_trust``) so that a resume here need not ask again."""
         return {
             "run_name": self.run_name,
             "ssh_config": str(self.ssh_config) if self.ssh_config else None,
             "remote_command": self.remote_command,
             "remote_dir": self.remote_dir,
+            "seal": seal(self.unusual(project)),
         }
 
     @classmethod
-    def from_settings(cls, settings: dict[str, str | None], project: Project) -> SshLaunch:
-        config, command, remote_dir = (
-            settings.get(key) for key in ("ssh_config", "remote_command", "remote_dir")
-        )
+    def from_settings(cls, settings: LaunchSettings, project: Project) -> SshLaunch:
+        """The launch a run folder's settings (already checked) name."""
         return cls(
-            run_name=str(settings["run_name"]),
-            ssh_config=Path(config) if config else None,
-            remote_command=str(command) if command else None,
-            remote_dir=str(remote_dir) if remote_dir else None,
+            run_name=settings.run_name,
+            ssh_config=Path(settings.ssh_config) if settings.ssh_config else None,
+            remote_command=settings.remote_command,
+            remote_dir=settings.remote_dir,
             hosts=launch_hosts(project),
         )
+
+    def made_here(self, project: Project, settings: LaunchSettings) -> bool:
+        """Whether this user launched ``settings`` on this machine, or they run nothing
+        beyond Distloop: else they run only when the user says so."""
+        return sealed_here(self.unusual(project), settings.seal)
 
     def close(self) -> None:
         """Ends the shared connections (ControlPersist would keep them a minute)."""
