@@ -9,7 +9,7 @@ import shutil
 from pathlib import Path
 
 from ..cluster.ssh import SshLaunch, launch_hosts
-from ..code_text import inert
+from ..code_text import printable
 from ..config import Project
 from ..config.launch import LaunchSettings
 from ..problems import ProblemsError
@@ -39,7 +39,7 @@ def made_here_or_trusted(
     if trusted or hosts.made_here(project, settings):
         return True
     _err(
-        f"distloop: {inert(str(run_dir))} was launched by another user, on another machine or "
+        f"distloop: {printable(str(run_dir))} was launched by another user, on another machine or "
         "edited since, and runs what is said above: add --trust-launch to run it"
     )
     return False

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import IO
 
-from ..code_text import inert
+from ..code_text import printable
 from ..run_folder import remove_path
 
 STALL_S = 120.0
@@ -124,7 +124,7 @@ def _write_members(archive: tarfile.TarFile, fresh: Path, budget: int) -> None:
             written += member.size + _BLOCK
             if written > budget:
                 raise CopyBackError(
-                    f"{inert(member.name)} is {_size(member.size)}, more than the "
+                    f"{_shown(member.name)} is {_size(member.size)}, more than the "
                     f"{_size(budget)} there is room for"
                 )
             if not parts:
@@ -135,7 +135,7 @@ def _write_members(archive: tarfile.TarFile, fresh: Path, budget: int) -> None:
                 _make_folder(fresh, parts)
         else:
             raise CopyBackError(
-                f"{inert(member.name)} is {_KINDS.get(member.type, 'no regular file')}, "
+                f"{_shown(member.name)} is {_KINDS.get(member.type, 'no regular file')}, "
                 "and a run folder holds only files and folders"
             )
 
@@ -168,7 +168,7 @@ def _plain_parts(name: str) -> tuple[str, ...]:
         or any(ord(char) < 0x20 or char == "\x7f" for char in path)
     )
     if bad:
-        raise CopyBackError(f"{inert(name[:200])} is not a path inside the run folder")
+        raise CopyBackError(f"{_shown(name)} is not a path inside the run folder")
     return parts
 
 
@@ -196,7 +196,7 @@ def _write_file(
     try:
         fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o666)
     except FileExistsError:
-        raise CopyBackError(f"{inert(member.name)} comes twice") from None
+        raise CopyBackError(f"{_shown(member.name)} comes twice") from None
     with os.fdopen(fd, "wb") as out:
         while chunk := source.read(_CHUNK):
             out.write(chunk)
@@ -209,6 +209,11 @@ def _replace(into: Path, fresh: Path, old: Path) -> None:
     os.replace(fresh, into)
     if old.is_symlink() or old.exists():
         remove_path(old)
+
+
+def _shown(name: str) -> str:
+    """A member's name in a message: escaped, and short, however long the host made it."""
+    return printable(name[:200]) + ("..." if len(name) > 200 else "")
 
 
 def _size(count: int) -> str:

@@ -29,7 +29,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..code_text import inert
+from ..code_text import printable
 from ..config import Project, SshHost
 from ..config.launch import LaunchSettings
 from ..problems import Problem, ProblemsError
@@ -100,7 +100,7 @@ class SshLaunch:
         or LocalCommand in it runs on this machine). A project file or a run folder from
         someone else can set them, so they are said (the command line) or asked about
         (the window) before anything runs; [] for a plain launch."""
-        reads = f"ssh reads {inert(str(self.ssh_config))}"
+        reads = f"ssh reads {printable(str(self.ssh_config))}"
         lines = (
             [f"{reads}: a ProxyCommand or LocalCommand there runs here"] if self.ssh_config else []
         )
@@ -109,7 +109,7 @@ class SshLaunch:
             parse_address(config.address(task))[0] for task in (config.tasks() if config else [])
         )
         lines += [
-            f"{inert(self.where(host))} runs: {inert(self.command(host))}"
+            f"{printable(self.where(host))} runs: {printable(self.command(host))}"
             for host in hosts
             if self.command(host) != DEFAULT_COMMAND
         ]
@@ -201,7 +201,7 @@ class SshLaunch:
         if done.returncode != 0:
             said = done.stderr.decode(errors="replace").strip().splitlines()
             raise OSError(
-                f"{host}: {inert(said[-1]) if said else f'ssh exit code {done.returncode}'}"
+                f"{host}: {printable(said[-1]) if said else f'ssh exit code {done.returncode}'}"
             )
         return done.stdout
 
@@ -232,14 +232,14 @@ class SshLaunch:
                     ssh.wait(timeout=CONNECT_TIMEOUT_S)
                 said.seek(0)
                 lines = said.read().decode(errors="replace").strip().splitlines()
-                raise OSError(f"{self.where(host)}: {inert(lines[-1]) if lines else exc}") from None
+                why = printable(lines[-1]) if lines else exc
+                raise OSError(f"{self.where(host)}: {why}") from None
             finally:
                 if ssh.poll() is None:
                     ssh.kill()
         if ssh.returncode != 0:
-            raise OSError(
-                f"{self.where(host)}: copying {inert(self.task_folder(config, task))} back failed"
-            )
+            folder = printable(self.task_folder(config, task))
+            raise OSError(f"{self.where(host)}: copying {folder} back failed")
 
     def ask_for_stacks(self, config: TFConfig, tasks: list[TaskSpec]) -> list[TaskStack]:
         """Every task's Python stacks, written on its host into its folder's stacks.txt
