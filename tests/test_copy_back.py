@@ -254,7 +254,8 @@ def test_a_real_tar_of_a_run_folder_of_ten_thousand_files_comes_back_whole(
     (source / "checkpoints").mkdir()
     (source / "checkpoints" / "ckpt-3.data-00000-of-00001").write_bytes(os.urandom(3 << 20))
     (source / "empty").mkdir()
-    into = _run_dir(tmp_path)
+    into = tmp_path / "home" / "run" / "tasks" / "chief-0"  # the launch's first copy back
+    into.parent.parent.mkdir(parents=True)
     tar = subprocess.Popen(["tar", "-C", str(source), "-cf", "-", "."], stdout=subprocess.PIPE)
     assert tar.stdout is not None
     receive_run_folder(tar.stdout, into, into.parent.parent)

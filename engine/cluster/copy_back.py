@@ -204,6 +204,7 @@ def _write_file(
 
 def _replace(into: Path, fresh: Path, old: Path) -> None:
     """``fresh`` becomes ``into``; the earlier ``into`` (a link replaced as a link) goes."""
+    into.parent.mkdir(parents=True, exist_ok=True)
     if into.is_symlink() or into.exists():
         os.replace(into, old)
     os.replace(fresh, into)
