@@ -191,9 +191,18 @@ REFUSED = {
 }
 TERABYTE = tarfile.TarInfo("checkpoints/ckpt-1.data-00000-of-00001")
 TERABYTE.size = 1 << 40
+PAX_TERABYTE = tarfile.TarInfo("././@PaxHeader")
+PAX_TERABYTE.type, PAX_TERABYTE.size = tarfile.XHDTYPE, 1 << 40
+LONG_NAME = tarfile.TarInfo("././@LongLink")
+LONG_NAME.type, LONG_NAME.size = tarfile.GNUTYPE_LONGNAME, 1 << 30
+HEADERS_ONLY = {
+    "declares a terabyte, then stalls": TERABYTE,
+    "a pax header of a terabyte, then stalls": PAX_TERABYTE,
+    "a long name of a gigabyte, then stalls": LONG_NAME,
+}
 
 
-@pytest.mark.parametrize("case", [*sorted(REFUSED), "declares a terabyte, then stalls"])
+@pytest.mark.parametrize("case", [*sorted(REFUSED), *sorted(HEADERS_ONLY)])
 def test_a_stream_with_anything_but_plain_files_and_folders_inside_is_refused(
     case: str, tmp_path: Path
 ) -> None:
@@ -201,11 +210,12 @@ def test_a_stream_with_anything_but_plain_files_and_folders_inside_is_refused(
     the bytes that never come: the sender sleeps); the folder here is left as it was."""
     into = _run_dir(tmp_path)
     good = (("./", tarfile.DIRTYPE, {}), ("project.json", tarfile.REGTYPE, {"content": b"{}"}))
-    data = _archive(*good, *REFUSED.get(case, ()), then_only=None if case in REFUSED else TERABYTE)
+    data = _archive(*good, *REFUSED.get(case, ()), then_only=HEADERS_ONLY.get(case))
     with pytest.raises(CopyBackError) as refused:
-        _receive(data, into, then="time.sleep(600)")
+        _receive(data, into, then="time.sleep(600)", limits=Limits(stall_s=30))
     said = str(refused.value)
     assert "\n" not in said and "\x1b" not in said
+    assert "sent nothing" not in said  # refused at its header, not after waiting
     _untouched(tmp_path, into)
 
 

@@ -43,8 +43,39 @@ _BLOCK = tarfile.BLOCKSIZE
 _CHUNK = 1024 * 1024
 
 
+MAX_METADATA = 1024 * 1024
+"""The largest pax or GNU long-name header: tarfile reads such a header's body whole into
+memory, so a host declaring one of gigabytes would fill it."""
+_METADATA = (
+    tarfile.XHDTYPE,
+    tarfile.XGLTYPE,
+    tarfile.SOLARIS_XHDTYPE,
+    tarfile.GNUTYPE_LONGNAME,
+    tarfile.GNUTYPE_LONGLINK,
+)
+
+
 class CopyBackError(OSError):
     """Why a host's copy was refused; the folder here is left as it was."""
+
+
+class _CheckedHeader(tarfile.TarInfo):
+    """A member's header as tarfile reads it, refused before a metadata header's body (a
+    pax or GNU long-name header, read whole into memory) is read when it declares more
+    than :data:`MAX_METADATA`. tarfile reads every following header through this too."""
+
+    @classmethod
+    def fromtarfile(cls, archive: tarfile.TarFile) -> tarfile.TarInfo:
+        assert archive.fileobj is not None
+        block = archive.fileobj.read(_BLOCK)
+        header = cls.frombuf(block, archive.encoding, archive.errors)
+        header.offset = archive.fileobj.tell() - _BLOCK
+        if header.type in _METADATA and header.size > MAX_METADATA:
+            raise CopyBackError(
+                f"a header before {_shown(header.name)} declares {_size(header.size)} "
+                "of names and attributes"
+            )
+        return header._proc_member(archive)
 
 
 @dataclass(frozen=True)
@@ -67,6 +98,8 @@ class _BoundedStream:
         self.received = 0
 
     def read(self, size: int = -1) -> bytes:
+        if size == 0:
+            return b""
         size = _CHUNK if size < 0 else min(size, _CHUNK)
         ready, _, _ = select.select([self._fd], [], [], self._limits.stall_s)
         if not ready:
@@ -103,7 +136,9 @@ def receive_run_folder(
     fresh = scratch / f".{tag}.tmp-{into.name}"
     fresh.mkdir(mode=0o700)
     try:
-        with tarfile.open(fileobj=stream, mode="r|") as archive:  # type: ignore[call-overload]
+        with tarfile.open(  # type: ignore[call-overload]
+            fileobj=stream, mode="r|", tarinfo=_CheckedHeader
+        ) as archive:
             _write_members(archive, fresh, budget)
         fresh.chmod(0o755)
         _replace(into, fresh, scratch / f".{tag}.old-{into.name}")
