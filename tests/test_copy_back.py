@@ -19,7 +19,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from distloop.engine.cluster.copy_back import CopyBackError, Limits, receive_run_folder
+from distloop.engine.cluster.copy_back import (
+    CopyBackError,
+    Limits,
+    receive_run_folder,
+    relay_checkpoints,
+)
 from distloop.engine.cluster.ssh import SshLaunch
 from distloop.engine.tf_config import TFConfig
 from ssh_hosts import SshHosts, ssh_hosts, unavailable_reason
@@ -280,3 +285,68 @@ def test_a_real_tar_of_a_run_folder_of_ten_thousand_files_comes_back_whole(
 
     assert tree(into) == tree(source)
     assert sorted(p.name for p in into.parent.parent.iterdir()) == ["tasks"]
+
+
+def _relay(data: bytes, target: Path) -> None:
+    """``data`` from a real sender through :func:`relay_checkpoints` into a real ``tar -xf -``
+    in ``target``, as a resume copies the chief's checkpoints from host to host."""
+    sender = _sender(data)
+    receiver = subprocess.Popen(["tar", "-C", str(target), "-xf", "-"], stdin=subprocess.PIPE)
+    assert sender.stdout is not None and receiver.stdin is not None
+    try:
+        relay_checkpoints(sender.stdout, receiver.stdin)
+    finally:
+        receiver.stdin.close()
+        receiver.wait(timeout=60)
+        sender.kill()
+        sender.wait()
+        sender.stdout.close()
+
+
+@pytest.mark.parametrize(
+    "members",
+    [
+        (
+            (
+                "checkpoints/ckpt-1.index",
+                tarfile.SYMTYPE,
+                {"linkname": "/root/.ssh/authorized_keys"},
+            ),
+        ),
+        (("checkpoints/../engine.log", tarfile.REGTYPE, {"content": b"x"}),),
+        (("project.json", tarfile.REGTYPE, {"content": b"{}"}),),
+        (("checkpoints/ckpt-1.index", tarfile.LNKTYPE, {"linkname": "/etc/passwd"}),),
+    ],
+    ids=["symlink", "up", "outside checkpoints", "hard link"],
+)
+def test_a_chief_host_s_checkpoints_reach_the_other_hosts_only_as_plain_files(
+    members: tuple, tmp_path: Path
+) -> None:
+    target = tmp_path / "worker-1"
+    target.mkdir()
+    good = (
+        ("checkpoints/", tarfile.DIRTYPE, {}),
+        ("checkpoints/checkpoint", tarfile.REGTYPE, {"content": b"x"}),
+    )
+    with pytest.raises(CopyBackError):
+        _relay(_archive(*good, *members), target)
+    assert sorted(p.relative_to(target).as_posix() for p in target.rglob("*")) in (
+        [],
+        ["checkpoints"],
+        ["checkpoints", "checkpoints/checkpoint"],
+    )
+
+    source = tmp_path / "chief-0"
+    (source / "checkpoints").mkdir(parents=True)
+    for name in ("checkpoint", "ckpt-3.index", "ckpt-3.data-00000-of-00001"):
+        (source / "checkpoints" / name).write_bytes(os.urandom(100_000))
+    (source / "engine.log").write_text("not sent\n")
+    tar = subprocess.run(
+        ["tar", "-C", str(source), "-cf", "-", "checkpoints"], capture_output=True, check=True
+    )
+    _relay(tar.stdout, target)
+    for name in ("checkpoint", "ckpt-3.index", "ckpt-3.data-00000-of-00001"):
+        assert (target / "checkpoints" / name).read_bytes() == (
+            source / "checkpoints" / name
+        ).read_bytes()
+    assert not (target / "engine.log").exists()

@@ -26,7 +26,7 @@ from pathlib import Path, PurePosixPath
 from typing import IO
 
 from ..code_text import printable
-from ..run_folder import remove_path
+from ..run_folder import CHECKPOINT_DIR, remove_path
 
 STALL_S = 120.0
 """How long the copy waits for the host's next byte before it gives up."""
@@ -39,7 +39,10 @@ MAX_MEMBERS = 200_000
 """A run folder's files and folders: checkpoints, event files, a SavedModel; far fewer."""
 MAX_NAME = 1024
 """The longest path a run folder's member has (``tasks/worker-1/saved_model/variables/...``)."""
+_TOO_MANY = f"it sent more than {MAX_MEMBERS} files, more than a run writes"
 _BLOCK = tarfile.BLOCKSIZE
+_NO_DISK = 1 << 62
+"""A relay's byte budget: it writes nothing here, so only its time bounds it."""
 _CHUNK = 1024 * 1024
 
 
@@ -147,13 +150,45 @@ def receive_run_folder(
         raise
 
 
+def relay_checkpoints(source: IO[bytes], target: IO[bytes], limits: Limits | None = None) -> None:
+    """Passes a tar stream of a task's ``checkpoints/`` folder from one host to another
+    (a resume's copy of the chief's checkpoints), re-written here member by member: only
+    plain files and folders inside ``checkpoints/`` pass, with plain modes, so the
+    receiving host's ``tar`` never sees a link, a device or a name reaching out of it.
+    Bounded in time as a copy back is; CopyBackError at the first member refused."""
+    limits = limits or Limits()
+    stream = _BoundedStream(source, _NO_DISK, limits)
+    with (
+        tarfile.open(  # type: ignore[call-overload]
+            fileobj=stream, mode="r|", tarinfo=_CheckedHeader
+        ) as archive,
+        tarfile.open(fileobj=target, mode="w|", format=tarfile.GNU_FORMAT) as out,
+    ):
+        for count, member in enumerate(archive, start=1):
+            if count > MAX_MEMBERS:
+                raise CopyBackError(_TOO_MANY)
+            parts = _plain_parts(member.name)
+            if not parts or parts[0] != CHECKPOINT_DIR:
+                raise CopyBackError(f"{_shown(member.name)} is not inside {CHECKPOINT_DIR}/")
+            clean = tarfile.TarInfo("/".join(parts))
+            clean.mtime = member.mtime
+            if member.type in (tarfile.REGTYPE, tarfile.AREGTYPE):
+                clean.size, clean.mode = member.size, 0o644
+                out.addfile(clean, archive.extractfile(member))
+            elif member.type == tarfile.DIRTYPE:
+                clean.type, clean.mode = tarfile.DIRTYPE, 0o755
+                out.addfile(clean)
+            else:
+                raise CopyBackError(_kind_refusal(member))
+
+
 def _write_members(archive: tarfile.TarFile, fresh: Path, budget: int) -> None:
     """Writes each member as this process's own file or folder; the first that a run
     folder cannot hold refuses the whole stream."""
     written = 0
     for count, member in enumerate(archive, start=1):
         if count > MAX_MEMBERS:
-            raise CopyBackError(f"it sent more than {MAX_MEMBERS} files, more than a run writes")
+            raise CopyBackError(_TOO_MANY)
         parts = _plain_parts(member.name)
         if member.type in (tarfile.REGTYPE, tarfile.AREGTYPE):
             written += member.size + _BLOCK
@@ -169,10 +204,12 @@ def _write_members(archive: tarfile.TarFile, fresh: Path, budget: int) -> None:
             if parts:
                 _make_folder(fresh, parts)
         else:
-            raise CopyBackError(
-                f"{_shown(member.name)} is {_KINDS.get(member.type, 'no regular file')}, "
-                "and a run folder holds only files and folders"
-            )
+            raise CopyBackError(_kind_refusal(member))
+
+
+def _kind_refusal(member: tarfile.TarInfo) -> str:
+    kind = _KINDS.get(member.type, "no regular file")
+    return f"{_shown(member.name)} is {kind}, and a run folder holds only files and folders"
 
 
 _KINDS = {

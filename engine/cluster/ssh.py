@@ -36,7 +36,7 @@ from ..problems import Problem, ProblemsError
 from ..run_folder import TASKS_DIR
 from ..stack_dumps import ANSWER_S, TaskStack
 from ..tf_config import TaskSpec, TFConfig, parse_address
-from .copy_back import CopyBackError, Limits, receive_run_folder
+from .copy_back import CopyBackError, Limits, receive_run_folder, relay_checkpoints
 from .launch_trust import seal, sealed_here
 from .plan import run_problems, task_dir_name
 from .remote import RemoteEngine
@@ -278,7 +278,9 @@ class SshLaunch:
 
         Only the chief keeps checkpoints, and every task restores from its own folder, as
         a local cluster's resume gives them (``ClusterFolder.share_chief_checkpoint``);
-        here the copy goes from host to host through this machine, as a tar stream.
+        here the copy goes from host to host through this machine, as a tar stream that
+        is checked and re-written here (``copy_back.relay_checkpoints``): a chief's host
+        cannot hand the others a link or a name outside their checkpoints folder.
         """
         source, _ = parse_address(config.address(chief))
         pack = f"tar -C {shlex.quote(self.task_folder(config, chief))} -cf - checkpoints"
@@ -286,19 +288,38 @@ class SshLaunch:
             host, _ = parse_address(config.address(task))
             target = shlex.quote(self.task_folder(config, task))
             unpack = f"rm -rf {target}/checkpoints && mkdir -p {target} && tar -C {target} -xf -"
-            with subprocess.Popen(self.ssh(source, pack), stdout=subprocess.PIPE) as sender:
-                done = subprocess.run(
-                    self.ssh(host, unpack),
-                    stdin=sender.stdout,
-                    capture_output=True,
-                    timeout=COPY_TIMEOUT_S,
-                )
-            if sender.returncode != 0 or done.returncode != 0:
-                said = done.stderr.decode(errors="replace").strip().splitlines()
-                raise OSError(
-                    f"copying {chief}'s checkpoints to {task} on {host} failed"
-                    + (f": {said[-1]}" if said else "")
-                )
+            failed = f"copying {chief}'s checkpoints to {task} on {host} failed"
+            with (
+                tempfile.TemporaryFile() as said,
+                subprocess.Popen(
+                    self.ssh(source, pack), stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
+                ) as sender,
+                subprocess.Popen(
+                    self.ssh(host, unpack), stdin=subprocess.PIPE, stdout=said, stderr=said
+                ) as receiver,
+            ):
+                assert sender.stdout is not None and receiver.stdin is not None
+                try:
+                    relay_checkpoints(sender.stdout, receiver.stdin)
+                except CopyBackError as exc:
+                    sender.kill()
+                    receiver.kill()
+                    with contextlib.suppress(BrokenPipeError):
+                        receiver.stdin.close()
+                    raise OSError(f"{failed}: {self.where(source)}: refused: {exc}") from None
+                except (tarfile.TarError, BrokenPipeError):
+                    pass  # nothing or a broken stream sent, or the receiver gone: said below
+                with contextlib.suppress(BrokenPipeError):
+                    receiver.stdin.close()
+                for process in (sender, receiver):
+                    with contextlib.suppress(subprocess.TimeoutExpired):
+                        process.wait(timeout=COPY_TIMEOUT_S)
+                    if process.poll() is None:
+                        process.kill()
+                if sender.returncode != 0 or receiver.returncode != 0:
+                    said.seek(0)
+                    lines = said.read().decode(errors="replace").strip().splitlines()
+                    raise OSError(failed + (f": {printable(lines[-1])}" if lines else ""))
 
     def settings(self, project: Project) -> dict[str, str | None]:
         """What a resume needs to reach the same hosts and folders (kept in status.json;
