@@ -9,7 +9,8 @@ through :func:`inert`, and text that is code (a string literal, a shell word) th
 
 from __future__ import annotations
 
-_ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\r": "\\r", "\t": "\\t"}
+_ESCAPES = {"\\": "\\\\", '"': '\\"'}
+_LINE_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
 
 def inert(text: str) -> str:
@@ -21,12 +22,23 @@ def inert(text: str) -> str:
     exactly as ``text``, and in a comment of any language it stays on its line.
     Printable characters, accented letters included, stay as they are.
     """
+    return printable("".join(_ESCAPES.get(char, char) for char in text))
+
+
+def printable(text: str, *, lines: bool = False) -> str:
+    """``text`` as a terminal or a log shows it without being steered by it: every character
+    that is not printable (a terminal escape that erases the line above, a carriage
+    return, a bidirectional mark that reverses what follows) written as a Python escape.
+    ``lines`` keeps line breaks and tabs, for text of several lines (a traceback).
+
+    For what another machine or a file from anyone says, printed in a notice.
+    """
     out = []
     for char in text:
-        if char in _ESCAPES:
-            out.append(_ESCAPES[char])
-        elif char.isprintable():
+        if char.isprintable() or (lines and char in "\n\t"):
             out.append(char)
+        elif char in _LINE_ESCAPES:
+            out.append(_LINE_ESCAPES[char])
         elif ord(char) <= 0xFF:
             out.append(f"\\x{ord(char):02x}")
         elif ord(char) <= 0xFFFF:

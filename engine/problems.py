@@ -21,6 +21,8 @@ from typing import Any, Union
 from pydantic import BaseModel, ValidationError
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
+from .code_text import printable
+
 Loc = tuple[str | int, ...]
 RULE_ERROR_TYPE = "distloop_rule"
 """pydantic error type of the rules raised by :func:`raise_problems` (not shape errors)."""
@@ -39,7 +41,11 @@ class Problem:
         return ".".join(str(part) for part in self.loc)
 
     def __str__(self) -> str:
-        return f"{self.path}: {self.message}" if self.loc else self.message
+        """One line however the input was written: a value quoted in the message (a
+        ``data.path`` holding a line break and a terminal escape) cannot start a line of
+        its own or rewrite the ones above (``code_text.printable``)."""
+        message = printable(self.message)
+        return f"{printable(self.path)}: {message}" if self.loc else message
 
 
 class ProblemsError(ValueError):

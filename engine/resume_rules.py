@@ -14,9 +14,19 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from .config import Project, load_project
-from .problems import Problem, ProblemsError
-from .run_folder import PROJECT_FILE, TASKS_DIR, RunFolderError, read_status, refuse_links
+from .config.launch import LaunchSettings
+from .problems import Problem, ProblemsError, problems_from_validation_error
+from .run_folder import (
+    PROJECT_FILE,
+    STATUS_FILE,
+    TASKS_DIR,
+    RunFolderError,
+    read_status,
+    refuse_links,
+)
 from .run_history import INTERRUPTED
 from .tf_config import MULTI_MACHINE_STRATEGIES, NO_RESUME
 
@@ -43,8 +53,8 @@ class ResumableRun:
     run_dir: Path
     project: Project
     layout: Layout
-    launch: dict[str, Any] | None = None
-    """A launch's SSH settings (``engine.cluster.ssh.SshLaunch.settings``)."""
+    launch: LaunchSettings | None = None
+    """A launch's SSH settings (``engine.cluster.ssh.SshLaunch.settings``), checked."""
 
     @property
     def command(self) -> str:
@@ -90,7 +100,23 @@ def resumable_run(run_dir: Path) -> ResumableRun:
         raise RunFolderError(f"{run_dir} is not a run folder (it has no {PROJECT_FILE})")
     refuse_links(run_dir)
     project = load_project(run_dir / PROJECT_FILE)
-    return ResumableRun(run_dir, project, layout_of(run_dir), _launch_settings(run_dir))
+    settings = _launch_settings(run_dir)
+    launch = None if settings is None else checked_launch_settings(run_dir, settings)
+    return ResumableRun(run_dir, project, layout_of(run_dir), launch)
+
+
+def checked_launch_settings(run_dir: Path, settings: dict[str, Any]) -> LaunchSettings:
+    """A launch's settings from its folder's ``status.json``, checked as strictly as the
+    project's ``launch`` section (a crafted folder may name ``../../elsewhere`` as its
+    run, or a command line that rewrites the terminal); RunFolderError, one line, when
+    they are not."""
+    try:
+        return LaunchSettings.model_validate(settings)
+    except ValidationError as exc:
+        problem = problems_from_validation_error(exc, ("launch",), LaunchSettings)[0]
+        raise RunFolderError(
+            f"{run_dir / STATUS_FILE} cannot be used: {problem}; a launch writes none such"
+        ) from None
 
 
 def refuse_strategy(project: Project) -> None:

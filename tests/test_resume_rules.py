@@ -46,7 +46,7 @@ def test_each_folder_names_the_command_that_continues_it(tmp_path: Path) -> None
         run_folder(tmp_path / "launch", "multi_worker_mirrored", tasks=True, launch=True)
     )
     assert [run.layout for run in (single, cluster, launch)] == list(Layout)
-    assert launch.launch == {"run_name": "launch"}
+    assert launch.launch is not None and launch.launch.run_name == "launch"
     assert command_refusal(single, Layout.RUN) is None
     assert command_refusal(cluster, Layout.RUN) == (
         f"{cluster.run_dir} holds a local cluster's run: "

@@ -13,12 +13,13 @@ import json
 import shutil
 import socket
 from pathlib import Path
+from typing import Any
 
 from ..cluster import local_cluster_tasks
 from ..cluster.ssh import DEFAULT_REMOTE_DIR, SshLaunch
 from ..problems import ProblemsError
-from ..resume_rules import Layout
-from ..run_folder import PROJECT_FILE, TASKS_DIR, RunFolderLock, read_status
+from ..resume_rules import Layout, checked_launch_settings
+from ..run_folder import PROJECT_FILE, TASKS_DIR, RunFolderError, RunFolderLock, read_status
 from ..run_handle import EngineHandle, open_run
 from ..tf_config import DEFAULT_WORKERS
 from .common import (
@@ -32,7 +33,7 @@ from .common import (
 )
 from .export_command import _volume_name
 from .following import follow_restarting
-from .launch_commands import announce_launch
+from .launch_commands import announce_launch, made_here_or_trusted
 from .run_folders import (
     _claim_new_run_folder,
     _claim_run_to_resume,
@@ -55,6 +56,15 @@ def add_max_restarts_argument(parser: argparse.ArgumentParser) -> None:
 
 
 # --- clusters: distloop cluster / export -------------------------------------------------
+
+
+def add_trust_launch_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--trust-launch",
+        action="store_true",
+        help="with --resume or --dump of a launch's folder made by another user or machine: "
+        "run the ssh configuration and host commands it names (said before it runs)",
+    )
 
 
 def add_cluster_commands(commands: argparse._SubParsersAction) -> None:
@@ -92,6 +102,7 @@ def add_cluster_commands(commands: argparse._SubParsersAction) -> None:
         help=f"number of worker tasks (default: the project's tf_config, else {DEFAULT_WORKERS})",
     )
     add_max_restarts_argument(cluster)
+    add_trust_launch_argument(cluster)
     cluster.add_argument(
         "--quiet", action="store_true", help="print only the summary, not a line per step"
     )
@@ -136,6 +147,7 @@ def add_cluster_commands(commands: argparse._SubParsersAction) -> None:
     launch.add_argument(
         "--no-preflight", action="store_true", help="start without the pre-flight check"
     )
+    add_trust_launch_argument(launch)
     launch.add_argument("--quiet", action="store_true", help="print only the summary")
     launch.add_argument(
         "--verbose", action="store_true", help="also print every task's log output (to stderr)"
@@ -212,7 +224,7 @@ def command_cluster(args: argparse.Namespace) -> int:
     if args.resume is not None:
         return command_cluster_resume(args)
     if args.dump is not None:
-        return command_cluster_dump(args.dump)
+        return command_cluster_dump(args.dump, trust_launch=args.trust_launch)
     if args.dump_task is not None:
         from ..stack_dumps import ask_task_folder
 
@@ -256,7 +268,7 @@ def command_cluster(args: argparse.Namespace) -> int:
     )
 
 
-def command_cluster_dump(run_dir: Path) -> int:
+def command_cluster_dump(run_dir: Path, *, trust_launch: bool = False) -> int:
     """``distloop cluster --dump DIR``: where each task of the running cluster stands, a
     local cluster's or a submitted Slurm job's."""
     from ..stack_dumps import ask_for_stacks, diagnose
@@ -272,7 +284,7 @@ def command_cluster_dump(run_dir: Path) -> int:
         _err(f"distloop: the cluster runs on {status['host']}: run --dump there")
         return EXIT_FAILED
     if isinstance(status.get("launch"), dict):
-        return _dump_launch(run_dir, status["launch"])
+        return _dump_launch(run_dir, status["launch"], trust_launch)
     found = {
         name: (info["pid"], run_dir / info["run_dir"])
         for name, info in tasks.items()
@@ -289,7 +301,7 @@ def command_cluster_dump(run_dir: Path) -> int:
     return EXIT_OK
 
 
-def _dump_launch(run_dir: Path, settings: dict[str, str | None]) -> int:
+def _dump_launch(run_dir: Path, raw_settings: dict[str, Any], trusted: bool) -> int:
     """The dump of a launch: its tasks are on their hosts (the pids in its status.json are
     its ssh clients'), so each host is asked over ssh, as the launcher itself does."""
     from ..stack_dumps import diagnose
@@ -297,8 +309,16 @@ def _dump_launch(run_dir: Path, settings: dict[str, str | None]) -> int:
     project = _load(run_dir / PROJECT_FILE)
     if project is None:
         return EXIT_FAILED
+    try:
+        settings = checked_launch_settings(run_dir, raw_settings)
+    except RunFolderError as exc:
+        _err(f"distloop: {exc}")
+        return EXIT_FAILED
     hosts = SshLaunch.from_settings(settings, project)
     announce_launch(project, hosts)
+    if not made_here_or_trusted(project, hosts, settings, run_dir, trusted):
+        hosts.close()
+        return EXIT_FAILED
     try:
         config = hosts.tf_config(project)
         stacks = hosts.ask_for_stacks(config, config.tasks())

@@ -12,6 +12,7 @@ import signal
 import sys
 from pathlib import Path
 
+from ..code_text import printable
 from ..config import Project, load_project
 from ..examples import example_names
 from ..problems import ProblemsError
@@ -25,7 +26,10 @@ EXIT_TERMINATED = 128 + signal.SIGTERM
 
 
 def _err(text: str) -> None:
-    print(text, file=sys.stderr, flush=True)
+    """A notice on stderr, its terminal escapes, carriage returns and bidi marks escaped
+    (``code_text.printable``): much of what it quotes comes from files and hosts that
+    may be anyone's, and none of it may rewrite what the terminal shows."""
+    print(printable(text, lines=True), file=sys.stderr, flush=True)
 
 
 def _load(path: Path) -> Project | None:

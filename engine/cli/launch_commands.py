@@ -9,7 +9,9 @@ import shutil
 from pathlib import Path
 
 from ..cluster.ssh import SshLaunch, launch_hosts
+from ..code_text import printable
 from ..config import Project
+from ..config.launch import LaunchSettings
 from ..problems import ProblemsError
 from ..resume_rules import Layout
 from ..run_folder import RunFolderLock, update_status
@@ -25,6 +27,22 @@ def announce_launch(project: Project, hosts: SshLaunch) -> None:
     command runs unattended, so the record is the answer."""
     for line in hosts.unusual(project):
         _err(f"distloop: {line}")
+
+
+def made_here_or_trusted(
+    project: Project, hosts: SshLaunch, settings: LaunchSettings, run_dir: Path, trusted: bool
+) -> bool:
+    """Whether what a launch folder runs (said just before, by :func:`announce_launch`) may
+    run: the folder is this user's own from this machine (``SshLaunch.made_here``), or the
+    user said ``--trust-launch``. A folder from anyone else could name an ssh
+    configuration whose ProxyCommand runs here, so it does not run unasked."""
+    if trusted or hosts.made_here(project, settings):
+        return True
+    _err(
+        f"distloop: {printable(str(run_dir))} was launched by another user, on another machine or "
+        "edited since, and runs what is said above: add --trust-launch to run it"
+    )
+    return False
 
 
 def command_launch(args: argparse.Namespace) -> int:
@@ -64,7 +82,7 @@ def command_launch(args: argparse.Namespace) -> int:
             shutil.rmtree(run_dir, ignore_errors=True)
         _err(f"distloop: {exc}")
         return EXIT_FAILED
-    update_status(run_dir, launch=hosts.settings())
+    update_status(run_dir, launch=hosts.settings(project))
     return _follow_on_hosts(project, run_dir, hosts, cluster, args)
 
 
@@ -83,6 +101,9 @@ def command_launch_resume(args: argparse.Namespace) -> int:
     project, settings = run.project, run.launch
     hosts = SshLaunch.from_settings(settings, project)
     announce_launch(project, hosts)
+    if not made_here_or_trusted(project, hosts, settings, run_dir, args.trust_launch):
+        hosts.close()
+        return EXIT_FAILED
     lock = _claim_run_to_resume(run_dir)
     if lock is None:
         hosts.close()

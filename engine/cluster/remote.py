@@ -18,9 +18,11 @@ import subprocess
 import threading
 import time
 from collections.abc import Callable
+from typing import Any
 
+from ..code_text import printable
 from ..config import Project
-from ..message_stream import KILL_LINE, STOP_LINE, read_message
+from ..message_stream import KILL_LINE, MAX_LINE, STOP_LINE, read_message
 from ..messages import Log, Message, ProtocolError, RunFailed, RunFinished, StepMetrics
 
 TERMINAL_WAIT_S = 15.0
@@ -28,6 +30,8 @@ TERMINAL_WAIT_S = 15.0
 its channel's end says it has. A task that says nothing more for this long is done anyway."""
 TAIL_LINES = 12
 """Lines of the channel's own output (ssh's errors, the remote command's) kept to say why."""
+TAIL_LINE_CHARS = 500
+"""The longest line of the channel's own output kept; a longer one is cut."""
 KILL_WAIT_S = 5.0
 
 
@@ -83,22 +87,36 @@ class RemoteEngine:
         threading.Thread(target=self._read_tail, daemon=True).start()
 
     def _read_messages(self) -> None:
+        """The task's messages, each line read at most ``MAX_LINE`` long (a host that never
+        ends a line costs no more memory), its text made printable (``_printable``)."""
         assert self._process is not None and self._process.stdout is not None
-        for line in self._process.stdout:
+        while line := self._process.stdout.readline(MAX_LINE + 1):
             if not line.strip():
                 continue
             try:
-                self._inbox.put(read_message(line))
+                self._inbox.put(_printable(read_message(line)))
             except ProtocolError:  # a login banner or a shell's chatter: say it, go on
-                self._tail.append(line.rstrip())
+                self._keep_tail(line)
         self._stream_ended.set()
         self._inbox.put(None)
 
     def _read_tail(self) -> None:
+        """The channel's own output, line by line; of a longer line than
+        ``TAIL_LINE_CHARS``, its start (the rest is read and dropped)."""
         assert self._process is not None and self._process.stderr is not None
-        for line in self._process.stderr:
-            if line.strip():
-                self._tail.append(line.rstrip())
+        in_long_line = False
+        while line := self._process.stderr.readline(TAIL_LINE_CHARS):
+            ended = line.endswith("\n")
+            if not in_long_line and line.strip():
+                self._keep_tail(line if ended else f"{line}...")
+            in_long_line = not ended
+
+    def _keep_tail(self, line: str) -> None:
+        """One line of the channel's own output, kept to say why it ended: escaped and
+        shortened, since the host writes it and a notice prints it."""
+        line = line.rstrip()
+        cut = line[:TAIL_LINE_CHARS] + ("..." if len(line) > TAIL_LINE_CHARS else "")
+        self._tail.append(printable(cut))
 
     @property
     def pid(self) -> int | None:
@@ -222,3 +240,22 @@ class RemoteEngine:
         if self._process.poll() is None:
             self._process.kill()
             self._process.wait()
+
+
+def _printable(message: Message) -> Message:
+    """``message`` with every text in it printable (line breaks kept): a host's task, or
+    whoever controls the host, must not steer the terminal or the log that show it
+    (an escape that erases the notice above, a bidirectional mark)."""
+    raw = message.model_dump()
+    cleaned = _printable_values(raw)
+    return message if cleaned == raw else type(message).model_validate(cleaned)
+
+
+def _printable_values(value: Any) -> Any:
+    if isinstance(value, str):
+        return printable(value, lines=True)
+    if isinstance(value, dict):
+        return {key: _printable_values(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_printable_values(item) for item in value]
+    return value

@@ -19,6 +19,7 @@ exist on every host as the project names them.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shlex
 import subprocess
@@ -28,11 +29,15 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..code_text import printable
 from ..config import Project, SshHost
+from ..config.launch import LaunchSettings
 from ..problems import Problem, ProblemsError
 from ..run_folder import TASKS_DIR
 from ..stack_dumps import ANSWER_S, TaskStack
 from ..tf_config import TaskSpec, TFConfig, parse_address
+from .copy_back import CopyBackError, Limits, receive_run_folder, relay_checkpoints
+from .launch_trust import seal, sealed_here
 from .plan import run_problems, task_dir_name
 from .remote import RemoteEngine
 
@@ -95,17 +100,16 @@ class SshLaunch:
         or LocalCommand in it runs on this machine). A project file or a run folder from
         someone else can set them, so they are said (the command line) or asked about
         (the window) before anything runs; [] for a plain launch."""
+        reads = f"ssh reads {printable(str(self.ssh_config))}"
         lines = (
-            [f"ssh reads {self.ssh_config}: a ProxyCommand or LocalCommand there runs here"]
-            if self.ssh_config
-            else []
+            [f"{reads}: a ProxyCommand or LocalCommand there runs here"] if self.ssh_config else []
         )
         config = project.tf_config
         hosts = dict.fromkeys(
             parse_address(config.address(task))[0] for task in (config.tasks() if config else [])
         )
         lines += [
-            f"{self.where(host)} runs: {self.command(host)}"
+            f"{printable(self.where(host))} runs: {printable(self.command(host))}"
             for host in hosts
             if self.command(host) != DEFAULT_COMMAND
         ]
@@ -196,17 +200,23 @@ class SshLaunch:
             raise OSError(f"{host}: no answer within {timeout_s:g} s") from None
         if done.returncode != 0:
             said = done.stderr.decode(errors="replace").strip().splitlines()
-            raise OSError(f"{host}: {said[-1] if said else f'ssh exit code {done.returncode}'}")
+            raise OSError(
+                f"{host}: {printable(said[-1]) if said else f'ssh exit code {done.returncode}'}"
+            )
         return done.stdout
 
-    def fetch(self, config: TFConfig, task: TaskSpec, into: Path) -> None:
+    def fetch(
+        self, config: TFConfig, task: TaskSpec, into: Path, limits: Limits | None = None
+    ) -> None:
         """Copies a task's run folder from its host into ``into`` (tar over ssh).
 
-        Extracted with tarfile's ``data`` filter: nothing a host sends can land
-        outside ``into``, become a link out of it, or set special permissions.
+        The host is trusted with nothing (``engine.cluster.copy_back``): only plain
+        files and folders inside the task's folder are taken, bounded in bytes and
+        time, into a fresh temporary in ``into``'s run folder that then replaces
+        ``into`` (``RUN/tasks/TASK``: the temporary goes into ``RUN``, where a crash's
+        leftover is a known temporary). OSError naming the host when it cannot.
         """
         host, _ = parse_address(config.address(task))
-        into.mkdir(parents=True, exist_ok=True)
         command = f"tar -C {shlex.quote(self.task_folder(config, task))} -cf - ."
         with (
             tempfile.TemporaryFile() as said,
@@ -214,15 +224,22 @@ class SshLaunch:
         ):
             assert ssh.stdout is not None
             try:
-                with tarfile.open(fileobj=ssh.stdout, mode="r|") as archive:
-                    archive.extractall(into, filter="data")
+                receive_run_folder(ssh.stdout, into, into.parent.parent, limits)
+            except CopyBackError as exc:
+                raise OSError(f"{self.where(host)}: refused: {exc}") from None
             except tarfile.TarError as exc:
-                ssh.wait()
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    ssh.wait(timeout=CONNECT_TIMEOUT_S)
                 said.seek(0)
                 lines = said.read().decode(errors="replace").strip().splitlines()
-                raise OSError(f"{host}: {lines[-1] if lines else exc}") from None
+                why = printable(lines[-1]) if lines else exc
+                raise OSError(f"{self.where(host)}: {why}") from None
+            finally:
+                if ssh.poll() is None:
+                    ssh.kill()
         if ssh.returncode != 0:
-            raise OSError(f"{host}: copying {self.task_folder(config, task)} back failed")
+            folder = printable(self.task_folder(config, task))
+            raise OSError(f"{self.where(host)}: copying {folder} back failed")
 
     def ask_for_stacks(self, config: TFConfig, tasks: list[TaskSpec]) -> list[TaskStack]:
         """Every task's Python stacks, written on its host into its folder's stacks.txt
@@ -261,7 +278,9 @@ class SshLaunch:
 
         Only the chief keeps checkpoints, and every task restores from its own folder, as
         a local cluster's resume gives them (``ClusterFolder.share_chief_checkpoint``);
-        here the copy goes from host to host through this machine, as a tar stream.
+        here the copy goes from host to host through this machine, as a tar stream that
+        is checked and re-written here (``copy_back.relay_checkpoints``): a chief's host
+        cannot hand the others a link or a name outside their checkpoints folder.
         """
         source, _ = parse_address(config.address(chief))
         pack = f"tar -C {shlex.quote(self.task_folder(config, chief))} -cf - checkpoints"
@@ -269,42 +288,66 @@ class SshLaunch:
             host, _ = parse_address(config.address(task))
             target = shlex.quote(self.task_folder(config, task))
             unpack = f"rm -rf {target}/checkpoints && mkdir -p {target} && tar -C {target} -xf -"
-            with subprocess.Popen(self.ssh(source, pack), stdout=subprocess.PIPE) as sender:
-                done = subprocess.run(
-                    self.ssh(host, unpack),
-                    stdin=sender.stdout,
-                    capture_output=True,
-                    timeout=COPY_TIMEOUT_S,
-                )
-            if sender.returncode != 0 or done.returncode != 0:
-                said = done.stderr.decode(errors="replace").strip().splitlines()
-                raise OSError(
-                    f"copying {chief}'s checkpoints to {task} on {host} failed"
-                    + (f": {said[-1]}" if said else "")
-                )
+            failed = f"copying {chief}'s checkpoints to {task} on {host} failed"
+            with (
+                tempfile.TemporaryFile() as said,
+                subprocess.Popen(
+                    self.ssh(source, pack), stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
+                ) as sender,
+                subprocess.Popen(
+                    self.ssh(host, unpack), stdin=subprocess.PIPE, stdout=said, stderr=said
+                ) as receiver,
+            ):
+                assert sender.stdout is not None and receiver.stdin is not None
+                try:
+                    relay_checkpoints(sender.stdout, receiver.stdin)
+                except CopyBackError as exc:
+                    sender.kill()
+                    receiver.kill()
+                    with contextlib.suppress(BrokenPipeError):
+                        receiver.stdin.close()
+                    raise OSError(f"{failed}: {self.where(source)}: refused: {exc}") from None
+                except (tarfile.TarError, BrokenPipeError):
+                    pass  # nothing or a broken stream sent, or the receiver gone: said below
+                with contextlib.suppress(BrokenPipeError):
+                    receiver.stdin.close()
+                for process in (sender, receiver):
+                    with contextlib.suppress(subprocess.TimeoutExpired):
+                        process.wait(timeout=COPY_TIMEOUT_S)
+                    if process.poll() is None:
+                        process.kill()
+                if sender.returncode != 0 or receiver.returncode != 0:
+                    said.seek(0)
+                    lines = said.read().decode(errors="replace").strip().splitlines()
+                    raise OSError(failed + (f": {printable(lines[-1])}" if lines else ""))
 
-    def settings(self) -> dict[str, str | None]:
+    def settings(self, project: Project) -> dict[str, str | None]:
         """What a resume needs to reach the same hosts and folders (kept in status.json;
-        the hosts' own ways in are in the run's project.json)."""
+        the hosts' own ways in are in the run's project.json), sealed as this user's
+        (``engine.cluster.launch_trust``) so that a resume here need not ask again."""
         return {
             "run_name": self.run_name,
             "ssh_config": str(self.ssh_config) if self.ssh_config else None,
             "remote_command": self.remote_command,
             "remote_dir": self.remote_dir,
+            "seal": seal(self.unusual(project)),
         }
 
     @classmethod
-    def from_settings(cls, settings: dict[str, str | None], project: Project) -> SshLaunch:
-        config, command, remote_dir = (
-            settings.get(key) for key in ("ssh_config", "remote_command", "remote_dir")
-        )
+    def from_settings(cls, settings: LaunchSettings, project: Project) -> SshLaunch:
+        """The launch a run folder's settings (already checked) name."""
         return cls(
-            run_name=str(settings["run_name"]),
-            ssh_config=Path(config) if config else None,
-            remote_command=str(command) if command else None,
-            remote_dir=str(remote_dir) if remote_dir else None,
+            run_name=settings.run_name,
+            ssh_config=Path(settings.ssh_config) if settings.ssh_config else None,
+            remote_command=settings.remote_command,
+            remote_dir=settings.remote_dir,
             hosts=launch_hosts(project),
         )
+
+    def made_here(self, project: Project, settings: LaunchSettings) -> bool:
+        """Whether this user launched ``settings`` on this machine, or they run nothing
+        beyond Distloop: else they run only when the user says so."""
+        return sealed_here(self.unusual(project), settings.seal)
 
     def close(self) -> None:
         """Ends the shared connections (ControlPersist would keep them a minute)."""

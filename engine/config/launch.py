@@ -24,7 +24,8 @@ _USER = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}")
 _SSH_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,252}")
 """A host name, an address or a ``Host`` alias of ssh's configuration. Never a leading
 ``-``: ssh would read the destination as an option (``-oProxyCommand=...``)."""
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_RUN_NAME_LENGTH = 255
+"""A folder name's longest on the file systems runs go to."""
 
 
 def _destination(text: str) -> str:
@@ -40,6 +41,7 @@ def _destination(text: str) -> str:
             raise ValueError(
                 f"{host!r} is not an IPv6 address; give the port as port, not after ':'"
             ) from None
+        parse_address(f"[{host}]:1")  # its zone an interface name, as TF_CONFIG's hosts
     elif not _SSH_NAME.fullmatch(host):
         raise ValueError(
             f"{host!r} is not a host name, address or ssh alias "
@@ -49,10 +51,24 @@ def _destination(text: str) -> str:
 
 
 def _one_line(text: str) -> str:
-    if _CONTROL.search(text):
-        raise ValueError("must be one line, without control characters")
+    """A value printed in notices and run by a shell: printable characters only, so a line
+    break, a terminal escape or a bidirectional mark can neither hide what runs nor
+    rewrite the notice that says it."""
+    if not text.isprintable():
+        raise ValueError(
+            f"{text[:80]!r} must be one line of printable characters "
+            "(no control or bidirectional characters)"
+        )
     if text != text.strip():
         raise ValueError("has spaces around it")
+    return text
+
+
+def _plain_name(text: str) -> str:
+    """A run's folder name on its hosts: one folder, inside the remote folder."""
+    _one_line(text)
+    if "/" in text or "\\" in text or text in (".", "..") or text.startswith("-"):
+        raise ValueError(f"{text!r} is not a plain folder name (no '/', '..', leading '-')")
     return text
 
 
@@ -95,3 +111,25 @@ class LaunchConfig(_Strict):
     hosts: dict[Annotated[str, AfterValidator(_tf_config_host)], SshHost] = Field(
         default_factory=dict, max_length=1000
     )
+
+
+class LaunchSettings(_Strict):
+    """What a launch keeps in its run folder's ``status.json`` for a resume and a dump
+    (``SshLaunch.settings``). A run folder may come from anyone, so these are read back
+    as strictly as the project's own ``launch`` section: a run name that is one folder
+    (never ``../../elsewhere``), commands and folders printable on one line. ``seal`` says
+    whether this user launched it on this machine (``engine.cluster.launch_trust``)."""
+
+    run_name: Annotated[str, AfterValidator(_plain_name)] = Field(
+        min_length=1, max_length=_RUN_NAME_LENGTH
+    )
+    ssh_config: Annotated[str, AfterValidator(_one_line)] | None = Field(
+        None, min_length=1, max_length=4096
+    )
+    remote_command: Annotated[str, AfterValidator(_one_line)] | None = Field(
+        None, min_length=1, max_length=1000
+    )
+    remote_dir: Annotated[str, AfterValidator(_one_line)] | None = Field(
+        None, min_length=1, max_length=4096
+    )
+    seal: str | None = Field(None, pattern=r"^[0-9a-f]{64}$")

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 
 from ..fileio import NotRegularFileError, file_kind_problem, open_regular
 from ..problems import Problem
+from .image_header import pixels_problem
 
 if TYPE_CHECKING:
     from ..config import Project
@@ -272,10 +273,13 @@ _TAIL_BYTES = 64
 def image_file_problem(path: Path) -> str | None:
     """Why ``path`` is no image a decoder can read, or None when its structure is sound.
 
-    Reads the first and last bytes only: a full decode would cost as much as an epoch.
+    Reads the header and the last bytes only: a full decode would cost as much as an
+    epoch. An image declaring more pixels than any photograph is refused too.
     """
     try:
         with open_regular(path) as handle:
+            too_large = pixels_problem(handle)
+            handle.seek(0)
             head = handle.read(16)
             size = handle.seek(0, os.SEEK_END)
             handle.seek(max(0, size - _TAIL_BYTES))
@@ -286,6 +290,8 @@ def image_file_problem(path: Path) -> str | None:
         return f"cannot be read ({exc.strerror or exc})"
     if size == 0:
         return "is empty"
+    if too_large is not None:
+        return too_large
     for name, (start, end) in _SIGNATURES.items():
         if not head.startswith(start):
             continue

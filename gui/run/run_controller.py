@@ -184,7 +184,7 @@ class RunController(QObject):
             )
             self._engine = engine
             if hosts is not None:  # what a resume needs to reach the same hosts and folders
-                update_status(run_dir, launch=hosts.settings())
+                update_status(run_dir, launch=hosts.settings(project))
             if isinstance(engine, ClusterHandle):
                 self._follow_cluster(engine)
             elif opened is None:  # a stand-in engine takes no warm one

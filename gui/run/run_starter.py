@@ -187,12 +187,7 @@ class RunStarter(QObject):
             return
         project = resumable.project
         hosts = None
-        if resumable.layout is Layout.LAUNCH:
-            if not isinstance((resumable.launch or {}).get("run_name"), str):
-                dialogs.show_error(
-                    self._window, "Cannot resume", f"{run.name}: its launch settings are broken"
-                )
-                return
+        if resumable.layout is Layout.LAUNCH and resumable.launch is not None:
             hosts = SshLaunch.from_settings(resumable.launch, project)
         refusal = window_refusal(resumable)
         if refusal is not None:

@@ -15,6 +15,7 @@ never gets any.
 from __future__ import annotations
 
 import functools
+import io
 import math
 import re
 from collections.abc import Callable
@@ -34,6 +35,8 @@ from ...data_sources.folders import (
     unreadable_images,
 )
 from ...data_sources.image_folder import image_channels
+from ...data_sources.image_header import MAX_IMAGE_BYTES, pixels_problem
+from ...fileio import read_regular_file
 from .base import Augment, BatchMap, Decode
 from .class_folders import ClassFolderSource, FolderFiles, label_encoder
 
@@ -112,9 +115,14 @@ class ImageFolderTFSource(ClassFolderSource[ImageFolderData]):
         height, width = project.model.input_shape[:2]
         what = "the image" if isinstance(image, bytes) else str(image)
         try:
-            contents = image if isinstance(image, bytes) else Path(image).read_bytes()
+            contents = (
+                image if isinstance(image, bytes) else read_regular_file(image, MAX_IMAGE_BYTES)
+            )
         except OSError as exc:
             raise DataError(f"cannot read {what}: {exc.strerror or exc}") from None
+        too_large = pixels_problem(io.BytesIO(contents))
+        if too_large is not None:  # decoding would allocate what the header declares
+            raise DataError(f"{what} {too_large}")
         try:
             decoded = decode_image(
                 tf.constant(contents), height, width, image_channels(data, project.model)
