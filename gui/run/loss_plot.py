@@ -71,6 +71,10 @@ LEGEND_NAME_CHARS = 36
 (``worker:0 replica 0 (own mean loss)``) fits."""
 LEGEND_MARGIN = 6  # pixels between the axis and the legend, and after it
 SUPERSCRIPTS = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
+SINGLE_VALUE_SPAN = 0.1
+"""A view of one loss value (one step, or curves that coincide) spans this fraction of it."""
+DISTINCT_SPAN = 1e-6
+"""Losses closer than this, relative to their size, are one value (float32 holds ~7 digits)."""
 
 
 def _curve(pen: pg.QtGui.QPen, name: str | None) -> pg.PlotDataItem:
@@ -105,6 +109,38 @@ class _Series:
         self.smoother = Smoother(weight)
         self.smoothed.clear()
         self.smoothed.extend(self.smoother.extend(self.buffer.view()))
+
+
+def readable_span(low: float, high: float) -> tuple[float, float]:
+    """``(low, high)``, or a span around them wide enough for tick labels to read.
+
+    A single value (one step, or replicas whose loss is the loss's to the last bit)
+    gave pyqtgraph a span of nothing or of rounding error: its ticks then read
+    ``1.314145565032962``, twice, over each other.
+    """
+    magnitude = max(abs(low), abs(high))
+    if high - low > magnitude * DISTINCT_SPAN:
+        return low, high
+    centre = (low + high) / 2
+    half = magnitude * SINGLE_VALUE_SPAN / 2 or 0.5
+    return centre - half, centre + half
+
+
+class _LossView(pg.ViewBox):
+    """A view box whose automatic y range always spans values a label can tell apart."""
+
+    def childrenBounds(
+        self, frac: tuple[float, float] | None = None, orthoRange=(None, None), items=None
+    ) -> list[list[float] | None]:
+        bounds = super().childrenBounds(frac=frac, orthoRange=orthoRange, items=items)
+        if bounds[1] is not None:
+            low, high = bounds[1]
+            if self.state["logMode"][1]:  # the view holds log10 of the losses
+                low, high = np.log10(readable_span(10.0**low, 10.0**high))
+            else:
+                low, high = readable_span(low, high)
+            bounds[1] = [float(low), float(high)]
+        return bounds
 
 
 class _LossAxis(pg.AxisItem):
@@ -224,7 +260,9 @@ class LossPlot(QWidget):
         self._dirty = False
         self.redraw_count = 0
 
-        self.plot_widget = pg.PlotWidget(background="w", axisItems={"left": _LossAxis()})
+        self.plot_widget = pg.PlotWidget(
+            background="w", viewBox=_LossView(), axisItems={"left": _LossAxis()}
+        )
         self.plot_item = self.plot_widget.getPlotItem()
         self.plot_item.setLabel("bottom", "step")
         self.plot_item.setLabel("left", "loss")

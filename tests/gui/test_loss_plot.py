@@ -371,3 +371,32 @@ def test_a_clusters_replica_curves_say_whose_they_are(plot: LossPlot) -> None:
     plot.redraw()
     assert "worker:0 replica 0 (own mean loss)" in plot.legend_names()
     assert plot.replica_losses()[0].tolist() == [0.5]  # its share times the run's 2 replicas
+
+
+def _tick_labels(plot: LossPlot) -> list[str]:
+    """The y axis's labels as it draws them now, every level's."""
+    axis = plot.plot_item.getAxis("left")
+    low, high = axis.range
+    levels = axis.tickValues(low, high, axis.height())
+    return [text for spacing, values in levels for text in axis.tickStrings(values, 1, spacing)]
+
+
+@pytest.mark.parametrize(("log", "rounding"), [(False, 1e-15), (False, 1.2e-7), (True, 1e-15)])
+def test_one_loss_value_gets_ticks_a_person_can_read(
+    plot: LossPlot, qtbot, log: bool, rounding: float
+) -> None:
+    """One step whose replicas' losses are the loss's but for rounding (a float64's, a
+    float32's) gave the axis a span of rounding error: ``1.314145565032962``, labels over
+    labels."""
+    plot.log_checkbox.setChecked(log)
+    loss = 1.314145565032962
+    plot.set_num_replicas(2)
+    plot.append([1], [loss], [[loss / 2, (loss + rounding) / 2]])
+    plot.redraw()
+    value = np.log10(loss) if log else loss
+    axis = plot.plot_item.getAxis("left")
+    qtbot.waitUntil(lambda: axis.range[0] < value < axis.range[1], timeout=5_000)
+    labels = _tick_labels(plot)
+    assert max(len(text) for text in labels) <= 5, labels
+    shown = [text for text in labels if text]
+    assert len(shown) == len(set(shown)), labels
