@@ -178,7 +178,8 @@ class RunsPanel(QWidget):
         header = self.table.horizontalHeader()
         header.setSectionsMovable(True)
         for column, width in DEFAULT_WIDTHS.items():
-            header.resizeSection(column, width)
+            # Never narrower than its title ("Loss, last 10%" was clipped), whatever the font.
+            header.resizeSection(column, max(width, header.sectionSizeHint(column)))
         self.table.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
 
         self._build_actions()

@@ -19,6 +19,7 @@ import pytest
 from distloop.engine import csv_summary, run_folder
 from distloop.engine.config import Project, load_project
 from distloop.engine.examples import load_example
+from distloop.engine.formatting import format_compact
 from distloop.engine.messages import EvalMetrics, RunFailed
 from distloop.engine.resume_rules import ResumableRun, layout_of, window_refusal
 from distloop.engine.run_curves import WALL_TIME
@@ -44,7 +45,7 @@ from distloop_testing import crafted_status_folders
 from gui_fakes import FakeEngine, factory, seed_run
 from PySide6.QtCore import QSettings, QSize, Qt
 from PySide6.QtTest import QTest
-from PySide6.QtWidgets import QApplication, QFileDialog
+from PySide6.QtWidgets import QApplication, QFileDialog, QStyleOptionViewItem
 from test_csv_summary import big_metrics
 
 HOUR = 3600.0
@@ -836,10 +837,10 @@ def test_a_long_runs_metrics_are_never_read_whole_on_the_windows_thread(
 
         monkeypatch.setattr(module, name, recorded)
     panel = make_window().runs_panel  # its first refresh
-    assert _text(panel, 0, Column.STEPS) == "300,000"  # from the file's end, at once
+    assert _text(panel, 0, Column.STEPS) == "300k"  # from the file's end, at once
     assert _text(panel, 0, Column.LATE_LOSS) == "…"  # being scanned
     late = [float(f"{1.0 + (s % 97) / 97:.7g}") for s in range(270_001, 300_001)]
-    smoothed = format_loss(math.fsum(late) / len(late))  # the last tenth's mean
+    smoothed = format_compact(math.fsum(late) / len(late))  # the last tenth's mean
     qtbot.waitUntil(lambda: _text(panel, 0, Column.LATE_LOSS) == smoothed, timeout=30_000)
     panel.refresh()
     assert _text(panel, 0, Column.LATE_LOSS) == smoothed  # the kept scan: no second one
@@ -854,3 +855,37 @@ def _size(source: object) -> int:
         return os.stat(name).st_size
     except (OSError, TypeError):
         return 0
+
+
+def test_numbers_in_the_runs_table_are_never_cut_and_tell_their_full_value(
+    qtbot, make_window, runs_root: Path
+) -> None:
+    """``10,…000`` steps and a loss of ``0.000…99597``: never elide a number. They are compact
+    (``10.0M``, ``0.000996``) with the exact value in the tooltip; no header is clipped."""
+    run_dir = fake_run(runs_root, "long", name="long", started=time.time(), losses=[1.0, 0.5])
+    (run_dir / "metrics.csv").write_text(
+        "step,loss,elapsed_s\n9999999,0.0012345678,9000.5\n10000000,0.00099597,9001.0\n",
+        encoding="utf-8",
+    )
+    window: MainWindow = make_window()
+    window.show()
+    window.resize(1024, 700)
+    window.runs_dock.raise_()
+    qtbot.waitExposed(window)
+    panel = window.runs_panel
+    qtbot.waitUntil(lambda: _text(panel, 0, Column.LATE_LOSS) not in ("…", "—"), timeout=10_000)
+    assert _text(panel, 0, Column.STEPS) == "10.0M"
+    assert _text(panel, 0, Column.FINAL_LOSS) == "0.000996"
+    table, header = panel.table, panel.table.horizontalHeader()
+    option = QStyleOptionViewItem()
+    option.initFrom(table)
+    for column in (Column.STEPS, Column.FINAL_LOSS, Column.LATE_LOSS, Column.DURATION):
+        index = panel.proxy.index(0, column)
+        needed = table.itemDelegate().sizeHint(option, index).width()
+        assert needed <= header.sectionSize(column), (column, index.data())
+        assert header.sectionSizeHint(column) <= header.sectionSize(column), column
+    assert panel.proxy.index(0, Column.STEPS).data(Qt.ItemDataRole.ToolTipRole) == (
+        "10,000,000 steps"
+    )
+    tip = panel.proxy.index(0, Column.FINAL_LOSS).data(Qt.ItemDataRole.ToolTipRole)
+    assert tip == format_loss(0.00099597)
