@@ -40,12 +40,12 @@ from distloop.gui.files.log_file_window import read_tail
 from distloop.gui.runs.runs_model import Column
 from distloop.gui.runs.runs_panel import HEADER_KEY, RunsPanel
 from distloop.gui.shell.app import app_icon
-from distloop.gui.shell.main_window import MainWindow
+from distloop.gui.shell.main_window import PROJECT_DOCK_WIDTH, MainWindow
 from distloop_testing import crafted_status_folders
 from gui_fakes import FakeEngine, factory, seed_run
-from PySide6.QtCore import QSettings, QSize, Qt
+from PySide6.QtCore import QPoint, QSettings, QSize, Qt
 from PySide6.QtTest import QTest
-from PySide6.QtWidgets import QApplication, QFileDialog, QStyleOptionViewItem
+from PySide6.QtWidgets import QApplication, QFileDialog, QStyleOptionViewItem, QToolButton
 from test_csv_summary import big_metrics
 
 HOUR = 3600.0
@@ -889,3 +889,28 @@ def test_numbers_in_the_runs_table_are_never_cut_and_tell_their_full_value(
     )
     tip = panel.proxy.index(0, Column.FINAL_LOSS).data(Qt.ItemDataRole.ToolTipRole)
     assert tip == format_loss(0.00099597)
+
+
+@pytest.mark.parametrize("size", [(1400, 900), (1024, 700)], ids=["1400x900", "1024x700"])
+def test_every_runs_tool_is_in_view_with_no_overflow_menu(
+    qtbot, make_window, size: tuple[int, int]
+) -> None:
+    """At 1024x700 the runs toolbar hid three of its actions behind "»": the comparison's
+    choices go below the tools when both do not fit on one row."""
+    window: MainWindow = make_window()
+    window.show()
+    window.resize(*size)
+    window.resizeDocks([window.project_dock], [PROJECT_DOCK_WIDTH], Qt.Orientation.Horizontal)
+    window.runs_dock.raise_()
+    qtbot.waitExposed(window)
+    panel = window.runs_panel
+    toolbar = panel.toolbar
+    # the toolbar gets the width of all its actions: none is left for the "»" menu
+    qtbot.waitUntil(lambda: toolbar.width() >= toolbar.sizeHint().width(), timeout=5_000)
+    overflow = toolbar.findChild(QToolButton, "qt_toolbar_ext_button")
+    assert overflow is None or not overflow.isVisible()
+    for widget in (panel.filter_edit, panel.metric_box, panel.x_axis_box):
+        assert widget.isVisible()
+        assert widget.mapTo(panel, widget.rect().topRight()).x() <= panel.width()
+    one_row = panel.metric_box.mapTo(panel, QPoint()).y() < panel.filter_edit.height()
+    assert one_row or size != (1400, 900)  # wide enough: the table keeps the height
