@@ -439,9 +439,10 @@ class LossPlot(QWidget):
             pos=step,
             angle=90,
             pen=pen,
-            # Two short lines: a long one ran off the plot's left edge at an early step.
+            # Two short lines, on the side of the line with more room: beside an early step
+            # on its left, the label ran off the plot's left edge.
             label=(where or f"pruned at step {step}").replace(" by ", "\nby ", 1),
-            labelOpts={"position": 0.92, "color": PRUNED_COLOR, "anchors": [(1, 0), (1, 0)]},
+            labelOpts={"position": 0.92, "color": PRUNED_COLOR, "anchors": [(0, 0), (1, 0)]},
         )
         self.pruned_mark.setToolTip(reason)
         self.plot_item.addItem(self.pruned_mark, ignoreBounds=True)

@@ -400,3 +400,19 @@ def test_one_loss_value_gets_ticks_a_person_can_read(
     assert max(len(text) for text in labels) <= 5, labels
     shown = [text for text in labels if text]
     assert len(shown) == len(set(shown)), labels
+
+
+@pytest.mark.parametrize("step", [3, 50, 198])
+def test_the_prune_label_stays_inside_the_plot(plot: LossPlot, qtbot, step: int) -> None:
+    """ "pruned at step 50 by the median pruner" was cut at the plot's left edge."""
+    plot.resize(560, 300)
+    plot.append(np.arange(1, 201), np.linspace(2.0, 0.5, 200))
+    plot.mark_pruned(step, f"pruned at step {step} by the median pruner: loss 2 was worse")
+    plot.redraw()
+    view = plot.plot_item.vb
+    label = plot.pruned_mark.label
+    qtbot.waitUntil(lambda: view.viewRange()[0][1] >= 200, timeout=5_000)
+    qtbot.wait(50)  # the label follows the view on posted events
+    shown = label.mapRectToScene(label.boundingRect())
+    inside = view.sceneBoundingRect()
+    assert inside.left() <= shown.left() and shown.right() <= inside.right(), (shown, inside)
