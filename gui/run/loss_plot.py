@@ -64,6 +64,10 @@ SERIES_COLORS = [
     (23, 190, 207),
 ]
 COMPARE_RAW_ALPHA = 60  # a compared run's raw loss is faint; its smoothed curve is the line
+REPLICA_ALPHA = 150
+"""A replica's curve is lighter than the smoothed loss, the line a user reads."""
+SMOOTHED_Z = 10  # the smoothed loss over every other curve: raw, replicas, compared runs
+COINCIDE_RTOL = 1e-6  # replicas' losses this close (float32 rounding) are one curve
 EMPTY_HINT = "The loss of each step appears here once a run starts (Run: Ctrl+R)."
 REPLICA_SUFFIX = " (own mean loss)"
 LEGEND_NAME_CHARS = 36
@@ -247,6 +251,9 @@ class LossPlot(QWidget):
         self._losses = GrowingArray()
         self._smoothed = GrowingArray()
         self._replicas: list[_Series] = []
+        self._coinciding: set[int] = set()
+        """The replicas whose every loss so far is replica 0's: drawn over it, said in the
+        legend (two replicas of one seed's data differ in nothing)."""
         self._named: dict[str, _Series] = {}
         self._eval_steps = GrowingArray()
         self._eval_losses = GrowingArray()
@@ -279,6 +286,7 @@ class LossPlot(QWidget):
         self.raw_curve.setSymbolPen(None)
         self.raw_curve.setSymbolSize(7)
         self.smooth_curve = _curve(SMOOTH_PEN, "smoothed")
+        self.smooth_curve.setZValue(SMOOTHED_Z)
         self.plot_item.addItem(self.raw_curve)
         self.plot_item.addItem(self.smooth_curve)
         _downsample_as(self.smooth_curve, smoothed=True)
@@ -369,15 +377,26 @@ class LossPlot(QWidget):
             raise ValueError(f"{len(steps)} steps but {len(losses)} losses")
         if not len(steps):
             return
-        legend_entries = (bool(len(self._steps)), len(self._replicas) + len(self._named))
+        legend_entries = (
+            bool(len(self._steps)),
+            len(self._replicas) + len(self._named),
+            frozenset(self._coinciding),
+        )
         self._steps.extend(steps)
         self._losses.extend(losses)
         self._smoothed.extend(self._smoother.extend(losses))
         if replica_losses is not None:
             table = np.asarray(replica_losses, dtype=np.float64)
+            known = len(self._replicas)
             while len(self._replicas) < table.shape[1]:
                 name = f"{self._replica_name(len(self._replicas))}{REPLICA_SUFFIX}"
                 self._replicas.append(self._new_series(name, 1, len(steps)))
+            self._coinciding = {
+                index
+                for index in range(1, table.shape[1])
+                if (index in self._coinciding or index >= known)
+                and np.allclose(table[:, index], table[:, 0], rtol=COINCIDE_RTOL, equal_nan=True)
+            }
             # A share of the global batch's loss, times the replicas, is the replica's mean.
             scale = self._num_replicas or table.shape[1]
             for index, series in enumerate(self._replicas):
@@ -393,7 +412,8 @@ class LossPlot(QWidget):
                 series.extend(np.asarray(values, dtype=np.float64))
         self._dirty = True
         self.hint.setVisible(False)
-        if legend_entries != (True, len(self._replicas) + len(self._named)):
+        now = (True, len(self._replicas) + len(self._named), frozenset(self._coinciding))
+        if legend_entries != now:
             self._rebuild_legend()
 
     def follow(self, model: RunModel) -> None:
@@ -486,8 +506,11 @@ class LossPlot(QWidget):
         return f"{self._replica_task} replica {index}" if self._replica_task else f"replica {index}"
 
     def _new_series(self, name: str, width: int, new_steps: int) -> _Series:
+        """A replica's curve (``width`` 1) is lighter than a named loss's, which is a loss
+        of its own (a GAN's generator); both lie under the smoothed loss."""
         color = SERIES_COLORS[(len(self._replicas) + len(self._named)) % len(SERIES_COLORS)]
-        curve = _curve(pg.mkPen(color=color, width=width), name)
+        alpha = REPLICA_ALPHA if width == 1 else 255
+        curve = _curve(pg.mkPen(color=(*color, alpha), width=width), name)
         self.plot_item.addItem(curve)
         _downsample_as(curve, smoothed=self.smooth_checkbox.isChecked())
         series = _Series(curve, len(self._steps) - new_steps, self.smoothing_weight())
@@ -654,8 +677,12 @@ class LossPlot(QWidget):
             curves += [series.curve for series in self._named.values()]
         if self._eval_steps:
             curves.append(self.eval_curve)
+        same = {self._replicas[index].curve: index for index in self._coinciding}
         for curve in curves:
-            self.legend.addItem(curve, _legend_name(curve.name()))
+            name = curve.name()
+            if curve in same:  # drawn exactly over replica 0, which it hides
+                name = f"{self._replica_name(same[curve])} (= replica 0)"
+            self.legend.addItem(curve, _legend_name(name))
         for comparison in self._comparisons.values():
             self.legend.addItem(comparison.curve, _legend_name(comparison.name))
         self._reserve_legend_space()
@@ -677,6 +704,7 @@ class LossPlot(QWidget):
         for series in self._extra_series():
             self.plot_item.removeItem(series.curve)
         self._replicas = []
+        self._coinciding = set()
         self._named = {}
         self._num_replicas = None
         self._replica_task = None

@@ -416,3 +416,30 @@ def test_the_prune_label_stays_inside_the_plot(plot: LossPlot, qtbot, step: int)
     shown = label.mapRectToScene(label.boundingRect())
     inside = view.sceneBoundingRect()
     assert inside.left() <= shown.left() and shown.right() <= inside.right(), (shown, inside)
+
+
+def test_the_smoothed_loss_is_drawn_over_the_lighter_curves(plot: LossPlot) -> None:
+    """The raw loss, the replicas and a compared run buried the smoothed loss."""
+    plot.append(
+        [1, 2, 3], [3.0, 2.0, 1.0], [[1.0, 2.0], [0.5, 1.5], [0.25, 0.75]], {"gen": [1, 2, 3]}
+    )
+    plot.add_comparison("/runs/a", "a", [1, 2, 3], [2.0, 1.0, 0.5])
+    (comparison,) = plot._comparisons.values()
+    others = [plot.raw_curve, *plot.replica_curves, comparison.curve, comparison.raw_curve]
+    others += [series.curve for series in plot._named.values()]
+    assert all(plot.smooth_curve.zValue() > curve.zValue() for curve in others)
+    smooth_pen = plot.smooth_curve.opts["pen"]
+    for curve in (plot.raw_curve, *plot.replica_curves):
+        pen = curve.opts["pen"]
+        assert pen.color().alpha() < 255 and pen.widthF() < smooth_pen.widthF()
+
+
+def test_the_legend_says_when_replica_curves_coincide(plot: LossPlot) -> None:
+    """Two replicas of the seed's data have one loss: one curve hid the other, unexplained."""
+    plot.set_num_replicas(2)
+    plot.append([1, 2], [1.0, 0.5], [[0.5, 0.5], [0.25, 0.25 * (1 + 1e-8)]])
+    assert plot.legend_names()[-2:] == ["replica 0 (own mean loss)", "replica 1 (= replica 0)"]
+    plot.append([3], [0.4], [[0.1, 0.3]])  # they part
+    assert plot.legend_names()[-2:] == ["replica 0 (own mean loss)", "replica 1 (own mean loss)"]
+    plot.append([4], [0.4], [[0.2, 0.2]])  # once apart, two curves
+    assert plot.legend_names()[-1] == "replica 1 (own mean loss)"
