@@ -5,9 +5,10 @@ Besides the primary loss it draws each replica's own mean loss (with
 reduced loss, and the share times the number of replicas is the mean over that
 replica's examples, comparable with the loss), each named loss of custom step code
 (a GAN's generator and discriminator), and the validation loss of each evaluation.
-These extra curves are smoothed like the loss. The legend sits beside the data,
-not on it, and lists only the curves that are shown. Past runs can be overlaid for comparison:
-they live beside the run's own curves, so comparing never disturbs a live run.
+These extra curves are smoothed like the loss. The legend sits beside the data
+(over it, in a corner, where the plot is narrow) and lists only the curves that are
+shown. Past runs can be overlaid for comparison: they live beside the run's own
+curves, so comparing never disturbs a live run.
 
 Built to stay smooth for a million steps: data lives in growing numpy buffers,
 curves are redrawn at most ~30 times a second and only when new data arrived,
@@ -25,6 +26,7 @@ import numpy as np
 import pyqtgraph as pg
 from numpy.typing import NDArray
 from PySide6.QtCore import QPointF, Qt, QTimer
+from PySide6.QtGui import QResizeEvent
 from PySide6.QtWidgets import (
     QCheckBox,
     QGraphicsWidget,
@@ -74,6 +76,8 @@ LEGEND_NAME_CHARS = 36
 """Longer names (a compared run's) are shortened in the middle; a cluster's replica curve
 (``worker:0 replica 0 (own mean loss)``) fits."""
 LEGEND_MARGIN = 6  # pixels between the axis and the legend, and after it
+LEGEND_SHARE = 1 / 3
+"""The most of the plot's width a legend beside the data may take; a wider one lies over it."""
 SUPERSCRIPTS = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
 SINGLE_VALUE_SPAN = 0.1
 """A view of one loss value (one step, or curves that coincide) spans this fraction of it."""
@@ -642,21 +646,47 @@ class LossPlot(QWidget):
         comparison.curve.setSymbolBrush(comparison.curve.opts["pen"].color())
 
     def _build_legend(self) -> None:
-        """A legend beside the data, in a column of the plot item's own layout kept for it.
+        """A legend beside the data, in a column of the plot item's own layout kept for it;
+        over the data, in a corner, where that column would take the plot's room.
 
         Anchored in the view box, it covered the newest steps (and the curves of a
         run with many replicas); a column of the plot item keeps it out of the data
-        and in exported images. It can still be dragged.
+        and in exported images. At 1024x700 that column (six entries, ~270 px) left the
+        data 225 px: there it lies over the view's top right, on a pale ground, and can
+        be dragged off what it hides.
         """
         self.legend = pg.LegendItem(offset=None, verSpacing=-4, labelTextColor=(40, 40, 40))
-        self.legend.setParentItem(self.plot_item)
-        self.legend.anchor(itemPos=(1, 0), parentPos=(1, 0), offset=(-LEGEND_MARGIN, 4))
         self._legend_space = QGraphicsWidget()
         self.plot_item.layout.addItem(self._legend_space, 2, 3)
-        self._reserve_legend_space()
+        self._legend_over_data: bool | None = None
+        self._place_legend()
 
-    def _reserve_legend_space(self) -> None:
-        width = self.legend.width() + 2 * LEGEND_MARGIN if self.legend.items else 0
+    def legend_over_data(self) -> bool:
+        """Whether the legend lies over the data (the plot is narrow) or beside it."""
+        return bool(self._legend_over_data)
+
+    def resizeEvent(self, event: QResizeEvent) -> None:
+        super().resizeEvent(event)
+        self._place_legend()
+
+    def _place_legend(self) -> None:
+        """Beside the data while its column takes at most :data:`LEGEND_SHARE` of the width,
+        else over the data; the column it leaves is given back to the data."""
+        needed = self.legend.width() + 2 * LEGEND_MARGIN if self.legend.items else 0
+        over = needed > LEGEND_SHARE * self.width()
+        if over != self._legend_over_data:
+            self._legend_over_data = over
+            if over:
+                self.legend.setParentItem(self.plot_item.vb)
+                self.legend.anchor(itemPos=(1, 0), parentPos=(1, 0), offset=(-4, 4))
+                self.legend.setBrush(255, 255, 255, 190)
+                self.legend.setPen(200, 200, 200)
+            else:
+                self.legend.setParentItem(self.plot_item)
+                self.legend.anchor(itemPos=(1, 0), parentPos=(1, 0), offset=(-LEGEND_MARGIN, 4))
+                self.legend.setBrush(None)
+                self.legend.setPen(None)
+        width = 0 if over else needed
         self._legend_space.setMinimumWidth(width)
         self._legend_space.setMaximumWidth(width)
         self.plot_item.layout.setColumnFixedWidth(3, width)
@@ -685,7 +715,7 @@ class LossPlot(QWidget):
             self.legend.addItem(curve, _legend_name(name))
         for comparison in self._comparisons.values():
             self.legend.addItem(comparison.curve, _legend_name(comparison.name))
-        self._reserve_legend_space()
+        self._place_legend()
 
     def set_caption(self, text: str) -> None:
         """Names what the plot shows (a past run, a resumed one) above it; empty hides it."""

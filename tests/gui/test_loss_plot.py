@@ -443,3 +443,25 @@ def test_the_legend_says_when_replica_curves_coincide(plot: LossPlot) -> None:
     assert plot.legend_names()[-2:] == ["replica 0 (own mean loss)", "replica 1 (own mean loss)"]
     plot.append([4], [0.4], [[0.2, 0.2]])  # once apart, two curves
     assert plot.legend_names()[-1] == "replica 1 (own mean loss)"
+
+
+def test_a_narrow_plot_keeps_its_width_and_lays_the_legend_over_the_data(
+    plot: LossPlot, qtbot
+) -> None:
+    """At 1024x700 the plot is ~550 px wide: a legend of six entries beside the data left
+    the data 225 px. There it lies over the data's top right; wide again, beside it."""
+    plot.set_num_replicas(2)
+    plot.append([1, 2, 3], [3.0, 2.0, 1.0], [[1.0, 2.0], [0.5, 1.5], [0.25, 0.75]])
+    plot.add_evaluation(3, 1.5)
+    plot.add_comparison("/runs/a", "Seed: the guide's custom loop #2", [1, 2, 3], [2, 1, 0.5])
+    assert len(plot.legend_names()) == 6
+    plot.resize(550, 300)
+    qtbot.waitUntil(lambda: plot.legend_over_data(), timeout=5_000)
+    view = plot.plot_item.vb
+    qtbot.waitUntil(lambda: view.width() >= 0.8 * plot.plot_widget.width(), timeout=5_000)
+    legend = plot.legend.sceneBoundingRect()
+    assert view.sceneBoundingRect().contains(legend)
+    plot.resize(1300, 500)
+    qtbot.waitUntil(lambda: not plot.legend_over_data(), timeout=5_000)
+    qtbot.wait(50)  # the scene lays itself out on posted events
+    assert plot.legend.sceneBoundingRect().left() >= view.sceneBoundingRect().right()
