@@ -25,16 +25,18 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pyqtgraph as pg
 from numpy.typing import NDArray
-from PySide6.QtCore import QPointF, Qt, QTimer
+from PySide6.QtCore import QPointF, Qt, QTimer, Signal
 from PySide6.QtGui import QResizeEvent
 from PySide6.QtWidgets import (
     QCheckBox,
+    QFrame,
     QGraphicsWidget,
     QHBoxLayout,
     QLabel,
     QPushButton,
     QSizePolicy,
     QSlider,
+    QToolButton,
     QVBoxLayout,
     QWidget,
 )
@@ -246,8 +248,49 @@ class _Caption(ElidedLabel):
         self.setVisible(bool(text))
 
 
+class _ComparisonChip(QFrame):
+    """``Comparing with 2 past runs ✕``, shown while compared runs are drawn.
+
+    A comparison stays through new runs, study trials and another project, which is
+    what a user comparing wants; one who did not see it added is told it is there, and
+    one click ends it, with nothing asked.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.setObjectName("comparisonChip")
+        self.setStyleSheet(
+            "#comparisonChip { background: #fff3e0; border: 1px solid #ffb74d;"
+            " border-radius: 9px; }"
+        )
+        self.text = QLabel()
+        self.close_button = QToolButton()
+        self.close_button.setText("✕")
+        self.close_button.setAutoRaise(True)
+        self.close_button.setToolTip("Stop comparing: remove the compared runs from the plot")
+        self.close_button.setAccessibleName("Stop comparing")
+        layout = QHBoxLayout(self)
+        layout.setContentsMargins(8, 0, 2, 0)
+        layout.setSpacing(2)
+        layout.addWidget(self.text)
+        layout.addWidget(self.close_button)
+        self.setVisible(False)
+
+    def show_names(self, names: Sequence[str]) -> None:
+        """Says which runs are compared; hidden when none is."""
+        if len(names) == 1:
+            self.text.setText(f"Comparing with {_legend_name(names[0])}")
+        else:
+            self.text.setText(f"Comparing with {len(names)} past runs")
+        self.setToolTip("Compared runs (from the Runs tab):\n" + "\n".join(names))
+        self.setVisible(bool(names))
+
+
 class LossPlot(QWidget):
     """Appends steps as they come; ``steps()``/``losses()`` expose exactly what is plotted."""
+
+    clear_comparisons_requested = Signal()
+    """The comparison chip's close button: the runs panel, which chose them, clears them."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -346,10 +389,15 @@ class LossPlot(QWidget):
         controls.addWidget(self.replica_checkbox)
         controls.addStretch(1)
         controls.addWidget(self.auto_range_button)
+        self.comparison_chip = _ComparisonChip()
+        self.comparison_chip.close_button.clicked.connect(self.clear_comparisons_requested)
+        caption_row = QHBoxLayout()
+        caption_row.addWidget(self.caption_label, 1)
+        caption_row.addWidget(self.comparison_chip)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addLayout(controls)
-        layout.addWidget(self.caption_label)
+        layout.addLayout(caption_row)
         layout.addWidget(self.plot_widget, 1)
         layout.addWidget(self.readout)
 
@@ -590,6 +638,7 @@ class LossPlot(QWidget):
         self._draw_comparison(comparison)
         self.hint.setVisible(False)
         self._rebuild_legend()
+        self.comparison_chip.show_names(list(self.comparison_names().values()))
         self.plot_item.enableAutoRange()
 
     def remove_comparison(self, key: str) -> None:
@@ -598,6 +647,7 @@ class LossPlot(QWidget):
             self.plot_item.removeItem(comparison.raw_curve)
             self.plot_item.removeItem(comparison.curve)
             self._rebuild_legend()
+            self.comparison_chip.show_names(list(self.comparison_names().values()))
 
     def clear_comparisons(self) -> None:
         """Removes every compared run; the run's own curves stay."""

@@ -145,6 +145,7 @@ class RunsPanel(QWidget):
     ) -> None:
         super().__init__(parent)
         self._plot = plot
+        plot.clear_comparisons_requested.connect(self.clear_comparison)
         self._root = runs_root or default_runs_root()
         self._active_run: Path | None = None
         self._shown: RunSummary | None = None  # the past run drawn as the plot's own curves

@@ -914,3 +914,26 @@ def test_every_runs_tool_is_in_view_with_no_overflow_menu(
         assert widget.mapTo(panel, widget.rect().topRight()).x() <= panel.width()
     one_row = panel.metric_box.mapTo(panel, QPoint()).y() < panel.filter_edit.height()
     assert one_row or size != (1400, 900)  # wide enough: the table keeps the height
+
+
+def test_a_comparison_kept_through_a_new_run_says_so_and_one_click_ends_it(
+    qtbot, make_window, three_runs
+) -> None:
+    """A comparison stayed on the plot through new runs with nothing to say it was there but
+    the legend: a chip names it, and its close button clears it, asking nothing."""
+    window: MainWindow = make_window(engine_factory=factory(FakeEngine(seed_run()), []))
+    window.show()
+    panel, plot = window.runs_panel, window.plot
+    chip = plot.comparison_chip
+    assert not chip.isVisible()
+    _select(panel, three_runs["old"], three_runs["new"])
+    panel.compare_action.trigger()
+    window.run_action.trigger()
+    qtbot.waitUntil(lambda: not window.controller.active, timeout=10_000)
+    assert sorted(plot.comparisons()) == ["new", "old"]  # kept beside the new run
+    assert chip.isVisible() and chip.text.text() == "Comparing with 2 past runs"
+    assert "old" in chip.toolTip() and "new" in chip.toolTip()
+    qtbot.mouseClick(chip.close_button, Qt.MouseButton.LeftButton)
+    assert plot.comparisons() == {} and not chip.isVisible()
+    panel.metric_box.setCurrentIndex(panel.metric_box.count() - 1)  # a redraw brings none back
+    assert plot.comparisons() == {}
