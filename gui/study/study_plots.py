@@ -131,7 +131,7 @@ class HistoryPlot(StudyPlot):
         self.note.setText(
             f"{results.objective} of each complete trial ({len(found.numbers)} of {ended}), "
             f"{'highest' if results.direction == 'maximize' else 'lowest'} so far in red; "
-            "pruned and failed trials have no objective."
+            "pruned and failed trials have none (a pruned trial's last report is in Trials)."
             if found.numbers
             else "No trial has completed yet: each complete trial's objective appears here."
         )
