@@ -17,7 +17,7 @@ from typing import Protocol
 
 from .channel import Channel
 from .loop import NO_PAUSE, Executed, LoopEnd, LoopHook, StopLoop
-from .messages import EvalMetrics
+from .messages import EvalMetrics, Stopping
 from .reporting import StepReporter
 from .run_folder import EvalWriter
 
@@ -30,6 +30,22 @@ class StopRequest(LoopHook):
 
     def should_stop(self) -> bool:
         return self._requested()
+
+
+class StopNotice(LoopHook):
+    """Says when a stop ended the loop, and what is saved before the run's end.
+
+    Put it after the hook that flushes the steps and before those that save: whoever
+    asked for the stop then knows the steps are over and waits for the saves.
+    """
+
+    def __init__(self, channel: Channel, saving: Sequence[str]) -> None:
+        self._channel = channel
+        self._saving = list(saving)
+
+    def on_end(self, end: LoopEnd) -> None:
+        if end.stopped:
+            self._channel.send(Stopping(last_step=end.last_step, saving=self._saving))
 
 
 class ScalarLog(Protocol):

@@ -196,6 +196,20 @@ class RunFinished(_Message):
     )
 
 
+class Stopping(_Message):
+    """The engine honoured a stop: it left its loop after ``last_step``, and saves what
+    ``saving`` names (``the checkpoint``, ``the model``) before its RunFinished.
+
+    Until this comes a stop waits for the step under way; after it, for the saves,
+    which take seconds for a large model: a window that killed the engine then called a
+    stop that was saving a kill.
+    """
+
+    type: Literal["stopping"] = "stopping"
+    last_step: int
+    saving: list[str] = Field(default_factory=list)
+
+
 class RunFailed(_Message):
     """The run cannot go on. ``traceback`` is empty when the process died abruptly."""
 
@@ -317,6 +331,7 @@ Message = Annotated[
     | StepMetrics
     | EvalMetrics
     | RunFinished
+    | Stopping
     | RunFailed
     | DevicesDetected
     | EngineJob

@@ -56,6 +56,7 @@ def optuna_study_folder(folder: Path, trials: int = 8, *, planned: int | None = 
     study.optimize(objective, n_trials=trials - 2)
     pruned = study.ask()
     suggest(pruned)
+    pruned.report(0.8125, 40)  # as the engine reports its loss to the pruner
     study.tell(pruned, state=optuna.trial.TrialState.PRUNED)
     study.ask()  # a trial running now
     return folder

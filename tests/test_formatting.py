@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from distloop.engine.formatting import format_duration
+from distloop.engine.formatting import format_compact, format_count, format_duration
 
 
 @pytest.mark.parametrize(
@@ -24,3 +24,28 @@ from distloop.engine.formatting import format_duration
 )
 def test_format_duration(seconds: float, text: str) -> None:
     assert format_duration(seconds) == text
+
+
+@pytest.mark.parametrize(
+    ("count", "text"),
+    [
+        (0, "0"),
+        (99_999, "99,999"),
+        (100_000, "100k"),
+        (123_456, "123k"),
+        (999_999, "1.00M"),
+        (10_000_000, "10.0M"),
+        (999_999_999, "1.00B"),
+        (1_500_000_000, "1.50B"),
+    ],
+)
+def test_format_count_keeps_any_count_to_six_characters(count: int, text: str) -> None:
+    assert format_count(count) == text
+
+
+@pytest.mark.parametrize(
+    ("value", "text"),
+    [(0.00099597, "0.000996"), (9.9597e-5, "9.96e-5"), (1.2345678, "1.235"), (1.0, "1")],
+)
+def test_format_compact_has_four_digits_and_a_short_exponent(value: float, text: str) -> None:
+    assert format_compact(value) == text

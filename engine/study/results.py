@@ -70,6 +70,9 @@ class TrialRow:
     """Wall time from the trial's start to its end (to now while it runs)."""
     note: str = ""
     """Why it was pruned or failed."""
+    reported: tuple[int, float] | None = None
+    """(step, value) of the objective the trial last reported to the pruner: a pruned
+    trial has no final value, but this is the one it was judged by."""
 
 
 @dataclass(frozen=True)
@@ -263,7 +266,19 @@ def _row(folder: Path, trial: Any, known: TrialRow | None) -> TrialRow:
         steps=run.steps if run is not None else int(trial.last_step or 0),
         duration_s=_duration(trial),
         note=_note(state, run_dir, run),
+        reported=_last_reported(trial),
     )
+
+
+def _last_reported(trial: Any) -> tuple[int, float] | None:
+    """The trial's last intermediate value and its step; None when it reported none."""
+    reports = {
+        step: value for step, value in trial.intermediate_values.items() if math.isfinite(value)
+    }
+    if not reports:
+        return None
+    step = max(reports)
+    return step, float(reports[step])
 
 
 def _state(trial: Any) -> str:
@@ -331,6 +346,7 @@ def trial_rows(frozen: Sequence[Any]) -> tuple[TrialRow, ...]:
             run=None,
             steps=int(t.last_step or 0),
             duration_s=_duration(t),
+            reported=_last_reported(t),
         )
         for t in frozen
     )

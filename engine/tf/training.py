@@ -29,6 +29,7 @@ from ..loop_hooks import (
     Evaluation,
     KeepModel,
     Reporting,
+    StopNotice,
     StopRequest,
     StopTogether,
 )
@@ -213,7 +214,9 @@ def _hooks(
     record does), and the stop last: a cluster's agreed stop comes after the step's
     evaluation.
     """
-    hooks: list[LoopHook] = [reporting]
+    saving = ["the checkpoint"] if prepared.checkpoints is not None else []
+    saving += ["the model"] if run_dir is not None else []
+    hooks: list[LoopHook] = [reporting, StopNotice(channel, saving)]
     stop: LoopHook = StopRequest(should_stop)
     if prepared.checkpoints is not None:
         checkpointing = Checkpointing(

@@ -24,6 +24,7 @@ from ..runs.run_table import (
     number_key,
     summary_key,
     summary_text,
+    summary_tip,
 )
 from .run_queue import RunQueue
 
@@ -125,6 +126,12 @@ class QueueModel(RunTableModel):
 
     def cell_tip(self, row: int, column: int) -> str | None:
         item = self._items[row]
+        if column in SUMMARY_CELLS:
+            full = summary_tip(item.summary, SUMMARY_CELLS[Column(column)])
+            if full is not None:
+                return full
+        if column == Column.VAL_LOSS and (val_loss := best_val_loss(item)) is not None:
+            return format_loss(val_loss)
         if item.error:
             return item.error
         return str(item.run_dir) if item.run_dir else item.project.name

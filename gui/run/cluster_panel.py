@@ -95,7 +95,7 @@ class ClusterPanel(QDockWidget):
         self.task_log = QPlainTextEdit()
         self.task_log.setReadOnly(True)
         self.task_log.setMaximumBlockCount(MAX_TASK_LINES)
-        self.task_log.setLineWrapMode(QPlainTextEdit.LineWrapMode.NoWrap)
+        self.task_log.setLineWrapMode(QPlainTextEdit.LineWrapMode.WidgetWidth)
         self.task_log.setFont(QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont))
         self.open_log_button = QPushButton("Show engine.log")
         self.open_log_button.setToolTip(

@@ -5,9 +5,10 @@ Besides the primary loss it draws each replica's own mean loss (with
 reduced loss, and the share times the number of replicas is the mean over that
 replica's examples, comparable with the loss), each named loss of custom step code
 (a GAN's generator and discriminator), and the validation loss of each evaluation.
-These extra curves are smoothed like the loss. The legend sits beside the data,
-not on it, and lists only the curves that are shown. Past runs can be overlaid for comparison:
-they live beside the run's own curves, so comparing never disturbs a live run.
+These extra curves are smoothed like the loss. The legend sits beside the data
+(over it, in a corner, where the plot is narrow) and lists only the curves that are
+shown. Past runs can be overlaid for comparison: they live beside the run's own
+curves, so comparing never disturbs a live run.
 
 Built to stay smooth for a million steps: data lives in growing numpy buffers,
 curves are redrawn at most ~30 times a second and only when new data arrived,
@@ -24,15 +25,18 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pyqtgraph as pg
 from numpy.typing import NDArray
-from PySide6.QtCore import QPointF, Qt, QTimer
+from PySide6.QtCore import QPointF, Qt, QTimer, Signal
+from PySide6.QtGui import QResizeEvent
 from PySide6.QtWidgets import (
     QCheckBox,
+    QFrame,
     QGraphicsWidget,
     QHBoxLayout,
     QLabel,
     QPushButton,
     QSizePolicy,
     QSlider,
+    QToolButton,
     QVBoxLayout,
     QWidget,
 )
@@ -64,13 +68,23 @@ SERIES_COLORS = [
     (23, 190, 207),
 ]
 COMPARE_RAW_ALPHA = 60  # a compared run's raw loss is faint; its smoothed curve is the line
+REPLICA_ALPHA = 150
+"""A replica's curve is lighter than the smoothed loss, the line a user reads."""
+SMOOTHED_Z = 10  # the smoothed loss over every other curve: raw, replicas, compared runs
+COINCIDE_RTOL = 1e-6  # replicas' losses this close (float32 rounding) are one curve
 EMPTY_HINT = "The loss of each step appears here once a run starts (Run: Ctrl+R)."
 REPLICA_SUFFIX = " (own mean loss)"
 LEGEND_NAME_CHARS = 36
 """Longer names (a compared run's) are shortened in the middle; a cluster's replica curve
 (``worker:0 replica 0 (own mean loss)``) fits."""
 LEGEND_MARGIN = 6  # pixels between the axis and the legend, and after it
+LEGEND_SHARE = 1 / 3
+"""The most of the plot's width a legend beside the data may take; a wider one lies over it."""
 SUPERSCRIPTS = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
+SINGLE_VALUE_SPAN = 0.1
+"""A view of one loss value (one step, or curves that coincide) spans this fraction of it."""
+DISTINCT_SPAN = 1e-6
+"""Losses closer than this, relative to their size, are one value (float32 holds ~7 digits)."""
 
 
 def _curve(pen: pg.QtGui.QPen, name: str | None) -> pg.PlotDataItem:
@@ -105,6 +119,38 @@ class _Series:
         self.smoother = Smoother(weight)
         self.smoothed.clear()
         self.smoothed.extend(self.smoother.extend(self.buffer.view()))
+
+
+def readable_span(low: float, high: float) -> tuple[float, float]:
+    """``(low, high)``, or a span around them wide enough for tick labels to read.
+
+    A single value (one step, or replicas whose loss is the loss's to the last bit)
+    gave pyqtgraph a span of nothing or of rounding error: its ticks then read
+    ``1.314145565032962``, twice, over each other.
+    """
+    magnitude = max(abs(low), abs(high))
+    if high - low > magnitude * DISTINCT_SPAN:
+        return low, high
+    centre = (low + high) / 2
+    half = magnitude * SINGLE_VALUE_SPAN / 2 or 0.5
+    return centre - half, centre + half
+
+
+class _LossView(pg.ViewBox):
+    """A view box whose automatic y range always spans values a label can tell apart."""
+
+    def childrenBounds(
+        self, frac: tuple[float, float] | None = None, orthoRange=(None, None), items=None
+    ) -> list[list[float] | None]:
+        bounds = super().childrenBounds(frac=frac, orthoRange=orthoRange, items=items)
+        if bounds[1] is not None:
+            low, high = bounds[1]
+            if self.state["logMode"][1]:  # the view holds log10 of the losses
+                low, high = np.log10(readable_span(10.0**low, 10.0**high))
+            else:
+                low, high = readable_span(low, high)
+            bounds[1] = [float(low), float(high)]
+        return bounds
 
 
 class _LossAxis(pg.AxisItem):
@@ -202,8 +248,49 @@ class _Caption(ElidedLabel):
         self.setVisible(bool(text))
 
 
+class _ComparisonChip(QFrame):
+    """``Comparing with 2 past runs ✕``, shown while compared runs are drawn.
+
+    A comparison stays through new runs, study trials and another project, which is
+    what a user comparing wants; one who did not see it added is told it is there, and
+    one click ends it, with nothing asked.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.setObjectName("comparisonChip")
+        self.setStyleSheet(
+            "#comparisonChip { background: #fff3e0; border: 1px solid #ffb74d;"
+            " border-radius: 9px; }"
+        )
+        self.text = QLabel()
+        self.close_button = QToolButton()
+        self.close_button.setText("✕")
+        self.close_button.setAutoRaise(True)
+        self.close_button.setToolTip("Stop comparing: remove the compared runs from the plot")
+        self.close_button.setAccessibleName("Stop comparing")
+        layout = QHBoxLayout(self)
+        layout.setContentsMargins(8, 0, 2, 0)
+        layout.setSpacing(2)
+        layout.addWidget(self.text)
+        layout.addWidget(self.close_button)
+        self.setVisible(False)
+
+    def show_names(self, names: Sequence[str]) -> None:
+        """Says which runs are compared; hidden when none is."""
+        if len(names) == 1:
+            self.text.setText(f"Comparing with {_legend_name(names[0])}")
+        else:
+            self.text.setText(f"Comparing with {len(names)} past runs")
+        self.setToolTip("Compared runs (from the Runs tab):\n" + "\n".join(names))
+        self.setVisible(bool(names))
+
+
 class LossPlot(QWidget):
     """Appends steps as they come; ``steps()``/``losses()`` expose exactly what is plotted."""
+
+    clear_comparisons_requested = Signal()
+    """The comparison chip's close button: the runs panel, which chose them, clears them."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -211,6 +298,9 @@ class LossPlot(QWidget):
         self._losses = GrowingArray()
         self._smoothed = GrowingArray()
         self._replicas: list[_Series] = []
+        self._coinciding: set[int] = set()
+        """The replicas whose every loss so far is replica 0's: drawn over it, said in the
+        legend (two replicas of one seed's data differ in nothing)."""
         self._named: dict[str, _Series] = {}
         self._eval_steps = GrowingArray()
         self._eval_losses = GrowingArray()
@@ -224,7 +314,9 @@ class LossPlot(QWidget):
         self._dirty = False
         self.redraw_count = 0
 
-        self.plot_widget = pg.PlotWidget(background="w", axisItems={"left": _LossAxis()})
+        self.plot_widget = pg.PlotWidget(
+            background="w", viewBox=_LossView(), axisItems={"left": _LossAxis()}
+        )
         self.plot_item = self.plot_widget.getPlotItem()
         self.plot_item.setLabel("bottom", "step")
         self.plot_item.setLabel("left", "loss")
@@ -241,6 +333,7 @@ class LossPlot(QWidget):
         self.raw_curve.setSymbolPen(None)
         self.raw_curve.setSymbolSize(7)
         self.smooth_curve = _curve(SMOOTH_PEN, "smoothed")
+        self.smooth_curve.setZValue(SMOOTHED_Z)
         self.plot_item.addItem(self.raw_curve)
         self.plot_item.addItem(self.smooth_curve)
         _downsample_as(self.smooth_curve, smoothed=True)
@@ -296,10 +389,15 @@ class LossPlot(QWidget):
         controls.addWidget(self.replica_checkbox)
         controls.addStretch(1)
         controls.addWidget(self.auto_range_button)
+        self.comparison_chip = _ComparisonChip()
+        self.comparison_chip.close_button.clicked.connect(self.clear_comparisons_requested)
+        caption_row = QHBoxLayout()
+        caption_row.addWidget(self.caption_label, 1)
+        caption_row.addWidget(self.comparison_chip)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addLayout(controls)
-        layout.addWidget(self.caption_label)
+        layout.addLayout(caption_row)
         layout.addWidget(self.plot_widget, 1)
         layout.addWidget(self.readout)
 
@@ -331,15 +429,26 @@ class LossPlot(QWidget):
             raise ValueError(f"{len(steps)} steps but {len(losses)} losses")
         if not len(steps):
             return
-        legend_entries = (bool(len(self._steps)), len(self._replicas) + len(self._named))
+        legend_entries = (
+            bool(len(self._steps)),
+            len(self._replicas) + len(self._named),
+            frozenset(self._coinciding),
+        )
         self._steps.extend(steps)
         self._losses.extend(losses)
         self._smoothed.extend(self._smoother.extend(losses))
         if replica_losses is not None:
             table = np.asarray(replica_losses, dtype=np.float64)
+            known = len(self._replicas)
             while len(self._replicas) < table.shape[1]:
                 name = f"{self._replica_name(len(self._replicas))}{REPLICA_SUFFIX}"
                 self._replicas.append(self._new_series(name, 1, len(steps)))
+            self._coinciding = {
+                index
+                for index in range(1, table.shape[1])
+                if (index in self._coinciding or index >= known)
+                and np.allclose(table[:, index], table[:, 0], rtol=COINCIDE_RTOL, equal_nan=True)
+            }
             # A share of the global batch's loss, times the replicas, is the replica's mean.
             scale = self._num_replicas or table.shape[1]
             for index, series in enumerate(self._replicas):
@@ -355,7 +464,8 @@ class LossPlot(QWidget):
                 series.extend(np.asarray(values, dtype=np.float64))
         self._dirty = True
         self.hint.setVisible(False)
-        if legend_entries != (True, len(self._replicas) + len(self._named)):
+        now = (True, len(self._replicas) + len(self._named), frozenset(self._coinciding))
+        if legend_entries != now:
             self._rebuild_legend()
 
     def follow(self, model: RunModel) -> None:
@@ -401,9 +511,10 @@ class LossPlot(QWidget):
             pos=step,
             angle=90,
             pen=pen,
-            # Two short lines: a long one ran off the plot's left edge at an early step.
+            # Two short lines, on the side of the line with more room: beside an early step
+            # on its left, the label ran off the plot's left edge.
             label=(where or f"pruned at step {step}").replace(" by ", "\nby ", 1),
-            labelOpts={"position": 0.92, "color": PRUNED_COLOR, "anchors": [(1, 0), (1, 0)]},
+            labelOpts={"position": 0.92, "color": PRUNED_COLOR, "anchors": [(0, 0), (1, 0)]},
         )
         self.pruned_mark.setToolTip(reason)
         self.plot_item.addItem(self.pruned_mark, ignoreBounds=True)
@@ -447,8 +558,11 @@ class LossPlot(QWidget):
         return f"{self._replica_task} replica {index}" if self._replica_task else f"replica {index}"
 
     def _new_series(self, name: str, width: int, new_steps: int) -> _Series:
+        """A replica's curve (``width`` 1) is lighter than a named loss's, which is a loss
+        of its own (a GAN's generator); both lie under the smoothed loss."""
         color = SERIES_COLORS[(len(self._replicas) + len(self._named)) % len(SERIES_COLORS)]
-        curve = _curve(pg.mkPen(color=color, width=width), name)
+        alpha = REPLICA_ALPHA if width == 1 else 255
+        curve = _curve(pg.mkPen(color=(*color, alpha), width=width), name)
         self.plot_item.addItem(curve)
         _downsample_as(curve, smoothed=self.smooth_checkbox.isChecked())
         series = _Series(curve, len(self._steps) - new_steps, self.smoothing_weight())
@@ -524,6 +638,7 @@ class LossPlot(QWidget):
         self._draw_comparison(comparison)
         self.hint.setVisible(False)
         self._rebuild_legend()
+        self.comparison_chip.show_names(list(self.comparison_names().values()))
         self.plot_item.enableAutoRange()
 
     def remove_comparison(self, key: str) -> None:
@@ -532,6 +647,7 @@ class LossPlot(QWidget):
             self.plot_item.removeItem(comparison.raw_curve)
             self.plot_item.removeItem(comparison.curve)
             self._rebuild_legend()
+            self.comparison_chip.show_names(list(self.comparison_names().values()))
 
     def clear_comparisons(self) -> None:
         """Removes every compared run; the run's own curves stay."""
@@ -580,21 +696,47 @@ class LossPlot(QWidget):
         comparison.curve.setSymbolBrush(comparison.curve.opts["pen"].color())
 
     def _build_legend(self) -> None:
-        """A legend beside the data, in a column of the plot item's own layout kept for it.
+        """A legend beside the data, in a column of the plot item's own layout kept for it;
+        over the data, in a corner, where that column would take the plot's room.
 
         Anchored in the view box, it covered the newest steps (and the curves of a
         run with many replicas); a column of the plot item keeps it out of the data
-        and in exported images. It can still be dragged.
+        and in exported images. At 1024x700 that column (six entries, ~270 px) left the
+        data 225 px: there it lies over the view's top right, on a pale ground, and can
+        be dragged off what it hides.
         """
         self.legend = pg.LegendItem(offset=None, verSpacing=-4, labelTextColor=(40, 40, 40))
-        self.legend.setParentItem(self.plot_item)
-        self.legend.anchor(itemPos=(1, 0), parentPos=(1, 0), offset=(-LEGEND_MARGIN, 4))
         self._legend_space = QGraphicsWidget()
         self.plot_item.layout.addItem(self._legend_space, 2, 3)
-        self._reserve_legend_space()
+        self._legend_over_data: bool | None = None
+        self._place_legend()
 
-    def _reserve_legend_space(self) -> None:
-        width = self.legend.width() + 2 * LEGEND_MARGIN if self.legend.items else 0
+    def legend_over_data(self) -> bool:
+        """Whether the legend lies over the data (the plot is narrow) or beside it."""
+        return bool(self._legend_over_data)
+
+    def resizeEvent(self, event: QResizeEvent) -> None:
+        super().resizeEvent(event)
+        self._place_legend()
+
+    def _place_legend(self) -> None:
+        """Beside the data while its column takes at most :data:`LEGEND_SHARE` of the width,
+        else over the data; the column it leaves is given back to the data."""
+        needed = self.legend.width() + 2 * LEGEND_MARGIN if self.legend.items else 0
+        over = needed > LEGEND_SHARE * self.width()
+        if over != self._legend_over_data:
+            self._legend_over_data = over
+            if over:
+                self.legend.setParentItem(self.plot_item.vb)
+                self.legend.anchor(itemPos=(1, 0), parentPos=(1, 0), offset=(-4, 4))
+                self.legend.setBrush(255, 255, 255, 190)
+                self.legend.setPen(200, 200, 200)
+            else:
+                self.legend.setParentItem(self.plot_item)
+                self.legend.anchor(itemPos=(1, 0), parentPos=(1, 0), offset=(-LEGEND_MARGIN, 4))
+                self.legend.setBrush(None)
+                self.legend.setPen(None)
+        width = 0 if over else needed
         self._legend_space.setMinimumWidth(width)
         self._legend_space.setMaximumWidth(width)
         self.plot_item.layout.setColumnFixedWidth(3, width)
@@ -615,11 +757,15 @@ class LossPlot(QWidget):
             curves += [series.curve for series in self._named.values()]
         if self._eval_steps:
             curves.append(self.eval_curve)
+        same = {self._replicas[index].curve: index for index in self._coinciding}
         for curve in curves:
-            self.legend.addItem(curve, _legend_name(curve.name()))
+            name = curve.name()
+            if curve in same:  # drawn exactly over replica 0, which it hides
+                name = f"{self._replica_name(same[curve])} (= replica 0)"
+            self.legend.addItem(curve, _legend_name(name))
         for comparison in self._comparisons.values():
             self.legend.addItem(comparison.curve, _legend_name(comparison.name))
-        self._reserve_legend_space()
+        self._place_legend()
 
     def set_caption(self, text: str) -> None:
         """Names what the plot shows (a past run, a resumed one) above it; empty hides it."""
@@ -638,6 +784,7 @@ class LossPlot(QWidget):
         for series in self._extra_series():
             self.plot_item.removeItem(series.curve)
         self._replicas = []
+        self._coinciding = set()
         self._named = {}
         self._num_replicas = None
         self._replica_task = None

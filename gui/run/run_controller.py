@@ -9,16 +9,19 @@ What the run's views see comes from the model alone: its typed events
 (:mod:`engine.run_events`) are bridged to one Qt signal, ``changed``, so every panel
 hears one channel; the controller itself only tells the engine's lifecycle
 (``state_changed``, and ``idle`` once the engine is closed and a new run may start).
-Stop asks the engine to stop after its current step and kills it if it has not
-stopped within :data:`KILL_AFTER_S`. While a cluster runs, its tasks are read a few
-times a second (cheap attribute reads, safe beside the poll running in the executor)
-and set on the model.
+Stop asks the engine to stop after its current step and kills it only if it does not
+get there: it waits for the step under way (at least :data:`KILL_AFTER_S`, longer when
+a step takes longer), then, once the engine says it stopped stepping (``Stopping``),
+for its checkpoint and model (:data:`SAVE_WITHIN_S`), and logs what took the time.
+While a cluster runs, its tasks are read a few times a second (cheap attribute reads,
+safe beside the poll running in the executor) and set on the model.
 """
 
 from __future__ import annotations
 
 import asyncio
 import enum
+import time
 import traceback
 from pathlib import Path
 
@@ -26,7 +29,8 @@ from PySide6.QtCore import QObject, QTimer, Signal
 
 from ...engine.cluster.ssh import SshLaunch
 from ...engine.config import Project
-from ...engine.messages import Log, Message, RunFailed
+from ...engine.formatting import format_duration
+from ...engine.messages import TERMINAL_TYPES, Log, Message, RunFailed, Stopping
 from ...engine.process import WarmEngines
 from ...engine.run_events import RunEvent, StepsAdded
 from ...engine.run_folder import update_status
@@ -40,6 +44,12 @@ from ...engine.run_handle import (
 from ...engine.run_model import RunModel
 
 KILL_AFTER_S = 5.0
+"""The least a stop waits for the engine's step under way before it kills the engine."""
+STEP_WAITS = 3
+"""A stop waits for this many of the run's recent executions (their steps) at least."""
+SAVE_WITHIN_S = 300.0
+"""Once the engine stopped stepping, how long its saves may take before it is killed:
+a hung file system, not a large model (hundreds of MB write in seconds)."""
 POLL_S = 0.1
 REFRESH_MS = 250
 
@@ -92,6 +102,9 @@ class RunController(QObject):
         self._told_state = RunState.IDLE
         self.stop_requested = False
         self.killed = False
+        self._stop_asked_at: float | None = None
+        self._stopped_stepping: tuple[float, Stopping] | None = None
+        """When the engine said it stopped stepping after a Stop, and what it saves."""
         self._kill_timer = QTimer(self)
         self._kill_timer.setSingleShot(True)
         self._kill_after_ms = round(kill_after_s * 1000)
@@ -164,6 +177,7 @@ class RunController(QObject):
         loop = asyncio.get_running_loop()
         self.stop_requested = False
         self.killed = False
+        self._stop_asked_at = self._stopped_stepping = None
         run_model = model or RunModel(total_steps=project.total_steps(), run_dir=run_dir)
         run_model.subscribe(lambda event: self._on_event(run_model, event))
         self._model = run_model
@@ -214,17 +228,52 @@ class RunController(QObject):
         if self._engine is None or self.stop_requested:
             return
         self.stop_requested = True
+        self._stop_asked_at = time.monotonic()
+        self._stopped_stepping = None
         self._engine.request_stop()
         self._tell_state()
         if self._model is not None:
             self._model.stopping()
-        # An engine that ends its own stragglers (a local cluster, which first saves an
-        # agreed checkpoint) gets its grace and a little more before the window kills.
+        self._kill_timer.start(self._step_wait_ms())
+
+    def _step_wait_ms(self) -> int:
+        """How long a stop waits for the step under way: :data:`KILL_AFTER_S`, or
+        :data:`STEP_WAITS` of the run's recent executions when they take longer.
+
+        An engine that ends its own stragglers (a local cluster, which first saves an
+        agreed checkpoint) gets its grace and a little more.
+        """
+        wait_ms = self._kill_after_ms
         own_grace_s = self._stop_grace_s or getattr(self._engine, "stop_grace_s", None)
-        if own_grace_s is None:
-            self._kill_timer.start(self._kill_after_ms)
-        else:
-            self._kill_timer.start(max(self._kill_after_ms, round((own_grace_s + 2) * 1000)))
+        if own_grace_s is not None:
+            wait_ms = max(wait_ms, round((own_grace_s + 2) * 1000))
+        rate = self._model.rate() if self._model is not None else None
+        if rate and self._project is not None:
+            execution_s = self._project.training.steps_per_execution / rate
+            wait_ms = max(wait_ms, round(STEP_WAITS * execution_s * 1000))
+        return wait_ms
+
+    def _follow_stop(self, message: Message) -> None:
+        """A stop's progress in the engine's messages: once the engine stopped stepping,
+        it gets the time to save; at the end, the log says how long the saves took."""
+        if not self.stop_requested or self.killed or self._stop_asked_at is None:
+            return
+        now = time.monotonic()
+        if isinstance(message, Stopping) and self._stopped_stepping is None:
+            self._stopped_stepping = (now, message)
+            self._kill_timer.start(round(SAVE_WITHIN_S * 1000))
+            saving = f"; saving {' and '.join(message.saving)}" if message.saving else ""
+            self._dispatch(
+                Log(
+                    text=f"stopped after step {message.last_step:,}, "
+                    f"{format_duration(now - self._stop_asked_at)} after Stop{saving}"
+                )
+            )
+        elif isinstance(message, TERMINAL_TYPES) and self._stopped_stepping is not None:
+            stepped_at, stopping = self._stopped_stepping
+            if stopping.saving:
+                saved = f"saving {' and '.join(stopping.saving)} took "
+                self._dispatch(Log(text=f"{saved}{format_duration(now - stepped_at)}"))
 
     def kill(self) -> None:
         """Ends the engine now (a second Ctrl-C): the run ends stopped, killed on request."""
@@ -285,6 +334,7 @@ class RunController(QObject):
         try:
             while not engine.done:
                 for message in await loop.run_in_executor(None, engine.poll, self._poll_s):
+                    self._follow_stop(message)
                     self._dispatch(message)
         except Exception as exc:  # the engine's queue broke: end the run, keep the GUI
             engine.kill()
@@ -341,13 +391,13 @@ class RunController(QObject):
     def _kill_if_running(self) -> None:
         if self._engine is not None and not self._engine.done:
             self.killed = True
-            self._dispatch(
-                Log(
-                    level="warning",
-                    text=f"the engine did not stop within {self._kill_timer.interval() / 1000:g} s;"
-                    " killing it",
-                )
-            )
+            within = format_duration(self._kill_timer.interval() / 1000)
+            if self._stopped_stepping is None:
+                text = f"the engine did not finish its step within {within} of Stop; killing it"
+            else:
+                saving = " and ".join(self._stopped_stepping[1].saving) or "its files"
+                text = f"the engine did not finish saving {saving} within {within}; killing it"
+            self._dispatch(Log(level="warning", text=text))
             self._engine.kill()
 
     def _tell_state(self) -> None:

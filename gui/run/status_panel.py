@@ -19,13 +19,15 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from ...engine.formatting import format_duration
+from ...engine.formatting import format_count, format_duration
 from ...engine.messages import EvalMetrics, RunFailed, RunFinished, RunStarted, StepMetrics
 from ...engine.run_events import Evaluated, Pruning, RunEvent, Started, StatusChanged, StepsAdded
 from ...engine.run_folder import format_loss
 from ...engine.run_model import RunModel
 from ..widgets.elided_label import ElidedLabel
 
+LONG_VALUES_WIDTH = 150
+"""The last column's least width: the run and its devices, elided, still say which."""
 ROWS = 4  # fields fill columns of four rows: the panel stays low and the plot keeps the height
 ELIDED = {
     "validation": Qt.TextElideMode.ElideRight,
@@ -95,6 +97,7 @@ class StatusPanel(QWidget):
         grid.setColumnStretch(1, 1)
         grid.setColumnStretch(3, 1)
         grid.setColumnStretch(5, 4)
+        grid.setColumnMinimumWidth(5, LONG_VALUES_WIDTH)
 
         header = QHBoxLayout()
         header.addWidget(self.state, 3)
@@ -185,7 +188,7 @@ class StatusPanel(QWidget):
         if not message.steps:
             return
         self._stepped = True
-        self.values["step"].setText(self._step_text())
+        self._show_step()
         self.values["loss"].setText(format_loss(message.losses[-1]))
         if self._model is not None and self._model.finishing:
             # Training is over: what is left is saving, then the engine's end message.
@@ -252,16 +255,27 @@ class StatusPanel(QWidget):
         self._clock.stop()
         self._set_progress()  # a busy bar stops moving once the run is over
         self.values["eta"].setText("—")
-        self.values["step"].setText(self._step_text())
+        self._show_step()
         self._update_times()
 
-    def _step_text(self) -> str:
+    def _show_step(self) -> None:
+        """``5,000 / 10,000``; from 100,000 on compact (``500M / 1.00B``), exact in the tooltip.
+
+        The whole count of a billion-step run (``499,999,999 / 999,999,999``) took the
+        width of the panel's last column: at 1024 px its devices and run showed nothing.
+        """
         model = self._model
         last = None if model is None or not self._stepped else model.last_step
+        label = self.values["step"]
         if last is None:
-            return "—"
+            label.setText("—")
+            label.setToolTip("")
+            return
         total = model.total_steps if model is not None else None
-        return f"{last:,} / {total:,}" if total else f"{last:,}"
+        label.setText(
+            f"{format_count(last)} / {format_count(total)}" if total else format_count(last)
+        )
+        label.setToolTip(f"step {last:,} of {total:,}" if total else f"step {last:,}")
 
     def _set_progress(self) -> None:
         model = self._model

@@ -4,6 +4,8 @@ The runs list and the queue's results both show a run's steps, losses and durati
 place formats and orders them, so the two tables never read differently. Display text
 and sort keys differ (``1 min 05 s`` sorts as seconds, a missing loss sorts last), so
 every cell also answers :data:`SORT_ROLE` with a number or a string the proxy compares.
+Numbers are shown compact (``10.0M`` steps, a loss of ``9.96e-5``), never cut in the
+middle by a narrow column; :func:`summary_tip` holds each one in full.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import math
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, Qt
 from PySide6.QtGui import QBrush, QColor
 
-from ...engine.formatting import format_duration
+from ...engine.formatting import format_compact, format_count, format_duration
 from ...engine.run_folder import format_loss
 from ...engine.run_history import INTERRUPTED, SUBMITTED, UNREADABLE, RunSummary
 
@@ -52,7 +54,7 @@ def number_key(value: float | None) -> float:
 def loss_text(value: float | None, pending: bool = False) -> str:
     if value is None:
         return SCANNING if pending else NOT_SHOWN
-    return format_loss(value)
+    return format_compact(value)
 
 
 def summary_text(run: RunSummary | None, cell: SummaryCell) -> str:
@@ -60,12 +62,25 @@ def summary_text(run: RunSummary | None, cell: SummaryCell) -> str:
     if run is None:
         return NOT_SHOWN
     if cell is SummaryCell.STEPS:
-        return f"{run.steps:,}"
+        return format_count(run.steps)
     if cell is SummaryCell.FINAL_LOSS:
         return loss_text(run.final_loss)
     if cell is SummaryCell.LATE_LOSS:
         return loss_text(run.smoothed_loss, run.pending)
     return NOT_SHOWN if run.duration_s is None else format_duration(run.duration_s)
+
+
+def summary_tip(run: RunSummary | None, cell: SummaryCell) -> str | None:
+    """The cell's number in full (``10,000,000 steps``, a loss to its last digit); None for a
+    cell without one."""
+    if run is None:
+        return None
+    if cell is SummaryCell.STEPS:
+        return f"{run.steps:,} steps"
+    value = run.final_loss if cell is SummaryCell.FINAL_LOSS else run.smoothed_loss
+    if cell is SummaryCell.DURATION or value is None:
+        return None
+    return format_loss(value)
 
 
 def summary_key(run: RunSummary | None, cell: SummaryCell) -> float:

@@ -32,6 +32,7 @@ from .run_table import (
     number_key,
     summary_key,
     summary_text,
+    summary_tip,
 )
 
 
@@ -214,6 +215,9 @@ class RunsTableModel(RunTableModel):
 
     def cell_tip(self, row: int, column: int) -> str | None:
         run = self._runs[row]
+        full = summary_tip(run, SUMMARY_CELLS[Column(column)]) if column in SUMMARY_CELLS else None
+        if full is not None:
+            return f"{full}\n{LATE_LOSS_TIP}" if column == Column.LATE_LOSS else full
         if run.job is not None and column == Column.STATUS:
             said = run.job.note or f"Slurm job {run.job.job_id}: not asked yet"
             return f"{said}\nFailed: {run.error}" if run.status == "failed" and run.error else said

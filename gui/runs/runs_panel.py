@@ -37,7 +37,7 @@ from PySide6.QtCore import (
     QUrl,
     Signal,
 )
-from PySide6.QtGui import QAction, QDesktopServices, QKeySequence
+from PySide6.QtGui import QAction, QDesktopServices, QKeySequence, QResizeEvent
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QComboBox,
@@ -46,6 +46,7 @@ from PySide6.QtWidgets import (
     QLineEdit,
     QMenu,
     QMessageBox,
+    QSizePolicy,
     QStyle,
     QTableView,
     QToolBar,
@@ -144,6 +145,7 @@ class RunsPanel(QWidget):
     ) -> None:
         super().__init__(parent)
         self._plot = plot
+        plot.clear_comparisons_requested.connect(self.clear_comparison)
         self._root = runs_root or default_runs_root()
         self._active_run: Path | None = None
         self._shown: RunSummary | None = None  # the past run drawn as the plot's own curves
@@ -178,7 +180,8 @@ class RunsPanel(QWidget):
         header = self.table.horizontalHeader()
         header.setSectionsMovable(True)
         for column, width in DEFAULT_WIDTHS.items():
-            header.resizeSection(column, width)
+            # Never narrower than its title ("Loss, last 10%" was clipped), whatever the font.
+            header.resizeSection(column, max(width, header.sectionSizeHint(column)))
         self.table.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
 
         self._build_actions()
@@ -202,20 +205,27 @@ class RunsPanel(QWidget):
         self.filter_edit.setMinimumWidth(60)
         self.filter_edit.setMaximumWidth(320)
         self.metric_box.setMinimumContentsLength(5)
-        top = QHBoxLayout()
-        top.setContentsMargins(0, 0, 4, 0)
-        top.setSpacing(4)
-        top.addWidget(self.toolbar)
-        top.addWidget(self.filter_edit, 1)
-        top.addSpacing(8)
-        top.addWidget(QLabel("Compare"))
-        top.addWidget(self.metric_box)
-        top.addWidget(QLabel("against"))
-        top.addWidget(self.x_axis_box)
+        self.comparison_row = QWidget()
+        self.comparison_row.setSizePolicy(QSizePolicy.Policy.Fixed, QSizePolicy.Policy.Preferred)
+        comparison = QHBoxLayout(self.comparison_row)
+        comparison.setContentsMargins(8, 0, 0, 0)
+        comparison.setSpacing(4)
+        for widget in (QLabel("Compare"), self.metric_box, QLabel("against"), self.x_axis_box):
+            comparison.addWidget(widget)
+        self._tools_row = QHBoxLayout()
+        self._tools_row.setContentsMargins(0, 0, 4, 0)
+        self._tools_row.setSpacing(4)
+        self._tools_row.addWidget(self.toolbar)
+        self._tools_row.addWidget(self.filter_edit, 1)
+        self._tools_row.addWidget(self.comparison_row)
+        self._second_row = QHBoxLayout()
+        self._second_row.setContentsMargins(0, 0, 4, 0)  # empty, it takes no height
+        self._second_row.addStretch(1)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.setSpacing(0)
-        layout.addLayout(top)
+        layout.addLayout(self._tools_row)
+        layout.addLayout(self._second_row)
         layout.addWidget(self.comparison_note)
         layout.addWidget(self.table, 1)
         self._fill_metric_box()
@@ -241,6 +251,34 @@ class RunsPanel(QWidget):
         self.table.customContextMenuRequested.connect(self._context_menu)
         self.table.selectionModel().selectionChanged.connect(self._update_actions)
         self.refresh()
+
+    def resizeEvent(self, event: QResizeEvent) -> None:
+        super().resizeEvent(event)
+        self._place_comparison()
+
+    def _place_comparison(self) -> None:
+        """The comparison's choices beside the tools where all fit, else on a row below them.
+
+        At 1024 px one row held them only by hiding three of the toolbar's actions behind
+        its "»" menu; a second row costs less than actions nobody sees.
+        """
+        needed = (
+            self.toolbar.sizeHint().width()
+            + self.filter_edit.minimumWidth()
+            + self.comparison_row.sizeHint().width()
+            + 2 * self._tools_row.spacing()
+            + self._tools_row.contentsMargins().right()
+        )
+        beside = self.width() >= needed
+        if beside == (self._tools_row.indexOf(self.comparison_row) >= 0):
+            return
+        if beside:
+            self._second_row.removeWidget(self.comparison_row)
+            self._tools_row.addWidget(self.comparison_row)
+        else:
+            self._tools_row.removeWidget(self.comparison_row)
+            self._second_row.insertWidget(0, self.comparison_row)
+        self.layout().activate()  # now: the table's height is read as soon as the panel shows
 
     # --- construction -------------------------------------------------------------------
 

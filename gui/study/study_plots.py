@@ -9,6 +9,7 @@ in the history and the parallel coordinates; clicking a trial's point selects it
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import numpy as np
@@ -36,17 +37,42 @@ AXIS_PEN = pg.mkPen(color=(90, 90, 90), width=1)
 LABEL_FILL = pg.mkBrush(255, 255, 255, 210)  # an axis's values stay readable over the lines
 
 
+class _TrialAxis(pg.AxisItem):
+    """An axis of trial numbers: whole numbers only.
+
+    pyqtgraph ticks halfway between two trials (``0.5``, ``1.5``) when few are shown;
+    a trial 1.5 reads as one that exists.
+    """
+
+    def __init__(self) -> None:
+        super().__init__("bottom")
+
+    def tickValues(
+        self, minVal: float, maxVal: float, size: float
+    ) -> list[tuple[float, list[float]]]:
+        levels = [
+            (spacing, [value for value in values if float(value).is_integer()])
+            for spacing, values in super().tickValues(minVal, maxVal, size)
+            if spacing >= 1
+        ]
+        if levels:
+            return levels
+        return [(1.0, [float(n) for n in range(math.ceil(minVal), math.floor(maxVal) + 1)])]
+
+
 class StudyPlot(QWidget):
     """A note (what the plot shows, or why it is empty) above a plot of the study."""
 
     trial_clicked = Signal(int)
 
-    def __init__(self, x_label: str = "", y_label: str = "") -> None:
+    def __init__(
+        self, x_label: str = "", y_label: str = "", axes: dict[str, pg.AxisItem] | None = None
+    ) -> None:
         super().__init__()
         self.note = QLabel()
         self.note.setWordWrap(True)
         self.note.setStyleSheet("color: #555555;")
-        self.plot_widget = pg.PlotWidget(background="w")
+        self.plot_widget = pg.PlotWidget(background="w", axisItems=axes)
         self.plot_item = self.plot_widget.getPlotItem()
         self.plot_item.setMenuEnabled(False)
         self.plot_item.hideButtons()
@@ -75,7 +101,7 @@ class HistoryPlot(StudyPlot):
     """Each complete trial's objective by its number, and the best so far as a step line."""
 
     def __init__(self) -> None:
-        super().__init__("trial")
+        super().__init__("trial", axes={"bottom": _TrialAxis()})
         self.points = pg.ScatterPlotItem(size=8, brush=POINT_BRUSH, pen=None, name="trial")
         self.best_curve = pg.PlotDataItem(pen=BEST_PEN, stepMode="center", name="best so far")
         self.marks = pg.ScatterPlotItem(size=15, brush=None, pen=SELECTED_PEN)
@@ -105,7 +131,7 @@ class HistoryPlot(StudyPlot):
         self.note.setText(
             f"{results.objective} of each complete trial ({len(found.numbers)} of {ended}), "
             f"{'highest' if results.direction == 'maximize' else 'lowest'} so far in red; "
-            "pruned and failed trials have no objective."
+            "pruned and failed trials have none (a pruned trial's last report is in Trials)."
             if found.numbers
             else "No trial has completed yet: each complete trial's objective appears here."
         )

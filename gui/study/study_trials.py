@@ -137,6 +137,9 @@ class TrialsTableModel(QAbstractTableModel):
         value = self._value(trial, column)
         if column == 0:
             return f"★ {value}" if trial.number == self._best else str(value)
+        if column == 2 and value is None and trial.reported is not None:
+            step, reported = trial.reported
+            return f"{reported:.4g} (step {step})"
         if value is None:
             return ""
         if column == 3 + len(self._params) + 1:
@@ -147,6 +150,8 @@ class TrialsTableModel(QAbstractTableModel):
 
     def _sort_key(self, trial: TrialRow, column: int) -> Any:
         value = self._value(trial, column)
+        if column == 2 and value is None and trial.reported is not None:
+            value = trial.reported[1]
         if isinstance(value, bool) or value is None:
             return math.inf if value is None else int(value)
         if isinstance(value, int | float):
@@ -155,6 +160,9 @@ class TrialsTableModel(QAbstractTableModel):
 
     def _tooltip(self, trial: TrialRow) -> str:
         lines = [f"trial {trial.number}: {trial.state}"]
+        if trial.value is None and trial.reported is not None:
+            step, reported = trial.reported
+            lines.append(f"{self._objective} {reported!r} at step {step}, its last report")
         if trial.note:
             lines.append(trial.note)
         if trial.run is not None:

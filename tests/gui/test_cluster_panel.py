@@ -481,3 +481,22 @@ def test_open_run_folder_without_a_file_manager_says_where_it_is(
     folder = str(window.last_run_dir)
     assert folder in window.statusBar().currentMessage()
     assert folder in window.log_panel.lines()[-1]
+
+
+def test_a_task_s_long_log_line_wraps_in_the_pane(qtbot, make_window) -> None:
+    """A traceback's long line ran off the task-log pane's right edge, behind a scrollbar."""
+    long_line = "tensorflow.python.framework.errors_impl.InvalidArgumentError: " + "shape " * 60
+    batches = cluster_run(5, 5)
+    batches[0].append(Log(text=long_line, task="worker:0"))
+    window, _made = cluster_window(make_window, batches)
+    window.resize(1024, 700)
+    window.show()
+    window.run_action.trigger()
+    qtbot.waitUntil(lambda: not window.controller.active, timeout=10_000)
+    panel = window.cluster_panel
+    qtbot.waitUntil(lambda: long_line in panel.task_log.toPlainText(), timeout=5_000)
+    log = panel.task_log
+    qtbot.waitUntil(lambda: log.document().documentLayout().documentSize().width() > 0)
+    block = log.document().findBlock(log.toPlainText().index(long_line))
+    assert block.layout().lineCount() > 1
+    assert not log.horizontalScrollBar().isVisible()

@@ -3,11 +3,21 @@
 from __future__ import annotations
 
 import multiprocessing
+from pathlib import Path
 
 import numpy as np
 import pytest
+from distloop.engine.examples import load_example
 from distloop.engine.messages import StepMetrics
-from distloop.engine.run_folder import read_eval, read_metrics, read_status
+from distloop.engine.run_events import Logged
+from distloop.engine.run_folder import (
+    CHECKPOINT_DIR,
+    MODEL_FILE,
+    read_eval,
+    read_metrics,
+    read_status,
+)
+from distloop.gui.run.run_controller import RunController
 from distloop.gui.shell.main_window import MainWindow
 from gui_fakes import told_steps
 
@@ -81,3 +91,39 @@ def test_evaluation_markers_match_the_run_folder(qtbot, window: MainWindow, dial
     assert list(steps) == evaluations["step"] == [40.0, 80.0]
     assert np.array_equal(losses.astype(np.float32), np.float32(evaluations["val_loss"]))
     assert window.status_panel.values["validation"].full_text().endswith("(step 80)")
+
+
+def test_a_stop_that_saves_is_waited_for_not_killed(qtbot, qloop, tmp_path: Path) -> None:
+    """Stop waits for the step under way (here an execution of 300 steps, seconds long) and
+    the saves after it, then says what took the time. The window killed an engine that did
+    not end within 5 s of Stop (0.3 s here) though it was finishing its step and saving:
+    "the engine did not stop within 5 s; killing it"."""
+    project = load_example("digits")
+    training = project.training.model_copy(update={"steps": 1_000_000, "steps_per_execution": 300})
+    project = project.model_copy(update={"training": training, "evaluation": None})
+    controller = RunController(kill_after_s=0.3)
+    logged: list[str] = []
+    controller.changed.connect(
+        lambda _model, event: (
+            logged.append(event.message.text) if isinstance(event, Logged) else None
+        )
+    )
+    run_dir = tmp_path / "run"
+    controller.start(project, run_dir)
+    model = controller.model
+    assert model is not None
+    # two executions reported: the run's pace (seconds an execution) is known
+    qtbot.waitUntil(lambda: model.rate() is not None, timeout=RUN_TIMEOUT_MS)
+    controller.stop()
+    qtbot.waitUntil(lambda: not controller.active, timeout=RUN_TIMEOUT_MS)
+    assert not controller.killed, logged
+    assert not any("killing it" in text for text in logged), logged
+    status = read_status(run_dir)
+    assert status["status"] == "stopped" and not status.get("killed")
+    last = status["last_step"]
+    assert last % 300 == 0  # whole executions, then the stop
+    assert (run_dir / MODEL_FILE).is_file() and any((run_dir / CHECKPOINT_DIR).iterdir())
+    stopped = [text for text in logged if text.startswith(f"stopped after step {last:,}, ")]
+    assert stopped and stopped[0].endswith("; saving the checkpoint and the model"), logged
+    assert any(text.startswith("saving the checkpoint and the model took ") for text in logged)
+    assert multiprocessing.active_children() == []

@@ -371,3 +371,97 @@ def test_a_clusters_replica_curves_say_whose_they_are(plot: LossPlot) -> None:
     plot.redraw()
     assert "worker:0 replica 0 (own mean loss)" in plot.legend_names()
     assert plot.replica_losses()[0].tolist() == [0.5]  # its share times the run's 2 replicas
+
+
+def _tick_labels(plot: LossPlot) -> list[str]:
+    """The y axis's labels as it draws them now, every level's."""
+    axis = plot.plot_item.getAxis("left")
+    low, high = axis.range
+    levels = axis.tickValues(low, high, axis.height())
+    return [text for spacing, values in levels for text in axis.tickStrings(values, 1, spacing)]
+
+
+@pytest.mark.parametrize(("log", "rounding"), [(False, 1e-15), (False, 1.2e-7), (True, 1e-15)])
+def test_one_loss_value_gets_ticks_a_person_can_read(
+    plot: LossPlot, qtbot, log: bool, rounding: float
+) -> None:
+    """One step whose replicas' losses are the loss's but for rounding (a float64's, a
+    float32's) gave the axis a span of rounding error: ``1.314145565032962``, labels over
+    labels."""
+    plot.log_checkbox.setChecked(log)
+    loss = 1.314145565032962
+    plot.set_num_replicas(2)
+    plot.append([1], [loss], [[loss / 2, (loss + rounding) / 2]])
+    plot.redraw()
+    value = np.log10(loss) if log else loss
+    axis = plot.plot_item.getAxis("left")
+    qtbot.waitUntil(lambda: axis.range[0] < value < axis.range[1], timeout=5_000)
+    labels = _tick_labels(plot)
+    assert max(len(text) for text in labels) <= 5, labels
+    shown = [text for text in labels if text]
+    assert len(shown) == len(set(shown)), labels
+
+
+@pytest.mark.parametrize("step", [3, 50, 198])
+def test_the_prune_label_stays_inside_the_plot(plot: LossPlot, qtbot, step: int) -> None:
+    """ "pruned at step 50 by the median pruner" was cut at the plot's left edge."""
+    plot.resize(560, 300)
+    plot.append(np.arange(1, 201), np.linspace(2.0, 0.5, 200))
+    plot.mark_pruned(step, f"pruned at step {step} by the median pruner: loss 2 was worse")
+    plot.redraw()
+    view = plot.plot_item.vb
+    label = plot.pruned_mark.label
+    qtbot.waitUntil(lambda: view.viewRange()[0][1] >= 200, timeout=5_000)
+    qtbot.wait(50)  # the label follows the view on posted events
+    shown = label.mapRectToScene(label.boundingRect())
+    inside = view.sceneBoundingRect()
+    assert inside.left() <= shown.left() and shown.right() <= inside.right(), (shown, inside)
+
+
+def test_the_smoothed_loss_is_drawn_over_the_lighter_curves(plot: LossPlot) -> None:
+    """The raw loss, the replicas and a compared run buried the smoothed loss."""
+    plot.append(
+        [1, 2, 3], [3.0, 2.0, 1.0], [[1.0, 2.0], [0.5, 1.5], [0.25, 0.75]], {"gen": [1, 2, 3]}
+    )
+    plot.add_comparison("/runs/a", "a", [1, 2, 3], [2.0, 1.0, 0.5])
+    (comparison,) = plot._comparisons.values()
+    others = [plot.raw_curve, *plot.replica_curves, comparison.curve, comparison.raw_curve]
+    others += [series.curve for series in plot._named.values()]
+    assert all(plot.smooth_curve.zValue() > curve.zValue() for curve in others)
+    smooth_pen = plot.smooth_curve.opts["pen"]
+    for curve in (plot.raw_curve, *plot.replica_curves):
+        pen = curve.opts["pen"]
+        assert pen.color().alpha() < 255 and pen.widthF() < smooth_pen.widthF()
+
+
+def test_the_legend_says_when_replica_curves_coincide(plot: LossPlot) -> None:
+    """Two replicas of the seed's data have one loss: one curve hid the other, unexplained."""
+    plot.set_num_replicas(2)
+    plot.append([1, 2], [1.0, 0.5], [[0.5, 0.5], [0.25, 0.25 * (1 + 1e-8)]])
+    assert plot.legend_names()[-2:] == ["replica 0 (own mean loss)", "replica 1 (= replica 0)"]
+    plot.append([3], [0.4], [[0.1, 0.3]])  # they part
+    assert plot.legend_names()[-2:] == ["replica 0 (own mean loss)", "replica 1 (own mean loss)"]
+    plot.append([4], [0.4], [[0.2, 0.2]])  # once apart, two curves
+    assert plot.legend_names()[-1] == "replica 1 (own mean loss)"
+
+
+def test_a_narrow_plot_keeps_its_width_and_lays_the_legend_over_the_data(
+    plot: LossPlot, qtbot
+) -> None:
+    """At 1024x700 the plot is ~550 px wide: a legend of six entries beside the data left
+    the data 225 px. There it lies over the data's top right; wide again, beside it."""
+    plot.set_num_replicas(2)
+    plot.append([1, 2, 3], [3.0, 2.0, 1.0], [[1.0, 2.0], [0.5, 1.5], [0.25, 0.75]])
+    plot.add_evaluation(3, 1.5)
+    plot.add_comparison("/runs/a", "Seed: the guide's custom loop #2", [1, 2, 3], [2, 1, 0.5])
+    assert len(plot.legend_names()) == 6
+    plot.resize(550, 300)
+    qtbot.waitUntil(lambda: plot.legend_over_data(), timeout=5_000)
+    view = plot.plot_item.vb
+    qtbot.waitUntil(lambda: view.width() >= 0.8 * plot.plot_widget.width(), timeout=5_000)
+    legend = plot.legend.sceneBoundingRect()
+    assert view.sceneBoundingRect().contains(legend)
+    plot.resize(1300, 500)
+    qtbot.waitUntil(lambda: not plot.legend_over_data(), timeout=5_000)
+    qtbot.wait(50)  # the scene lays itself out on posted events
+    assert plot.legend.sceneBoundingRect().left() >= view.sceneBoundingRect().right()

@@ -17,8 +17,11 @@ from distloop.engine.run_model import RunModel
 from distloop.gui.project.strategy_form import logical_device
 from distloop.gui.run.log_panel import LEVEL_COLORS, MAX_LINES, LogPanel
 from distloop.gui.run.status_panel import StatusPanel, short_device
-from distloop.gui.shell.main_window import MainWindow
+from distloop.gui.shell.main_window import PROJECT_DOCK_WIDTH, MainWindow
+from distloop.gui.widgets.elided_label import ElidedLabel
 from gui_fakes import FakeEngine, seed_run
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QLabel
 
 
 def test_status_panel_rate_progress_and_eta(qtbot) -> None:
@@ -246,3 +249,42 @@ def test_a_run_start_warning_is_logged_once(qtbot) -> None:
     )
     panel.show_change(RunModel(), Started(started))
     assert sum(warning in line for line in panel.lines()) == 1
+
+
+def test_the_status_panel_keeps_its_run_and_devices_in_view_at_1024_px(qtbot, make_window) -> None:
+    """A billion-step cluster run at 1024x700: ``499,999,999 / 999,999,999`` and
+    ``multi_worker_mirrored`` took the width, and Devices and Run showed nothing."""
+    window: MainWindow = make_window()
+    window.show()
+    window.resize(1024, 700)
+    qtbot.waitExposed(window)
+    # the forms' dock as wide as a first start makes it
+    window.resizeDocks([window.project_dock], [PROJECT_DOCK_WIDTH], Qt.Orientation.Horizontal)
+    panel = window.status_panel
+    total = 999_999_999
+    model = RunModel(total_steps=total)
+    model.subscribe(lambda event: panel.show_change(model, event))
+    panel.follow(model, "/runs/x", "Digits: a project with a long name #3")
+    model.apply(
+        RunStarted(
+            strategy="MultiWorkerMirroredStrategy",
+            strategy_kind="multi_worker_mirrored",
+            num_replicas=2,
+            devices=[f"/job:worker/replica:0/task:{task}/device:CPU:0" for task in (0, 1)],
+            tensorflow_version="2.21.0",
+            total_steps=total,
+        )
+    )
+    model.apply(StepMetrics(steps=[499_999_999], losses=[0.5], elapsed_s=[3000.0]))
+    step = panel.values["step"]
+    assert step.text() == "500M / 1.00B"
+    assert step.toolTip() == "step 499,999,999 of 999,999,999"
+    qtbot.waitUntil(lambda: step.width() >= step.sizeHint().width(), timeout=5_000)
+    assert panel.values["devices"].text().startswith("worker:0 CPU:0")
+    assert panel.values["run_dir"].text().startswith("Digits")
+    assert panel.values["run_dir"].text().endswith("#3")
+    for label in panel.findChildren(QLabel):
+        assert label.geometry().right() <= panel.width(), label.text()
+        if not isinstance(label, ElidedLabel):  # the long texts are elided, the others whole
+            assert label.width() >= label.sizeHint().width(), label.text()
+    assert panel.width() <= window.width() <= 1024

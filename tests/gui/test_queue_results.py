@@ -68,8 +68,8 @@ def test_results_rank_by_the_late_loss_not_one_lucky_batch(qtbot, make_window) -
         "Loss, last 10%"
     )
     assert [panel.results_proxy.index(row, Column.LATE_LOSS).data() for row in (0, 1)] == [
-        "2.0",
-        "3.0",
+        "2",
+        "3",
     ]
     assert panel.results_proxy.index(0, Column.VAL_LOSS).data() == "—"
 

@@ -314,6 +314,6 @@ def test_a_long_queued_runs_metrics_are_never_read_whole_on_the_windows_thread(
     assert item.state is ItemState.FINISHED and item.summary is not None
     assert item.summary.steps == rows  # from the file's end, at once
     results = window.queue_panel.results_proxy
-    qtbot.waitUntil(lambda: results.index(0, Column.LATE_LOSS).data() == "1.0", timeout=10_000)
+    qtbot.waitUntil(lambda: results.index(0, Column.LATE_LOSS).data() == "1", timeout=10_000)
     assert item.summary.smoothed_loss == 1.0
     assert whole_readers and threading.main_thread().name not in whole_readers

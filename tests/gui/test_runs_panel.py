@@ -19,6 +19,7 @@ import pytest
 from distloop.engine import csv_summary, run_folder
 from distloop.engine.config import Project, load_project
 from distloop.engine.examples import load_example
+from distloop.engine.formatting import format_compact
 from distloop.engine.messages import EvalMetrics, RunFailed
 from distloop.engine.resume_rules import ResumableRun, layout_of, window_refusal
 from distloop.engine.run_curves import WALL_TIME
@@ -39,12 +40,12 @@ from distloop.gui.files.log_file_window import read_tail
 from distloop.gui.runs.runs_model import Column
 from distloop.gui.runs.runs_panel import HEADER_KEY, RunsPanel
 from distloop.gui.shell.app import app_icon
-from distloop.gui.shell.main_window import MainWindow
+from distloop.gui.shell.main_window import PROJECT_DOCK_WIDTH, MainWindow
 from distloop_testing import crafted_status_folders
 from gui_fakes import FakeEngine, factory, seed_run
-from PySide6.QtCore import QSettings, QSize, Qt
+from PySide6.QtCore import QPoint, QSettings, QSize, Qt
 from PySide6.QtTest import QTest
-from PySide6.QtWidgets import QApplication, QFileDialog
+from PySide6.QtWidgets import QApplication, QFileDialog, QStyleOptionViewItem, QToolButton
 from test_csv_summary import big_metrics
 
 HOUR = 3600.0
@@ -836,10 +837,10 @@ def test_a_long_runs_metrics_are_never_read_whole_on_the_windows_thread(
 
         monkeypatch.setattr(module, name, recorded)
     panel = make_window().runs_panel  # its first refresh
-    assert _text(panel, 0, Column.STEPS) == "300,000"  # from the file's end, at once
+    assert _text(panel, 0, Column.STEPS) == "300k"  # from the file's end, at once
     assert _text(panel, 0, Column.LATE_LOSS) == "…"  # being scanned
     late = [float(f"{1.0 + (s % 97) / 97:.7g}") for s in range(270_001, 300_001)]
-    smoothed = format_loss(math.fsum(late) / len(late))  # the last tenth's mean
+    smoothed = format_compact(math.fsum(late) / len(late))  # the last tenth's mean
     qtbot.waitUntil(lambda: _text(panel, 0, Column.LATE_LOSS) == smoothed, timeout=30_000)
     panel.refresh()
     assert _text(panel, 0, Column.LATE_LOSS) == smoothed  # the kept scan: no second one
@@ -854,3 +855,85 @@ def _size(source: object) -> int:
         return os.stat(name).st_size
     except (OSError, TypeError):
         return 0
+
+
+def test_numbers_in_the_runs_table_are_never_cut_and_tell_their_full_value(
+    qtbot, make_window, runs_root: Path
+) -> None:
+    """``10,…000`` steps and a loss of ``0.000…99597``: never elide a number. They are compact
+    (``10.0M``, ``0.000996``) with the exact value in the tooltip; no header is clipped."""
+    run_dir = fake_run(runs_root, "long", name="long", started=time.time(), losses=[1.0, 0.5])
+    (run_dir / "metrics.csv").write_text(
+        "step,loss,elapsed_s\n9999999,0.0012345678,9000.5\n10000000,0.00099597,9001.0\n",
+        encoding="utf-8",
+    )
+    window: MainWindow = make_window()
+    window.show()
+    window.resize(1024, 700)
+    window.runs_dock.raise_()
+    qtbot.waitExposed(window)
+    panel = window.runs_panel
+    qtbot.waitUntil(lambda: _text(panel, 0, Column.LATE_LOSS) not in ("…", "—"), timeout=10_000)
+    assert _text(panel, 0, Column.STEPS) == "10.0M"
+    assert _text(panel, 0, Column.FINAL_LOSS) == "0.000996"
+    table, header = panel.table, panel.table.horizontalHeader()
+    option = QStyleOptionViewItem()
+    option.initFrom(table)
+    for column in (Column.STEPS, Column.FINAL_LOSS, Column.LATE_LOSS, Column.DURATION):
+        index = panel.proxy.index(0, column)
+        needed = table.itemDelegate().sizeHint(option, index).width()
+        assert needed <= header.sectionSize(column), (column, index.data())
+        assert header.sectionSizeHint(column) <= header.sectionSize(column), column
+    assert panel.proxy.index(0, Column.STEPS).data(Qt.ItemDataRole.ToolTipRole) == (
+        "10,000,000 steps"
+    )
+    tip = panel.proxy.index(0, Column.FINAL_LOSS).data(Qt.ItemDataRole.ToolTipRole)
+    assert tip == format_loss(0.00099597)
+
+
+@pytest.mark.parametrize("size", [(1400, 900), (1024, 700)], ids=["1400x900", "1024x700"])
+def test_every_runs_tool_is_in_view_with_no_overflow_menu(
+    qtbot, make_window, size: tuple[int, int]
+) -> None:
+    """At 1024x700 the runs toolbar hid three of its actions behind "»": the comparison's
+    choices go below the tools when both do not fit on one row."""
+    window: MainWindow = make_window()
+    window.show()
+    window.resize(*size)
+    window.resizeDocks([window.project_dock], [PROJECT_DOCK_WIDTH], Qt.Orientation.Horizontal)
+    window.runs_dock.raise_()
+    qtbot.waitExposed(window)
+    panel = window.runs_panel
+    toolbar = panel.toolbar
+    # the toolbar gets the width of all its actions: none is left for the "»" menu
+    qtbot.waitUntil(lambda: toolbar.width() >= toolbar.sizeHint().width(), timeout=5_000)
+    overflow = toolbar.findChild(QToolButton, "qt_toolbar_ext_button")
+    assert overflow is None or not overflow.isVisible()
+    for widget in (panel.filter_edit, panel.metric_box, panel.x_axis_box):
+        assert widget.isVisible()
+        assert widget.mapTo(panel, widget.rect().topRight()).x() <= panel.width()
+    one_row = panel.metric_box.mapTo(panel, QPoint()).y() < panel.filter_edit.height()
+    assert one_row or size != (1400, 900)  # wide enough: the table keeps the height
+
+
+def test_a_comparison_kept_through_a_new_run_says_so_and_one_click_ends_it(
+    qtbot, make_window, three_runs
+) -> None:
+    """A comparison stayed on the plot through new runs with nothing to say it was there but
+    the legend: a chip names it, and its close button clears it, asking nothing."""
+    window: MainWindow = make_window(engine_factory=factory(FakeEngine(seed_run()), []))
+    window.show()
+    panel, plot = window.runs_panel, window.plot
+    chip = plot.comparison_chip
+    assert not chip.isVisible()
+    _select(panel, three_runs["old"], three_runs["new"])
+    panel.compare_action.trigger()
+    window.run_action.trigger()
+    qtbot.waitUntil(lambda: not window.controller.active, timeout=10_000)
+    assert sorted(plot.comparisons()) == ["new", "old"]  # kept beside the new run
+    assert chip.isVisible() and chip.text.text() == "Comparing with 2 past runs"
+    assert "old" in chip.toolTip() and "new" in chip.toolTip()
+    qtbot.mouseClick(chip.close_button, Qt.MouseButton.LeftButton)
+    assert plot.comparisons() == {} and not chip.isVisible()
+    panel.metric_box.setCurrentIndex(panel.metric_box.count() - 1)  # a redraw brings none back
+    assert plot.comparisons() == {}

@@ -217,3 +217,34 @@ def test_a_study_listed_in_the_studies_tab_shows_its_trials_on_a_double_click(
     qtbot.waitUntil(lambda: window.study_panel.folder == folder, timeout=READ_MS)
     assert window.study_dock.isVisibleTo(window)
     assert window.study_panel.model.rowCount() == 4
+
+
+def test_the_history_s_axis_ticks_whole_trial_numbers(qtbot, tmp_path: Path) -> None:
+    """A few trials got ticks at 0.5, 1.5, ...: trials that do not exist."""
+    panel = StudyPanel()
+    qtbot.addWidget(panel)
+    panel.resize(800, 500)
+    panel.show()
+    panel.open(optuna_study_folder(tmp_path / "study", trials=5))
+    qtbot.waitUntil(lambda: panel.results is not None, timeout=READ_MS)
+    axis = panel.history.plot_item.getAxis("bottom")
+    for low, high in ((-0.2, 4.2), (0.8, 2.2), (10_000.5, 10_001.5)):
+        levels = axis.tickValues(low, high, 600)
+        labels = [
+            text for spacing, values in levels for text in axis.tickStrings(values, 1, spacing)
+        ]
+        assert labels and all(text.isdigit() for text in labels), labels
+
+
+def test_a_pruned_trial_shows_the_objective_it_was_judged_by(qtbot, tmp_path: Path) -> None:
+    """A pruned trial's objective cell was empty although it reported values to the pruner."""
+    panel = StudyPanel()
+    qtbot.addWidget(panel)
+    panel.open(optuna_study_folder(tmp_path / "study", trials=5))
+    qtbot.waitUntil(lambda: panel.results is not None, timeout=READ_MS)
+    model = panel.model
+    row = next(r for r in range(model.rowCount()) if model.trial(r).state == "pruned")
+    objective = model.index(row, model.headers().index("loss"))
+    assert objective.data() == "0.8125 (step 40)"
+    assert "loss 0.8125 at step 40, its last report" in objective.data(Qt.ItemDataRole.ToolTipRole)
+    assert panel.history.points.data["x"].tolist() == [0, 1, 2]  # complete trials alone
