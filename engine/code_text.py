@@ -34,3 +34,21 @@ def inert(text: str) -> str:
         else:
             out.append(f"\\U{ord(char):08x}")
     return "".join(out)
+
+
+SHOWN_CHARS = 80
+"""Characters of an untrusted value a message quotes: enough to recognise it."""
+
+
+def shown(value: object, limit: int = SHOWN_CHARS) -> str:
+    """An untrusted value quoted for a one-line message: escaped as :func:`inert` escapes,
+    and cut to ``limit`` characters with how many were left out.
+
+    A value read from a crafted file or variable may be megabytes long or hold terminal
+    escapes; quoted whole, one refusal would flood the terminal or rewrite what it
+    shows. Every message that quotes such a value quotes it through here.
+    """
+    text = value if isinstance(value, str) else repr(value)
+    if len(text) > limit:
+        return f"'{inert(text[:limit])}'... ({len(text)} characters)"
+    return f"'{inert(text)}'"
