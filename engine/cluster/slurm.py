@@ -130,9 +130,7 @@ def expand_tasks_per_node(text: str) -> list[int]:
     for part in text.strip().split(","):
         match = _REPEAT.fullmatch(part.strip())
         if not match or int(match.group(1)) < 1:
-            raise SlurmError(
-                f"tasks per node {shown(text)} is not of Slurm's form (e.g. 2(x3),1)"
-            )
+            raise SlurmError(f"tasks per node {shown(text)} is not of Slurm's form (e.g. 2(x3),1)")
         parts.append((int(match.group(1)), int(match.group(2) or 1)))
     nodes = sum(repeat for _, repeat in parts)
     tasks = sum(count * repeat for count, repeat in parts)
