@@ -395,6 +395,32 @@ def test_the_sbatch_script_takes_the_project_s_cluster_size_and_refuses_bad_valu
     assert not (tmp_path / "b").exists()
 
 
+@pytest.mark.parametrize("command", ["export", "submit"])
+def test_zero_tasks_per_node_and_an_endless_time_are_one_line_each(
+    command: str, tmp_path: Path
+) -> None:
+    """``--ntasks-per-node 0`` divided the project's tasks by zero (a traceback), and a
+    time limit past Slurm's 32-bit minutes was written into slurm.sbatch."""
+    data = multi_worker()
+    data["tf_config"] = {
+        "cluster": {"worker": ["a:1", "b:1"]},
+        "task": {"type": "worker", "index": 0},
+    }
+    project = tmp_path / "project.json"
+    project.write_text(json.dumps(data))
+    out = tmp_path / "job"
+    shape = ["--ntasks-per-node", "0", "--time", "99999999999999999999"]
+    where = ["--format", "slurm"] if command == "export" else []
+    done = distloop(command, str(project), *where, "--out", str(out), *shape)
+    assert done.returncode == 1, done.stderr[-2000:]
+    assert "Traceback" not in done.stderr
+    assert "ntasks_per_node: give 1 to 1024 tasks per node" in done.stderr
+    assert "time: '99999999999999999999' is longer than Slurm's longest limit" in done.stderr
+    assert not out.exists()
+    assert SlurmJob(nodes=2, time="2982616-4:13:00").problems("multi_worker_mirrored") == []
+    assert SlurmJob(nodes=2, time="4294967294").problems("multi_worker_mirrored") != []
+
+
 def test_slurm_ids_in_other_digits_are_not_numbers() -> None:
     """'²'.isdigit() is true and int('²') raises: such an id is no id to compare."""
     config = tf_config_from_slurm(
