@@ -67,7 +67,7 @@ def test_a_space_names_any_field_by_its_path() -> None:
 @pytest.mark.parametrize(
     ("text", "says"),
     [
-        ("{", "space: not JSON"),
+        ("{", "space: line 1, column 2: not valid JSON"),
         ("[]", "expected a JSON object of field paths"),
         ('{"optimizer.lr": {"low": 1, "high": 2}}', "optimizer.lr: optimizer has no field 'lr'"),
         ('{"model.layers.7.units": {"low": 1, "high": 2}}', "model.layers has no field '7'"),
@@ -159,7 +159,24 @@ def test_bad_input_to_distloop_sweep_is_one_line_and_writes_nothing(tmp_path: Pa
     space = tmp_path / "space.json"
     out = tmp_path / "study"
     cases = [
-        ("{not json", ["--space", str(space), "--out", str(out)], "not JSON"),
+        ("{not json", ["--space", str(space), "--out", str(out)], "not valid JSON"),
+        (
+            '{"optimizer.learning_rate": {"low": 0.001, "high": 0.1}, '
+            '"optimizer.learning_rate": {"choices": [0.1, 0.2]}}',
+            ["--space", str(space)],
+            "'optimizer.learning_rate' is given twice in one object: keep one",
+        ),
+        (
+            json.dumps(
+                {
+                    "model.layers.0.units": {"values": list(range(1, 1001))},
+                    "training.seed": {"values": list(range(1000))},
+                    "optimizer.learning_rate": {"values": [(i + 1) / 1e4 for i in range(1000)]},
+                }
+            ),
+            ["--space", str(space), "--sampler", "grid"],
+            "sampler: the grid has 1000000000 combinations; at most 100000",
+        ),
         ('{"optimizer.learning_rate": {"low": 2, "high": 1}}', ["--space", str(space)], "empty"),
         ('{"optimizer.kind": {"choices": ["sgd"]}}', ["--space", str(space)], "one value"),
         ('{"optimizer.learning_rate": {"low": 0.1, "high": 1}}', [], "--space SPACE.json is req"),

@@ -26,7 +26,12 @@ from typing import Any
 from pydantic import ValidationError
 
 from ..config import Project
-from ..problems import Problem, ProblemsError, problems_from_validation_error
+from ..problems import (
+    Problem,
+    ProblemsError,
+    parse_json_text,
+    problems_from_validation_error,
+)
 
 MAX_AXES = 32
 """More settings than a search can learn anything about in a useful number of trials."""
@@ -88,11 +93,7 @@ class SearchSpace:
 
 def parse_space(text: str, project: Project, source: str = "space") -> SearchSpace:
     """Reads a space file's text and checks it against ``project``; ProblemsError says why not."""
-    try:
-        data = json.loads(text)
-    except (ValueError, RecursionError) as exc:
-        raise ProblemsError([Problem((), f"not JSON: {exc}")], source) from None
-    return space_from_data(data, project, source)
+    return space_from_data(parse_json_text(text, source), project, source)
 
 
 def space_from_data(data: object, project: Project, source: str = "space") -> SearchSpace:
