@@ -49,6 +49,18 @@ def shown(value: object, limit: int = SHOWN_CHARS) -> str:
     shows. Every message that quotes such a value quotes it through here.
     """
     text = value if isinstance(value, str) else repr(value)
+    head, rest = _cut(text, limit)
+    return f"'{head}'{rest}"
+
+
+def shortened(text: str, limit: int = SHOWN_CHARS) -> str:
+    """Untrusted text (another program's error, a stored version) as :func:`shown`
+    writes it, without quotes: it is the message's words, not a value in them."""
+    head, rest = _cut(text, limit)
+    return head + rest
+
+
+def _cut(text: str, limit: int) -> tuple[str, str]:
     if len(text) > limit:
-        return f"'{inert(text[:limit])}'... ({len(text)} characters)"
-    return f"'{inert(text)}'"
+        return inert(text[:limit]), f"... ({len(text)} characters)"
+    return inert(text), ""

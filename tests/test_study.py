@@ -18,6 +18,7 @@ from distloop.engine.messages import EvalMetrics, StepMetrics
 from distloop.engine.problems import ProblemsError
 from distloop.engine.run_folder import read_metrics, read_status
 from distloop.engine.run_history import summarize
+from distloop.engine.study.folders import list_studies
 from distloop.engine.study.objective import ObjectiveTracker, objective_problems
 from distloop.engine.study.runner import Study, StudyPlan, StudySettings, write_plan
 from distloop.engine.study.space import (
@@ -28,6 +29,7 @@ from distloop.engine.study.space import (
     with_values,
 )
 from distloop_testing import REPO, distloop, synthetic_project
+from study_folders import ENDLESS_TRIALS, crafted_study_folder
 
 
 @pytest.fixture
@@ -721,3 +723,51 @@ def test_a_trial_that_ends_before_its_pruning_stop_counts_as_complete(tmp_path: 
     model.prune(4, "why")
     model.apply(RunFinished(status="finished", last_step=40, final_loss=5, elapsed_s=1))
     assert (model.status, model.pruned) == ("finished", None)
+
+
+HUGE_CHOICE = (
+    "UPDATE trial_params SET distribution_json = "
+    """'{"name": "CategoricalDistribution", "attributes": {"choices": ["sgd", "' """
+    """|| hex(zeroblob(26214400)) || '"]}}' WHERE param_name = 'optimizer.kind';"""
+)
+
+
+@pytest.mark.parametrize(
+    ("sql", "says"),
+    [
+        pytest.param(ENDLESS_TRIALS, "study.db holds a view 'trials', which no Optuna", id="view"),
+        pytest.param(
+            "CREATE TRIGGER t AFTER UPDATE ON trials BEGIN DELETE FROM studies; END;",
+            "study.db holds a trigger 't', which no Optuna storage has",
+            id="trigger",
+        ),
+        pytest.param(
+            "CREATE TABLE notes (x);",
+            "study.db holds a table 'notes', which no Optuna storage has",
+            id="table",
+        ),
+        pytest.param(
+            HUGE_CHOICE,
+            "holds another study's trials: they search optimizer.kind in ['sgd', '000000",
+            id="50-MiB-value",
+        ),
+    ],
+)
+def test_a_crafted_study_db_is_refused_in_one_line_and_listed_unreadable(
+    sql: str, says: str, tmp_path: Path
+) -> None:
+    """A study folder is anyone's: its study.db is checked before Optuna reads it (an
+    endless view hung --resume and filled the window's memory), and what it holds is
+    quoted shortened (a 50 MiB value was echoed whole)."""
+    folder = crafted_study_folder(tmp_path / "runs" / "crafted", sql)
+    before = sorted((p.name, p.read_bytes()) for p in folder.iterdir() if p.is_file())
+    refused = distloop("sweep", "--resume", str(folder), timeout_s=180)
+    assert refused.returncode == 1
+    assert "Traceback" not in refused.stderr
+    assert len(refused.stderr.strip().splitlines()) == 1
+    assert says in refused.stderr
+    assert len(refused.stderr) < 2000
+    assert sorted((p.name, p.read_bytes()) for p in folder.iterdir() if p.is_file()) == before
+    (entry,) = list_studies(tmp_path / "runs")
+    if sql is not HUGE_CHOICE:  # a storage of Optuna's own shape, only another search's
+        assert entry.state == "unreadable" and says in entry.error

@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 from typing import get_args
 
+from ..code_text import shortened
 from ..config import load_project
 from ..problems import Problem, ProblemsError
 from .objective import OBJECTIVES
@@ -163,7 +164,8 @@ def _check_storage(folder: Path, plan: StudyPlan) -> None:
                 [
                     Problem(
                         (),
-                        f"{STORAGE_FILE} holds another study's trials: they search {name} "
+                        f"{STORAGE_FILE} holds another study's trials: they search "
+                        f"{shortened(name)} "
                         f"{_shown(axis)}, {STUDY_FILE} {plans}; nothing was changed",
                     )
                 ],
@@ -187,8 +189,9 @@ def _same_axis(planned: Axis, searched: Axis) -> bool:
 
 
 def _shown(axis: Axis) -> str:
+    """The axis in a message; a crafted storage's choices may be megabytes: shortened."""
     if isinstance(axis, Choices):
-        return f"in {list(axis.values)}"
+        return f"in {shortened(str(list(axis.values)))}"
     return f"over [{axis.low}, {axis.high}]{' (log)' if axis.log else ''}"
 
 
