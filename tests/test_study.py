@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import struct
 import subprocess
 import sys
 import time
@@ -26,6 +27,7 @@ from distloop.engine.study.space import (
     FloatRange,
     IntRange,
     parse_space,
+    space_from_data,
     with_values,
 )
 from distloop_testing import REPO, distloop, synthetic_project
@@ -771,3 +773,40 @@ def test_a_crafted_study_db_is_refused_in_one_line_and_listed_unreadable(
     (entry,) = list_studies(tmp_path / "runs")
     if sql is not HUGE_CHOICE:  # a storage of Optuna's own shape, only another search's
         assert entry.state == "unreadable" and says in entry.error
+
+
+def test_hostile_values_of_a_crafted_study_reach_hparams_and_the_terminal_escaped(
+    tmp_path: Path,
+) -> None:
+    """A study.json is anyone's file: a choice holding a lone surrogate crashed the
+    HParams summary (UnicodeEncodeError, a traceback before the first trial), and one
+    holding terminal escapes was printed raw on each trial's line."""
+    hostile = "\ud800\x1b[2J\u202e"
+    data = synthetic_project(1, steps=4)
+    data["name"] = "name \u202e\x1b]0;title\x07"
+    project = load_project_data(data)
+    space = space_from_data({"description": {"values": [hostile, "plain"]}}, project)
+    settings = StudySettings(trials=2, sampler="grid", pruner="none", objective="loss")
+    folder = tmp_path / "study"
+    write_plan(folder, StudyPlan(project, space, settings))
+    done = distloop("sweep", "--resume", str(folder), timeout_s=400)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "description=\\ud800\\x1b[2J\\u202e" in done.stdout
+    assert "\x1b" not in done.stdout + done.stderr and "\u202e" not in done.stdout
+    from tensorflow.core.util import event_pb2
+
+    events = [*folder.glob("events.out.tfevents.*"), *folder.glob("trials/*/tensorboard/*study")]
+    contents = []
+    for path in events:
+        data_bytes, at = path.read_bytes(), 0
+        while at < len(data_bytes):
+            (length,) = struct.unpack_from("<Q", data_bytes, at)
+            parsed = event_pb2.Event.FromString(data_bytes[at + 12 : at + 12 + length])
+            at += 16 + length
+            contents += [v.metadata.plugin_data.content for v in parsed.summary.value]
+    # The experiment, and the session of the trial that ran: the hostile value makes a
+    # trial name no project may have, so that trial fails on its line, before a run.
+    assert len(events) == 2
+    assert " failed after 0 steps description=\\ud800\\x1b[2J\\u202e: " in done.stdout
+    # The surrogate as its escape (a protobuf string is UTF-8), the rest as it was.
+    assert any(b"\\ud800\x1b[2J\xe2\x80\xae" in content for content in contents)
