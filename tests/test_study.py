@@ -810,3 +810,21 @@ def test_hostile_values_of_a_crafted_study_reach_hparams_and_the_terminal_escape
     assert " failed after 0 steps description=\\ud800\\x1b[2J\\u202e: " in done.stdout
     # The surrogate as its escape (a protobuf string is UTF-8), the rest as it was.
     assert any(b"\\ud800\x1b[2J\xe2\x80\xae" in content for content in contents)
+
+
+def test_a_storage_query_past_its_deadline_is_one_unreadable_line(tmp_path: Path) -> None:
+    """What no schema check can foresee (a legitimate table too large to read in time) is
+    stopped by the connection's deadline, and said in one line."""
+    import sqlite3
+
+    from distloop.engine.study.storage import READ_SECONDS, bounded_connection, unreadable
+
+    database = tmp_path / "study.db"
+    sqlite3.connect(database).close()
+    connection = bounded_connection(database, time.monotonic() + 1.0)
+    endless = "WITH RECURSIVE r(a) AS (SELECT 1 UNION ALL SELECT a + 1 FROM r) SELECT max(a) FROM r"
+    with pytest.raises(sqlite3.OperationalError) as caught:
+        connection.execute(endless).fetchall()
+    connection.close()
+    said = str(unreadable(database, caught.value))
+    assert said == f"{database} could not be read within {READ_SECONDS:.0f} s"
