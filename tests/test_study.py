@@ -828,3 +828,15 @@ def test_a_storage_query_past_its_deadline_is_one_unreadable_line(tmp_path: Path
     connection.close()
     said = str(unreadable(database, caught.value))
     assert said == f"{database} could not be read within {READ_SECONDS:.0f} s"
+
+
+def test_a_crafted_study_db_is_refused_before_optuna_opens_it_to_write(tmp_path: Path) -> None:
+    """The window's Continue opens the study without the command line's checks: Optuna's
+    writable storage would run the file's trigger or read its endless view."""
+    from distloop.engine.run_folder import RunFolderLock
+    from distloop.engine.study.runner import read_plan
+
+    folder = crafted_study_folder(tmp_path / "crafted", ENDLESS_TRIALS)
+    with pytest.raises(ProblemsError, match="holds a view 'trials', which no Optuna storage"):
+        Study(folder, read_plan(folder))
+    assert not RunFolderLock.held(folder)  # let go: the folder is not left locked

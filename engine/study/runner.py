@@ -42,6 +42,7 @@ from . import STUDY_FILE, TRIALS_DIR
 from .hparams import write_experiment, write_trial
 from .objective import ObjectiveTracker, direction, objective_problems
 from .space import Choices, FloatRange, IntRange, SearchSpace, space_from_data, with_values
+from .storage import READ_SECONDS, StudyUnreadable, check_storage
 
 STORAGE_FILE = "study.db"
 STUDY_VERSION = 1
@@ -213,6 +214,7 @@ class Study:
         settings = plan.settings
         self._optuna = optuna
         try:
+            _check_existing_storage(folder / STORAGE_FILE)
             self.study = optuna.create_study(
                 study_name="distloop",
                 storage=f"sqlite:///{folder / STORAGE_FILE}",
@@ -520,6 +522,20 @@ class TrialRun:
             )
         _tell(study, trial, value)
         return TrialResult(self.number, params, "complete", value, run_dir, steps)
+
+
+def _check_existing_storage(database: Path) -> None:
+    """Refuses a ``study.db`` that is no plain Optuna storage before Optuna opens it to
+    write (:mod:`engine.study.storage`): whoever continues a study, the window or the
+    command line, never runs what a crafted file's views or triggers say."""
+    if not database.exists() and not database.is_symlink():
+        return  # a new study: Optuna makes the file
+    if database.is_symlink() or not database.is_file():
+        raise ProblemsError([Problem((), f"{database} is not a regular file")], str(database))
+    try:
+        check_storage(database, time.monotonic() + READ_SECONDS)
+    except StudyUnreadable as exc:
+        raise ProblemsError([Problem((), str(exc))], str(database.parent)) from None
 
 
 def _tell(study: Any, trial: Any, value: float | None = None, state: Any = None) -> None:
