@@ -41,15 +41,17 @@ SHOWN_CHARS = 80
 
 
 def shown(value: object, limit: int = SHOWN_CHARS) -> str:
-    """An untrusted value quoted for a one-line message: escaped as :func:`inert` escapes,
-    and cut to ``limit`` characters with how many were left out.
+    """An untrusted value quoted for a one-line message, as ``repr`` would (a string in
+    quotes), escaped as :func:`inert` escapes, and cut to ``limit`` characters with how
+    many were left out.
 
     A value read from a crafted file or variable may be megabytes long or hold terminal
     escapes; quoted whole, one refusal would flood the terminal or rewrite what it
     shows. Every message that quotes such a value quotes it through here.
     """
-    text = value if isinstance(value, str) else repr(value)
-    head, rest = _cut(text, limit)
+    if not isinstance(value, str):
+        return shortened(repr(value), limit)  # a number or None reads as repr writes it
+    head, rest = _cut(value, limit)
     return f"'{head}'{rest}"
 
 

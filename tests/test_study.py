@@ -181,6 +181,16 @@ def test_bad_input_to_distloop_sweep_is_one_line_and_writes_nothing(tmp_path: Pa
             ["--space", str(space), "--sampler", "grid"],
             "sampler: the grid has 1000000000 combinations; at most 100000",
         ),
+        (
+            json.dumps({"x" * 2**20: {"choices": [1, 2]}}),
+            ["--space", str(space)],
+            "'... (1048576 characters)",
+        ),
+        (
+            json.dumps({"data.global_batch_size": {"choices": ["y" * 2**20, 2]}}),
+            ["--space", str(space)],
+            "'... (1048576 characters): Input should be a valid integer",
+        ),
         ('{"optimizer.learning_rate": {"low": 2, "high": 1}}', ["--space", str(space)], "empty"),
         ('{"optimizer.kind": {"choices": ["sgd"]}}', ["--space", str(space)], "one value"),
         ('{"optimizer.learning_rate": {"low": 0.1, "high": 1}}', [], "--space SPACE.json is req"),
@@ -206,6 +216,7 @@ def test_bad_input_to_distloop_sweep_is_one_line_and_writes_nothing(tmp_path: Pa
         assert done.returncode == 1, done.stderr
         assert says in done.stderr and "Traceback" not in done.stderr
         assert len(done.stderr.strip().splitlines()) <= 2
+        assert len(done.stderr) < 2000  # what the file holds, quoted shortened
         assert not out.exists()
     not_a_study = distloop("sweep", "--resume", str(tmp_path), timeout_s=60)
     assert not_a_study.returncode == 1
