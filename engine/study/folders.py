@@ -116,7 +116,7 @@ def _trial_counts(storage: Path) -> dict[str, int]:
             ).fetchall()
         finally:
             connection.close()
-    except sqlite3.Error as exc:
+    except (sqlite3.Error, UnicodeDecodeError) as exc:  # SQLite's message may be damaged
         raise unreadable(storage, exc) from None
     counts: dict[str, int] = {}
     for state, interrupted in rows:

@@ -57,10 +57,14 @@ class StudyUnreadable(Exception):
 def bounded_connection(database: Path, deadline: float) -> sqlite3.Connection:
     """``database`` opened read-only (another process may be writing it; nothing here
     writes it), every query on it interrupted once ``time.monotonic()`` passes
-    ``deadline`` (SQLite then raises ``OperationalError: interrupted``)."""
+    ``deadline`` (SQLite then raises ``OperationalError: interrupted``), its text read
+    even where it is not UTF-8."""
     uri = f"file:{urllib.parse.quote(str(database.resolve()))}?mode=ro"
     connection = sqlite3.connect(uri, uri=True, timeout=2, check_same_thread=False)
     connection.set_progress_handler(lambda: time.monotonic() > deadline, _PROGRESS_STEPS)
+    # Text that is not UTF-8 (a damaged page) reads with U+FFFD where it is not, instead
+    # of a UnicodeDecodeError from whichever query meets it first.
+    connection.text_factory = lambda data: data.decode("utf-8", "replace")
     return connection
 
 
@@ -83,7 +87,7 @@ def check_storage(database: Path, deadline: float) -> str:
                     f"{database}: {table} holds more than {MAX_ROWS} rows: no study's storage"
                 )
         row = connection.execute("SELECT library_version FROM version_info").fetchone()
-    except sqlite3.Error as exc:
+    except (sqlite3.Error, UnicodeDecodeError) as exc:  # SQLite's own message may be damaged
         raise unreadable(database, exc) from None
     finally:
         connection.close()
