@@ -46,3 +46,35 @@ def printable(text: str, *, lines: bool = False) -> str:
         else:
             out.append(f"\\U{ord(char):08x}")
     return "".join(out)
+
+
+SHOWN_CHARS = 80
+"""Characters of an untrusted value a message quotes: enough to recognise it."""
+
+
+def shown(value: object, limit: int = SHOWN_CHARS) -> str:
+    """An untrusted value quoted for a one-line message, as ``repr`` would (a string in
+    quotes), escaped as :func:`inert` escapes, and cut to ``limit`` characters with how
+    many were left out.
+
+    A value read from a crafted file or variable may be megabytes long or hold terminal
+    escapes; quoted whole, one refusal would flood the terminal or rewrite what it
+    shows. Every message that quotes such a value quotes it through here.
+    """
+    if not isinstance(value, str):
+        return shortened(repr(value), limit)  # a number or None reads as repr writes it
+    head, rest = _cut(value, limit)
+    return f"'{head}'{rest}"
+
+
+def shortened(text: str, limit: int = SHOWN_CHARS) -> str:
+    """Untrusted text (another program's error, a stored version) as :func:`shown`
+    writes it, without quotes: it is the message's words, not a value in them."""
+    head, rest = _cut(text, limit)
+    return head + rest
+
+
+def _cut(text: str, limit: int) -> tuple[str, str]:
+    if len(text) > limit:
+        return inert(text[:limit]), f"... ({len(text)} characters)"
+    return inert(text), ""

@@ -49,7 +49,10 @@ def field_bytes(number: int, data: bytes) -> bytes:
 
 
 def field_text(number: int, text: str) -> bytes:
-    return field_bytes(number, text.encode("utf-8"))
+    """A protobuf string, which must be UTF-8: a lone surrogate (JSON's ``"\\ud800"``, in
+    a study's values or a run's name from someone else's file) is written as its escape
+    rather than failing the summary that holds it."""
+    return field_bytes(number, text.encode("utf-8", "backslashreplace"))
 
 
 NULL_TENSOR = field_varint(1, 1) + field_bytes(2, field_bytes(2, b""))

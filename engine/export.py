@@ -43,7 +43,7 @@ import yaml
 
 from .cluster import run_problems, task_dir_name
 from .cluster.slurm import DEFAULT_PORT_BASE as SLURM_PORT_BASE
-from .code_text import inert
+from .code_text import inert, shown
 from .config import Project, load_project_data
 from .export_storage import (
     DATA_MOUNT,
@@ -211,7 +211,8 @@ def _slurm_files(project: Project, job: SlurmJob, base_dir: Path | None) -> dict
     if job.nodes is None:
         cluster = project.tf_config
         nodes = len(cluster.tasks()) if cluster else DEFAULT_WORKERS
-        job = replace(job, nodes=max(1, nodes // job.tasks_per_node))
+        per_node = max(1, job.tasks_per_node)  # a count below 1 is the problem said below
+        job = replace(job, nodes=max(1, nodes // per_node))
     problems = job.problems(project.strategy.kind)
     if problems:
         raise ProblemsError(problems, "export")
@@ -613,12 +614,12 @@ class SlurmJob:
             found.append(Problem(("nodes",), f"{self.nodes} nodes: give 1 to 10000"))
         if not 1 <= self.tasks_per_node <= 1024:
             found.append(Problem(("ntasks_per_node",), "give 1 to 1024 tasks per node"))
-        if self.time is not None and not _SLURM_TIME.fullmatch(self.time):
-            found.append(
-                Problem(("time",), f"{self.time!r} is not a Slurm time (e.g. 90, 1:30:00, 2-0)")
-            )
+        if self.time is not None:
+            found += [Problem(("time",), message) for message in _time_problems(self.time)]
         if self.partition is not None and not _SLURM_NAME.fullmatch(self.partition):
-            found.append(Problem(("partition",), f"{self.partition!r} is not a partition name"))
+            found.append(
+                Problem(("partition",), f"{shown(self.partition)} is not a partition name")
+            )
         if not 1 <= self.port_base <= 65535 - self.tasks_per_node + 1:
             found.append(Problem(("port_base",), "the tasks' ports must fit in 1-65535"))
         tasks = self.nodes * self.tasks_per_node
@@ -639,7 +640,40 @@ class SlurmJob:
         return found
 
 
-_SLURM_TIME = re.compile(r"\d+(-\d+)?(:\d{1,2}){0,2}", re.ASCII)
+def _time_problems(time: str) -> list[str]:
+    """Why sbatch would refuse ``--time``, or read it as another limit than was meant.
+
+    Slurm holds a limit as minutes in 32 bits, its largest value meaning no limit: a
+    larger number is not a longer job but a job sbatch refuses, or one whose limit
+    wraps. ``UNLIMITED``/``INFINITE`` say no limit in Slurm's own words.
+    """
+    if time in ("UNLIMITED", "INFINITE"):
+        return []
+    match = _SLURM_TIME.fullmatch(time)
+    if match is None:
+        return [f"{shown(time)} is not a Slurm time (e.g. 90, 1:30:00, 2-0)"]
+    if _time_minutes(match) > MAX_SLURM_MINUTES:
+        return [f"{shown(time)} is longer than Slurm's longest limit: give UNLIMITED"]
+    return []
+
+
+def _time_minutes(match: re.Match[str]) -> float:
+    """The minutes of a ``--time`` in any of sbatch's forms: ``M``, ``M:S``, ``H:M:S``,
+    ``D-H``, ``D-H:M``, ``D-H:M:S``."""
+    days, clock = match.group("days"), [int(part) for part in match.group("clock").split(":")]
+    if days is None:
+        seconds = {1: [60], 2: [60, 1], 3: [3600, 60, 1]}[len(clock)]
+        return sum(a * b for a, b in zip(clock, seconds, strict=True)) / 60
+    seconds = [3600, 60, 1][: len(clock)]
+    return int(days) * 1440 + sum(a * b for a, b in zip(clock, seconds, strict=True)) / 60
+
+
+MAX_SLURM_MINUTES = 2**32 - 3
+"""Slurm's longest finite time limit: a uint32 of minutes, the top two values meaning
+"infinite" and "not set"."""
+_SLURM_TIME = re.compile(
+    r"(?:(?P<days>[0-9]{1,30})-)?(?P<clock>[0-9]{1,30}(?::[0-9]{1,2}){0,2})", re.ASCII
+)
 _SLURM_NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}")
 SBATCH_FILE = "slurm.sbatch"
 STOP_WARNING_S = 120

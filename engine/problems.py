@@ -21,7 +21,7 @@ from typing import Any, Union
 from pydantic import BaseModel, ValidationError
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
-from .code_text import printable
+from .code_text import printable, shown
 
 Loc = tuple[str | int, ...]
 RULE_ERROR_TYPE = "distloop_rule"
@@ -65,10 +65,14 @@ class ProblemsError(ValueError):
 def parse_json_text(text: str, what: str) -> Any:
     """JSON text as Python data, or a ProblemsError saying where it stops being JSON.
 
-    A leading UTF-8 byte order mark (Windows editors write one) is skipped.
+    A leading UTF-8 byte order mark (Windows editors write one) is skipped. A key given
+    twice in one object is refused: ``json`` keeps the last silently, so the value a user
+    reads first in the file would not be the one used.
     """
     try:
-        return json.loads(text.removeprefix("\ufeff"))
+        return json.loads(text.removeprefix("\ufeff"), object_pairs_hook=_unique_keys)
+    except DuplicateKey as exc:
+        raise ProblemsError([Problem((), str(exc))], what) from None
     except json.JSONDecodeError as exc:
         # json's messages end in "at" before the position it leaves out of msg.
         message = re.sub(r" at$", " here", exc.msg)
@@ -76,6 +80,19 @@ def parse_json_text(text: str, what: str) -> Any:
         raise ProblemsError([Problem((), f"{position}: not valid JSON: {message}")], what) from None
     except (ValueError, RecursionError) as exc:  # huge integers, absurd nesting
         raise ProblemsError([Problem((), f"not readable as JSON: {exc}")], what) from None
+
+
+class DuplicateKey(ValueError):
+    """A JSON object names a key twice."""
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    found: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in found:
+            raise DuplicateKey(f"{shown(key)} is given twice in one object: keep one")
+        found[key] = value
+    return found
 
 
 _STRICT_TYPE_ERRORS = ("int_type", "float_type", "bool_type", "string_type")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import sqlite3
 from pathlib import Path
 
 import optuna
@@ -75,4 +76,29 @@ def swept_study(folder: Path, trials: int = 6) -> Path:
         "--seed", "2", "--out", str(folder), timeout_s=400,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
+    return folder
+
+
+ENDLESS_TRIALS = """
+DROP TABLE trials;
+CREATE VIEW trials AS WITH RECURSIVE endless(
+    trial_id, number, study_id, state, datetime_start, datetime_complete
+) AS (
+    SELECT 1, 0, 1, 'COMPLETE', NULL, NULL
+    UNION ALL SELECT trial_id + 1, number + 1, 1, 'COMPLETE', NULL, NULL FROM endless
+) SELECT * FROM endless;
+"""
+"""A ``trials`` table that is a view whose rows never end: reading it fills the memory."""
+
+
+def crafted_study_folder(folder: Path, sql: str) -> Path:
+    """A study folder as ``distloop sweep`` writes it, its ``study.db`` then changed by
+    ``sql``, as someone crafting the folder would."""
+    optuna_study_folder(folder, trials=4)
+    connection = sqlite3.connect(folder / "study.db")
+    try:
+        connection.executescript(sql)
+        connection.commit()
+    finally:
+        connection.close()
     return folder

@@ -197,3 +197,15 @@ def test_model_validate_alone_enforces_cross_field_rules() -> None:
     data["data"]["labels"] = [1.0, 0.0]
     with pytest.raises(ValueError, match="labels"):
         Project.model_validate(data)
+
+
+def test_a_key_given_twice_is_refused_not_the_last_kept() -> None:
+    """json keeps the last of two equal keys silently: the rate read first is not the one
+    that would train."""
+    text = json.dumps(example_data("seed")).replace(
+        '"learning_rate": 0.01', '"learning_rate": 0.01, "learning_rate": 5.0'
+    )
+    assert text.count('"learning_rate"') == 2
+    with pytest.raises(ProblemsError) as caught:
+        load_project_text(text, "p.json")
+    assert str(caught.value) == "p.json: 'learning_rate' is given twice in one object: keep one"

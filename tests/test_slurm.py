@@ -163,6 +163,75 @@ def test_strategies_and_ports_a_step_cannot_have() -> None:
         slurm_tf_config(step, "multi_worker_mirrored", port_base=65535)
 
 
+HOSTILE_STEPS = [
+    pytest.param(
+        {"SLURM_STEP_NODELIST": "r[0-60000]n[0-60000]"},
+        "node list 'r[0-60000]n[0-60000]' names 3600120001 hosts; at most 65536",
+        id="ranges-multiplied",
+    ),
+    pytest.param(
+        {"SLURM_STEP_NODELIST": ",".join(f"r{i}[0-60000]" for i in range(300))},
+        "(4089 characters) names 18000300 hosts; at most 65536",
+        id="300-parts",
+    ),
+    pytest.param(
+        {"SLURM_STEP_NODELIST": "n[1" + "0" * 5000 + "]"},
+        "(5004 characters) has a bad range",
+        id="5000-digit-number",
+    ),
+    pytest.param(
+        {"SLURM_STEP_NODELIST": "n[1-65536]", "SLURM_STEP_TASKS_PER_NODE": "40000(x65536)"},
+        "tasks per node '40000(x65536)' puts more than 1024 tasks on a node",
+        id="40000-tasks-each",
+    ),
+    pytest.param(
+        {"SLURM_STEP_NODELIST": "n[1-65536]", "SLURM_STEP_TASKS_PER_NODE": "2(x65536)"},
+        "tasks per node '2(x65536)' names 131072 tasks; at most 65536",
+        id="131072-tasks",
+    ),
+    pytest.param(
+        {"SLURM_STEP_TASKS_PER_NODE": "1" + "0" * 5000},
+        "(5001 characters) is not of Slurm's form",
+        id="5000-digit-count",
+    ),
+    pytest.param(
+        {"SLURM_PROCID": "1" + "0" * 5000},
+        "SLURM_PROCID is '1000",
+        id="5000-digit-rank",
+    ),
+]
+
+
+@pytest.mark.parametrize(("hostile", "says"), HOSTILE_STEPS)
+def test_a_hostile_slurm_environment_is_refused_in_one_line(
+    hostile: dict[str, str], says: str, tmp_path: Path
+) -> None:
+    """Counted before expanded: a node list naming billions of hosts, or a number past
+    Python's int conversion limit, is one problem, not all the memory or a traceback."""
+    project = tmp_path / "project.json"
+    project.write_text(json.dumps(multi_worker()))
+    environ = {**os.environ, **_env(0, "n1", "1"), **hostile}
+    done = distloop(
+        "run", str(project), "--task-from", "slurm", "--out", str(tmp_path / "run"),
+        env=environ, timeout_s=120,
+    )  # fmt: skip
+    assert done.returncode == 1, done.stderr[-2000:]
+    assert "Traceback" not in done.stderr
+    assert says in done.stderr
+    assert len(done.stderr) < 1000  # the hostile value is quoted shortened
+    assert not (tmp_path / "run").exists()
+
+
+def test_a_step_of_65536_nodes_places_its_last_task_in_one_pass() -> None:
+    """Placement was a scan of the nodes for each rank (hours at this size)."""
+    config = tf_config_from_slurm(
+        _env(65535, "n[00001-65536]", "1(x65536)"), "multi_worker_mirrored"
+    )
+    assert str(config.task) == "worker:65535"
+    assert config.cluster["worker"][0] == "n00001:23450"
+    assert config.cluster["worker"][-1] == "n65536:23450"
+
+
 # --- a real Slurm: munged, slurmctld and slurmd started by the test ------------------------
 
 
@@ -324,6 +393,32 @@ def test_the_sbatch_script_takes_the_project_s_cluster_size_and_refuses_bad_valu
     assert "partition: 'a;rm -rf ~' is not a partition name" in refused.stderr
     assert "nodes: 0 nodes: give 1 to 10000" in refused.stderr
     assert not (tmp_path / "b").exists()
+
+
+@pytest.mark.parametrize("command", ["export", "submit"])
+def test_zero_tasks_per_node_and_an_endless_time_are_one_line_each(
+    command: str, tmp_path: Path
+) -> None:
+    """``--ntasks-per-node 0`` divided the project's tasks by zero (a traceback), and a
+    time limit past Slurm's 32-bit minutes was written into slurm.sbatch."""
+    data = multi_worker()
+    data["tf_config"] = {
+        "cluster": {"worker": ["a:1", "b:1"]},
+        "task": {"type": "worker", "index": 0},
+    }
+    project = tmp_path / "project.json"
+    project.write_text(json.dumps(data))
+    out = tmp_path / "job"
+    shape = ["--ntasks-per-node", "0", "--time", "99999999999999999999"]
+    where = ["--format", "slurm"] if command == "export" else []
+    done = distloop(command, str(project), *where, "--out", str(out), *shape)
+    assert done.returncode == 1, done.stderr[-2000:]
+    assert "Traceback" not in done.stderr
+    assert "ntasks_per_node: give 1 to 1024 tasks per node" in done.stderr
+    assert "time: '99999999999999999999' is longer than Slurm's longest limit" in done.stderr
+    assert not out.exists()
+    assert SlurmJob(nodes=2, time="2982616-4:13:00").problems("multi_worker_mirrored") == []
+    assert SlurmJob(nodes=2, time="4294967294").problems("multi_worker_mirrored") != []
 
 
 def test_slurm_ids_in_other_digits_are_not_numbers() -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import struct
 import subprocess
 import sys
 import time
@@ -18,6 +19,7 @@ from distloop.engine.messages import EvalMetrics, StepMetrics
 from distloop.engine.problems import ProblemsError
 from distloop.engine.run_folder import read_metrics, read_status
 from distloop.engine.run_history import summarize
+from distloop.engine.study.folders import list_studies
 from distloop.engine.study.objective import ObjectiveTracker, objective_problems
 from distloop.engine.study.runner import Study, StudyPlan, StudySettings, write_plan
 from distloop.engine.study.space import (
@@ -25,9 +27,11 @@ from distloop.engine.study.space import (
     FloatRange,
     IntRange,
     parse_space,
+    space_from_data,
     with_values,
 )
 from distloop_testing import REPO, distloop, synthetic_project
+from study_folders import ENDLESS_TRIALS, crafted_study_folder
 
 
 @pytest.fixture
@@ -67,7 +71,7 @@ def test_a_space_names_any_field_by_its_path() -> None:
 @pytest.mark.parametrize(
     ("text", "says"),
     [
-        ("{", "space: not JSON"),
+        ("{", "space: line 1, column 2: not valid JSON"),
         ("[]", "expected a JSON object of field paths"),
         ('{"optimizer.lr": {"low": 1, "high": 2}}', "optimizer.lr: optimizer has no field 'lr'"),
         ('{"model.layers.7.units": {"low": 1, "high": 2}}', "model.layers has no field '7'"),
@@ -159,7 +163,34 @@ def test_bad_input_to_distloop_sweep_is_one_line_and_writes_nothing(tmp_path: Pa
     space = tmp_path / "space.json"
     out = tmp_path / "study"
     cases = [
-        ("{not json", ["--space", str(space), "--out", str(out)], "not JSON"),
+        ("{not json", ["--space", str(space), "--out", str(out)], "not valid JSON"),
+        (
+            '{"optimizer.learning_rate": {"low": 0.001, "high": 0.1}, '
+            '"optimizer.learning_rate": {"choices": [0.1, 0.2]}}',
+            ["--space", str(space)],
+            "'optimizer.learning_rate' is given twice in one object: keep one",
+        ),
+        (
+            json.dumps(
+                {
+                    "model.layers.0.units": {"values": list(range(1, 1001))},
+                    "training.seed": {"values": list(range(1000))},
+                    "optimizer.learning_rate": {"values": [(i + 1) / 1e4 for i in range(1000)]},
+                }
+            ),
+            ["--space", str(space), "--sampler", "grid"],
+            "sampler: the grid has 1000000000 combinations; at most 100000",
+        ),
+        (
+            json.dumps({"x" * 2**20: {"choices": [1, 2]}}),
+            ["--space", str(space)],
+            "'... (1048576 characters)",
+        ),
+        (
+            json.dumps({"data.global_batch_size": {"choices": ["y" * 2**20, 2]}}),
+            ["--space", str(space)],
+            "'... (1048576 characters): Input should be a valid integer",
+        ),
         ('{"optimizer.learning_rate": {"low": 2, "high": 1}}', ["--space", str(space)], "empty"),
         ('{"optimizer.kind": {"choices": ["sgd"]}}', ["--space", str(space)], "one value"),
         ('{"optimizer.learning_rate": {"low": 0.1, "high": 1}}', [], "--space SPACE.json is req"),
@@ -185,6 +216,7 @@ def test_bad_input_to_distloop_sweep_is_one_line_and_writes_nothing(tmp_path: Pa
         assert done.returncode == 1, done.stderr
         assert says in done.stderr and "Traceback" not in done.stderr
         assert len(done.stderr.strip().splitlines()) <= 2
+        assert len(done.stderr) < 2000  # what the file holds, quoted shortened
         assert not out.exists()
     not_a_study = distloop("sweep", "--resume", str(tmp_path), timeout_s=60)
     assert not_a_study.returncode == 1
@@ -704,3 +736,118 @@ def test_a_trial_that_ends_before_its_pruning_stop_counts_as_complete(tmp_path: 
     model.prune(4, "why")
     model.apply(RunFinished(status="finished", last_step=40, final_loss=5, elapsed_s=1))
     assert (model.status, model.pruned) == ("finished", None)
+
+
+HUGE_CHOICE = (
+    "UPDATE trial_params SET distribution_json = "
+    """'{"name": "CategoricalDistribution", "attributes": {"choices": ["sgd", "' """
+    """|| hex(zeroblob(26214400)) || '"]}}' WHERE param_name = 'optimizer.kind';"""
+)
+
+
+@pytest.mark.parametrize(
+    ("sql", "says"),
+    [
+        pytest.param(ENDLESS_TRIALS, "study.db holds a view 'trials', which no Optuna", id="view"),
+        pytest.param(
+            "CREATE TRIGGER t AFTER UPDATE ON trials BEGIN DELETE FROM studies; END;",
+            "study.db holds a trigger 't', which no Optuna storage has",
+            id="trigger",
+        ),
+        pytest.param(
+            "CREATE TABLE notes (x);",
+            "study.db holds a table 'notes', which no Optuna storage has",
+            id="table",
+        ),
+        pytest.param(
+            HUGE_CHOICE,
+            "holds another study's trials: they search optimizer.kind in ['sgd', '000000",
+            id="50-MiB-value",
+        ),
+    ],
+)
+def test_a_crafted_study_db_is_refused_in_one_line_and_listed_unreadable(
+    sql: str, says: str, tmp_path: Path
+) -> None:
+    """A study folder is anyone's: its study.db is checked before Optuna reads it (an
+    endless view hung --resume and filled the window's memory), and what it holds is
+    quoted shortened (a 50 MiB value was echoed whole)."""
+    folder = crafted_study_folder(tmp_path / "runs" / "crafted", sql)
+    before = sorted((p.name, p.read_bytes()) for p in folder.iterdir() if p.is_file())
+    refused = distloop("sweep", "--resume", str(folder), timeout_s=180)
+    assert refused.returncode == 1
+    assert "Traceback" not in refused.stderr
+    assert len(refused.stderr.strip().splitlines()) == 1
+    assert says in refused.stderr
+    assert len(refused.stderr) < 2000
+    assert sorted((p.name, p.read_bytes()) for p in folder.iterdir() if p.is_file()) == before
+    (entry,) = list_studies(tmp_path / "runs")
+    if sql is not HUGE_CHOICE:  # a storage of Optuna's own shape, only another search's
+        assert entry.state == "unreadable" and says in entry.error
+
+
+def test_hostile_values_of_a_crafted_study_reach_hparams_and_the_terminal_escaped(
+    tmp_path: Path,
+) -> None:
+    """A study.json is anyone's file: a choice holding a lone surrogate crashed the
+    HParams summary (UnicodeEncodeError, a traceback before the first trial), and one
+    holding terminal escapes was printed raw on each trial's line."""
+    hostile = "\ud800\x1b[2J\u202e"
+    data = synthetic_project(1, steps=4)
+    data["name"] = "name \u202e\x1b]0;title\x07"
+    project = load_project_data(data)
+    space = space_from_data({"description": {"values": [hostile, "plain"]}}, project)
+    settings = StudySettings(trials=2, sampler="grid", pruner="none", objective="loss")
+    folder = tmp_path / "study"
+    write_plan(folder, StudyPlan(project, space, settings))
+    done = distloop("sweep", "--resume", str(folder), timeout_s=400)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "description=\\ud800\\x1b[2J\\u202e" in done.stdout
+    assert "\x1b" not in done.stdout + done.stderr and "\u202e" not in done.stdout
+    from tensorflow.core.util import event_pb2
+
+    events = [*folder.glob("events.out.tfevents.*"), *folder.glob("trials/*/tensorboard/*study")]
+    contents = []
+    for path in events:
+        data_bytes, at = path.read_bytes(), 0
+        while at < len(data_bytes):
+            (length,) = struct.unpack_from("<Q", data_bytes, at)
+            parsed = event_pb2.Event.FromString(data_bytes[at + 12 : at + 12 + length])
+            at += 16 + length
+            contents += [v.metadata.plugin_data.content for v in parsed.summary.value]
+    # The experiment, and the session of the trial that ran: the hostile value makes a
+    # trial name no project may have, so that trial fails on its line, before a run.
+    assert len(events) == 2
+    assert " failed after 0 steps description=\\ud800\\x1b[2J\\u202e: " in done.stdout
+    # The surrogate as its escape (a protobuf string is UTF-8), the rest as it was.
+    assert any(b"\\ud800\x1b[2J\xe2\x80\xae" in content for content in contents)
+
+
+def test_a_storage_query_past_its_deadline_is_one_unreadable_line(tmp_path: Path) -> None:
+    """What no schema check can foresee (a legitimate table too large to read in time) is
+    stopped by the connection's deadline, and said in one line."""
+    import sqlite3
+
+    from distloop.engine.study.storage import READ_SECONDS, bounded_connection, unreadable
+
+    database = tmp_path / "study.db"
+    sqlite3.connect(database).close()
+    connection = bounded_connection(database, time.monotonic() + 1.0)
+    endless = "WITH RECURSIVE r(a) AS (SELECT 1 UNION ALL SELECT a + 1 FROM r) SELECT max(a) FROM r"
+    with pytest.raises(sqlite3.OperationalError) as caught:
+        connection.execute(endless).fetchall()
+    connection.close()
+    said = str(unreadable(database, caught.value))
+    assert said == f"{database} could not be read within {READ_SECONDS:.0f} s"
+
+
+def test_a_crafted_study_db_is_refused_before_optuna_opens_it_to_write(tmp_path: Path) -> None:
+    """The window's Continue opens the study without the command line's checks: Optuna's
+    writable storage would run the file's trigger or read its endless view."""
+    from distloop.engine.run_folder import RunFolderLock
+    from distloop.engine.study.runner import read_plan
+
+    folder = crafted_study_folder(tmp_path / "crafted", ENDLESS_TRIALS)
+    with pytest.raises(ProblemsError, match="holds a view 'trials', which no Optuna storage"):
+        Study(folder, read_plan(folder))
+    assert not RunFolderLock.held(folder)  # let go: the folder is not left locked

@@ -10,22 +10,29 @@ tasks sharing a node never share a port.
 
 from __future__ import annotations
 
+import itertools
+import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
 from pydantic import ValidationError
 
+from ..code_text import shown
 from ..problems import Problem, ProblemsError, problems_from_validation_error
 from ..tf_config import MULTI_MACHINE_STRATEGIES, TaskSpec, TFConfig
 
 DEFAULT_PORT_BASE = 23450
 """The port of each node's first task; the node's next tasks take the ports after it."""
-_RANGE = re.compile(r"(\d+)(?:-(\d+))?")
-_REPEAT = re.compile(r"(\d+)(?:\(x(\d+)\))?")
+_RANGE = re.compile(r"([0-9]{1,18})(?:-([0-9]{1,18}))?")
+_REPEAT = re.compile(r"([0-9]{1,9})(?:\(x([0-9]{1,9})\))?")
 SOURCE = "--task-from slurm"
-_HOSTLIST_LIMIT = 65536
-"""More host names than any Slurm cluster has: a longer expansion is a mistyped range."""
+MAX_NODES = 65536
+"""More host names than any Slurm cluster has: a longer node list is a mistyped range."""
+MAX_TASKS = 65536
+"""More tasks than a TensorFlow cluster can start: TF_CONFIG lists every one."""
+MAX_TASKS_PER_NODE = 1024
+"""As ``distloop export --format slurm`` asks for at most: each takes a port of its node."""
 
 
 class SlurmError(ValueError):
@@ -37,16 +44,21 @@ def expand_hostlist(text: str) -> list[str]:
 
     What ``scontrol show hostnames`` prints, without needing ``scontrol`` (and the
     Slurm configuration it reads) on the node: zero-padded ranges keep their width,
-    and several bracket groups in one name multiply out (``r[1-2]n[1-2]``).
+    and several bracket groups in one name multiply out (``r[1-2]n[1-2]``). The hosts
+    are counted before any is written out (the product of each name's ranges, summed
+    over the names), so a list that names billions is one line, not all the memory.
     """
-    hosts: list[str] = []
-    for name in _split_top_level(text.strip()):
-        hosts.extend(_expand_name(name, text))
-        if len(hosts) > _HOSTLIST_LIMIT:
-            raise SlurmError(f"node list {text!r} names more than {_HOSTLIST_LIMIT} hosts")
-    if not hosts:
+    names = [_groups(name, text) for name in _split_top_level(text.strip())]
+    total = sum(math.prod(_count(group) for group in groups) for groups in names)
+    if total > MAX_NODES:
+        raise SlurmError(f"node list {shown(text)} names {total} hosts; at most {MAX_NODES}")
+    if not total:
         raise SlurmError("the node list is empty")
-    return hosts
+    return [
+        "".join(parts)
+        for groups in names
+        for parts in itertools.product(*(_texts(group) for group in groups))
+    ]
 
 
 def _split_top_level(text: str) -> list[str]:
@@ -61,52 +73,76 @@ def _split_top_level(text: str) -> list[str]:
             parts.append(text[start:i])
             start = i + 1
         if depth not in (0, 1):
-            raise SlurmError(f"node list {text!r} has unbalanced brackets")
+            raise SlurmError(f"node list {shown(text)} has unbalanced brackets")
     if depth:
-        raise SlurmError(f"node list {text!r} has unbalanced brackets")
+        raise SlurmError(f"node list {shown(text)} has unbalanced brackets")
     parts.append(text[start:])
     return [part for part in parts if part]
 
 
-def _expand_name(name: str, whole: str) -> list[str]:
-    opening = name.find("[")
-    if opening < 0:
-        if "]" in name or not name.strip():
-            raise SlurmError(f"node list {whole!r} has a bad name {name!r}")
-        return [name]
-    closing = name.index("]", opening)
-    prefix, ranges, rest = name[:opening], name[opening + 1 : closing], name[closing + 1 :]
-    tails = _expand_name(rest, whole) if rest else [""]
-    return [f"{prefix}{number}{tail}" for number in _numbers(ranges, whole) for tail in tails]
+_Group = str | tuple[tuple[int, int, int], ...]
+"""A fixed text of a host name, or a bracket group's ranges: (low, high, digits)."""
 
 
-def _numbers(ranges: str, whole: str) -> list[str]:
-    numbers: list[str] = []
-    for part in ranges.split(","):
+def _groups(name: str, whole: str) -> list[_Group]:
+    """A name as the parts its hosts join, in order; a bracket group stays its ranges, so
+    its hosts are counted without being written out."""
+    groups: list[_Group] = []
+    rest = name
+    while "[" in rest:
+        opening = rest.index("[")
+        closing = rest.index("]", opening)
+        groups += [rest[:opening], _ranges(rest[opening + 1 : closing], whole)]
+        rest = rest[closing + 1 :]
+    if "]" in rest or not name.strip():
+        raise SlurmError(f"node list {shown(whole)} has a bad name {shown(name)}")
+    return [*groups, rest]
+
+
+def _ranges(text: str, whole: str) -> tuple[tuple[int, int, int], ...]:
+    found = []
+    for part in text.split(","):
         match = _RANGE.fullmatch(part.strip())
         if not match:
-            raise SlurmError(f"node list {whole!r} has a bad range [{ranges}]")
+            raise SlurmError(f"node list {shown(whole)} has a bad range {shown(f'[{text}]')}")
         low_text, high_text = match.group(1), match.group(2) or match.group(1)
         low, high = int(low_text), int(high_text)
-        if high < low or high - low > _HOSTLIST_LIMIT:
-            raise SlurmError(f"node list {whole!r} has a bad range {part.strip()!r}")
-        width = len(low_text)
-        numbers.extend(str(n).zfill(width) for n in range(low, high + 1))
-    return numbers
+        if high < low:
+            raise SlurmError(f"node list {shown(whole)} has a bad range {shown(part.strip())}")
+        found.append((low, high, len(low_text)))
+    return tuple(found)
+
+
+def _count(group: _Group) -> int:
+    return 1 if isinstance(group, str) else sum(high - low + 1 for low, high, _ in group)
+
+
+def _texts(group: _Group) -> list[str]:
+    if isinstance(group, str):
+        return [group]
+    return [str(n).zfill(width) for low, high, width in group for n in range(low, high + 1)]
 
 
 def expand_tasks_per_node(text: str) -> list[int]:
-    """``SLURM_STEP_TASKS_PER_NODE`` (``2(x3),1``) as one count per node, in node order."""
-    counts: list[int] = []
+    """``SLURM_STEP_TASKS_PER_NODE`` (``2(x3),1``) as one count per node, in node order;
+    the nodes and tasks it names are counted before the list is made."""
+    parts: list[tuple[int, int]] = []
     for part in text.strip().split(","):
         match = _REPEAT.fullmatch(part.strip())
         if not match or int(match.group(1)) < 1:
-            raise SlurmError(f"tasks per node {text!r} is not of Slurm's form (e.g. 2(x3),1)")
-        repeat = int(match.group(2) or 1)
-        if repeat > _HOSTLIST_LIMIT:
-            raise SlurmError(f"tasks per node {text!r} repeats more nodes than a cluster has")
-        counts.extend([int(match.group(1))] * repeat)
-    return counts
+            raise SlurmError(f"tasks per node {shown(text)} is not of Slurm's form (e.g. 2(x3),1)")
+        parts.append((int(match.group(1)), int(match.group(2) or 1)))
+    nodes = sum(repeat for _, repeat in parts)
+    tasks = sum(count * repeat for count, repeat in parts)
+    if nodes > MAX_NODES:
+        raise SlurmError(f"tasks per node {shown(text)} names {nodes} nodes; at most {MAX_NODES}")
+    if max(count for count, _ in parts) > MAX_TASKS_PER_NODE:
+        raise SlurmError(
+            f"tasks per node {shown(text)} puts more than {MAX_TASKS_PER_NODE} tasks on a node"
+        )
+    if tasks > MAX_TASKS:
+        raise SlurmError(f"tasks per node {shown(text)} names {tasks} tasks; at most {MAX_TASKS}")
+    return [count for count, repeat in parts for _ in range(repeat)]
 
 
 @dataclass(frozen=True)
@@ -131,8 +167,8 @@ class SlurmStep:
             )
 
         rank_text = variable("SLURM_PROCID")
-        if not re.fullmatch(r"[0-9]+", rank_text.strip()):
-            raise SlurmError(f"SLURM_PROCID is {rank_text!r}, not a task number")
+        if not re.fullmatch(r"[0-9]{1,9}", rank_text.strip()):
+            raise SlurmError(f"SLURM_PROCID is {shown(rank_text)}, not a task number")
         step = cls(
             rank=int(rank_text),
             nodes=expand_hostlist(variable("SLURM_STEP_NODELIST", "SLURM_JOB_NODELIST")),
@@ -171,7 +207,7 @@ class SlurmStep:
         """
         node, local = self.placement(self.rank)
         given = (environ.get("SLURM_NODEID", ""), environ.get("SLURM_LOCALID", ""))
-        if all(re.fullmatch(r"[0-9]+", value.strip()) for value in given) and (
+        if all(re.fullmatch(r"[0-9]{1,9}", value.strip()) for value in given) and (
             int(given[0]),
             int(given[1]),
         ) != (
@@ -184,12 +220,13 @@ class SlurmStep:
             )
 
     def addresses(self, port_base: int) -> list[str]:
-        """Every task's ``host:port``, by rank."""
-        out = []
-        for rank in range(self.size):
-            node, local = self.placement(rank)
-            out.append(f"{self.nodes[node]}:{port_base + local}")
-        return out
+        """Every task's ``host:port``, by rank: node by node, in one pass over the tasks
+        (a step of 65,536 nodes is laid out as fast as it is listed)."""
+        return [
+            f"{host}:{port_base + local}"
+            for host, count in zip(self.nodes, self.tasks_per_node, strict=True)
+            for local in range(count)
+        ]
 
 
 def slurm_tf_config(

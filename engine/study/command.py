@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 from typing import get_args
 
+from ..code_text import shortened
 from ..config import load_project
 from ..problems import Problem, ProblemsError
 from .objective import OBJECTIVES
@@ -32,6 +33,8 @@ from .runner import (
 from .space import Axis, Choices, parse_space
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+NOTE_CHARS = 500
+"""Of why a trial failed, on its line: enough for an error's own words."""
 
 
 def add_sweep_command(commands: argparse._SubParsersAction) -> None:
@@ -163,7 +166,8 @@ def _check_storage(folder: Path, plan: StudyPlan) -> None:
                 [
                     Problem(
                         (),
-                        f"{STORAGE_FILE} holds another study's trials: they search {name} "
+                        f"{STORAGE_FILE} holds another study's trials: they search "
+                        f"{shortened(name)} "
                         f"{_shown(axis)}, {STUDY_FILE} {plans}; nothing was changed",
                     )
                 ],
@@ -187,8 +191,9 @@ def _same_axis(planned: Axis, searched: Axis) -> bool:
 
 
 def _shown(axis: Axis) -> str:
+    """The axis in a message; a crafted storage's choices may be megabytes: shortened."""
     if isinstance(axis, Choices):
-        return f"in {list(axis.values)}"
+        return f"in {shortened(str(list(axis.values)))}"
     return f"over [{axis.low}, {axis.high}]{' (log)' if axis.log else ''}"
 
 
@@ -197,12 +202,14 @@ def _one(message: str) -> ProblemsError:
 
 
 def _params(result: TrialResult) -> str:
-    return " ".join(f"{path}={value}" for path, value in result.params.items())
+    """The trial's values on its line: a study folder's values are anyone's text (terminal
+    escapes, bidirectional marks, lone surrogates, megabytes), printed escaped and short."""
+    return " ".join(f"{path}={shortened(str(value))}" for path, value in result.params.items())
 
 
 def _print_trial(result: TrialResult) -> None:
     value = "" if result.value is None else f" {result.value:.6g}"
-    note = f": {result.note}" if result.note else ""
+    note = f": {shortened(result.note, NOTE_CHARS)}" if result.note else ""
     print(
         f"trial {result.number} {result.state}{value} after {result.steps} steps "
         f"{_params(result)}{note}",

@@ -11,14 +11,16 @@ A folder that cannot be read is listed with why, never left out silently.
 from __future__ import annotations
 
 import sqlite3
-import urllib.parse
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..code_text import shortened
 from ..problems import ProblemsError
 from ..run_folder import RunFolderLock
 from . import STUDY_FILE
 from .runner import INTERRUPTED, STORAGE_FILE, StudyPlan, read_plan
+from .storage import READ_SECONDS, StudyUnreadable, bounded_connection, check_storage, unreadable
 
 
 @dataclass(frozen=True)
@@ -79,8 +81,8 @@ def read_entry(folder: Path) -> StudyEntry:
         return StudyEntry(folder, None, held=held, error=str(exc).splitlines()[-1].strip())
     try:
         counts = _trial_counts(folder / STORAGE_FILE)
-    except sqlite3.Error as exc:
-        return StudyEntry(folder, plan, held=held, error=f"{STORAGE_FILE}: {exc}")
+    except StudyUnreadable as exc:
+        return StudyEntry(folder, None, held=held, error=str(exc))
     ended = counts.get("COMPLETE", 0) + counts.get("PRUNED", 0) + counts.get("FAIL", 0)
     return StudyEntry(
         folder,
@@ -97,21 +99,27 @@ def read_entry(folder: Path) -> StudyEntry:
 
 def _trial_counts(storage: Path) -> dict[str, int]:
     """Trials by Optuna's state; failed ones the study stopped with under ``interrupted``
-    (and not under ``FAIL``). No storage yet: a study that asked for no trial."""
+    (and not under ``FAIL``). No storage yet: a study that asked for no trial. The file is
+    checked first and every query has a deadline (:mod:`engine.study.storage`): a crafted
+    one is listed as unreadable, not read without end."""
     if not storage.is_file():
         return {}
-    uri = f"file:{urllib.parse.quote(str(storage.resolve()))}?mode=ro"
-    connection = sqlite3.connect(uri, uri=True, timeout=2)
+    deadline = time.monotonic() + READ_SECONDS
+    check_storage(storage, deadline)
     try:
-        rows = connection.execute(
-            "SELECT t.state, EXISTS(SELECT 1 FROM trial_user_attributes a "
-            "WHERE a.trial_id = t.trial_id AND a.key = ?) FROM trials t",
-            (INTERRUPTED,),
-        ).fetchall()
-    finally:
-        connection.close()
+        connection = bounded_connection(storage, deadline)
+        try:
+            rows = connection.execute(
+                "SELECT t.state, EXISTS(SELECT 1 FROM trial_user_attributes a "
+                "WHERE a.trial_id = t.trial_id AND a.key = ?) FROM trials t",
+                (INTERRUPTED,),
+            ).fetchall()
+        finally:
+            connection.close()
+    except (sqlite3.Error, UnicodeDecodeError) as exc:  # SQLite's message may be damaged
+        raise unreadable(storage, exc) from None
     counts: dict[str, int] = {}
     for state, interrupted in rows:
-        key = INTERRUPTED if interrupted and state == "FAIL" else str(state)
+        key = INTERRUPTED if interrupted and state == "FAIL" else shortened(str(state))
         counts[key] = counts.get(key, 0) + 1
     return counts

@@ -19,9 +19,7 @@ from __future__ import annotations
 
 import math
 import os
-import sqlite3
 import time
-import urllib.parse
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -42,6 +40,13 @@ from .runner import (
     trial_project,
 )
 from .space import Axis, Choices, FloatRange, IntRange
+from .storage import (
+    READ_SECONDS,
+    StudyUnreadable,
+    bounded_connection,
+    check_storage,
+    unreadable,
+)
 
 STUDY_NAME = "distloop"
 MIN_TRIALS_FOR_IMPORTANCE = 5
@@ -49,10 +54,6 @@ MIN_TRIALS_FOR_IMPORTANCE = 5
 splits the trials into a top tenth of one trial against the rest."""
 FINISHED_STATES = ("complete", "pruned", "failed", INTERRUPTED)
 """Trials whose run folder no longer changes: read once, then kept."""
-
-
-class StudyUnreadable(Exception):
-    """The folder is no study this Distloop can read; the message is one line."""
 
 
 @dataclass(frozen=True)
@@ -183,7 +184,8 @@ def _one_line(exc: ProblemsError) -> str:
 
 
 def _read_trials(folder: Path) -> list[Any]:
-    """The study's trials from ``study.db``, opened read-only."""
+    """The study's trials from ``study.db``, checked first (:mod:`engine.study.storage`),
+    then read by Optuna through a read-only connection whose queries stop at a deadline."""
     import optuna
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
@@ -194,14 +196,12 @@ def _read_trials(folder: Path) -> list[Any]:
         if (folder / TRIALS_DIR).is_dir():
             raise StudyUnreadable(f"{database} is missing: the study's trials cannot be read")
         return []  # the study was planned and has not asked for a trial yet
-    library = _written_by(database)
-    uri = f"file:{urllib.parse.quote(str(database.resolve()))}?mode=ro"
+    deadline = time.monotonic() + READ_SECONDS
+    library = check_storage(database, deadline)
     try:
         storage = optuna.storages.RDBStorage(
             "sqlite://",
-            engine_kwargs={
-                "creator": lambda: sqlite3.connect(uri, uri=True, check_same_thread=False)
-            },
+            engine_kwargs={"creator": lambda: bounded_connection(database, deadline)},
             skip_table_creation=True,
         )
     except RuntimeError:  # Optuna's schema check
@@ -210,44 +210,16 @@ def _read_trials(folder: Path) -> list[Any]:
             f"Optuna {optuna.__version__} cannot read"
         ) from None
     except Exception as exc:
-        raise StudyUnreadable(f"{database} is damaged: {_reason(exc)}") from None
+        raise unreadable(database, exc) from None
     try:
         study = optuna.load_study(study_name=STUDY_NAME, storage=storage)
         return sorted(study.get_trials(deepcopy=False), key=lambda t: t.number)
     except KeyError:
         raise StudyUnreadable(f"{database} holds no study named {STUDY_NAME!r}") from None
     except Exception as exc:
-        raise StudyUnreadable(f"{database} is damaged: {_reason(exc)}") from None
+        raise unreadable(database, exc) from None
     finally:
         storage.engine.dispose()
-
-
-def _written_by(database: Path) -> str:
-    """The Optuna version that made ``database``, read before Optuna opens it, so a file of
-    another kind or a damaged one is said in the study's words rather than SQLAlchemy's."""
-    uri = f"file:{urllib.parse.quote(str(database.resolve()))}?mode=ro"
-    try:
-        connection = sqlite3.connect(uri, uri=True)
-    except sqlite3.Error as exc:
-        raise StudyUnreadable(f"{database} cannot be opened: {exc}") from None
-    try:
-        row = connection.execute("SELECT library_version FROM version_info").fetchone()
-    except sqlite3.Error as exc:
-        raise StudyUnreadable(f"{database} is damaged or no Optuna storage: {exc}") from None
-    finally:
-        connection.close()
-    if row is None:
-        raise StudyUnreadable(f"{database} is damaged or no Optuna storage: no version_info")
-    return str(row[0])
-
-
-def _reason(exc: BaseException) -> str:
-    """The database's own words: SQLAlchemy wraps them in SQL and links."""
-    cause: BaseException = exc
-    while cause.__cause__ is not None:
-        cause = cause.__cause__
-    text = str(getattr(cause, "orig", None) or cause)
-    return text.splitlines()[0] if text else type(cause).__name__
 
 
 def _row(folder: Path, trial: Any, known: TrialRow | None) -> TrialRow:

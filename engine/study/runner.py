@@ -27,7 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from ..config import MAX_SEED, Project, load_project_data
 from ..fileio import atomic_write_text
 from ..messages import Message, RunFailed, RunFinished
-from ..problems import Problem, ProblemsError, problems_from_validation_error
+from ..problems import Problem, ProblemsError, parse_json_text, problems_from_validation_error
 from ..process import WarmEngines
 from ..run_folder import (
     RunFolderBusy,
@@ -42,12 +42,16 @@ from . import STUDY_FILE, TRIALS_DIR
 from .hparams import write_experiment, write_trial
 from .objective import ObjectiveTracker, direction, objective_problems
 from .space import Choices, FloatRange, IntRange, SearchSpace, space_from_data, with_values
+from .storage import READ_SECONDS, StudyUnreadable, check_storage
 
 STORAGE_FILE = "study.db"
 STUDY_VERSION = 1
 """Of ``study.json``'s layout; a folder written before it had the number is version 1."""
 INTERRUPTED = "interrupted"
 """User attribute of a trial stopped with the study: its values run again on resume."""
+MAX_GRID_POINTS = 100_000
+"""Combinations a grid study may have: ten times the most trials a study runs. Optuna's
+grid sampler lists every combination in memory first (10^9 of them: a MemoryError)."""
 Sampler = Literal["tpe", "random", "grid", "cmaes"]
 Pruner = Literal["none", "median", "asha", "hyperband"]
 
@@ -110,6 +114,14 @@ class StudyPlan:
             found.append(
                 Problem(("sampler",), "grid needs every field as values or choices, not ranges")
             )
+        elif self.settings.sampler == "grid" and self.space.grid_size() > MAX_GRID_POINTS:
+            found.append(
+                Problem(
+                    ("sampler",),
+                    f"the grid has {self.space.grid_size()} combinations; at most "
+                    f"{MAX_GRID_POINTS}: search fewer values, or with tpe or random",
+                )
+            )
         if self.settings.sampler == "cmaes" and any(
             isinstance(axis, Choices) for axis in self.space.axes.values()
         ):
@@ -151,7 +163,7 @@ def read_plan(folder: Path) -> StudyPlan:
             raise ValueError(f"no {STUDY_FILE}: not a study folder")
         if path.stat().st_size > 16 * 2**20:
             raise ValueError(f"{STUDY_FILE} is too large to be a study's")
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = parse_json_text(path.read_text(encoding="utf-8"), str(path))
         if not isinstance(data, dict):
             raise ValueError(f"{STUDY_FILE} is not a JSON object: not a study folder")
         _check_version(data.get("study_version", 1))
@@ -202,6 +214,7 @@ class Study:
         settings = plan.settings
         self._optuna = optuna
         try:
+            _check_existing_storage(folder / STORAGE_FILE)
             self.study = optuna.create_study(
                 study_name="distloop",
                 storage=f"sqlite:///{folder / STORAGE_FILE}",
@@ -509,6 +522,20 @@ class TrialRun:
             )
         _tell(study, trial, value)
         return TrialResult(self.number, params, "complete", value, run_dir, steps)
+
+
+def _check_existing_storage(database: Path) -> None:
+    """Refuses a ``study.db`` that is no plain Optuna storage before Optuna opens it to
+    write (:mod:`engine.study.storage`): whoever continues a study, the window or the
+    command line, never runs what a crafted file's views or triggers say."""
+    if not database.exists() and not database.is_symlink():
+        return  # a new study: Optuna makes the file
+    if database.is_symlink() or not database.is_file():
+        raise ProblemsError([Problem((), f"{database} is not a regular file")], str(database))
+    try:
+        check_storage(database, time.monotonic() + READ_SECONDS)
+    except StudyUnreadable as exc:
+        raise ProblemsError([Problem((), str(exc))], str(database.parent)) from None
 
 
 def _tell(study: Any, trial: Any, value: float | None = None, state: Any = None) -> None:

@@ -25,8 +25,14 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from ..code_text import shortened, shown
 from ..config import Project
-from ..problems import Problem, ProblemsError, problems_from_validation_error
+from ..problems import (
+    Problem,
+    ProblemsError,
+    parse_json_text,
+    problems_from_validation_error,
+)
 
 MAX_AXES = 32
 """More settings than a search can learn anything about in a useful number of trials."""
@@ -88,11 +94,7 @@ class SearchSpace:
 
 def parse_space(text: str, project: Project, source: str = "space") -> SearchSpace:
     """Reads a space file's text and checks it against ``project``; ProblemsError says why not."""
-    try:
-        data = json.loads(text)
-    except (ValueError, RecursionError) as exc:
-        raise ProblemsError([Problem((), f"not JSON: {exc}")], source) from None
-    return space_from_data(data, project, source)
+    return space_from_data(parse_json_text(text, source), project, source)
 
 
 def space_from_data(data: object, project: Project, source: str = "space") -> SearchSpace:
@@ -107,12 +109,12 @@ def space_from_data(data: object, project: Project, source: str = "space") -> Se
         try:
             current = field_value(base, path)
             axis = _axis(spec, current)
-        except ValueError as exc:
-            problems.append(Problem((path,), str(exc)))
+        except ValueError as exc:  # the path may be no field at all: any text, any length
+            problems.append(Problem((shortened(path),), str(exc)))
             continue
         for value in _ends(axis):
             problems += [
-                Problem((path,), f"{value!r}: {p.message if p.path == path else p}")
+                Problem((path,), f"{shown(value)}: {p.message if p.path == path else p}")
                 for p in value_problems(project, path, value)
             ]
         axes[path] = axis
@@ -130,7 +132,10 @@ def _axis(spec: object, current: object) -> Axis:
         if not all(_is_number(v) for v in (low, high)) or not isinstance(log, bool):
             raise ValueError("low and high must be numbers, log true or false")
         if not math.isfinite(low) or not math.isfinite(high) or low >= high:
-            raise ValueError(f"the range [{low}, {high}] is empty: low must be below high")
+            raise ValueError(
+                f"the range [{shortened(str(low))}, {shortened(str(high))}] is empty: low must "
+                "be below high"
+            )
         if log and low <= 0:
             raise ValueError("a log range must start above 0")
         if isinstance(current, bool) or not _is_number(current):
@@ -153,7 +158,8 @@ def _axis(spec: object, current: object) -> Axis:
                 raise ValueError(f"{key} lists a value twice")
             return Choices(tuple(values), grid)
     raise ValueError(
-        f"unknown keys {sorted(keys)}: give low/high[/log], choices or values (one of them)"
+        f"unknown keys {shortened(str(sorted(keys)))}: give low/high[/log], choices or values "
+        "(one of them)"
     )
 
 
@@ -179,7 +185,7 @@ def field_value(data: dict[str, Any], path: str) -> object:
             node = node[int(part)]
         else:
             where = ".".join(walked) or "the project"
-            raise ValueError(f"{where} has no field {part!r}")
+            raise ValueError(f"{shortened(where)} has no field {shown(part)}")
         walked.append(part)
     if isinstance(node, dict | list):
         raise ValueError("names a section, not a value: name one of its fields")

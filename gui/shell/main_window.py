@@ -224,8 +224,17 @@ class MainWindow(QMainWindow):
         # View ▸ Cluster, View ▸ Run Queue).
         self.cluster_panel.hide()
         self.queue_dock.hide()
-        self.studies_dock.setVisible(bool(self.studies_panel.entries))
+        self.studies_dock.hide()  # until the first listing finds a study (its own thread)
+        self._dock_state_restored = False
+        self.studies_panel.listed.connect(self._show_studies_once)
         self.study_dock.hide()  # until a study is opened (File ▸ Open Study…)
+
+    def _show_studies_once(self) -> None:
+        """The Studies tab opens when the window's first listing of the studies finds one,
+        unless the window's saved layout says whether it shows."""
+        self.studies_panel.listed.disconnect(self._show_studies_once)
+        if self.studies_panel.entries and not self._dock_state_restored:
+            self.studies_dock.show()
 
     def _place_docks(self) -> None:
         """The docks where a first start puts them: the forms on the left, tabs below."""
@@ -927,7 +936,7 @@ class MainWindow(QMainWindow):
             self._fit_once_framed = True
         state = store.value("window/state")
         if state is not None:  # a state of the older layout is refused: the defaults stay
-            self.restoreState(state, WINDOW_STATE_VERSION)
+            self._dock_state_restored = self.restoreState(state, WINDOW_STATE_VERSION)
         for key, splitter in self._splitters().items():
             saved = store.value(f"window/{key}")
             if saved is not None:

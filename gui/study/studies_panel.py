@@ -4,16 +4,19 @@ trials in the Study tab (:mod:`gui.study.study_views`; a double-click does too).
 
 A row is read from the study's folder (:func:`engine.study.folders.list_studies`),
 so a study of ``distloop sweep`` is listed as one of the window's, and one a
-process runs now says so (its folder's lock). The trials themselves are runs: the
-Runs tab lists them, and the plot follows the one training.
+process runs now says so (its folder's lock). The folders are read in a worker thread
+(:class:`StudyLister`): a study folder may be anyone's, and its ``study.db`` one that
+takes its reader's time until the read's deadline says it is unreadable. The trials
+themselves are runs: the Runs tab lists them, and the plot follows the one training.
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from pathlib import Path
 
-from PySide6.QtCore import Qt, QUrl, Signal
+from PySide6.QtCore import QObject, Qt, QUrl, Signal
 from PySide6.QtGui import QAction, QBrush, QColor, QDesktopServices
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -41,11 +44,52 @@ COLUMN_WIDTHS = (220, 80, 70, 60, 60, 260)
 RIGHT = Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter
 
 
+class StudyLister(QObject):
+    """Lists the studies under a folder in a daemon thread; ``listed`` brings each listing.
+
+    Requests pile into one, as :class:`gui.study.study_views.StudyReader`'s do: the
+    thread lists the latest folder asked for, so listings never queue behind a slow one.
+    """
+
+    listed = Signal(int, object)  # (request id, list[StudyEntry])
+
+    def __init__(self, parent: QObject) -> None:
+        super().__init__(parent)
+        self._request: tuple[int, Path] | None = None
+        self._lock = threading.Lock()
+        self._wake = threading.Event()
+        self._counter = 0
+        threading.Thread(target=self._work, name="study-lister", daemon=True).start()
+
+    def request(self, root: Path) -> int:
+        with self._lock:
+            self._counter += 1
+            self._request = (self._counter, root)
+            self._wake.set()
+            return self._counter
+
+    def _work(self) -> None:
+        while True:
+            self._wake.wait()
+            with self._lock:
+                request, self._request = self._request, None
+                self._wake.clear()
+            if request is None:
+                continue
+            number, root = request
+            entries = list_studies(root)
+            try:
+                self.listed.emit(number, entries)
+            except RuntimeError:  # the panel is gone (the window closed): nobody to tell
+                return
+
+
 class StudiesPanel(QWidget):
     """The list of studies under ``runs_root`` and what can be done with them."""
 
     continue_requested = Signal(object)  # Path: the study folder to continue
     show_requested = Signal(object)  # Path: the study whose trials the Study tab shows
+    listed = Signal()  # a listing arrived: ``entries`` are the studies as they are now
 
     def __init__(
         self,
@@ -59,6 +103,12 @@ class StudiesPanel(QWidget):
         self._runs_root = runs_root
         self.entries: list[StudyEntry] = []
         self._idle = True
+        self._lister = StudyLister(self)
+        self._lister.listed.connect(self._on_listed)
+        self._listing: int | None = None
+        """The listing asked for last; an earlier one that arrives after it is stale."""
+        self._wanted: Path | None = None
+        """A study to select once a listing has it (it was asked for before)."""
 
         self.table = QTableWidget(0, len(HEADERS))
         self.table.setHorizontalHeaderLabels(HEADERS)
@@ -139,9 +189,23 @@ class StudiesPanel(QWidget):
         return action
 
     def refresh(self) -> None:
-        """Reads the studies again, keeping the selected one selected."""
-        selected = self.selected()
-        self.entries = list_studies(self._runs_root())
+        """Reads the studies again (in the lister's thread), keeping the selected one
+        selected when they arrive."""
+        self._listing = self._lister.request(self._runs_root())
+
+    @property
+    def listing(self) -> bool:
+        """A listing asked for has not arrived yet."""
+        return self._listing is not None
+
+    def _on_listed(self, number: int, entries: list[StudyEntry]) -> None:
+        if number != self._listing:
+            return  # a newer listing is on its way
+        self._listing = None
+        current = self.selected()
+        wanted = self._wanted or (current.folder if current is not None else None)
+        self._wanted = None
+        self.entries = entries
         self.table.setRowCount(len(self.entries))
         for row, entry in enumerate(self.entries):
             for column, text in enumerate(self._texts(entry)):
@@ -154,11 +218,12 @@ class StudiesPanel(QWidget):
                         Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter
                     )
                 self.table.setItem(row, column, item)
-        if selected is not None:
-            self.select(selected.folder)
+        if wanted is not None:
+            self.select(wanted)
         running = sum(entry.state == "running" for entry in self.entries)
         self.summary.setText(f"  {len(self.entries)} studies, {running} running")
         self.update_actions()
+        self.listed.emit()
 
     def _texts(self, entry: StudyEntry) -> tuple[str, ...]:
         state = entry.state
@@ -186,10 +251,13 @@ class StudiesPanel(QWidget):
         return self.entries[rows[0].row()] if rows else None
 
     def select(self, folder: Path) -> None:
+        """Selects the study in ``folder``; one the listing does not have yet (a study
+        just started) once a listing that has it arrives."""
         for row, entry in enumerate(self.entries):
             if entry.folder == folder:
                 self.table.selectRow(row)
                 return
+        self._wanted = folder
 
     def continue_selected(self) -> None:
         entry = self.selected()

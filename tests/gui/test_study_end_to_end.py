@@ -104,5 +104,9 @@ def test_a_study_in_the_window_prunes_a_trial_and_a_reopened_window_continues_it
     assert trials[2].params["optimizer.learning_rate"] == 1e-6
     runs = {run.path: run.status for run in reopened.runs_panel.runs()}
     assert runs[folder / "trials" / "trial-0002"] == "pruned"
-    assert [e.state for e in reopened.studies_panel.entries] == ["complete"]
+    listed = reopened.studies_panel
+    qtbot.waitUntil(
+        lambda: not listed.listing and [e.state for e in listed.entries] == ["complete"],
+        timeout=30_000,
+    )
     assert dialog_recorder.kinds() == []

@@ -17,7 +17,13 @@ from distloop.gui.shell import dialogs
 from distloop.gui.shell.main_window import MainWindow
 from distloop.gui.study.study_views import StudyPanel, export_view
 from PySide6.QtCore import Qt
-from study_folders import optuna_study_folder, storage_url, swept_study
+from study_folders import (
+    ENDLESS_TRIALS,
+    crafted_study_folder,
+    optuna_study_folder,
+    storage_url,
+    swept_study,
+)
 
 READ_MS = 30_000  # the worker's first read imports Optuna; at a load of 15 that takes seconds
 
@@ -139,11 +145,15 @@ def test_a_study_written_by_another_process_refreshes_as_its_trials_end(
     tests = str(Path(__file__).resolve().parents[1])
     writer = subprocess.Popen([sys.executable, "-c", _WRITER, storage_url(folder), tests])
     try:
-        qtbot.waitUntil(lambda: panel.model.rowCount() == 5, timeout=60_000)
+        # The fifth trial is listed once asked for, running, and read again when told.
+        qtbot.waitUntil(
+            lambda: [t.state for t in panel.results.trials[2:]] == ["complete"] * 3,
+            timeout=60_000,
+        )
     finally:
         writer.wait(timeout=60)
     assert writer.returncode == 0
-    assert [t.state for t in panel.results.trials[-3:]] == ["complete"] * 3
+    assert panel.model.rowCount() == 5
     assert len(panel.history.points.data) == 3
     assert "5 of 10 trials" in panel.title.full_text()
     # The objective's column, sized when no trial had one, is as wide as the values now.
@@ -203,6 +213,7 @@ def test_a_study_listed_in_the_studies_tab_shows_its_trials_on_a_double_click(
     folder = optuna_study_folder(tmp_path / "runs" / "listed study", trials=4)
     window = make_window()
     studies = window.studies_panel
+    qtbot.waitUntil(lambda: not studies.listing, timeout=READ_MS)  # listed in its thread
     assert [entry.folder for entry in studies.entries] == [folder]
     assert not studies.show_action.isEnabled()
     window.show()
@@ -248,3 +259,22 @@ def test_a_pruned_trial_shows_the_objective_it_was_judged_by(qtbot, tmp_path: Pa
     assert objective.data() == "0.8125 (step 40)"
     assert "loss 0.8125 at step 40, its last report" in objective.data(Qt.ItemDataRole.ToolTipRole)
     assert panel.history.points.data["x"].tolist() == [0, 1, 2]  # complete trials alone
+def test_a_study_whose_storage_never_ends_is_listed_unreadable_beside_the_others(
+    make_window: Callable[..., MainWindow], qtbot, tmp_path: Path
+) -> None:
+    """A study.db whose trials are an endless view: the window listed the studies on its
+    own thread and its memory grew without end; it is listed unreadable, in the lister's
+    thread, and the study beside it as it is."""
+    crafted = crafted_study_folder(tmp_path / "runs" / "b crafted", ENDLESS_TRIALS)
+    good = optuna_study_folder(tmp_path / "runs" / "a good", trials=4)
+    window = make_window()
+    studies = window.studies_panel
+    qtbot.waitUntil(lambda: not studies.listing, timeout=READ_MS)
+    states = {entry.folder: (entry.state, entry.error) for entry in studies.entries}
+    assert states[good] == ("stopped", "")
+    state, error = states[crafted]
+    assert state == "unreadable"
+    assert "study.db holds a view 'trials', which no Optuna storage has" in error
+    assert window.studies_dock.isVisibleTo(window)
+    row = [entry.folder for entry in studies.entries].index(crafted)
+    assert studies.table.item(row, 1).text() == "unreadable"

@@ -93,6 +93,15 @@ def _start(window: MainWindow, monkeypatch: pytest.MonkeyPatch, trials: int, **k
     assert asked and asked[0].name == window.validation.project.name
 
 
+def _wait_listed(qtbot, window: MainWindow, *states: str) -> None:
+    """Until the Studies tab's listing (made in its own thread) has studies in ``states``."""
+    panel = window.studies_panel
+    qtbot.waitUntil(
+        lambda: not panel.listing and [e.state for e in panel.entries] == list(states),
+        timeout=20_000,
+    )
+
+
 def _trials(folder: Path) -> list[optuna.trial.FrozenTrial]:
     return optuna.load_study(study_name="distloop", storage=f"sqlite:///{folder}/study.db").trials
 
@@ -110,6 +119,7 @@ def test_a_study_runs_its_trials_in_the_window_and_marks_the_pruned_one(
     assert window.study_session.running and window.studies_dock.isVisibleTo(window)
     assert not window.run_action.isEnabled() and window.stop_action.isEnabled()
     qtbot.waitUntil(lambda: ended == ["complete"], timeout=20_000)
+    _wait_listed(qtbot, window, "complete")
 
     (folder,) = [entry.folder for entry in window.studies_panel.entries]
     trials = _trials(folder)
@@ -153,6 +163,7 @@ def test_stop_leaves_the_study_resumable_and_a_reopened_window_continues_it(
     qtbot.waitUntil(lambda: len(engines.made) == 2 and window.controller.active, timeout=10_000)
     window.stop_action.trigger()  # Stop stops the trial and the study with it
     qtbot.waitUntil(lambda: not window.study_session.running, timeout=10_000)
+    _wait_listed(qtbot, window, "stopped")
     (entry,) = window.studies_panel.entries
     assert (entry.state, entry.ended, entry.interrupted, entry.waiting) == ("stopped", 1, 1, 1)
     assert engines.made[1][2].stop_requested and not window.controller.active
