@@ -9,16 +9,17 @@ on with the batches the unbroken run had.
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
-from data_folders import write_linked_folder
+from data_folders import write_image_folder, write_linked_folder
 from distloop.engine.config import Project, load_project_data
 from distloop.engine.run_folder import read_metrics
-from distloop_testing import run_engine
+from distloop_testing import distloop, run_engine
 from test_resume import interrupt_after
 
 CLASSES = 4
@@ -112,9 +113,10 @@ def test_the_order_follows_the_seed_and_changes_every_epoch(tmp_path: Path) -> N
     again = batch_labels(project, 40)
     assert all(np.array_equal(a, b) for a, b in zip(first, again, strict=True))
     other = load_project_data(folder_project(folder, training={"steps": 40, "seed": 4}))
-    assert not all(np.array_equal(a, b) for a, b in zip(first, batch_labels(other, 40)))
+    seeded = zip(first, batch_labels(other, 40), strict=True)
+    assert not all(np.array_equal(a, b) for a, b in seeded)
     epoch_one, epoch_two = first[: per_epoch + 1], first[per_epoch + 1 :][: per_epoch + 1]
-    assert not all(np.array_equal(a, b) for a, b in zip(epoch_one, epoch_two))
+    assert not all(np.array_equal(a, b) for a, b in zip(epoch_one, epoch_two, strict=True))
     # Every file once an epoch: each epoch holds each class's 300 files.
     assert Counter(np.concatenate(epoch_one).tolist()) == dict.fromkeys(range(CLASSES), 300)
     resumed = batch_labels(project, 40 - 25, skip_steps=25)
@@ -173,3 +175,30 @@ def test_a_resumed_folder_run_trains_on_the_unbroken_runs_batches(tmp_path: Path
     metrics = read_metrics(run_dir)
     assert metrics["step"] == list(range(1, 121))
     np.testing.assert_allclose(np.float32(metrics["loss"]), whole["losses"], rtol=1e-5)
+
+
+@pytest.mark.slow
+def test_a_cache_on_a_run_shorter_than_an_epoch_is_explained_once(tmp_path: Path) -> None:
+    """TensorFlow's "did not fully read the dataset being cached" said nothing a user could
+    act on; the run now caches only what it reads again, and says so in its own words."""
+    folder = write_image_folder(tmp_path / "shapes", per_class=40)  # 120 images: 15 steps
+    logs = {}
+    for steps in (3, 20):
+        data = folder_project(folder, data={"cache": True, "global_batch_size": 8})
+        data["model"]["layers"][-1]["units"] = 3
+        data["training"] = {"steps": steps, "seed": 0}
+        project = tmp_path / f"{steps}.json"
+        project.write_text(json.dumps(data))
+        run_dir = tmp_path / f"run-{steps}"
+        result = distloop("run", str(project), "--out", str(run_dir), "--quiet")
+        assert result.returncode == 0, result.stderr
+        logs[steps] = (result.stdout + result.stderr, (run_dir / "engine.log").read_text())
+    shown, log = logs[3]
+    note = (
+        "data.cache is on, but this run trains 3 step(s), no more than one epoch (15 steps): "
+        "no example is read twice, so nothing is cached (the cache serves the second epoch on)"
+    )
+    assert shown.count(note) == 1 and note in log
+    for shown, log in logs.values():
+        assert "did not fully read the dataset being cached" not in shown + log
+    assert "data.cache is on" not in logs[20][0] + logs[20][1]

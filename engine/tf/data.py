@@ -141,17 +141,18 @@ def _steps_per_epoch(examples: int, data: DataConfig) -> int:
 
 def _useful_cache(project: Project, per_epoch: int) -> tuple[bool, list[str]]:
     """Whether the run reads its cache again, and what to say when ``data.cache`` is set on
-    a run shorter than an epoch: no example is read twice, so caching would only fill
+    a run of one epoch or less: no example is read twice, so caching would only fill
     memory, and TensorFlow would warn that its iterator "did not fully read the dataset
     being cached" in words that tell the user nothing. (The order of the examples stays
     the one ``cache`` gives, so a longer run of the same project sees the same batches.)"""
-    data, steps = project.data, project.training.steps
-    if not data.cache or steps is None or per_epoch <= 0 or steps >= per_epoch:
+    data, training = project.data, project.training
+    steps = training.steps if training.steps is not None else per_epoch * (training.epochs or 1)
+    if not data.cache or per_epoch <= 0 or steps > per_epoch:
         return data.cache, []
     return False, [
-        f"data.cache is on, but this run trains {steps} step(s), fewer than one epoch's "
-        f"{per_epoch}: no example is read twice, so nothing is cached (the cache serves "
-        "the second epoch on)"
+        f"data.cache is on, but this run trains {steps} step(s), no more than one epoch "
+        f"({per_epoch} steps): no example is read twice, so nothing is cached (the cache "
+        "serves the second epoch on)"
     ]
 
 
