@@ -111,7 +111,7 @@ def _disk_problems(
     if checking:
         return model_file_problems(project.model), [], checking
     scanner = checked_folder if folders is None else folders.cached
-    found = file_findings(project, scanner, walk_records=False)
+    found = file_findings(project, scanner, walk_records=False, read_labels=False)
     return found.problems, found.notes, []
 
 

@@ -5,8 +5,10 @@ whole, every cell checked as it is read, or, with ``stream``, read in blocks as 
 from __future__ import annotations
 
 import csv
+import io
 import itertools
 import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +19,7 @@ from ..fileio import file_kind_problem, open_regular
 from ..memory_check import FLOAT32
 from ..problems import Problem
 from .arrays import fit_to_model
-from .base import DataError, DataSource, ScriptData
+from .base import DataError, DataSource, LabelSample, ScriptData
 from .numpy import STREAM_NOTE
 from .script_lines import array_dataset_lines
 
@@ -83,6 +85,26 @@ class CsvSource(DataSource[CsvData]):
         except (OSError, UnicodeDecodeError, csv.Error):
             header = None
         return data.label_column, header
+
+    def label_sample(self, data: CsvData, limit: int, max_bytes: int) -> LabelSample | None:
+        """The label column of the first rows, read line by line up to ``max_bytes``."""
+        labels: list[float] = []
+        try:
+            with io.TextIOWrapper(
+                open_regular(Path(data.path)), encoding="utf-8-sig", newline=""
+            ) as handle:
+                size = os.fstat(handle.fileno()).st_size
+                reader = csv.reader(_head_lines(handle, max_bytes))
+                header = next((row for row in reader if row), None)
+                if header is None or data.label_column not in header:
+                    return None
+                at = header.index(data.label_column)
+                for row in itertools.islice((row for row in reader if row), limit + 1):
+                    labels.append(float(row[at]))
+        except (OSError, UnicodeDecodeError, csv.Error, ValueError, IndexError):
+            return None  # the run names what is wrong with the file
+        whole = len(labels) <= limit and size <= max_bytes
+        return LabelSample(np.array(labels[:limit], dtype=np.float64), whole)
 
     def script(self, data: CsvData, project: Project) -> ScriptData:
         lines = [STREAM_NOTE] if data.stream else []
@@ -190,6 +212,16 @@ def _read_rows(reader: Any, header: list[str], field: str, path: Path) -> np.nda
                 count = 0
     blocks.append(block[:count])
     return blocks[0] if len(blocks) == 1 else np.concatenate(blocks)
+
+
+def _head_lines(handle: Any, max_chars: int) -> Iterator[str]:
+    """The file's lines while they add up to at most ``max_chars`` characters."""
+    read = 0
+    for line in handle:
+        read += len(line)
+        if read > max_chars:
+            return
+        yield line
 
 
 def _csv_cells(path: Path) -> int:

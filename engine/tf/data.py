@@ -26,6 +26,7 @@ import tensorflow as tf
 from ..config import DataConfig, Project
 from ..data_sources import DataError
 from ..data_sources.checks import project_folder_problems
+from ..data_sources.label_order import label_order_notes
 from ..run_folder import write_classes
 from .data_sources import tf_source_of
 from .data_sources.base import Augment, Examples
@@ -129,7 +130,7 @@ def build_training_data(project: Project, skip_steps: int = 0) -> TrainingData:
         trained.examples,
         trained.total_steps,
         examples.classes,
-        examples.warnings + notes,
+        examples.warnings + notes + label_order_notes(project),
     )
 
 
