@@ -124,11 +124,13 @@ def test_evaluation_data_is_cached_when_its_source_asks() -> None:
     assert "CacheDatasetV2" in _pipeline_ops(dataset)
 
 
-def test_a_run_ending_inside_its_first_cached_pass_is_not_warned_about() -> None:
-    """TensorFlow warns that it drops the partial cache: expected, so only a debug line."""
+def test_a_run_ending_inside_its_first_cached_pass_caches_nothing_and_says_so() -> None:
+    """No example is read twice: the run leaves the cache out (TensorFlow warned that it
+    dropped the partial cache, in words that meant nothing to a user) and says why once."""
     data = synthetic_project(1, steps=3)
     data["data"].update(cache=True, shuffle_buffer=0)  # caches the batches, 3 of 16 read
     run = run_engine(load_project_data(data), None)
     assert run["terminal"].status == "finished", run["terminal"]
-    (line,) = [m for m in run["logs"] if "dataset being cached" in m.text]
-    assert line.level == "debug"
+    assert not [m for m in run["logs"] if "dataset being cached" in m.text]
+    (line,) = [m for m in run["logs"] if "data.cache is on" in m.text]
+    assert line.level == "warning" and "nothing is cached" in line.text
