@@ -85,6 +85,15 @@ def test_no_note_where_the_buffer_mixes_or_order_means_nothing(
     assert label_order_notes(load_project_data(data)) == []
 
 
+def test_a_quoted_csv_with_windows_line_ends_is_read_alike(tmp_path: Path) -> None:
+    labels = sorted_labels()
+    rows = "".join(f'"0.5","{index}",{label}\r\n' for index, label in enumerate(labels))
+    path = tmp_path / "quoted.csv"
+    path.write_text('"a","b","y"\r\n' + rows, newline="")
+    (note,) = label_order_notes(csv_project(path))
+    assert "examples 1-5000 all have label 0 (5000 in a row)" in note
+
+
 def test_a_big_sorted_csv_is_judged_from_its_start(tmp_path: Path) -> None:
     """A file far bigger than the read (here 1.6 M rows): the first rows already show it."""
     path = tmp_path / "big.csv"
