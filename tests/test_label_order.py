@@ -177,3 +177,33 @@ def test_a_run_on_a_sorted_csv_says_it_in_its_log(tmp_path: Path) -> None:
     shown = result.stdout + result.stderr
     assert shown.count("is ordered by label: examples 1-5000 all have label 0") == 1
     assert "is ordered by label" in (tmp_path / "run" / "engine.log").read_text()
+
+
+def test_hostile_label_files_give_no_note_and_no_big_read(tmp_path: Path) -> None:
+    """Labels declaring rows wider than the read, a record that is no Example, a record
+    declaring more bytes than the read: no note, nothing allocated (the run names them)."""
+    import zipfile
+
+    npz = tmp_path / "wide.npz"
+    np.savez(npz, x=np.zeros((2, 2), np.float32), y=np.zeros((2, 1), np.float32))
+    header = b"{'descr': '<f4', 'fortran_order': False, 'shape': (2, 1099511627776), }"
+    header += b" " * (118 - len(header)) + b"\n"
+    with zipfile.ZipFile(npz, "a") as archive:
+        archive.writestr("z.npy", b"\x93NUMPY\x01\x00" + len(header).to_bytes(2, "little") + header)
+    wide = load_project_data(project_data({"source": "numpy", "path": str(npz), "labels_key": "z"}))
+    assert label_order_notes(wide) == []
+
+    def records(name: str, payload: bytes, declared: int) -> Project:
+        (tmp_path / name).write_bytes(
+            declared.to_bytes(8, "little") + b"\0" * 4 + payload + b"\0" * 4
+        )
+        data = {
+            "source": "tfrecord",
+            "path": str(tmp_path / name),
+            "features": [{"name": "x", "shape": [2]}, {"name": "y", "dtype": "int64"}],
+            "label": "y",
+        }
+        return load_project_data(project_data(data))
+
+    assert label_order_notes(records("garbage.tfrecord", b"\xff" * 16, 16)) == []
+    assert label_order_notes(records("huge.tfrecord", b"", 1 << 60)) == []

@@ -124,8 +124,8 @@ def _first_labels(stored: BinaryIO, limit: int, max_bytes: int) -> LabelSample |
     if dtype.hasobject or dtype.kind not in "biuf" or not shape:
         return None
     width = math.prod(shape[1:])
-    if width == 0 or (fortran and len(shape) > 1):
-        return None  # a column-major table's rows are not together at its start
+    if width == 0 or width * dtype.itemsize > max_bytes or (fortran and len(shape) > 1):
+        return None  # no label a row, or its rows are not together at its start
     rows = min(shape[0], limit, max(1, max_bytes // (width * dtype.itemsize)))
     table = np.frombuffer(stored.read(rows * width * dtype.itemsize), dtype=dtype)
     table = table[: len(table) // width * width].reshape(-1, width)
