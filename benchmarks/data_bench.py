@@ -20,6 +20,12 @@ the same images up to that scale. Distloop's check of every file before a run (a
 image is named then, not failed on inside the step) is timed apart: it happens once per
 run, not per epoch.
 
+``mixing`` (``... mixing [rounds]``, about a minute) writes a folder larger than the
+shuffle buffer, 10 classes of 3,000 PNGs (hard links), reads it with a buffer of 2,048
+through both pipelines (checked like for like: the same images an epoch), and prints how
+the first batches mix the classes in each, and in the shuffle Distloop made before (a
+buffer of names over the class-sorted list), then one epoch's images/s of each.
+
 ``memory`` (root, cgroup v1; about 6 minutes and 18 GB of disk, removed afterwards, also
 when interrupted) writes an uncompressed .npz of ``MEMORY_ROWS`` x ``MEMORY_FEATURES``
 float32 (16.4 GB, over 10 x the memory limit L, ``MEMORY_LIMIT``, 1.5 GiB) and one of a
@@ -97,7 +103,7 @@ def write_folder(root: Path, size: int = SIZE) -> int:
     return CLASSES * PER_CLASS
 
 
-def distloop_dataset(root: Path) -> tf.data.Dataset:
+def distloop_dataset(root: Path, shuffle_buffer: int = BATCH * 8) -> tf.data.Dataset:
     project = load_project_data(
         {
             "schema_version": 1,
@@ -110,7 +116,7 @@ def distloop_dataset(root: Path) -> tf.data.Dataset:
                 "source": "image_folder",
                 "path": str(root),
                 "global_batch_size": BATCH,
-                "shuffle_buffer": BATCH * 8,
+                "shuffle_buffer": shuffle_buffer,
             },
             "training": {"epochs": 1, "seed": 0},
         }
@@ -787,6 +793,92 @@ def csv_speed(rounds: int) -> None:
             print(f"  load average {os.getloadavg()[0]:.1f}", flush=True)
 
 
+MIXING_PER_CLASS = 3_000
+"""Files a class in the mixing case: more than its shuffle buffer, as a user's folder has."""
+MIXING_BUFFER = 2_048
+MIXING_BATCHES = 20
+
+
+def write_linked_folder(root: Path) -> int:
+    """``CLASSES`` x ``MIXING_PER_CLASS`` PNGs in seconds: hard links of 20 noise images a
+    class (decoding costs what distinct files cost; the page cache holds them alike)."""
+    rng = np.random.default_rng(0)
+    for label in range(CLASSES):
+        folder = root / f"class_{label}"
+        folder.mkdir(parents=True)
+        sources = []
+        for variant in range(20):
+            source = root.parent / f"source-{label}-{variant}.png"
+            pixels = rng.integers(0, 256, (SIZE, SIZE, 3), dtype=np.uint8)
+            source.write_bytes(tf.io.encode_png(pixels).numpy())
+            sources.append(source)
+        for index in range(MIXING_PER_CLASS):
+            os.link(sources[index % len(sources)], folder / f"{index:05d}.png")
+    return CLASSES * MIXING_PER_CLASS
+
+
+def class_mixing(labels: list[np.ndarray]) -> str:
+    """How well batches mix the classes: the classes a batch holds and the largest class
+    share of a batch (medians), and the furthest any class's share strays from its 10%."""
+    classes = [len(np.unique(batch)) for batch in labels]
+    largest = [np.bincount(batch, minlength=CLASSES).max() / len(batch) for batch in labels]
+    shares = np.bincount(np.concatenate(labels), minlength=CLASSES) / sum(map(len, labels))
+    return (
+        f"{np.median(classes):.0f} classes a batch, largest class {np.median(largest):.0%} "
+        f"of a batch, class shares off by up to {np.abs(shares - 1 / CLASSES).max():.1%}"
+    )
+
+
+def first_labels(dataset: tf.data.Dataset) -> list[np.ndarray]:
+    return [labels.numpy() for _, labels in dataset.take(MIXING_BATCHES)]
+
+
+def epoch_sums(dataset: tf.data.Dataset, scale: float) -> np.ndarray:
+    """Each image's pixel sum over one epoch, sorted: the epoch's images, like for like."""
+    sums = [batch.numpy().reshape(len(batch), -1).sum(axis=1) * scale for batch, _ in dataset]
+    return np.sort(np.concatenate(sums))
+
+
+def mixing(rounds: int) -> None:
+    """A folder larger than the shuffle buffer (10 classes of 3,000 files, buffer 2,048):
+    the first batches' class mixing of Distloop's pipeline, of Keras's (which shuffles
+    its whole file list), and of the shuffle Distloop made before (a buffer of 2,048 names
+    over the class-sorted list, its labels alone), then one epoch's images/s of each."""
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp) / "images"
+        total = write_linked_folder(root)
+        ours, keras = distloop_dataset(root, MIXING_BUFFER), keras_dataset(root)
+        same = epoch_sums(ours, 255.0), epoch_sums(keras, 1.0)
+        np.testing.assert_allclose(*same, rtol=1e-5)  # the same images, one epoch each
+        sorted_labels = np.repeat(np.arange(CLASSES, dtype=np.int32), MIXING_PER_CLASS)
+        before = (
+            tf.data.Dataset.from_tensor_slices((sorted_labels, sorted_labels))
+            .shuffle(MIXING_BUFFER, seed=0)
+            .batch(BATCH)
+        )
+        ours_rates: list[float] = []
+        keras_rates: list[float] = []
+        ours_cpu: list[float] = []
+        keras_cpu: list[float] = []
+        for round_ in range(rounds):  # paired rounds, the order alternating
+            pair = [(ours, ours_rates, ours_cpu), (keras, keras_rates, keras_cpu)]
+            for dataset, rates, cpu in pair[:: -1 if round_ % 2 else 1]:
+                timed_epoch(dataset, rates, cpu, total)
+        print(
+            f"folder larger than the shuffle buffer ({total} PNGs, {CLASSES} classes of "
+            f"{MIXING_PER_CLASS}, buffer {MIXING_BUFFER}, batch {BATCH}), first "
+            f"{MIXING_BATCHES} batches: distloop {class_mixing(first_labels(ours))}; "
+            f"image_dataset_from_directory {class_mixing(first_labels(keras))}; distloop "
+            f"before (a buffer of names) {class_mixing(first_labels(before))}. One epoch, "
+            f"{rounds} paired rounds: distloop {max(ours_rates):,.0f} images/s best, "
+            f"image_dataset_from_directory {max(keras_rates):,.0f}, median of the rounds' "
+            f"ratios {float(np.median(np.divide(ours_rates, keras_rates))):.2f}; CPU per "
+            f"image (median) {np.median(ours_cpu):.0f} / {np.median(keras_cpu):.0f} µs; load "
+            f"average {os.getloadavg()[0]:.1f}",
+            flush=True,
+        )
+
+
 def main(rounds: int, file_size: int) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp) / "images"
@@ -826,6 +918,8 @@ def main(rounds: int, file_size: int) -> None:
 if __name__ == "__main__":
     if sys.argv[1:] == ["memory"]:
         memory()
+    elif sys.argv[1:2] == ["mixing"]:
+        mixing(int(sys.argv[2]) if len(sys.argv) > 2 else 3)
     elif sys.argv[1:2] == ["csv"]:
         csv_speed(int(sys.argv[2]) if len(sys.argv) > 2 else 3)
     else:

@@ -46,7 +46,8 @@ _LEVELS = {"I": "info", "W": "warning", "E": "error", "F": "error"}
 # TensorFlow warnings and errors that describe expected behaviour, and the level they
 # get instead: a red ERROR on every healthy run would teach users to ignore the log.
 _EXPECTED_LINES = {
-    # data.cache: a run that ends inside its first pass drops the partial cache.
+    # data.cache: a run stopped inside its first pass drops the partial cache (a run
+    # planned to end there caches nothing and says so: engine.tf.data).
     "did not fully read the dataset being cached": "debug",
     # TensorFlow's CUDA build probing a machine without an NVIDIA driver; the run's
     # device list (the status panel, `distloop devices`) says which devices it has.

@@ -19,6 +19,7 @@ from .data_sources.checks import (
     unreadable_image_problems,
 )
 from .data_sources.folders import FolderScanner, checked_folder
+from .data_sources.label_order import label_order_notes
 from .memory_check import counting_problems, memory_problems
 from .model_shapes import model_file_problems
 from .problems import Problem
@@ -38,6 +39,7 @@ def file_findings(
     *,
     read_images: bool = True,
     walk_records: bool = True,
+    read_labels: bool = True,
 ) -> FileFindings:
     """The data folders, data files and model file of ``project`` (paths resolved).
 
@@ -47,7 +49,9 @@ def file_findings(
     ``scanner``); a run skips that, since decoding meets a damaged image anyway.
     ``walk_records`` follows every TFRecord's lengths: a run and ``validate`` do; the
     window does not at each edit (a big dataset would freeze it), and the engine walks
-    them as it starts.
+    them as it starts. ``read_labels`` reads the first labels of a CSV, ``.npz`` or
+    TFRecord file to note an order by label that its shuffle buffer cannot mix
+    (``validate``; the engine's log says it too, so the window's edits skip that read).
     """
     problems = (
         project_folder_problems(project, scanner)
@@ -58,12 +62,13 @@ def file_findings(
         return FileFindings(problems)
     found, notes = unreadable_image_problems(project, scanner) if read_images else ([], [])
     records = oversized_record_problems(project) if walk_records else []
-    return FileFindings(found + records, notes)
+    order = label_order_notes(project) if read_labels and not found + records else []
+    return FileFindings(found + records, notes + order)
 
 
 def pre_run_problems(project: Project, *, processes: int = 1) -> list[Problem]:
     """Why ``project`` cannot start on this machine, [] when it can: its files, then
     whether ``processes`` engines of it (every task of a local cluster) fit the memory
     left here."""
-    problems = file_findings(project, read_images=False).problems
+    problems = file_findings(project, read_images=False, read_labels=False).problems
     return problems or memory_problems(project, processes=processes)

@@ -38,6 +38,7 @@ from .config import (
     BatchNormalizationLayer,
     Conv1DLayer,
     Conv2DLayer,
+    DataConfig,
     DenseLayer,
     DropoutLayer,
     EmbeddingLayer,
@@ -376,18 +377,38 @@ def _model(project: Project) -> str:
 loss_object = tf.keras.losses.{loss_class}({", ".join(loss_args)})"""
 
 
+def _shuffle_lines(data: DataConfig, seed: int, file_names: bool) -> list[str]:
+    """The shuffle the engine makes (``engine.tf.data.build_training_data``): file names are
+    shuffled whole and loaded after, once before a cache that the buffer then mixes."""
+    load = "dataset = dataset.map(load_example, num_parallel_calls=tf.data.AUTOTUNE)"
+    buffer = (
+        f"dataset = dataset.shuffle({data.shuffle_buffer}, seed={seed}, "
+        "reshuffle_each_iteration=True)"
+    )
+    if not file_names:
+        return [buffer] if data.shuffle_buffer else []
+    if not data.shuffle_buffer:
+        return [load]
+    if not data.cache:
+        return [
+            "# Every file name, every epoch: the folder lists its files class by class.",
+            f"dataset = dataset.shuffle(len(files), seed={seed}, reshuffle_each_iteration=True)",
+            load,
+        ]
+    return [
+        "# Every file name once, then the loaded examples are cached and mixed every epoch.",
+        f"dataset = dataset.shuffle(len(files), seed={seed}, reshuffle_each_iteration=False)",
+        load + ".cache()",
+        buffer,
+    ]
+
+
 def _data(project: Project, script: ScriptData) -> str:
     data, training = project.data, project.training
     lines = ["# --- data --------------------------------------------------------------------"]
     lines.append(f"GLOBAL_BATCH_SIZE = {data.global_batch_size}")
     lines += script.lines
-    if data.shuffle_buffer:
-        lines.append(
-            f"dataset = dataset.shuffle({data.shuffle_buffer}, seed={training.seed}, "
-            "reshuffle_each_iteration=True)"
-        )
-    if script.load_after_shuffle:  # the shuffle buffer holds file names, not examples
-        lines.append("dataset = dataset.map(load_example, num_parallel_calls=tf.data.AUTOTUNE)")
+    lines += _shuffle_lines(data, training.seed, script.load_after_shuffle)
     lines.append(
         f"dataset = dataset.batch(GLOBAL_BATCH_SIZE, drop_remainder={data.drop_remainder!r})"
     )

@@ -15,7 +15,7 @@ import gzip
 import os
 import struct
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any, BinaryIO, Protocol
 
 from .fileio import open_regular
@@ -133,3 +133,110 @@ def _walk(stream: _Stream, limit: int, skip: Callable[[Any, int], None]) -> tupl
             return number, length
         skip(stream, length + _FOOTER_BYTES)
         number += 1
+
+
+def first_labels(
+    paths: list[str], compression: str, label: str, limit: int, max_bytes: int
+) -> tuple[list[float], bool] | None:
+    """The ``label`` feature of the first ``limit`` ``tf.train.Example`` records of the
+    files ``paths`` (in their order), reading at most ``max_bytes`` of records, and whether
+    they are all the records; a label of several values (one-hot) as the place of its
+    largest. None when a record holds no such feature or cannot be parsed (the run names
+    why)."""
+    labels: list[float] = []
+    budget = max_bytes
+    try:
+        for path in paths:
+            with open_regular(path) as handle:
+                stream: _Stream = handle
+                if compression == "GZIP":
+                    stream = gzip.GzipFile(fileobj=handle)
+                elif compression == "ZLIB":
+                    stream = _ZlibStream(handle)
+                while True:
+                    header = stream.read(_HEADER.size)
+                    if len(header) < _HEADER.size:
+                        break
+                    (length, _) = _HEADER.unpack(header)
+                    budget -= _HEADER.size + length + _FOOTER_BYTES
+                    if budget < 0 or len(labels) == limit:
+                        return labels, False
+                    values = _feature_values(stream.read(length), label.encode())
+                    stream.read(_FOOTER_BYTES)
+                    if not values:
+                        return None
+                    labels.append(values[0] if len(values) == 1 else values.index(max(values)))
+    except (OSError, EOFError, zlib.error, ValueError, IndexError, struct.error):
+        return None
+    return labels, True
+
+
+def _feature_values(example: bytes, name: bytes) -> list[float]:
+    """The values of feature ``name`` in a serialized ``tf.train.Example``, read as its
+    protobuf fields: Example.features (1) > Features.feature (1, a map entry of key 1 and
+    value 2) > Feature's float_list (2) or int64_list (3) > their value (1)."""
+    for number, _, features in _fields(example):
+        if number != 1:
+            continue
+        for entry_number, _, entry in _fields(features):
+            if entry_number != 1:
+                continue
+            parts = {field: value for field, _, value in _fields(entry)}
+            if parts.get(1) != name or 2 not in parts:
+                continue
+            return [
+                value
+                for kind, _, values in _fields(parts[2])
+                if kind in (2, 3)
+                for value in _list_values(values, floats=kind == 2)
+            ]
+    return []
+
+
+def _list_values(message: bytes, floats: bool) -> list[float]:
+    """A FloatList's or an Int64List's values, packed or not."""
+    values: list[float] = []
+    for _, wire, value in _fields(message):
+        if wire == 2 and floats:
+            values += struct.unpack(f"<{len(value) // 4}f", value)
+        elif wire == 2:
+            position = 0
+            while position < len(value):
+                number, position = _varint(value, position)
+                values.append(number - (1 << 64) if number >= 1 << 63 else number)
+        elif wire == 5:
+            values.append(struct.unpack("<f", value)[0])
+        elif wire == 0:
+            values.append(value - (1 << 64) if value >= 1 << 63 else value)
+    return values
+
+
+def _fields(message: bytes) -> Iterator[tuple[int, int, Any]]:
+    """(field number, wire type, value) of each field of a protobuf message: an int for a
+    varint, the bytes otherwise."""
+    position = 0
+    while position < len(message):
+        key, position = _varint(message, position)
+        wire = key & 7
+        if wire == 0:
+            value, position = _varint(message, position)
+        elif wire in (1, 5):
+            size = 8 if wire == 1 else 4
+            value, position = message[position : position + size], position + size
+        elif wire == 2:
+            size, position = _varint(message, position)
+            value, position = message[position : position + size], position + size
+        else:
+            raise ValueError(f"protobuf wire type {wire} is not one an Example uses")
+        yield key >> 3, wire, value
+
+
+def _varint(message: bytes, position: int) -> tuple[int, int]:
+    result, shift = 0, 0
+    while True:
+        byte = message[position]
+        position += 1
+        result |= (byte & 0x7F) << shift
+        if byte < 0x80:
+            return result, position
+        shift += 7

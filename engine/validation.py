@@ -111,7 +111,7 @@ def _disk_problems(
     if checking:
         return model_file_problems(project.model), [], checking
     scanner = checked_folder if folders is None else folders.cached
-    found = file_findings(project, scanner, walk_records=False)
+    found = file_findings(project, scanner, walk_records=False, read_labels=False)
     return found.problems, found.notes, []
 
 
@@ -126,7 +126,8 @@ def setting_advice(project: Project) -> list[str]:
     interrupted run resumes from step 1; Stop still saves one)."""
     advice = [
         f"{where}.shuffle_buffer is 0: the folder's files are read class by class, so each "
-        "batch holds one class and the loss saws; set it (10000 mixes up to 10,000 files)"
+        "batch holds one class and the loss saws; set it (any size shuffles all the file "
+        "names every epoch)"
         for where, data in project.data_sources()
         if source_of(data).class_folders is not None and data.shuffle_buffer == 0
     ]

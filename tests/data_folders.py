@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import struct
 import zlib
 from pathlib import Path
@@ -56,4 +57,32 @@ def write_image_folder(
         for index in range(per_class):
             noisy = class_pattern(label, size) * 200 + rng.uniform(0, 55, (size, size))
             (folder / f"{index:03d}.png").write_bytes(png_bytes(noisy))
+    return root
+
+
+def write_linked_folder(
+    root: Path, per_class: int, classes: int = 4, kind: str = "image", size: int = 8
+) -> Path:
+    """``root/class<k>/<n>.png`` (or ``.txt``) as a user's big folder is: ``per_class``
+    files a class, made in seconds as hard links of a few learnable originals a class."""
+    rng = np.random.default_rng(0)
+    originals = root.parent / f"{root.name}-originals"
+    for label in range(classes):
+        sources = []
+        for variant in range(8):
+            if kind == "image":
+                noisy = class_pattern(label, size) * 200 + rng.uniform(0, 55, (size, size))
+                source = originals / f"{label}-{variant}.png"
+                contents = png_bytes(noisy)
+            else:
+                source = originals / f"{label}-{variant}.txt"
+                contents = f"word{label} other{variant} word{label} end".encode()
+            source.parent.mkdir(parents=True, exist_ok=True)
+            source.write_bytes(contents)
+            sources.append(source)
+        folder = root / f"class{label}"
+        folder.mkdir(parents=True)
+        suffix = sources[0].suffix
+        for index in range(per_class):
+            os.link(sources[index % len(sources)], folder / f"{index:06d}{suffix}")
     return root

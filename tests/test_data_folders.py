@@ -550,11 +550,16 @@ def test_text_vocabulary_is_learned_from_the_training_split_only(tmp_path: Path)
 
 
 @pytest.mark.slow
-def test_exported_image_folder_script_gives_the_engines_loss_trace(tmp_path: Path) -> None:
+@pytest.mark.parametrize("cache", [False, True], ids=["names", "cached"])
+def test_exported_image_folder_script_gives_the_engines_loss_trace(
+    tmp_path: Path, cache: bool
+) -> None:
+    """The script shuffles as the engine does: every name every epoch, or, cached, the
+    names once and then the cached examples through the buffer."""
     from distloop.engine.script_export import render_script
 
     folder = write_image_folder(tmp_path / "shapes", per_class=6)
-    data = {"shuffle_buffer": 18, "global_batch_size": 6}
+    data = {"shuffle_buffer": 8, "global_batch_size": 6, "cache": cache}
     project = load_project_data(
         image_project(folder, data=data, strategy={"kind": "mirrored"}, training={"epochs": 2})
     )

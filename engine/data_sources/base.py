@@ -12,6 +12,8 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Generic, Literal, TypeVar
 
+import numpy as np
+
 from ..problems import Problem
 
 if TYPE_CHECKING:
@@ -34,6 +36,15 @@ class ClassFolders:
     files: str
     """``images``, ``text files``: as in "holds no images"."""
     extensions: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class LabelSample:
+    """The first labels of a file, one number an example, in the file's order."""
+
+    labels: np.ndarray
+    whole: bool
+    """They are all the file's labels (else the read stopped at its limit)."""
 
 
 @dataclass
@@ -120,6 +131,13 @@ class DataSource(ABC, Generic[D]):
         """At least what loading the data whole holds in memory (0 when it streams or
         reads no file); raises what counting met (the memory check says it in one line)."""
         return 0
+
+    def label_sample(self, data: D, limit: int, max_bytes: int) -> LabelSample | None:
+        """The labels of the file's first ``limit`` examples in its order (fewer when that
+        takes more than ``max_bytes`` of the file): the label-order check reads them. None
+        when the order is not the user's (generated data, folders, which the pipeline
+        shuffles whole) or the labels cannot be read (the run says why)."""
+        return None
 
     def columns(self, data: D) -> tuple[str, list[str] | None] | None:
         """A table's label column and its header's names (None when the header cannot be

@@ -7,6 +7,7 @@ from __future__ import annotations
 import csv
 import itertools
 import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +18,7 @@ from ..fileio import file_kind_problem, open_regular
 from ..memory_check import FLOAT32
 from ..problems import Problem
 from .arrays import fit_to_model
-from .base import DataError, DataSource, ScriptData
+from .base import DataError, DataSource, LabelSample, ScriptData
 from .numpy import STREAM_NOTE
 from .script_lines import array_dataset_lines
 
@@ -83,6 +84,35 @@ class CsvSource(DataSource[CsvData]):
         except (OSError, UnicodeDecodeError, csv.Error):
             header = None
         return data.label_column, header
+
+    def label_sample(self, data: CsvData, limit: int, max_bytes: int) -> LabelSample | None:
+        """The label column of the rows in the file's first ``max_bytes``. Lines without
+        quotes are split with ``str.split`` (the csv module parsed 58 MiB of wide rows in
+        5 s at load 18, at every run's start); a file with quotes goes through it."""
+        try:
+            with open_regular(Path(data.path)) as handle:
+                head = handle.read(max_bytes + 1)
+        except OSError:
+            return None
+        whole = len(head) <= max_bytes
+        text = head[:max_bytes].decode("utf-8-sig", errors="replace")
+        if not whole:
+            text = text[: text.rfind("\n") + 1]  # the last line is cut short
+        lines = text.split("\n")
+        split: Iterator[list[str]] = (
+            csv.reader(lines) if '"' in text else (line.rstrip("\r").split(",") for line in lines)
+        )
+        rows = (row for row in split if row and row != [""])
+        header = next(rows, None)
+        if header is None or data.label_column not in header:
+            return None
+        at = header.index(data.label_column)
+        try:
+            labels = [float(row[at]) for row in itertools.islice(rows, limit + 1)]
+        except (ValueError, IndexError, csv.Error):
+            return None  # the run names what is wrong with the file
+        whole = whole and len(labels) <= limit
+        return LabelSample(np.array(labels[:limit], dtype=np.float64), whole)
 
     def script(self, data: CsvData, project: Project) -> ScriptData:
         lines = [STREAM_NOTE] if data.stream else []

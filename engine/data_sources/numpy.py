@@ -9,6 +9,7 @@ import math
 import zipfile
 import zlib
 from pathlib import Path
+from typing import BinaryIO
 
 import numpy as np
 
@@ -16,7 +17,7 @@ from ..config import LossConfig, ModelConfig, NumpyData, Project
 from ..fileio import file_kind_problem, open_regular
 from ..memory_check import FLOAT32, CannotCount
 from .arrays import check_array, fit_to_model
-from .base import DataError, DataSource, ScriptData
+from .base import DataError, DataSource, LabelSample, ScriptData
 from .script_lines import array_dataset_lines
 
 
@@ -35,6 +36,19 @@ class NumpySource(DataSource[NumpyData]):
         if data.stream:
             return 0
         return _npz_bytes(Path(data.path), (data.features_key, data.labels_key))
+
+    def label_sample(self, data: NumpyData, limit: int, max_bytes: int) -> LabelSample | None:
+        """The first labels, read from the labels array's start (decompressed as it is read
+        when the archive is compressed); one-hot rows as their class numbers."""
+        try:
+            with (
+                open_regular(Path(data.path)) as handle,
+                zipfile.ZipFile(handle) as archive,
+                archive.open(f"{data.labels_key}.npy") as stored,
+            ):
+                return _first_labels(stored, limit, max_bytes)
+        except (OSError, KeyError, ValueError, EOFError, zipfile.BadZipFile, zlib.error):
+            return None  # the run names what is wrong with the file
 
     def script(self, data: NumpyData, project: Project) -> ScriptData:
         lines = []
@@ -99,6 +113,24 @@ def numpy_arrays(
         check_array(array, f"{field}: array {key!r} in {path}")
     x, y = arrays
     return fit_to_model(x, y, model, loss, field, field, str(path), classes)
+
+
+def _first_labels(stored: BinaryIO, limit: int, max_bytes: int) -> LabelSample | None:
+    """The first rows of an .npy labels array read from ``stored``, one number a row."""
+    if np.lib.format.read_magic(stored) == (1, 0):
+        shape, fortran, dtype = np.lib.format.read_array_header_1_0(stored)
+    else:
+        shape, fortran, dtype = np.lib.format.read_array_header_2_0(stored)
+    if dtype.hasobject or dtype.kind not in "biuf" or not shape:
+        return None
+    width = math.prod(shape[1:])
+    if width == 0 or width * dtype.itemsize > max_bytes or (fortran and len(shape) > 1):
+        return None  # no label a row, or its rows are not together at its start
+    rows = min(shape[0], limit, max(1, max_bytes // (width * dtype.itemsize)))
+    table = np.frombuffer(stored.read(rows * width * dtype.itemsize), dtype=dtype)
+    table = table[: len(table) // width * width].reshape(-1, width)
+    labels = table[:, 0].astype(np.float64) if width == 1 else np.argmax(table, axis=1)
+    return LabelSample(labels, len(labels) == shape[0])
 
 
 def _npz_bytes(path: Path, keys: tuple[str, str]) -> int:

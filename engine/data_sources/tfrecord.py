@@ -7,11 +7,13 @@ from __future__ import annotations
 import glob
 import os
 
+import numpy as np
+
 from ..config import Project, TFRecordData
 from ..fileio import file_kind_problem
 from ..problems import Problem
-from ..tfrecord_files import oversized_record_problem
-from .base import DataSource, ScriptData
+from ..tfrecord_files import first_labels, oversized_record_problem
+from .base import DataSource, LabelSample, ScriptData
 from .script_lines import definitions, engine_tf_source, held_out_lines, split_of
 
 
@@ -32,6 +34,14 @@ class TFRecordSource(DataSource[TFRecordData]):
             return [f"no file matches {data.path}"]
         found = [(file, file_kind_problem(file)) for file in files]
         return [f"{file} {problem}" for file, problem in found if problem is not None][:1]
+
+    def label_sample(self, data: TFRecordData, limit: int, max_bytes: int) -> LabelSample | None:
+        files = sorted(glob.glob(os.path.expanduser(data.path)))
+        found = first_labels(files, data.compression, data.label, limit, max_bytes)
+        if found is None:
+            return None
+        labels, whole = found
+        return LabelSample(np.array(labels, dtype=np.float64), whole)
 
     def record_problems(self, data: TFRecordData, where: str) -> list[Problem]:
         for file in sorted(glob.glob(os.path.expanduser(data.path))):

@@ -26,6 +26,7 @@ import tensorflow as tf
 from ..config import DataConfig, Project
 from ..data_sources import DataError
 from ..data_sources.checks import project_folder_problems
+from ..data_sources.label_order import label_order_notes
 from ..run_folder import write_classes
 from .data_sources import tf_source_of
 from .data_sources.base import Augment, Examples
@@ -88,18 +89,30 @@ def changed_file_error(project: Project, error: tf.errors.OpError) -> DataError 
 def build_training_data(project: Project, skip_steps: int = 0) -> TrainingData:
     """All the run's batches in order, less the first ``skip_steps`` (already trained).
 
-    File sources shuffle file names and decode after the shuffle, so the shuffle buffer
-    holds names, not images; with ``cache`` they decode first (the cache holds examples).
+    File sources shuffle file names and decode after the shuffle, so the shuffle holds
+    names, not images: all of them, every epoch, seeded by the run's seed (a folder lists
+    its files class by class, and a buffer smaller than a class gave batches of that
+    class alone). With ``cache`` they shuffle the names once, decode, and the shuffle
+    buffer then mixes the cached examples every epoch.
     """
     data, training = project.data, project.training
     problems = project_folder_problems(project)
     if problems:  # a project file run without the CLI's or the window's check
         raise DataError(str(problems[0]))
     examples = _examples(project)
-    dataset = examples.decoded() if data.cache else examples.dataset
-    if data.shuffle_buffer:
+    per_epoch = _steps_per_epoch(examples.count, data)
+    cache, notes = _useful_cache(project, per_epoch)
+    dataset = examples.dataset
+    whole = examples.file_names and data.shuffle_buffer > 0
+    if whole:
+        dataset = dataset.shuffle(
+            examples.count, seed=training.seed, reshuffle_each_iteration=not data.cache
+        )
+    if data.cache and examples.decode is not None:
+        dataset = dataset.map(examples.decode, num_parallel_calls=tf.data.AUTOTUNE)
+    if data.shuffle_buffer and (data.cache or not whole):
         # Cached before shuffling: a cache after it would replay the first epoch's order.
-        dataset = dataset.cache() if data.cache else dataset
+        dataset = dataset.cache() if cache else dataset
         dataset = dataset.shuffle(
             data.shuffle_buffer, seed=training.seed, reshuffle_each_iteration=True
         )
@@ -108,15 +121,40 @@ def build_training_data(project: Project, skip_steps: int = 0) -> TrainingData:
     dataset = dataset.batch(data.global_batch_size, drop_remainder=data.drop_remainder)
     if examples.batch_map is not None:
         dataset = dataset.map(examples.batch_map, num_parallel_calls=tf.data.AUTOTUNE)
-    if data.cache and not data.shuffle_buffer:
+    if cache and not data.shuffle_buffer:
         dataset = dataset.cache()
-    full, rest = divmod(examples.count, data.global_batch_size)
-    per_epoch = full if data.drop_remainder or not rest else full + 1
     augment = tf_source_of(data).augment(data, training.seed)
     trained = _training_pipeline(dataset, examples.count, per_epoch, project, skip_steps, augment)
     return TrainingData(
-        trained.dataset, trained.examples, trained.total_steps, examples.classes, examples.warnings
+        trained.dataset,
+        trained.examples,
+        trained.total_steps,
+        examples.classes,
+        examples.warnings + notes + label_order_notes(project),
     )
+
+
+def _steps_per_epoch(examples: int, data: DataConfig) -> int:
+    """Batches in one pass over ``examples``: a short last one counts unless dropped."""
+    full, rest = divmod(examples, data.global_batch_size)
+    return full if data.drop_remainder or not rest else full + 1
+
+
+def _useful_cache(project: Project, per_epoch: int) -> tuple[bool, list[str]]:
+    """Whether the run reads its cache again, and what to say when ``data.cache`` is set on
+    a run of one epoch or less: no example is read twice, so caching would only fill
+    memory, and TensorFlow would warn that its iterator "did not fully read the dataset
+    being cached" in words that tell the user nothing. (The order of the examples stays
+    the one ``cache`` gives, so a longer run of the same project sees the same batches.)"""
+    data, training = project.data, project.training
+    steps = training.steps if training.steps is not None else per_epoch * (training.epochs or 1)
+    if not data.cache or per_epoch <= 0 or steps > per_epoch:
+        return data.cache, []
+    return False, [
+        f"data.cache is on, but this run trains {steps} step(s), no more than one epoch "
+        f"({per_epoch} steps): no example is read twice, so nothing is cached (the cache "
+        "serves the second epoch on)"
+    ]
 
 
 def custom_training_data(
@@ -131,9 +169,11 @@ def custom_training_data(
             "training.epochs needs a finite one of known length (or give training.steps)"
         )
     examples = max(per_epoch, 0) * project.data.global_batch_size
-    if project.data.cache:
+    cache, notes = _useful_cache(project, per_epoch)
+    if cache:
         batches = batches.cache()
-    return _training_pipeline(batches, examples, per_epoch, project, skip_steps)
+    trained = _training_pipeline(batches, examples, per_epoch, project, skip_steps)
+    return TrainingData(trained.dataset, trained.examples, trained.total_steps, None, notes)
 
 
 def _training_pipeline(

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
@@ -35,6 +35,10 @@ class Examples:
     """What makes each batch what the step takes: memory-mapped arrays' elements are
     example numbers, read a batch at a time; image folders' uint8 pixels are scaled a
     batch at a time."""
+    file_names: bool = False
+    """Its elements are file names listed class by class (image and text folders): the
+    pipeline shuffles the whole list, not a buffer of it, since a buffer smaller than a
+    class gave batches of that class alone, and names cost a few bytes each."""
 
     def batched(self, size: int) -> tf.data.Dataset:
         """One pass in batches of ``size`` (the last may be short), read as they are needed."""
@@ -51,8 +55,7 @@ class Examples:
             .filter(lambda number, _: tf.gather(mask, number))
             .map(lambda _, element: element)
         )
-        count = int(keep.sum())
-        return Examples(dataset, count, self.decode, self.classes, self.warnings, self.batch_map)
+        return replace(self, dataset=dataset, count=int(keep.sum()))
 
     def decoded(self) -> tf.data.Dataset:
         if self.decode is None:

@@ -121,6 +121,7 @@ class ClassFolderSource(TFDataSource[D]):
             files.classes,
             [warning] if warning else [],
             batch_map,
+            file_names=True,
         )
 
 
