@@ -83,6 +83,36 @@ def int_range(info: FieldInfo) -> tuple[int, int]:
     return max(minimum, INT_MIN), min(maximum, INT_MAX)
 
 
+def least_float_step(info: FieldInfo) -> float:
+    """The smallest arrow step of a float field, from its bounds.
+
+    A field that must be above 0 (a learning rate, an epsilon) spans magnitudes: its step
+    follows the value alone (:func:`float_step`). Any other field is a quantity that 0 may
+    switch off (rotation, crop, momentum, noise): from 0 the value's own step would be
+    ``1e-12``, so it steps by at least a tenth of its range's order of magnitude (rotation,
+    0 to 45: 1; crop, below 0.5: 0.01; momentum, below 1: 0.1), and by a tenth of 1 when
+    the range is open.
+    """
+    low, high, low_open, _ = _bounds(info)
+    if low_open and low == 0:
+        return FLOAT_STEP
+    span = float(high) - float(low) if low is not None and high is not None else 1.0
+    return 10.0 ** (math.floor(math.log10(span)) - 1)
+
+
+def float_step(value: float, steps: int, least: float) -> float:
+    """One arrow step from ``value``: a tenth of its leading digit's place (0.05 steps by
+    0.001; 1.0 up by 0.1, down by 0.01: Qt's adaptive decimal step), never below ``least``."""
+    size = abs(value)
+    if size < least:
+        return least
+    exponent = math.floor(math.log10(size))
+    leaving_power_of_ten = size == 10.0**exponent and (steps < 0) == (value > 0)
+    if leaving_power_of_ten:
+        exponent -= 1  # 1.0 down goes to 0.99, as 0.99 up goes to 1.0
+    return max(10.0 ** (exponent - 1), least)
+
+
 def float_range(info: FieldInfo) -> tuple[float, float]:
     """Closed spin-box bounds inside the model's (possibly open) interval."""
     low, high, low_open, high_open = _bounds(info)
@@ -150,17 +180,24 @@ class FloatEdit(QDoubleSpinBox):
 
     QDoubleSpinBox's fixed-decimals text would show a learning rate of 1e-7 as
     0.00; here the text is Python's shortest repr, and steps adapt to the
-    magnitude (0.01 steps by 0.001). Any finite number typed stays as typed.
+    magnitude (0.01 steps by 0.001), never below ``least_step`` (from the field's
+    range: :func:`least_float_step`; Rotation stepped by 1e-12 from 0). Any finite
+    number typed stays as typed.
     """
 
     edited = Signal()
 
-    def __init__(self, minimum: float = -FLOAT_LIMIT, maximum: float = FLOAT_LIMIT) -> None:
+    def __init__(
+        self,
+        minimum: float = -FLOAT_LIMIT,
+        maximum: float = FLOAT_LIMIT,
+        least_step: float = FLOAT_STEP,
+    ) -> None:
         super().__init__()
         self.bounds = (minimum, maximum)
+        self.least_step = least_step
         self.setDecimals(DECIMALS)
         self.setRange(-FLOAT_TYPED_LIMIT, FLOAT_TYPED_LIMIT)
-        self.setStepType(QAbstractSpinBox.StepType.AdaptiveDecimalStepType)
         self.setAccelerated(True)
         wheel_only_when_focused(self)
         self.valueChanged.connect(self.edited)
@@ -169,17 +206,16 @@ class FloatEdit(QDoubleSpinBox):
         return _steps_within(self, self.value(), *self.bounds)
 
     def stepBy(self, steps: int) -> None:
-        """Qt's adaptive step, inside the model's range for the step's length.
+        """:func:`float_step` ``steps`` times, inside the model's range.
 
         From a typed value outside the range, a step first goes to the range's edge.
         """
         low, high = self.bounds
-        if not low <= self.value() <= high:
-            self.setValue(min(max(self.value(), low), high))
-            return
-        self.setRange(low, high)
-        super().stepBy(steps)
-        self.setRange(-FLOAT_TYPED_LIMIT, FLOAT_TYPED_LIMIT)
+        value = self.value()
+        if low <= value <= high:
+            step = float_step(value, steps, self.least_step)
+            value = round(value + steps * step, DECIMALS)  # 0.1 + 0.2 shows 0.3
+        self.setValue(min(max(value, low), high))
 
     def textFromValue(self, value: float) -> str:
         return repr(float(value))
@@ -242,9 +278,11 @@ class _OptionalEdit(QWidget):
 
 
 class OptionalFloatEdit(_OptionalEdit):
-    def __init__(self, minimum: float, maximum: float, initial: float) -> None:
+    def __init__(self, minimum: float, maximum: float, initial: float, least_step: float) -> None:
         super().__init__(
-            FloatEdit(minimum, maximum), initial, "Unchecked: leave it out and use the default"
+            FloatEdit(minimum, maximum, least_step),
+            initial,
+            "Unchecked: leave it out and use the default",
         )
 
 
@@ -413,9 +451,11 @@ def editor_for(model: type[BaseModel], name: str, initial: float = 1.0) -> QWidg
         editor = IntEdit(*int_range(info))
     elif annotation is float and optional:
         low, high = float_range(info)
-        editor = OptionalFloatEdit(low, high, initial=max(low, min(high, initial)))
+        editor = OptionalFloatEdit(
+            low, high, initial=max(low, min(high, initial)), least_step=least_float_step(info)
+        )
     elif annotation is float:
-        editor = FloatEdit(*float_range(info))
+        editor = FloatEdit(*float_range(info), least_float_step(info))
     elif origin is Literal:
         editor = ChoiceEdit([str(arg) for arg in typing.get_args(annotation)])
     elif annotation is str:
