@@ -198,7 +198,9 @@ class ExportDialog(QDialog):
 
     def choose_folder(self) -> str | None:
         """The folder the user picks, or None if they cancel (a method, so tests can answer)."""
-        chosen = file_dialogs.choose_folder(self, "Export cluster setup into")
+        chosen = file_dialogs.choose_folder(
+            self, "Export cluster setup into", file_dialogs.Purpose.EXPORTS
+        )
         return None if chosen is None else str(chosen)
 
     # --- writing ------------------------------------------------------------------------

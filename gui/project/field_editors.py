@@ -418,9 +418,13 @@ class PathEdit(QWidget):
         given = Path(self.line.text()).expanduser() if self.line.text().strip() else None
         start = given if given is not None and given.exists() else None
         if self._folder:
-            path = file_dialogs.choose_folder(self, "Choose a data folder", start)
+            path = file_dialogs.choose_folder(
+                self, "Choose a data folder", file_dialogs.Purpose.DATA, start
+            )
         else:
-            path = file_dialogs.open_file(self, "Choose a data file", self._filter, start)
+            path = file_dialogs.open_file(
+                self, "Choose a data file", self._filter, file_dialogs.Purpose.DATA, start
+            )
         if path is not None:
             self.line.setText(str(path))
 

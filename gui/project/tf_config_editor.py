@@ -334,7 +334,10 @@ class TFConfigEditor(QWidget):
     def choose_import_file(self) -> str | None:
         """The JSON file the user picks, or None if they cancel."""
         path = file_dialogs.open_file(
-            self, "Import TF_CONFIG", "JSON files (*.json);;All files (*)"
+            self,
+            "Import TF_CONFIG",
+            "JSON files (*.json);;All files (*)",
+            file_dialogs.Purpose.PROJECTS,
         )
         return None if path is None else str(path)
 

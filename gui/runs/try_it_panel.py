@@ -220,7 +220,9 @@ class TryItPanel(QWidget):
             self._start([], [text])
 
     def _choose_files(self) -> None:
-        chosen = file_dialogs.open_files(self, "Files to predict", INPUT_FILTER)
+        chosen = file_dialogs.open_files(
+            self, "Files to predict", INPUT_FILTER, file_dialogs.Purpose.DATA
+        )
         if chosen:
             self.predict_files(chosen)
 
