@@ -31,6 +31,8 @@ from PySide6.QtGui import (
     QCloseEvent,
     QDesktopServices,
     QKeySequence,
+    QMoveEvent,
+    QResizeEvent,
     QShowEvent,
 )
 from PySide6.QtWidgets import (
@@ -90,6 +92,9 @@ WINDOW_STATE_VERSION = 1  # 0: the forms beside the plot in a splitter, the log 
 UNFINISHED_STUDY_KEY = "studies/unfinished"
 """The folder of the study the window runs; kept when it closes mid-study, so the next
 start offers to continue it (and after a crash too)."""
+LAYOUT_SAVE_DELAY_MS = 1000
+"""How long after the window last moved or resized its geometry is saved: a window ended by
+a signal or a crash, which never closes, came back at the default size."""
 WARM_UP_DELAY_MS = 500
 """How long after the window shows itself the first warm engine starts: the window first
 paints and answers, then TensorFlow loads beside it."""
@@ -134,7 +139,10 @@ class MainWindow(QMainWindow):
         self._last_run_dir: Path | None = None
         self._close_confirmed = False
         self._close_after_run = False
-        self._fit_once_framed = False  # the first size is set again once the frame is known
+        # The first size is set again once the frame is known (a first start), and a
+        # remembered one that no longer fits the screen (a smaller one now) is fitted to it.
+        self._fit_once_framed = True
+        self._first_start = False
         self._offered_study = False
 
         self.editor = ProjectEditor(detect)
@@ -181,6 +189,10 @@ class MainWindow(QMainWindow):
         self.statusBar().addPermanentWidget(self.validity)
         self._connect()
         self._restore_settings()
+        self._layout_saver = QTimer(self)
+        self._layout_saver.setSingleShot(True)
+        self._layout_saver.setInterval(LAYOUT_SAVE_DELAY_MS)
+        self._layout_saver.timeout.connect(self._save_layout)
         self.document.start()
 
     # --- construction -------------------------------------------------------------------
@@ -924,7 +936,7 @@ class MainWindow(QMainWindow):
             self.restoreGeometry(geometry)
         else:
             self._fit_to_screen(QSize(*DEFAULT_SIZE))
-            self._fit_once_framed = True
+            self._first_start = True
         state = store.value("window/state")
         if state is not None:  # a state of the older layout is refused: the defaults stay
             self.restoreState(state, WINDOW_STATE_VERSION)
@@ -935,13 +947,27 @@ class MainWindow(QMainWindow):
         self.runs_panel.restore_settings()
 
     def _save_settings(self) -> None:
+        self._save_layout()
+        self.runs_panel.save_settings()
+        settings.set_last_project(self.document.path)
+
+    def _save_layout(self) -> None:
+        """The window's size, place and docks, as the next start restores them."""
         store = QSettings()
         store.setValue("window/geometry", self.saveGeometry())
         store.setValue("window/state", self.saveState(WINDOW_STATE_VERSION))
         for key, splitter in self._splitters().items():
             store.setValue(f"window/{key}", splitter.saveState())
-        self.runs_panel.save_settings()
-        settings.set_last_project(self.document.path)
+
+    def resizeEvent(self, event: QResizeEvent) -> None:
+        super().resizeEvent(event)
+        if self.isVisible():
+            self._layout_saver.start()
+
+    def moveEvent(self, event: QMoveEvent) -> None:
+        super().moveEvent(event)
+        if self.isVisible():
+            self._layout_saver.start()
 
     def _splitters(self) -> dict[str, QSplitter]:
         return {"runSplitter": self.run_splitter}
@@ -956,10 +982,14 @@ class MainWindow(QMainWindow):
         self.resizeDocks([self.log_dock], [height], Qt.Orientation.Vertical)
 
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:
-        """A window manager frames a new window before it first shows: fit it again then."""
+        """A window manager frames a new window before it first shows: fit it again then;
+        and a remembered geometry that does not fit the screen now (a smaller screen, another
+        resolution) is fitted to it, centred, instead of reaching past its edges."""
         if event.type() is QEvent.Type.Expose and watched is self.windowHandle():
             watched.removeEventFilter(self)
-            if not self.windowHandle().frameMargins().isNull():
+            framed = not self.windowHandle().frameMargins().isNull()
+            fits = self.screen().availableGeometry().contains(self.frameGeometry())
+            if (self._first_start and framed) or not fits:
                 self._fit_to_screen(self.size())
         return super().eventFilter(watched, event)
 
