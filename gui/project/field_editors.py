@@ -24,7 +24,7 @@ from typing import Any, Literal, Union
 from annotated_types import Ge, Gt, Le, Lt, MaxLen
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
-from PySide6.QtCore import QEvent, QObject, Qt, Signal
+from PySide6.QtCore import QEvent, QObject, QPoint, Qt, Signal
 from PySide6.QtGui import QValidator
 from PySide6.QtWidgets import (
     QAbstractSpinBox,
@@ -35,6 +35,7 @@ from PySide6.QtWidgets import (
     QLineEdit,
     QPushButton,
     QSpinBox,
+    QToolTip,
     QWidget,
 )
 
@@ -46,6 +47,7 @@ DECIMALS = 12
 FLOAT_TYPED_LIMIT = math.inf
 FLOAT_STEP = 10.0**-DECIMALS
 FLOAT_LIMIT = 1e12  # bound for floats the model leaves open; far beyond any sensible setting
+REFUSAL = "distloopRefusal"  # the property holding why the last refused key was refused
 _PARTIAL_FLOAT = re.compile(r"^[+-]?(\d*\.?\d*)?([eE][+-]?\d*)?$")
 
 
@@ -151,8 +153,46 @@ def _steps_within(
     return flags
 
 
+def say_refused(spin: QAbstractSpinBox, text: str) -> None:
+    """Shows why a key did not reach ``spin``, under it, where the user types.
+
+    A spin box drops a key it cannot hold without a word: "999999999999999" in Steps
+    kept "999999999" (a QSpinBox holds 32 bits) and letters vanished. ``refusal`` keeps
+    the last such text, until the next key that is taken.
+    """
+    spin.setProperty(REFUSAL, text)
+    QToolTip.showText(spin.mapToGlobal(QPoint(0, spin.height())), text, spin)
+
+
+def refusal(spin: QAbstractSpinBox) -> str:
+    """What :func:`say_refused` last said about ``spin`` ("" after a key it took)."""
+    return str(spin.property(REFUSAL) or "")
+
+
+def _whole_number_refusal(text: str, low: int, high: int) -> str:
+    digits = text.strip().lstrip("+-")
+    if digits.isdigit():
+        typed = int(text.strip())
+        if typed > high:
+            return f"At most {high:,}: {typed:,} is more."
+        if typed < low:
+            return f"At least {low:,}: {typed:,} is less."
+    return f"A whole number from {low:,} to {high:,}: only digits are taken."
+
+
+def _number_refusal(low: float, high: float) -> str:
+    limits = [f"at least {low:g}" if low > -FLOAT_LIMIT else "", f"at most {high:g}"]
+    limits[1] = limits[1] if high < FLOAT_LIMIT else ""
+    within = ", ".join(limit for limit in limits if limit)
+    return (
+        f"A number{f' ({within})' if within else ''}, like 0.25 or 1e-7: "
+        "only digits, a point, a sign and e are taken."
+    )
+
+
 class IntEdit(QSpinBox):
-    """An integer field: arrows stay in the model's range, typed integers stay as typed."""
+    """An integer field: arrows stay in the model's range, typed integers stay as typed;
+    a key it cannot take (a letter, a digit past what it holds) is refused with a word."""
 
     edited = Signal()
 
@@ -170,6 +210,14 @@ class IntEdit(QSpinBox):
     def stepBy(self, steps: int) -> None:
         low, high = self.bounds
         self.setValue(min(max(self.value() + steps * self.singleStep(), low), high))
+
+    def validate(self, text: str, pos: int) -> tuple[QValidator.State, str, int]:
+        state, text, pos = super().validate(text, pos)
+        if state is QValidator.State.Invalid:
+            say_refused(self, _whole_number_refusal(text, *self.bounds))
+        else:
+            self.setProperty(REFUSAL, "")
+        return state, text, pos
 
     def set_value(self, value: int) -> None:
         self.setValue(int(value))
@@ -231,12 +279,12 @@ class FloatEdit(QDoubleSpinBox):
         try:
             value = float(stripped)
         except ValueError:
-            state = (
-                QValidator.State.Intermediate
-                if _PARTIAL_FLOAT.match(stripped)
-                else QValidator.State.Invalid
-            )
-            return state, text, pos
+            if not _PARTIAL_FLOAT.match(stripped):
+                say_refused(self, _number_refusal(*self.bounds))
+                return QValidator.State.Invalid, text, pos
+            self.setProperty(REFUSAL, "")
+            return QValidator.State.Intermediate, text, pos
+        self.setProperty(REFUSAL, "")
         finite = math.isfinite(value)  # "1e999" parses as inf: not a setting, keep typing
         return (QValidator.State.Acceptable if finite else QValidator.State.Intermediate), text, pos
 

@@ -26,6 +26,7 @@ from distloop.gui.project.field_editors import (
 )
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QAbstractSpinBox
 
 
@@ -204,3 +205,33 @@ def test_magnitude_fields_step_by_their_value(qtbot) -> None:
     learning_rate.set_value(1.0)
     learning_rate.stepBy(-1)
     assert learning_rate.text() == "0.99"
+
+
+def test_a_refused_key_says_the_limit_where_the_user_types(qtbot) -> None:
+    """Steps kept "999999999" of "999999999999999" without a word, and letters vanished."""
+    from distloop.gui.project.field_editors import refusal
+    from distloop.gui.project.training_form import TrainingForm
+    from PySide6.QtWidgets import QToolTip
+
+    form = TrainingForm()
+    qtbot.addWidget(form)
+    form.show()
+    form.steps_radio.setChecked(True)
+    steps = form.steps
+    steps.lineEdit().selectAll()
+    qtbot.keyClicks(steps, "999999999999999")
+    assert steps.value() == 999_999_999  # a QSpinBox holds 32 bits; the model judges the rest
+    assert refusal(steps) == "At most 1,000,000,000: 9,999,999,999 is more."
+    assert QToolTip.isVisible() and QToolTip.text() == refusal(steps)
+    assert "1,000,000,000" in steps.toolTip()
+    qtbot.keyClick(steps, Qt.Key.Key_Backspace)
+    assert refusal(steps) == ""  # a key it took: the word is gone
+    qtbot.keyClicks(steps, "x")
+    assert refusal(steps) == "A whole number from 1 to 1,000,000,000: only digits are taken."
+
+    rate = editor_for(SGDConfig, "learning_rate")
+    qtbot.addWidget(rate)
+    rate.lineEdit().selectAll()
+    qtbot.keyClicks(rate, "0.1x")
+    assert rate.text() == "0.1"
+    assert "at most 100" in refusal(rate) and "1e-7" in refusal(rate)
