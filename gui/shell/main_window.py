@@ -49,6 +49,7 @@ from PySide6.QtWidgets import (
 from ...engine.cluster.run_plans import cluster_plan
 from ...engine.config import Project
 from ...engine.examples import example_names, example_text
+from ...engine.formatting import format_duration
 from ...engine.messages import DevicesDetected, RunFailed
 from ...engine.problems import ProblemsError
 from ...engine.process import WarmEngines, detect_devices
@@ -96,6 +97,10 @@ LAYOUT_SAVE_DELAY_MS = 1000
 """How long after the window last moved or resized its geometry is saved: a window ended by
 a signal or a crash, which never closes, came back at the default size."""
 WARM_UP_DELAY_MS = 500
+LONG_RUN_S = 24 * 3600
+"""A run whose ETA is longer is asked about once (999,999,999 steps read "2964 h")."""
+LONG_RUN_MEASURED_S = 5.0
+"""Training seconds before the ETA is trusted for that question: the first steps are slow."""
 """How long after the window shows itself the first warm engine starts: the window first
 paints and answers, then TensorFlow loads beside it."""
 
@@ -144,6 +149,7 @@ class MainWindow(QMainWindow):
         self._fit_once_framed = True
         self._first_start = False
         self._offered_study = False
+        self._asked_long_run = False
 
         self.editor = ProjectEditor(detect)
         self.problems_panel = ProblemsPanel()
@@ -839,12 +845,39 @@ class MainWindow(QMainWindow):
             self.log_panel.run_starting()
             self.problems_panel.show_validation(self.validation)  # the last failure goes
 
-    def _on_run_event(self, _model: RunModel, event: RunEvent) -> None:
+    def _on_run_event(self, model: RunModel, event: RunEvent) -> None:
         match event:
             case Started(message):
                 self._tensorflow_version = message.tensorflow_version
+                self._asked_long_run = False
             case StatusChanged(outcome=RunFailed() as failed):
                 self._on_failed(failed)
+            case _:
+                self._maybe_ask_long_run(model)
+
+    def _maybe_ask_long_run(self, model: RunModel) -> None:
+        """Once per run the user started, when its measured ETA is over a day: keep it?
+
+        The speed is known only once the run has trained for a while, so the question
+        comes then, not before Run; queued runs and study trials are not asked about.
+        """
+        if self._asked_long_run or not settings.asks_about_long_runs():
+            return
+        if self.run_queue.current is not None or self.study_session.running:
+            return
+        eta, elapsed, rate = model.eta_s(), model.elapsed_s(), model.rate()
+        if eta is None or elapsed is None or rate is None or model.total_steps is None:
+            return
+        if elapsed < LONG_RUN_MEASURED_S or eta <= LONG_RUN_S:
+            return
+        self._asked_long_run = True
+        keep, ask_again = dialogs.confirm_long_run(
+            self, format_duration(eta), model.total_steps, rate
+        )
+        if not ask_again:
+            settings.stop_asking_about_long_runs()
+        if not keep and self.controller.active:
+            self.stop()
 
     def _on_failed(self, message: RunFailed) -> None:
         """The failure is in the log (the log panel's view); a dialog too, unless expected."""

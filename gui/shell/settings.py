@@ -62,6 +62,18 @@ def remember_folder(purpose: str, folder: Path) -> None:
     QSettings().setValue(f"{_LAST_FOLDER}/{purpose}", str(folder.resolve()))
 
 
+_ASK_LONG_RUNS = "askLongRuns"
+
+
+def asks_about_long_runs() -> bool:
+    """Whether a run whose ETA is over a day is asked about (until "Don't ask again")."""
+    return bool(QSettings().value(_ASK_LONG_RUNS, True, type=bool))
+
+
+def stop_asking_about_long_runs() -> None:
+    QSettings().setValue(_ASK_LONG_RUNS, False)
+
+
 def trusts_code(path: Path, sha256: str) -> bool:
     """Whether the user agreed to run this custom code file with exactly this content."""
     return f"{sha256} {path}" in _trusted_code()
