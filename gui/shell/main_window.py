@@ -81,6 +81,7 @@ from ..study.study_dialog import ask_study
 from ..study.study_session import StudySession
 from ..study.study_views import StudyPanel
 from . import dialogs, settings
+from .focus_return import FocusReturn
 from .help_windows import GuideWindow, ShortcutsWindow
 
 DEFAULT_SIZE = (1400, 900)
@@ -195,6 +196,7 @@ class MainWindow(QMainWindow):
         self.statusBar().addPermanentWidget(self.validity)
         self._connect()
         self._restore_settings()
+        self._focus_return = FocusReturn(self)
         self._layout_saver = QTimer(self)
         self._layout_saver.setSingleShot(True)
         self._layout_saver.setInterval(LAYOUT_SAVE_DELAY_MS)
