@@ -33,8 +33,8 @@ from PySide6.QtWidgets import (
     QDoubleSpinBox,
     QHBoxLayout,
     QLineEdit,
-    QPushButton,
     QSpinBox,
+    QToolButton,
     QToolTip,
     QWidget,
 )
@@ -443,7 +443,11 @@ class PathEdit(QWidget):
         self._folder = folder
         self.line = QLineEdit()
         self.line.setPlaceholderText("relative paths start at the project file's folder")
-        self.button = QPushButton("Browse…")
+        # "…", not "Browse…": the path keeps the width (a "Browse…" button left it ~200 px
+        # of a 290 px field, a path's last folder or two).
+        self.button = QToolButton()
+        self.button.setText("…")
+        self.button.setToolTip("Browse for the folder" if folder else "Browse for the file")
         self.button.clicked.connect(self._browse)
         layout = QHBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)

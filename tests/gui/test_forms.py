@@ -314,3 +314,5 @@ def test_data_field_widths_do_not_change_between_loads(make_window, qtbot) -> No
         for name, editor in form.pages[form.source.value()].editors.items():
             widths.setdefault(name, set()).add(editor.width())
     assert all(len(found) == 1 for found in widths.values()), widths
+    path = form.pages["image_folder"].editors["path"]
+    assert path.line.width() >= 0.8 * path.width()  # the path, not its Browse button
