@@ -13,6 +13,8 @@ against a baseline measured in the same run:
 - typing: timer lateness while typing into the forms (the data path, the shuffle
   buffer, a layer's units) with a 100,000-file image folder selected vs the idle
   window (``python -m benchmarks.gui_bench typing`` runs this one alone);
+- number keys (``python -m benchmarks.gui_bench keys``, on its own): the window's thread
+  time per key typed into a number field, its value in range and out of it;
 - runs list (``python -m benchmarks.gui_bench runs``, on its own): a refresh's time on
   the window's thread with a run of 10^6 steps vs reading its metrics.csv whole.
 
@@ -402,6 +404,55 @@ def typing(app, tmp: Path) -> tuple[float, dict[str, tuple[float, float]]]:
     return idle, results
 
 
+NUMBER_KEYS = 40
+
+
+def number_keys(app, tmp: Path) -> dict[str, tuple[float, float, float]]:
+    """Milliseconds of the window's thread per key typed into the Rotation field (the
+    digits example: an image folder), in range (3 <-> 31) and out of it (300 <-> 3001):
+    median, p90 and worst of :data:`NUMBER_KEYS` keys, each key's edit, validation and
+    repaint (issue 34: out-of-range keys were reported to take 0.56-0.75 s)."""
+    from distloop.engine.problems import Problem
+    from distloop.gui.shell.main_window import MainWindow
+    from PySide6.QtCore import Qt
+    from PySide6.QtTest import QTest
+
+    window = MainWindow(runs_root=tmp / "runs")
+    window.resize(1400, 900)
+    window.show()
+    window.document.open_example("digits")
+    deadline = time.monotonic() + 120
+    while window.validation.checking and time.monotonic() < deadline:
+        QTest.qWait(50)
+    loc = ("data", "rotation")
+    window.editor.reveal(Problem(loc, ""))
+    field = window.editor.targets()[loc]
+    results = {}
+    for name, start in (("in range", "3"), ("out of range", "300")):
+        field.lineEdit().selectAll()
+        QTest.keyClicks(field, start)
+        QTest.qWait(300)
+        spent = []
+        for index in range(NUMBER_KEYS):
+            began = time.thread_time()
+            if index % 2:
+                QTest.keyClick(field, Qt.Key.Key_Backspace)
+            else:
+                QTest.keyClicks(field, "1")
+            app.processEvents()
+            spent.append(1000 * (time.thread_time() - began))
+            QTest.qWait(KEY_INTERVAL_MS)
+        results[name] = (
+            statistics.median(spent),
+            float(np.percentile(spent, 90)),
+            max(spent),
+        )
+    window.hide()  # not close(): it would ask about the edits
+    window.deleteLater()
+    app.processEvents()
+    return results
+
+
 def runs_refresh(app, tmp: Path, rows: int = 1_000_000) -> tuple[float, float, float, float]:
     """The runs list with one long run: seconds the window's thread spends in a refresh
     (the first, then one after 1,000 more rows), the worker's first scan, and the old
@@ -458,6 +509,16 @@ def main() -> None:
                 f"4e. event loop p99 lateness typing into {name} with a {TYPING_FILES:,}-file "
                 f"image folder: {late:.1f} ms (worst {worst:.0f} ms), idle {idle:.1f} ms, "
                 f"ratio {late / idle:.1f} (goal: p99 under 50 ms)"
+            )
+        return
+    if sys.argv[1:] == ["keys"]:
+        app = QApplication.instance() or QApplication([])
+        with tempfile.TemporaryDirectory(prefix="gui-bench-keys-") as tmp:
+            keys = number_keys(app, Path(tmp))
+        for name, (median, p90, worst) in keys.items():
+            print(
+                f"4g. a key in a number field {name}: {median:.1f} ms of the window's thread "
+                f"(p90 {p90:.1f}, worst {worst:.1f}) over {NUMBER_KEYS} keys"
             )
         return
     if sys.argv[1:] == ["runs"]:

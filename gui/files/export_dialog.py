@@ -50,6 +50,9 @@ FORMAT_DESCRIPTIONS = {
 NO_TF_CONFIG_NEEDED = ("slurm",)
 """Formats whose tasks learn the cluster where they run, not from the project."""
 NOTE_STYLE = "color: #8a4b00;"
+DESCRIPTION_WIDTH = 420
+"""Pixels a format's description is measured at for the height it keeps: narrower than the
+dialog's field column at its size, so the longest one fits in the lines kept for it."""
 ERROR_COLOR = "#c62828"
 INVALID_STYLE = f"border: 1px solid {ERROR_COLOR};"
 
@@ -96,6 +99,17 @@ class ExportDialog(QDialog):
             )
         self.format_description = QLabel()
         self.format_description.setStyleSheet("color: #555555;")
+        # Wrapped, and as tall as the longest description: slurm's one line widened the
+        # dialog from 680 to 898 px, and every format change re-laid it out.
+        self.format_description.setWordWrap(True)
+        self.format_description.setMinimumHeight(
+            max(
+                self.fontMetrics()
+                .boundingRect(0, 0, DESCRIPTION_WIDTH, 0, Qt.TextFlag.TextWordWrap, text)
+                .height()
+                for text in FORMAT_DESCRIPTIONS.values()
+            )
+        )
         format_column = QVBoxLayout()
         format_column.addWidget(self.format_combo)
         format_column.addWidget(self.format_description)
@@ -157,7 +171,10 @@ class ExportDialog(QDialog):
         layout.addWidget(self.notes_label)
         layout.addWidget(self.security_label)
         layout.addWidget(self.result_label)
-        layout.addWidget(self.files_list, 1)
+        layout.addWidget(self.files_list, 100)
+        # Spare height goes here while the list is hidden, not to the labels above (the
+        # cluster's description grew and shrank as a format's notes showed and hid).
+        layout.addStretch(1)
         layout.addWidget(buttons)
         self.format_combo.currentIndexChanged.connect(self._on_format_changed)
         self._cluster_problems: list[Problem] = []
@@ -198,7 +215,9 @@ class ExportDialog(QDialog):
 
     def choose_folder(self) -> str | None:
         """The folder the user picks, or None if they cancel (a method, so tests can answer)."""
-        chosen = file_dialogs.choose_folder(self, "Export cluster setup into")
+        chosen = file_dialogs.choose_folder(
+            self, "Export cluster setup into", file_dialogs.Purpose.EXPORTS
+        )
         return None if chosen is None else str(chosen)
 
     # --- writing ------------------------------------------------------------------------

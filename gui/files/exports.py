@@ -119,7 +119,9 @@ def export_widget(widget: QWidget, target: Path) -> None:
 
 def save_plot_as(parent: QWidget, plot: LossPlot) -> Path | None:
     """Asks where to save the plot (PNG or SVG) and writes it; returns the file written."""
-    answer = file_dialogs.save_file(parent, "Export plot", "loss.png", PLOT_FILTER)
+    answer = file_dialogs.save_file(
+        parent, "Export plot", "loss.png", PLOT_FILTER, file_dialogs.Purpose.EXPORTS
+    )
     if answer is None:
         return None
     target, chosen_filter = answer
@@ -146,7 +148,9 @@ def save_script_as(parent: QWidget, project: Project) -> Path | None:
         dialogs.show_error(parent, "Cannot export as script", str(exc))
         return None
     slug = re.sub(r"[^a-z0-9]+", "_", project.name.lower()).strip("_") or "train"
-    answer = file_dialogs.save_file(parent, "Export as script", f"{slug}.py", SCRIPT_FILTER)
+    answer = file_dialogs.save_file(
+        parent, "Export as script", f"{slug}.py", SCRIPT_FILTER, file_dialogs.Purpose.EXPORTS
+    )
     if answer is None:
         return None
     chosen, _ = answer

@@ -100,10 +100,15 @@ def align_labels(*forms: AutoForm, others: Iterable[QWidget] = ()) -> None:
 
 
 def show_page(stack: QStackedWidget, page: QWidget) -> None:
-    """Shows ``page`` and sizes the stack to it, not to its tallest page."""
+    """Shows ``page`` and sizes the stack to it, not to its tallest page.
+
+    The stack's layout sizes it again (``updateGeometry``): ``adjustSize`` set it to its
+    own size hint, so after File ▸ Examples the Data form's source fields came back
+    narrower than the batching fields under them, until the dock was resized.
+    """
     for index in range(stack.count()):
         other = stack.widget(index)
         vertical = QSizePolicy.Policy.Preferred if other is page else QSizePolicy.Policy.Ignored
         other.setSizePolicy(QSizePolicy.Policy.Preferred, vertical)
     stack.setCurrentWidget(page)
-    stack.adjustSize()
+    stack.updateGeometry()

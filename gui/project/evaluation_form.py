@@ -19,7 +19,7 @@ from PySide6.QtWidgets import (
 from ...engine.config import ConstantData, EvaluationConfig
 from ...engine.problems import Loc
 from .data_form import DataForm
-from .field_editors import FloatEdit, editor_for, float_range
+from .field_editors import FloatEdit, editor_for, float_range, least_float_step
 
 DEFAULT_SPLIT = 0.1
 
@@ -43,7 +43,8 @@ class EvaluationForm(QWidget):
         choice.addButton(self.source_radio)
         self.split_radio.setChecked(True)
         split_info = EvaluationConfig.model_fields["split"]
-        self.split = FloatEdit(*float_range(split_info))  # the radio says whether it is used
+        # The radio says whether it is used.
+        self.split = FloatEdit(*float_range(split_info), least_float_step(split_info))
         self.split.setToolTip(split_info.description or "")
         self.source = DataForm(prefix=("evaluation", "source"))
         self.source_box = QGroupBox()

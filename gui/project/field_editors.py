@@ -24,7 +24,7 @@ from typing import Any, Literal, Union
 from annotated_types import Ge, Gt, Le, Lt, MaxLen
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
-from PySide6.QtCore import QEvent, QObject, Qt, Signal
+from PySide6.QtCore import QEvent, QObject, QPoint, Qt, Signal
 from PySide6.QtGui import QValidator
 from PySide6.QtWidgets import (
     QAbstractSpinBox,
@@ -33,8 +33,9 @@ from PySide6.QtWidgets import (
     QDoubleSpinBox,
     QHBoxLayout,
     QLineEdit,
-    QPushButton,
     QSpinBox,
+    QToolButton,
+    QToolTip,
     QWidget,
 )
 
@@ -46,6 +47,7 @@ DECIMALS = 12
 FLOAT_TYPED_LIMIT = math.inf
 FLOAT_STEP = 10.0**-DECIMALS
 FLOAT_LIMIT = 1e12  # bound for floats the model leaves open; far beyond any sensible setting
+REFUSAL = "distloopRefusal"  # the property holding why the last refused key was refused
 _PARTIAL_FLOAT = re.compile(r"^[+-]?(\d*\.?\d*)?([eE][+-]?\d*)?$")
 
 
@@ -81,6 +83,36 @@ def int_range(info: FieldInfo) -> tuple[int, int]:
     minimum = INT_MIN if low is None else int(low) + (1 if low_open else 0)
     maximum = INT_MAX if high is None else int(high) - (1 if high_open else 0)
     return max(minimum, INT_MIN), min(maximum, INT_MAX)
+
+
+def least_float_step(info: FieldInfo) -> float:
+    """The smallest arrow step of a float field, from its bounds.
+
+    A field that must be above 0 (a learning rate, an epsilon) spans magnitudes: its step
+    follows the value alone (:func:`float_step`). Any other field is a quantity that 0 may
+    switch off (rotation, crop, momentum, noise): from 0 the value's own step would be
+    ``1e-12``, so it steps by at least a tenth of its range's order of magnitude (rotation,
+    0 to 45: 1; crop, below 0.5: 0.01; momentum, below 1: 0.1), and by a tenth of 1 when
+    the range is open.
+    """
+    low, high, low_open, _ = _bounds(info)
+    if low_open and low == 0:
+        return FLOAT_STEP
+    span = float(high) - float(low) if low is not None and high is not None else 1.0
+    return 10.0 ** (math.floor(math.log10(span)) - 1)
+
+
+def float_step(value: float, steps: int, least: float) -> float:
+    """One arrow step from ``value``: a tenth of its leading digit's place (0.05 steps by
+    0.001; 1.0 up by 0.1, down by 0.01: Qt's adaptive decimal step), never below ``least``."""
+    size = abs(value)
+    if size < least:
+        return least
+    exponent = math.floor(math.log10(size))
+    leaving_power_of_ten = size == 10.0**exponent and (steps < 0) == (value > 0)
+    if leaving_power_of_ten:
+        exponent -= 1  # 1.0 down goes to 0.99, as 0.99 up goes to 1.0
+    return max(10.0 ** (exponent - 1), least)
 
 
 def float_range(info: FieldInfo) -> tuple[float, float]:
@@ -121,8 +153,46 @@ def _steps_within(
     return flags
 
 
+def say_refused(spin: QAbstractSpinBox, text: str) -> None:
+    """Shows why a key did not reach ``spin``, under it, where the user types.
+
+    A spin box drops a key it cannot hold without a word: "999999999999999" in Steps
+    kept "999999999" (a QSpinBox holds 32 bits) and letters vanished. ``refusal`` keeps
+    the last such text, until the next key that is taken.
+    """
+    spin.setProperty(REFUSAL, text)
+    QToolTip.showText(spin.mapToGlobal(QPoint(0, spin.height())), text, spin)
+
+
+def refusal(spin: QAbstractSpinBox) -> str:
+    """What :func:`say_refused` last said about ``spin`` ("" after a key it took)."""
+    return str(spin.property(REFUSAL) or "")
+
+
+def _whole_number_refusal(text: str, low: int, high: int) -> str:
+    digits = text.strip().lstrip("+-")
+    if digits.isdigit():
+        typed = int(text.strip())
+        if typed > high:
+            return f"At most {high:,}: {typed:,} is more."
+        if typed < low:
+            return f"At least {low:,}: {typed:,} is less."
+    return f"A whole number from {low:,} to {high:,}: only digits are taken."
+
+
+def _number_refusal(low: float, high: float) -> str:
+    limits = [f"at least {low:g}" if low > -FLOAT_LIMIT else "", f"at most {high:g}"]
+    limits[1] = limits[1] if high < FLOAT_LIMIT else ""
+    within = ", ".join(limit for limit in limits if limit)
+    return (
+        f"A number{f' ({within})' if within else ''}, like 0.25 or 1e-7: "
+        "only digits, a point, a sign and e are taken."
+    )
+
+
 class IntEdit(QSpinBox):
-    """An integer field: arrows stay in the model's range, typed integers stay as typed."""
+    """An integer field: arrows stay in the model's range, typed integers stay as typed;
+    a key it cannot take (a letter, a digit past what it holds) is refused with a word."""
 
     edited = Signal()
 
@@ -141,6 +211,14 @@ class IntEdit(QSpinBox):
         low, high = self.bounds
         self.setValue(min(max(self.value() + steps * self.singleStep(), low), high))
 
+    def validate(self, text: str, pos: int) -> tuple[QValidator.State, str, int]:
+        state, text, pos = super().validate(text, pos)
+        if state is QValidator.State.Invalid:
+            say_refused(self, _whole_number_refusal(text, *self.bounds))
+        else:
+            self.setProperty(REFUSAL, "")
+        return state, text, pos
+
     def set_value(self, value: int) -> None:
         self.setValue(int(value))
 
@@ -150,17 +228,24 @@ class FloatEdit(QDoubleSpinBox):
 
     QDoubleSpinBox's fixed-decimals text would show a learning rate of 1e-7 as
     0.00; here the text is Python's shortest repr, and steps adapt to the
-    magnitude (0.01 steps by 0.001). Any finite number typed stays as typed.
+    magnitude (0.01 steps by 0.001), never below ``least_step`` (from the field's
+    range: :func:`least_float_step`; Rotation stepped by 1e-12 from 0). Any finite
+    number typed stays as typed.
     """
 
     edited = Signal()
 
-    def __init__(self, minimum: float = -FLOAT_LIMIT, maximum: float = FLOAT_LIMIT) -> None:
+    def __init__(
+        self,
+        minimum: float = -FLOAT_LIMIT,
+        maximum: float = FLOAT_LIMIT,
+        least_step: float = FLOAT_STEP,
+    ) -> None:
         super().__init__()
         self.bounds = (minimum, maximum)
+        self.least_step = least_step
         self.setDecimals(DECIMALS)
         self.setRange(-FLOAT_TYPED_LIMIT, FLOAT_TYPED_LIMIT)
-        self.setStepType(QAbstractSpinBox.StepType.AdaptiveDecimalStepType)
         self.setAccelerated(True)
         wheel_only_when_focused(self)
         self.valueChanged.connect(self.edited)
@@ -169,17 +254,16 @@ class FloatEdit(QDoubleSpinBox):
         return _steps_within(self, self.value(), *self.bounds)
 
     def stepBy(self, steps: int) -> None:
-        """Qt's adaptive step, inside the model's range for the step's length.
+        """:func:`float_step` ``steps`` times, inside the model's range.
 
         From a typed value outside the range, a step first goes to the range's edge.
         """
         low, high = self.bounds
-        if not low <= self.value() <= high:
-            self.setValue(min(max(self.value(), low), high))
-            return
-        self.setRange(low, high)
-        super().stepBy(steps)
-        self.setRange(-FLOAT_TYPED_LIMIT, FLOAT_TYPED_LIMIT)
+        value = self.value()
+        if low <= value <= high:
+            step = float_step(value, steps, self.least_step)
+            value = round(value + steps * step, DECIMALS)  # 0.1 + 0.2 shows 0.3
+        self.setValue(min(max(value, low), high))
 
     def textFromValue(self, value: float) -> str:
         return repr(float(value))
@@ -195,12 +279,12 @@ class FloatEdit(QDoubleSpinBox):
         try:
             value = float(stripped)
         except ValueError:
-            state = (
-                QValidator.State.Intermediate
-                if _PARTIAL_FLOAT.match(stripped)
-                else QValidator.State.Invalid
-            )
-            return state, text, pos
+            if not _PARTIAL_FLOAT.match(stripped):
+                say_refused(self, _number_refusal(*self.bounds))
+                return QValidator.State.Invalid, text, pos
+            self.setProperty(REFUSAL, "")
+            return QValidator.State.Intermediate, text, pos
+        self.setProperty(REFUSAL, "")
         finite = math.isfinite(value)  # "1e999" parses as inf: not a setting, keep typing
         return (QValidator.State.Acceptable if finite else QValidator.State.Intermediate), text, pos
 
@@ -242,9 +326,11 @@ class _OptionalEdit(QWidget):
 
 
 class OptionalFloatEdit(_OptionalEdit):
-    def __init__(self, minimum: float, maximum: float, initial: float) -> None:
+    def __init__(self, minimum: float, maximum: float, initial: float, least_step: float) -> None:
         super().__init__(
-            FloatEdit(minimum, maximum), initial, "Unchecked: leave it out and use the default"
+            FloatEdit(minimum, maximum, least_step),
+            initial,
+            "Unchecked: leave it out and use the default",
         )
 
 
@@ -357,7 +443,11 @@ class PathEdit(QWidget):
         self._folder = folder
         self.line = QLineEdit()
         self.line.setPlaceholderText("relative paths start at the project file's folder")
-        self.button = QPushButton("Browse…")
+        # "…", not "Browse…": the path keeps the width (a "Browse…" button left it ~200 px
+        # of a 290 px field, a path's last folder or two).
+        self.button = QToolButton()
+        self.button.setText("…")
+        self.button.setToolTip("Browse for the folder" if folder else "Browse for the file")
         self.button.clicked.connect(self._browse)
         layout = QHBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
@@ -380,9 +470,13 @@ class PathEdit(QWidget):
         given = Path(self.line.text()).expanduser() if self.line.text().strip() else None
         start = given if given is not None and given.exists() else None
         if self._folder:
-            path = file_dialogs.choose_folder(self, "Choose a data folder", start)
+            path = file_dialogs.choose_folder(
+                self, "Choose a data folder", file_dialogs.Purpose.DATA, start
+            )
         else:
-            path = file_dialogs.open_file(self, "Choose a data file", self._filter, start)
+            path = file_dialogs.open_file(
+                self, "Choose a data file", self._filter, file_dialogs.Purpose.DATA, start
+            )
         if path is not None:
             self.line.setText(str(path))
 
@@ -413,9 +507,11 @@ def editor_for(model: type[BaseModel], name: str, initial: float = 1.0) -> QWidg
         editor = IntEdit(*int_range(info))
     elif annotation is float and optional:
         low, high = float_range(info)
-        editor = OptionalFloatEdit(low, high, initial=max(low, min(high, initial)))
+        editor = OptionalFloatEdit(
+            low, high, initial=max(low, min(high, initial)), least_step=least_float_step(info)
+        )
     elif annotation is float:
-        editor = FloatEdit(*float_range(info))
+        editor = FloatEdit(*float_range(info), least_float_step(info))
     elif origin is Literal:
         editor = ChoiceEdit([str(arg) for arg in typing.get_args(annotation)])
     elif annotation is str:

@@ -151,7 +151,9 @@ class ProjectDocument(QObject):
         if not self.maybe_save():
             return False
         if path is None:
-            path = file_dialogs.open_file(self._window, "Open project", FILE_FILTER)
+            path = file_dialogs.open_file(
+                self._window, "Open project", FILE_FILTER, file_dialogs.Purpose.PROJECTS
+            )
             if path is None:
                 return False
         path = Path(path)
@@ -192,7 +194,9 @@ class ProjectDocument(QObject):
 
     def save_as(self) -> bool:
         name = self._path.name if self._path else f"{self._title or 'project'}.json"
-        answer = file_dialogs.save_file(self._window, "Save project", name, FILE_FILTER)
+        answer = file_dialogs.save_file(
+            self._window, "Save project", name, FILE_FILTER, file_dialogs.Purpose.PROJECTS
+        )
         if answer is None:
             return False
         path, _ = answer

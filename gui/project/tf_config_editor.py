@@ -334,7 +334,10 @@ class TFConfigEditor(QWidget):
     def choose_import_file(self) -> str | None:
         """The JSON file the user picks, or None if they cancel."""
         path = file_dialogs.open_file(
-            self, "Import TF_CONFIG", "JSON files (*.json);;All files (*)"
+            self,
+            "Import TF_CONFIG",
+            "JSON files (*.json);;All files (*)",
+            file_dialogs.Purpose.PROJECTS,
         )
         return None if path is None else str(path)
 
@@ -405,8 +408,11 @@ class TFConfigEditor(QWidget):
         menu.addAction("Copy as shell export", self.copy_shell_export)
         self.copy_button.setMenu(menu)
         row = QHBoxLayout()
-        row.addWidget(QLabel("<b>TF_CONFIG</b> (value of the environment variable)"))
-        row.addStretch(1)
+        title = QLabel("<b>TF_CONFIG</b> (value of the environment variable)")
+        # Wrapped: on one line this row was the form's widest, wider than the forms' dock
+        # at 1024x700 (a horizontal scrollbar covered the last row).
+        title.setWordWrap(True)
+        row.addWidget(title, 1)
         row.addWidget(self.pretty_checkbox)
         row.addWidget(self.copy_button)
         return row

@@ -29,6 +29,9 @@ class TrainingForm(QWidget):
         self.steps_radio.setToolTip("Exactly this many steps, repeating the data as needed")
         self.epochs = IntEdit(*int_range(fields["epochs"]))
         self.steps = IntEdit(*int_range(fields["steps"]))
+        for spin, radio in ((self.epochs, self.epochs_radio), (self.steps, self.steps_radio)):
+            low, high = spin.bounds
+            spin.setToolTip(f"{radio.toolTip()}: from {low:,} to {high:,}")
         self.epochs.setValue(DEFAULT_EPOCHS)
         self.steps.setValue(DEFAULT_STEPS)
         self.epochs_radio.setChecked(True)

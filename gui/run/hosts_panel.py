@@ -215,7 +215,9 @@ class HostsPanel(QGroupBox):
         self.options_changed.emit()
 
     def _browse_ssh_config(self) -> None:
-        path = file_dialogs.open_file(self, "SSH configuration file", "All files (*)")
+        path = file_dialogs.open_file(
+            self, "SSH configuration file", "All files (*)", file_dialogs.Purpose.PROJECTS
+        )
         if path is not None:
             self.ssh_config_edit.setText(str(path))
             self._save_options()

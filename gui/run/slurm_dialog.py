@@ -111,6 +111,6 @@ class SlurmDialog(QDialog):
         self.submit_button.setEnabled(not found)
 
     def _browse(self) -> None:
-        chosen = file_dialogs.choose_folder(self, "The job's folder")
+        chosen = file_dialogs.choose_folder(self, "The job's folder", file_dialogs.Purpose.EXPORTS)
         if chosen is not None:
             self.folder_edit.setText(str(chosen))

@@ -789,7 +789,13 @@ class RunsPanel(QWidget):
         if run is None:
             return
         slug = re.sub(r"[^A-Za-z0-9]+", "-", run.name).strip("-").lower() or "run"
-        answer = file_dialogs.save_file(self, "Export metrics", f"{slug}-metrics.csv", CSV_FILTER)
+        answer = file_dialogs.save_file(
+            self,
+            "Export metrics",
+            f"{slug}-metrics.csv",
+            CSV_FILTER,
+            file_dialogs.Purpose.EXPORTS,
+        )
         if answer is None:
             return
         chosen, _ = answer

@@ -39,6 +39,7 @@ from ...engine.messages import Predicted
 from ...engine.prediction import PredictionError, PredictionProcess, PredictionResult
 from ...engine.run_folder import read_confusion, read_model_record
 from ..files import file_dialogs
+from ..widgets.close_keys import close_button
 
 Predictor = Callable[[Path, Sequence[Path], Sequence[str]], PredictionResult]
 SHOWN_CLASSES = 3
@@ -171,6 +172,7 @@ class TryItPanel(QWidget):
         layout.addWidget(self.results, 1)
         layout.addWidget(self.confusion_title)
         layout.addWidget(self.confusion, 1)
+        layout.addWidget(close_button(self))
         self._show_confusion()
         self.resize(700, 780)
 
@@ -218,7 +220,9 @@ class TryItPanel(QWidget):
             self._start([], [text])
 
     def _choose_files(self) -> None:
-        chosen = file_dialogs.open_files(self, "Files to predict", INPUT_FILTER)
+        chosen = file_dialogs.open_files(
+            self, "Files to predict", INPUT_FILTER, file_dialogs.Purpose.DATA
+        )
         if chosen:
             self.predict_files(chosen)
 

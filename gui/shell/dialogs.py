@@ -9,7 +9,7 @@ from pathlib import Path
 import pyqtgraph as pg
 import PySide6
 from PySide6.QtCore import Qt, qVersion
-from PySide6.QtWidgets import QDialog, QMessageBox, QWidget
+from PySide6.QtWidgets import QCheckBox, QDialog, QMessageBox, QWidget
 
 from ...engine import __version__
 from ...engine.cluster.preflight import Finding
@@ -73,6 +73,25 @@ def confirm_stop_run(parent: QWidget) -> bool:
         QMessageBox.StandardButton.No,
     )
     return answer == QMessageBox.StandardButton.Yes
+
+
+def confirm_long_run(parent: QWidget, eta: str, steps: int, rate: float) -> tuple[bool, bool]:
+    """A run that would take over a day (999,999,999 steps: an ETA of 2964 h) is asked
+    about once its speed is measured; (keep running, ask again next time)."""
+    box = QMessageBox(
+        QMessageBox.Icon.Question,
+        "A long run",
+        f"At {rate:,.0f} steps/s, this run's {steps:,} steps take about {eta}. Keep it running?",
+        QMessageBox.StandardButton.NoButton,
+        parent,
+    )
+    box.setInformativeText("Stop saves a checkpoint; Resume in the Runs list continues from it.")
+    keep = box.addButton("Keep Running", QMessageBox.ButtonRole.AcceptRole)
+    box.addButton("Stop the Run", QMessageBox.ButtonRole.RejectRole)
+    box.setDefaultButton(keep)
+    box.setCheckBox(QCheckBox("Don't ask again about long runs"))
+    box.exec()
+    return box.clickedButton() is keep, not box.checkBox().isChecked()
 
 
 def confirm_stop_study(parent: QWidget) -> bool:

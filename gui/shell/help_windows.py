@@ -17,7 +17,6 @@ from PySide6.QtGui import QAction, QKeySequence, QTextCursor, QTextDocument
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QDialog,
-    QDialogButtonBox,
     QHeaderView,
     QMainWindow,
     QMenu,
@@ -29,6 +28,7 @@ from PySide6.QtWidgets import (
 )
 
 from ... import resources
+from ..widgets.close_keys import close_button
 
 PACKAGE = "distloop"
 IMAGE_WIDTH = 820  # pixels: the guide's width less its margins
@@ -105,8 +105,7 @@ class ShortcutsWindow(QDialog):
         header = self.table.horizontalHeader()
         header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
         header.setStretchLastSection(True)
-        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close)
-        buttons.rejected.connect(self.close)
+        buttons = close_button(self)
         layout = QVBoxLayout(self)
         layout.addWidget(self.table)
         layout.addWidget(buttons)
@@ -164,8 +163,7 @@ class GuideWindow(QDialog):
         else:
             self.browser.setMarkdown(text)
             _fit_images(self.browser.document(), IMAGE_WIDTH)
-        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close)
-        buttons.rejected.connect(self.close)
+        buttons = close_button(self)
         layout = QVBoxLayout(self)
         layout.addWidget(self.browser)
         layout.addWidget(buttons)

@@ -31,6 +31,8 @@ from PySide6.QtGui import (
     QCloseEvent,
     QDesktopServices,
     QKeySequence,
+    QMoveEvent,
+    QResizeEvent,
     QShowEvent,
 )
 from PySide6.QtWidgets import (
@@ -47,6 +49,7 @@ from PySide6.QtWidgets import (
 from ...engine.cluster.run_plans import cluster_plan
 from ...engine.config import Project
 from ...engine.examples import example_names, example_text
+from ...engine.formatting import format_duration
 from ...engine.messages import DevicesDetected, RunFailed
 from ...engine.problems import ProblemsError
 from ...engine.process import WarmEngines, detect_devices
@@ -78,6 +81,7 @@ from ..study.study_dialog import ask_study
 from ..study.study_session import StudySession
 from ..study.study_views import StudyPanel
 from . import dialogs, settings
+from .focus_return import FocusReturn
 from .help_windows import GuideWindow, ShortcutsWindow
 
 DEFAULT_SIZE = (1400, 900)
@@ -90,7 +94,14 @@ WINDOW_STATE_VERSION = 1  # 0: the forms beside the plot in a splitter, the log 
 UNFINISHED_STUDY_KEY = "studies/unfinished"
 """The folder of the study the window runs; kept when it closes mid-study, so the next
 start offers to continue it (and after a crash too)."""
+LAYOUT_SAVE_DELAY_MS = 1000
+"""How long after the window last moved or resized its geometry is saved: a window ended by
+a signal or a crash, which never closes, came back at the default size."""
 WARM_UP_DELAY_MS = 500
+LONG_RUN_S = 24 * 3600
+"""A run whose ETA is longer is asked about once (999,999,999 steps read "2964 h")."""
+LONG_RUN_MEASURED_S = 5.0
+"""Training seconds before the ETA is trusted for that question: the first steps are slow."""
 """How long after the window shows itself the first warm engine starts: the window first
 paints and answers, then TensorFlow loads beside it."""
 
@@ -134,8 +145,12 @@ class MainWindow(QMainWindow):
         self._last_run_dir: Path | None = None
         self._close_confirmed = False
         self._close_after_run = False
-        self._fit_once_framed = False  # the first size is set again once the frame is known
+        # The first size is set again once the frame is known (a first start), and a
+        # remembered one that no longer fits the screen (a smaller one now) is fitted to it.
+        self._fit_once_framed = True
+        self._first_start = False
         self._offered_study = False
+        self._asked_long_run = False
 
         self.editor = ProjectEditor(detect)
         self.problems_panel = ProblemsPanel()
@@ -181,6 +196,11 @@ class MainWindow(QMainWindow):
         self.statusBar().addPermanentWidget(self.validity)
         self._connect()
         self._restore_settings()
+        self._focus_return = FocusReturn(self)
+        self._layout_saver = QTimer(self)
+        self._layout_saver.setSingleShot(True)
+        self._layout_saver.setInterval(LAYOUT_SAVE_DELAY_MS)
+        self._layout_saver.timeout.connect(self._save_layout)
         self.document.start()
 
     # --- construction -------------------------------------------------------------------
@@ -836,12 +856,39 @@ class MainWindow(QMainWindow):
             self.log_panel.run_starting()
             self.problems_panel.show_validation(self.validation)  # the last failure goes
 
-    def _on_run_event(self, _model: RunModel, event: RunEvent) -> None:
+    def _on_run_event(self, model: RunModel, event: RunEvent) -> None:
         match event:
             case Started(message):
                 self._tensorflow_version = message.tensorflow_version
+                self._asked_long_run = False
             case StatusChanged(outcome=RunFailed() as failed):
                 self._on_failed(failed)
+            case _:
+                self._maybe_ask_long_run(model)
+
+    def _maybe_ask_long_run(self, model: RunModel) -> None:
+        """Once per run the user started, when its measured ETA is over a day: keep it?
+
+        The speed is known only once the run has trained for a while, so the question
+        comes then, not before Run; queued runs and study trials are not asked about.
+        """
+        if self._asked_long_run or not settings.asks_about_long_runs():
+            return
+        if self.run_queue.current is not None or self.study_session.running:
+            return
+        eta, elapsed, rate = model.eta_s(), model.elapsed_s(), model.rate()
+        if eta is None or elapsed is None or rate is None or model.total_steps is None:
+            return
+        if elapsed < LONG_RUN_MEASURED_S or eta <= LONG_RUN_S:
+            return
+        self._asked_long_run = True
+        keep, ask_again = dialogs.confirm_long_run(
+            self, format_duration(eta), model.total_steps, rate
+        )
+        if not ask_again:
+            settings.stop_asking_about_long_runs()
+        if not keep and self.controller.active:
+            self.stop()
 
     def _on_failed(self, message: RunFailed) -> None:
         """The failure is in the log (the log panel's view); a dialog too, unless expected."""
@@ -933,7 +980,7 @@ class MainWindow(QMainWindow):
             self.restoreGeometry(geometry)
         else:
             self._fit_to_screen(QSize(*DEFAULT_SIZE))
-            self._fit_once_framed = True
+            self._first_start = True
         state = store.value("window/state")
         if state is not None:  # a state of the older layout is refused: the defaults stay
             self._dock_state_restored = self.restoreState(state, WINDOW_STATE_VERSION)
@@ -944,13 +991,27 @@ class MainWindow(QMainWindow):
         self.runs_panel.restore_settings()
 
     def _save_settings(self) -> None:
+        self._save_layout()
+        self.runs_panel.save_settings()
+        settings.set_last_project(self.document.path)
+
+    def _save_layout(self) -> None:
+        """The window's size, place and docks, as the next start restores them."""
         store = QSettings()
         store.setValue("window/geometry", self.saveGeometry())
         store.setValue("window/state", self.saveState(WINDOW_STATE_VERSION))
         for key, splitter in self._splitters().items():
             store.setValue(f"window/{key}", splitter.saveState())
-        self.runs_panel.save_settings()
-        settings.set_last_project(self.document.path)
+
+    def resizeEvent(self, event: QResizeEvent) -> None:
+        super().resizeEvent(event)
+        if self.isVisible():
+            self._layout_saver.start()
+
+    def moveEvent(self, event: QMoveEvent) -> None:
+        super().moveEvent(event)
+        if self.isVisible():
+            self._layout_saver.start()
 
     def _splitters(self) -> dict[str, QSplitter]:
         return {"runSplitter": self.run_splitter}
@@ -965,10 +1026,14 @@ class MainWindow(QMainWindow):
         self.resizeDocks([self.log_dock], [height], Qt.Orientation.Vertical)
 
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:
-        """A window manager frames a new window before it first shows: fit it again then."""
+        """A window manager frames a new window before it first shows: fit it again then;
+        and a remembered geometry that does not fit the screen now (a smaller screen, another
+        resolution) is fitted to it, centred, instead of reaching past its edges."""
         if event.type() is QEvent.Type.Expose and watched is self.windowHandle():
             watched.removeEventFilter(self)
-            if not self.windowHandle().frameMargins().isNull():
+            framed = not self.windowHandle().frameMargins().isNull()
+            fits = self.screen().availableGeometry().contains(self.frameGeometry())
+            if (self._first_start and framed) or not fits:
                 self._fit_to_screen(self.size())
         return super().eventFilter(watched, event)
 

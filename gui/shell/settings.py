@@ -51,14 +51,27 @@ def set_last_project(path: Path | None) -> None:
     QSettings().setValue(_LAST, str(path.resolve()) if path else "")
 
 
-def last_folder() -> Path:
-    """Where the last file dialog ended (:mod:`gui.files.file_dialogs`), else the home folder."""
-    value = QSettings().value(_LAST_FOLDER, "", type=str)
-    return Path(value) if value and Path(value).is_dir() else Path.home()
+def last_folder(purpose: str) -> Path | None:
+    """Where the last file dialog for ``purpose`` ended (:mod:`gui.files.file_dialogs`), if
+    that folder still exists."""
+    value = QSettings().value(f"{_LAST_FOLDER}/{purpose}", "", type=str)
+    return Path(value) if value and Path(value).is_dir() else None
 
 
-def remember_folder(folder: Path) -> None:
-    QSettings().setValue(_LAST_FOLDER, str(folder.resolve()))
+def remember_folder(purpose: str, folder: Path) -> None:
+    QSettings().setValue(f"{_LAST_FOLDER}/{purpose}", str(folder.resolve()))
+
+
+_ASK_LONG_RUNS = "askLongRuns"
+
+
+def asks_about_long_runs() -> bool:
+    """Whether a run whose ETA is over a day is asked about (until "Don't ask again")."""
+    return bool(QSettings().value(_ASK_LONG_RUNS, True, type=bool))
+
+
+def stop_asking_about_long_runs() -> None:
+    QSettings().setValue(_ASK_LONG_RUNS, False)
 
 
 def trusts_code(path: Path, sha256: str) -> bool:

@@ -474,7 +474,7 @@ class StudyDialog(QDialog):
         self.ok.setText(ok or "Start Study")
 
     def _browse(self) -> None:
-        chosen = file_dialogs.choose_folder(self, "Study folder")
+        chosen = file_dialogs.choose_folder(self, "Study folder", file_dialogs.Purpose.PROJECTS)
         if chosen is not None:
             self.folder.setText(str(chosen))
 

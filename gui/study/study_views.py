@@ -276,7 +276,9 @@ class StudyPanel(QWidget):
         return self._folder
 
     def ask_folder(self) -> None:
-        folder = file_dialogs.choose_folder(self, "Open study", self._folder)
+        folder = file_dialogs.choose_folder(
+            self, "Open study", file_dialogs.Purpose.PROJECTS, self._folder
+        )
         if folder is not None:
             self.open(folder)
 
@@ -468,7 +470,11 @@ class StudyPanel(QWidget):
             self.importance: "importance",
         }[view]
         answer = file_dialogs.save_file(
-            self, "Export view", f"{self.results.folder.name}-{name}.png", PLOT_FILTER
+            self,
+            "Export view",
+            f"{self.results.folder.name}-{name}.png",
+            PLOT_FILTER,
+            file_dialogs.Purpose.EXPORTS,
         )
         if answer is None:
             return None

@@ -232,3 +232,16 @@ def test_the_window_opens_the_dialog_for_the_forms_project(
     assert len(opened) == 1
     assert dialog_recorder.kinds() == ["problems"]
     assert dialog_recorder.problems[0] == window.validation.problems
+
+
+def test_the_dialog_keeps_its_size_and_layout_across_formats(qtbot, tmp_path: Path) -> None:
+    """Slurm's long description widened the dialog from 680 to 898 px."""
+    dialog = make_dialog(qtbot, cluster_project(), tmp_path)
+    dialog.show()
+    qtbot.waitExposed(dialog)
+    seen = set()
+    for fmt in [*FORMATS, FORMATS[0]]:
+        dialog.format_combo.setCurrentIndex(FORMATS.index(fmt))
+        qtbot.wait(50)  # the layout's pass
+        seen.add((dialog.size().toTuple(), dialog.folder_edit.geometry().getRect()))
+    assert len(seen) == 1, seen

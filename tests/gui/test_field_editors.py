@@ -26,6 +26,7 @@ from distloop.gui.project.field_editors import (
 )
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QAbstractSpinBox
 
 
@@ -137,3 +138,100 @@ def test_every_edit_emits_edited(qtbot) -> None:
 def test_labels() -> None:
     assert label_for("communication_timeout_s") == "Communication timeout (s):"
     assert label_for("global_batch_size") == "Global batch size:"
+
+
+def _float_fields() -> list[tuple[type, str]]:
+    """Every float field of the project's models (issue 34: each steps by its range)."""
+    import importlib
+    import inspect
+    import pkgutil
+
+    import distloop.engine.config as config
+    from distloop.gui.project.field_editors import _unwrap_optional
+    from pydantic import BaseModel
+
+    found: dict[tuple[type, str], None] = {}
+    for module_info in pkgutil.iter_modules(config.__path__):
+        module = importlib.import_module(f"{config.__name__}.{module_info.name}")
+        for model in vars(module).values():
+            if inspect.isclass(model) and issubclass(model, BaseModel):
+                for name, info in model.model_fields.items():
+                    if _unwrap_optional(info.annotation)[0] is float:
+                        found[(model, name)] = None
+    return list(found)
+
+
+def test_every_float_field_steps_by_its_range_from_zero(qtbot) -> None:
+    """Rotation and Crop stepped by 1e-12 from 0 ("2e-12" after two clicks)."""
+    from distloop.gui.project.field_editors import _bounds
+
+    checked = []
+    for model, name in _float_fields():
+        low, high, low_open, _ = _bounds(model.model_fields[name])
+        if low_open:
+            continue  # above 0: spans magnitudes, steps by the value (below)
+        editor = editor_for(model, name)
+        spin = getattr(editor, "spin", editor)
+        spin.setEnabled(True)
+        spin.set_value(0.0)
+        spin.stepBy(2)
+        span = high - low if low is not None and high is not None else 1.0
+        assert span / 100 <= spin.value() <= span / 2, (model.__name__, name, spin.text())
+        checked.append(name)
+    assert {"rotation", "crop", "momentum", "noise", "l1"} <= set(checked)
+
+
+def test_rotation_and_crop_arrow_keys(qtbot) -> None:
+    from distloop.engine.config.data import ImageFolderData
+    from PySide6.QtCore import Qt
+
+    rotation = editor_for(ImageFolderData, "rotation")
+    crop = editor_for(ImageFolderData, "crop")
+    qtbot.addWidget(rotation)
+    qtbot.addWidget(crop)
+    for _ in range(2):
+        qtbot.keyClick(rotation, Qt.Key.Key_Up)
+        qtbot.keyClick(crop, Qt.Key.Key_Up)
+    assert (rotation.text(), crop.text()) == ("2.0", "0.02")
+    qtbot.keyClick(crop, Qt.Key.Key_Down)
+    assert crop.text() == "0.01"
+
+
+def test_magnitude_fields_step_by_their_value(qtbot) -> None:
+    epsilon = editor_for(AdamConfig, "epsilon")
+    epsilon.stepBy(1)
+    assert epsilon.value() == pytest.approx(1.1e-7)
+    learning_rate = editor_for(SGDConfig, "learning_rate")
+    learning_rate.set_value(1.0)
+    learning_rate.stepBy(-1)
+    assert learning_rate.text() == "0.99"
+
+
+def test_a_refused_key_says_the_limit_where_the_user_types(qtbot) -> None:
+    """Steps kept "999999999" of "999999999999999" without a word, and letters vanished."""
+    from distloop.gui.project.field_editors import refusal
+    from distloop.gui.project.training_form import TrainingForm
+    from PySide6.QtWidgets import QToolTip
+
+    form = TrainingForm()
+    qtbot.addWidget(form)
+    form.show()
+    form.steps_radio.setChecked(True)
+    steps = form.steps
+    steps.lineEdit().selectAll()
+    qtbot.keyClicks(steps, "999999999999999")
+    assert steps.value() == 999_999_999  # a QSpinBox holds 32 bits; the model judges the rest
+    assert refusal(steps) == "At most 1,000,000,000: 9,999,999,999 is more."
+    assert QToolTip.isVisible() and QToolTip.text() == refusal(steps)
+    assert "1,000,000,000" in steps.toolTip()
+    qtbot.keyClick(steps, Qt.Key.Key_Backspace)
+    assert refusal(steps) == ""  # a key it took: the word is gone
+    qtbot.keyClicks(steps, "x")
+    assert refusal(steps) == "A whole number from 1 to 1,000,000,000: only digits are taken."
+
+    rate = editor_for(SGDConfig, "learning_rate")
+    qtbot.addWidget(rate)
+    rate.lineEdit().selectAll()
+    qtbot.keyClicks(rate, "0.1x")
+    assert rate.text() == "0.1"
+    assert "at most 100" in refusal(rate) and "1e-7" in refusal(rate)

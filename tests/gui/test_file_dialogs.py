@@ -1,5 +1,6 @@
-"""Every file dialog starts in the folder the last one ended in (Open, Save As, exports,
-Import TF_CONFIG, data files, Try It): they opened in four different places."""
+"""Each file dialog starts where the last one for the same purpose ended (projects, data,
+exports): they opened in four different places, then all in one, so a Save Project dialog
+offered a class folder of the training data."""
 
 from __future__ import annotations
 
@@ -41,12 +42,12 @@ def file_dialogs(monkeypatch: pytest.MonkeyPatch) -> Dialogs:
     return Dialogs(monkeypatch)
 
 
-def test_each_dialog_starts_where_the_last_one_ended(
-    make_window, file_dialogs: Dialogs, tmp_path: Path
+def test_each_purpose_remembers_its_own_folder(
+    make_window, qtbot, file_dialogs: Dialogs, tmp_path: Path
 ) -> None:
-    projects, plots = tmp_path / "projects", tmp_path / "plots"
-    for folder in (projects, plots):
-        folder.mkdir()
+    projects, plots, data = tmp_path / "projects", tmp_path / "plots", tmp_path / "data"
+    for folder in (projects, plots, data / "cats"):
+        folder.mkdir(parents=True)
     project = projects / "seed.json"
     project.write_text(load_example("seed").to_json(), encoding="utf-8")
 
@@ -57,18 +58,31 @@ def test_each_dialog_starts_where_the_last_one_ended(
 
     file_dialogs.answer = str(plots / "loss.png")
     window.export_plot_action.trigger()
-    assert file_dialogs.started[-1] == str(projects / "loss.png")  # where Open ended
+    assert file_dialogs.started[-1] == str(projects / "loss.png")  # no export yet: projects'
     assert (plots / "loss.png").is_file()
 
-    file_dialogs.answer = ""  # cancelled: the folder stays
+    file_dialogs.answer = str(data / "cats")  # a data folder, picked in the Data form
+    path_edit, csv_edit = PathEdit(folder=True), PathEdit("CSV files (*.csv)")
+    qtbot.addWidget(path_edit)
+    qtbot.addWidget(csv_edit)
+    path_edit.button.click()
+    assert path_edit.value() == str(data / "cats")
+
+    file_dialogs.answer = ""  # cancelled: the folders stay
     window.save_as_action.trigger()
-    assert file_dialogs.started[-1] == str(plots / "seed.json")
+    assert file_dialogs.started[-1] == str(projects / "seed.json")  # not the data's class folder
     window.editor.tf_config.choose_import_file()
-    assert file_dialogs.started[-1] == str(plots)
+    assert file_dialogs.started[-1] == str(projects)
+    window.export_plot_action.trigger()
+    assert file_dialogs.started[-1] == str(plots / "loss.png")
+    csv_edit.button.click()
+    assert file_dialogs.started[-1] == str(data / "cats")
 
     later = make_window()  # the next session starts there too
     later.document.export_script()
     assert file_dialogs.started[-1].startswith(str(plots / ""))
+    later.open_project()
+    assert file_dialogs.started[-1] == str(projects)
 
 
 def test_a_data_path_s_browse_starts_at_the_path_it_holds(

@@ -18,7 +18,7 @@ from distloop.engine.config import (
     TrainingConfig,
 )
 from distloop.engine.examples import example_names, load_example
-from distloop.engine.problems import Loc
+from distloop.engine.problems import Loc, Problem
 from distloop.engine.validation import differences, validate
 from distloop.gui.project.field_editors import ChoiceEdit
 from distloop.gui.project.optimizer_form import OPTIMIZER_MODELS
@@ -288,3 +288,31 @@ def test_fields_start_at_the_same_place_whatever_the_kind(qtbot, editor: Project
         qtbot.wait(10)
         lefts.add(left(next(iter(card.forms[kind].editors.values()))))
     assert len(lefts) == 1 and lefts == {left(card.initializer.editors["kind"])}
+
+
+def test_data_field_widths_do_not_change_between_loads(make_window, qtbot) -> None:
+    """After File ▸ Examples the source's fields came back narrower than the batching
+    fields under them (the Path field from ~200 to ~120 px), until the dock was resized."""
+    window = make_window()
+    window.resize(1400, 900)
+    window.show()
+    qtbot.waitExposed(window)
+    form = window.editor.data_form
+    window.editor.reveal(Problem(("data", "source"), ""))
+    widths: dict[str, set[int]] = {}
+    for example in ("digits", "classification", "languages", "seed", "digits"):
+        window.document.open_example(example)
+        batch = form.batching.editors["global_batch_size"]
+
+        def laid_out(batch=batch) -> bool:
+            return all(
+                editor.width() == batch.width()
+                for editor in form.pages[form.source.value()].editors.values()
+            )
+
+        qtbot.waitUntil(laid_out, timeout=5000)
+        for name, editor in form.pages[form.source.value()].editors.items():
+            widths.setdefault(name, set()).add(editor.width())
+    assert all(len(found) == 1 for found in widths.values()), widths
+    path = form.pages["image_folder"].editors["path"]
+    assert path.line.width() >= 0.8 * path.width()  # the path, not its Browse button

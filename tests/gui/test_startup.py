@@ -9,7 +9,7 @@ from pathlib import Path
 from distloop.engine.examples import load_example
 from distloop.gui.shell import settings
 from distloop.gui.shell.main_window import MainWindow
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QByteArray, QSettings, Qt
 from PySide6.QtWidgets import QScrollArea
 
 REPO = Path(__file__).resolve().parents[2]
@@ -115,3 +115,38 @@ def test_every_project_tab_fits_the_default_dock_width(make_window, qtbot) -> No
         if isinstance(page, QScrollArea):
             name = window.editor.tabText(index)
             assert not page.horizontalScrollBar().isVisible(), f"the {name} tab scrolls sideways"
+
+
+def test_window_geometry_is_kept_without_a_close(make_window, qtbot) -> None:
+    """A window ended by a signal or a crash never closes: its size came back as the
+    default's (closed at 1024x700 by a kill, reopened at 1400x900)."""
+    first = make_window()
+    first.show()
+    qtbot.waitExposed(first)
+    first.resize(700, 560)
+    size = (first.width(), first.height())
+    qtbot.waitUntil(
+        lambda: (
+            (store := QSettings().value("window/geometry")) is not None
+            and QByteArray(store) == first.saveGeometry()
+        ),
+        timeout=10_000,
+    )
+    first.hide()  # no closeEvent, as a killed process has none
+    second = make_window()
+    second.show()
+    qtbot.wait(10)
+    assert (second.width(), second.height()) == size
+
+
+def test_a_geometry_larger_than_the_screen_now_is_fitted_to_it(make_window, qtbot) -> None:
+    first = make_window()
+    first.show()
+    qtbot.waitExposed(first)
+    screen = first.screen().availableGeometry()
+    first.setGeometry(300, 200, screen.width() + 600, screen.height() + 200)
+    first.close()
+    second = make_window()
+    second.show()
+    qtbot.waitUntil(lambda: screen.contains(second.frameGeometry()), timeout=5000)
+    assert second.width() < first.width()

@@ -572,3 +572,27 @@ def test_any_text_imports_or_yields_problems(editor: TFConfigEditor, dialogs, te
         assert problems
         assert all(isinstance(problem, Problem) for problem in problems)
     assert all(isinstance(problem, Problem) for problem in editor.problems())
+
+
+def test_the_tf_config_tab_fits_the_forms_dock_at_its_default_width(make_window, qtbot) -> None:
+    """Its form was wider than the dock: a horizontal scrollbar covered the last row.
+
+    The page, with a vertical scrollbar and the dock's margins, fits the dock's default
+    width with room to spare (a wider font or style)."""
+    from distloop.gui.shell.main_window import PROJECT_DOCK_WIDTH
+    from PySide6.QtWidgets import QScrollArea
+
+    window = make_window()
+    window.editor.strategy.fields.editors["kind"].setCurrentText("multi_worker_mirrored")
+    window.editor.tf_config.use_checkbox.setChecked(True)
+    window.editor.reveal(Problem(("tf_config",), ""))
+    page = window.editor.currentWidget()
+    assert isinstance(page, QScrollArea)
+    margins = window.editor.parentWidget().layout().contentsMargins()
+    needed = (
+        page.widget().minimumSizeHint().width()
+        + page.verticalScrollBar().sizeHint().width()
+        + margins.left()
+        + margins.right()
+    )
+    assert needed <= PROJECT_DOCK_WIDTH - 20, needed

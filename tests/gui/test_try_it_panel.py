@@ -256,3 +256,26 @@ def test_try_it_refuses_a_run_folder_holding_a_link(qtbot, qloop, tmp_path: Path
         "folder's own files; replace the link with a copy of what it points to"
     )
     panel.close()
+
+
+@pytest.mark.parametrize("keys", ["Esc", "Ctrl+W", "Close button"])
+def test_try_it_closes_on_esc_ctrl_w_and_its_close_button(
+    make_window, qtbot, tmp_path: Path, keys: str
+) -> None:
+    """As the Guide and the shortcuts windows do (issue 34: it had none of the three)."""
+    from distloop.engine.run_history import summarize
+    from PySide6.QtWidgets import QDialogButtonBox
+
+    window = make_window()
+    panel = window.try_run(summarize(run_folder(tmp_path / "runs", "a", model=True)))
+    panel.activateWindow()
+    qtbot.waitUntil(panel.isActiveWindow, timeout=5000)
+    panel.row_edit.setFocus()
+    if keys == "Esc":
+        QTest.keyClick(panel.row_edit, Qt.Key.Key_Escape)
+    elif keys == "Ctrl+W":
+        QTest.keyClick(panel.row_edit, Qt.Key.Key_W, Qt.KeyboardModifier.ControlModifier)
+    else:
+        button = panel.findChild(QDialogButtonBox).button(QDialogButtonBox.StandardButton.Close)
+        QTest.mouseClick(button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: not window.findChildren(TryItPanel), timeout=5000)

@@ -5,8 +5,16 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import pytest
 from distloop.engine.examples import load_example
-from distloop.engine.messages import EvalMetrics, RunFailed, RunFinished, StepMetrics
+from distloop.engine.messages import (
+    EvalMetrics,
+    Message,
+    RunFailed,
+    RunFinished,
+    RunStarted,
+    StepMetrics,
+)
 from distloop.engine.problems import Problem
 from distloop.gui.run.run_controller import RunState
 from distloop.gui.shell.main_window import MainWindow
@@ -201,3 +209,45 @@ def test_named_losses_and_evaluations_reach_plot_status_and_log(qtbot, make_wind
     assert any(
         "evaluation after step 2 on 64 examples" in line for line in window.log_panel.lines()
     )
+
+
+def long_run() -> list[list[Message]]:
+    """999,999,999 steps at 100 steps/s for 10 s of training: an ETA of about 116 days."""
+    started, *_ = seed_run()[1]
+    assert isinstance(started, RunStarted)
+    steps = list(range(1, 1001))
+    return [
+        [started.model_copy(update={"total_steps": 999_999_999})],
+        [StepMetrics(steps=steps, losses=[0.5] * 1000, elapsed_s=[0.01 * n for n in steps])],
+    ]
+
+
+def test_a_run_of_over_a_day_is_asked_about_once(
+    qtbot, make_window, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """999,999,999 steps started without a word (its ETA read "2964 h")."""
+    from distloop.gui.shell import dialogs, settings
+
+    asked: list[tuple[str, int]] = []
+
+    def confirm_long_run(_parent, eta: str, steps: int, _rate: float) -> tuple[bool, bool]:
+        asked.append((eta, steps))
+        return False, False  # Stop the Run, and don't ask again
+
+    monkeypatch.setattr(dialogs, "confirm_long_run", confirm_long_run)
+    engine = FakeEngine(long_run(), endless=True)
+    window: MainWindow = make_window(engine_factory=factory(engine))
+    window.run()
+    qtbot.waitUntil(lambda: not window.controller.active, timeout=10_000)
+    assert engine.stop_requested
+    [(eta, steps)] = asked
+    assert steps == 999_999_999 and " h" in eta
+    assert not settings.asks_about_long_runs()  # remembered
+
+    again = FakeEngine(long_run(), endless=True)
+    window.controller._engine_factory = factory(again)
+    window.run()
+    qtbot.waitUntil(lambda: window.plot.steps().size and window.plot.steps()[-1] > 1000)
+    assert len(asked) == 1 and not again.stop_requested
+    window.stop()
+    qtbot.waitUntil(lambda: not window.controller.active, timeout=10_000)
