@@ -25,6 +25,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from . import phases
 from .channel import Channel
 from .child_process import ChildEnds
 from .messages import (
@@ -35,6 +36,7 @@ from .messages import (
     ProtocolError,
     RunFailed,
 )
+from .phases import Phases
 from .run_folder import RunFolderLock, write_status
 from .stack_dumps import write_stacks_on_signal
 from .tf_config import TF_CONFIG_VAR
@@ -246,6 +248,7 @@ def _run(
         with contextlib.suppress(OSError):  # a hang then has no stacks; the run goes on
             write_stacks_on_signal(folder)
     lines.attach(_tensorflow_line(channel))
+    phases.use(Phases(channel))
     started = time.time()
     exit_code = 0
     try:
@@ -272,6 +275,8 @@ def _run(
                 host=socket.gethostname(),
                 task=task,
             )
+        if f"{__package__}.tf.training" not in sys.modules:  # a cold engine: not loaded yet
+            phases.begin("loading TensorFlow")
         from .tf.training import train
 
         result = train(
@@ -309,6 +314,8 @@ def _run(
         with contextlib.suppress(Exception):
             channel.send(failure)
     finally:
+        phases.end()
+        phases.use(None)
         capture.close()
         channel.close()
         if folder_lock is not None:
@@ -370,6 +377,8 @@ def detect_devices_main(ends: ChildEnds) -> None:
     except Exception as exc:
         channel.send(_failure_message(exc))
     finally:
+        phases.end()
+        phases.use(None)
         capture.close()
         channel.close()
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import struct
 import zlib
 from pathlib import Path
@@ -56,4 +57,20 @@ def write_image_folder(
         for index in range(per_class):
             noisy = class_pattern(label, size) * 200 + rng.uniform(0, 55, (size, size))
             (folder / f"{index:03d}.png").write_bytes(png_bytes(noisy))
+    return root
+
+
+def write_linked_image_folder(root: Path, files: int, classes: int = 10) -> Path:
+    """``root/classN/*.png``: ``files`` hard links of a few learnable 8x8 PNGs, one source
+    per class (a file takes at most ~65,000 links), so tens of thousands of files cost
+    inodes, not images: a folder at a user's scale in a second."""
+    sources = []
+    for label in range(classes):
+        (root / f"class{label}").mkdir(parents=True, exist_ok=True)
+        source = root.parent / f"{root.name}-source{label}.png"
+        source.write_bytes(png_bytes(class_pattern(label % 4, 8) * 255))
+        sources.append(source)
+    for index in range(files):
+        label = index % classes
+        os.link(sources[label], root / f"class{label}" / f"{index:06d}.png")
     return root

@@ -542,6 +542,7 @@ class MainWindow(QMainWindow):
         self.runs_panel.resume_requested.connect(self.resume_run)
         self.runs_panel.follow_requested.connect(self.follow_job)
         self.runs_panel.try_it_requested.connect(self.try_run)
+        self.runs_panel.run_drawn.connect(self.status_panel.show_past)
         self.study_panel.opened.connect(self._show_study)
         self.study_panel.trials_chosen.connect(self.runs_panel.show_runs)
         self.study_panel.compare_requested.connect(self.runs_panel.compare)
@@ -660,6 +661,7 @@ class MainWindow(QMainWindow):
         assert model.run_dir is not None
         self._last_run_dir = model.run_dir
         self.open_run_folder_action.setEnabled(True)
+        self.runs_panel.stop_drawing()  # a past run being read must not replace this one
         self.plot.clear()
         self.plot.follow(model)
         self.plot.set_caption(caption)

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import json
 import multiprocessing
 
 import numpy as np
 import pytest
+from data_folders import write_linked_image_folder
 from distloop.engine.messages import StepMetrics
 from distloop.engine.run_folder import read_eval, read_metrics, read_status
 from distloop.gui.shell.main_window import MainWindow
 from gui_fakes import told_steps
+from test_data_folders import image_project
 
 pytestmark = pytest.mark.slow
 RUN_TIMEOUT_MS = 180_000  # TensorFlow's import alone takes 8-10 s on a quiet machine
@@ -81,3 +84,53 @@ def test_evaluation_markers_match_the_run_folder(qtbot, window: MainWindow, dial
     assert list(steps) == evaluations["step"] == [40.0, 80.0]
     assert np.array_equal(losses.astype(np.float32), np.float32(evaluations["val_loss"]))
     assert window.status_panel.values["validation"].full_text().endswith("(step 80)")
+
+
+def test_the_status_panel_says_each_phase_of_a_run_on_a_big_folder(
+    qtbot, window: MainWindow, dialog_recorder, tmp_path
+) -> None:
+    """From Run to Finished the headline says what the engine does: 38 s of "TensorFlow
+    loads" while it checked 100,000 images, then "Running" at step - while it traced and
+    saved, looked hung. The check's progress is counted in the bar."""
+    files = 20_000
+    folder = write_linked_image_folder(tmp_path / "images", files, classes=4)
+    project = image_project(folder, training={"steps": 6, "seed": 1, "checkpoint_every": 3})
+    project["model"]["layers"][-1]["units"] = 4
+    path = tmp_path / "big.json"
+    path.write_text(json.dumps(project), encoding="utf-8")
+    assert window.open_project(path)
+    qtbot.waitUntil(lambda: window.validation.valid, timeout=RUN_TIMEOUT_MS)
+    headlines: list[str] = []
+    counted: list[str] = []
+
+    def seen(*_: object) -> None:  # after the status panel took the change (connected first)
+        text = window.status_panel.state.full_text()
+        if not headlines or headlines[-1] != text:
+            headlines.append(text)
+        if window.status_panel.progress.format().endswith(f" of {files:,}"):
+            counted.append(window.status_panel.progress.format())
+
+    window.controller.changed.connect(seen)
+    window.run()
+    assert window.status_panel.state.full_text() == "Starting…"
+    qtbot.waitUntil(lambda: not window.controller.active, timeout=RUN_TIMEOUT_MS)
+    assert dialog_recorder.shown == [], dialog_recorder.shown
+    expected = [
+        "Building the model…",
+        "Preparing the data…",
+        "Listing data.path's images…",
+        f"Checking {files:,} images…",
+        f"Decoding {files:,} images once…",
+        "Building the input pipeline…",
+        "Tracing the step…",
+        "First step…",
+        "Running",
+        "Writing the checkpoint of step 3…",
+        "Running",
+        "Writing the checkpoint of step 6…",
+        "Saving the model…",
+    ]
+    shown = [text for text in headlines if text in expected]
+    assert shown == expected, "\n".join(headlines)
+    assert headlines[-1].startswith("Finished at step 6")
+    assert counted, "the check's progress was never counted in the bar"
