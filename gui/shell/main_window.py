@@ -59,6 +59,7 @@ from ...engine.study.runner import StudyPlan, new_study_dir, read_plan, write_pl
 from ...engine.validation import Validation
 from ..files.dataset_preview import DatasetPreview
 from ..files.exports import save_plot_as
+from ..project.data_form import DataForm
 from ..project.problems_panel import ProblemsPanel
 from ..project.project_document import ProjectDocument
 from ..project.project_editor import ProjectEditor
@@ -159,7 +160,8 @@ class MainWindow(QMainWindow):
             self.study_session, lambda: self.runs_panel.runs_root, self.add_sweep
         )
         self.validity = QLabel()
-        self.dataset_preview = DatasetPreview()
+        self.dataset_preview = DatasetPreview(self.document.folders)
+        self._previewed_form: DataForm | None = None  # the form whose data was last previewed
         self.host_runs = HostRuns(
             self.editor.hosts,
             self.controller,
@@ -528,8 +530,9 @@ class MainWindow(QMainWindow):
         self.host_runs.log.connect(self.log_panel.add)
         self.host_runs.job_state.connect(self.status_panel.show_job_state)
         self.host_runs.job_state.connect(self._job_state_changed)
-        self.editor.data_form.preview_requested.connect(self._preview_data)
-        self.editor.evaluation.source.preview_requested.connect(self._preview_data)
+        for form in (self.editor.data_form, self.editor.evaluation.source):
+            form.preview_requested.connect(lambda data, form=form: self._preview_data(data, form))
+            form.edited.connect(lambda form=form: self._previewed_form_edited(form))
         self.editor.devices_detected.connect(self._on_devices_detected)
         self.problems_panel.problem_activated.connect(self.editor.reveal)
         controller = self.controller
@@ -646,8 +649,14 @@ class MainWindow(QMainWindow):
         self.statusBar().showMessage(f"Opened the project of {title}", 5000)
         return True
 
-    def _preview_data(self, data: dict[str, Any]) -> None:
+    def _preview_data(self, data: dict[str, Any], form: DataForm) -> None:
+        self._previewed_form = form
         self.dataset_preview.show_data(data, self.document.base_dir())
+
+    def _previewed_form_edited(self, form: DataForm) -> None:
+        """A folder still being read for the preview stops once its path is changed."""
+        if form is self._previewed_form:
+            self.dataset_preview.stop_unless(form.value(), self.document.base_dir())
         self.dataset_dock.show()
         self.dataset_dock.raise_()
 
