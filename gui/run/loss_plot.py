@@ -463,7 +463,10 @@ class LossPlot(QWidget):
 
     def show_busy(self, text: str) -> None:
         """Says in the empty plot what is being read for it (a past run: its share read)."""
-        self._show_hint(text)
+        if self.hint.isVisible() and not len(self._steps):
+            self.hint.setText(text)  # the view is set already: a new range would relayout
+        else:
+            self._show_hint(text)
 
     def set_num_replicas(self, replicas: int, task: str | None = None) -> None:
         """The run's replicas in sync (all tasks'), which turn a replica's share into its mean.

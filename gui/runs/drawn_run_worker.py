@@ -11,6 +11,7 @@ the smoothed curves by their means. What comes back is a few megabytes at most.
 
 from __future__ import annotations
 
+import os
 import signal
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
@@ -27,6 +28,10 @@ from ..run.series import Smoother
 DRAWN_BUCKETS = 100_000
 """Buckets a long run is cut to: 200,000 points, fifty times a wide plot's pixels, so a
 zoom of up to fifty times still draws every step's peak, and a frame stays fast."""
+
+WORKER_NICENESS = 10
+"""The reading yields the CPU to the window (on two busy cores it took the window's share,
+and the window's timers ran late by the reading's slices)."""
 
 Curve = tuple[NDArray[np.float64], NDArray[np.float64]]
 """(values, smoothed values) at the drawn steps."""
@@ -85,6 +90,7 @@ def serve(answer: Connection, run_dir: str, weight: float, done: Any, total: Any
     """Reads one run and sends ``(True, DrawnRun)``, or ``(False, why)`` in one line;
     ``done`` and ``total`` (shared numbers) say how many bytes of it are read."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl+C is the window's to handle
+    os.nice(WORKER_NICENESS)
 
     def progress(read: int, size: int) -> None:
         done.value, total.value = read, size
