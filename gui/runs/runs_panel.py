@@ -155,6 +155,8 @@ class RunsPanel(QWidget):
         self._drawing.failed.connect(self._drawing_failed)
         self._drawing.progress.connect(self._reading_progress)
         self._drawing_run: RunSummary | None = None  # the past run being read for the plot
+        self._cut = False  # the shown run came back cut to its buckets (a long run)
+        self._plot.smooth_slider.valueChanged.connect(self._smoothing_changed)
 
         self.model = RunsTableModel()
         self.proxy = RunsFilter(self)
@@ -592,10 +594,26 @@ class RunsPanel(QWidget):
         self._plot.show_busy(f"Reading {run.name}…")
         self._drawing.ask(run.path, self._plot.smoothing_weight())
 
+    def _smoothing_changed(self) -> None:
+        """A long run's curves came back cut to buckets, smoothed at the weight then: one
+        smoothed again here would smooth the buckets, not the steps. It is read again,
+        smoothed over every step at the new weight (the plot smooths the drawn points
+        meanwhile), and replaces what is drawn without moving the view."""
+        reading = self._drawing_run
+        if reading is not None and reading is not self._shown:  # read at the new weight
+            self._drawing.ask(reading.path, self._plot.smoothing_weight())
+            return
+        run = self._shown
+        if run is None or not self._cut or self._active_run is not None:
+            return
+        self._drawing_run = run
+        self._plot.set_caption(f"{run.name} (smoothing every step again…)")
+        self._drawing.ask(run.path, self._plot.smoothing_weight())
+
     def _reading_progress(self, path: Path, done: int, total: int) -> None:
         """The share of the run's metrics.csv read so far, in the plot it will fill."""
         run = self._drawing_run
-        if run is not None and run.path == path and total:
+        if run is not None and run is not self._shown and run.path == path and total:
             read = f"{done * 100 // total}% of {total / 1e6:,.1f} MB"
             self._plot.show_busy(f"Reading {run.name}… {read}")
 
@@ -615,13 +633,19 @@ class RunsPanel(QWidget):
         run, self._drawing_run = self._drawing_run, None
         if run is None or run.path != path or self._active_run is not None:
             return
+        smoothed_again = run is self._shown  # the view the user chose stays
+        view = self._plot.plot_item.getViewBox().viewRange() if smoothed_again else None
         self._plot.show_drawn(drawn)
+        self._cut = len(drawn.steps) != drawn.recorded_steps
         self._shown = run
         self._compared.pop(run.path, None)  # drawn once: as the plot's own curves
         self._plot.set_caption(run.name)
         if run.pruned is not None:
             self._plot.mark_pruned(*run.pruned)
-        self._plot.auto_range()
+        if view is None:
+            self._plot.auto_range()
+        else:
+            self._plot.plot_item.setRange(xRange=view[0], yRange=view[1], padding=0)
         self._fill_metric_box()
         self._draw_comparisons()
         self.run_drawn.emit(run)

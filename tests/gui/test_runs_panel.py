@@ -21,7 +21,7 @@ from distloop.engine.config import Project, load_project
 from distloop.engine.examples import load_example
 from distloop.engine.messages import EvalMetrics, RunFailed
 from distloop.engine.resume_rules import ResumableRun, layout_of, window_refusal
-from distloop.engine.run_curves import WALL_TIME
+from distloop.engine.run_curves import WALL_TIME, bucket_means
 from distloop.engine.run_folder import (
     EvalWriter,
     MetricsWriter,
@@ -36,6 +36,7 @@ from distloop.engine.run_model import RunModel
 from distloop.engine.script_export import ExportError
 from distloop.gui.files.exports import copy_metrics
 from distloop.gui.files.log_file_window import read_tail
+from distloop.gui.run.series import Smoother
 from distloop.gui.runs.drawn_run_worker import DRAWN_BUCKETS
 from distloop.gui.runs.runs_model import Column
 from distloop.gui.runs.runs_panel import HEADER_KEY, RunsPanel
@@ -944,3 +945,36 @@ def test_the_status_panel_describes_the_past_run_drawn_not_the_last_live_one(
     assert status.state.full_text() == "Past run: stopped at step 4, final loss 0.25"
     assert status.values["step"].text() == "4" and status.values["replicas"].text() == "2"
     assert status.values["run_dir"].full_text() == "new"
+
+
+def test_a_long_run_drawn_is_smoothed_over_every_step_at_each_weight(
+    qtbot, make_window, runs_root: Path
+) -> None:
+    """A long run comes back cut to buckets; smoothing those again would smooth the buckets,
+    not the steps: a new weight reads it again, smoothed over every step, and the view the
+    user chose stays."""
+    steps = 3 * DRAWN_BUCKETS  # longer than the plot is given
+    run = fake_run(runs_root, "long", name="long", started=time.time(), losses=[1.0])
+    big_metrics(run / "metrics.csv", steps)
+    window: MainWindow = make_window()
+    panel, plot = window.runs_panel, window.plot
+    panel.refresh()
+    _select(panel, run)
+    panel.show_action.trigger()
+    _drawn(qtbot, panel, run, timeout_s=300)
+    losses = np.asarray(read_metrics(run)["loss"], dtype=np.float64)
+    x = np.arange(1, steps + 1, dtype=np.float64)
+
+    def smoothed_over_every_step(weight: float) -> np.ndarray:
+        return bucket_means(x, Smoother(weight).extend(losses), DRAWN_BUCKETS)
+
+    assert len(plot.steps()) < steps
+    np.testing.assert_allclose(plot.smoothed(), smoothed_over_every_step(0.6), rtol=1e-9)
+    plot.plot_item.setRange(xRange=(1000, 5000), padding=0)
+    plot.set_smoothing_weight(0.99)
+    assert plot.caption() == "long (smoothing every step again…)"
+    expected = smoothed_over_every_step(0.99)
+    qtbot.waitUntil(lambda: plot.caption() == "long", timeout=300_000)
+    np.testing.assert_allclose(plot.smoothed(), expected, rtol=1e-9)
+    x_range = plot.plot_item.getViewBox().viewRange()[0]
+    assert x_range == pytest.approx([1000, 5000])
