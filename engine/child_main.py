@@ -25,6 +25,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from . import phases
 from .channel import Channel
 from .child_process import ChildEnds
 from .messages import (
@@ -35,6 +36,7 @@ from .messages import (
     ProtocolError,
     RunFailed,
 )
+from .phases import Phases
 from .run_folder import RunFolderLock, write_status
 from .stack_dumps import write_stacks_on_signal
 from .tf_config import TF_CONFIG_VAR
@@ -247,6 +249,7 @@ def _run(
         with contextlib.suppress(OSError):  # a hang then has no stacks; the run goes on
             write_stacks_on_signal(folder)
     lines.attach(_tensorflow_line(channel))
+    phases.use(Phases(channel))
     started = time.time()
     exit_code = 0
     try:
@@ -273,6 +276,8 @@ def _run(
                 host=socket.gethostname(),
                 task=task,
             )
+        if f"{__package__}.tf.training" not in sys.modules:  # a cold engine: not loaded yet
+            phases.begin("loading TensorFlow")
         from .tf.training import train
 
         result = train(
@@ -310,6 +315,8 @@ def _run(
         with contextlib.suppress(Exception):
             channel.send(failure)
     finally:
+        phases.end()
+        phases.use(None)
         capture.close()
         channel.close()
         if folder_lock is not None:
@@ -371,6 +378,8 @@ def detect_devices_main(ends: ChildEnds) -> None:
     except Exception as exc:
         channel.send(_failure_message(exc))
     finally:
+        phases.end()
+        phases.use(None)
         capture.close()
         channel.close()
 

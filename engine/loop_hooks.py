@@ -15,6 +15,7 @@ import math
 from collections.abc import Callable, Sequence
 from typing import Protocol
 
+from . import phases
 from .channel import Channel
 from .loop import NO_PAUSE, Executed, LoopEnd, LoopHook, StopLoop
 from .messages import EvalMetrics, Stopping
@@ -90,6 +91,7 @@ class Reporting(LoopHook):
         return self._reporter.last_loss
 
     def after_steps(self, executed: Executed) -> None:
+        phases.end()  # the first step's phase: steps are what the run does from here
         self._reporter.record_many(
             executed.first_step,
             executed.count,
@@ -159,7 +161,8 @@ class Checkpointing(LoopHook):
         if self._checkpoints.last_saved == step:
             return
         self._record_steps()
-        self._checkpoints.save(step)
+        with phases.phase(f"writing the checkpoint of step {step:,}"):
+            self._checkpoints.save(step)
 
 
 class Evaluates(Protocol):
@@ -196,7 +199,8 @@ class Evaluation(LoopHook):
         if step % self._evaluator.every:
             return
         self._record_steps()
-        metrics = self._evaluator.evaluate()
+        with phases.phase(f"evaluating after step {step:,}"):
+            metrics = self._evaluator.evaluate()
         for listener in self._listeners:
             listener.on_evaluate(step, metrics)
 
@@ -228,7 +232,8 @@ class KeepModel(LoopHook):
 
     def on_end(self, end: LoopEnd) -> None:
         if end.last_step > 0:  # a resumed run that trained no step still has its model
-            self._keeper.save(end.last_step)
+            with phases.phase("saving the model"):
+                self._keeper.save(end.last_step)
 
 
 class Preemption(Protocol):

@@ -14,6 +14,8 @@ message of another version instead of misreading it.
 Engine → parent, in the order a run produces them::
 
     Log*            any time: engine notes and TensorFlow's own output
+    Phase*          any time: what the engine does outside its steps (loading TensorFlow,
+                    checking files, building the model, tracing, evaluating, saving...)
     StrategyReady   a multi-worker cluster's task, as soon as its strategy exists and before
                     its first collective: the devices its replicas run on
     RunStarted      once the model and data exist: what really runs (replicas, devices)
@@ -54,7 +56,7 @@ Additions within protocol 1 are optional fields and new message types only
 evaluation; ``RunFinished.killed`` and ``RunFailed.known``, for how a run ended;
 ``RunStarted.strategy_kind``, the strategy's name as the user chose it;
 :class:`StrategyReady`, for comparing a cluster's devices before they hang it;
-:class:`EngineJob`, a run as its engine receives it): the
+:class:`EngineJob`, a run as its engine receives it; :class:`Phase`, what it is doing): the
 engine and its parent always come from the same installation, and a consumer that
 ignores them still reads every run correctly.
 
@@ -97,6 +99,20 @@ class Log(_Message):
     level: Literal["debug", "info", "warning", "error"] = "info"
     source: Literal["engine", "tensorflow"] = "engine"
     text: str
+
+
+class Phase(_Message):
+    """The engine started ``name`` (``checking 100,000 images``), or got further in it.
+
+    Everything a run does outside its steps is a phase (:mod:`engine.phases`): a view
+    shows the latest one until the steps (or the next phase) come. ``done`` of ``total``
+    is its progress where it can be counted (files checked); None where it cannot.
+    """
+
+    type: Literal["phase"] = "phase"
+    name: str
+    done: int | None = None
+    total: int | None = None
 
 
 class RunStarted(_Message):
@@ -326,6 +342,7 @@ class PredictionDone(_Message):
 
 Message = Annotated[
     Log
+    | Phase
     | RunStarted
     | StrategyReady
     | StepMetrics

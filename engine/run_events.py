@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from .messages import EvalMetrics, Log, RunFailed, RunFinished, RunStarted, StepMetrics
+from .messages import EvalMetrics, Log, Phase, RunFailed, RunFinished, RunStarted, StepMetrics
 
 if TYPE_CHECKING:
     from .cluster import TaskInfo
@@ -32,6 +32,14 @@ class StepsAdded:
     """Steps joined the trace (never an empty batch)."""
 
     message: StepMetrics
+
+
+@dataclass(frozen=True)
+class PhaseChanged:
+    """The engine is doing something other than steps (``message``), or got further in it;
+    None: steps (or the run's end) came after it, and the phase is over."""
+
+    message: Phase | None
 
 
 @dataclass(frozen=True)
@@ -70,4 +78,13 @@ class TasksChanged:
     tasks: tuple[TaskInfo, ...]
 
 
-RunEvent = Started | StepsAdded | Evaluated | Logged | StatusChanged | Pruning | TasksChanged
+RunEvent = (
+    Started
+    | StepsAdded
+    | Evaluated
+    | Logged
+    | PhaseChanged
+    | StatusChanged
+    | Pruning
+    | TasksChanged
+)

@@ -28,6 +28,7 @@ from .messages import (
     EvalMetrics,
     Log,
     Message,
+    Phase,
     RunFailed,
     RunFinished,
     RunStarted,
@@ -37,6 +38,7 @@ from .messages import (
 from .run_events import (
     Evaluated,
     Logged,
+    PhaseChanged,
     Pruning,
     RunEvent,
     Started,
@@ -50,6 +52,9 @@ from .run_history import summarize
 if TYPE_CHECKING:
     from .cluster import TaskInfo
 
+_PHASE_ENDS = (StepMetrics, EvalMetrics, RunFinished, RunFailed)
+"""What comes after a phase (:class:`~engine.messages.Phase`) is over: steps, an
+evaluation's result, the run's end."""
 RATE_WINDOW_S = 5.0
 """Steps/s over the last seconds of training, so the ETA follows speed changes."""
 
@@ -142,6 +147,9 @@ class RunModel:
         self.started: RunStarted | None = None
         self.outcome: RunFinished | RunFailed | None = None
         self.last_evaluation: EvalMetrics | None = None
+        self.phase: Phase | None = None
+        """What the engine is doing outside its steps now (loading TensorFlow, checking
+        files, evaluating...); None while it steps, and once the run ended."""
         self.tasks: list[TaskInfo] = []
         self.first_step = 1
         self._clock = clock
@@ -159,6 +167,14 @@ class RunModel:
 
     def apply(self, message: Message) -> None:
         """Takes one message of the run into the model, then tells the listeners."""
+        if isinstance(message, Phase):
+            self.phase = message
+            self._tell(PhaseChanged(message))
+            return
+        if self.phase is not None and isinstance(message, _PHASE_ENDS):
+            self.phase = None  # steps, an evaluation's result or the end came after it
+            if not isinstance(message, RunFinished | RunFailed):  # the end tells itself
+                self._tell(PhaseChanged(None))
         if isinstance(message, StepMetrics):
             if message.steps:
                 self._apply_steps(message)

@@ -260,6 +260,10 @@ def test_two_workers_give_the_single_process_trace_and_the_cli_prints_it(tmp_pat
     ]
     assert "distloop: multi_worker_mirrored with 2 replica(s) on /job:worker" in cluster_err
     assert "task:1/device:CPU:0 (TensorFlow" in cluster_err
+    # The merged stream's phases are the reporting task's, as its steps are.
+    assert "distloop: worker:0: tracing the step…" in cluster_err
+    assert "distloop: worker:0: first step…" in cluster_err
+    assert "distloop: worker:1: " not in cluster_err
     ran = load_project(out / "project.json")
     assert ran.strategy.communication_timeout_s == DEFAULT_COMMUNICATION_TIMEOUT_S
     assert str(ran.tf_config.task) == "worker:0"

@@ -23,9 +23,17 @@ from ..config import Project
 from ..fileio import open_text
 from ..formatting import format_duration
 from ..message_stream import CHANNEL_CLOSED_GRACE_S, ControlChannel, write_message
-from ..messages import Message, RunFailed, RunFinished, secondary_losses
+from ..messages import Message, Phase, RunFailed, RunFinished, secondary_losses
 from ..problems import ProblemsError
-from ..run_events import Evaluated, Logged, RunEvent, Started, StatusChanged, StepsAdded
+from ..run_events import (
+    Evaluated,
+    Logged,
+    PhaseChanged,
+    RunEvent,
+    Started,
+    StatusChanged,
+    StepsAdded,
+)
 from ..run_folder import MESSAGES_FILE, RunFolderLock, format_loss, read_status, update_status
 from ..run_handle import ClusterHandle, EngineHandle, open_run
 from ..run_model import RunModel
@@ -130,8 +138,11 @@ def follow(
     answered = 0
     model = RunModel(run_dir=run_dir)
     outcomes: list[int] = []
+    phases = _PhasePrinter(quiet=quiet)
 
     def print_change(event: RunEvent) -> None:
+        if isinstance(event, PhaseChanged):
+            phases.show(event.message)
         outcome = _print_event(event, quiet=quiet, verbose=verbose)
         if outcome is not None:
             outcomes.append(outcome)
@@ -199,6 +210,37 @@ def _record(message: Message, record: TextIO) -> None:
     """One message into ``messages.jsonl``; a full disk costs the follower, not the run."""
     with contextlib.suppress(OSError, ValueError):
         write_message(message, record)
+
+
+PHASE_PROGRESS_SHARE = 10
+"""A phase's progress is printed each time another tenth of it is done, not at each report."""
+
+
+class _PhasePrinter:
+    """Prints each phase of the run as it starts (``distloop: checking 100,000 images…``),
+    then its progress by tenths unless ``quiet``: between two prints, the terminal tells
+    a working run from a hung one."""
+
+    def __init__(self, *, quiet: bool) -> None:
+        self._quiet = quiet
+        self._name: str | None = None
+        self._share = 0
+
+    def show(self, phase: Phase | None) -> None:
+        if phase is None:
+            self._name = None
+            return
+        if phase.name != self._name:
+            self._name, self._share = phase.name, 0
+            task = f"{phase.task}: " if phase.task else ""
+            _err(f"distloop: {task}{phase.name}…")
+            return
+        if self._quiet or not phase.total or phase.done is None:
+            return
+        share = phase.done * PHASE_PROGRESS_SHARE // phase.total
+        if share > self._share:
+            self._share = share
+            _err(f"distloop: {phase.name}… {phase.done:,} of {phase.total:,}")
 
 
 def _print_event(event: RunEvent, *, quiet: bool, verbose: bool) -> int | None:

@@ -20,6 +20,7 @@ from ..messages import (
     EvalMetrics,
     Log,
     Message,
+    Phase,
     RunFailed,
     RunFinished,
     RunStarted,
@@ -370,6 +371,10 @@ class LocalCluster:
             else:
                 what = f"serves {message.serving}" if message.serving else "started its loop"
                 self._note(f"{task.name} {what}", task=task.name)
+        elif isinstance(message, Phase):
+            task.last_line = message.name  # the Cluster tab shows what each task does
+            if reporter:  # the reporting task's phases speak for the run, as its steps do
+                self._pass_on(message)
         elif isinstance(message, StrategyReady):
             task.devices = message.devices
             self._compare_devices()

@@ -60,7 +60,22 @@ class FolderScan:
             self.others[:OTHERS_NAMED],
             self.extensions,
             unusable=self.unusable(),
+            examples=self.examples(),
+            other_count=len(self.others),
         )
+
+    def examples(self) -> tuple[tuple[Path, ...], ...]:
+        """The first files of the first classes (:data:`EXAMPLE_CLASSES` of
+        :data:`EXAMPLES_PER_CLASS`): what a preview shows of the folder."""
+        shown: list[list[Path]] = []
+        for file, label in self.files:
+            if label >= EXAMPLE_CLASSES:
+                break
+            while len(shown) <= label:
+                shown.append([])
+            if len(shown[label]) < EXAMPLES_PER_CLASS:
+                shown[label].append(file)
+        return tuple(tuple(files) for files in shown)
 
     def unusable(self) -> tuple[Path, str] | None:
         """The first class folder or file a run cannot read for its name or its kind, and
@@ -105,6 +120,10 @@ def shown_path(path: Path) -> str:
 
 OTHERS_NAMED = 3
 """Files no decoder reads that a message names, as examples."""
+EXAMPLE_CLASSES = 12
+EXAMPLES_PER_CLASS = 8
+"""A summary names the first files of the first classes, which a preview shows: a few
+dozen paths, where the folder's list is megabytes."""
 
 
 @dataclass(frozen=True)
@@ -126,6 +145,10 @@ class FolderSummary:
     unreadable_count: int = 0
     unusable: tuple[Path, str] | None = None
     """:meth:`FolderScan.unusable`: a path a run cannot read, and why."""
+    examples: tuple[tuple[Path, ...], ...] = ()
+    """:meth:`FolderScan.examples`: each shown class's first files, by label."""
+    other_count: int = 0
+    """All the files no decoder reads (``others`` names the first few)."""
 
 
 FolderProgress = Callable[[str, int], None]
@@ -304,10 +327,15 @@ def image_file_problem(path: Path) -> str | None:
     return "is not a JPEG, PNG, GIF or BMP image"
 
 
-def unreadable_images(scan: FolderScan) -> list[tuple[Path, str]]:
-    """The folder's files that no decoder would read, each with the reason."""
+def unreadable_images(
+    scan: FolderScan, progress: Callable[[int], None] | None = None
+) -> list[tuple[Path, str]]:
+    """The folder's files that no decoder would read, each with the reason;
+    ``progress(files checked)`` is told as they are checked."""
     found = []
-    for path, _ in scan.files:
+    for index, (path, _) in enumerate(scan.files):
+        if progress is not None:
+            progress(index)
         problem = image_file_problem(path)
         if problem is not None:
             found.append((path, problem))

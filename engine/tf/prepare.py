@@ -16,6 +16,7 @@ from pathlib import Path
 
 import tensorflow as tf
 
+from .. import phases
 from ..channel import Channel
 from ..config import Project, uneven_batch_warnings
 from ..messages import RunStarted, StrategyReady
@@ -72,6 +73,7 @@ def prepare(project: Project, run_dir: Path | None, channel: Channel, *, resume:
     if training.deterministic and not parameter_server:
         tf.config.experimental.enable_op_determinism()
 
+    phases.begin("building the model")
     # Loaded before the strategy exists, so a broken file fails the run at once.
     code = load_user_code(project.custom_code.path) if project.custom_code else None
     strategy = build_strategy(project.strategy)
@@ -106,6 +108,7 @@ def prepare(project: Project, run_dir: Path | None, channel: Channel, *, resume:
             task=channel.task,
         )
         if resume:
+            phases.begin("restoring the last checkpoint")
             done_steps = checkpoints.restore_latest()
             channel.log(
                 f"resuming after step {done_steps} from the last checkpoint"
@@ -113,6 +116,7 @@ def prepare(project: Project, run_dir: Path | None, channel: Channel, *, resume:
                 else "no checkpoint yet: starting the run from its first step"
             )
 
+    phases.begin("preparing the data")
     if code is not None and code.build_dataset is not None:
         if project.evaluation is not None and project.evaluation.split is not None:
             raise UserCodeError(

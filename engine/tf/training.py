@@ -21,6 +21,7 @@ from pathlib import Path
 
 import tensorflow as tf
 
+from .. import phases
 from ..channel import Channel
 from ..config import Project
 from ..loop import LoopHook, LoopPlan, run_loop
@@ -81,6 +82,7 @@ def train(
     runner = _step_runner(prepared, project, replica_input, channel)
     # Traces the step now: a custom step's losses name the metrics.csv columns, and one
     # that returns the wrong thing fails here, before the first step.
+    phases.begin("tracing the step")
     runner.bind_input(replica_input.element_spec)
     loss_names = runner.loss_names(replica_input.element_spec) if prepared.code else None
     evaluator = (
@@ -104,6 +106,7 @@ def train(
             epoch_form=training.epochs is not None,
             elapsed_offset_s=reporting.elapsed_s,  # a resume's clock goes on from its rows
         )
+        phases.begin("first step")  # its input pipeline fills, then the step runs once
         try:
             end = run_loop(runner, replica_input.dataset, plan, hooks)
         except (tf.errors.NotFoundError, tf.errors.InvalidArgumentError) as exc:

@@ -30,16 +30,10 @@ from PySide6.QtWidgets import (
 
 from ...engine.config import DATA_SOURCES
 from ...engine.data_sources import source_named
-from ...engine.data_sources.folders import (
-    FolderError,
-    FolderScan,
-    scan_folder,
-    unreadable_images,
-)
+from ...engine.data_sources.folders import FolderError, FolderSummary
+from .folder_scans import FolderScans
 
 THUMBNAIL_PX = 56
-IMAGES_PER_CLASS = 8
-SHOWN_CLASSES = 12
 CSV_ROWS = 10
 TEXTS_PER_CLASS = 3
 TEXT_CHARS = 160
@@ -49,8 +43,15 @@ HINT = "Choose Preview… on the Data tab to see the data here."
 class DatasetPreview(QWidget):
     """A summary line, then a table (class counts or CSV rows), then a grid of images."""
 
-    def __init__(self) -> None:
+    def __init__(self, folders: FolderScans) -> None:
+        """``folders`` scans the folders previewed, as it does those validation reads."""
         super().__init__()
+        self._folders = folders
+        self._folders.previewed.connect(self._previewed)
+        self._folders.progress.connect(self._reading)
+        self._asked: tuple[str, bool, str] | None = None
+        """The folder being read for the preview: its path, whether its files are images,
+        and what they are called (``images``, ``text files``)."""
         self.summary = QLabel(HINT)
         self.summary.setWordWrap(True)
         self.summary.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
@@ -87,8 +88,7 @@ class DatasetPreview(QWidget):
         if not path_text:
             self.summary.setText(f"Choose the {source} data's path first.")
             return
-        path = Path(path_text).expanduser()
-        path = path if path.is_absolute() else base_dir / path
+        path = _resolved(path_text, base_dir)
         if preview in ("images", "texts"):
             self._show_folder(path, str(source))
         elif preview == "table":
@@ -98,6 +98,9 @@ class DatasetPreview(QWidget):
 
     def clear(self) -> None:
         """Back to the hint: another project's data must not pass for this one's."""
+        if self._asked is not None:
+            self._asked = None
+            self._folders.stop_preview()
         self._clear()
         self.summary.setText(HINT)
 
@@ -113,46 +116,76 @@ class DatasetPreview(QWidget):
                 item.widget().deleteLater()
 
     def _show_folder(self, path: Path, source: str) -> None:
+        """Asks for the folder's summary, made off the window's thread (listing 100,000
+        files and reading each image's ends froze the window 12-16 s); its progress shows
+        here until :meth:`_previewed` shows the folder."""
         found = source_named(source)
         assert found.class_folders is not None
-        kind, extensions = found.class_folders.files, found.class_folders.extensions
-        images = found.preview == "images"
-        try:
-            scan = scan_folder(path, extensions)
-        except FolderError as exc:
-            self.summary.setText(str(exc))
+        self._asked = (str(path), found.preview == "images", found.class_folders.files)
+        self.summary.setText(f"Reading {path}…")
+        self._folders.preview(str(path), found.class_folders.extensions)
+
+    def previewing(self) -> str | None:
+        """The folder being read for the preview, None when none is."""
+        return None if self._asked is None else self._asked[0]
+
+    def stop_unless(self, data: Mapping[str, Any], base_dir: Path) -> None:
+        """The forms changed: a folder still being read for the preview that they no longer
+        name is not read on (it would show a folder the user left)."""
+        if self._asked is None:
             return
-        counts = scan.counts()
+        path_text = str(data.get("path") or "")
+        if path_text and str(_resolved(path_text, base_dir)) == self._asked[0]:
+            return
+        self._asked = None
+        self._folders.stop_preview()
+        self.summary.setText(f"The path changed: {HINT[0].lower()}{HINT[1:]}")
+
+    def _reading(self, text: str) -> None:
+        """The scan's progress (``scanning /data… 12,345 files``) while the preview waits."""
+        if self._asked is not None and text:
+            self.summary.setText(text)
+
+    def _previewed(self, path: str, summary: FolderSummary | FolderError) -> None:
+        if self._asked is None or self._asked[0] != path:
+            return
+        _, images, kind = self._asked
+        self._asked = None
+        if isinstance(summary, FolderError):
+            self.summary.setText(str(summary))
+            return
         self.summary.setText(
-            f"{path}: {len(scan.files)} {kind} in {_counted(len(scan.classes), 'class')}"
-            + (f"; {_counted(len(scan.others), 'other file')} not read" if scan.others else "")
-            + (_unreadable_text(scan) if images else "")
+            f"{path}: {sum(summary.counts)} {kind} in {_counted(len(summary.classes), 'class')}"
+            + (
+                f"; {_counted(summary.other_count, 'other file')} not read"
+                if summary.other_count
+                else ""
+            )
+            + (_unreadable_text(summary) if images else "")
         )
         self.table.setColumnCount(3)
         self.table.setHorizontalHeaderLabels(["Label", "Class", kind.capitalize()])
-        self.table.setRowCount(len(counts))
-        for row, (name, count) in enumerate(counts.items()):
+        self.table.setRowCount(len(summary.classes))
+        for row, (name, count) in enumerate(zip(summary.classes, summary.counts, strict=True)):
             for column, value in enumerate((str(row), name, str(count))):
                 self.table.setItem(row, column, QTableWidgetItem(value))
         self.table.show()
-        if scan.files and images:
-            self._show_images(scan)
-        elif scan.files:
-            self._show_texts(scan)
+        if any(summary.examples) and images:
+            self._show_images(summary)
+        elif any(summary.examples):
+            self._show_texts(summary)
 
-    def _show_texts(self, scan: FolderScan) -> None:
+    def _show_texts(self, summary: FolderSummary) -> None:
         """The start of each class's first texts, one row each, the class named first."""
         row = 0
-        for label, items in itertools.islice(
-            itertools.groupby(scan.files, key=lambda item: item[1]), SHOWN_CLASSES
-        ):
-            for file, _ in itertools.islice(items, TEXTS_PER_CLASS):
+        for label, files in enumerate(summary.examples):
+            for file in files[:TEXTS_PER_CLASS]:
                 try:
                     with file.open(encoding="utf-8", errors="replace") as handle:
                         text = " ".join(handle.read(TEXT_CHARS).split())
                 except OSError as exc:
                     text = f"(cannot be read: {exc.strerror or exc})"
-                name = QLabel(f"<b>{scan.classes[label]}</b>")
+                name = QLabel(f"<b>{summary.classes[label]}</b>")
                 name.setToolTip(str(file))
                 self.grid.addWidget(name, row, 0)
                 shown = QLabel(text)
@@ -161,12 +194,11 @@ class DatasetPreview(QWidget):
                 row += 1
         self.images.show()
 
-    def _show_images(self, scan: FolderScan) -> None:
+    def _show_images(self, summary: FolderSummary) -> None:
         """The first images of each class, one row per class, each captioned with its class."""
-        by_class = itertools.groupby(scan.files, key=lambda item: item[1])
-        for row, (label, items) in enumerate(itertools.islice(by_class, SHOWN_CLASSES)):
-            for column, (file, _) in enumerate(itertools.islice(items, IMAGES_PER_CLASS)):
-                self.grid.addWidget(_thumbnail(file, scan.classes[label]), row, column)
+        for row, files in enumerate(summary.examples):
+            for column, file in enumerate(files):
+                self.grid.addWidget(_thumbnail(file, summary.classes[row]), row, column)
         self.images.show()
 
     def _show_csv(self, path: Path, label_column: str) -> None:
@@ -197,15 +229,20 @@ def _counted(count: int, noun: str) -> str:
     return f"{count:,} {noun if count == 1 else plural}"
 
 
-def _unreadable_text(scan: FolderScan) -> str:
+def _resolved(path_text: str, base_dir: Path) -> Path:
+    """The forms' path as the preview reads it: relative ones under the project's folder."""
+    path = Path(path_text).expanduser()
+    return path if path.is_absolute() else base_dir / path
+
+
+def _unreadable_text(summary: FolderSummary) -> str:
     """The images a run would fail on or skip (data.on_bad_file), found before the run: the
-    grid shows only each class's first few. Reads each file's ends only, once per preview."""
-    bad = unreadable_images(scan)
-    if not bad:
+    grid shows only each class's first few. The scan read each file's ends for it."""
+    if not summary.unreadable:
         return ""
-    path, why = bad[0]
-    more = f" and {len(bad) - 1} more" if len(bad) > 1 else ""
-    return f"; {len(bad)} unreadable (see On bad file): {path.relative_to(scan.root)} {why}{more}"
+    (path, why), count = summary.unreadable[0], summary.unreadable_count
+    more = f" and {count - 1} more" if count > 1 else ""
+    return f"; {count} unreadable (see On bad file): {path.relative_to(summary.root)} {why}{more}"
 
 
 def _thumbnail(file: Path, class_name: str) -> QWidget:

@@ -67,12 +67,15 @@ class FolderScans(QObject):
     """A new or changed folder's summary is kept: validate again."""
     progress = Signal(str)
     """What is being scanned now, e.g. ``scanning /data/pets… 12,345 files``; "" when idle."""
+    previewed = Signal(str, object)
+    """The folder :meth:`preview` asked for, and its FolderSummary or FolderError."""
     _answered = Signal(int, object)  # (job number, Outcome | None), from the reader thread
 
     def __init__(self, parent: QObject | None = None) -> None:
         super().__init__(parent)
         self._cache: OrderedDict[Key, Outcome] = OrderedDict()
         self._wanted: list[Key] = []
+        self._preview: Key | None = None
         self._active: dict[int, _Job] = {}
         self._numbers = count(1)
         self._worker: _Worker | None = None
@@ -102,11 +105,32 @@ class FolderScans(QObject):
         """
         keys = folder_keys(project)
         self._wanted = [key for _, key in keys]
-        if any(job.key not in self._wanted for job in self._active.values()):
+        if any(job.key not in self._keys() for job in self._active.values()):
             self._cancel()
-        if self._wanted:
+        if self._keys():
             self._pause.start(0 if at_once else PAUSE_MS)
         return [f"{where}.path" for where, key in keys if key not in self._cache]
+
+    def preview(self, path: str, extensions: tuple[str, ...]) -> None:
+        """Summarizes a folder for the preview in the scanning process: ``previewed`` comes
+        once a kept summary is checked (a stat per folder) or a new one is made;
+        :meth:`stop_preview` stops it."""
+        self._preview = (path, extensions)
+        self._pause.start(0)
+
+    def stop_preview(self) -> None:
+        """The preview is not wanted any more (the path it shows was changed)."""
+        if self._preview is None:
+            return
+        self._preview = None
+        if any(job.key not in self._wanted for job in self._active.values()):
+            self._cancel()
+            self._pause.start(0)  # the scans validation still wants start again
+
+    def _keys(self) -> list[Key]:
+        """Every folder wanted: the project's, and the previewed one."""
+        extra = [self._preview] if self._preview and self._preview not in self._wanted else []
+        return [*self._wanted, *extra]
 
     def scanning(self) -> bool:
         """Whether a scan or a check is under way or waits for edits to pause."""
@@ -131,7 +155,7 @@ class FolderScans(QObject):
 
     def _start(self) -> None:
         asked = {job.key for job in self._active.values()}
-        for key in self._wanted:
+        for key in self._keys():
             if key in asked:
                 continue
             if self._worker is None:
@@ -156,6 +180,11 @@ class FolderScans(QObject):
         if not self._active:
             self._ticker.stop()
             self.progress.emit("")
+        if job is not None and job.key == self._preview:
+            kept = outcome or self._cache.get(job.key)  # scanned, or checked and unchanged
+            if kept is not None:
+                self._preview = None
+                self.previewed.emit(job.key[0], kept[0])
         if job is None or outcome is None:  # cancelled, or checked and unchanged
             return
         self._cache[job.key] = outcome

@@ -21,6 +21,7 @@ three times faster; benchmarks/gui_bench.py).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pyqtgraph as pg
@@ -47,6 +48,9 @@ from ...engine.run_folder import format_loss
 from ...engine.run_model import RunModel, Trace
 from ..widgets.elided_label import ElidedLabel
 from .series import GrowingArray, Smoother
+
+if TYPE_CHECKING:
+    from ..runs.drawn_run_worker import DrawnRun
 
 REDRAW_INTERVAL_MS = 33
 DOWNSAMPLE_FACTOR = 1.0  # downsampling bins per pixel column: finer adds nothing visible
@@ -542,6 +546,39 @@ class LossPlot(QWidget):
         for step, val_loss in evaluated[len(self._eval_steps) :]:
             self.add_evaluation(step, val_loss)
 
+    def show_drawn(self, drawn: DrawnRun) -> None:
+        """Draws a past run read off the window's thread (:mod:`gui.runs.run_drawing`):
+        its curves as they were read, already smoothed and, for a long run, already cut to
+        what the plot draws, so nothing of the run's length is done here."""
+        self.clear()
+        self._steps.extend(drawn.steps)
+        self._losses.extend(drawn.loss[0])
+        self._smoothed.extend(drawn.loss[1])
+        for values, smoothed in drawn.replicas:
+            name = f"replica {len(self._replicas)}{REPLICA_SUFFIX}"
+            series = self._new_series(name, 1, len(self._steps))
+            series.buffer.extend(values)
+            series.smoothed.extend(smoothed)
+            self._replicas.append(series)
+        for name, (values, smoothed) in drawn.named.items():
+            series = self._new_series(name, 2, len(self._steps))
+            series.buffer.extend(values)
+            series.smoothed.extend(smoothed)
+            self._named[name] = series
+        self.replica_checkbox.setEnabled(bool(self._replicas))
+        for step, val_loss in zip(*drawn.evaluations, strict=True):
+            self.add_evaluation(float(step), float(val_loss))
+        self._dirty = True
+        self.hint.setVisible(not len(self._steps) and not len(self._eval_steps))
+        self._rebuild_legend()
+
+    def show_busy(self, text: str) -> None:
+        """Says in the empty plot what is being read for it (a past run: its share read)."""
+        if self.hint.isVisible() and not len(self._steps):
+            self.hint.setText(text)  # the view is set already: a new range would relayout
+        else:
+            self._show_hint(text)
+
     def set_num_replicas(self, replicas: int, task: str | None = None) -> None:
         """The run's replicas in sync (all tasks'), which turn a replica's share into its mean.
 
@@ -860,8 +897,9 @@ class LossPlot(QWidget):
         if self._eval_steps:
             self.eval_curve.setData(self._eval_steps.view(), self._eval_losses.view())
 
-    def _show_hint(self) -> None:
+    def _show_hint(self, text: str = EMPTY_HINT) -> None:
         """An empty plot says what will appear in it, centred in a unit view."""
+        self.hint.setText(text)
         self.plot_item.setRange(xRange=(0, 1), yRange=(0, 1), padding=0.05)
         self.hint.setPos(0.5, 0.5)
         self.hint.setVisible(True)

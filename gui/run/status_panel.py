@@ -20,9 +20,25 @@ from PySide6.QtWidgets import (
 )
 
 from ...engine.formatting import format_count, format_duration
-from ...engine.messages import EvalMetrics, RunFailed, RunFinished, RunStarted, StepMetrics
-from ...engine.run_events import Evaluated, Pruning, RunEvent, Started, StatusChanged, StepsAdded
+from ...engine.messages import (
+    EvalMetrics,
+    Phase,
+    RunFailed,
+    RunFinished,
+    RunStarted,
+    StepMetrics,
+)
+from ...engine.run_events import (
+    Evaluated,
+    PhaseChanged,
+    Pruning,
+    RunEvent,
+    Started,
+    StatusChanged,
+    StepsAdded,
+)
 from ...engine.run_folder import format_loss
+from ...engine.run_history import RunSummary
 from ...engine.run_model import RunModel
 from ..widgets.elided_label import ElidedLabel
 
@@ -141,10 +157,41 @@ class StatusPanel(QWidget):
         self._long("validation", "—")
         self._long("devices", "—")
         self._long("run_dir", name or Path(run_dir).name, f"{name}\n{run_dir}" if name else run_dir)
-        self._say("Starting… (TensorFlow loads in the engine process)")
+        # Only what is true: the engine says what it does (loading TensorFlow, for a cold
+        # one) in its phases, which follow at once.
+        self._say("Starting…")
         self._set_progress()
         self._update_times()
         self._clock.start()
+
+    def show_past(self, run: RunSummary) -> None:
+        """Describes a past run drawn in the plot (from the Runs list), saying it is one:
+        the numbers of the last live run beside another run's curves misled."""
+        self._model = None
+        self._stepped = False
+        self._clock.stop()
+        loss = "" if run.final_loss is None else f", final loss {format_loss(run.final_loss)}"
+        self._say(f"Past run: {run.status} at step {run.steps:,}{loss}", run.error)
+        self.values["step"].setText(f"{run.steps:,}")
+        self.values["loss"].setText("—" if run.final_loss is None else format_loss(run.final_loss))
+        self.values["rate"].setText(
+            f"{run.steps / run.duration_s:,.1f}" if run.duration_s and run.steps else "—"
+        )
+        self.values["elapsed"].setText(
+            "—" if run.duration_s is None else format_duration(run.duration_s)
+        )
+        self.values["eta"].setText("—")
+        self.values["strategy"].setText(run.strategy or "—")
+        self.values["strategy"].setToolTip("")
+        self.values["replicas"].setText("—" if run.num_replicas is None else str(run.num_replicas))
+        self.values["tensorflow"].setText("—")
+        best = run.best_validation or {}
+        self._long("validation", ", ".join(f"{k} {v:.6g}" for k, v in best.items()) or "—")
+        self._long("devices", "—")
+        self._long("run_dir", run.name, f"{run.name}\n{run.path}")
+        self.progress.setRange(0, 1)
+        self.progress.setValue(0)
+        self.progress.setFormat("")
 
     def show_job_state(self, model: RunModel, job_id: str, state: str) -> None:
         """A batch job's state while it waits or starts (``PENDING (Resources)``): the
@@ -159,6 +206,8 @@ class StatusPanel(QWidget):
         match event:
             case Started(message):
                 self._run_started(message)
+            case PhaseChanged(message):
+                self._phase(message)
             case StepsAdded(message):
                 self._metrics(message)
             case Evaluated(message):
@@ -174,8 +223,25 @@ class StatusPanel(QWidget):
             case StatusChanged(status="stopping"):
                 self._say("Stopping… (the engine stops after the current step)")
 
+    def _phase(self, phase: Phase | None) -> None:
+        """The headline says what the engine does outside its steps, with how far it is
+        where that can be counted; back to "Running" once steps follow."""
+        if phase is None:
+            self._say("Running")
+            self._set_progress()
+            return
+        self._say(f"{phase.name[:1].upper()}{phase.name[1:]}…")
+        if phase.total:
+            self.progress.setRange(0, phase.total)
+            self.progress.setValue(phase.done or 0)
+            self.progress.setFormat(f"{phase.done or 0:,} of {phase.total:,}")
+        else:
+            self.progress.setRange(0, 0)  # busy: nothing to count
+            self.progress.setFormat("")
+
     def _run_started(self, message: RunStarted) -> None:
-        self._say("Running")
+        if self._model is None or self._model.phase is None:
+            self._say("Running")
         self.values["strategy"].setText(message.strategy_kind or message.strategy)
         self.values["strategy"].setToolTip(f"TensorFlow's {message.strategy}")
         self.values["replicas"].setText(str(message.num_replicas))

@@ -73,12 +73,13 @@ from ...engine.run_history import (
     slurm_jobs_root,
     summarize,
 )
-from ...engine.run_model import RunModel
 from ..files import file_dialogs
 from ..files.exports import CSV_FILTER, copy_metrics
 from ..run.loss_plot import LossPlot
 from ..shell import dialogs
 from ..widgets.tables import select_rows, style_list_table
+from .drawn_run_worker import DrawnRun
+from .run_drawing import RunDrawing
 from .run_scanner import RunScanner
 from .run_table import SORT_ROLE
 from .runs_model import Column, RunsTableModel, is_run_of
@@ -139,6 +140,7 @@ class RunsPanel(QWidget):
     resume_requested = Signal(object)  # RunSummary: the window owns the run controller
     follow_requested = Signal(object)  # RunSummary of a job Slurm still holds
     try_it_requested = Signal(object)  # RunSummary whose saved model the window lets one try
+    run_drawn = Signal(object)  # RunSummary of the past run now drawn as the plot's own
 
     def __init__(
         self, plot: LossPlot, runs_root: Path | None = None, parent: QWidget | None = None
@@ -150,6 +152,13 @@ class RunsPanel(QWidget):
         self._active_run: Path | None = None
         self._shown: RunSummary | None = None  # the past run drawn as the plot's own curves
         self._compared: dict[Path, RunSummary] = {}  # in the order they were compared
+        self._drawing = RunDrawing(self)
+        self._drawing.read.connect(self._drawn)
+        self._drawing.failed.connect(self._drawing_failed)
+        self._drawing.progress.connect(self._reading_progress)
+        self._drawing_run: RunSummary | None = None  # the past run being read for the plot
+        self._cut = False  # the shown run came back cut to its buckets (a long run)
+        self._plot.smooth_slider.valueChanged.connect(self._smoothing_changed)
 
         self.model = RunsTableModel()
         self.proxy = RunsFilter(self)
@@ -493,6 +502,7 @@ class RunsPanel(QWidget):
         if run_dir == previous:
             return
         if run_dir is not None:
+            self.stop_drawing()
             self._shown = None
             self._compared = {
                 path: run for path, run in self._compared.items() if not self._is_active(run)
@@ -509,6 +519,7 @@ class RunsPanel(QWidget):
 
     def forget_shown_run(self) -> None:
         """The plot no longer draws a past run as its own curves (compared runs stay)."""
+        self.stop_drawing()
         self._shown = None
         self._fill_metric_box()
 
@@ -605,6 +616,7 @@ class RunsPanel(QWidget):
             self.show_run(runs[0])
             return
         if self._active_run is None:
+            self.stop_drawing()
             self._plot.clear()
             self._shown = None
         self.compare(runs)
@@ -616,19 +628,65 @@ class RunsPanel(QWidget):
             return
         self._plot.clear()
         self._shown = None
-        try:
-            self._plot.show_trace(RunModel.from_folder(run.path).trace)
-        except OSError as exc:
-            dialogs.show_error(self, "Cannot show the run", f"{run.name}: {exc}")
+        self._drawing_run = run
+        self._plot.show_busy(f"Reading {run.name}…")
+        self._drawing.ask(run.path, self._plot.smoothing_weight())
+
+    def _smoothing_changed(self) -> None:
+        """A long run's curves came back cut to buckets, smoothed at the weight then: one
+        smoothed again here would smooth the buckets, not the steps. It is read again,
+        smoothed over every step at the new weight (the plot smooths the drawn points
+        meanwhile), and replaces what is drawn without moving the view."""
+        reading = self._drawing_run
+        if reading is not None and reading is not self._shown:  # read at the new weight
+            self._drawing.ask(reading.path, self._plot.smoothing_weight())
             return
+        run = self._shown
+        if run is None or not self._cut or self._active_run is not None:
+            return
+        self._drawing_run = run
+        self._plot.set_caption(f"{run.name} (smoothing every step again…)")
+        self._drawing.ask(run.path, self._plot.smoothing_weight())
+
+    def _reading_progress(self, path: Path, done: int, total: int) -> None:
+        """The share of the run's metrics.csv read so far, in the plot it will fill."""
+        run = self._drawing_run
+        if run is not None and run is not self._shown and run.path == path and total:
+            read = f"{done * 100 // total}% of {total / 1e6:,.1f} MB"
+            self._plot.show_busy(f"Reading {run.name}… {read}")
+
+    def _drawing_failed(self, path: Path, why: str) -> None:
+        run, self._drawing_run = self._drawing_run, None
+        self._plot.clear()
+        if run is not None and run.path == path:
+            dialogs.show_error(self, "Cannot show the run", f"{run.name}: {why}")
+
+    def stop_drawing(self) -> None:
+        """A past run being read is not drawn after all (a live run takes the plot)."""
+        self._drawing.cancel()
+        self._drawing_run = None
+
+    def _drawn(self, path: Path, drawn: DrawnRun) -> None:
+        """The run asked for last is read: its curves become the plot's own."""
+        run, self._drawing_run = self._drawing_run, None
+        if run is None or run.path != path or self._active_run is not None:
+            return
+        smoothed_again = run is self._shown  # the view the user chose stays
+        view = self._plot.plot_item.getViewBox().viewRange() if smoothed_again else None
+        self._plot.show_drawn(drawn)
+        self._cut = len(drawn.steps) != drawn.recorded_steps
         self._shown = run
         self._compared.pop(run.path, None)  # drawn once: as the plot's own curves
         self._plot.set_caption(run.name)
         if run.pruned is not None:
             self._plot.mark_pruned(*run.pruned)
-        self._plot.auto_range()
+        if view is None:
+            self._plot.auto_range()
+        else:
+            self._plot.plot_item.setRange(xRange=view[0], yRange=view[1], padding=0)
         self._fill_metric_box()
         self._draw_comparisons()
+        self.run_drawn.emit(run)
 
     def compare_selected(self) -> None:
         self.compare(self.selected_runs())

@@ -62,6 +62,7 @@ from ...engine.study.runner import StudyPlan, new_study_dir, read_plan, write_pl
 from ...engine.validation import Validation
 from ..files.dataset_preview import DatasetPreview
 from ..files.exports import save_plot_as
+from ..project.data_form import DataForm
 from ..project.problems_panel import ProblemsPanel
 from ..project.project_document import ProjectDocument
 from ..project.project_editor import ProjectEditor
@@ -174,7 +175,8 @@ class MainWindow(QMainWindow):
             self.study_session, lambda: self.runs_panel.runs_root, self.add_sweep
         )
         self.validity = QLabel()
-        self.dataset_preview = DatasetPreview()
+        self.dataset_preview = DatasetPreview(self.document.folders)
+        self._previewed_form: DataForm | None = None  # the form whose data was last previewed
         self.host_runs = HostRuns(
             self.editor.hosts,
             self.controller,
@@ -557,8 +559,9 @@ class MainWindow(QMainWindow):
         self.host_runs.log.connect(self.log_panel.add)
         self.host_runs.job_state.connect(self.status_panel.show_job_state)
         self.host_runs.job_state.connect(self._job_state_changed)
-        self.editor.data_form.preview_requested.connect(self._preview_data)
-        self.editor.evaluation.source.preview_requested.connect(self._preview_data)
+        for form in (self.editor.data_form, self.editor.evaluation.source):
+            form.preview_requested.connect(lambda data, form=form: self._preview_data(data, form))
+            form.edited.connect(lambda form=form: self._previewed_form_edited(form))
         self.editor.devices_detected.connect(self._on_devices_detected)
         self.problems_panel.problem_activated.connect(self.editor.reveal)
         controller = self.controller
@@ -571,6 +574,7 @@ class MainWindow(QMainWindow):
         self.runs_panel.resume_requested.connect(self.resume_run)
         self.runs_panel.follow_requested.connect(self.follow_job)
         self.runs_panel.try_it_requested.connect(self.try_run)
+        self.runs_panel.run_drawn.connect(self.status_panel.show_past)
         self.study_panel.opened.connect(self._show_study)
         self.study_panel.trials_chosen.connect(self.runs_panel.show_runs)
         self.study_panel.compare_requested.connect(self.runs_panel.compare)
@@ -674,8 +678,14 @@ class MainWindow(QMainWindow):
         self.statusBar().showMessage(f"Opened the project of {title}", 5000)
         return True
 
-    def _preview_data(self, data: dict[str, Any]) -> None:
+    def _preview_data(self, data: dict[str, Any], form: DataForm) -> None:
+        self._previewed_form = form
         self.dataset_preview.show_data(data, self.document.base_dir())
+
+    def _previewed_form_edited(self, form: DataForm) -> None:
+        """A folder still being read for the preview stops once its path is changed."""
+        if form is self._previewed_form:
+            self.dataset_preview.stop_unless(form.value(), self.document.base_dir())
         self.dataset_dock.show()
         self.dataset_dock.raise_()
 
@@ -689,6 +699,7 @@ class MainWindow(QMainWindow):
         assert model.run_dir is not None
         self._last_run_dir = model.run_dir
         self.open_run_folder_action.setEnabled(True)
+        self.runs_panel.stop_drawing()  # a past run being read must not replace this one
         self.plot.clear()
         self.plot.follow(model)
         self.plot.set_caption(caption)

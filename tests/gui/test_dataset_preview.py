@@ -4,15 +4,20 @@ read without TensorFlow; and the window's checks of a data folder before Run."""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+import multiprocessing
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import numpy as np
-from data_folders import png_bytes, write_image_folder
+import pytest
+from data_folders import png_bytes, write_image_folder, write_linked_folder
+from distloop.engine.data_sources.folders import EXAMPLES_PER_CLASS
 from distloop.engine.validation import Validation, validate
-from distloop.gui.files.dataset_preview import HINT, IMAGES_PER_CLASS, DatasetPreview
+from distloop.gui.files.dataset_preview import HINT, DatasetPreview
+from distloop.gui.files.folder_scans import FolderScans
 from distloop.gui.project.problem_marks import is_marked
 from distloop.gui.shell.main_window import MainWindow
+from PySide6.QtCore import QTimer
 from PySide6.QtWidgets import QLabel
 from pytestqt.qtbot import QtBot
 
@@ -35,46 +40,66 @@ def _captions(preview: DatasetPreview) -> list[str]:
     return texts
 
 
-def test_an_image_folder_shows_counts_and_captioned_images(qtbot: QtBot, tmp_path: Path) -> None:
-    write_image_folder(tmp_path / "pics", classes=("cat", "dog"), per_class=IMAGES_PER_CLASS + 2)
-    (tmp_path / "pics" / "cat" / "000.png").write_bytes(b"\x89PNG\r\n\x1a\nbroken")
-    preview = DatasetPreview()
+@pytest.fixture
+def preview(qtbot: QtBot) -> Iterator[DatasetPreview]:
+    """A preview alone, with the scanning process the window would give it."""
+    scans = FolderScans()
+    preview = DatasetPreview(scans)
     qtbot.addWidget(preview)
+    yield preview
+    scans.close()
+    qtbot.waitUntil(lambda: not multiprocessing.active_children(), timeout=30_000)
+
+
+def _wait_previewed(qtbot: QtBot, preview: DatasetPreview) -> None:
+    """A folder is read for the preview off the window's thread: waits for what it shows."""
+    qtbot.waitUntil(lambda: preview.previewing() is None, timeout=60_000)
+
+
+def test_an_image_folder_shows_counts_and_captioned_images(
+    qtbot: QtBot, preview: DatasetPreview, tmp_path: Path
+) -> None:
+    write_image_folder(tmp_path / "pics", classes=("cat", "dog"), per_class=EXAMPLES_PER_CLASS + 2)
+    (tmp_path / "pics" / "cat" / "000.png").write_bytes(b"\x89PNG\r\n\x1a\nbroken")
     preview.show_data({"source": "image_folder", "path": "pics"}, tmp_path)  # relative
+    _wait_previewed(qtbot, preview)
     assert preview.summary.text() == (
         f"{tmp_path / 'pics'}: 20 images in 2 classes; 1 unreadable (see On bad file): "
         "cat/000.png is cut short (PNG)"
     )
     assert _table(preview) == [["0", "cat", "10"], ["1", "dog", "10"]]
     captions = _captions(preview)
-    assert captions.count("cat") == IMAGES_PER_CLASS and captions.count("dog") == IMAGES_PER_CLASS
+    assert (
+        captions.count("cat") == EXAMPLES_PER_CLASS and captions.count("dog") == EXAMPLES_PER_CLASS
+    )
     assert captions[0] == "unreadable"  # the broken file says so instead of failing the view
     (tmp_path / "pics" / "dog" / "later.png").write_bytes(b"")  # beyond the images shown
     preview.show_data({"source": "image_folder", "path": "pics"}, tmp_path)
+    _wait_previewed(qtbot, preview)
     assert preview.summary.text().endswith(
         "2 unreadable (see On bad file): cat/000.png is cut short (PNG) and 1 more"
     )
 
 
 def test_a_csv_file_shows_its_first_rows_and_synthetic_data_says_why_not(
-    qtbot: QtBot, tmp_path: Path
+    qtbot: QtBot, preview: DatasetPreview, tmp_path: Path
 ) -> None:
     rows = "\n".join(f"{i},{i * 2},{i % 2}" for i in range(30))
     (tmp_path / "t.csv").write_text(f"a,b,label\n{rows}\n")
-    preview = DatasetPreview()
-    qtbot.addWidget(preview)
     preview.show_data(
         {"source": "csv", "path": str(tmp_path / "t.csv"), "label_column": "label"}, tmp_path
     )
     assert preview.summary.text().endswith("first 10 row(s), 3 column(s); label column 'label'")
     assert _table(preview)[:2] == [["0", "0", "0"], ["1", "2", "1"]]
     preview.show_data({"source": "image_folder", "path": "missing"}, tmp_path)
+    _wait_previewed(qtbot, preview)
     assert preview.summary.text().endswith("does not exist; choose a folder of class subfolders")
     assert preview.table.isHidden()
     (tmp_path / "texts" / "fr").mkdir(parents=True)
     (tmp_path / "texts" / "fr" / "a.txt").write_text("Bonjour  <b>tout</b>\n le monde")
     (tmp_path / "texts" / "en").mkdir()
     preview.show_data({"source": "text_folder", "path": "texts"}, tmp_path)
+    _wait_previewed(qtbot, preview)
     assert preview.summary.text().endswith("texts: 1 text files in 2 classes")
     assert _table(preview) == [["0", "en", "0"], ["1", "fr", "1"]]
     assert _captions(preview) == ["<b>fr</b>", "Bonjour <b>tout</b> le monde"]
@@ -91,6 +116,7 @@ def test_preview_button_fills_the_dataset_tab(
     path.write_text(json.dumps(project))
     assert window.open_project(path)
     window.editor.data_form.preview.click()
+    _wait_previewed(qtbot, window.dataset_preview)
     assert window.dataset_preview.summary.text().endswith("6 images in 3 classes")
     assert not window.dataset_dock.isHidden()
     assert scanned(window).valid
@@ -170,12 +196,15 @@ def test_the_evaluation_sources_preview_fills_the_tab_too(
     assert window.dataset_preview.summary.text().endswith("first 1 row(s), 2 column(s)")
 
 
-def test_opening_another_project_clears_the_dataset_tab(window: MainWindow, tmp_path: Path) -> None:
+def test_opening_another_project_clears_the_dataset_tab(
+    qtbot: QtBot, window: MainWindow, tmp_path: Path
+) -> None:
     write_image_folder(tmp_path / "pics", classes=("a", "b"), per_class=2)
     path = tmp_path / "p.json"
     path.write_text(json.dumps(_image_project(tmp_path / "pics")))
     assert window.open_project(path)
     window.editor.data_form.preview.click()
+    _wait_previewed(qtbot, window.dataset_preview)
     assert window.dataset_preview.summary.text().endswith("4 images in 2 classes")
     window.open_example("seed")
     assert "pics" not in window.dataset_preview.summary.text()
@@ -184,3 +213,45 @@ def test_opening_another_project_clears_the_dataset_tab(window: MainWindow, tmp_
     window.new_project()
     assert window.dataset_preview.table.isHidden()
     assert window.dataset_preview.summary.text() == HINT
+
+
+@pytest.mark.timeout(900)  # beyond its waits: one that runs out fails with its own line
+def test_a_big_folder_previews_while_the_window_keeps_answering_and_a_path_change_stops_it(
+    qtbot: QtBot, window: MainWindow, tmp_path: Path
+) -> None:
+    """Preview… on a 100,000-file folder froze the window 12-16 s: the folder is read in
+    the scanning process while the event loop goes on (a 10 ms timer keeps ticking), the
+    tab says how far it is, and changing the path stops it."""
+    files = 100_000
+    big = write_linked_folder(tmp_path / "big", files // 10, classes=10)
+    write_image_folder(tmp_path / "small", classes=("a", "b"), per_class=2)
+    path = tmp_path / "p.json"
+    path.write_text(json.dumps(_image_project(big)))
+    assert window.open_project(path)
+    preview = window.dataset_preview
+    said: list[str] = []
+    timer = QTimer()
+    timer.timeout.connect(lambda: said.append(preview.summary.text()))
+    timer.start(10)
+
+    window.editor.data_form.preview.click()
+    assert preview.previewing() == str(big)
+    qtbot.waitUntil(lambda: "… " in preview.summary.text(), timeout=120_000)  # a count shows
+    path_edit = window.editor.data_form.pages["image_folder"].editors["path"]
+    path_edit.set_value(str(tmp_path / "small"))  # the user goes elsewhere: no more reading
+    assert preview.previewing() is None
+    assert preview.summary.text().startswith("The path changed: ")
+
+    path_edit.set_value(str(big))
+    said.clear()
+    window.editor.data_form.preview.click()
+    qtbot.waitUntil(lambda: preview.previewing() is None, timeout=600_000)
+    timer.stop()
+    counted = [text for text in said if text.startswith(("scanning ", "checking the images"))]
+    assert len(counted) > 20, "the event loop stood still while the folder was read"
+    assert len(set(counted)) > 3  # the count went up as it went
+    assert preview.summary.text() == f"{big}: {files} images in 10 classes"
+    assert _table(preview)[0] == ["0", "class0", str(files // 10)]
+    captions = _captions(preview)
+    assert captions.count("class0") == EXAMPLES_PER_CLASS
+    assert len(captions) == 10 * EXAMPLES_PER_CLASS

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import multiprocessing
 from pathlib import Path
 
 import numpy as np
 import pytest
+from data_folders import write_linked_folder
 from distloop.engine.examples import load_example
 from distloop.engine.messages import StepMetrics
 from distloop.engine.run_events import Logged
@@ -20,6 +22,7 @@ from distloop.engine.run_folder import (
 from distloop.gui.run.run_controller import RunController
 from distloop.gui.shell.main_window import MainWindow
 from gui_fakes import told_steps
+from test_data_folders import image_project
 
 pytestmark = pytest.mark.slow
 RUN_TIMEOUT_MS = 180_000  # TensorFlow's import alone takes 8-10 s on a quiet machine
@@ -127,3 +130,53 @@ def test_a_stop_that_saves_is_waited_for_not_killed(qtbot, qloop, tmp_path: Path
     assert stopped and stopped[0].endswith("; saving the checkpoint and the model"), logged
     assert any(text.startswith("saving the checkpoint and the model took ") for text in logged)
     assert multiprocessing.active_children() == []
+
+
+def test_the_status_panel_says_each_phase_of_a_run_on_a_big_folder(
+    qtbot, window: MainWindow, dialog_recorder, tmp_path
+) -> None:
+    """From Run to Finished the headline says what the engine does: 38 s of "TensorFlow
+    loads" while it checked 100,000 images, then "Running" at step - while it traced and
+    saved, looked hung. The check's progress is counted in the bar."""
+    files = 20_000
+    folder = write_linked_folder(tmp_path / "images", files // 4)
+    project = image_project(folder, training={"steps": 6, "seed": 1, "checkpoint_every": 3})
+    project["model"]["layers"][-1]["units"] = 4
+    path = tmp_path / "big.json"
+    path.write_text(json.dumps(project), encoding="utf-8")
+    assert window.open_project(path)
+    qtbot.waitUntil(lambda: window.validation.valid, timeout=RUN_TIMEOUT_MS)
+    headlines: list[str] = []
+    counted: list[str] = []
+
+    def seen(*_: object) -> None:  # after the status panel took the change (connected first)
+        text = window.status_panel.state.full_text()
+        if not headlines or headlines[-1] != text:
+            headlines.append(text)
+        if window.status_panel.progress.format().endswith(f" of {files:,}"):
+            counted.append(window.status_panel.progress.format())
+
+    window.controller.changed.connect(seen)
+    window.run()
+    assert window.status_panel.state.full_text() == "Starting…"
+    qtbot.waitUntil(lambda: not window.controller.active, timeout=RUN_TIMEOUT_MS)
+    assert dialog_recorder.shown == [], dialog_recorder.shown
+    expected = [
+        "Building the model…",
+        "Preparing the data…",
+        "Listing data.path's images…",
+        f"Checking {files:,} images…",
+        f"Decoding {files:,} images once…",
+        "Building the input pipeline…",
+        "Tracing the step…",
+        "First step…",
+        "Running",
+        "Writing the checkpoint of step 3…",
+        "Running",
+        "Writing the checkpoint of step 6…",
+        "Saving the model…",
+    ]
+    shown = [text for text in headlines if text in expected]
+    assert shown == expected, "\n".join(headlines)
+    assert headlines[-1].startswith("Finished at step 6")
+    assert counted, "the check's progress was never counted in the bar"

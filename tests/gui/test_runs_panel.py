@@ -22,7 +22,7 @@ from distloop.engine.examples import load_example
 from distloop.engine.formatting import format_compact
 from distloop.engine.messages import EvalMetrics, RunFailed
 from distloop.engine.resume_rules import ResumableRun, layout_of, window_refusal
-from distloop.engine.run_curves import WALL_TIME
+from distloop.engine.run_curves import WALL_TIME, bucket_means
 from distloop.engine.run_folder import (
     EvalWriter,
     MetricsWriter,
@@ -37,13 +37,15 @@ from distloop.engine.run_model import RunModel
 from distloop.engine.script_export import ExportError
 from distloop.gui.files.exports import copy_metrics
 from distloop.gui.files.log_file_window import read_tail
+from distloop.gui.run.series import Smoother
+from distloop.gui.runs.drawn_run_worker import DRAWN_BUCKETS
 from distloop.gui.runs.runs_model import Column
 from distloop.gui.runs.runs_panel import HEADER_KEY, RunsPanel
 from distloop.gui.shell.app import app_icon
 from distloop.gui.shell.main_window import PROJECT_DOCK_WIDTH, MainWindow
 from distloop_testing import crafted_status_folders
 from gui_fakes import FakeEngine, factory, seed_run
-from PySide6.QtCore import QPoint, QSettings, QSize, Qt
+from PySide6.QtCore import QPoint, QSettings, QSize, Qt, QTimer
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication, QFileDialog, QStyleOptionViewItem, QToolButton
 from test_csv_summary import big_metrics
@@ -133,6 +135,12 @@ def _select(panel: RunsPanel, *run_dirs: Path) -> None:
     panel.select_paths(list(run_dirs))
 
 
+def _drawn(qtbot, panel: RunsPanel, run_dir: Path, timeout_s: int = 60) -> None:
+    """Waits until ``run_dir`` is drawn: a past run is read off the window's thread."""
+    shown = lambda: getattr(panel.shown_run(), "path", None) == run_dir  # noqa: E731
+    qtbot.waitUntil(shown, timeout=timeout_s * 1000)
+
+
 def test_runs_are_listed_newest_first_with_their_numbers(make_window, three_runs) -> None:
     panel = make_window().runs_panel
     assert [run.name for run in panel.runs()] == ["new", "failed", "old"]
@@ -192,6 +200,7 @@ def test_double_click_shows_the_run_exactly_as_its_files_hold_it(
     viewport = panel.table.viewport()
     qtbot.mouseClick(viewport, Qt.MouseButton.LeftButton, pos=rect.center())  # Qt's order
     qtbot.mouseDClick(viewport, Qt.MouseButton.LeftButton, pos=rect.center())
+    _drawn(qtbot, panel, three_runs["new"])
     metrics = read_metrics(three_runs["new"])
     plot = window.plot
     assert np.array_equal(plot.steps(), metrics["step"])
@@ -207,6 +216,7 @@ def test_double_click_shows_the_run_exactly_as_its_files_hold_it(
 
     _select(panel, three_runs["old"])
     panel.show_action.trigger()  # another run replaces it
+    _drawn(qtbot, panel, three_runs["old"])
     assert list(plot.steps()) == [1, 2, 3] and list(plot.losses()) == [3.0, 2.0, 2.5]
     assert plot.replica_losses() == [] and plot.named_losses() == {}
 
@@ -231,11 +241,14 @@ def test_compare_two_runs_then_clear(make_window, three_runs) -> None:
     assert window.plot.comparisons() == {} and window.plot.legend_names() == []
 
 
-def test_compared_runs_pile_up_each_once_never_the_shown_run(make_window, three_runs) -> None:
+def test_compared_runs_pile_up_each_once_never_the_shown_run(
+    qtbot, make_window, three_runs
+) -> None:
     window: MainWindow = make_window()
     panel, plot = window.runs_panel, window.plot
     _select(panel, three_runs["new"])
     panel.show_action.trigger()
+    _drawn(qtbot, panel, three_runs["new"])
     _select(panel, three_runs["old"])
     panel.compare_action.trigger()
     _select(panel, three_runs["failed"], three_runs["old"], three_runs["new"])
@@ -247,17 +260,19 @@ def test_compared_runs_pile_up_each_once_never_the_shown_run(make_window, three_
 
     _select(panel, three_runs["old"])
     panel.show_action.trigger()  # a compared run that is shown leaves the comparison
+    _drawn(qtbot, panel, three_runs["old"])
     assert sorted(plot.comparisons()) == ["failed"]
     assert list(plot.losses()) == [3.0, 2.0, 2.5]
     panel.clear_comparison_action.trigger()
     assert plot.comparisons() == {} and panel.compared_runs() == []
 
 
-def test_compare_by_any_metric_against_step_or_wall_time(make_window, three_runs) -> None:
+def test_compare_by_any_metric_against_step_or_wall_time(qtbot, make_window, three_runs) -> None:
     window: MainWindow = make_window()
     panel, plot = window.runs_panel, window.plot
     _select(panel, three_runs["new"])
     panel.show_action.trigger()
+    _drawn(qtbot, panel, three_runs["new"])
     _select(panel, three_runs["old"])
     panel.compare_action.trigger()
     metrics = [panel.metric_box.itemText(i) for i in range(panel.metric_box.count())]
@@ -477,11 +492,12 @@ def test_export_metrics_as_csv_writes_the_metrics_with_the_evaluations(
 
 
 def test_export_plot_as_png_and_svg(
-    make_window, three_runs, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    qtbot, make_window, three_runs, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     window: MainWindow = make_window()
     _select(window.runs_panel, three_runs["new"])
     window.runs_panel.show_action.trigger()
+    _drawn(qtbot, window.runs_panel, three_runs["new"])
     _select(window.runs_panel, three_runs["old"])
     window.runs_panel.compare_action.trigger()
     answers = iter(
@@ -937,3 +953,111 @@ def test_a_comparison_kept_through_a_new_run_says_so_and_one_click_ends_it(
     assert plot.comparisons() == {} and not chip.isVisible()
     panel.metric_box.setCurrentIndex(panel.metric_box.count() - 1)  # a redraw brings none back
     assert plot.comparisons() == {}
+
+
+@pytest.mark.timeout(900)  # beyond its waits: one that runs out fails with its own line
+def test_a_past_run_of_ten_million_steps_is_drawn_while_the_window_keeps_answering(
+    qtbot, make_window, runs_root: Path, three_runs
+) -> None:
+    """Drawing a run of 10^7 steps froze the window 35-41 s: it is read in another process
+    while the event loop goes on (a 10 ms timer keeps ticking), the plot says how much is
+    read, another run asked for meanwhile ends the reading, and the curve drawn is the
+    file's, cut to each bucket's lowest and highest loss as the plot's own downsampling."""
+    steps = 10_000_000
+    big = fake_run(runs_root, "big", name="big", started=time.time(), losses=[1.0])
+    big_metrics(big / "metrics.csv", steps)
+    write_status(big, "finished", last_step=steps)
+    window: MainWindow = make_window()
+    window.show()
+    qtbot.waitExposed(window)
+    panel, plot = window.runs_panel, window.plot
+    panel.refresh()
+    ticks = []
+    timer = QTimer()
+    timer.timeout.connect(lambda: ticks.append(plot.hint.toPlainText()))
+    timer.start(10)
+
+    _select(panel, big)
+    panel.show_action.trigger()
+    qtbot.waitUntil(lambda: "% of" in plot.hint.toPlainText(), timeout=120_000)
+    assert plot.hint.toPlainText().startswith("Reading big… ") and plot.hint.isVisible()
+    _select(panel, three_runs["old"])
+    panel.show_action.trigger()  # another run asked for: the big one is not drawn after all
+    _drawn(qtbot, panel, three_runs["old"])
+    qtbot.waitUntil(lambda: panel._drawing.reading is None)
+    assert list(plot.steps()) == [1, 2, 3] and window.status_panel.values["step"].text() == "3"
+
+    ticks.clear()
+    _select(panel, big)
+    panel.show_action.trigger()
+    assert ticks == []  # the trigger returned before any reading: nothing waited on it
+    _drawn(qtbot, panel, big, timeout_s=600)  # 300 MB of text, on a machine maybe busy
+    timer.stop()
+    read_while_ticking = [text for text in ticks if text.startswith("Reading big… ")]
+    assert len(read_while_ticking) > 20, "the event loop stood still while the run was read"
+    assert len({text for text in read_while_ticking}) > 3  # the share read went up as it went
+
+    drawn_steps, drawn_losses = plot.steps(), plot.losses()
+    assert 0 < len(drawn_steps) <= 2 * DRAWN_BUCKETS and drawn_steps[0] == 1
+    per_bucket = -(-steps // DRAWN_BUCKETS)
+    losses = 1.0 + (np.arange(1, per_bucket + 1) % 97) / 97  # the first bucket's losses
+    assert drawn_losses[0] == pytest.approx(losses.min(), rel=1e-6)
+    assert drawn_losses[1] == pytest.approx(losses.max(), rel=1e-6)
+    assert drawn_steps[2] == 1 + per_bucket
+    assert np.all(np.isfinite(plot.smoothed()))
+    assert plot.caption() == "big" and not plot.hint.isVisible()
+    status = window.status_panel
+    assert status.state.full_text().startswith("Past run: finished at step 10,000,000, final loss")
+    assert status.values["step"].text() == "10,000,000"
+    assert status.values["run_dir"].full_text() == "big"
+
+
+def test_the_status_panel_describes_the_past_run_drawn_not_the_last_live_one(
+    qtbot, make_window, three_runs
+) -> None:
+    window: MainWindow = make_window()
+    panel, status = window.runs_panel, window.status_panel
+    _select(panel, three_runs["failed"])
+    panel.show_action.trigger()
+    _drawn(qtbot, panel, three_runs["failed"])
+    assert status.state.full_text().startswith("Past run: failed at step ")
+    assert status.values["run_dir"].full_text() == "failed"
+    _select(panel, three_runs["new"])
+    panel.show_action.trigger()
+    _drawn(qtbot, panel, three_runs["new"])
+    assert status.state.full_text() == "Past run: stopped at step 4, final loss 0.25"
+    assert status.values["step"].text() == "4" and status.values["replicas"].text() == "2"
+    assert status.values["run_dir"].full_text() == "new"
+
+
+def test_a_long_run_drawn_is_smoothed_over_every_step_at_each_weight(
+    qtbot, make_window, runs_root: Path
+) -> None:
+    """A long run comes back cut to buckets; smoothing those again would smooth the buckets,
+    not the steps: a new weight reads it again, smoothed over every step, and the view the
+    user chose stays."""
+    steps = 3 * DRAWN_BUCKETS  # longer than the plot is given
+    run = fake_run(runs_root, "long", name="long", started=time.time(), losses=[1.0])
+    big_metrics(run / "metrics.csv", steps)
+    window: MainWindow = make_window()
+    panel, plot = window.runs_panel, window.plot
+    panel.refresh()
+    _select(panel, run)
+    panel.show_action.trigger()
+    _drawn(qtbot, panel, run, timeout_s=300)
+    losses = np.asarray(read_metrics(run)["loss"], dtype=np.float64)
+    x = np.arange(1, steps + 1, dtype=np.float64)
+
+    def smoothed_over_every_step(weight: float) -> np.ndarray:
+        return bucket_means(x, Smoother(weight).extend(losses), DRAWN_BUCKETS)
+
+    assert len(plot.steps()) < steps
+    np.testing.assert_allclose(plot.smoothed(), smoothed_over_every_step(0.6), rtol=1e-9)
+    plot.plot_item.setRange(xRange=(1000, 5000), padding=0)
+    plot.set_smoothing_weight(0.99)
+    assert plot.caption() == "long (smoothing every step again…)"
+    expected = smoothed_over_every_step(0.99)
+    qtbot.waitUntil(lambda: plot.caption() == "long", timeout=300_000)
+    np.testing.assert_allclose(plot.smoothed(), expected, rtol=1e-9)
+    x_range = plot.plot_item.getViewBox().viewRange()[0]
+    assert x_range == pytest.approx([1000, 5000])

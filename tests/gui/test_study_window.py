@@ -140,6 +140,7 @@ def test_a_study_runs_its_trials_in_the_window_and_marks_the_pruned_one(
     assert [runs[d].status for _, d, _ in engines.made].count("finished") == 3
     window.runs_panel.select_paths([pruned_dir])
     window.runs_panel.show_selected()
+    qtbot.waitUntil(lambda: window.plot.pruned_mark is not None, timeout=60_000)
     assert window.plot.pruned_mark is not None and window.plot.pruned_mark.value() == 2
     mark = window.plot.pruned_mark
     assert mark.label.toPlainText() == "pruned at step 2\nby the median pruner"

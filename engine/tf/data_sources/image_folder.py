@@ -25,6 +25,7 @@ from pathlib import Path
 import numpy as np
 import tensorflow as tf
 
+from ... import phases
 from ...config import ImageFolderData, Project
 from ...data_sources import DataError
 from ...data_sources.folders import (
@@ -140,17 +141,21 @@ SOURCE = ImageFolderTFSource()
 def image_files(data: ImageFolderData, where: str = "data") -> FolderFiles:
     """The folder's images in label order; unreadable ones fail or are skipped as chosen."""
     field = f"{where}.path"
+    phases.begin(f"listing {where}.path's images")
     try:
-        scan = scan_folder(data.path)
+        scan = scan_folder(data.path, progress=lambda _, found: phases.progress(found))
     except FolderError as exc:
         raise DataError(f"{field}: {exc}") from None
     problems = folder_problems(scan.summary(), field)
     if problems:
         raise DataError(problems[0])
-    bad = unreadable_images(scan)
+    phases.begin(f"checking {len(scan.files):,} images", total=len(scan.files))
+    bad = unreadable_images(scan, phases.progress)
     cut_short = {path for path, _ in bad}
     sound = tuple(str(path) for path, _ in scan.files if path not in cut_short)
+    phases.begin(f"decoding {len(sound):,} images once", total=len(sound))
     check = decode_check(sound)
+    phases.begin("building the input pipeline")
     damaged = set(check.damaged)
     if damaged:
         order = {path: index for index, (path, _) in enumerate(scan.files)}
@@ -203,6 +208,7 @@ def decode_check(paths: tuple[str, ...]) -> DecodeCheck:
     good: set[str] = set()
     sizes: set[tuple[int, int]] = set()
     for names, shapes in decoded.as_numpy_iterator():
+        phases.progress(len(good))
         good.update(path.decode() for path in names)
         sizes.update((int(height), int(width)) for height, width in shapes)
     return DecodeCheck(tuple(path for path in paths if path not in good), frozenset(sizes))

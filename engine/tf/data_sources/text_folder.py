@@ -16,6 +16,7 @@ from typing import cast
 import numpy as np
 import tensorflow as tf
 
+from ... import phases
 from ...config import Project, TextFolderData
 from ...data_sources import DataError
 from ...data_sources.folders import TEXT_EXTENSIONS, FolderError, folder_problems, scan_folder
@@ -82,14 +83,19 @@ def text_vocabulary(project: Project) -> list[str]:
 def text_files(data: TextFolderData, where: str = "data") -> FolderFiles:
     """The folder's text files in label order."""
     field = f"{where}.path"
+    phases.begin(f"listing {where}.path's texts")
     try:
-        scan = scan_folder(data.path, TEXT_EXTENSIONS)
+        scan = scan_folder(
+            data.path, TEXT_EXTENSIONS, progress=lambda _, found: phases.progress(found)
+        )
     except FolderError as exc:
         raise DataError(f"{field}: {exc}") from None
     problems = folder_problems(scan.summary(), field, "text files")
     if problems:
         raise DataError(problems[0])
-    for path, _ in scan.files:  # TextVectorization would fail on it with a Python traceback
+    phases.begin(f"checking {len(scan.files):,} texts", total=len(scan.files))
+    for index, (path, _) in enumerate(scan.files):  # TextVectorization would fail on it
+        phases.progress(index)
         try:
             path.read_bytes().decode("utf-8")
         except OSError as exc:
