@@ -24,6 +24,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from distloop.engine.run_events import StepsAdded
+
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 IDLE_CPU_S = 0.02
@@ -55,16 +57,16 @@ async def click_to_first_step(window) -> float:
     """Seconds from Run to the first step in the window; waits for the run to end."""
     first: list[float] = []
 
-    def on_metrics(_message: object) -> None:
-        if not first:
+    def on_change(_model: object, event: object) -> None:
+        if isinstance(event, StepsAdded) and not first:
             first.append(time.perf_counter())
 
-    window.controller.metrics.connect(on_metrics)
+    window.controller.changed.connect(on_change)
     began = time.perf_counter()
     window.run()
     while window.controller.active:
         await asyncio.sleep(0.02)
-    window.controller.metrics.disconnect(on_metrics)
+    window.controller.changed.disconnect(on_change)
     if not first:
         raise RuntimeError(f"the run reported no step: {window.log_panel.lines()[-3:]}")
     return first[0] - began
@@ -93,7 +95,7 @@ def main() -> None:
             for _ in range(rounds):
                 while warm_engines.warm is None:
                     await asyncio.sleep(0.05)
-                await until_idle(warm_engines.warm.process.pid)
+                await until_idle(warm_engines.warm.child.pid)
                 cold.append(await click_to_first_step(cold_window))
                 warm.append(await click_to_first_step(warm_window))
             return cold, warm
