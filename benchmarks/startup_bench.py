@@ -26,6 +26,8 @@ from pathlib import Path
 
 from distloop.engine.run_events import StepsAdded
 
+from benchmarks.quick import sized
+
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 IDLE_CPU_S = 0.02
@@ -78,7 +80,7 @@ def main() -> None:
     from distloop.gui.shell.main_window import MainWindow
     from PySide6.QtWidgets import QApplication
 
-    rounds = int(sys.argv[1]) if len(sys.argv) > 1 else 3
+    rounds = int(sys.argv[1]) if len(sys.argv) > 1 else sized(3, 1)
     app = QApplication.instance() or QApplication([])
     loop = qasync.QEventLoop(app)
     asyncio.set_event_loop(loop)
