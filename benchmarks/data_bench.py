@@ -82,8 +82,10 @@ from distloop.engine.tf.data_sources import csv as csv_source
 from distloop.engine.tf.data_sources.base import labels_dtype
 from distloop.engine.tf.data_sources.csv import LabelCheck, first_bad_row
 
+from benchmarks.quick import sized
+
 CLASSES = 10
-PER_CLASS = 300
+PER_CLASS = sized(300, 3)
 SIZE = 64
 BATCH = 64
 
@@ -169,12 +171,12 @@ def timed_epoch(dataset: tf.data.Dataset, rates: list[float], cpu: list[float], 
 MEMORY_LIMIT = 3 * 2**29
 """L, 1.5 GiB: the cgroup v1 memory limit on the CLI and its engine together (TensorFlow and
 the engine alone take ~610 MiB)."""
-MEMORY_FEATURES = 2048
+MEMORY_FEATURES = sized(2048, 16)
 """Wide rows (8 KiB of float32): the file is read in long runs and the small model's step
 costs little per byte, so an epoch of 16 GB takes minutes."""
-MEMORY_ROWS = 2_000_000
+MEMORY_ROWS = sized(2_000_000, 4_000)
 """16.4 GB of features: over 10 x L."""
-MEMORY_BATCH = 2048
+MEMORY_BATCH = sized(2048, 256)
 """16 MiB batches; the shuffle buffer is one batch, so a batch's rows lie close together."""
 LOADED_LIMIT = 12 * 2**30
 """The small file loaded: a limit only to keep a runaway off the shared machine."""
@@ -515,7 +517,7 @@ def memory() -> None:
     with tempfile.TemporaryDirectory(prefix="distloop_memory_") as tmp:
         folder = Path(tmp)
         free = shutil.disk_usage(folder).free
-        if free < needed + 10 * 10**9:
+        if free < needed + sized(10 * 10**9, 0):
             raise SystemExit(f"{folder}: {needed / 1e9:.1f} GB needed, {free / 1e9:.1f} GB free")
         big, small = folder / "big.npz", folder / "small.npz"
         write_s = write_npz(big, MEMORY_ROWS, MEMORY_FEATURES)
@@ -581,9 +583,9 @@ def memory() -> None:
         )
 
 
-CSV_WIDE = (10_000, 2048)
+CSV_WIDE = sized((10_000, 2048), (300, 16))
 """Rows and features of the wide CSV (about 200 MB: 9-10 characters a cell)."""
-CSV_NARROW = (2_000_000, 10)
+CSV_NARROW = sized((2_000_000, 10), (3_000, 10))
 """Rows and features of the narrow CSV (about 220 MB)."""
 CSV_CLASSES = 10
 CSV_BATCH = 256
@@ -793,10 +795,10 @@ def csv_speed(rounds: int) -> None:
             print(f"  load average {os.getloadavg()[0]:.1f}", flush=True)
 
 
-MIXING_PER_CLASS = 3_000
+MIXING_PER_CLASS = sized(3_000, 200)
 """Files a class in the mixing case: more than its shuffle buffer, as a user's folder has."""
-MIXING_BUFFER = 2_048
-MIXING_BATCHES = 20
+MIXING_BUFFER = sized(2_048, 64)
+MIXING_BATCHES = sized(20, 3)
 
 
 def write_linked_folder(root: Path) -> int:
@@ -919,11 +921,11 @@ if __name__ == "__main__":
     if sys.argv[1:] == ["memory"]:
         memory()
     elif sys.argv[1:2] == ["mixing"]:
-        mixing(int(sys.argv[2]) if len(sys.argv) > 2 else 3)
+        mixing(int(sys.argv[2]) if len(sys.argv) > 2 else sized(3, 1))
     elif sys.argv[1:2] == ["csv"]:
-        csv_speed(int(sys.argv[2]) if len(sys.argv) > 2 else 3)
+        csv_speed(int(sys.argv[2]) if len(sys.argv) > 2 else sized(3, 1))
     else:
         main(
-            int(sys.argv[1]) if len(sys.argv) > 1 else 5,
+            int(sys.argv[1]) if len(sys.argv) > 1 else sized(5, 1),
             RESIZED_FROM if "resized" in sys.argv[2:] else SIZE,
         )

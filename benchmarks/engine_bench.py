@@ -19,7 +19,11 @@ from pathlib import Path
 from distloop.engine.examples import example_text
 from distloop.engine.run_folder import read_metrics
 
+from benchmarks.quick import sized
+
 ROOT = Path(__file__).resolve().parents[1]
+MLP_STEPS = sized(300, 60)
+CNN_STEPS = sized(200, 60)
 
 
 def _project(name: str, sections: dict) -> dict:
@@ -130,7 +134,7 @@ def mlp_project() -> dict:
             "global_batch_size": 256,
             "drop_remainder": True,
         },
-        "training": {"steps": 300, "seed": 0, "steps_per_execution": 20},
+        "training": {"steps": MLP_STEPS, "seed": 0, "steps_per_execution": 20},
     }
 
 
@@ -160,7 +164,7 @@ def cnn_project() -> dict:
             "global_batch_size": 128,
             "drop_remainder": True,
         },
-        "training": {"steps": 200, "seed": 0, "steps_per_execution": 20},
+        "training": {"steps": CNN_STEPS, "seed": 0, "steps_per_execution": 20},
     }
 
 
@@ -174,7 +178,7 @@ def cnn(rounds: int) -> None:
     rate and the median of the rounds' ratios: on two shared cores a single run can lose
     half its speed to another process.
     """
-    for deterministic in (True, False):
+    for deterministic in sized((True, False), (True,)):
         rates = _cnn_rates(deterministic, rounds)
         names = list(rates)
         rounds_text = ", ".join(
@@ -198,8 +202,8 @@ def _cnn_rates(deterministic: bool, rounds: int) -> dict[str, list[float]]:
     flag = int(deterministic)
     sides: dict[str, Callable[[], float]] = {
         "distloop": lambda: engine_rate(project, 40, examples_per_step=128)[0],
-        "fit": lambda: baseline("cnn_fit", 200, 40, 20, flag),
-        "loop": lambda: baseline("cnn_loop", 200, 40, 20, flag),
+        "fit": lambda: baseline("cnn_fit", CNN_STEPS, 40, 20, flag),
+        "loop": lambda: baseline("cnn_loop", CNN_STEPS, 40, 20, flag),
     }
     rates: dict[str, list[float]] = {name: [] for name in sides}
     names = list(sides)
@@ -215,11 +219,11 @@ def _median_ratio(ours: list[float], theirs: list[float]) -> float:
 
 
 def main() -> None:
-    repeats = int(sys.argv[1]) if len(sys.argv) > 1 else 3
+    repeats = int(sys.argv[1]) if len(sys.argv) > 1 else sized(3, 1)
     if sys.argv[2:] == ["cnn"]:  # row 9 alone
         cnn(repeats)
         return
-    steps, warmup = 4000, 200
+    steps, warmup = sized((4000, 200), (40, 10))
     seed = _project("seed", {"training": {"steps": steps, "seed": 0}})
     # The script's input path (experimental_distribute_dataset), for a like-for-like overhead.
     guide_input = _project(
@@ -227,14 +231,14 @@ def main() -> None:
         {"training": {"steps": steps, "seed": 0, "input_distribution": "distributed_dataset"}},
     )
     fused_seed = _project(
-        "seed", {"training": {"steps": 20_000, "seed": 0, "steps_per_execution": 100}}
+        "seed", {"training": {"steps": sized(20_000, 300), "seed": 0, "steps_per_execution": 100}}
     )
     same_input, plain, engine, fused = best_of(
         repeats,
         lambda: engine_rate(guide_input, warmup)[0],
         lambda: baseline("plain", steps, warmup),
         lambda: engine_rate(seed, warmup)[0],
-        lambda: engine_rate(fused_seed, 1000)[0],
+        lambda: engine_rate(fused_seed, sized(1000, 100))[0],
     )
     print(
         f"1. engine overhead: distloop run {same_input:.0f} steps/s with the script's "
@@ -253,7 +257,7 @@ def main() -> None:
     ours, keras = best_of(
         repeats,
         lambda: engine_rate(mlp_project(), 40, examples_per_step=256)[0],
-        lambda: baseline("fit", 300, 40, 20),
+        lambda: baseline("fit", MLP_STEPS, 40, 20),
     )
     print(
         f"3. MLP 784-512-512-10, batch 256, Adam, K=20: distloop {ours:.0f} examples/s, "
@@ -268,7 +272,7 @@ def main() -> None:
 
     cnn(repeats)
 
-    peak_short, peak_long = peak(1_000), peak(100_000)
+    peak_short, peak_long = peak(sized(1_000, 200)), peak(sized(100_000, 300))
     print(
         f"5. engine memory: peak RSS {peak_long} MiB over 100,000 steps vs {peak_short} MiB "
         f"over 1,000, growth {100 * (peak_long - peak_short) / peak_short:.1f}% (goal < 5%)"

@@ -42,9 +42,12 @@ import numpy as np
 from distloop.engine.messages import Message, RunFinished, RunStarted, StepMetrics
 from distloop.engine.reporting import REPORT_INTERVAL_S
 
+from benchmarks.quick import sized
+
 ROOT = Path(__file__).resolve().parents[1]
 STEPS_PER_S = 5000
-STREAM_S = 8.0
+STREAM_S = sized(8.0, 1.0)
+PLOTTED_POINTS = sized(1_000_000, 10_000)
 
 _WINDOW_PROBE = """
 import os, sys, time
@@ -68,7 +71,7 @@ print(time.time() - began)
 def window_start(kind: str) -> float:
     """Seconds from starting the interpreter to a shown window (best of three)."""
     times = []
-    for _ in range(3):
+    for _ in range(sized(3, 1)):
         result = subprocess.run(
             [sys.executable, "-c", _WINDOW_PROBE, repr(time.time()), kind],
             cwd=ROOT,
@@ -80,7 +83,7 @@ def window_start(kind: str) -> float:
     return min(times)
 
 
-def plot_frames(app, points: int = 1_000_000) -> tuple[float, float]:
+def plot_frames(app, points: int = PLOTTED_POINTS) -> tuple[float, float]:
     """Median ms per frame while panning over ``points`` points: ours, plain pyqtgraph."""
     import pyqtgraph as pg
     from distloop.gui.run.loss_plot import LossPlot
@@ -261,7 +264,7 @@ def streaming(app, tmp: Path) -> tuple[float, float, float, float, float]:
     async def measure() -> tuple[list[float], list[float]]:
         idle_probe = LatenessProbe()
         idle_probe.start()
-        await asyncio.sleep(2.0)
+        await asyncio.sleep(sized(2.0, 0.3))
         idle = idle_probe.stop()
         busy_probe = LatenessProbe()
         busy_probe.start()
@@ -276,7 +279,7 @@ def streaming(app, tmp: Path) -> tuple[float, float, float, float, float]:
     latencies = [1000 * (drawn[n] - engine.step_times[n]) for n in drawn if n in engine.step_times]
 
     window.plot.clear()
-    points = 1_000_000
+    points = PLOTTED_POINTS
     steps = np.arange(1, points + 1, dtype=np.float64)
     for start in range(0, points, 50_000):
         chunk = steps[start : start + 50_000]
@@ -297,10 +300,11 @@ def streaming(app, tmp: Path) -> tuple[float, float, float, float, float]:
     )
 
 
-TYPING_FILES = 100_000
+TYPING_FILES = sized(100_000, 200)
+RUNS_ROWS = sized(1_000_000, 2_000)
 KEY_INTERVAL_MS = 120
 """A fast typist's pace: about 8 keys a second."""
-SETTLE_MS = 1500
+SETTLE_MS = sized(1500, 300)
 """Measured on after the last key: the folder scan that follows a pause happens in it."""
 
 
@@ -351,7 +355,7 @@ def typing(app, tmp: Path) -> tuple[float, dict[str, tuple[float, float]]]:
     QTest.qWait(200)
     idle_probe = LatenessProbe()
     idle_probe.start()
-    QTest.qWait(3000)
+    QTest.qWait(sized(3000, 300))
     idle = float(np.percentile(idle_probe.stop(), 99))
     window.open_project(tmp / "typing.json")
 
@@ -404,7 +408,7 @@ def typing(app, tmp: Path) -> tuple[float, dict[str, tuple[float, float]]]:
     return idle, results
 
 
-NUMBER_KEYS = 40
+NUMBER_KEYS = sized(40, 6)
 
 
 def number_keys(app, tmp: Path) -> dict[str, tuple[float, float, float]]:
@@ -453,7 +457,7 @@ def number_keys(app, tmp: Path) -> dict[str, tuple[float, float, float]]:
     return results
 
 
-def runs_refresh(app, tmp: Path, rows: int = 1_000_000) -> tuple[float, float, float, float]:
+def runs_refresh(app, tmp: Path, rows: int = RUNS_ROWS) -> tuple[float, float, float, float]:
     """The runs list with one long run: seconds the window's thread spends in a refresh
     (the first, then one after 1,000 more rows), the worker's first scan, and the old
     summary (the whole metrics.csv read, as the list read it at every refresh)."""
@@ -495,8 +499,8 @@ def runs_refresh(app, tmp: Path, rows: int = 1_000_000) -> tuple[float, float, f
     return first, again, scan, old
 
 
-DRAWN_STEPS = 10_000_000
-PREVIEW_FILES = 100_000
+DRAWN_STEPS = sized(10_000_000, 20_000)
+PREVIEW_FILES = sized(100_000, 300)
 
 
 def _lateness_until(app, done, limit_s: float = 900) -> tuple[float, float, float]:

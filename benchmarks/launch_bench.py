@@ -25,11 +25,13 @@ sys.path.insert(0, str(REPO / "tests"))
 from distloop_testing import synthetic_project  # noqa: E402
 from ssh_hosts import SshHosts, ssh_hosts, unavailable_reason  # noqa: E402
 
+from benchmarks.quick import sized  # noqa: E402
+
 CLI = [sys.executable, "-m", "distloop.gui.launcher"]
 
 
 def _project(folder: Path, addresses: list[str]) -> Path:
-    data = synthetic_project(1, steps=200)
+    data = synthetic_project(1, steps=sized(200, 20))
     data["strategy"] = {"kind": "multi_worker_mirrored"}
     data["tf_config"] = {
         "cluster": {"worker": [f"{address}:2222" for address in addresses]},
@@ -75,11 +77,12 @@ def main(rounds: int) -> None:
     reason = unavailable_reason()
     if reason:
         raise SystemExit(f"launch_bench: {reason}")
+    counts = sized((2, 3), (2,))
     with (
         tempfile.TemporaryDirectory(prefix="launch-bench-") as tmp,
-        ssh_hosts(Path(tmp) / "hosts", 3) as hosts,
+        ssh_hosts(Path(tmp) / "hosts", max(counts)) as hosts,
     ):
-        for count in (2, 3):
+        for count in counts:
             times: dict[str, list[float]] = {}
             for index in range(rounds):
                 folder = Path(tmp) / f"w{count}r{index}"
@@ -98,4 +101,4 @@ def main(rounds: int) -> None:
 
 
 if __name__ == "__main__":
-    main(int(sys.argv[1]) if len(sys.argv) > 1 else 3)
+    main(int(sys.argv[1]) if len(sys.argv) > 1 else sized(3, 1))

@@ -26,6 +26,8 @@ from pathlib import Path
 
 import numpy as np
 
+from benchmarks.quick import sized
+
 ROW = ",".join(["0.5"] * 8)
 BAD_ROW = "1,2"
 WARM_GOAL_S = 0.5
@@ -61,7 +63,7 @@ def timed(call) -> float:  # type: ignore[no-untyped-def]
 def main() -> None:
     from distloop.engine.prediction import PredictionProcess, predict
 
-    rounds = int(sys.argv[1]) if len(sys.argv) > 1 else 3
+    rounds = int(sys.argv[1]) if len(sys.argv) > 1 else sized(3, 1)
     with tempfile.TemporaryDirectory() as tmp:
         run_dir = model_folder(Path(tmp), "classification")
         image_run = model_folder(Path(tmp), "digits")

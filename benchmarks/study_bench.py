@@ -41,13 +41,15 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-TRIAL_STEPS = 100
-EVAL_EVERY = 25
-GRID_RATES = (1e-3, 1e-2, 1e-1, 1.0)
+from benchmarks.quick import sized
+
+TRIAL_STEPS = sized(100, 4)
+EVAL_EVERY = sized(25, 2)
+GRID_RATES = sized((1e-3, 1e-2, 1e-1, 1.0), (1e-2, 1e-1))
 KINDS = ("adam", "sgd")
 GRID_POINTS = len(GRID_RATES) * len(KINDS)
 BUDGET = GRID_POINTS * TRIAL_STEPS
-SEARCH_TRIALS = 12
+SEARCH_TRIALS = sized(12, 2)
 TARGET = 0.95
 GOAL_RATIO = 0.5
 METHODS = {
@@ -198,7 +200,7 @@ def main() -> None:
         lines = [line for log in sys.argv[2:] for line in Path(log).read_text().splitlines()]
         summarize([from_json(line) for line in lines if line.startswith("{")])
         return
-    seeds = int(sys.argv[1]) if len(sys.argv) > 1 else 3
+    seeds = int(sys.argv[1]) if len(sys.argv) > 1 else sized(3, 1)
     first = int(sys.argv[2]) if len(sys.argv) > 2 else 0
     outcomes: list[Outcome] = []
     with tempfile.TemporaryDirectory(prefix="study-bench-") as tmp:

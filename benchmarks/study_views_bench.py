@@ -30,9 +30,10 @@ sys.path.insert(0, str(ROOT / "tests"))
 from study_folders import objective, optuna_study_folder, storage_url  # noqa: E402
 
 from benchmarks.gui_bench import LatenessProbe  # noqa: E402
+from benchmarks.quick import sized  # noqa: E402
 
-STEPS = 200
-STEADY_S = 5.0  # with a trial running, the folder is looked at (and read) each second
+STEPS = sized(200, 20)
+STEADY_S = sized(5.0, 0.5)  # with a trial running, the folder is looked at (and read) each second
 
 
 def make_study(folder: Path, trials: int) -> Path:
@@ -83,7 +84,7 @@ def measure(trials: int) -> None:
                 time.sleep(0.001)
             return probe.stop()
 
-        idle = wait(2.0, lambda: True)
+        idle = wait(sized(2.0, 0.3), lambda: True)
         began = time.perf_counter()
         panel.open(folder)
         opening = wait(0.0, lambda: panel.results is not None)
@@ -126,4 +127,4 @@ def measure(trials: int) -> None:
 
 
 if __name__ == "__main__":
-    measure(int(sys.argv[1]) if len(sys.argv) > 1 else 300)
+    measure(int(sys.argv[1]) if len(sys.argv) > 1 else sized(300, 5))

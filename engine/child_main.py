@@ -182,14 +182,15 @@ def _prepare_process() -> threading.Event:
 def engine_main(ends: ChildEnds, warm: bool) -> None:
     """An engine: runs the one job the parent sends (``EngineJob``), and exits.
 
-    A ``warm`` one loads TensorFlow first, before the job: loading it is most of an
-    engine's start-up, so a window keeps one of these ready. Either runs exactly one run
-    and exits, so nothing of a run (TensorFlow's devices and graphs, seeds, imported user
-    code) reaches the next. Loading it sets up no device: the run's own device setup (the
-    CPU split into replicas) still comes first. The run folder's lock arrives after the
-    job, as a file descriptor on the same pipe, and is held from then on: the lock stays
-    held while this process writes there, even if the parent dies first. A closed pipe
-    without a job (the window closed) ends the process.
+    A ``warm`` one loads TensorFlow first, before the job, and converts the step's code with
+    AutoGraph (``engine.tf.autograph_warm_up``): loading it is most of an engine's start-up, and
+    converting most of the rest, so a window keeps one of these ready. Either runs exactly one
+    run and exits, so nothing of a run (TensorFlow's devices and graphs, seeds, imported user
+    code) reaches the next. Loading it sets up no device: the run's own device setup (the CPU
+    split into replicas) still comes first. The run folder's lock arrives after the job, as a
+    file descriptor on the same pipe, and is held from then on: the lock stays held while this
+    process writes there, even if the parent dies first. A closed pipe without a job (the window
+    closed) ends the process.
     """
     terminated = _prepare_process()
     os.environ.pop(TF_CONFIG_VAR, None)  # the job says which TF_CONFIG the run sees
@@ -198,9 +199,13 @@ def engine_main(ends: ChildEnds, warm: bool) -> None:
     if warm:
         # A failed import is not this process's to report: the run imports the same modules
         # again, and fails with TensorFlow's own error in the run's log and terminal message.
-        # engine.tf.training imports TensorFlow, and TensorFlow imports Keras.
+        # engine.tf.training imports TensorFlow, and TensorFlow imports Keras. AutoGraph's
+        # conversions of the step and input code follow, until the job arrives.
         with contextlib.suppress(Exception):
             from .tf import training  # noqa: F401
+            from .tf.autograph_warm_up import warm_up_autograph
+
+            warm_up_autograph(ends.requests.poll)
     try:
         job = ends.receive()
         if not isinstance(job, EngineJob):

@@ -24,4 +24,7 @@ if [ "$what" = app ]; then
   exec .venv/bin/distloop "$@"
 fi
 .venv/bin/python -m pip install -q -e '.[test]'
+# An editable install leaves the checkout's modules uncompiled: the first start would compile
+# them all (pip compiles the app's own install above).
+.venv/bin/python -m compileall -q engine gui resources >/dev/null
 exec .venv/bin/python -m pytest "$@"
