@@ -51,7 +51,8 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from ..config import Project, load_project
-from ..export import SBATCH_FILE, SlurmJob, export_cluster
+from ..export import export_cluster
+from ..exports.slurm import SBATCH_FILE, SlurmJob
 from ..fileio import open_bytes, open_text
 from ..message_stream import MAX_LINE, read_message
 from ..messages import Log, Message, ProtocolError, RunFailed, RunFinished, RunStarted, StepMetrics

@@ -24,7 +24,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from ...engine.export import SlurmJob
+from ...engine.exports.slurm import SlurmJob
 from ..files import file_dialogs
 
 

@@ -9,7 +9,9 @@ import pytest
 import yaml
 from distloop.engine.config import Project, load_project_data
 from distloop.engine.examples import load_example
-from distloop.engine.export import DEFAULT_IMAGE, FORMATS, SECURITY_NOTE
+from distloop.engine.exports import FORMATS
+from distloop.engine.exports.base import SECURITY_NOTE
+from distloop.engine.exports.pods import DEFAULT_IMAGE
 from distloop.gui.files.export_dialog import ExportDialog
 from distloop.gui.shell.main_window import MainWindow
 
