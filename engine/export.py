@@ -54,7 +54,7 @@ def export_cluster(
         if claim is None:
             continue
         if not export_format.pods:
-            raise ValueError(f"a {what} is for the {' and '.join(pod_formats())} formats")
+            raise ValueError(f"a {what} is for the {pod_formats()} formats")
         problem = volume_name_problem(claim)
         if problem is not None:
             raise ValueError(f"{what}: {problem}")

@@ -196,7 +196,7 @@ def add_cluster_commands(commands: argparse._SubParsersAction) -> None:
         help=f"{described}; {SCRIPT_FORMAT}: the project as one standalone TensorFlow program "
         "(--out is the .py file)",
     )
-    pods = " and ".join(pod_formats())
+    pods = pod_formats()
     export.add_argument(
         "--out", type=Path, required=True, help="folder to write into (script: the .py file)"
     )

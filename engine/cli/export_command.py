@@ -42,7 +42,7 @@ def command_export(args: argparse.Namespace) -> int:
     given = [flag for flag, claim in volumes.items() if claim is not None]
     pods = args.format != SCRIPT_FORMAT and format_named(args.format).pods
     if given and not pods:
-        _err(f"distloop: {' and '.join(given)} apply to --format {' and '.join(pod_formats())}")
+        _err(f"distloop: {' and '.join(given)} apply to --format {pod_formats()}")
         return EXIT_USAGE
     if args.format == SCRIPT_FORMAT:
         return export_script(project, args.out)

@@ -33,7 +33,8 @@ def format_named(name: str) -> ExportFormat:
     return found
 
 
-def pod_formats() -> tuple[str, ...]:
-    """The formats whose pods take an image and mount volumes; the others run on hosts
-    with their own disks."""
-    return tuple(name for name in FORMATS if format_named(name).pods)
+def pod_formats() -> str:
+    """The formats whose pods take an image and mount volumes, in words (``k8s, tfjob and
+    trainjob``); the others run on hosts with their own disks."""
+    names = [name for name in FORMATS if format_named(name).pods]
+    return " and ".join([", ".join(names[:-1]), names[-1]] if len(names) > 1 else names)

@@ -163,7 +163,7 @@ class ExportDialog(QDialog):
     def _volume_edit(self, tip: str) -> QLineEdit:
         edit = QLineEdit()
         edit.setPlaceholderText("(none)")
-        edit.setToolTip(f"{tip}. For the {' and '.join(pod_formats())} formats.")
+        edit.setToolTip(f"{tip}. For the {pod_formats()} formats.")
         edit.textChanged.connect(self._show_storage)
         return edit
 
