@@ -4,10 +4,10 @@ A project names files on the machine it was made on (``data.path``, a ``.keras``
 model, custom step code, ...). Exported as is, hosts and pods look for them at that
 path and find nothing; on Kubernetes the run folders were an ``emptyDir``, so the
 trained model went with the pod. This module lists those paths and says, per format,
-what each one needs (:func:`storage_notes`); for the pod formats (:func:`engine.exports.pod_formats`) a
-PersistentVolumeClaim can hold the run folders (the runs volume) and another the
-files the project reads (the data volume, mounted read-only, the project's paths
-rewritten to it: :func:`data_volume_paths`).
+what each one needs (:func:`storage_notes`); for the pod formats
+(:func:`engine.exports.pod_formats`) a PersistentVolumeClaim can hold the run folders
+(the runs volume) and another the files the project reads (the data volume, mounted
+read-only, the project's paths rewritten to it: :func:`data_volume_paths`).
 """
 
 from __future__ import annotations
