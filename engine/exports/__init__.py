@@ -19,7 +19,7 @@ from .base import ExportFormat, ExportRequest
 
 __all__ = ["FORMATS", "ExportFormat", "ExportRequest", "format_named", "pod_formats"]
 
-FORMATS = ("json", "shell", "k8s", "tfjob", "slurm")
+FORMATS = ("json", "shell", "k8s", "tfjob", "trainjob", "slurm")
 """Every format, in the order the CLI and the export dialog offer them."""
 
 

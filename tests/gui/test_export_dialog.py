@@ -39,7 +39,7 @@ def test_each_format_writes_files_that_parse(qtbot, tmp_path: Path, fmt: str) ->
     dialog = make_dialog(qtbot, cluster_project(), tmp_path)
     dialog.format_combo.setCurrentIndex(FORMATS.index(fmt))
     assert dialog.folder() == tmp_path / f"cluster-{fmt}"
-    assert dialog.image_edit.isEnabled() == (fmt in ("k8s", "tfjob"))
+    assert dialog.image_edit.isEnabled() == (fmt in ("k8s", "tfjob", "trainjob"))
     dialog.image_edit.setText("registry.example/distloop:1.0")
     written = dialog.export()
     assert written and dialog.written == written
@@ -122,7 +122,7 @@ def test_problems_of_the_cluster_are_listed(qtbot, tmp_path: Path) -> None:
     assert "• tf_config.cluster.evaluator: " in text
 
 
-@pytest.mark.parametrize("fmt", ["k8s", "tfjob"])
+@pytest.mark.parametrize("fmt", ["k8s", "tfjob", "trainjob"])
 def test_an_image_that_is_no_image_reference_is_listed_and_nothing_written(
     qtbot, tmp_path: Path, fmt: str
 ) -> None:
