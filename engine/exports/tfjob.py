@@ -39,7 +39,10 @@ Each pod's run folder is `{runs}/<pod name>` (`{name}-worker-0`, ...).
 
 class TFJobFormat(ClusterFormat):
     name = "tfjob"
-    description = "tfjob.yaml: a Kubeflow TFJob (kubeflow.org/v1); the operator sets TF_CONFIG"
+    description = (
+        "tfjob.yaml: a Kubeflow TFJob (kubeflow.org/v1); Trainer v1's operator sets TF_CONFIG. "
+        "Choose trainjob for Kubeflow Trainer v2"
+    )
     pods = True
 
     def cluster_files(
