@@ -9,11 +9,12 @@ import pytest
 import yaml
 from distloop.engine.config import Project, load_project_data
 from distloop.engine.examples import load_example
-from distloop.engine.exports import FORMATS
+from distloop.engine.exports import FORMATS, format_named
 from distloop.engine.exports.base import SECURITY_NOTE
 from distloop.engine.exports.pods import DEFAULT_IMAGE
 from distloop.gui.files.export_dialog import ExportDialog
 from distloop.gui.shell.main_window import MainWindow
+from PySide6.QtCore import Qt
 
 HOSTS = ["10.0.0.1:2222", "10.0.0.2:2222"]
 
@@ -234,3 +235,19 @@ def test_the_window_opens_the_dialog_for_the_forms_project(
     assert len(opened) == 1
     assert dialog_recorder.kinds() == ["problems"]
     assert dialog_recorder.problems[0] == window.validation.problems
+
+
+def test_the_formats_offered_are_the_registered_ones_with_their_descriptions(
+    qtbot, tmp_path: Path
+) -> None:
+    dialog = make_dialog(qtbot, cluster_project(), tmp_path)
+    combo = dialog.format_combo
+    assert [combo.itemData(i) for i in range(combo.count())] == list(FORMATS)
+    for index, fmt in enumerate(FORMATS):
+        combo.setCurrentIndex(index)
+        description = format_named(fmt).description
+        assert dialog.format_description.text() == description
+        assert combo.itemData(index, Qt.ItemDataRole.ToolTipRole) == description
+    combo.setCurrentIndex(FORMATS.index("trainjob"))
+    assert "Trainer v2" in dialog.format_description.text()
+    assert "tfjob for clusters still on Trainer v1" in dialog.format_description.text()
