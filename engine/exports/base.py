@@ -41,7 +41,8 @@ class PodStorage(NamedTuple):
 class ExportRequest:
     """One export, as ``distloop export`` or the export dialog asks for it: the project,
     its folder (``base_dir``: its relative paths start there), and every option a format
-    may take; a format reads only the options it declares."""
+    may take: the image and volumes (read by the formats whose ``pods`` is set; the others
+    refuse volumes) and the Slurm job's shape (read by ``slurm``)."""
 
     project: Project
     base_dir: Path | None
@@ -66,8 +67,6 @@ class ExportFormat(ABC):
     """Its tasks run in Kubernetes pods: it takes an image, a runs volume and a data volume."""
     needs_tf_config: bool = True
     """It exports the project's cluster; False: its tasks learn the cluster where they run."""
-    takes_slurm_job: bool = False
-    """It takes the Slurm job's shape (``--nodes``, ``--time``, ...)."""
 
     @abstractmethod
     def files(self, request: ExportRequest) -> dict[str, str]:

@@ -86,10 +86,9 @@ def config_map(project: Project, name: str, extra: dict[str, str] | None = None)
     }
 
 
-def network_policy(name: str, selector: dict[str, str] | None = None) -> dict[str, Any]:
-    """Admits only the cluster's own pods: the gRPC servers have no authentication.
-    ``selector``: the pods' labels, where another controller labels them."""
-    match = selector or {"distloop/cluster": name}
+def network_policy(name: str) -> dict[str, Any]:
+    """Admits only the cluster's own pods: the gRPC servers have no authentication."""
+    match = {"distloop/cluster": name}
     return {
         "apiVersion": "networking.k8s.io/v1",
         "kind": "NetworkPolicy",

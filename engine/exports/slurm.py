@@ -30,7 +30,6 @@ class SlurmFormat(ExportFormat):
         "(one node per task of the TF_CONFIG tab's cluster, else 2)"
     )
     needs_tf_config = False
-    takes_slurm_job = True
 
     def files(self, request: ExportRequest) -> dict[str, str]:
         project, base_dir = request.project, request.base_dir
