@@ -1,6 +1,6 @@
 """A Slurm batch job submitted and followed as one run: ``distloop submit`` and the window.
 
-:func:`submit_job` writes the job folder (``engine.export``'s ``slurm.sbatch``, the one
+:func:`submit_job` writes the job folder (``engine.exports.slurm``'s ``slurm.sbatch``, the one
 place the script is written) and runs ``sbatch``; :func:`resubmit_job` submits a new job
 that resumes a stopped run in its own folder; :func:`follow_job` follows the job that
 runs a run folder now. Each returns a :class:`SlurmRun`, an ``EngineHandle`` like a
