@@ -4,10 +4,10 @@ A project names files on the machine it was made on (``data.path``, a ``.keras``
 model, custom step code, ...). Exported as is, hosts and pods look for them at that
 path and find nothing; on Kubernetes the run folders were an ``emptyDir``, so the
 trained model went with the pod. This module lists those paths and says, per format,
-what each one needs (:func:`storage_notes`); for ``k8s`` and ``tfjob`` a
-PersistentVolumeClaim can hold the run folders (the runs volume) and another the
-files the project reads (the data volume, mounted read-only, the project's paths
-rewritten to it: :func:`data_volume_paths`).
+what each one needs (:func:`storage_notes`); for the pod formats
+(:func:`engine.exports.pod_formats`) a PersistentVolumeClaim can hold the run folders
+(the runs volume) and another the files the project reads (the data volume, mounted
+read-only, the project's paths rewritten to it: :func:`data_volume_paths`).
 """
 
 from __future__ import annotations
@@ -20,8 +20,6 @@ from .config import Project
 
 RUNS_MOUNT = "/var/lib/distloop/runs"
 DATA_MOUNT = "/var/lib/distloop/data"
-VOLUME_FORMATS = ("k8s", "tfjob")
-"""The formats whose pods mount volumes; the others run on hosts with their own disks."""
 _KUBERNETES_NAME = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 _KUBERNETES_NAME_MAX = 253
 
@@ -92,8 +90,10 @@ def storage_notes(
     dialog shows them as the format and volumes change, and the export's README
     lists them.
     """
+    from .exports import format_named  # the formats import this module
+
     notes = []
-    pods = fmt in VOLUME_FORMATS
+    pods = format_named(fmt).pods
     if pods and runs_volume is None:
         notes.append(
             "the run folders are in each pod's emptyDir: model.keras, the checkpoints and "

@@ -18,7 +18,9 @@ import pytest
 import yaml
 from distloop.engine.config import Project, load_project_data
 from distloop.engine.examples import example_text
-from distloop.engine.export import DEFAULT_IMAGE, cluster_name, export_cluster
+from distloop.engine.export import export_cluster
+from distloop.engine.exports.base import cluster_name
+from distloop.engine.exports.pods import DEFAULT_IMAGE
 from distloop.engine.messages import EvalMetrics, RunFailed, RunFinished, RunStarted, StepMetrics
 from distloop.engine.process import EngineProcess, WarmEngine
 from distloop.engine.run_model import RunModel

@@ -12,17 +12,11 @@ import pytest
 import yaml
 from distloop.engine.code_text import inert
 from distloop.engine.config import load_project, load_project_data
-from distloop.engine.export import (
-    DEFAULT_IMAGE,
-    FORMATS,
-    K8S_PORT,
-    POD_NAME_VAR,
-    SECURITY_NOTE,
-    cluster_name,
-    export_cluster,
-    to_yaml,
-)
+from distloop.engine.export import export_cluster
 from distloop.engine.export_storage import DATA_MOUNT, RUNS_MOUNT, storage_notes
+from distloop.engine.exports import FORMATS
+from distloop.engine.exports.base import SECURITY_NOTE, cluster_name
+from distloop.engine.exports.pods import DEFAULT_IMAGE, K8S_PORT, POD_NAME_VAR, to_yaml
 from distloop.engine.problems import ProblemsError
 from distloop.engine.tf_config import parse_tf_config_text
 from distloop_testing import (
@@ -235,15 +229,18 @@ def pods(documents: list[dict]) -> list[dict]:
         elif document["kind"] == "TFJob":
             replicas = document["spec"]["tfReplicaSpecs"].values()
             specs += [replica["template"]["spec"] for replica in replicas]
+        elif document["kind"] == "TrainingRuntime":
+            jobs = document["spec"]["template"]["spec"]["replicatedJobs"]
+            specs += [job["template"]["spec"]["template"]["spec"] for job in jobs]
     return specs
 
 
 def manifest_documents(folder: Path, fmt: str) -> list[dict]:
-    name = "kubernetes.yaml" if fmt == "k8s" else "tfjob.yaml"
+    name = "kubernetes.yaml" if fmt == "k8s" else f"{fmt}.yaml"
     return list(yaml.safe_load_all((folder / name).read_text()))
 
 
-@pytest.mark.parametrize("fmt", ["k8s", "tfjob"])
+@pytest.mark.parametrize("fmt", ["k8s", "tfjob", "trainjob"])
 def test_volumes_keep_the_run_folders_and_hold_the_data(tmp_path, fmt) -> None:
     base = tmp_path / "me"
     project = load_project_data(csv_cluster_data(base))
@@ -277,10 +274,14 @@ def test_volumes_keep_the_run_folders_and_hold_the_data(tmp_path, fmt) -> None:
         assert mounts["runs"]["mountPath"] == RUNS_MOUNT
         assert mounts["data"] == {"name": "data", "mountPath": DATA_MOUNT, "readOnly": True}
         command = container["command"]
+        if fmt == "trainjob":  # one entry for every rank: the run folder is its task's
+            command = shlex.split(command[-1].splitlines()[-1])
         run_dirs.append(command[command.index("--out") + 1])
     name = cluster_name(project)
     if fmt == "k8s":  # one folder per task, under the cluster's name: never shared
         assert run_dirs == [f"{RUNS_MOUNT}/{name}/worker-0", f"{RUNS_MOUNT}/{name}/worker-1"]
+    elif fmt == "trainjob":
+        assert run_dirs == [f"{RUNS_MOUNT}/{name}/$1"]
     else:  # every replica runs one command: its pod's name tells the folders apart
         assert run_dirs == [f"{RUNS_MOUNT}/$({POD_NAME_VAR})"]
         (container,) = pods(documents)[0]["containers"]
@@ -294,7 +295,7 @@ def test_volumes_keep_the_run_folders_and_hold_the_data(tmp_path, fmt) -> None:
     assert "the run folders are in each pod's emptyDir" not in readme
 
 
-@pytest.mark.parametrize("fmt", ["k8s", "tfjob"])
+@pytest.mark.parametrize("fmt", ["k8s", "tfjob", "trainjob"])
 def test_without_volumes_the_export_says_what_is_lost_and_what_is_missing(tmp_path, fmt) -> None:
     base = tmp_path / "me"
     project = load_project_data(csv_cluster_data(base))
@@ -335,7 +336,11 @@ def test_hosts_are_told_where_the_data_must_be(tmp_path) -> None:
         ("k8s", {"runs_volume": "Runs_Claim"}, "runs volume: 'Runs_Claim' is not a Kubernetes"),
         ("tfjob", {"data_volume": "-data"}, "data volume: '-data' is not a Kubernetes name"),
         ("tfjob", {"data_volume": "d" * 254}, "at most 253 characters"),
-        ("shell", {"runs_volume": "runs"}, "a runs volume is for the k8s and tfjob formats"),
+        (
+            "shell",
+            {"runs_volume": "runs"},
+            "a runs volume is for the k8s, tfjob and trainjob formats",
+        ),
     ],
 )
 def test_volume_names_are_kubernetes_names(project, tmp_path, fmt, claims, error) -> None:
@@ -382,7 +387,7 @@ def test_cli_export_warns_about_local_paths_and_takes_volumes(tmp_path) -> None:
         "--data-volume", "data",
     )  # fmt: skip
     assert wrong_format.returncode == 2
-    assert "--data-volume apply to --format k8s and tfjob" in wrong_format.stderr
+    assert "--data-volume apply to --format k8s, tfjob and trainjob" in wrong_format.stderr
     assert not (tmp_path / "c").exists() and not (tmp_path / "d").exists()
 
 
@@ -460,7 +465,7 @@ def test_cli_export_refuses_an_image_that_is_not_an_image_reference(tmp_path) ->
     assert not out.exists()
 
 
-@pytest.mark.parametrize("fmt", ["k8s", "tfjob"])
+@pytest.mark.parametrize("fmt", ["k8s", "tfjob", "trainjob"])
 @pytest.mark.parametrize("image", ["x y", "Distloop:1", "", "x:", "-x", "a/b/", "x@sha256:ab"])
 def test_an_image_that_is_not_an_image_reference_is_refused(tmp_path, fmt, image) -> None:
     with pytest.raises(ProblemsError, match="not a container image reference"):

@@ -30,7 +30,7 @@ from distloop.engine.cluster.slurm import (
 )
 from distloop.engine.cluster.slurm_jobs import follow_job, job_of, job_state, submit_job
 from distloop.engine.config import load_project, load_project_data
-from distloop.engine.export import SlurmJob
+from distloop.engine.exports.slurm import SlurmJob
 from distloop.engine.message_stream import MAX_LINE
 from distloop.engine.messages import Log, RunFinished, StepMetrics
 from distloop.engine.problems import ProblemsError

@@ -31,7 +31,7 @@ from .common import (
     _may_start_here,
     announce_custom_code,
 )
-from .export_command import _volume_name
+from .export_command import SCRIPT_FORMAT, _volume_name
 from .following import follow_restarting
 from .launch_commands import announce_launch, made_here_or_trusted
 from .run_folders import (
@@ -176,8 +176,9 @@ def add_cluster_commands(commands: argparse._SubParsersAction) -> None:
     preflight.add_argument("--seconds", type=float, default=30.0, help=hidden)
     preflight.add_argument("--connect", nargs="+", help=hidden)
 
-    from ..export import DEFAULT_IMAGE, FORMATS
     from ..export_storage import DATA_MOUNT
+    from ..exports import FORMATS, format_named, pod_formats
+    from ..exports.pods import DEFAULT_IMAGE
 
     add_submit_command(commands)
 
@@ -187,7 +188,15 @@ def add_cluster_commands(commands: argparse._SubParsersAction) -> None:
         "or Kubernetes manifests",
     )
     export.add_argument("project", type=Path, help="project JSON file")
-    export.add_argument("--format", required=True, choices=(*FORMATS, "script"))
+    described = "; ".join(f"{name}: {format_named(name).description}" for name in FORMATS)
+    export.add_argument(
+        "--format",
+        required=True,
+        choices=(*FORMATS, SCRIPT_FORMAT),
+        help=f"{described}; {SCRIPT_FORMAT}: the project as one standalone TensorFlow program "
+        "(--out is the .py file)",
+    )
+    pods = pod_formats()
     export.add_argument(
         "--out", type=Path, required=True, help="folder to write into (script: the .py file)"
     )
@@ -200,20 +209,20 @@ def add_cluster_commands(commands: argparse._SubParsersAction) -> None:
     export.add_argument(
         "--image",
         default=DEFAULT_IMAGE,
-        help=f"image with Distloop installed, for k8s and tfjob (default {DEFAULT_IMAGE})",
+        help=f"image with Distloop installed, for {pods} (default {DEFAULT_IMAGE})",
     )
     export.add_argument(
         "--runs-volume",
         type=_volume_name,
         metavar="CLAIM",
-        help="k8s and tfjob: a PersistentVolumeClaim for the run folders, which stay after the "
+        help=f"{pods}: a PersistentVolumeClaim for the run folders, which stay after the "
         "pods end (default: an emptyDir, lost with the pod)",
     )
     export.add_argument(
         "--data-volume",
         type=_volume_name,
         metavar="CLAIM",
-        help="k8s and tfjob: a PersistentVolumeClaim holding the files the project reads, "
+        help=f"{pods}: a PersistentVolumeClaim holding the files the project reads, "
         f"mounted read-only; project.json reads them from {DATA_MOUNT}",
     )
 

@@ -13,6 +13,10 @@ from ..config import Project
 from ..problems import ProblemsError
 from .common import EXIT_FAILED, EXIT_OK, EXIT_USAGE, _err, _load
 
+SCRIPT_FORMAT = "script"
+"""``--format script``: the project as one standalone TensorFlow program, not a cluster
+(``engine.script_export``), so no export format of ``engine.exports``."""
+
 
 def _volume_name(text: str) -> str:
     from ..export_storage import volume_name_problem
@@ -24,8 +28,11 @@ def _volume_name(text: str) -> str:
 
 
 def command_export(args: argparse.Namespace) -> int:
-    from ..export import SECURITY_NOTE, SlurmJob, export_cluster
-    from ..export_storage import VOLUME_FORMATS, storage_notes
+    from ..export import export_cluster
+    from ..export_storage import storage_notes
+    from ..exports import format_named, pod_formats
+    from ..exports.base import SECURITY_NOTE
+    from ..exports.slurm import SlurmJob
     from ..tf_config import parse_tf_config_text
 
     project = _load(args.project)
@@ -33,10 +40,11 @@ def command_export(args: argparse.Namespace) -> int:
         return EXIT_FAILED
     volumes = {"--runs-volume": args.runs_volume, "--data-volume": args.data_volume}
     given = [flag for flag, claim in volumes.items() if claim is not None]
-    if given and args.format not in VOLUME_FORMATS:
-        _err(f"distloop: {' and '.join(given)} apply to --format {' and '.join(VOLUME_FORMATS)}")
+    pods = args.format != SCRIPT_FORMAT and format_named(args.format).pods
+    if given and not pods:
+        _err(f"distloop: {' and '.join(given)} apply to --format {pod_formats()}")
         return EXIT_USAGE
-    if args.format == "script":
+    if args.format == SCRIPT_FORMAT:
         return export_script(project, args.out)
     try:
         tf_config = None

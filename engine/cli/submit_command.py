@@ -23,7 +23,7 @@ from .following import follow
 
 def add_slurm_job_arguments(slurm: argparse._ActionsContainer) -> None:
     """The job's shape, for export --format slurm and submit alike."""
-    from ..export import SlurmJob
+    from ..exports.slurm import SlurmJob
 
     slurm.add_argument("--nodes", type=int, default=SlurmJob.nodes, help="nodes (default 2)")
     slurm.add_argument(
@@ -82,7 +82,7 @@ def add_submit_command(commands: argparse._SubParsersAction) -> None:
 def command_submit(args: argparse.Namespace) -> int:
     """``distloop submit``: sbatch the project's cluster, or a resume; ``--wait`` follows it."""
     from ..cluster.slurm_jobs import SlurmJobError, follow_job, resubmit_job, submit_job
-    from ..export import SlurmJob
+    from ..exports.slurm import SlurmJob
 
     try:
         if args.project is not None:

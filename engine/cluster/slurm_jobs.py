@@ -1,6 +1,6 @@
 """A Slurm batch job submitted and followed as one run: ``distloop submit`` and the window.
 
-:func:`submit_job` writes the job folder (``engine.export``'s ``slurm.sbatch``, the one
+:func:`submit_job` writes the job folder (``engine.exports.slurm``'s ``slurm.sbatch``, the one
 place the script is written) and runs ``sbatch``; :func:`resubmit_job` submits a new job
 that resumes a stopped run in its own folder; :func:`follow_job` follows the job that
 runs a run folder now. Each returns a :class:`SlurmRun`, an ``EngineHandle`` like a
@@ -51,7 +51,8 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from ..config import Project, load_project
-from ..export import SBATCH_FILE, SlurmJob, export_cluster
+from ..export import export_cluster
+from ..exports.slurm import SBATCH_FILE, SlurmJob
 from ..fileio import open_bytes, open_text
 from ..message_stream import MAX_LINE, read_message
 from ..messages import Log, Message, ProtocolError, RunFailed, RunFinished, RunStarted, StepMetrics

@@ -2,7 +2,8 @@
 
 A local cluster only tries a project out; a real one needs each host to start its
 tasks with the right TF_CONFIG. This dialog writes those files with
-:func:`engine.export.export_cluster` (the same code as ``distloop export``), from
+:func:`engine.export.export_cluster` (the same code as ``distloop export``), offering
+every format ``engine.exports`` registers with its own description and options, from
 the project as the forms show it, whose ``tf_config`` is the TF_CONFIG tab's.
 It stays open after writing, listing the files, so the user can export another
 format, and it always shows the security note: the exported cluster's gRPC
@@ -33,22 +34,15 @@ from PySide6.QtWidgets import (
 )
 
 from ...engine.config import Project
-from ...engine.export import DEFAULT_IMAGE, FORMATS, SECURITY_NOTE, export_cluster
-from ...engine.export_storage import VOLUME_FORMATS, storage_notes, volume_name_problem
+from ...engine.export import export_cluster
+from ...engine.export_storage import storage_notes, volume_name_problem
+from ...engine.exports import FORMATS, format_named, pod_formats
+from ...engine.exports.base import SECURITY_NOTE
+from ...engine.exports.pods import DEFAULT_IMAGE
 from ...engine.problems import Problem, ProblemsError
 from ...engine.tf_config import MULTI_MACHINE_STRATEGIES
 from . import file_dialogs
 
-FORMAT_DESCRIPTIONS = {
-    "json": "tf_config/<type>-<index>.json: each task's TF_CONFIG, for your own launcher",
-    "shell": "run-<host>.sh: per host, a script that starts that host's tasks",
-    "k8s": "kubernetes.yaml: ConfigMap, headless Service, NetworkPolicy and one Job per task",
-    "tfjob": "tfjob.yaml: a Kubeflow TFJob (kubeflow.org/v1); the operator sets TF_CONFIG",
-    "slurm": "slurm.sbatch: a batch job whose tasks take their TF_CONFIG from Slurm "
-    "(one node per task of the TF_CONFIG tab's cluster, else 2)",
-}
-NO_TF_CONFIG_NEEDED = ("slurm",)
-"""Formats whose tasks learn the cluster where they run, not from the project."""
 NOTE_STYLE = "color: #8a4b00;"
 DESCRIPTION_WIDTH = 420
 """Pixels a format's description is measured at for the height it keeps: narrower than the
@@ -68,7 +62,7 @@ def cluster_problems(project: Project, fmt: str) -> list[Problem]:
                 f"not {kind}: choose one in the Strategy tab",
             )
         ]
-    if project.tf_config is None and fmt not in NO_TF_CONFIG_NEEDED:
+    if project.tf_config is None and format_named(fmt).needs_tf_config:
         return [
             Problem(
                 ("tf_config",),
@@ -95,7 +89,9 @@ class ExportDialog(QDialog):
         for fmt in FORMATS:
             self.format_combo.addItem(fmt, fmt)
             self.format_combo.setItemData(
-                self.format_combo.count() - 1, FORMAT_DESCRIPTIONS[fmt], Qt.ItemDataRole.ToolTipRole
+                self.format_combo.count() - 1,
+                format_named(fmt).description,
+                Qt.ItemDataRole.ToolTipRole,
             )
         self.format_description = QLabel()
         self.format_description.setStyleSheet("color: #555555;")
@@ -184,7 +180,7 @@ class ExportDialog(QDialog):
     def _volume_edit(self, tip: str) -> QLineEdit:
         edit = QLineEdit()
         edit.setPlaceholderText("(none)")
-        edit.setToolTip(f"{tip}. For the k8s and tfjob formats.")
+        edit.setToolTip(f"{tip}. For the {pod_formats()} formats.")
         edit.textChanged.connect(self._show_storage)
         return edit
 
@@ -206,7 +202,7 @@ class ExportDialog(QDialog):
     def _volume(self, edit: QLineEdit) -> str | None:
         """The claim typed for a format that mounts volumes; None otherwise."""
         text = edit.text().strip()
-        return text if text and self.fmt() in VOLUME_FORMATS else None
+        return text if text and format_named(self.fmt()).pods else None
 
     def set_folder(self, folder: str | Path) -> None:
         """A folder the user chose: it stays when the format changes."""
@@ -285,8 +281,9 @@ class ExportDialog(QDialog):
 
     def _on_format_changed(self) -> None:
         fmt = self.fmt()
-        self.format_description.setText(FORMAT_DESCRIPTIONS[fmt])
-        pods = fmt in VOLUME_FORMATS
+        export_format = format_named(fmt)
+        self.format_description.setText(export_format.description)
+        pods = export_format.pods
         for edit in (self.image_edit, self.runs_volume_edit, self.data_volume_edit):
             edit.setEnabled(pods)
         if not self._folder_chosen:

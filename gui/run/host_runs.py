@@ -35,7 +35,7 @@ from ...engine.cluster.slurm_jobs import (
 from ...engine.cluster.slurm_runs import remember_job
 from ...engine.cluster.ssh import SshLaunch
 from ...engine.config import Project
-from ...engine.export import SlurmJob
+from ...engine.exports.slurm import SlurmJob
 from ...engine.problems import ProblemsError
 from ...engine.run_folder import TASKS_DIR, default_runs_root
 from ...engine.run_handle import runs_as_cluster

@@ -1,8 +1,8 @@
 """Submit to Slurm: the job's shape (nodes, tasks per node, partition, time) and its folder.
 
 The same fields as ``distloop submit``'s flags, checked by the same rules
-(:meth:`engine.export.SlurmJob.problems`) as they are typed, so OK is offered only for a
-job ``sbatch`` would be given. The job's folder must be on a file system every node
+(:meth:`engine.exports.slurm.SlurmJob.problems`) as they are typed, so OK is offered
+only for a job ``sbatch`` would be given. The job's folder must be on a file system every node
 sees: the tasks write the run folder there, and the window follows the chief's messages
 from it.
 """
@@ -24,7 +24,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from ...engine.export import SlurmJob
+from ...engine.exports.slurm import SlurmJob
 from ..files import file_dialogs
 
 

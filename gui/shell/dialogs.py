@@ -13,7 +13,7 @@ from PySide6.QtWidgets import QCheckBox, QDialog, QMessageBox, QWidget
 
 from ...engine import __version__
 from ...engine.cluster.preflight import Finding
-from ...engine.export import SlurmJob
+from ...engine.exports.slurm import SlurmJob
 from ...engine.problems import Problem
 from ...engine.study.folders import StudyEntry
 from ...engine.user_code import Fingerprint

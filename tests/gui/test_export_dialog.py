@@ -9,9 +9,12 @@ import pytest
 import yaml
 from distloop.engine.config import Project, load_project_data
 from distloop.engine.examples import load_example
-from distloop.engine.export import DEFAULT_IMAGE, FORMATS, SECURITY_NOTE
+from distloop.engine.exports import FORMATS, format_named
+from distloop.engine.exports.base import SECURITY_NOTE
+from distloop.engine.exports.pods import DEFAULT_IMAGE
 from distloop.gui.files.export_dialog import ExportDialog
 from distloop.gui.shell.main_window import MainWindow
+from PySide6.QtCore import Qt
 
 HOSTS = ["10.0.0.1:2222", "10.0.0.2:2222"]
 
@@ -37,7 +40,7 @@ def test_each_format_writes_files_that_parse(qtbot, tmp_path: Path, fmt: str) ->
     dialog = make_dialog(qtbot, cluster_project(), tmp_path)
     dialog.format_combo.setCurrentIndex(FORMATS.index(fmt))
     assert dialog.folder() == tmp_path / f"cluster-{fmt}"
-    assert dialog.image_edit.isEnabled() == (fmt in ("k8s", "tfjob"))
+    assert dialog.image_edit.isEnabled() == (fmt in ("k8s", "tfjob", "trainjob"))
     dialog.image_edit.setText("registry.example/distloop:1.0")
     written = dialog.export()
     assert written and dialog.written == written
@@ -120,7 +123,7 @@ def test_problems_of_the_cluster_are_listed(qtbot, tmp_path: Path) -> None:
     assert "• tf_config.cluster.evaluator: " in text
 
 
-@pytest.mark.parametrize("fmt", ["k8s", "tfjob"])
+@pytest.mark.parametrize("fmt", ["k8s", "tfjob", "trainjob"])
 def test_an_image_that_is_no_image_reference_is_listed_and_nothing_written(
     qtbot, tmp_path: Path, fmt: str
 ) -> None:
@@ -245,3 +248,19 @@ def test_the_dialog_keeps_its_size_and_layout_across_formats(qtbot, tmp_path: Pa
         qtbot.wait(50)  # the layout's pass
         seen.add((dialog.size().toTuple(), dialog.folder_edit.geometry().getRect()))
     assert len(seen) == 1, seen
+
+
+def test_the_formats_offered_are_the_registered_ones_with_their_descriptions(
+    qtbot, tmp_path: Path
+) -> None:
+    dialog = make_dialog(qtbot, cluster_project(), tmp_path)
+    combo = dialog.format_combo
+    assert [combo.itemData(i) for i in range(combo.count())] == list(FORMATS)
+    for index, fmt in enumerate(FORMATS):
+        combo.setCurrentIndex(index)
+        description = format_named(fmt).description
+        assert dialog.format_description.text() == description
+        assert combo.itemData(index, Qt.ItemDataRole.ToolTipRole) == description
+    combo.setCurrentIndex(FORMATS.index("trainjob"))
+    assert "Trainer v2" in dialog.format_description.text()
+    assert "tfjob for clusters still on Trainer v1" in dialog.format_description.text()

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from distloop.engine.cluster.slurm_jobs import JobState, SlurmRun
 from distloop.engine.config import Project
-from distloop.engine.export import SlurmJob
+from distloop.engine.exports.slurm import SlurmJob
 from distloop.engine.messages import Message
 from distloop.engine.run_folder import read_status
 from distloop.engine.run_history import RunSummary, slurm_jobs_root
