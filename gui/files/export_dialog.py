@@ -103,7 +103,7 @@ class ExportDialog(QDialog):
                 self.fontMetrics()
                 .boundingRect(0, 0, DESCRIPTION_WIDTH, 0, Qt.TextFlag.TextWordWrap, text)
                 .height()
-                for text in FORMAT_DESCRIPTIONS.values()
+                for text in (format_named(fmt).description for fmt in FORMATS)
             )
         )
         format_column = QVBoxLayout()
