@@ -36,6 +36,9 @@ BUILD_INPUTS = (
     *(f"packaging/{name}" for name in ("distloop_entry.py", "distloop")),
 )
 """What packaging/build.py and the spec read from the checkout."""
+COMPRESSION = "gzip"
+"""Minutes less than xz's quarter of an hour on two cores; zstd is faster still, but not
+a format of Debian's archive (lintian: malformed-deb-archive)."""
 KEPT_BUILDS = 3
 """Packages kept in the cache (about 0.5 GB each): a few branches' builds side by side."""
 BUILD_TIMEOUT_S = 3600
@@ -60,7 +63,7 @@ def build_key() -> str:
         f"{dist.metadata['Name']}=={dist.version}"
         for dist in importlib.metadata.distributions(path=outside)
     )
-    digest.update("\n".join([*installed, sys.version, platform.machine()]).encode())
+    digest.update("\n".join([*installed, sys.version, platform.machine(), COMPRESSION]).encode())
     return digest.hexdigest()[:24]
 
 
@@ -91,8 +94,7 @@ def build_deb(work: Path) -> Path:
             sys.executable,
             str(REPO / "packaging" / "build.py"),
             *("--only", "deb", "--dist", str(work / "dist"), "--work", str(work / "pyinstaller")),
-            # zstd: seconds instead of xz's quarter of an hour on two cores (dpkg >= 1.21.18)
-            *("--deb-compression", "zstd"),
+            *("--deb-compression", COMPRESSION),
         ],
         cwd=REPO,
         check=True,
@@ -103,9 +105,13 @@ def build_deb(work: Path) -> Path:
 
 
 def forget_old_builds() -> None:
-    """Deletes all but the :data:`KEPT_BUILDS` most recently used packages."""
+    """Deletes all but the :data:`KEPT_BUILDS` most recently used packages, and what
+    builds that were killed left (called with the lock held: no build is under way)."""
+    folders = [path for path in CACHE.iterdir() if path.is_dir()]
+    for stale in [path for path in folders if path.name.startswith("tmp")]:
+        shutil.rmtree(stale)
     builds = sorted(
-        (path for path in CACHE.iterdir() if path.is_dir() and not path.name.startswith("tmp")),
+        (path for path in folders if not path.name.startswith("tmp")),
         key=lambda folder: folder.stat().st_mtime,
         reverse=True,
     )
