@@ -136,7 +136,8 @@ def lintian_report(deb: Path) -> str:
         timeout=BUILD_TIMEOUT_S,
         check=False,
     )
-    assert checked.returncode in (0, 1) and not checked.stderr.strip(), checked.stderr
+    # 1: it found errors; stderr: only its notice that it runs as root, if anything
+    assert checked.returncode in (0, 1), checked.stderr
     if deb.parent.parent == CACHE:
         report.write_text(checked.stdout, encoding="utf-8")
     return checked.stdout
