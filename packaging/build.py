@@ -22,6 +22,7 @@ it is written.
 from __future__ import annotations
 
 import argparse
+import gzip
 import os
 import platform
 import re
@@ -450,13 +451,31 @@ def _reset_owner(info: tarfile.TarInfo) -> tarfile.TarInfo:
 
 
 def normalize_modes(root: Path) -> None:
-    """Directories and executables 0755, other files 0644 (what dpkg and lintian expect)."""
+    """Directories and executables 0755, other files 0644 (what dpkg and lintian expect).
+
+    Shared libraries are 0644 too: they are loaded, not run (lintian's
+    shared-library-is-executable), though the wheels ship most of them executable.
+    """
     for path in [root, *root.rglob("*")]:
         if path.is_symlink():
             continue
         mode = path.stat().st_mode
         executable = path.is_dir() or mode & (stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
+        if path.is_file() and re.search(r"\.so(\.[\d.]+)?$", path.name):
+            executable = False
         path.chmod(0o755 if executable else 0o644)
+
+
+def debian_changelog(deb_version: str) -> bytes:
+    """``usr/share/doc/distloop/changelog.gz``, which Debian requires of every package:
+    one entry for this version, dated by the build."""
+    date = time.strftime("%a, %d %b %Y %H:%M:%S +0000", time.gmtime())
+    entry = (
+        f"distloop ({deb_version}) unstable; urgency=medium\n\n"
+        f"  * Distloop {deb_version}: see {HOMEPAGE} for what changed.\n\n"
+        f" -- {MAINTAINER}  {date}\n"
+    )
+    return gzip.compress(entry.encode("utf-8"), compresslevel=9, mtime=0)
 
 
 def stage_deb(bundle: Path, staging: Path, deb_version: str, arch: str) -> None:
@@ -489,6 +508,7 @@ def stage_deb(bundle: Path, staging: Path, deb_version: str, arch: str) -> None:
         " with their own licenses, as shipped in their wheels.\n",
         encoding="utf-8",
     )
+    (doc / "changelog.gz").write_bytes(debian_changelog(deb_version))
     normalize_modes(staging)
 
     depends, recommends, needed = debian_dependencies(bundle)

@@ -9,6 +9,10 @@ and grimp (import-linter's graph) do not: they look for ``distloop``'s submodule
 
     python packaging/stage_namespace.py             # stage into build/namespace, print it
     python packaging/stage_namespace.py --lint      # stage, then run lint-imports on it
+
+:func:`module_names` lists the staged package's modules: the PyInstaller spec collects
+them all, because some are imported only by name (the data-source plug-ins) and the
+analysis, which follows ``import`` statements, would leave those out.
 """
 
 from __future__ import annotations
@@ -39,6 +43,24 @@ def stage(target: Path, root: Path = ROOT) -> Path:
     for inside, source in PIECES.items():
         shutil.copytree(root / source, package / inside, ignore=python_only, dirs_exist_ok=True)
     return target
+
+
+def module_names(target: Path) -> list[str]:
+    """Every module of the staged ``target/distloop``, dotted, except ``distloop.resources``.
+
+    Read from the files, without importing anything: a module only ``importlib`` reaches
+    (a plug-in found by its registry name) is as present here as one that is imported.
+    ``distloop.resources`` holds data; its ``.py`` files are step code for users to read
+    and copy, which the spec ships as data files.
+    """
+    names = []
+    for path in sorted((target / "distloop").rglob("*.py")):
+        parts = path.relative_to(target).with_suffix("").parts
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        if parts[:2] != ("distloop", "resources"):
+            names.append(".".join(parts))
+    return names
 
 
 def python_only(folder: str, names: list[str]) -> set[str]:

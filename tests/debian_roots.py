@@ -20,6 +20,7 @@ import os
 import re
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -86,16 +87,9 @@ def cached_root(suite: str, mirror: str, packages: list[str]) -> Path:
     tarball.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=tarball.parent) as building:
         target = Path(building) / "root"
-        include = ",".join(sorted(packages))
+        include = [f"--include={','.join(sorted(packages))}"] if packages else []
         made = subprocess.run(
-            [
-                "debootstrap",
-                "--variant=minbase",
-                f"--include={include}",
-                suite,
-                str(target),
-                mirror,
-            ],
+            ["debootstrap", "--variant=minbase", *include, suite, str(target), mirror],
             capture_output=True,
             text=True,
             timeout=1200,
@@ -212,3 +206,44 @@ def in_root(
         [*mounts, f'exec chroot {root} /usr/bin/env -i {assignments} bash -c "$1"']
     )
     return ["unshare", "--mount", "--propagation", "private", "sh", "-c", script, "sh", command]
+
+
+def root_windows(root: Path) -> list[str]:
+    """The lines of ``xwininfo -root -tree`` for the X display a command in ``root`` wrote to
+    its ``/tmp/display``, with the authority file at its ``/tmp/xauthority`` (what
+    ``xvfb-run -f ROOT/tmp/xauthority`` around :func:`in_root` gives); none before then."""
+    display = root / "tmp/display"
+    if not display.is_file() or not display.read_text().strip():
+        return []
+    tree = subprocess.run(
+        ["xwininfo", "-root", "-tree", "-display", display.read_text().strip()],
+        env=root_display_env(root),
+        capture_output=True,
+        text=True,
+        timeout=10,
+        check=False,
+    ).stdout
+    return [line.strip() for line in tree.splitlines()]
+
+
+def root_display_env(root: Path) -> dict[str, str]:
+    """This process's environment, pointed at the X display of a command in ``root``."""
+    return {
+        **os.environ,
+        "DISPLAY": (root / "tmp/display").read_text().strip(),
+        "XAUTHORITY": str(root / "tmp/xauthority"),
+    }
+
+
+def stop_group(process: subprocess.Popen[bytes]) -> None:
+    """Stops a process started with ``start_new_session`` and everything it started
+    (xvfb-run, Xvfb, the app and its engine): one process group."""
+    for sent, wait_s in ((signal.SIGTERM, 15), (signal.SIGKILL, 10)):
+        if process.poll() is not None:
+            return
+        os.killpg(process.pid, sent)
+        try:
+            process.wait(timeout=wait_s)
+        except subprocess.TimeoutExpired:
+            continue
+    process.wait()

@@ -20,7 +20,6 @@ import math
 import os
 import re
 import shutil
-import signal
 import subprocess
 import sys
 import time
@@ -31,7 +30,9 @@ import pytest
 from debian_roots import (
     cached_root,
     in_root,
+    root_windows,
     skip_unless_roots_can_be_built,
+    stop_group,
     trust_host_certificates,
     unpacked_root,
 )
@@ -83,34 +84,6 @@ def fresh_clone(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Path
             ["git", "-C", str(clone), "checkout", "--quiet", "--detach", head], check=True
         )
         yield root
-
-
-def stop(process: subprocess.Popen[bytes]) -> None:
-    """Stops xvfb-run, Xvfb, the app and its engine: one process group."""
-    for sent, wait_s in ((signal.SIGTERM, 15), (signal.SIGKILL, 10)):
-        if process.poll() is not None:
-            return
-        os.killpg(process.pid, sent)
-        try:
-            process.wait(timeout=wait_s)
-        except subprocess.TimeoutExpired:
-            continue
-    process.wait()
-
-
-def distloop_windows(root: Path) -> list[str]:
-    display = root / "tmp/display"
-    if not display.is_file() or not display.read_text().strip():
-        return []
-    tree = subprocess.run(
-        ["xwininfo", "-root", "-tree", "-display", display.read_text().strip()],
-        env={**os.environ, "XAUTHORITY": str(root / "tmp/xauthority")},
-        capture_output=True,
-        text=True,
-        timeout=10,
-        check=False,
-    ).stdout
-    return [line.strip() for line in tree.splitlines() if "— Distloop" in line]
 
 
 def first_loss(output: str) -> float:
@@ -175,10 +148,10 @@ def test_the_readmes_first_command_opens_the_window_on_a_fresh_debian(
         windows: list[str] = []
         while not windows and typing.poll() is None and time.monotonic() < deadline:
             time.sleep(2)
-            windows = distloop_windows(root)
+            windows = [line for line in root_windows(root) if "— Distloop" in line]
         exited = typing.poll()
     finally:
-        stop(typing)
+        stop_group(typing)
     said = log.read_text(errors="replace")[-4000:]
     assert exited is None, f"`{command}` exited with {exited} before a window showed:\n{said}"
     assert windows, f"no Distloop window after {INSTALL_TIMEOUT_S:.0f} s of `{command}`:\n{said}"
