@@ -259,6 +259,8 @@ def test_a_pruned_trial_shows_the_objective_it_was_judged_by(qtbot, tmp_path: Pa
     assert objective.data() == "0.8125 (step 40)"
     assert "loss 0.8125 at step 40, its last report" in objective.data(Qt.ItemDataRole.ToolTipRole)
     assert panel.history.points.data["x"].tolist() == [0, 1, 2]  # complete trials alone
+
+
 def test_a_study_whose_storage_never_ends_is_listed_unreadable_beside_the_others(
     make_window: Callable[..., MainWindow], qtbot, tmp_path: Path
 ) -> None:
