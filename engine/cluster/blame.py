@@ -59,19 +59,24 @@ def cause(
 ) -> RunFailed:
     """The failure to blame among ``failures`` (at least one) of a cluster of ``tasks``.
 
-    A task that died comes first; then a task of this cluster that its peers' errors
-    name as unresponsive, or whose process is ``stopped`` while a peer's collective
-    failed (a collective's deadline can fire before the missed heartbeats are noticed,
-    and then names nobody), as a :data:`STALLED` failure of that task, the peer's
-    error kept as its traceback, for the log; then a task that failed on its own
-    (not with a communication error); then the first failure.
+    A task that died comes first, unless another task's process is ``stopped``: a
+    stopped process neither dies nor fails, and a peer that died meanwhile is its
+    consequence (TensorFlow can abort a task whose collective waits on missed
+    heartbeats: SIGABRT, seen on a loaded machine, where the healthy worker was named).
+    Then a task of this cluster that its peers' errors name as unresponsive, or whose
+    process is ``stopped`` while a peer's collective failed or the peer died (a
+    collective's deadline can fire before the missed heartbeats are noticed, and then
+    names nobody), as a :data:`STALLED` failure of that task, the peer's error kept as
+    its traceback, for the log; then a task that failed on its own (not with a
+    communication error); then the first failure.
     """
     died = [f for f in failures if f.error_type == "EngineDied"]
-    if died:
+    frozen = [task for task in stopped if task in tasks and all(task != f.task for f in died)]
+    if died and not frozen:
         return died[0]
     for failure in failures:
         named = unresponsive_tasks(f"{failure.message}\n{failure.traceback}")
-        if failure.error_type in PEER_ERRORS:
+        if failure.error_type in (*PEER_ERRORS, "EngineDied"):
             named += list(stopped)
         stalled = [task for task in named if task in tasks and task != failure.task]
         if stalled:
