@@ -142,10 +142,18 @@ class _ProblemList(QListWidget):
         self.setVerticalScrollMode(QListWidget.ScrollMode.ScrollPerPixel)
 
     def fit_height(self) -> None:
-        self.executeDelayedItemsLayout()
-        rows = range(min(self.count(), SHOWN_PROBLEMS))
-        height = sum(max(self.visualRect(self.model().index(row, 0)).height(), 1) for row in rows)
-        self.setFixedHeight(height + 2 * self.frameWidth())
+        """As tall as the laid-out rows' content, measured twice: rows laid out beside a
+        vertical scrollbar wrap narrower, and are laid out again at the full width once
+        the first height hid it (once only, a scrollbar stayed beside two short rows)."""
+        for _ in range(2):
+            self.executeDelayedItemsLayout()
+            if self.count() <= SHOWN_PROBLEMS:
+                height = self.contentsSize().height()
+            else:
+                rows = range(SHOWN_PROBLEMS)
+                height = sum(self.visualRect(self.model().index(row, 0)).height() for row in rows)
+            self.setFixedHeight(max(height, 1) + 2 * self.frameWidth())
+            self.updateGeometries()
 
     def resizeEvent(self, event: QResizeEvent) -> None:
         width_changed = event.size().width() != event.oldSize().width()

@@ -649,3 +649,4 @@ def test_a_long_problem_is_shown_whole_wrapped_at_the_docks_default_width(
     assert item.text().endswith(long) and item.toolTip() == item.text()
     assert problems.fontMetrics().horizontalAdvance(item.text()) > viewport.width()  # wrapped
     assert not problems.horizontalScrollBar().isVisible()
+    assert not problems.verticalScrollBar().isVisible()  # two problems: no need to scroll
