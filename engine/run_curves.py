@@ -24,7 +24,6 @@ from .run_folder import (
     folder_stamp,
     loss_columns,
     read_eval,
-    read_metrics,
 )
 from .run_history import RunSummary
 
@@ -57,19 +56,20 @@ def comparable_metrics(run_dir: Path) -> list[str]:
 
 
 def metric_curve(
-    run_dir: Path, metric: str, x_axis: str = STEP
+    run_dir: Path, metric: str, x_axis: str = STEP, progress: BytesRead | None = None
 ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """(x, values) of one metric of a run, against the step or the wall time.
 
     Evaluations have no time of their own: theirs is the step's in ``metrics.csv``.
-    A run without ``metric`` gives two empty arrays. Raises OSError when a file
-    cannot be read.
+    A run without ``metric`` gives two empty arrays. ``metrics.csv`` is parsed as
+    :func:`read_metric_columns` does (a run of 10^7 steps is gigabytes), telling
+    ``progress`` as it goes. Raises OSError when a file cannot be read.
     """
-    metrics = read_metrics(run_dir)
+    metrics = read_metric_columns(run_dir, progress)
+    source: dict[str, NDArray[np.float64]] = metrics
     if metric.startswith("val_"):
-        source = read_eval(run_dir) if (run_dir / EVAL_FILE).is_file() else {}
-    else:
-        source = metrics
+        evaluated = read_eval(run_dir) if (run_dir / EVAL_FILE).is_file() else {}
+        source = {name: np.array(column, dtype=np.float64) for name, column in evaluated.items()}
     steps = np.array(source.get("step", []) if metric in source else [], dtype=np.float64)
     values = np.array(source.get(metric, []), dtype=np.float64)
     if x_axis == STEP:

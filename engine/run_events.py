@@ -13,7 +13,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from .messages import EvalMetrics, Log, Phase, RunFailed, RunFinished, RunStarted, StepMetrics
+from .messages import (
+    EvalMetrics,
+    Log,
+    Phase,
+    RunFailed,
+    RunFinished,
+    RunStarted,
+    StepMetrics,
+    Stopping,
+)
 
 if TYPE_CHECKING:
     from .cluster import TaskInfo
@@ -64,6 +73,14 @@ class StatusChanged:
 
 
 @dataclass(frozen=True)
+class SteppingStopped:
+    """The engine honoured a stop: it left its loop after ``message.last_step`` and now
+    saves what ``message.saving`` names, which takes seconds for a large model."""
+
+    message: Stopping
+
+
+@dataclass(frozen=True)
 class Pruning:
     """A study's pruner stops the run: it was judged at ``step``, for ``reason``."""
 
@@ -85,6 +102,7 @@ RunEvent = (
     | Logged
     | PhaseChanged
     | StatusChanged
+    | SteppingStopped
     | Pruning
     | TasksChanged
 )

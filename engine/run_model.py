@@ -33,6 +33,7 @@ from .messages import (
     RunFinished,
     RunStarted,
     StepMetrics,
+    Stopping,
     secondary_losses,
 )
 from .run_events import (
@@ -43,6 +44,7 @@ from .run_events import (
     RunEvent,
     Started,
     StatusChanged,
+    SteppingStopped,
     StepsAdded,
     TasksChanged,
 )
@@ -185,6 +187,8 @@ class RunModel:
             self._tell(Evaluated(message))
         elif isinstance(message, Log):
             self._tell(Logged(message))
+        elif isinstance(message, Stopping):
+            self._tell(SteppingStopped(message))
         elif isinstance(message, RunStarted):
             self.started = message
             self.first_step = message.first_step

@@ -116,3 +116,24 @@ def test_stop_while_a_cluster_peer_never_starts(tmp_path) -> None:
     assert took < 6, f"took {took:.1f} s"
     assert "distloop: stopped (killed on request) after step 0" in err
     assert read_status(tmp_path / "run")["status"] == "stopped"
+
+
+def test_ctrl_c_says_what_the_stop_saves_and_how_long_the_save_took(tmp_path) -> None:
+    """Between Ctrl-C and "stopped" the terminal said nothing while the engine saved (seconds
+    for a large model, which looked like a hang): it names the step it stopped after, what
+    it saves, and how long the saving took, as the window's log does."""
+    with distloop_run(long_seed(), tmp_path) as run:
+        wait_for_line(run.stdout, "step=20 ")
+        run.send_signal(signal.SIGINT)
+        _, err = run.communicate(timeout=60)
+    assert run.returncode == 130, err
+    step = read_status(tmp_path / "run")["last_step"]
+    lines = err.splitlines()
+    stopping = f"distloop: stopping after step {step:,}: saving the checkpoint and the model"
+    assert stopping in lines, err
+    took = [line for line in lines if line.startswith("distloop: saving the checkpoint and")]
+    assert len(took) == 1 and took[0].startswith(
+        "distloop: saving the checkpoint and the model took "
+    ), err
+    stopped = next(i for i, line in enumerate(lines) if line.startswith("distloop: stopped after"))
+    assert lines.index(stopping) < lines.index(took[0]) < stopped

@@ -23,7 +23,7 @@ from ..config import Project
 from ..fileio import open_text
 from ..formatting import format_duration
 from ..message_stream import CHANNEL_CLOSED_GRACE_S, ControlChannel, write_message
-from ..messages import Message, Phase, RunFailed, RunFinished, secondary_losses
+from ..messages import Message, Phase, RunFailed, RunFinished, Stopping, secondary_losses
 from ..problems import ProblemsError
 from ..run_events import (
     Evaluated,
@@ -32,6 +32,7 @@ from ..run_events import (
     RunEvent,
     Started,
     StatusChanged,
+    SteppingStopped,
     StepsAdded,
 )
 from ..run_folder import MESSAGES_FILE, RunFolderLock, format_loss, read_status, update_status
@@ -139,10 +140,12 @@ def follow(
     model = RunModel(run_dir=run_dir)
     outcomes: list[int] = []
     phases = _PhasePrinter(quiet=quiet)
+    saves = _SavePrinter()
 
     def print_change(event: RunEvent) -> None:
         if isinstance(event, PhaseChanged):
             phases.show(event.message)
+        saves.show(event)
         outcome = _print_event(event, quiet=quiet, verbose=verbose)
         if outcome is not None:
             outcomes.append(outcome)
@@ -241,6 +244,28 @@ class _PhasePrinter:
         if share > self._share:
             self._share = share
             _err(f"distloop: {phase.name}… {phase.done:,} of {phase.total:,}")
+
+
+class _SavePrinter:
+    """What a stop does once the engine left its loop, and how long its saves took, as the
+    window's log says: a large model's saves take seconds that looked like a hang."""
+
+    def __init__(self) -> None:
+        self._stopped: tuple[float, Stopping] | None = None
+
+    def show(self, event: RunEvent) -> None:
+        if isinstance(event, SteppingStopped) and self._stopped is None:
+            self._stopped = (time.monotonic(), event.message)
+            saving = " and ".join(event.message.saving)
+            _err(
+                f"distloop: stopping after step {event.message.last_step:,}"
+                + (f": saving {saving}" if saving else "")
+            )
+        elif isinstance(event, StatusChanged) and event.outcome is not None and self._stopped:
+            stopped_at, stopping = self._stopped
+            if stopping.saving:
+                took = format_duration(time.monotonic() - stopped_at)
+                _err(f"distloop: saving {' and '.join(stopping.saving)} took {took}")
 
 
 def _print_event(event: RunEvent, *, quiet: bool, verbose: bool) -> int | None:

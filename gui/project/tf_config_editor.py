@@ -18,7 +18,7 @@ from typing import Any
 
 from pydantic import ValidationError
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtGui import QFontDatabase, QGuiApplication
+from PySide6.QtGui import QFontDatabase, QGuiApplication, QResizeEvent
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
@@ -125,6 +125,47 @@ class PasteDialog(QDialog):
             super().accept()
 
 
+class _ProblemList(QListWidget):
+    """The tab's own problems, each wrapped to the list's width and whole in its tooltip.
+
+    A long message was cut at the dock's edge: every row had the first row's height.
+    The list is as tall as its first :data:`SHOWN_PROBLEMS` rows as they wrap at its
+    width now, measured again whenever that width changes.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.setWordWrap(True)
+        self.setTextElideMode(Qt.TextElideMode.ElideNone)
+        self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.setResizeMode(QListWidget.ResizeMode.Adjust)
+        self.setVerticalScrollMode(QListWidget.ScrollMode.ScrollPerPixel)
+
+    def fit_height(self) -> None:
+        """As tall as the laid-out rows' content, measured twice: rows laid out beside a
+        vertical scrollbar wrap narrower, and are laid out again at the full width once
+        the first height hid it (once only, a scrollbar stayed beside two short rows)."""
+        for _ in range(2):
+            self.executeDelayedItemsLayout()
+            if self.count() <= SHOWN_PROBLEMS:
+                height = self.contentsSize().height()
+            else:
+                rows = range(SHOWN_PROBLEMS)
+                height = sum(self.visualRect(self.model().index(row, 0)).height() for row in rows)
+            self.setFixedHeight(max(height, 1) + 2 * self.frameWidth())
+            self.updateGeometries()
+
+    def resizeEvent(self, event: QResizeEvent) -> None:
+        width_changed = event.size().width() != event.oldSize().width()
+        super().resizeEvent(event)
+        if width_changed:
+            self.fit_height()
+
+
+SHOWN_PROBLEMS = 5
+"""Problems the TF_CONFIG tab shows without scrolling its list."""
+
+
 class TFConfigEditor(QWidget):
     """Edits an optional TF_CONFIG and checks it, with the chosen strategy, as the user types.
 
@@ -179,8 +220,7 @@ class TFConfigEditor(QWidget):
         # without TF_CONFIG is a problem the user must be able to read.
         self.problems_label = QLabel()
         self.problems_label.setWordWrap(True)
-        self.problem_list = QListWidget()
-        self.problem_list.setWordWrap(True)
+        self.problem_list = _ProblemList()
         self.problem_list.itemActivated.connect(self._on_problem_activated)
         self.problem_list.itemClicked.connect(self._on_problem_activated)
         self.preview = QPlainTextEdit()
@@ -595,14 +635,13 @@ class TFConfigEditor(QWidget):
 
         self.problem_list.clear()
         for problem in shown:
-            item = QListWidgetItem(f"{problem.path}: {problem.message}")
+            text = f"{problem.path}: {problem.message}"
+            item = QListWidgetItem(text)
+            item.setToolTip(text)
             item.setData(Qt.ItemDataRole.UserRole, problem.loc)
             self.problem_list.addItem(item)
         self.problem_list.setVisible(bool(shown))
-        rows = min(len(shown), 5)
-        self.problem_list.setFixedHeight(
-            rows * max(self.problem_list.sizeHintForRow(0), 1) + 2 * self.problem_list.frameWidth()
-        )
+        self.problem_list.fit_height()
         checked_with = (
             f" <span style='color:gray'>(checked with strategy {self._strategy_kind})</span>"
             if self._strategy_kind

@@ -7,6 +7,9 @@ of its own (as :mod:`gui.files.folder_scan_worker` scans data folders), smoothed
 full resolution, and cut to the points the plot draws anyway: each bucket of steps as its
 lowest and highest loss (the plot's own peak downsampling, :func:`engine.run_curves.peak_envelope`),
 the smoothed curves by their means. What comes back is a few megabytes at most.
+
+Runs compared by a metric (:class:`ComparedRuns`) are read here too, for the same reason:
+one of 10^7 steps froze the window as long when compared as when drawn.
 """
 
 from __future__ import annotations
@@ -21,8 +24,15 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from ...engine.run_curves import bucket_means, peak_envelope, read_metric_columns
-from ...engine.run_folder import EVAL_FILE, loss_columns, read_eval
+from ...engine.run_curves import (
+    STEP,
+    BytesRead,
+    bucket_means,
+    metric_curve,
+    peak_envelope,
+    read_metric_columns,
+)
+from ...engine.run_folder import EVAL_FILE, METRICS_FILE, loss_columns, read_eval
 from ..run.series import Smoother
 
 DRAWN_BUCKETS = 100_000
@@ -77,6 +87,61 @@ def read_drawn_run(
     )
 
 
+@dataclass(frozen=True)
+class DrawnRunRequest:
+    """One run to draw as the plot's own curves, smoothed with ``weight``."""
+
+    run_dir: Path
+    weight: float
+
+    def read(self, progress: BytesRead) -> DrawnRun:
+        return read_drawn_run(self.run_dir, self.weight, progress)
+
+
+ComparedCurve = tuple[NDArray[np.float64], NDArray[np.float64]] | str
+"""(x, values) of a compared run, cut to buckets as a drawn run's loss; or why it cannot
+be read, in one line."""
+
+
+@dataclass(frozen=True)
+class ComparedRuns:
+    """Runs to compare by ``metric`` against ``x_axis``, read one after the other."""
+
+    runs: tuple[Path, ...]
+    metric: str = "loss"
+    x_axis: str = STEP
+
+    def read(self, progress: BytesRead, buckets: int = DRAWN_BUCKETS) -> dict[Path, ComparedCurve]:
+        """Each run's curve; a run that cannot be read says why, and the others are read.
+
+        ``progress`` counts the bytes of every run's ``metrics.csv`` together."""
+        sizes = [_size(run_dir / METRICS_FILE) for run_dir in self.runs]
+        total = sum(sizes)
+        curves: dict[Path, ComparedCurve] = {}
+        for index, run_dir in enumerate(self.runs):
+            before = sum(sizes[:index])
+
+            def told(read: int, _size_of_file: int, before: int = before) -> None:
+                progress(before + read, total)
+
+            try:
+                x, values = metric_curve(run_dir, self.metric, self.x_axis, told)
+            except FileNotFoundError:  # a run that ended before its first step recorded
+                x, values = np.empty(0), np.empty(0)
+            except (OSError, UnicodeDecodeError) as exc:
+                curves[run_dir] = f"{run_dir.name}: {getattr(exc, 'strerror', None) or exc}"
+                continue
+            curves[run_dir] = peak_envelope(x, values, buckets)
+        return curves
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
 def _evaluations(run_dir: Path) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     if not (run_dir / EVAL_FILE).is_file():
         return np.empty(0), np.empty(0)
@@ -86,9 +151,11 @@ def _evaluations(run_dir: Path) -> tuple[NDArray[np.float64], NDArray[np.float64
     return np.array(evaluated["step"], dtype=np.float64), np.array(evaluated["val_loss"])
 
 
-def serve(answer: Connection, run_dir: str, weight: float, done: Any, total: Any) -> None:
-    """Reads one run and sends ``(True, DrawnRun)``, or ``(False, why)`` in one line;
-    ``done`` and ``total`` (shared numbers) say how many bytes of it are read."""
+def serve(
+    answer: Connection, request: DrawnRunRequest | ComparedRuns, done: Any, total: Any
+) -> None:
+    """Reads what ``request`` asks and sends ``(True, what it read)``, or ``(False, why)``
+    in one line; ``done`` and ``total`` (shared numbers) say how many bytes are read."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl+C is the window's to handle
     os.nice(WORKER_NICENESS)
 
@@ -96,7 +163,7 @@ def serve(answer: Connection, run_dir: str, weight: float, done: Any, total: Any
         done.value, total.value = read, size
 
     try:
-        answer.send((True, read_drawn_run(Path(run_dir), weight, progress)))
+        answer.send((True, request.read(progress)))
     except OSError as exc:
         answer.send((False, str(exc)))
     answer.close()

@@ -1,9 +1,10 @@
-"""A past run read for the plot off the window's thread, one at a time, with its progress.
+"""Past runs read for the plot off the window's thread, one request at a time, with progress.
 
 The reading is :mod:`gui.runs.drawn_run_worker`'s, in a process of its own; a
 :class:`gui.run.background.Background` thread waits on that process and hands its
-progress and its answer to the window's thread. Asking for another run (or for none:
-a live run takes the plot) ends the process reading the earlier one at once.
+progress and its answer to the window's thread. Asking for something else (or for
+nothing: a live run takes the plot) ends the process reading the earlier one at once.
+The runs panel keeps one for the run drawn as the plot's own and one for the compared runs.
 """
 
 from __future__ import annotations
@@ -16,22 +17,24 @@ from PySide6.QtCore import QObject, Signal
 
 from ..run.background import Background, Progress
 from . import drawn_run_worker
-from .drawn_run_worker import DrawnRun
+from .drawn_run_worker import ComparedRuns, DrawnRunRequest
+
+Request = DrawnRunRequest | ComparedRuns
 
 POLL_S = 0.1
 """How often the waiting thread reports the bytes read and looks for a cancel."""
 
 
 class Cancelled(Exception):
-    """Another run was asked for, or none: this one's reading was ended."""
+    """Something else was asked for, or nothing: this reading was ended."""
 
 
 class RunDrawing(QObject):
-    """Reads the run last asked for; ``read`` hands its curves out, ``failed`` why not."""
+    """Reads what was asked last; ``read`` hands out what it read, ``failed`` why not."""
 
-    read = Signal(Path, object)  # the run's folder, its DrawnRun
-    failed = Signal(Path, str)  # the run's folder, one line
-    progress = Signal(Path, int, int)  # the run's folder, bytes read, bytes in all
+    read = Signal(object, object)  # the request, what its ``read`` returned
+    failed = Signal(object, str)  # the request, one line
+    progress = Signal(object, int, int)  # the request, bytes read, bytes in all
 
     def __init__(self, parent: QObject | None = None) -> None:
         super().__init__(parent)
@@ -39,20 +42,20 @@ class RunDrawing(QObject):
         self._background.done.connect(self._hand_out)
         self._background.failed.connect(self._hand_out_failure)
         self._background.progress.connect(self._report)
-        self._reading: Path | None = None
-        self._wanted: tuple[Path, float] | None = None
+        self._reading: Request | None = None
+        self._wanted: Request | None = None
         self._cancel = threading.Event()
 
     @property
-    def reading(self) -> Path | None:
-        """The run being read for the plot, None when none is."""
-        return self._wanted[0] if self._wanted else None
+    def reading(self) -> Request | None:
+        """What is being read for the plot, None when nothing is."""
+        return self._wanted
 
-    def ask(self, run_dir: Path, smoothing: float) -> None:
-        """Reads ``run_dir`` (smoothed with ``smoothing``), ending the reading of another."""
-        if self._wanted == (run_dir, smoothing) and not self._cancel.is_set():
+    def ask(self, request: Request) -> None:
+        """Reads what ``request`` asks, ending the reading of anything else."""
+        if self._wanted == request and not self._cancel.is_set():
             return  # being read already (a second double-click)
-        self._wanted = (run_dir, smoothing)
+        self._wanted = request
         if self._background.running:
             self._cancel.set()  # its end starts this one
         else:
@@ -66,11 +69,11 @@ class RunDrawing(QObject):
 
     def _start(self) -> None:
         assert self._wanted is not None
-        run_dir, smoothing = self._wanted
+        request = self._wanted
         self._cancel = cancel = threading.Event()
-        self._reading = run_dir
+        self._reading = request
         self._background.start(
-            lambda progress: _read_in_process(run_dir, smoothing, progress, cancel),
+            lambda progress: _read_in_process(request, progress, cancel),
             known=(OSError, Cancelled),
         )
 
@@ -79,35 +82,34 @@ class RunDrawing(QObject):
             self.progress.emit(self._reading, done, total)
 
     def _hand_out(self, result: object) -> None:
-        self._ended(result if isinstance(result, DrawnRun) else None, "")
+        self._ended(result, None)
 
     def _hand_out_failure(self, why: str) -> None:
         self._ended(None, why)
 
-    def _ended(self, drawn: DrawnRun | None, why: str) -> None:
+    def _ended(self, result: object, why: str | None) -> None:
         finished, self._reading = self._reading, None
         if self._wanted is None or finished is None:
             return
-        if self._cancel.is_set() or self._wanted[0] != finished:
-            self._start()  # another run was asked for while this one was read
+        if self._cancel.is_set() or self._wanted != finished:
+            self._start()  # something else was asked for while this was read
             return
         self._wanted = None
-        if drawn is not None:
-            self.read.emit(finished, drawn)
+        if why is None:
+            self.read.emit(finished, result)
         else:
             self.failed.emit(finished, why)
 
 
-def _read_in_process(
-    run_dir: Path, smoothing: float, progress: Progress, cancel: threading.Event
-) -> DrawnRun:
+def _read_in_process(request: Request, progress: Progress, cancel: threading.Event) -> object:
     """Runs the reading process and waits for its answer (in the background thread)."""
+    what = ", ".join(path.name for path in _folders(request))
     context = multiprocessing.get_context("spawn")  # a fork would copy Qt's threads
     done, total = context.RawValue("q", 0), context.RawValue("q", 0)
     answers, child = context.Pipe(duplex=False)
     process = context.Process(
         target=drawn_run_worker.serve,
-        args=(child, str(run_dir), smoothing, done, total),
+        args=(child, request, done, total),
         name="distloop-draw-run",
         daemon=True,
     )
@@ -116,13 +118,13 @@ def _read_in_process(
     try:
         while not answers.poll(POLL_S):
             if cancel.is_set():
-                raise Cancelled(f"{run_dir.name}: another run was asked for")
+                raise Cancelled(f"{what}: something else was asked for")
             if not process.is_alive() and not answers.poll(0):
-                raise OSError(f"reading {run_dir.name} ended without an answer")
+                raise OSError(f"reading {what} ended without an answer")
             progress(done.value, total.value, "")
         succeeded, said = answers.recv()
     except EOFError:
-        raise OSError(f"reading {run_dir.name} ended without an answer") from None
+        raise OSError(f"reading {what} ended without an answer") from None
     finally:
         if process.is_alive():
             process.kill()
@@ -131,3 +133,7 @@ def _read_in_process(
     if not succeeded:
         raise OSError(said)
     return said
+
+
+def _folders(request: Request) -> tuple[Path, ...]:
+    return request.runs if isinstance(request, ComparedRuns) else (request.run_dir,)

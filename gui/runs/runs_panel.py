@@ -24,7 +24,6 @@ from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
-import numpy as np
 from PySide6.QtCore import (
     QFileSystemWatcher,
     QModelIndex,
@@ -62,7 +61,6 @@ from ...engine.run_curves import (
     X_AXES,
     comparable_metrics,
     legend_names,
-    metric_curve,
 )
 from ...engine.run_folder import default_runs_root, has_model
 from ...engine.run_history import (
@@ -78,7 +76,7 @@ from ..files.exports import CSV_FILTER, copy_metrics
 from ..run.loss_plot import LossPlot
 from ..shell import dialogs
 from ..widgets.tables import select_rows, style_list_table
-from .drawn_run_worker import DrawnRun
+from .drawn_run_worker import ComparedCurve, ComparedRuns, DrawnRun, DrawnRunRequest
 from .run_drawing import RunDrawing
 from .run_scanner import RunScanner
 from .run_table import SORT_ROLE
@@ -157,6 +155,10 @@ class RunsPanel(QWidget):
         self._drawing.failed.connect(self._drawing_failed)
         self._drawing.progress.connect(self._reading_progress)
         self._drawing_run: RunSummary | None = None  # the past run being read for the plot
+        self._comparing = RunDrawing(self)  # the compared runs, read as the drawn one is
+        self._comparing.read.connect(self._compared_read)
+        self._comparing.failed.connect(self._comparing_failed)
+        self._comparing.progress.connect(self._comparing_progress)
         self._cut = False  # the shown run came back cut to its buckets (a long run)
         self._plot.smooth_slider.valueChanged.connect(self._smoothing_changed)
 
@@ -630,7 +632,7 @@ class RunsPanel(QWidget):
         self._shown = None
         self._drawing_run = run
         self._plot.show_busy(f"Reading {run.name}…")
-        self._drawing.ask(run.path, self._plot.smoothing_weight())
+        self._drawing.ask(DrawnRunRequest(run.path, self._plot.smoothing_weight()))
 
     def _smoothing_changed(self) -> None:
         """A long run's curves came back cut to buckets, smoothed at the weight then: one
@@ -639,26 +641,25 @@ class RunsPanel(QWidget):
         meanwhile), and replaces what is drawn without moving the view."""
         reading = self._drawing_run
         if reading is not None and reading is not self._shown:  # read at the new weight
-            self._drawing.ask(reading.path, self._plot.smoothing_weight())
+            self._drawing.ask(DrawnRunRequest(reading.path, self._plot.smoothing_weight()))
             return
         run = self._shown
         if run is None or not self._cut or self._active_run is not None:
             return
         self._drawing_run = run
         self._plot.set_caption(f"{run.name} (smoothing every step again…)")
-        self._drawing.ask(run.path, self._plot.smoothing_weight())
+        self._drawing.ask(DrawnRunRequest(run.path, self._plot.smoothing_weight()))
 
-    def _reading_progress(self, path: Path, done: int, total: int) -> None:
+    def _reading_progress(self, request: DrawnRunRequest, done: int, total: int) -> None:
         """The share of the run's metrics.csv read so far, in the plot it will fill."""
         run = self._drawing_run
-        if run is not None and run is not self._shown and run.path == path and total:
-            read = f"{done * 100 // total}% of {total / 1e6:,.1f} MB"
-            self._plot.show_busy(f"Reading {run.name}… {read}")
+        if run is not None and run is not self._shown and run.path == request.run_dir and total:
+            self._plot.show_busy(f"Reading {run.name}… {_share_read(done, total)}")
 
-    def _drawing_failed(self, path: Path, why: str) -> None:
+    def _drawing_failed(self, request: DrawnRunRequest, why: str) -> None:
         run, self._drawing_run = self._drawing_run, None
         self._plot.clear()
-        if run is not None and run.path == path:
+        if run is not None and run.path == request.run_dir:
             dialogs.show_error(self, "Cannot show the run", f"{run.name}: {why}")
 
     def stop_drawing(self) -> None:
@@ -666,10 +667,10 @@ class RunsPanel(QWidget):
         self._drawing.cancel()
         self._drawing_run = None
 
-    def _drawn(self, path: Path, drawn: DrawnRun) -> None:
+    def _drawn(self, request: DrawnRunRequest, drawn: DrawnRun) -> None:
         """The run asked for last is read: its curves become the plot's own."""
         run, self._drawing_run = self._drawing_run, None
-        if run is None or run.path != path or self._active_run is not None:
+        if run is None or run.path != request.run_dir or self._active_run is not None:
             return
         smoothed_again = run is self._shown  # the view the user chose stays
         view = self._plot.plot_item.getViewBox().viewRange() if smoothed_again else None
@@ -723,19 +724,54 @@ class RunsPanel(QWidget):
         self.metric_box.blockSignals(False)
 
     def _draw_comparisons(self) -> None:
-        """Draws the compared runs by the chosen metric; says which runs lack it."""
+        """Reads the compared runs by the chosen metric off the window's thread (a run of
+        10^7 steps is gigabytes), saying meanwhile how much is read; the curves drawn
+        until then stay. No compared runs: the comparison is cleared at once."""
         selection = self._selection()
         if selection != PLOT_UNITS and self._shown is not None:
             # The plot's own curves show the loss by the step: the shown run joins instead.
             shown, self._shown = self._shown, None
             self._plot.clear()
             self._compared = {shown.path: shown, **self._compared}
-        runs = list(self._compared.values())
-        problems, missing = compare_runs(self._plot, runs, *selection)
+        if not self._compared:
+            self._comparing.cancel()
+            self._compared_read(ComparedRuns((), *selection), {})
+            return
+        request = ComparedRuns(tuple(self._compared), *selection)
+        self._comparing.ask(request)
+        if self._comparing.reading == request:
+            self._show_comparing(f"Reading {len(request.runs)} runs to compare…")
+
+    @property
+    def comparing(self) -> bool:
+        """Whether runs to compare are being read (their curves are not drawn yet)."""
+        return self._comparing.reading is not None
+
+    def _show_comparing(self, text: str) -> None:
+        """Says what is read for the comparison: in the note above the plot, and in the
+        plot itself while it is empty."""
+        self.comparison_note.setText(text)
+        self.comparison_note.setVisible(True)
+        if self._plot.hint.isVisible():
+            self._plot.show_busy(text)
+
+    def _comparing_progress(self, request: ComparedRuns, done: int, total: int) -> None:
+        if total and self._comparing.reading == request:
+            runs = len(request.runs)
+            self._show_comparing(f"Reading {runs} runs to compare… {_share_read(done, total)}")
+
+    def _comparing_failed(self, request: ComparedRuns, why: str) -> None:
+        """The reading process itself failed (each run's own problem comes back as read)."""
+        self._compared_read(request, {path: why for path in request.runs})
+
+    def _compared_read(self, request: ComparedRuns, curves: dict[Path, ComparedCurve]) -> None:
+        """The compared runs are read: they replace the comparison drawn before."""
+        runs = [self._compared[path] for path in request.runs if path in self._compared]
+        problems, missing = compare_runs(self._plot, runs, curves, request.metric, request.x_axis)
         for path in problems:  # told once, not on every redraw
             self._compared.pop(path, None)
         self.comparison_note.setText(
-            f"Not drawn, no {selection[0]} recorded: {', '.join(missing)}" if missing else ""
+            f"Not drawn, no {request.metric} recorded: {', '.join(missing)}" if missing else ""
         )
         self.comparison_note.setVisible(bool(missing))
         if problems:
@@ -909,9 +945,14 @@ def _as_asked(job: RunSummary, asked: RunSummary | None) -> RunSummary:
 
 
 def compare_runs(
-    plot: LossPlot, runs: list[RunSummary], metric: str = "loss", x_axis: str = STEP
+    plot: LossPlot,
+    runs: list[RunSummary],
+    curves: dict[Path, ComparedCurve],
+    metric: str = "loss",
+    x_axis: str = STEP,
 ) -> tuple[dict[Path, str], list[str]]:
-    """Draws exactly ``runs`` on ``plot`` as compared runs, by ``metric`` against ``x_axis``.
+    """Draws exactly ``runs`` on ``plot`` as compared runs, by ``metric`` against ``x_axis``,
+    from their ``curves`` as :class:`ComparedRuns` read them.
 
     Returns why a run could not be read (one line, by its folder) and the legend
     names of the runs that have no ``metric``.
@@ -921,16 +962,19 @@ def compare_runs(
     missing: list[str] = []
     names = legend_names(runs)
     for run in runs:
-        try:
-            x, values = metric_curve(run.path, metric, x_axis)
-        except FileNotFoundError:  # a run that ended before its first step recorded nothing
-            x, values = np.empty(0), np.empty(0)
-        except (OSError, UnicodeDecodeError) as exc:
-            problems[run.path] = f"{run.name}: {getattr(exc, 'strerror', None) or exc}"
+        curve = curves.get(run.path, f"{run.name}: not read")
+        if isinstance(curve, str):
+            problems[run.path] = curve
             continue
+        x, values = curve
         if not len(values):
             missing.append(names[run.path])
             continue
         plot.add_comparison(str(run.path), names[run.path], x, values)
     plot.set_comparison_axes(X_AXES[x_axis] if runs else X_AXES[STEP], metric if runs else "loss")
     return problems, missing
+
+
+def _share_read(done: int, total: int) -> str:
+    """``34% of 1,300.0 MB``: how much of what is read is read."""
+    return f"{done * 100 // total}% of {total / 1e6:,.1f} MB"

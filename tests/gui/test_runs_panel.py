@@ -141,6 +141,11 @@ def _drawn(qtbot, panel: RunsPanel, run_dir: Path, timeout_s: int = 60) -> None:
     qtbot.waitUntil(shown, timeout=timeout_s * 1000)
 
 
+def _compared(qtbot, panel: RunsPanel, timeout_s: int = 60) -> None:
+    """Waits until the compared runs are drawn: they are read off the window's thread."""
+    qtbot.waitUntil(lambda: not panel.comparing, timeout=timeout_s * 1000)
+
+
 def test_runs_are_listed_newest_first_with_their_numbers(make_window, three_runs) -> None:
     panel = make_window().runs_panel
     assert [run.name for run in panel.runs()] == ["new", "failed", "old"]
@@ -221,12 +226,13 @@ def test_double_click_shows_the_run_exactly_as_its_files_hold_it(
     assert plot.replica_losses() == [] and plot.named_losses() == {}
 
 
-def test_compare_two_runs_then_clear(make_window, three_runs) -> None:
+def test_compare_two_runs_then_clear(qtbot, make_window, three_runs) -> None:
     window: MainWindow = make_window()
     panel = window.runs_panel
     _select(panel, three_runs["old"], three_runs["new"])
     assert panel.compare_action.isEnabled() and not panel.show_action.isEnabled()
     panel.compare_action.trigger()
+    _compared(qtbot, panel)
     compared = window.plot.comparisons()
     assert sorted(compared) == ["new", "old"]
     for name in ("old", "new"):
@@ -253,6 +259,7 @@ def test_compared_runs_pile_up_each_once_never_the_shown_run(
     panel.compare_action.trigger()
     _select(panel, three_runs["failed"], three_runs["old"], three_runs["new"])
     panel.compare_action.trigger()  # adds to the comparison: old stays, once; new is shown
+    _compared(qtbot, panel)
     assert [run.name for run in panel.compared_runs()] == ["old", "failed"]
     assert plot.legend_names()[-2:] == ["old", "failed"]
     assert sorted(plot.comparisons()) == ["failed", "old"]
@@ -261,6 +268,7 @@ def test_compared_runs_pile_up_each_once_never_the_shown_run(
     _select(panel, three_runs["old"])
     panel.show_action.trigger()  # a compared run that is shown leaves the comparison
     _drawn(qtbot, panel, three_runs["old"])
+    _compared(qtbot, panel)
     assert sorted(plot.comparisons()) == ["failed"]
     assert list(plot.losses()) == [3.0, 2.0, 2.5]
     panel.clear_comparison_action.trigger()
@@ -275,11 +283,13 @@ def test_compare_by_any_metric_against_step_or_wall_time(qtbot, make_window, thr
     _drawn(qtbot, panel, three_runs["new"])
     _select(panel, three_runs["old"])
     panel.compare_action.trigger()
+    _compared(qtbot, panel)
     metrics = [panel.metric_box.itemText(i) for i in range(panel.metric_box.count())]
     assert metrics == ["loss", "generator", "val_loss"]
     assert panel.comparison_note.isHidden()
 
     panel.metric_box.setCurrentText("val_loss")  # the plot's own curves are the loss by step:
+    _compared(qtbot, panel)
     assert panel.shown_run() is None and len(plot.steps()) == 0  # the shown run is compared
     assert list(plot.comparisons()) == ["new"]
     steps, values = plot.comparisons()["new"]
@@ -289,8 +299,10 @@ def test_compare_by_any_metric_against_step_or_wall_time(qtbot, make_window, thr
     assert plot.axis_labels() == ("step", "val_loss")
 
     panel.x_axis_box.setCurrentIndex(panel.x_axis_box.findData(WALL_TIME))
+    _compared(qtbot, panel)
     assert list(plot.comparisons()["new"][0]) == [0.5, 1.0]  # the time of steps 2 and 4
     panel.metric_box.setCurrentText("loss")
+    _compared(qtbot, panel)
     compared = plot.comparisons()
     assert list(compared["old"][0]) == [0.25, 0.5, 0.75] and list(compared["old"][1]) == [3, 2, 2.5]
     assert plot.axis_labels() == ("wall time (s)", "loss")
@@ -333,13 +345,14 @@ def test_edit_notes_opens_the_notes_cell(make_window, three_runs) -> None:
     assert panel.table.currentIndex().column() == Column.NOTES
 
 
-def test_runs_with_the_same_name_are_told_apart(make_window, runs_root) -> None:
+def test_runs_with_the_same_name_are_told_apart(qtbot, make_window, runs_root) -> None:
     now = time.time()
     first = fake_run(runs_root, "x-1", name="same", started=now - 10, losses=[1.0])
     second = fake_run(runs_root, "x-2", name="same", started=now, losses=[2.0])
     window: MainWindow = make_window()
     _select(window.runs_panel, first, second)
     window.runs_panel.compare_action.trigger()
+    _compared(qtbot, window.runs_panel)
     assert sorted(window.plot.comparisons()) == ["same (x-1)", "same (x-2)"]
 
 
@@ -351,6 +364,7 @@ def test_show_during_a_live_run_compares_instead(qtbot, make_window, three_runs)
     panel = window.runs_panel
     _select(panel, three_runs["old"])
     panel.show_action.trigger()
+    _compared(qtbot, panel)
     assert list(window.plot.comparisons()) == ["old"]
     assert set(window.plot.losses()) == {0.5}  # the live curves are untouched
     assert not panel.metric_box.isEnabled()  # compared like the live run: loss by step
@@ -366,6 +380,7 @@ def test_show_during_a_live_run_compares_instead(qtbot, make_window, three_runs)
     _select(panel, live)
     assert panel.selected_runs()[0].name == f"{window.validation.project.name} #1"
     panel.compare_action.trigger()  # the live run is drawn already
+    _compared(qtbot, panel)
     assert list(window.plot.comparisons()) == ["old"]
     window.stop()
     qtbot.waitUntil(lambda: not window.controller.active, timeout=5000)
@@ -944,8 +959,10 @@ def test_a_comparison_kept_through_a_new_run_says_so_and_one_click_ends_it(
     assert not chip.isVisible()
     _select(panel, three_runs["old"], three_runs["new"])
     panel.compare_action.trigger()
+    _compared(qtbot, panel)
     window.run_action.trigger()
     qtbot.waitUntil(lambda: not window.controller.active, timeout=10_000)
+    _compared(qtbot, panel)
     assert sorted(plot.comparisons()) == ["new", "old"]  # kept beside the new run
     assert chip.isVisible() and chip.text.text() == "Comparing with 2 past runs"
     assert "old" in chip.toolTip() and "new" in chip.toolTip()
@@ -1010,6 +1027,62 @@ def test_a_past_run_of_ten_million_steps_is_drawn_while_the_window_keeps_answeri
     assert status.state.full_text().startswith("Past run: finished at step 10,000,000, final loss")
     assert status.values["step"].text() == "10,000,000"
     assert status.values["run_dir"].full_text() == "big"
+
+
+@pytest.mark.timeout(900)  # beyond its waits: one that runs out fails with its own line
+def test_a_run_of_ten_million_steps_is_compared_while_the_window_keeps_answering(
+    qtbot, make_window, runs_root: Path, three_runs
+) -> None:
+    """Compare read a whole metrics.csv on the window's thread: with a run of 10^7 steps
+    the window froze for tens of seconds. It is read in the process that draws a past run,
+    while the event loop goes on (a 10 ms timer keeps ticking); the panel says how much is
+    read, clearing the comparison ends the reading, and the curve compared is the file's,
+    cut to each bucket's lowest and highest loss as a drawn run is."""
+    steps = 10_000_000
+    big = fake_run(runs_root, "big", name="big", started=time.time(), losses=[1.0])
+    big_metrics(big / "metrics.csv", steps)
+    write_status(big, "finished", last_step=steps)
+    window: MainWindow = make_window()
+    window.show()
+    qtbot.waitExposed(window)
+    panel, plot = window.runs_panel, window.plot
+    panel.refresh()
+    ticks: list[str] = []
+    timer = QTimer()
+    timer.timeout.connect(lambda: ticks.append(panel.comparison_note.text()))
+    timer.start(10)
+
+    _select(panel, big, three_runs["old"])
+    panel.compare_action.trigger()
+    assert ticks == []  # the trigger returned before any reading: nothing waited on it
+    qtbot.waitUntil(lambda: "% of" in panel.comparison_note.text(), timeout=120_000)
+    assert panel.comparison_note.text().startswith("Reading 2 runs to compare… ")
+    assert plot.hint.isVisible() and plot.hint.toPlainText().startswith("Reading 2 runs")
+    panel.clear_comparison_action.trigger()  # the reading ends; nothing is drawn after all
+    assert not panel.comparing and panel.comparison_note.isHidden()
+    qtbot.waitUntil(lambda: not panel._comparing._background.running, timeout=30_000)
+    assert plot.comparisons() == {} and panel.compared_runs() == []
+
+    ticks.clear()
+    _select(panel, big, three_runs["old"])
+    panel.compare_action.trigger()
+    _compared(qtbot, panel, timeout_s=600)  # 300 MB of text, on a machine maybe busy
+    timer.stop()
+    read_while_ticking = [text for text in ticks if text.startswith("Reading 2 runs")]
+    assert len(read_while_ticking) > 20, "the event loop stood still while the run was read"
+    assert len(set(read_while_ticking)) > 3  # the share read went up as it went
+
+    compared = plot.comparisons()
+    assert sorted(compared) == ["big", "old"] and panel.comparison_note.isHidden()
+    assert list(compared["old"][1]) == [3.0, 2.0, 2.5]  # a short run: every step, exactly
+    big_steps, big_losses = compared["big"]
+    assert 0 < len(big_steps) <= 2 * DRAWN_BUCKETS and big_steps[0] == 1
+    per_bucket = -(-steps // DRAWN_BUCKETS)
+    losses = 1.0 + (np.arange(1, per_bucket + 1) % 97) / 97  # the first bucket's losses
+    assert big_losses[0] == pytest.approx(losses.min(), rel=1e-6)
+    assert big_losses[1] == pytest.approx(losses.max(), rel=1e-6)
+    assert big_steps[2] == 1 + per_bucket
+    assert not plot.hint.isVisible()
 
 
 def test_the_status_panel_describes_the_past_run_drawn_not_the_last_live_one(

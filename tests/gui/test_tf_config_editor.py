@@ -596,3 +596,57 @@ def test_the_tf_config_tab_fits_the_forms_dock_at_its_default_width(make_window,
         + margins.right()
     )
     assert needed <= PROJECT_DOCK_WIDTH - 20, needed
+
+
+def test_a_long_problem_is_shown_whole_wrapped_at_the_docks_default_width(
+    make_window, qtbot
+) -> None:
+    """The TF_CONFIG tab's own problem list cut a long message at the dock's edge (one row
+    of the first row's height each): each problem wraps to as many lines as it needs, the
+    list is as tall as its rows, and the tooltip holds the full text."""
+    from distloop.gui.shell.main_window import PROJECT_DOCK_WIDTH
+
+    window = make_window()
+    window.resize(1400, 900)
+    window.show()
+    qtbot.waitExposed(window)
+    editor = window.editor.tf_config
+    window.editor.strategy.fields.editors["kind"].setCurrentText("multi_worker_mirrored")
+    editor.use_checkbox.setChecked(True)
+    workers = {"cluster": {"worker": ["host0:2222", "host1:2222"]}, "task": {"type": "worker"}}
+    editor.set_tf_config(TFConfig.model_validate(workers))
+    long = (
+        "unreachable from this machine: host1 answered no connection on port 2222 within "
+        "5 s, so the cluster cannot start; check the address, the firewall and that "
+        "the task listens there"
+    )
+    editor.mark_problems(
+        [
+            Problem(("tf_config", "cluster", "worker", 0), long),
+            Problem(("tf_config", "cluster", "worker", 1), "short"),
+        ]
+    )
+    window.editor.reveal(Problem(("tf_config",), ""))
+    problems = editor.problem_list
+    assert problems.isVisible() and problems.width() < PROJECT_DOCK_WIDTH
+    viewport = problems.viewport()
+
+    def shown_whole() -> bool:
+        first, second = problems.item(0), problems.item(1)
+        text = first.text()
+        wrapped = problems.fontMetrics().boundingRect(
+            0, 0, viewport.width() - 8, 10_000, Qt.TextFlag.TextWordWrap, text
+        )
+        rect, last = problems.visualItemRect(first), problems.visualItemRect(second)
+        return (
+            rect.height() >= wrapped.height()
+            and rect.width() <= viewport.width()
+            and last.bottom() <= viewport.height()
+        )
+
+    qtbot.waitUntil(shown_whole, timeout=5_000)
+    item = problems.item(0)
+    assert item.text().endswith(long) and item.toolTip() == item.text()
+    assert problems.fontMetrics().horizontalAdvance(item.text()) > viewport.width()  # wrapped
+    assert not problems.horizontalScrollBar().isVisible()
+    assert not problems.verticalScrollBar().isVisible()  # two problems: no need to scroll
