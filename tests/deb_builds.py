@@ -32,6 +32,7 @@ BUILD_INPUTS = (
     "gui",
     "resources",
     "README.md",  # Help ▸ Distloop Guide shows it
+    ":(exclude)resources/screenshots",  # documentation: the spec leaves them out
     *(f"packaging/{name}" for name in ("build.py", "distloop.spec", "stage_namespace.py")),
     *(f"packaging/{name}" for name in ("distloop_entry.py", "distloop")),
 )

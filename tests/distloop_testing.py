@@ -21,7 +21,14 @@ from distloop.engine.examples import example_text
 from distloop.engine.export import export_cluster
 from distloop.engine.exports.base import cluster_name
 from distloop.engine.exports.pods import DEFAULT_IMAGE
-from distloop.engine.messages import EvalMetrics, RunFailed, RunFinished, RunStarted, StepMetrics
+from distloop.engine.messages import (
+    EvalMetrics,
+    Log,
+    RunFailed,
+    RunFinished,
+    RunStarted,
+    StepMetrics,
+)
 from distloop.engine.process import EngineProcess, WarmEngine
 from distloop.engine.run_model import RunModel
 from distloop.engine.script_export import render_script
@@ -73,7 +80,7 @@ def run_engine(
                     evals.append(message)
                 elif isinstance(message, RunFinished | RunFailed):
                     terminal = message
-                else:
+                elif isinstance(message, Log):
                     logs.append(message)
     finally:
         engine.close()
