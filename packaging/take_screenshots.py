@@ -1,7 +1,7 @@
 """Retakes resources/screenshots/: the real window on Xvfb (Qt's xcb platform), driven
 through the scenes the README shows, with real runs (TensorFlow, a 2-worker cluster).
 
-    python packaging/take_screenshots.py                  # 1400x900 and 1024x700
+    python packaging/take_screenshots.py                  # 1400x900, 1024x700 and 1920x1080
     python packaging/take_screenshots.py --size 1024x700 --out /tmp/shots
 
 Each size gets its own Xvfb (the display number is Xvfb's choice), with openbox when it
@@ -28,7 +28,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 SCREENSHOTS = REPO / "resources" / "screenshots"
 DEFAULT_SIZE = "1400x900"
-SIZES = (DEFAULT_SIZE, "1024x700")
+SIZES = (DEFAULT_SIZE, "1024x700", "1920x1080")
 DRIVE_TIMEOUT_S = 1800
 
 
