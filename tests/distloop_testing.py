@@ -98,6 +98,19 @@ def run_engine(
     }
 
 
+def guide_trace(timeout_s: float = 240) -> np.ndarray:
+    """The losses of the hand-written guide program (``tests/reference_guide_loop.py``),
+    run in its own process: the trace every engine path must reproduce."""
+    reference = subprocess.run(
+        [sys.executable, str(REPO / "tests" / "reference_guide_loop.py")],
+        capture_output=True,
+        text=True,
+        timeout=timeout_s,
+        check=True,
+    )
+    return np.array([float(line) for line in reference.stdout.split()], dtype=np.float32)
+
+
 def assert_same_trace(live: RunModel, loaded: RunModel) -> None:
     """A run followed live and the same run loaded from its folder hold the same trace.
 

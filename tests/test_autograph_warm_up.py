@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from distloop.engine.examples import load_example
 from distloop.engine.process import WarmEngine
-from distloop_testing import REPO, run_engine
+from distloop_testing import REPO, guide_trace, run_engine
 
 pytestmark = pytest.mark.slow
 
@@ -75,14 +75,7 @@ def test_after_the_warm_up_a_run_converts_nothing() -> None:
 def test_a_warmed_up_engine_trains_the_guide_trace(tmp_path: Path) -> None:
     """A warm engine that finished its warm-up before its job (its CPU idle) runs the seed
     example to the hand-written guide program's losses, as a cold one does."""
-    reference = subprocess.run(
-        [sys.executable, str(REPO / "tests" / "reference_guide_loop.py")],
-        capture_output=True,
-        text=True,
-        timeout=240,
-        check=True,
-    )
-    expected = np.array([float(line) for line in reference.stdout.split()], dtype=np.float32)
+    expected = guide_trace()
     warm = WarmEngine()
     try:
         wait_until_idle(warm.child.pid)

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
-import sys
 import time
 
 import numpy as np
@@ -16,20 +14,19 @@ from distloop.engine.messages import RunFailed, RunFinished, RunStarted, StepMet
 from distloop.engine.process import EngineProcess
 from distloop.engine.run_folder import read_metrics, read_status
 from distloop.engine.run_model import RunModel
-from distloop_testing import REPO, assert_same_trace, example_data, run_engine, synthetic_project
+from distloop_testing import (
+    assert_same_trace,
+    example_data,
+    guide_trace,
+    run_engine,
+    synthetic_project,
+)
 
 pytestmark = pytest.mark.slow
 
 
 def test_seed_example_matches_the_hand_written_guide_program(tmp_path) -> None:
-    reference = subprocess.run(
-        [sys.executable, str(REPO / "tests" / "reference_guide_loop.py")],
-        capture_output=True,
-        text=True,
-        timeout=240,
-        check=True,
-    )
-    expected = np.array([float(line) for line in reference.stdout.split()], dtype=np.float32)
+    expected = guide_trace()
     assert len(expected) == 100
 
     run = run_engine(load_example("seed"), tmp_path)

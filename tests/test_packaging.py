@@ -42,7 +42,7 @@ from debian_roots import (
     unpacked_root,
 )
 from distloop.engine import __version__
-from distloop_testing import REPO
+from distloop_testing import REPO, guide_trace
 
 SUITES = ["bookworm", "trixie"]
 ARTIFACTS = REPO / "build" / "packaging-test"
@@ -70,17 +70,10 @@ def deb() -> Path:
     return Path(prebuilt).resolve() if prebuilt else cached_deb()
 
 
-@pytest.fixture(scope="module")
-def guide_trace() -> np.ndarray:
-    """The reference guide program's 100 losses (tests/reference_guide_loop.py)."""
-    reference = subprocess.run(
-        [sys.executable, str(REPO / "tests" / "reference_guide_loop.py")],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=True,
-    )
-    return np.array([float(line) for line in reference.stdout.split()], dtype=np.float32)
+@pytest.fixture(scope="module", name="guide_trace")
+def guide_trace_fixture() -> np.ndarray:
+    """The reference guide program's 100 losses, once for the module."""
+    return guide_trace(timeout_s=600)
 
 
 def tool(name: str) -> str:
