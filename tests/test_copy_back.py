@@ -92,12 +92,55 @@ def host(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SshHosts]:
         yield made
 
 
-def _answer_with(hosts: SshHosts, stream: Path) -> None:
+def _answer_with(hosts: SshHosts, stream: Path, then: str = "") -> None:
     """The host answers every ssh command with ``stream``'s bytes (its sshd's forced
-    command), as a host whose tar, or whose owner, is hostile."""
+    command), as a host whose tar, or whose owner, is hostile; then runs ``then``."""
     keys = hosts.ssh_config.parent / "authorized_keys"
     key = (hosts.ssh_config.parent / "client_key.pub").read_text().strip()
-    keys.write_text(f'command="cat {stream}" {key}\n')
+    keys.write_text(f'command="cat {stream}{"; " + then if then else ""}" {key}\n')
+
+
+def test_a_host_slow_to_exit_after_a_whole_archive_is_a_copy_that_went_well(
+    host: SshHosts, tmp_path: Path
+) -> None:
+    """The end marker comes before tar's padding and before ssh exits: on a busy machine
+    the copy read as failed ("copying ... back failed", seen in CI) because ssh was stopped
+    the moment the marker arrived. The rest is read and ssh's own exit awaited."""
+    stream = tmp_path / "run.tar"
+    stream.write_bytes(_archive(("metrics.csv", tarfile.REGTYPE, {"content": b"step\n"})))
+    _answer_with(host, stream, then="sleep 2")
+    into = tmp_path / "home" / "run" / "tasks" / "worker-0"
+    into.parent.mkdir(parents=True)
+    _fetch(host, into)
+    assert (into / "metrics.csv").read_bytes() == b"step\n"
+
+
+def test_a_host_that_keeps_sending_after_the_archive_s_end_is_refused(
+    host: SshHosts, tmp_path: Path
+) -> None:
+    stream = tmp_path / "run.tar"
+    stream.write_bytes(_archive(("metrics.csv", tarfile.REGTYPE, {"content": b"step\n"})))
+    _answer_with(host, stream, then="cat /dev/zero")
+    into = tmp_path / "home" / "run" / "tasks" / "worker-0"
+    into.parent.mkdir(parents=True)
+    with pytest.raises(OSError) as refused:
+        _fetch(host, into)
+    assert str(refused.value) == (
+        f"{host.addresses[0]}: refused: it kept sending after the archive's end"
+    )
+    assert not into.exists()
+    assert sorted(p.name for p in into.parent.parent.iterdir()) == ["tasks"]
+
+
+def _fetch(host: SshHosts, into: Path, limits: Limits | None = None) -> None:
+    config = TFConfig.model_validate(
+        {"cluster": {"worker": [f"{host.addresses[0]}:2222"]}, "task": {"type": "worker"}}
+    )
+    launch = SshLaunch(run_name="run", ssh_config=host.ssh_config)
+    try:
+        launch.fetch(config, config.chief_task(), into, limits)
+    finally:
+        launch.close()
 
 
 def test_a_host_s_symlink_chain_past_path_max_writes_nothing_outside(
@@ -114,15 +157,8 @@ def test_a_host_s_symlink_chain_past_path_max_writes_nothing_outside(
     stream = tmp_path / "hostile.tar"
     stream.write_bytes(cve_2025_4517_archive(into, ups=3))
     _answer_with(host, stream)
-    config = TFConfig.model_validate(
-        {"cluster": {"worker": [f"{host.addresses[0]}:2222"]}, "task": {"type": "worker"}}
-    )
-    launch = SshLaunch(run_name="run", ssh_config=host.ssh_config)
-    try:
-        with pytest.raises(OSError) as refused:
-            launch.fetch(config, config.chief_task(), into)
-    finally:
-        launch.close()
+    with pytest.raises(OSError) as refused:
+        _fetch(host, into)
     assert str(refused.value) == (
         f"{host.addresses[0]}: refused: a is a symbolic link, and a run folder holds only "
         "files and folders"

@@ -44,6 +44,9 @@ _BLOCK = tarfile.BLOCKSIZE
 _NO_DISK = 1 << 62
 """A relay's byte budget: it writes nothing here, so only its time bounds it."""
 _CHUNK = 1024 * 1024
+MAX_TRAILER = 1024 * 1024
+"""What a sender may write after the archive's end marker: tar pads its last record with
+zeros (10 KiB with GNU tar's default blocking), far below this."""
 
 
 MAX_METADATA = 1024 * 1024
@@ -143,11 +146,24 @@ def receive_run_folder(
             fileobj=stream, mode="r|", tarinfo=_CheckedHeader
         ) as archive:
             _write_members(archive, fresh, budget)
+        _read_to_the_end(stream)
         fresh.chmod(0o755)
         _replace(into, fresh, scratch / f".{tag}.old-{into.name}")
     except BaseException:
         shutil.rmtree(fresh, ignore_errors=True)
         raise
+
+
+def _read_to_the_end(stream: _BoundedStream) -> None:
+    """Reads what the sender writes after the archive's end marker (tar's padding of its
+    last record) until it closes the pipe, so that it finishes and exits by itself: its
+    exit status then says whether the copy went well, which a sender stopped midway (or
+    killed for being slow to exit on a busy machine) cannot say."""
+    trailing = 0
+    while data := stream.read(_CHUNK):
+        trailing += len(data)
+        if trailing > MAX_TRAILER:
+            raise CopyBackError("it kept sending after the archive's end")
 
 
 def relay_checkpoints(source: IO[bytes], target: IO[bytes], limits: Limits | None = None) -> None:

@@ -225,6 +225,9 @@ class SshLaunch:
             assert ssh.stdout is not None
             try:
                 receive_run_folder(ssh.stdout, into, into.parent.parent, limits)
+                ssh.wait(timeout=CONNECT_TIMEOUT_S)  # the stream ended: ssh exits now
+            except subprocess.TimeoutExpired:
+                pass  # killed below; its exit status says the copy failed
             except CopyBackError as exc:
                 raise OSError(f"{self.where(host)}: refused: {exc}") from None
             except tarfile.TarError as exc:
