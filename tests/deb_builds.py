@@ -31,7 +31,9 @@ BUILD_INPUTS = (
     "engine",
     "gui",
     "resources",
-    "README.md",  # Help ▸ Distloop Guide shows it
+    "README.md",  # Help ▸ Distloop Guide shows it and the pages it links
+    "CONTRIBUTING.md",
+    "docs",
     ":(exclude)resources/screenshots",  # documentation: the spec leaves them out
     *(f"packaging/{name}" for name in ("build.py", "distloop.spec", "stage_namespace.py")),
     *(f"packaging/{name}" for name in ("distloop_entry.py", "distloop")),

@@ -5,7 +5,7 @@ whose bytes never come, damaged bytes), the copy either refuses it in one line
 here as it was, or takes exactly its plain files and folders; nothing outside changes.
 
 Streams go through a real pipe (a writer thread), as ssh's stdout does. Counts (reported
-in the README): 300 generated streams, 200 damaged ones.
+in docs/reliability.md): 300 generated streams, 200 damaged ones.
 """
 
 from __future__ import annotations

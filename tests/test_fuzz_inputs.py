@@ -1,7 +1,7 @@
 """Property-based tests: whatever a user (or a broken disk) hands the loaders, only
 validation problems come out, never another exception.
 
-Counts (reported in the README): 300 random texts and 600 mutated examples for
+Counts (reported in docs/reliability.md): 300 random texts and 600 mutated examples for
 project files, 300 random texts and 300 mutated clusters for TF_CONFIG; for exports,
 40 projects whose free texts are all hostile (the script and every cluster format),
 300 hosts and 150 images; and 60 calls of random files (random bytes, or a PNG or .npy

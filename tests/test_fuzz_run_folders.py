@@ -3,7 +3,7 @@ holds (links anywhere, huge or deeply nested JSON, devices, crafted checkpoint i
 runs list summarizes it without an exception, and a resume either refuses it in one line
 (RunFolderError) or finds nothing in it that reaches outside; nothing outside changes.
 
-Counts (reported in the README): 200 mutated run folders for the runs list and the checks
+Counts (reported in docs/reliability.md): 200 mutated run folders for the runs list and the checks
 before a resume, 300 random checkpoint indexes.
 """
 

@@ -2,7 +2,7 @@
 whatever they say, one problem (or one unreadable line) comes out, never another
 exception, never without end.
 
-Counts (reported in the README): 400 Slurm environments (node lists of random names and
+Counts (reported in docs/reliability.md): 400 Slurm environments (node lists of random names and
 ranges, huge ones included, tasks per node, task ids, and random text for each), 300
 random texts and 300 mutated space files, and 60 study databases changed by random
 SQL (views, triggers, tables, values of any text or size) or random bytes.

@@ -1,10 +1,11 @@
 """Help ▸ Keyboard Shortcuts and Help ▸ Distloop Guide: both read from what is there.
 
 The shortcut list is built from the window's own actions when it opens, so it never
-disagrees with the menus. The guide is the README (the checkout's or the bundle's
-file beside the package's folders, else the installed package's metadata, which
-carries it as its description), shown in the window: opening a file or a web page
-needs a desktop handler that a bare X session, or a cluster's login node, lacks.
+disagrees with the menus. The guide is the README and the pages under ``docs/`` it
+links to (the checkout's or the bundle's files beside the package's folders; else the
+installed package's metadata, which carries the README as its description), shown and
+followed in the window: opening a file or a web page needs a desktop handler that a
+bare X session, or a cluster's login node, lacks.
 """
 
 from __future__ import annotations
@@ -12,14 +13,15 @@ from __future__ import annotations
 from importlib import metadata
 from pathlib import Path
 
-from PySide6.QtCore import Qt
-from PySide6.QtGui import QAction, QKeySequence, QTextCursor, QTextDocument
+from PySide6.QtCore import Qt, QUrl
+from PySide6.QtGui import QAction, QDesktopServices, QKeySequence, QTextCursor, QTextDocument
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QDialog,
     QHeaderView,
     QMainWindow,
     QMenu,
+    QPushButton,
     QTableWidget,
     QTableWidgetItem,
     QTextBrowser,
@@ -112,12 +114,8 @@ class ShortcutsWindow(QDialog):
         self.resize(620, 560)
 
 
-def readme_text() -> str | None:
-    """The README: the file beside ``resources/``, else the installed package's description."""
-    try:
-        return (PACKAGE_ROOT / "README.md").read_text(encoding="utf-8")
-    except OSError:
-        pass
+def _installed_readme() -> str | None:
+    """The README as the installed package's description (an install without the file)."""
     try:
         description = metadata.metadata(PACKAGE).get_payload()  # type: ignore[attr-defined]
     except metadata.PackageNotFoundError:
@@ -146,25 +144,57 @@ def _fit_images(document: QTextDocument, width: int) -> None:
 
 
 class GuideWindow(QDialog):
-    """The README, rendered; its links open in the browser when the desktop has one."""
+    """The README and its pages, rendered; web links open in the browser when the
+    desktop has one."""
 
     def __init__(self, parent: QWidget) -> None:
         super().__init__(parent)
         self.setWindowTitle("Distloop Guide")
         self.setWindowFlag(Qt.WindowType.WindowMaximizeButtonHint)
         self.browser = QTextBrowser()
-        self.browser.setOpenExternalLinks(True)
-        self.browser.setSearchPaths([str(PACKAGE_ROOT)])
-        text = readme_text()
-        if text is None:
-            self.browser.setPlainText(
-                "The README is not in this installation; see the project's page for it."
-            )
+        self.browser.setOpenLinks(False)  # followed here: _follow
+        self.browser.anchorClicked.connect(self._follow)
+        self.browser.sourceChanged.connect(
+            lambda _: _fit_images(self.browser.document(), IMAGE_WIDTH)
+        )
+        readme = PACKAGE_ROOT / "README.md"
+        if readme.is_file():
+            self.browser.setSource(QUrl.fromLocalFile(str(readme)))
         else:
-            self.browser.setMarkdown(text)
-            _fit_images(self.browser.document(), IMAGE_WIDTH)
+            self.browser.setSearchPaths([str(PACKAGE_ROOT)])
+            text = _installed_readme()
+            if text is None:
+                self.browser.setPlainText(
+                    "The README is not in this installation; see the project's page for it."
+                )
+            else:
+                self.browser.setMarkdown(text)
+                _fit_images(self.browser.document(), IMAGE_WIDTH)
+        back = QPushButton("Back")
+        back.setShortcut(QKeySequence(QKeySequence.StandardKey.Back))
+        back.setEnabled(False)
+        back.clicked.connect(self.browser.backward)
+        self.browser.backwardAvailable.connect(back.setEnabled)
+        self.back_button = back
         buttons = close_button(self)
+        buttons.addButton(back, buttons.ButtonRole.ActionRole)
         layout = QVBoxLayout(self)
         layout.addWidget(self.browser)
         layout.addWidget(buttons)
         self.resize(900, 700)
+
+    def _follow(self, link: QUrl) -> None:
+        """A page of the guide opens here, by its whole path so that Back finds it again;
+        a web link in the desktop's browser; a page this installation lacks says so."""
+        if link.scheme() in ("http", "https", "mailto"):
+            QDesktopServices.openUrl(link)
+            return
+        target = self.browser.source().resolved(link)
+        if target.isLocalFile() and Path(target.toLocalFile()).is_file():
+            self.browser.setSource(target)
+        elif link.hasFragment() and not link.path():
+            self.browser.scrollToAnchor(link.fragment())
+        else:
+            self.browser.setPlainText(
+                f"{link.toString()} is not in this installation; see the project's page for it."
+            )

@@ -409,7 +409,7 @@ class MainWindow(QMainWindow):
             self.show_guide,
             QKeySequence.StandardKey.HelpContents,
             None,
-            "The README: what Distloop does, the project file, the command line",
+            "The guide: what Distloop does, the project file, the command line, clusters",
         )
         self.export_script_action = self._action(
             "Export as &Script…",

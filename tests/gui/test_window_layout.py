@@ -9,7 +9,7 @@ from distloop.engine.problems import Problem
 from distloop.engine.run_history import summarize
 from distloop.gui.runs import try_it_panel
 from distloop.gui.shell.main_window import MIN_PLOT_SIZE, MainWindow, fitted_geometry
-from PySide6.QtCore import QMargins, QPoint, QRect, QSize, Qt
+from PySide6.QtCore import QMargins, QPoint, QRect, QSize, Qt, QUrl
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import QWidget
 from test_try_it_panel import FakeProcess, run_folder
@@ -174,7 +174,15 @@ def test_help_lists_the_shortcuts_and_shows_the_guide(qtbot, window: MainWindow)
     guide = window.show_guide()
     text = guide.browser.toPlainText()
     assert text.startswith("Distloop")
-    assert "Headless: distloop run" in text and "The project file" in text
+    assert "The command line" in text and "The project file" in text
+    guide.browser.anchorClicked.emit(QUrl("docs/command-line.md"))  # a click on the link
+    assert "Headless: distloop run" in guide.browser.toPlainText()
+    guide.browser.anchorClicked.emit(QUrl("project-file.md"))  # relative to that page
+    assert guide.browser.toPlainText().splitlines()[1] == "The project file"
+    assert guide.back_button.isEnabled()
+    guide.back_button.click()
+    guide.back_button.click()
+    assert guide.browser.toPlainText().startswith("Distloop")
     assert window.guide_action.shortcut() == QKeySequence(QKeySequence.StandardKey.HelpContents)
 
 
