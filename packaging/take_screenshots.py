@@ -58,7 +58,7 @@ def _section(window: Any, title: str) -> None:
 async def _scenes(window: Any, out: Path, suffix: str) -> None:
     """Every scene, in an order that has each one's runs ready when it needs them."""
     from distloop.engine.run_history import summarize
-    from distloop.gui.shell import dialogs
+    from distloop.gui.common import dialogs
 
     def shot(name: str, crop: tuple[int, int, int, int] | None = None) -> None:
         _shot(out, name + suffix, crop)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Protocol
 
 import pyqtgraph as pg
 from pyqtgraph.exporters import ImageExporter
@@ -22,8 +23,7 @@ from ...engine.config import Project
 from ...engine.fileio import atomic_write_text, open_bytes
 from ...engine.run_folder import EVAL_FILE, METRICS_FILE
 from ...engine.script_export import ExportError, render_script
-from ..run.loss_plot import LossPlot
-from ..shell import dialogs
+from ..common import dialogs
 from . import file_dialogs
 
 IMAGE_SUFFIXES = (".png", ".svg")
@@ -117,7 +117,16 @@ def export_widget(widget: QWidget, target: Path) -> None:
     _write_bytes(target, bytes(data.data()))
 
 
-def save_plot_as(parent: QWidget, plot: LossPlot) -> Path | None:
+class Plot(Protocol):
+    """A plot that can be saved: the loss plot, a study's plots."""
+
+    plot_item: pg.PlotItem
+
+    def redraw(self) -> None:
+        """Draws what arrived since the last timer tick."""
+
+
+def save_plot_as(parent: QWidget, plot: Plot) -> Path | None:
     """Asks where to save the plot (PNG or SVG) and writes it; returns the file written."""
     answer = file_dialogs.save_file(
         parent, "Export plot", "loss.png", PLOT_FILTER, file_dialogs.Purpose.EXPORTS

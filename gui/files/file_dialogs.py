@@ -16,7 +16,7 @@ from pathlib import Path
 
 from PySide6.QtWidgets import QFileDialog, QWidget
 
-from ..shell import settings
+from ..common import settings
 
 
 class Purpose(enum.Enum):

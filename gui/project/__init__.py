@@ -6,7 +6,8 @@ of buttons) and reads the forms into the project file's dict; ``project_document
 knows the file, whether it changed, and validates it; a problem shows on the widget
 that owns the bad value (``problem_marks.py``) and in the list (``problems_panel.py``);
 ``project_summary.py`` says what will run, a line per section. The forms
-(``*_form.py``, ``layer_card.py``, ``tf_config_editor.py`` with ``tf_config_table.py``)
+(``*_form.py``, ``layer_card.py``, ``tf_config_editor.py`` with ``tf_config_table.py``,
+``hosts_panel.py``: how each TF_CONFIG host is reached)
 are generated from the engine's models where they can be: ``auto_form.py`` lays out a
 list of fields, ``field_editors.py`` makes one editor per field.
 """

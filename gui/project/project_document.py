@@ -23,11 +23,11 @@ from ...engine.fileio import atomic_write_text
 from ...engine.messages import DevicesDetected
 from ...engine.problems import ProblemsError
 from ...engine.validation import Validation, differences, validate
+from ..common import dialogs, settings
 from ..files import file_dialogs
 from ..files.export_dialog import ExportDialog
 from ..files.exports import save_script_as
 from ..files.folder_scans import FolderScans
-from ..shell import dialogs, settings
 from .project_editor import ProjectEditor
 
 FILE_FILTER = "Distloop projects (*.json);;All files (*)"

@@ -29,11 +29,11 @@ from ...engine.messages import DevicesDetected
 from ...engine.problems import Loc, Problem
 from ...engine.process import detect_devices
 from ...engine.validation import Validation
-from ..run.hosts_panel import HostsPanel
 from .auto_form import AutoForm
 from .custom_code_form import CustomCodeForm
 from .data_form import DataForm
 from .evaluation_form import EvaluationForm
+from .hosts_panel import HostsPanel
 from .loss_form import LossForm
 from .model_form import ModelForm
 from .optimizer_form import OptimizerForm

@@ -5,8 +5,8 @@ that follow it.
 and the engine's start; ``run_controller.py`` is one run's session with its engine,
 kept out of the widgets. The views: ``loss_plot.py`` (its growing buffers and smoothing
 in ``series.py``), ``status_panel.py``, ``log_panel.py`` and ``cluster_panel.py`` (a
-local cluster's tasks). A cluster on other machines: ``hosts_panel.py`` (the TF_CONFIG
-tab's hosts, shown in the project editor), ``host_runs.py`` (Check Cluster, Run on
-Hosts, Submit to Slurm, Dump Stacks), ``slurm_dialog.py`` (the job's shape) and
+local cluster's tasks). A cluster on other machines: ``host_runs.py`` (Check Cluster,
+Run on Hosts, Submit to Slurm, Dump Stacks; the hosts are the project editor's
+``project/hosts_panel.py``), ``slurm_dialog.py`` (the job's shape) and
 ``background.py`` (their ssh and pre-flight work, off the window's thread).
 """

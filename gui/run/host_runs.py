@@ -42,9 +42,10 @@ from ...engine.run_handle import runs_as_cluster
 from ...engine.run_history import slurm_jobs_root
 from ...engine.run_model import RunModel
 from ...engine.stack_dumps import TaskStack, diagnose
-from ..shell import dialogs
+from ..common import dialogs
+from ..project.hosts_panel import HostsPanel
+from . import slurm_dialog
 from .background import Background, Progress
-from .hosts_panel import HostsPanel
 from .run_controller import RunController, RunState
 
 CHECK_KEYS = "Ctrl+Shift+K"
@@ -275,7 +276,7 @@ class HostRuns(QObject):
         stamp = time.strftime("%Y%m%d-%H%M%S")
         slug = re.sub(r"[^a-z0-9]+", "-", project.name.lower()).strip("-")[:40] or "job"
         folder = self._jobs_root() / f"{stamp}-{slug}"  # a path any shell takes
-        asked = dialogs.ask_slurm_job(self._window, project.strategy.kind, tasks, folder)
+        asked = slurm_dialog.ask_slurm_job(self._window, project.strategy.kind, tasks, folder)
         if asked is None:
             return
         job, folder = asked

@@ -25,8 +25,8 @@ from ...engine.run_folder import RunFolderError, has_checkpoint, new_run_dir
 from ...engine.run_history import RunSummary, summarize
 from ...engine.run_model import RunModel
 from ...engine.user_code import UserCodeError, fingerprint
+from ..common import dialogs, settings
 from ..project.project_document import ProjectDocument
-from ..shell import dialogs, settings
 from .run_controller import RunController
 
 

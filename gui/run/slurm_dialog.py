@@ -114,3 +114,13 @@ class SlurmDialog(QDialog):
         chosen = file_dialogs.choose_folder(self, "The job's folder", file_dialogs.Purpose.EXPORTS)
         if chosen is not None:
             self.folder_edit.setText(str(chosen))
+
+
+def ask_slurm_job(
+    parent: QWidget, strategy_kind: str, tasks: int, folder: Path
+) -> tuple[SlurmJob, Path] | None:
+    """Submit to Slurm's dialog: the job and its folder, or None when cancelled."""
+    dialog = SlurmDialog(strategy_kind, tasks, folder, parent)
+    if dialog.exec() != QDialog.DialogCode.Accepted:
+        return None
+    return dialog.job(), dialog.folder()

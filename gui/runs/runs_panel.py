@@ -71,10 +71,10 @@ from ...engine.run_history import (
     slurm_jobs_root,
     summarize,
 )
+from ..common import dialogs
 from ..files import file_dialogs
 from ..files.exports import CSV_FILTER, copy_metrics
 from ..run.loss_plot import LossPlot
-from ..shell import dialogs
 from ..widgets.tables import select_rows, style_list_table
 from .drawn_run_worker import ComparedCurve, ComparedRuns, DrawnRun, DrawnRunRequest
 from .run_drawing import RunDrawing

@@ -11,8 +11,8 @@ import qasync
 from PySide6.QtGui import QIcon, QPixmap
 from PySide6.QtWidgets import QApplication
 
+from ..common.settings import APPLICATION, ORGANIZATION
 from .interrupts import Interrupts
-from .settings import APPLICATION, ORGANIZATION
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:

@@ -60,6 +60,7 @@ from ...engine.run_model import RunModel
 from ...engine.study.folders import read_entry
 from ...engine.study.runner import StudyPlan, new_study_dir, read_plan, write_plan
 from ...engine.validation import Validation
+from ..common import dialogs, settings
 from ..files.dataset_preview import DatasetPreview
 from ..files.exports import save_plot_as
 from ..project.data_form import DataForm
@@ -81,7 +82,6 @@ from ..study.studies_panel import StudiesPanel
 from ..study.study_dialog import ask_study
 from ..study.study_session import StudySession
 from ..study.study_views import StudyPanel
-from . import dialogs, settings
 from .focus_return import FocusReturn
 from .help_windows import GuideWindow, ShortcutsWindow
 

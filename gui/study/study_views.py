@@ -46,9 +46,9 @@ from ...engine.problems import ProblemsError
 from ...engine.run_history import RunSummary
 from ...engine.study.results import StudyResults, StudyUnreadable, read_results, storage_stamp
 from ...engine.study.runner import TRIALS_DIR
+from ..common import dialogs
 from ..files import file_dialogs
 from ..files.exports import IMAGE_SUFFIXES, PLOT_FILTER, export_plot, export_widget
-from ..shell import dialogs
 from ..widgets.elided_label import ElidedLabel
 from ..widgets.tables import select_rows, style_list_table
 from .study_plots import HistoryPlot, ImportancePlot, ParallelPlot

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import qasync
 from distloop.engine.validation import Validation
-from distloop.gui.shell import dialogs
+from distloop.gui.common import dialogs
 from distloop.gui.shell.main_window import MainWindow
 from PySide6.QtCore import QCoreApplication, QSettings
 from PySide6.QtWidgets import QApplication, QDialog, QFileDialog, QInputDialog, QMessageBox

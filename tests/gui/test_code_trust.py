@@ -12,7 +12,7 @@ from distloop.engine.config import CustomCode, Project
 from distloop.engine.examples import example_text, load_example
 from distloop.engine.run_folder import write_status
 from distloop.engine.run_history import summarize
-from distloop.gui.shell import dialogs
+from distloop.gui.common import dialogs
 from distloop.gui.shell.main_window import MainWindow
 from gui_fakes import FakeEngine, seed_run
 from PySide6.QtWidgets import QMessageBox

@@ -16,9 +16,9 @@ from distloop.engine.examples import load_example
 from distloop.engine.run_folder import read_status, write_status
 from distloop.engine.run_history import summarize
 from distloop.engine.stack_dumps import TaskStack
+from distloop.gui.common import dialogs
 from distloop.gui.run import host_runs
 from distloop.gui.run.host_runs import HostRuns
-from distloop.gui.shell import dialogs
 from distloop.gui.shell.main_window import MainWindow
 from gui_fakes import seed_run
 from test_cluster_panel import FakeCluster, cluster_window

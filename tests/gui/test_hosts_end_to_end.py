@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from distloop.engine.run_folder import read_metrics, read_status
-from distloop.gui.shell import dialogs
+from distloop.gui.common import dialogs
 from distloop.gui.shell.main_window import MainWindow
 from ssh_hosts import ssh_hosts, unavailable_reason
 from test_cluster import multi_worker

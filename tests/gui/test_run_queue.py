@@ -15,9 +15,9 @@ from distloop.engine.messages import RunFailed
 from distloop.engine.run_folder import METRICS_FILE, PROJECT_FILE, STATUS_FILE
 from distloop.engine.run_queue import ItemState
 from distloop.engine.user_code import Fingerprint
+from distloop.gui.common import dialogs
 from distloop.gui.queue.queue_model import Column
 from distloop.gui.queue.run_queue import RunQueue
-from distloop.gui.shell import dialogs
 from distloop.gui.shell.main_window import MainWindow
 from gui_fakes import FakeEngine, seed_run
 from PySide6.QtCore import Qt

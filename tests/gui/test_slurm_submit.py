@@ -15,10 +15,10 @@ from distloop.engine.exports.slurm import SlurmJob
 from distloop.engine.messages import Message
 from distloop.engine.run_folder import read_status
 from distloop.engine.run_history import RunSummary, slurm_jobs_root
-from distloop.gui.run import host_runs
+from distloop.gui.common import dialogs
+from distloop.gui.run import host_runs, slurm_dialog
 from distloop.gui.run.slurm_dialog import SlurmDialog
 from distloop.gui.runs.runs_model import Column
-from distloop.gui.shell import dialogs
 from distloop.gui.shell.main_window import MainWindow
 from distloop_testing import distloop
 from gui_fakes import FakeEngine, seed_run
@@ -106,7 +106,7 @@ def test_a_submitted_job_is_followed_like_a_run_and_stop_is_scancel(
         runs.append(FakeSlurmRun(project, folder / "runs" / "42", seed_run()[:2]))
         return runs[-1]
 
-    monkeypatch.setattr(dialogs, "ask_slurm_job", ask)
+    monkeypatch.setattr(slurm_dialog, "ask_slurm_job", ask)
     monkeypatch.setattr(host_runs, "submit_job", submit_job)
     headlines: list[str] = []
     # After the status panel's own slot (connected first): the headline it set.
@@ -134,7 +134,9 @@ def test_a_submitted_job_is_followed_like_a_run_and_stop_is_scancel(
 def test_dump_stacks_of_a_job_names_the_odd_task(
     qtbot, window: MainWindow, monkeypatch: pytest.MonkeyPatch, sbatch_here, tmp_path: Path
 ) -> None:
-    monkeypatch.setattr(dialogs, "ask_slurm_job", lambda *_a: (SlurmJob(nodes=2), tmp_path / "job"))
+    monkeypatch.setattr(
+        slurm_dialog, "ask_slurm_job", lambda *_a: (SlurmJob(nodes=2), tmp_path / "job")
+    )
     monkeypatch.setattr(
         host_runs,
         "submit_job",
@@ -173,7 +175,9 @@ def test_a_refused_submission_is_one_line_and_no_run(
     tmp_path: Path,
     dialog_recorder,
 ) -> None:
-    monkeypatch.setattr(dialogs, "ask_slurm_job", lambda *_a: (SlurmJob(nodes=2), tmp_path / "job"))
+    monkeypatch.setattr(
+        slurm_dialog, "ask_slurm_job", lambda *_a: (SlurmJob(nodes=2), tmp_path / "job")
+    )
 
     def refuse(*_args: object) -> None:
         raise host_runs.SlurmJobError("sbatch refused the job: invalid partition specified")
@@ -235,7 +239,7 @@ def test_submit_to_slurm_follows_a_real_job_to_its_end(
         for key, value in {**env, "DISTLOOP": f"{sys.executable} -m distloop.gui.launcher"}.items():
             monkeypatch.setenv(key, value)
         job = SlurmJob(nodes=1, tasks_per_node=2, port_base=consecutive_free_ports(2))
-        monkeypatch.setattr(dialogs, "ask_slurm_job", lambda *_a: (job, tmp_path / "job"))
+        monkeypatch.setattr(slurm_dialog, "ask_slurm_job", lambda *_a: (job, tmp_path / "job"))
         states: list[str] = []
         window: MainWindow = make_window()
         window.host_runs.job_state.connect(lambda _model, _job, state: states.append(state))

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from distloop.engine.examples import load_example
-from distloop.gui.shell import settings
+from distloop.gui.common import settings
 from distloop.gui.shell.main_window import MainWindow
 from PySide6.QtCore import QByteArray, QSettings, Qt
 from PySide6.QtWidgets import QScrollArea

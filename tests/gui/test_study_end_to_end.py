@@ -12,7 +12,8 @@ import pytest
 from distloop.engine.config import Project
 from distloop.engine.run_folder import read_metrics, read_status
 from distloop.engine.study.folders import StudyEntry
-from distloop.gui.shell import dialogs, main_window
+from distloop.gui.common import dialogs
+from distloop.gui.shell import main_window
 from distloop.gui.shell.main_window import MainWindow
 from distloop.gui.study.study_dialog import StudyDialog, StudyRequest
 from distloop_testing import synthetic_project

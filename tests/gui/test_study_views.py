@@ -12,8 +12,8 @@ from pathlib import Path
 
 import optuna
 import pytest
+from distloop.gui.common import dialogs
 from distloop.gui.files import file_dialogs
-from distloop.gui.shell import dialogs
 from distloop.gui.shell.main_window import MainWindow
 from distloop.gui.study.study_views import StudyPanel, export_view
 from PySide6.QtCore import Qt

@@ -17,7 +17,8 @@ from distloop.engine.run_model import RunModel
 from distloop.engine.study.folders import StudyEntry
 from distloop.engine.study.runner import StudyPlan, StudySettings, write_plan
 from distloop.engine.study.space import parse_space, with_values
-from distloop.gui.shell import dialogs, main_window
+from distloop.gui.common import dialogs
+from distloop.gui.shell import main_window
 from distloop.gui.shell.main_window import UNFINISHED_STUDY_KEY, MainWindow
 from distloop.gui.study.study_dialog import StudyDialog, StudyRequest, field_paths, parse_values
 from gui_fakes import FakeEngine

@@ -226,7 +226,7 @@ def test_a_run_of_over_a_day_is_asked_about_once(
     qtbot, make_window, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """999,999,999 steps started without a word (its ETA read "2964 h")."""
-    from distloop.gui.shell import dialogs, settings
+    from distloop.gui.common import dialogs, settings
 
     asked: list[tuple[str, int]] = []
 

@@ -36,8 +36,8 @@ from ...engine.cluster.preflight import Finding
 from ...engine.cluster.run_plans import HostsPlan
 from ...engine.cluster.ssh import DEFAULT_REMOTE_DIR, SshLaunch, launch_hosts
 from ...engine.config import Project, SshHost
+from ..common import settings
 from ..files import file_dialogs
-from ..shell import settings
 
 HOST_COLUMNS = ("Host", "Tasks", "SSH destination")
 FINDING_COLUMNS = ("Host", "Field", "What", "Fix")

@@ -4,16 +4,14 @@ from __future__ import annotations
 
 import enum
 import platform
-from pathlib import Path
 
 import pyqtgraph as pg
 import PySide6
 from PySide6.QtCore import Qt, qVersion
-from PySide6.QtWidgets import QCheckBox, QDialog, QMessageBox, QWidget
+from PySide6.QtWidgets import QCheckBox, QMessageBox, QWidget
 
 from ...engine import __version__
 from ...engine.cluster.preflight import Finding
-from ...engine.exports.slurm import SlurmJob
 from ...engine.problems import Problem
 from ...engine.study.folders import StudyEntry
 from ...engine.user_code import Fingerprint
@@ -140,18 +138,6 @@ def confirm_run_despite_findings(parent: QWidget, findings: list[Finding]) -> bo
     box.setDefaultButton(QMessageBox.StandardButton.Cancel)
     box.exec()
     return box.clickedButton() is run
-
-
-def ask_slurm_job(
-    parent: QWidget, strategy_kind: str, tasks: int, folder: Path
-) -> tuple[SlurmJob, Path] | None:
-    """Submit to Slurm's dialog: the job and its folder, or None when cancelled."""
-    from ..run.slurm_dialog import SlurmDialog
-
-    dialog = SlurmDialog(strategy_kind, tasks, folder, parent)
-    if dialog.exec() != QDialog.DialogCode.Accepted:
-        return None
-    return dialog.job(), dialog.folder()
 
 
 def show_stacks(parent: QWidget, blame: list[str], files: list[str]) -> None:
