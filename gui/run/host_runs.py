@@ -4,7 +4,7 @@ Submit to Slurm, Dump Stacks.
 Each is the engine's own (``distloop preflight``'s pre-flight, ``distloop launch``'s run
 through :func:`engine.run_handle.open_run` with ``hosts``, ``distloop submit``'s job, the
 cluster's or the job's stack dump); what the window adds is running them off its thread
-(:class:`gui.run.background.Background`: ssh, sbatch and the pre-flight take seconds to a
+(:class:`gui.common.background.Background`: ssh, sbatch and the pre-flight take seconds to a
 minute) and saying, on each disabled action, why it does not apply now.
 """
 
@@ -43,9 +43,9 @@ from ...engine.run_history import slurm_jobs_root
 from ...engine.run_model import RunModel
 from ...engine.stack_dumps import TaskStack, diagnose
 from ..common import dialogs
+from ..common.background import Background, Progress
 from ..project.hosts_panel import HostsPanel
 from . import slurm_dialog
-from .background import Background, Progress
 from .run_controller import RunController, RunState
 
 CHECK_KEYS = "Ctrl+Shift+K"
@@ -100,15 +100,17 @@ class HostRuns(QObject):
         self._show_panel = show_panel
         self._window = window
         self._checking = Background(self)
-        self._checking.progress.connect(panel.show_progress)
-        self._checking.done.connect(self._checked)
-        self._checking.failed.connect(self._check_failed)
+        self._checking.progress.connect(lambda _key, *shown: panel.show_progress(*shown))
+        self._checking.done.connect(lambda _key, findings: self._checked(findings))
+        self._checking.failed.connect(lambda _key, text: self._check_failed(text))
         self._dumping = Background(self)
-        self._dumping.done.connect(self._dumped)
-        self._dumping.failed.connect(lambda text: self.log.emit(f"Dump Stacks: {text}", "error"))
+        self._dumping.done.connect(lambda _key, said: self._dumped(said))
+        self._dumping.failed.connect(
+            lambda _key, text: self.log.emit(f"Dump Stacks: {text}", "error")
+        )
         self._submitting = Background(self)
-        self._submitting.done.connect(self._submitted)
-        self._submitting.failed.connect(self._submit_failed)
+        self._submitting.done.connect(lambda _key, run: self._submitted(run))
+        self._submitting.failed.connect(lambda _key, text: self._submit_failed(text))
         self._refused_title = "Cannot submit"  # or "Cannot resume": what sbatch refused
         self._checked_plan = HostsPlan()
         self._run_after_check: Project | None = None

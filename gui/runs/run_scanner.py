@@ -1,4 +1,4 @@
-"""Run summaries from a scan of their files, made in a worker thread for the window.
+"""Run summaries from a scan of their files, made off the window's thread.
 
 A long run's ``metrics.csv`` takes seconds to read whole (:mod:`engine.csv_summary`), so
 the window's thread summarizes without a scan and asks this scanner for the rest; the
@@ -9,19 +9,18 @@ asked for the job's state here too: ``scontrol`` can take seconds.
 
 from __future__ import annotations
 
-import threading
 from pathlib import Path
 
 from PySide6.QtCore import QObject, Signal
 
 from ...engine.cluster.slurm_runs import is_job_run, summarize_job, with_job_state
-from ...engine.run_history import summarize
+from ...engine.run_history import RunSummary, summarize
+from ..common.background import Background, WhenBusy
 
 
 class RunScanner(QObject):
-    """Summarizes runs with a scan of their files in a worker thread; ``scanned`` brings each.
-
-    One daemon thread takes the folders in turn (a scan of a long run takes seconds, and
+    """Summarizes runs with a scan of their files off the window's thread; ``scanned``
+    brings each. The folders are taken in turn (a scan of a long run takes seconds, and
     must never hold the window's thread nor its exit); a folder asked for again while it
     waits is scanned once.
     """
@@ -30,30 +29,20 @@ class RunScanner(QObject):
 
     def __init__(self, parent: QObject) -> None:
         super().__init__(parent)
-        self._waiting: dict[Path, None] = {}
-        self._lock = threading.Lock()
-        self._wake = threading.Event()
-        threading.Thread(target=self._work, name="runs-scanner", daemon=True).start()
+        self._background = Background(self, WhenBusy.QUEUE, name="runs-scanner")
+        self._background.done.connect(self._hand_out)
 
     def scan(self, paths: list[Path]) -> None:
-        with self._lock:
-            self._waiting.update(dict.fromkeys(paths))
-        if paths:
-            self._wake.set()
+        for path in paths:
+            self._background.start(lambda _progress, path=path: _summary(path), key=path)
 
-    def _work(self) -> None:
-        while True:
-            self._wake.wait()
-            with self._lock:
-                if not self._waiting:
-                    self._wake.clear()
-                    continue
-                path = next(iter(self._waiting))
-                del self._waiting[path]
-            if not path.is_dir():
-                continue
-            summary = with_job_state(summarize_job(path)) if is_job_run(path) else summarize(path)
-            try:
-                self.scanned.emit(summary)
-            except RuntimeError:  # the panel is gone (the window closed): nobody to tell
-                return
+    def _hand_out(self, _path: Path, summary: RunSummary | None) -> None:
+        if summary is not None:
+            self.scanned.emit(summary)
+
+
+def _summary(path: Path) -> RunSummary | None:
+    """The run's summary from a scan of its files; None when its folder is gone."""
+    if not path.is_dir():
+        return None
+    return with_job_state(summarize_job(path)) if is_job_run(path) else summarize(path)

@@ -4,19 +4,19 @@ trials in the Study tab (:mod:`gui.study.study_views`; a double-click does too).
 
 A row is read from the study's folder (:func:`engine.study.folders.list_studies`),
 so a study of ``distloop sweep`` is listed as one of the window's, and one a
-process runs now says so (its folder's lock). The folders are read in a worker thread
-(:class:`StudyLister`): a study folder may be anyone's, and its ``study.db`` one that
-takes its reader's time until the read's deadline says it is unreadable. The trials
+process runs now says so (its folder's lock). The folders are read off the window's
+thread (a :class:`gui.common.background.Background`): a study folder may be anyone's,
+and its ``study.db`` one that takes its reader's time until the read's deadline says it
+is unreadable. The trials
 themselves are runs: the Runs tab lists them, and the plot follows the one training.
 """
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
 from pathlib import Path
 
-from PySide6.QtCore import QObject, Qt, QUrl, Signal
+from PySide6.QtCore import Qt, QUrl, Signal
 from PySide6.QtGui import QAction, QBrush, QColor, QDesktopServices
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -31,6 +31,7 @@ from PySide6.QtWidgets import (
 
 from ...engine.run_folder import folder_stamp
 from ...engine.study.folders import StudyEntry, list_studies
+from ..common.background import Background, WhenBusy
 from ..widgets.tables import style_list_table
 from .study_session import StudySession
 
@@ -42,46 +43,6 @@ STATE_COLORS = {
 }
 COLUMN_WIDTHS = (220, 80, 70, 60, 60, 260)
 RIGHT = Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter
-
-
-class StudyLister(QObject):
-    """Lists the studies under a folder in a daemon thread; ``listed`` brings each listing.
-
-    Requests pile into one, as :class:`gui.study.study_views.StudyReader`'s do: the
-    thread lists the latest folder asked for, so listings never queue behind a slow one.
-    """
-
-    listed = Signal(int, object)  # (request id, list[StudyEntry])
-
-    def __init__(self, parent: QObject) -> None:
-        super().__init__(parent)
-        self._request: tuple[int, Path] | None = None
-        self._lock = threading.Lock()
-        self._wake = threading.Event()
-        self._counter = 0
-        threading.Thread(target=self._work, name="study-lister", daemon=True).start()
-
-    def request(self, root: Path) -> int:
-        with self._lock:
-            self._counter += 1
-            self._request = (self._counter, root)
-            self._wake.set()
-            return self._counter
-
-    def _work(self) -> None:
-        while True:
-            self._wake.wait()
-            with self._lock:
-                request, self._request = self._request, None
-                self._wake.clear()
-            if request is None:
-                continue
-            number, root = request
-            entries = list_studies(root)
-            try:
-                self.listed.emit(number, entries)
-            except RuntimeError:  # the panel is gone (the window closed): nobody to tell
-                return
 
 
 class StudiesPanel(QWidget):
@@ -103,10 +64,10 @@ class StudiesPanel(QWidget):
         self._runs_root = runs_root
         self.entries: list[StudyEntry] = []
         self._idle = True
-        self._lister = StudyLister(self)
-        self._lister.listed.connect(self._on_listed)
-        self._listing: int | None = None
-        """The listing asked for last; an earlier one that arrives after it is stale."""
+        self._lister = Background(
+            self, WhenBusy.REPLACE, name="study-lister"
+        )  # the latest folder asked for
+        self._lister.done.connect(self._on_listed)
         self._wanted: Path | None = None
         """A study to select once a listing has it (it was asked for before)."""
 
@@ -191,17 +152,15 @@ class StudiesPanel(QWidget):
     def refresh(self) -> None:
         """Reads the studies again (in the lister's thread), keeping the selected one
         selected when they arrive."""
-        self._listing = self._lister.request(self._runs_root())
+        root = self._runs_root()
+        self._lister.start(lambda _progress: list_studies(root), key=root)
 
     @property
     def listing(self) -> bool:
         """A listing asked for has not arrived yet."""
-        return self._listing is not None
+        return self._lister.running
 
-    def _on_listed(self, number: int, entries: list[StudyEntry]) -> None:
-        if number != self._listing:
-            return  # a newer listing is on its way
-        self._listing = None
+    def _on_listed(self, _root: Path, entries: list[StudyEntry]) -> None:
         current = self.selected()
         wanted = self._wanted or (current.folder if current is not None else None)
         self._wanted = None

@@ -17,11 +17,9 @@ views when a study already shown becomes unreadable (its last reading stays).
 from __future__ import annotations
 
 import os
-import threading
 from pathlib import Path
 
 from PySide6.QtCore import (
-    QObject,
     QSortFilterProxyModel,
     Qt,
     QTimer,
@@ -47,6 +45,7 @@ from ...engine.run_history import RunSummary
 from ...engine.study.results import StudyResults, StudyUnreadable, read_results, storage_stamp
 from ...engine.study.runner import TRIALS_DIR
 from ..common import dialogs
+from ..common.background import Background, WhenBusy
 from ..files import file_dialogs
 from ..files.exports import IMAGE_SUFFIXES, PLOT_FILTER, export_plot, export_widget
 from ..widgets.elided_label import ElidedLabel
@@ -59,54 +58,8 @@ POLL_MS = 1000
 RESIZE_ROWS = 50
 """Rows whose text sizes the columns when a study opens: all of 300 took 0.4 s."""
 SELECTION_DELAY_MS = 150  # a drag over many rows draws their curves once, at its end
-
-
-class StudyReader(QObject):
-    """Reads study folders in a daemon thread; ``read`` or ``failed`` brings each answer.
-
-    Requests pile into one: the thread always reads the latest folder asked for, so a
-    slow read never queues behind it a backlog of stale ones.
-    """
-
-    read = Signal(int, object)  # (request id, StudyResults)
-    failed = Signal(int, str, str)  # (request id, folder, one line)
-
-    def __init__(self, parent: QObject) -> None:
-        super().__init__(parent)
-        self._request: tuple[int, Path, StudyResults | None] | None = None
-        self._lock = threading.Lock()
-        self._wake = threading.Event()
-        self._counter = 0
-        threading.Thread(target=self._work, name="study-reader", daemon=True).start()
-
-    def request(self, folder: Path, previous: StudyResults | None = None) -> int:
-        with self._lock:
-            self._counter += 1
-            self._request = (self._counter, folder, previous)
-            self._wake.set()
-            return self._counter
-
-    def _work(self) -> None:
-        while True:
-            self._wake.wait()
-            with self._lock:
-                request, self._request = self._request, None
-                self._wake.clear()
-            if request is None:
-                continue
-            number, folder, previous = request
-            try:
-                try:
-                    results = read_results(folder, previous)
-                except StudyUnreadable as exc:
-                    self.failed.emit(number, str(folder), str(exc))
-                    continue
-                except Exception as exc:  # a reader's bug must not end the thread silently
-                    self.failed.emit(number, str(folder), f"{type(exc).__name__}: {exc}")
-                    continue
-                self.read.emit(number, results)
-            except RuntimeError:  # the panel is gone (the window closed): nobody to tell
-                return
+OPEN, REFRESH = "open", "refresh"
+"""What a reading was for: a study the user opened, or the one shown read again."""
 
 
 def folder_signature(folder: Path) -> tuple[object, ...]:
@@ -132,12 +85,12 @@ class StudyPanel(QWidget):
         super().__init__(parent)
         self.results: StudyResults | None = None
         self._folder: Path | None = None
-        self._opening: tuple[int, Path] | None = None  # asked for by the user, not shown yet
-        self._pending: int | None = None  # the refresh in flight
         self._signature: tuple[object, ...] = ()
 
-        self.reader = StudyReader(self)
-        self.reader.read.connect(self._on_read)
+        self.reader = Background(
+            self, WhenBusy.REPLACE, name="study-reader"
+        )  # what is asked last is read
+        self.reader.done.connect(self._on_read)
         self.reader.failed.connect(self._on_failed)
 
         self.title = ElidedLabel(mode=Qt.TextElideMode.ElideMiddle)
@@ -285,17 +238,24 @@ class StudyPanel(QWidget):
     def open(self, folder: Path) -> None:
         """Reads ``folder`` in the worker; it is shown once read, or refused in one line."""
         folder = folder.absolute()
-        self._opening = (self.reader.request(folder), folder)
+        self.reader.start(
+            lambda _progress: read_results(folder), known=(StudyUnreadable,), key=(OPEN, folder)
+        )
         self.title.set_full_text(f"Reading {folder}…")
 
     def refresh(self) -> None:
-        if self._folder is not None and self._opening is None:
+        if self._folder is not None and not self.reader.running:  # never over an opening
             self._signature = folder_signature(self._folder)
-            self._pending = self.reader.request(self._folder, self.results)
+            folder, previous = self._folder, self.results
+            self.reader.start(
+                lambda _progress: read_results(folder, previous),
+                known=(StudyUnreadable,),
+                key=(REFRESH, folder),
+            )
 
     def _look(self) -> None:
         """Reads the study again when its folder changed, or while a trial runs."""
-        if self._folder is None or self._pending is not None or self._opening is not None:
+        if self._folder is None or self.reader.running:
             return
         running = self.results is not None and any(
             t.state == "running" for t in self.results.trials
@@ -303,9 +263,8 @@ class StudyPanel(QWidget):
         if running or folder_signature(self._folder) != self._signature:
             self.refresh()
 
-    def _on_read(self, number: int, results: StudyResults) -> None:
-        if self._opening is not None and number == self._opening[0]:
-            self._opening = None
+    def _on_read(self, key: tuple[str, Path], results: StudyResults) -> None:
+        if key[0] == OPEN:
             first = results.folder != self._folder
             self._folder = results.folder
             self._signature = folder_signature(results.folder)
@@ -313,21 +272,16 @@ class StudyPanel(QWidget):
             self._poll.start()
             self.opened.emit(results.folder)
             return
-        if number == self._pending:
-            self._pending = None
-            if results.folder == self._folder:
-                self._show(results, first=False)
+        if results.folder == self._folder:
+            self._show(results, first=False)
 
-    def _on_failed(self, number: int, folder: str, line: str) -> None:
-        if self._opening is not None and number == self._opening[0]:
-            self._opening = None
+    def _on_failed(self, key: tuple[str, Path], line: str) -> None:
+        if key[0] == OPEN:
             self._show_title()
             dialogs.show_error(self, "Cannot open the study", line)
             return
-        if number == self._pending:
-            self._pending = None
-            self.problem.setText(f"Not read again: {line}")
-            self.problem.show()
+        self.problem.setText(f"Not read again: {line}")
+        self.problem.show()
 
     def _show(self, results: StudyResults, first: bool) -> None:
         selected = self.selected_numbers()

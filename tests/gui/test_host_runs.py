@@ -222,7 +222,7 @@ def test_dump_stacks_names_the_odd_task_and_where_the_stacks_are(
 def test_the_background_work_never_runs_on_the_window_thread(qtbot, window: MainWindow) -> None:
     seen: list[bool] = []
     worker = host_runs.Background(window)
-    worker.done.connect(lambda result: seen.append(result))
+    worker.done.connect(lambda _key, result: seen.append(result))
     assert worker.start(lambda _progress: threading.current_thread() is threading.main_thread())
     qtbot.waitUntil(lambda: bool(seen), timeout=30_000)
     assert seen == [False]
