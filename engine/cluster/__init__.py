@@ -19,6 +19,8 @@ One job a module:
                 from what each task says as its strategy exists
 ``slurm``       a task's TF_CONFIG computed from the variables ``srun`` sets
                 (``distloop run --task-from slurm``)
+``scheduler``   batch systems that hold jobs, found by name (``slurm_scheduler``: Slurm's,
+                over ``slurm_jobs`` and ``slurm_runs``)
 ``top_folder``  the top level of the cluster's run folder (each task writes its own
                 under ``tasks/``), which the launcher writes; it says why
 
