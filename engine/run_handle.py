@@ -21,7 +21,7 @@ from .tf_config import MULTI_MACHINE_STRATEGIES
 
 if TYPE_CHECKING:
     from .cluster import TaskInfo
-    from .cluster.ssh import SshLaunch
+    from .cluster.placement import Placement
     from .process import WarmEngines
 
 POLL_S = 0.1
@@ -92,7 +92,7 @@ def open_run(
     warm_engines: WarmEngines | None = None,
     engine_factory: EngineFactory | None = None,
     cluster_factory: ClusterFactory | None = None,
-    hosts: SshLaunch | None = None,
+    placement: Placement | None = None,
 ) -> EngineHandle:
     """The handle that runs ``project`` in ``folder``, not started yet.
 
@@ -102,8 +102,9 @@ def open_run(
     in their folders. A single-process run takes the warm engine of ``warm_engines``
     when one is ready. ``engine_factory`` and ``cluster_factory`` replace the real
     processes (the window's tests). Raises ProblemsError when a cluster cannot be
-    laid out (a TF_CONFIG the launcher refuses, a parameter_server resume). ``hosts``
-    runs the cluster's tasks on the hosts its TF_CONFIG names, over SSH, rather than here.
+    laid out (a TF_CONFIG the launcher refuses, a parameter_server resume). ``placement``
+    puts the cluster's tasks elsewhere than here (``engine.cluster.placement``), e.g. on
+    the hosts its TF_CONFIG names, over SSH.
     """
     # The process modules load when a run opens: `distloop validate` and the like stay quick.
     cluster = layout == "cluster" or (layout == "auto" and runs_as_cluster(project))
@@ -113,7 +114,12 @@ def open_run(
         from .cluster import LocalCluster
 
         return LocalCluster(
-            project, folder, workers=workers, resume=resume, folder_lock=folder_lock, hosts=hosts
+            project,
+            folder,
+            workers=workers,
+            resume=resume,
+            folder_lock=folder_lock,
+            placement=placement,
         )
     if engine_factory is not None:
         return engine_factory(project, folder, resume=resume)

@@ -271,7 +271,7 @@ def test_a_launch_without_steps_for_a_while_says_where_each_remote_task_stands(
         remote_command=f"{sys.executable} -m distloop.gui.launcher",
         remote_dir=str(tmp_path / "remote"),
     )
-    cluster = LocalCluster(project, tmp_path / "run", hosts=launch)
+    cluster = LocalCluster(project, tmp_path / "run", placement=launch)
     cluster.quiet_dump_s = 3.0
     said, stopped = None, None
     seen: list[Message] = []

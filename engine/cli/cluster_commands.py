@@ -279,12 +279,13 @@ def command_cluster(args: argparse.Namespace) -> int:
 
 def command_cluster_dump(run_dir: Path, *, trust_launch: bool = False) -> int:
     """``distloop cluster --dump DIR``: where each task of the running cluster stands, a
-    local cluster's or a submitted Slurm job's."""
+    local cluster's or a submitted batch job's (Slurm's or another scheduler's)."""
+    from ..cluster.scheduler import job_run_scheduler
     from ..stack_dumps import ask_for_stacks, diagnose
 
     status = read_status(run_dir)
-    if "slurm" in status:
-        return _dump_slurm_job(run_dir)
+    if job_run_scheduler(run_dir) is not None:
+        return _dump_job(run_dir)
     tasks = status.get("tasks")
     if status.get("status") != "running" or not isinstance(tasks, dict):
         _err(f"distloop: {run_dir} holds no running cluster (its status.json lists no tasks)")
@@ -342,17 +343,19 @@ def _dump_launch(run_dir: Path, raw_settings: dict[str, Any], trusted: bool) -> 
     return EXIT_OK
 
 
-def _dump_slurm_job(run_dir: Path) -> int:
-    """The dump of a job ``distloop submit`` submitted: scancel signals its tasks."""
-    from ..cluster.slurm_jobs import SlurmJobError, dump_job_stacks, follow_job, job_state
+def _dump_job(run_dir: Path) -> int:
+    """The dump of a job ``distloop submit`` submitted: its scheduler signals its tasks
+    (Slurm's scancel)."""
+    from ..cluster.scheduler import ASK_TIMEOUT_S, SchedulerError, scheduler_of
 
     try:
-        job_id = follow_job(run_dir).job_id
-        state = job_state(job_id)
-        if state.state != "RUNNING":
-            raise SlurmJobError(f"job {job_id} is {state}, not running: no stacks to ask for")
-        lines = dump_job_stacks(run_dir, job_id)
-    except SlurmJobError as exc:
+        scheduler = scheduler_of(run_dir)
+        job_id = scheduler.follow(run_dir).job_id
+        state = scheduler.state(job_id, timeout_s=ASK_TIMEOUT_S)
+        if not state.running:
+            raise SchedulerError(f"job {job_id} is {state}, not running: no stacks to ask for")
+        lines = scheduler.dump_stacks(run_dir, job_id)
+    except SchedulerError as exc:
         _err(f"distloop: {exc}")
         return EXIT_FAILED
     for line in lines:

@@ -74,7 +74,7 @@ def command_launch(args: argparse.Namespace) -> int:
         hosts.close()
         return EXIT_FAILED
     try:
-        cluster = open_run(project, run_dir, layout="cluster", folder_lock=lock, hosts=hosts)
+        cluster = open_run(project, run_dir, layout="cluster", folder_lock=lock, placement=hosts)
     except ProblemsError as exc:
         lock.release()
         hosts.close()
@@ -110,7 +110,7 @@ def command_launch_resume(args: argparse.Namespace) -> int:
         return EXIT_FAILED
     try:
         cluster = open_run(
-            project, run_dir, resume=True, layout="cluster", folder_lock=lock, hosts=hosts
+            project, run_dir, resume=True, layout="cluster", folder_lock=lock, placement=hosts
         )
     except ProblemsError as exc:
         lock.release()
@@ -131,7 +131,7 @@ def _follow_on_hosts(
 
     def reopen(lock: RunFolderLock) -> EngineHandle:
         return open_run(
-            project, run_dir, resume=True, layout="cluster", folder_lock=lock, hosts=hosts
+            project, run_dir, resume=True, layout="cluster", folder_lock=lock, placement=hosts
         )
 
     try:

@@ -80,8 +80,10 @@ def add_submit_command(commands: argparse._SubParsersAction) -> None:
 
 
 def command_submit(args: argparse.Namespace) -> int:
-    """``distloop submit``: sbatch the project's cluster, or a resume; ``--wait`` follows it."""
-    from ..cluster.slurm_jobs import SlurmJobError, follow_job, resubmit_job, submit_job
+    """``distloop submit``: sbatch the project's cluster, or a resume; ``--wait`` follows it.
+    ``--resume`` and ``--follow`` ask the run folder's job's scheduler, Slurm's or another's
+    (``engine.cluster.scheduler``)."""
+    from ..cluster.scheduler import SchedulerError, scheduler_named, scheduler_of
     from ..exports.slurm import SlurmJob
 
     try:
@@ -99,15 +101,17 @@ def command_submit(args: argparse.Namespace) -> int:
                 partition=args.partition,
                 port_base=args.port_base,
             )
-            run = submit_job(project, args.out, job, base_dir=args.project.parent)
+            run = scheduler_named("slurm").submit(
+                project, args.out, job, base_dir=args.project.parent
+            )
         elif args.out is not None:
             _err("distloop: --resume and --follow keep the job's folder; drop --out")
             return EXIT_USAGE
         elif args.resume is not None:
-            run = resubmit_job(args.resume)
+            run = scheduler_of(args.resume).resubmit(args.resume)
         else:
-            run = follow_job(args.follow)
-    except (ProblemsError, SlurmJobError) as exc:
+            run = scheduler_of(args.follow).follow(args.follow)
+    except (ProblemsError, SchedulerError) as exc:
         _err(f"distloop: {exc}")
         return EXIT_FAILED
     except OSError as exc:

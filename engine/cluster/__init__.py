@@ -11,12 +11,16 @@ One job a module:
                 (also ``distloop run --task``'s TF_CONFIG, for a cluster on real hosts)
 ``ports``       free 127.0.0.1 ports, chosen when a local cluster starts, never before
 ``supervisor``  :class:`LocalCluster`: starts, follows, merges and stops the tasks
+``placement``   where each task's engine runs, the one interface the supervisor asks;
+                ``local_placement``: here, in a private network (``ssh``: on hosts)
 ``blame``       which task a failed run names: one that died, one that stopped
                 responding (its peers' errors name it), one that failed on its own
 ``devices``     whether a multi-worker cluster's workers run on the same devices,
                 from what each task says as its strategy exists
 ``slurm``       a task's TF_CONFIG computed from the variables ``srun`` sets
                 (``distloop run --task-from slurm``)
+``scheduler``   batch systems that hold jobs, found by name (``slurm_scheduler``: Slurm's,
+                over ``slurm_jobs`` and ``slurm_runs``)
 ``top_folder``  the top level of the cluster's run folder (each task writes its own
                 under ``tasks/``), which the launcher writes; it says why
 

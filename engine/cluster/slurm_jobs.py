@@ -68,6 +68,7 @@ from ..run_folder import (
 from ..stack_dumps import DUMP_SIGNAL, collect_stacks, diagnose
 from ..tf_config import chief_of
 from .plan import task_dir_name
+from .scheduler import SchedulerError
 from .supervisor import QUIET_DUMP_S
 
 RUNS_DIR = "runs"
@@ -104,7 +105,7 @@ _FIELD = re.compile(r"\b(JobState|Reason|Restarts)=(\S*)")
 _SBATCH_NOISE = re.compile(r"^(sbatch: )?(error: )?(Batch job submission failed: )?")
 
 
-class SlurmJobError(Exception):
+class SlurmJobError(SchedulerError):
     """Slurm refused, or cannot be asked: one line that says why."""
 
 
@@ -121,6 +122,10 @@ class JobState:
     @property
     def ended(self) -> bool:
         return self.state in FINAL_STATES
+
+    @property
+    def running(self) -> bool:
+        return self.state == "RUNNING"
 
     def __str__(self) -> str:
         return f"{self.state} ({self.reason})" if self.reason else self.state
@@ -207,8 +212,7 @@ def submit_job(
     job_id = _sbatch(job_folder, env, run_dir=None)
     run_dir = job_folder / RUNS_DIR / job_id
     if (run_dir / STATUS_FILE).exists():  # Slurm counts job ids from 1 again when reset
-        with contextlib.suppress(SlurmJobError):
-            _slurm(["scancel", job_id], env)
+        cancel_job(job_id, env)
         raise SlurmJobError(
             f"{run_dir} holds the run of an earlier job {job_id} (Slurm hands out job ids "
             "again after a reset): the new job is cancelled; submit into another --out folder"
@@ -328,6 +332,14 @@ def _sbatch(job_folder: Path, env: Mapping[str, str] | None, *, run_dir: Path | 
     return job_id
 
 
+def cancel_job(job_id: str, env: Mapping[str, str] | None = None) -> None:
+    """``scancel``: Slurm sends every task SIGTERM (the preemption path saves a checkpoint
+    at one step), then SIGKILL after its KillWait (30 s by default). A job Slurm cannot be
+    asked about is left as it is: its state says what became of it."""
+    with contextlib.suppress(SlurmJobError):
+        _slurm(["scancel", job_id], env)
+
+
 def dump_job_stacks(run_dir: Path, job_id: str, env: Mapping[str, str] | None = None) -> list[str]:
     """Every task of the job writes its stacks into its folder (``stacks.txt``); one line
     per task that is not where its peers wait (``engine.stack_dumps.diagnose``).
@@ -418,13 +430,11 @@ class SlurmRun:
         self._started = True
 
     def request_stop(self) -> None:
-        """``scancel``: Slurm sends every task SIGTERM (the preemption path saves a checkpoint
-        at one step), then SIGKILL after its KillWait (30 s by default)."""
+        """Cancels the job (:func:`cancel_job`): every task saves a checkpoint."""
         if self._stop_sent or self._done:
             return
         self._stop_sent = True
-        with contextlib.suppress(SlurmJobError):
-            _slurm(["scancel", self.job_id], self._env)
+        cancel_job(self.job_id, self._env)
 
     def kill(self) -> None:
         """Stops following; the job goes on (or ends) in Slurm."""

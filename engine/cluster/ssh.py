@@ -25,6 +25,7 @@ import shlex
 import subprocess
 import tarfile
 import tempfile
+from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,6 +39,7 @@ from ..stack_dumps import ANSWER_S, TaskStack
 from ..tf_config import TaskSpec, TFConfig, parse_address
 from .copy_back import CopyBackError, Limits, receive_run_folder, relay_checkpoints
 from .launch_trust import seal, sealed_here
+from .placement import Note
 from .plan import run_problems, task_dir_name
 from .remote import RemoteEngine
 
@@ -244,10 +246,13 @@ class SshLaunch:
             folder = printable(self.task_folder(config, task))
             raise OSError(f"{self.where(host)}: copying {folder} back failed")
 
-    def ask_for_stacks(self, config: TFConfig, tasks: list[TaskSpec]) -> list[TaskStack]:
+    def ask_for_stacks(
+        self, config: TFConfig, tasks: list[TaskSpec], pids: Mapping[str, int] | None = None
+    ) -> list[TaskStack]:
         """Every task's Python stacks, written on its host into its folder's stacks.txt
         (``distloop cluster --dump-task`` there signals the task's engine), all at once.
-        A host that does not answer gives a task that did not answer."""
+        A host that does not answer gives a task that did not answer. (``pids`` are the
+        ssh clients' here: the placement's callers give them, the hosts need them not.)"""
 
         def ask(task: TaskSpec) -> TaskStack:
             host, _ = parse_address(config.address(task))
@@ -263,6 +268,30 @@ class SshLaunch:
 
         with ThreadPoolExecutor(max_workers=min(len(tasks), 32) or 1) as pool:
             return list(pool.map(ask, tasks))
+
+    def stacks_where(self, stacks: list[TaskStack]) -> str:
+        """Each dump's ``host:path``."""
+        return ", ".join(stack.file for stack in stacks if stack.file)
+
+    def stopped_tasks(self, pids: Mapping[str, int | None]) -> list[str]:
+        """A task stopped on its host cannot be seen from here (the pids are ssh's)."""
+        return []
+
+    def open_network(self) -> Note:
+        """The hosts' own networks, which the log says."""
+        return Note(
+            "info",
+            "the tasks run on their hosts, started over SSH: TensorFlow's unauthenticated "
+            "gRPC ports are open on those hosts' networks while the run lasts",
+        )
+
+    def spawning(self) -> contextlib.nullcontext[None]:
+        """Each task starts through its own ssh command: nothing to start them inside."""
+        return contextlib.nullcontext()
+
+    def close_network(self) -> None:
+        """The hosts' networks are theirs: nothing to release (:meth:`close` ends the
+        connections once the chief's folder is back)."""
 
     def bring_back(self, project: Project, run_dir: Path) -> str:
         """Copies the chief's run folder into ``run_dir``'s ``tasks/`` at the end of a launch

@@ -1,6 +1,7 @@
 """Runs a local cluster: every task its own engine process, read as one run.
 
-:class:`LocalCluster` starts the tasks (in a private network namespace where the
+:class:`LocalCluster` starts the tasks where its placement puts them
+(``engine.cluster.placement``: by default here, in a private network namespace where the
 system allows, ``engine.netns``), merges their message streams into one that reads
 like a single run's (see ``engine.messages``), and fails the whole run, naming the
 task, as soon as any task fails or dies: a cluster never hangs silently.
@@ -8,7 +9,6 @@ task, as soon as any task fails or dies: a cluster never hangs silently.
 
 from __future__ import annotations
 
-import contextlib
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -27,17 +27,15 @@ from ..messages import (
     StepMetrics,
     StrategyReady,
 )
-from ..netns import PrivateNetwork, PrivateNetworkUnavailable, start_private_network
-from ..process import EngineProcess
 from ..resume_rules import refuse_strategy
 from ..run_folder import TASKS_DIR, RunFolderError, RunFolderLock, prepare_resume
-from ..stack_dumps import TaskStack, ask_for_stacks, diagnose
+from ..stack_dumps import TaskStack, diagnose
 from ..tf_config import TaskSpec
-from .blame import STALLED, cause, stopped_tasks
+from .blame import STALLED, cause
 from .devices import DEVICES_DIFFER, devices_text, odd_worker
-from .plan import local_cluster_config, serves_only, task_dir_name, task_project
-from .remote import RemoteEngine
-from .ssh import SshLaunch
+from .local_placement import LocalPlacement
+from .placement import Placement, TaskEngine
+from .plan import serves_only, task_dir_name, task_project
 from .top_folder import ClusterFolder
 
 FAILURE_GRACE_S = 2.0
@@ -67,9 +65,7 @@ class TaskInfo:
 
 
 class _Task:
-    def __init__(
-        self, spec: TaskSpec, address: str, engine: EngineProcess | RemoteEngine, server: bool
-    ) -> None:
+    def __init__(self, spec: TaskSpec, address: str, engine: TaskEngine, server: bool) -> None:
         self.spec = spec
         self.name = str(spec)
         self.address = address
@@ -119,7 +115,7 @@ class LocalCluster:
         workers: int | None = None,
         resume: bool = False,
         folder_lock: RunFolderLock | None = None,
-        hosts: SshLaunch | None = None,
+        placement: Placement | None = None,
     ) -> None:
         """Lays the cluster out (free ports, TF_CONFIGs); raises ProblemsError if it cannot.
 
@@ -128,18 +124,15 @@ class LocalCluster:
         new ports (nothing in a checkpoint depends on them, and the old ones may be
         taken by now). ``folder_lock`` is ``run_dir``'s lock when the caller took it
         already; :meth:`start` takes it otherwise, and every task's folder's.
-        ``hosts``: the tasks run on the hosts the project's TF_CONFIG names, started
-        over SSH (``engine.cluster.ssh``), each in its folder there; this folder gets
-        the run's top level as for a local cluster.
+        ``placement``: where the tasks run (``engine.cluster.placement``): here, in a
+        private network, unless told otherwise (``workers`` is that placement's), e.g.
+        on the hosts the project's TF_CONFIG names, started over SSH
+        (``engine.cluster.ssh``); this folder gets the run's top level wherever they run.
         """
         if resume:
             refuse_strategy(project)
-        self._hosts = hosts
-        self.tf_config = (
-            hosts.tf_config(project)
-            if hosts is not None
-            else local_cluster_config(project, workers, fresh_ports=resume)
-        )
+        self._placement = placement or LocalPlacement(run_dir, workers=workers, fresh_ports=resume)
+        self.tf_config = self._placement.tf_config(project)
         self.run_dir = run_dir
         self._resume = resume
         self._folder_lock = folder_lock
@@ -147,20 +140,8 @@ class LocalCluster:
         kind = project.strategy.kind
         self._tasks: list[_Task] = []
         for spec in self.tf_config.tasks():
-            engine: EngineProcess | RemoteEngine = (
-                hosts.engine(
-                    task_project(project, self.tf_config, spec),
-                    spec,
-                    self.tf_config,
-                    resume=resume,
-                )
-                if hosts is not None
-                else EngineProcess(
-                    task_project(project, self.tf_config, spec),
-                    run_dir / TASKS_DIR / task_dir_name(spec),
-                    task=str(spec),
-                    resume=resume,
-                )
+            engine = self._placement.engine(
+                task_project(project, self.tf_config, spec), spec, self.tf_config, resume=resume
             )
             self._tasks.append(
                 _Task(spec, self.tf_config.address(spec), engine, serves_only(kind, spec))
@@ -178,7 +159,6 @@ class LocalCluster:
         self._last_loss: float | None = None
         self._last_elapsed_s = 0.0
         self._folder = ClusterFolder(run_dir, self._folder_failure)
-        self._network: PrivateNetwork | None = None
         self._outbox: list[Message] = []
         # The reporter's RunStarted and what followed it, until every trainer has started.
         self._held_start: RunStarted | None = None
@@ -198,13 +178,9 @@ class LocalCluster:
         try:
             self._hold_folders()
             others = [t for t in self._trainers() if t is not self._reporter]
-            if self._resume and self._hosts is not None:
-                self._hosts.share_checkpoint(
+            if self._resume:
+                self._placement.share_checkpoint(
                     self.tf_config, self._reporter.spec, [t.spec for t in others]
-                )
-            elif self._resume:
-                self._folder.share_chief_checkpoint(
-                    task_dir_name(self._reporter.spec), [task_dir_name(t.spec) for t in others]
                 )
             self._folder.write_project(self.project)
         except BaseException:
@@ -213,8 +189,9 @@ class LocalCluster:
         self._folder.open_log()
         self._started_at, self._began = time.time(), time.monotonic()
         try:
-            self._network = self._start_network()
-            with self._network.spawning() if self._network else contextlib.nullcontext():
+            network = self._placement.open_network()
+            self._note(network.text, level=network.level)
+            with self._placement.spawning():
                 for task in self._tasks:
                     task.engine.start()
                     self._note(f"{task.name} at {task.address}: pid {task.engine.pid}")
@@ -254,27 +231,6 @@ class LocalCluster:
         if self._folder_lock is not None:
             self._folder_lock.release()
             self._folder_lock = None
-
-    def _start_network(self) -> PrivateNetwork | None:
-        """The private network the tasks start in, or None for the machine's network."""
-        if self._hosts is not None:
-            self._note(
-                "the tasks run on their hosts, started over SSH: TensorFlow's unauthenticated "
-                "gRPC ports are open on those hosts' networks while the run lasts"
-            )
-            return None
-        try:
-            network = start_private_network()
-        except PrivateNetworkUnavailable as exc:
-            self._note(
-                f"the tasks run in this machine's network ({exc}), so TensorFlow's "
-                "unauthenticated gRPC ports are open on every interface while the run lasts: "
-                "run it on a trusted network or behind a firewall",
-                level="warning",
-            )
-            return None
-        self._note("the tasks run in a private network: their ports are open on its loopback only")
-        return network
 
     @property
     def done(self) -> bool:
@@ -508,26 +464,19 @@ class LocalCluster:
         """Every running task writes its Python stacks into its folder (``stacks.txt``), on
         this machine or on its host; where each stands. Takes seconds: call it beside the
         poll (it reads only the tasks' pids and folders), never on a window's thread."""
-        running = [t for t in self._tasks if t.engine.pid is not None and not t.engine.done]
-        if self._hosts is not None:
-            return self._hosts.ask_for_stacks(self.tf_config, [t.spec for t in running])
-        return ask_for_stacks(
-            {
-                t.name: (t.engine.pid, self.run_dir / TASKS_DIR / task_dir_name(t.spec))
-                for t in running
-                if t.engine.pid is not None
-            }
-        )
+        pids = {
+            t.name: t.engine.pid
+            for t in self._tasks
+            if t.engine.pid is not None and not t.engine.done
+        }
+        running = [t.spec for t in self._tasks if t.name in pids]
+        return self._placement.ask_for_stacks(self.tf_config, running, pids)
 
     def _dump_stacks(self, quiet_s: float) -> None:
         """Where each task stands, in the log: a hang says where it is before it times out.
         A launch's tasks are asked over ssh, all at once (a few seconds, as a local dump)."""
         stacks = self.dump_stacks()
-        where = (
-            f"{TASKS_DIR}/*/stacks.txt"
-            if self._hosts is None
-            else ", ".join(s.file for s in stacks if s.file)
-        )
+        where = self._placement.stacks_where(stacks)
         self._note(
             f"no step for {quiet_s:.0f} s: "
             + "; ".join(diagnose(stacks))
@@ -539,8 +488,9 @@ class LocalCluster:
         self._ending = ending
         if ending == "failed":
             # Seen now, while a stopped task is still stopped (it is killed on the way out).
-            if self._hosts is None:
-                self._stopped = stopped_tasks({t.name: t.engine.pid for t in self._tasks})
+            self._stopped = self._placement.stopped_tasks(
+                {t.name: t.engine.pid for t in self._tasks}
+            )
             blamed = self._cause()
             what = "stopped responding" if blamed.error_type == STALLED else "failed"
             who = f"{blamed.task} {what}" if blamed.task else "the launcher failed"  # its folder
@@ -610,10 +560,8 @@ class LocalCluster:
         self._outbox.append(Log(level=level, source="engine", text=text, task=task))
 
     def _close_files(self) -> None:
-        """Releases what the run holds: its files and the holder of its network namespace."""
-        if self._network is not None:
-            self._network.close()
-            self._network = None
+        """Releases what the run holds: its files and its placement's network."""
+        self._placement.close_network()
         self._folder.close()
 
 

@@ -2,10 +2,12 @@
 Submit to Slurm, Dump Stacks.
 
 Each is the engine's own (``distloop preflight``'s pre-flight, ``distloop launch``'s run
-through :func:`engine.run_handle.open_run` with ``hosts``, ``distloop submit``'s job, the
-cluster's or the job's stack dump); what the window adds is running them off its thread
-(:class:`gui.common.background.Background`: ssh, sbatch and the pre-flight take seconds to a
-minute) and saying, on each disabled action, why it does not apply now.
+through :func:`engine.run_handle.open_run` with the hosts as its placement, ``distloop
+submit``'s job, the cluster's or the job's stack dump); a followed job is its scheduler's
+(:mod:`engine.cluster.scheduler`), asked to follow, resume and signal it. What the window
+adds is running them off its thread (:class:`gui.common.background.Background`: ssh, sbatch
+and the pre-flight take seconds to a minute) and saying, on each disabled action, why it
+does not apply now.
 """
 
 from __future__ import annotations
@@ -23,23 +25,19 @@ from PySide6.QtWidgets import QWidget
 from ...engine.cluster import local_cluster_tasks
 from ...engine.cluster.preflight import Finding, preflight
 from ...engine.cluster.run_plans import HostsPlan, hosts_plan
-from ...engine.cluster.slurm_jobs import (
-    SlurmJobError,
-    SlurmRun,
-    dump_job_stacks,
-    follow_job,
-    job_project,
-    resubmit_job,
-    submit_job,
+from ...engine.cluster.scheduler import (
+    JobRun,
+    Scheduler,
+    SchedulerError,
+    scheduler_named,
+    scheduler_of,
 )
-from ...engine.cluster.slurm_runs import remember_job
 from ...engine.cluster.ssh import SshLaunch
 from ...engine.config import Project
 from ...engine.exports.slurm import SlurmJob
 from ...engine.problems import ProblemsError
 from ...engine.run_folder import TASKS_DIR, default_runs_root
 from ...engine.run_handle import runs_as_cluster
-from ...engine.run_history import slurm_jobs_root
 from ...engine.run_model import RunModel
 from ...engine.stack_dumps import TaskStack, diagnose
 from ..common import dialogs
@@ -112,6 +110,9 @@ class HostRuns(QObject):
         self._submitting.done.connect(lambda _key, run: self._submitted(run))
         self._submitting.failed.connect(lambda _key, text: self._submit_failed(text))
         self._refused_title = "Cannot submit"  # or "Cannot resume": what sbatch refused
+        self._slurm = scheduler_named("slurm")
+        self._job: tuple[Scheduler, JobRun] | None = None
+        """The job the window follows, and its scheduler (Dump Stacks asks it)."""
         self._checked_plan = HostsPlan()
         self._run_after_check: Project | None = None
         self._step_at_dump: int | None = None
@@ -179,9 +180,8 @@ class HostRuns(QObject):
     def _dump_refusal(self) -> str:
         if self._dumping.running:
             return "the tasks are writing their stacks"
-        engine = self._controller.engine
-        job = isinstance(engine, SlurmRun)
-        cluster = engine if job else self._controller.cluster
+        job = self._followed_job()
+        cluster = job[1] if job else self._controller.cluster
         if not self._controller.active or cluster is None or cluster.done:
             return "no cluster is running (Dump Stacks asks the tasks of a running cluster)"
         if self._controller.state is not RunState.RUNNING:
@@ -189,6 +189,12 @@ class HostRuns(QObject):
         if not job and not hasattr(cluster, "dump_stacks"):
             return "this cluster cannot dump its tasks' stacks"
         return ""
+
+    def _followed_job(self) -> tuple[Scheduler, JobRun] | None:
+        """The job the window's run is, with its scheduler; None for any other run."""
+        if self._job is None or self._controller.engine is not self._job[1]:
+            return None
+        return self._job
 
     def _submit_refusal(self) -> str:
         project = self._project()
@@ -285,60 +291,67 @@ class HostRuns(QObject):
         self._submit(project, job, folder)
 
     def _submit(self, project: Project, job: SlurmJob, folder: Path) -> None:
+        slurm = self._slurm
         self._sbatch(
-            lambda: submit_job(project, folder, job),
+            lambda: (slurm, slurm.submit(project, folder, job)),
             "Cannot submit",
             f"Submit to Slurm: sbatch {folder}/slurm.sbatch…",
         )
 
-    def _sbatch(self, submit: Callable[[], SlurmRun], refused_title: str, saying: str) -> None:
+    def _sbatch(
+        self, submit: Callable[[], tuple[Scheduler, JobRun]], refused_title: str, saying: str
+    ) -> None:
         """Submit and Resume alike: sbatch off the window's thread, then follow the job
         (:meth:`_submitted`), or say what sbatch refused under ``refused_title``."""
         self._refused_title = refused_title
         self._submitting.start(
-            lambda _progress: submit(), known=(SlurmJobError, ProblemsError, OSError)
+            lambda _progress: submit(), known=(SchedulerError, ProblemsError, OSError)
         )
         self.log.emit(saying, "info")
         self.update_actions()
 
     def resume_job(self, run_dir: Path, name: str) -> None:
-        """Resume on a stopped job's run in the Runs list: a new job continues it from its
-        checkpoint (``distloop submit --resume``), followed as a submitted one is."""
+        """Resume on a stopped job's run in the Runs list: a new job of its scheduler
+        continues it from its checkpoint (``distloop submit --resume``), followed as a
+        submitted one is."""
         if self._controller.active or self._submitting.running:
             return
         try:
-            project = job_project(run_dir)
-        except SlurmJobError as exc:
+            scheduler = scheduler_of(run_dir)
+            project = scheduler.project_of(run_dir)
+        except SchedulerError as exc:
             dialogs.show_error(self._window, "Cannot resume", f"{name}: {exc}")
             return
         if not self._may_run(project):
             return
         self._sbatch(
-            lambda: resubmit_job(run_dir),
+            lambda: (scheduler, scheduler.resubmit(run_dir)),
             "Cannot resume",
             f"Resume: sbatch a new job that continues {name}…",
         )
 
     def _jobs_root(self) -> Path:
-        return slurm_jobs_root(self._runs_root or default_runs_root())
+        return self._slurm.jobs_root(self._runs_root or default_runs_root())
 
     def follow_job(self, run_dir: Path, name: str) -> None:
-        """Follow Job on a job Slurm still holds (submitted by an earlier window, or by
-        ``distloop submit``): its steps from the job's first, its state, Stop and Dump
+        """Follow Job on a job its scheduler still holds (submitted by an earlier window, or
+        by ``distloop submit``): its steps from the job's first, its state, Stop and Dump
         Stacks, as for a job submitted here."""
         if self._controller.active:
             return
         try:
-            run = follow_job(run_dir)
-        except SlurmJobError as exc:
+            scheduler = scheduler_of(run_dir)
+            run = scheduler.follow(run_dir)
+        except SchedulerError as exc:
             dialogs.show_error(self._window, "Cannot follow", f"{name}: {exc}")
             return
-        self._watch(run, f"following job {run.job_id}, run folder {run.run_dir}")
+        self._watch(scheduler, run, f"following job {run.job_id}, run folder {run.run_dir}")
 
-    def _submitted(self, run: SlurmRun) -> None:
+    def _submitted(self, submitted: tuple[Scheduler, JobRun]) -> None:
         self.update_actions()
+        scheduler, run = submitted
         try:  # a folder the user chose elsewhere: the Runs list finds the job through this
-            remember_job(self._jobs_root(), run.job_folder)
+            scheduler.remember(self._runs_root or default_runs_root(), run.run_dir)
         except OSError as exc:
             self.log.emit(f"job {run.job_id} is not in the Runs list: {exc}", "warning")
         if self._controller.active:
@@ -348,15 +361,16 @@ class HostRuns(QObject):
                 "warning",
             )
             return
-        self._watch(run, f"submitted job {run.job_id}, run folder {run.run_dir}")
+        self._watch(scheduler, run, f"submitted job {run.job_id}, run folder {run.run_dir}")
 
-    def _watch(self, run: SlurmRun, saying: str) -> None:
+    def _watch(self, scheduler: Scheduler, run: JobRun, saying: str) -> None:
         """The job followed as the window's run: plot, status, Stop (scancel), its state."""
+        self._job = (scheduler, run)
         project = run.project
         model = RunModel(total_steps=project.total_steps(), run_dir=run.run_dir)
         run.on_state = lambda state: self.job_state.emit(model, run.job_id, str(state))
         self.log.emit(saying, "info")
-        self._follow(model, f"{project.name} (Slurm job {run.job_id})")
+        self._follow(model, f"{project.name} ({scheduler.title} job {run.job_id})")
         self._controller.start(
             project, run.run_dir, model=model, opened=run, stop_grace_s=SLURM_STOP_GRACE_S
         )
@@ -371,16 +385,17 @@ class HostRuns(QObject):
     def dump(self) -> None:
         """Every running task writes its stacks into its folder (here, on its host, or on
         its Slurm node)."""
-        engine = self._controller.engine
+        job = self._followed_job()
         cluster = self._controller.cluster
         if self._dump_refusal():
             return
-        if isinstance(engine, SlurmRun):
-            run_dir, job_id = engine.run_dir, engine.job_id
+        if job is not None:
+            scheduler, run = job
+            run_dir, job_id = run.run_dir, run.job_id
             files = [f"{run_dir / TASKS_DIR}/*/stacks.txt"]
             self._dumping.start(
-                lambda _progress: (dump_job_stacks(run_dir, job_id), files),
-                known=(SlurmJobError, OSError),
+                lambda _progress: (scheduler.dump_stacks(run_dir, job_id), files),
+                known=(SchedulerError, OSError),
             )
         elif cluster is not None:
             dump_stacks: Callable[[], list[TaskStack]] = cluster.dump_stacks  # type: ignore[attr-defined]

@@ -27,7 +27,7 @@ from pathlib import Path
 
 from PySide6.QtCore import QObject, QTimer, Signal
 
-from ...engine.cluster.ssh import SshLaunch
+from ...engine.cluster.placement import Placement
 from ...engine.config import Project
 from ...engine.formatting import format_duration
 from ...engine.messages import TERMINAL_TYPES, Log, Message, RunFailed, Stopping
@@ -93,7 +93,7 @@ class RunController(QObject):
         self._poll_s = poll_s
         self._engine: EngineHandle | None = None
         self._cluster: ClusterHandle | None = None
-        self._hosts: SshLaunch | None = None
+        self._hosts: Placement | None = None
         self._stop_grace_s: float | None = None
         self._project: Project | None = None
         self._model: RunModel | None = None
@@ -141,7 +141,7 @@ class RunController(QObject):
         return self._cluster
 
     @property
-    def hosts(self) -> SshLaunch | None:
+    def hosts(self) -> Placement | None:
         """How the running cluster's tasks reach their hosts; None for a run on this machine."""
         return self._hosts
 
@@ -157,7 +157,7 @@ class RunController(QObject):
         *,
         resume: bool = False,
         model: RunModel | None = None,
-        hosts: SshLaunch | None = None,
+        hosts: Placement | None = None,
         opened: EngineHandle | None = None,
         stop_grace_s: float | None = None,
     ) -> None:
@@ -194,11 +194,12 @@ class RunController(QObject):
                 warm_engines=self._warm_engines,
                 engine_factory=self._engine_factory,
                 cluster_factory=self._cluster_factory,
-                hosts=hosts,
+                placement=hosts,
             )
             self._engine = engine
-            if hosts is not None:  # what a resume needs to reach the same hosts and folders
-                update_status(run_dir, launch=hosts.settings(project))
+            settings = hosts.settings(project) if hosts is not None else None
+            if settings is not None:  # what a resume needs to place the tasks the same way
+                update_status(run_dir, launch=settings)
             if isinstance(engine, ClusterHandle):
                 self._follow_cluster(engine)
             elif opened is None:  # a stand-in engine takes no warm one
@@ -358,7 +359,7 @@ class RunController(QObject):
             self._replace_warm_engine()
             self.idle.emit()
 
-    async def _bring_back(self, hosts: SshLaunch) -> None:
+    async def _bring_back(self, hosts: Placement) -> None:
         """The chief's run folder from its host into the run's, so the runs list, Try It and
         Resume find its model and checkpoints; then the shared ssh connections end."""
         run_dir = self._model.run_dir if self._model is not None else None
@@ -368,7 +369,8 @@ class RunController(QObject):
             if run_dir is not None and project is not None:
                 self._dispatch(Log(text="copying the chief's run folder back from its host…"))
                 said = await loop.run_in_executor(None, hosts.bring_back, project, run_dir)
-                self._dispatch(Log(text=said))
+                if said is not None:
+                    self._dispatch(Log(text=said))
         except OSError as exc:
             self._dispatch(Log(level="warning", text=str(exc)))
         finally:

@@ -2,9 +2,10 @@
 
 A long run's ``metrics.csv`` takes seconds to read whole (:mod:`engine.csv_summary`), so
 the window's thread summarizes without a scan and asks this scanner for the rest; the
-runs list and the queue's results share one, so a folder is scanned once for both. A Slurm
-job's run folder is summarized as its row (:mod:`engine.cluster.slurm_runs`), with Slurm
-asked for the job's state here too: ``scontrol`` can take seconds.
+runs list and the queue's results share one, so a folder is scanned once for both. A batch
+job's run folder is summarized as its row by the job's scheduler
+(:mod:`engine.cluster.scheduler`), which is asked for the job's state here too: Slurm's
+``scontrol`` can take seconds.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from pathlib import Path
 
 from PySide6.QtCore import QObject, Signal
 
-from ...engine.cluster.slurm_runs import is_job_run, summarize_job, with_job_state
+from ...engine.cluster.scheduler import job_run_scheduler
 from ...engine.run_history import RunSummary, summarize
 from ..common.background import Background, WhenBusy
 
@@ -45,4 +46,5 @@ def _summary(path: Path) -> RunSummary | None:
     """The run's summary from a scan of its files; None when its folder is gone."""
     if not path.is_dir():
         return None
-    return with_job_state(summarize_job(path)) if is_job_run(path) else summarize(path)
+    scheduler = job_run_scheduler(path)
+    return scheduler.with_state(scheduler.summarize(path)) if scheduler else summarize(path)

@@ -4,9 +4,10 @@ The list is the run folders themselves (:mod:`engine.run_history`), so runs made
 from the command line or copied from another machine appear beside the window's
 own. It is read again when a run starts or ends, on Refresh (F5), and when a
 folder appears in or leaves the runs folder. A filter box keeps the runs whose
-name, tags or notes hold every word typed. The window's Slurm jobs are listed too
-(:mod:`engine.cluster.slurm_runs`), each as its chief's folder; their state is asked of
-Slurm by the scanner's thread, again every :data:`JOB_POLL_MS` while Slurm holds them.
+name, tags or notes hold every word typed. The window's batch jobs (Slurm's) are listed
+too, by their schedulers (:mod:`engine.cluster.scheduler`), each as its chief's folder;
+their state is asked of the scheduler by the scanner's thread, again every
+:data:`JOB_POLL_MS` while it holds them.
 
 Showing a run draws it in the loss plot; while a run is going on, a shown run is
 compared instead, so the live curves are never replaced. Compared runs pile up
@@ -53,7 +54,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from ...engine.cluster.slurm_runs import list_jobs
+from ...engine.cluster.scheduler import jobs_roots, listed_jobs
 from ...engine.resume_rules import RESUMABLE_STATUSES
 from ...engine.run_curves import (
     STEP,
@@ -68,7 +69,6 @@ from ...engine.run_history import (
     delete_run,
     list_runs,
     newest_first,
-    slurm_jobs_root,
     summarize,
 )
 from ..common import dialogs
@@ -442,11 +442,10 @@ class RunsPanel(QWidget):
         once a worker thread has scanned the new part (:mod:`engine.csv_summary`).
         """
         selected = [run.path for run in self.selected_runs()]
-        jobs_root = slurm_jobs_root(self._root)
         asked = {run.path: run for run in self.model.runs() if run.job is not None}
         runs = newest_first(
             list_runs(self._root, scan=False)
-            + [_as_asked(job, asked.get(job.path)) for job in list_jobs(jobs_root, scan=False)]
+            + [_as_asked(job, asked.get(job.path)) for job in listed_jobs(self._root, scan=False)]
         )
         self.model.set_runs(runs)
         self.scanner.scan(
@@ -454,7 +453,7 @@ class RunsPanel(QWidget):
         )
         self.select_paths(selected)
         self._sync_compared()
-        for root in (self._root, jobs_root):
+        for root in (self._root, *jobs_roots(self._root)):
             if root.is_dir() and str(root) not in self._watcher.directories():
                 self._watcher.addPath(str(root))
         self._update_actions()

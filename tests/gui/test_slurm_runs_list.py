@@ -7,8 +7,8 @@ import json
 from pathlib import Path
 
 import pytest
+from distloop.engine.cluster import slurm_jobs
 from distloop.engine.run_history import slurm_jobs_root
-from distloop.gui.run import host_runs
 from distloop.gui.runs.runs_model import Column
 from distloop.gui.runs.runs_panel import RunsPanel
 from distloop.gui.shell.main_window import MainWindow
@@ -73,9 +73,9 @@ def test_a_job_slurm_holds_shows_its_state_and_cannot_be_resumed_until_it_ends(
 
     def resubmit_job(run_dir: Path) -> FakeSlurmRun:
         resubmitted.append(run_dir)
-        return FakeSlurmRun(host_runs.job_project(run_dir), run_dir, seed_run()[:2])
+        return FakeSlurmRun(slurm_jobs.job_project(run_dir), run_dir, seed_run()[:2])
 
-    monkeypatch.setattr(host_runs, "resubmit_job", resubmit_job)
+    monkeypatch.setattr(slurm_jobs, "resubmit_job", resubmit_job)
     panel.resume_action.trigger()
     qtbot.waitUntil(lambda: window.controller.active, timeout=WAIT_MS)
     assert resubmitted == [job]

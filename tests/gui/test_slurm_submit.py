@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from distloop.engine.cluster import slurm_jobs
 from distloop.engine.cluster.slurm_jobs import JobState, SlurmRun
 from distloop.engine.config import Project
 from distloop.engine.exports.slurm import SlurmJob
@@ -101,13 +102,13 @@ def test_a_submitted_job_is_followed_like_a_run_and_stop_is_scancel(
     submitted: list[tuple[SlurmJob, Path]] = []
     runs: list[FakeSlurmRun] = []
 
-    def submit_job(project: Project, folder: Path, job: SlurmJob) -> FakeSlurmRun:
+    def submit_job(project: Project, folder: Path, job: SlurmJob, **_kw: object) -> FakeSlurmRun:
         submitted.append((job, folder))
         runs.append(FakeSlurmRun(project, folder / "runs" / "42", seed_run()[:2]))
         return runs[-1]
 
     monkeypatch.setattr(slurm_dialog, "ask_slurm_job", ask)
-    monkeypatch.setattr(host_runs, "submit_job", submit_job)
+    monkeypatch.setattr(slurm_jobs, "submit_job", submit_job)
     headlines: list[str] = []
     # After the status panel's own slot (connected first): the headline it set.
     window.host_runs.job_state.connect(
@@ -138,9 +139,11 @@ def test_dump_stacks_of_a_job_names_the_odd_task(
         slurm_dialog, "ask_slurm_job", lambda *_a: (SlurmJob(nodes=2), tmp_path / "job")
     )
     monkeypatch.setattr(
-        host_runs,
+        slurm_jobs,
         "submit_job",
-        lambda project, folder, _job: FakeSlurmRun(project, folder / "runs" / "42", seed_run()[:2]),
+        lambda project, folder, _job, **_kw: FakeSlurmRun(
+            project, folder / "runs" / "42", seed_run()[:2]
+        ),
     )
     dumped: list[tuple[Path, str]] = []
 
@@ -148,7 +151,7 @@ def test_dump_stacks_of_a_job_names_the_odd_task(
         dumped.append((run_dir, job_id))
         return ["worker:1 did not answer: it is stopped"]
 
-    monkeypatch.setattr(host_runs, "dump_job_stacks", dump_job_stacks)
+    monkeypatch.setattr(slurm_jobs, "dump_job_stacks", dump_job_stacks)
     shown: list[tuple[list[str], list[str]]] = []
     monkeypatch.setattr(
         dialogs, "show_stacks", lambda _parent, blame, files: shown.append((blame, files))
@@ -179,10 +182,10 @@ def test_a_refused_submission_is_one_line_and_no_run(
         slurm_dialog, "ask_slurm_job", lambda *_a: (SlurmJob(nodes=2), tmp_path / "job")
     )
 
-    def refuse(*_args: object) -> None:
-        raise host_runs.SlurmJobError("sbatch refused the job: invalid partition specified")
+    def refuse(*_args: object, **_kw: object) -> None:
+        raise slurm_jobs.SlurmJobError("sbatch refused the job: invalid partition specified")
 
-    monkeypatch.setattr(host_runs, "submit_job", refuse)
+    monkeypatch.setattr(slurm_jobs, "submit_job", refuse)
     multi_worker(window)
     window.host_runs.submit_action.trigger()
     qtbot.waitUntil(lambda: bool(dialog_recorder.shown), timeout=WAIT_MS)
