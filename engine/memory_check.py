@@ -14,10 +14,9 @@ from pathlib import Path
 
 from .config import DataConfig, Project, bytes_text, memory_estimate
 from .data_sources import source_of
+from .data_sources.base import CannotCount
 from .fileio import NotRegularFileError
 from .problems import Problem
-
-FLOAT32 = 4
 
 
 def memory_problems(
@@ -76,10 +75,6 @@ def counting_problems(project: Project) -> list[Problem]:
         except CannotCount as exc:
             problems.append(Problem((*where.split("."), "path"), str(exc)))
     return problems
-
-
-class CannotCount(ValueError):
-    """The memory a file takes loaded cannot be counted from it; the message says why."""
 
 
 def loaded_file_bytes(data: DataConfig) -> int:

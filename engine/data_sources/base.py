@@ -22,9 +22,17 @@ if TYPE_CHECKING:
 
 D = TypeVar("D", bound="DataConfig")
 
+FLOAT32 = 4
+"""Bytes of one value as the pipeline holds it: every source's counts are in float32."""
+
 
 class DataError(ValueError):
     """The data cannot feed this model; the message says which file and field."""
+
+
+class CannotCount(ValueError):
+    """The memory a file takes loaded cannot be counted from it (:meth:`DataSource.loaded_bytes`
+    raises it); the message says why."""
 
 
 @dataclass(frozen=True)
