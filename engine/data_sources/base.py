@@ -1,9 +1,9 @@
 """What every data source answers before TensorFlow starts (:class:`DataSource`), and the
 error a source raises when its data cannot feed the model (:class:`DataError`).
 
-The defaults fit data that reads no file: a source overrides what it knows. This module
-imports nothing of the project's models at run time, so ``engine.config``'s rules can
-dispatch through it while the config package is still loading.
+The defaults fit data that reads no file: a source overrides what it knows. Sources sit
+above ``engine.config`` (the schema names their settings, never their code); the rules
+that ask them run above both, in ``engine.project_file``.
 """
 
 from __future__ import annotations

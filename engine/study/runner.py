@@ -24,11 +24,12 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from ..config import MAX_SEED, Project, load_project_data
+from ..config import MAX_SEED, Project
 from ..fileio import atomic_write_text
 from ..messages import Message, RunFailed, RunFinished
 from ..problems import Problem, ProblemsError, parse_json_text, problems_from_validation_error
 from ..process import WarmEngines
+from ..project_file import load_project_data
 from ..run_folder import (
     RunFolderBusy,
     RunFolderLock,
