@@ -31,6 +31,8 @@ from ..problems import Problem, ProblemsError, parse_json_text, problems_from_va
 from ..process import WarmEngines
 from ..project_file import load_project_data
 from ..run_folder import (
+    STUDY_FILE,
+    TRIALS_DIR,
     RunFolderBusy,
     RunFolderLock,
     default_runs_root,
@@ -39,7 +41,6 @@ from ..run_folder import (
     write_status,
 )
 from ..run_handle import EngineHandle, open_run
-from . import STUDY_FILE, TRIALS_DIR
 from .hparams import write_experiment, write_trial
 from .objective import ObjectiveTracker, direction, objective_problems
 from .space import Choices, FloatRange, IntRange, SearchSpace, space_from_data, with_values
