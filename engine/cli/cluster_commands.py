@@ -17,10 +17,11 @@ from typing import Any
 
 from ..cluster import local_cluster_tasks
 from ..cluster.ssh import DEFAULT_REMOTE_DIR, SshLaunch
+from ..engine_handle import EngineHandle
 from ..problems import ProblemsError
 from ..resume_rules import Layout, checked_launch_settings
 from ..run_folder import PROJECT_FILE, TASKS_DIR, RunFolderError, RunFolderLock, read_status
-from ..run_handle import EngineHandle, open_run
+from ..run_handle import open_run
 from ..tf_config import DEFAULT_WORKERS
 from .common import (
     EXIT_FAILED,

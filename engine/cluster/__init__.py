@@ -44,15 +44,13 @@ from .plan import (
     task_dir_name,
     tf_config_for_run,
 )
-from .supervisor import FAILURE_GRACE_S, STOP_GRACE_S, LocalCluster, TaskInfo, TaskState
+from .supervisor import FAILURE_GRACE_S, STOP_GRACE_S, LocalCluster
 
 __all__ = [
     "DEFAULT_COMMUNICATION_TIMEOUT_S",
     "FAILURE_GRACE_S",
     "STOP_GRACE_S",
     "LocalCluster",
-    "TaskInfo",
-    "TaskState",
     "local_cluster_config",
     "local_cluster_tasks",
     "run_problems",
