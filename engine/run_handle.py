@@ -14,10 +14,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
+from .cluster_layout import runs_as_cluster
 from .config import Project
 from .engine_handle import ClusterFactory, EngineFactory, EngineHandle
 from .run_folder import RunFolderLock
-from .tf_config import MULTI_MACHINE_STRATEGIES
 
 if TYPE_CHECKING:
     from .cluster.ssh import SshLaunch
@@ -27,11 +27,6 @@ Layout = Literal["auto", "single", "cluster"]
 """``auto``: a cluster when the strategy needs one (the window); ``single``: one engine
 process, possibly one task of a cluster running elsewhere (``distloop run``);
 ``cluster``: every task here (``distloop cluster``)."""
-
-
-def runs_as_cluster(project: Project) -> bool:
-    """True for the strategies whose tasks are separate processes (a cluster)."""
-    return project.strategy.kind in MULTI_MACHINE_STRATEGIES
 
 
 def open_run(

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from distloop.engine.cluster.slurm import MAX_TASKS, tf_config_from_slurm
+from distloop.engine.cluster_layout.slurm import MAX_TASKS, tf_config_from_slurm
 from distloop.engine.problems import ProblemsError
 from distloop.engine.project_file import load_project_data
 from distloop.engine.study.folders import read_entry

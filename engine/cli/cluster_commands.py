@@ -15,8 +15,8 @@ import socket
 from pathlib import Path
 from typing import Any
 
-from ..cluster import local_cluster_tasks
 from ..cluster.ssh import DEFAULT_REMOTE_DIR, SshLaunch
+from ..cluster_layout import local_cluster_tasks
 from ..engine_handle import EngineHandle
 from ..problems import ProblemsError
 from ..resume_rules import Layout, checked_launch_settings

@@ -50,6 +50,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
+from ..cluster_layout import task_dir_name
 from ..config import Project
 from ..export import export_cluster
 from ..exports.slurm import SBATCH_FILE, SlurmJob
@@ -68,7 +69,6 @@ from ..run_folder import (
 )
 from ..stack_dumps import DUMP_SIGNAL, collect_stacks, diagnose
 from ..tf_config import chief_of
-from .plan import task_dir_name
 from .supervisor import QUIET_DUMP_S
 
 RUNS_DIR = "runs"

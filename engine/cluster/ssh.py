@@ -29,6 +29,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..cluster_layout.plan import run_problems, task_dir_name
 from ..code_text import printable
 from ..config import Project, SshHost
 from ..config.launch import LaunchSettings
@@ -38,7 +39,6 @@ from ..stack_dumps import ANSWER_S, TaskStack
 from ..tf_config import TaskSpec, TFConfig, parse_address
 from .copy_back import CopyBackError, Limits, receive_run_folder, relay_checkpoints
 from .launch_trust import seal, sealed_here
-from .plan import run_problems, task_dir_name
 from .remote import RemoteEngine
 
 DEFAULT_REMOTE_DIR = "distloop-runs"

@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Literal
 
+from ..cluster_layout.plan import local_cluster_config, serves_only, task_dir_name, task_project
 from ..config import Project
 from ..engine_handle import TaskInfo, TaskState
 from ..messages import (
@@ -35,7 +36,6 @@ from ..stack_dumps import TaskStack, ask_for_stacks, diagnose
 from ..tf_config import TaskSpec
 from .blame import STALLED, cause, stopped_tasks
 from .devices import DEVICES_DIFFER, devices_text, odd_worker
-from .plan import local_cluster_config, serves_only, task_dir_name, task_project
 from .remote import RemoteEngine
 from .ssh import SshLaunch
 from .top_folder import ClusterFolder

@@ -7,7 +7,7 @@ from __future__ import annotations
 from abc import abstractmethod
 from pathlib import Path
 
-from ..cluster import run_problems
+from ..cluster_layout import run_problems
 from ..code_text import inert
 from ..config import Project
 from ..export_storage import data_volume_paths, storage_notes

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..cluster import task_dir_name
+from ..cluster_layout import task_dir_name
 from ..config import Project
 from ..export_storage import RUNS_MOUNT
 from ..run_folder import PROJECT_FILE

@@ -16,7 +16,7 @@ from typing import Any
 
 import yaml
 
-from ..cluster import task_dir_name
+from ..cluster_layout import task_dir_name
 from ..config import Project
 from ..export_storage import DATA_MOUNT, RUNS_MOUNT
 from ..run_folder import PROJECT_FILE

@@ -9,8 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 from distloop.engine.cluster import LocalCluster
-from distloop.engine.cluster import ports as cluster_ports
 from distloop.engine.cluster.run_plans import cluster_plan
+from distloop.engine.cluster_layout import ports as cluster_ports
 from distloop.engine.config import Project
 from distloop.engine.engine_handle import TaskInfo
 from distloop.engine.examples import load_example
