@@ -177,9 +177,9 @@ def add_cluster_commands(commands: argparse._SubParsersAction) -> None:
     preflight.add_argument("--seconds", type=float, default=30.0, help=hidden)
     preflight.add_argument("--connect", nargs="+", help=hidden)
 
-    from ..export_storage import DATA_MOUNT
     from ..exports import FORMATS, format_named, pod_formats
     from ..exports.pods import DEFAULT_IMAGE
+    from ..exports.storage import DATA_MOUNT
 
     add_submit_command(commands)
 

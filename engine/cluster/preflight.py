@@ -37,7 +37,7 @@ from typing import Any
 
 from .. import __version__
 from ..config import Project
-from ..export_storage import local_paths
+from ..exports.storage import local_paths
 from ..memory_estimate import bytes_text, memory_estimate
 from ..message_stream import ControlChannel
 from ..tf_config import TaskSpec, TFConfig, parse_address

@@ -10,12 +10,12 @@ from pathlib import Path
 from ..cluster_layout import run_problems
 from ..code_text import inert
 from ..config import Project
-from ..export_storage import data_volume_paths, storage_notes
 from ..problems import Problem, ProblemsError
 from ..project_file import load_project_data
 from ..run_folder import PROJECT_FILE
 from ..tf_config import TaskSpec, TFConfig
 from .base import ExportFormat, ExportRequest, cluster_name, readme_text
+from .storage import data_volume_paths, storage_notes
 
 
 class ClusterFormat(ExportFormat):

@@ -10,7 +10,6 @@ from dataclasses import dataclass, replace
 
 from ..cluster_layout.slurm import DEFAULT_PORT_BASE as SLURM_PORT_BASE
 from ..code_text import shown
-from ..export_storage import storage_notes
 from ..problems import Problem, ProblemsError
 from ..run_folder import PROJECT_FILE
 from ..tf_config import DEFAULT_WORKERS, MULTI_MACHINE_STRATEGIES
@@ -22,6 +21,7 @@ from .base import (
     comment_lines,
     readme_text,
 )
+from .storage import storage_notes
 
 
 class SlurmFormat(ExportFormat):
