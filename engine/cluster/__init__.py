@@ -1,4 +1,4 @@
-"""A whole cluster on this machine, and the TF_CONFIG of each task (TensorFlow-free).
+"""The launchers: a whole cluster on this machine, or its tasks on hosts (TensorFlow-free).
 
 ``distloop cluster`` and the GUI start every task of a ``multi_worker_mirrored``
 or ``parameter_server`` project as its own engine process
