@@ -164,24 +164,29 @@ def test_the_engine_layers_refuse_each_arrow_that_ran_against_them(tmp_path: Pat
         assert f"distloop.{reported} (l." in result.stdout, result.stdout
 
 
-# Prints the engine's imports that run (not those under `if TYPE_CHECKING:`, as the
-# contracts count them), module to module, as JSON, from a staged copy on sys.path.
+# Prints the engine's imports, module to module, as JSON, from a staged copy on sys.path:
+# those that run, or (argument "hints") those under `if TYPE_CHECKING:` too.
 ENGINE_IMPORTS = r"""
-import json, grimp
-graph = grimp.build_graph("distloop", exclude_type_checking_imports=True, cache_dir=None)
+import json, sys, grimp
+graph = grimp.build_graph(
+    "distloop", exclude_type_checking_imports=sys.argv[1:] != ["hints"], cache_dir=None
+)
 engine = sorted(m for m in graph.modules if m.startswith("distloop.engine."))
 print(json.dumps({m: sorted(i for i in graph.find_modules_directly_imported_by(m)
                             if i.startswith("distloop.engine.")) for m in engine}))
 """
 
 
-def engine_imports(tmp_path: Path, root: Path = REPO) -> dict[str, list[str]]:
+def engine_imports(
+    tmp_path: Path, root: Path = REPO, *, hints: bool = False
+) -> dict[str, list[str]]:
     """Each module of ``distloop.engine`` -> the engine modules it imports (grimp's graph,
-    which import-linter builds too), read from a staged copy of ``root``."""
+    which import-linter builds too), read from a staged copy of ``root``; with ``hints``,
+    the imports made for type hints only as well."""
     target = stage_namespace().stage(tmp_path / "staged", root)
     env = {**os.environ, "PYTHONPATH": str(target)}
     result = subprocess.run(
-        [sys.executable, "-c", ENGINE_IMPORTS],
+        [sys.executable, "-c", ENGINE_IMPORTS, *(["hints"] if hints else [])],
         cwd=target,
         env=env,
         capture_output=True,
@@ -248,6 +253,11 @@ def test_the_engine_imports_in_no_circle(tmp_path: Path) -> None:
     assert "distloop.engine.cluster.supervisor" in imports
     assert circles(imports) == []
     assert circles(by_package(imports)) == []
+    # A type hint may name a module of its own package that imports it (Project's rules
+    # name Project), never one of a package above its own.
+    hinted = engine_imports(tmp_path, hints=True)
+    assert "distloop.engine.config.project" in hinted["distloop.engine.config.cross_field"]
+    assert circles(by_package(hinted)) == []
 
 
 def test_a_circle_in_the_engine_is_found(tmp_path: Path) -> None:
