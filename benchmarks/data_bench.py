@@ -75,8 +75,9 @@ from pathlib import Path
 
 import numpy as np
 import tensorflow as tf
-from distloop.engine.config import CsvData, Project, load_project_data
+from distloop.engine.config import CsvData, Project
 from distloop.engine.data_sources import DataError
+from distloop.engine.project_file import load_project_data
 from distloop.engine.tf.data import build_training_data
 from distloop.engine.tf.data_sources import csv as csv_source
 from distloop.engine.tf.data_sources.base import labels_dtype

@@ -260,9 +260,9 @@ def _run(
     try:
         if channel.log_error is not None:
             raise channel.log_error
-        from .config import load_project_text
         from .memory_check import memory_problems
         from .problems import ProblemsError
+        from .project_file import load_project_text
 
         project = load_project_text(job.project_json)
         too_big = memory_problems(project)  # refused with the estimate, not by the OOM killer

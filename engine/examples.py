@@ -7,7 +7,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from .config import Project, load_project_text
+from .config import Project
+from .project_file import load_project_text
 
 
 def _examples_dir() -> resources.abc.Traversable:

@@ -6,7 +6,7 @@ its name (:mod:`engine.exports` lists them and says what each writes).
 
 Every folder also gets ``project.json`` (its ``tf_config`` is the exported
 cluster) and a ``README.md``, which lists what the hosts or pods need
-(:func:`engine.export_storage.storage_notes`: the project's local paths, and on
+(:func:`engine.exports.storage.storage_notes`: the project's local paths, and on
 Kubernetes where the run folders live). The pod formats take an image, a runs volume
 and a data volume (PersistentVolumeClaim names); without a runs volume the run folders
 are an ``emptyDir``, lost with the pod.
@@ -17,11 +17,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from .config import Project
-from .export_storage import volume_name_problem
 from .exports import ExportRequest, format_named, pod_formats
 from .exports.base import PodStorage
 from .exports.pods import DEFAULT_IMAGE, valid_image
 from .exports.slurm import SlurmJob
+from .exports.storage import volume_name_problem
 from .fileio import atomic_write_text
 from .problems import Problem, ProblemsError
 from .tf_config import TFConfig

@@ -1,6 +1,6 @@
 """Whether a project fits the memory of the machine about to run it (TF-free).
 
-The project's own estimate (``config.memory_estimate``) is what any machine needs; this
+The project's own estimate (``engine.memory_estimate``) is what any machine needs; this
 module adds what only the machine that runs it can tell: the memory left to this process
 (its cgroup limit included) and what loading a file source whole (``data.stream`` off)
 takes, from the file itself. A run that cannot fit is refused with the numbers before it
@@ -12,12 +12,12 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from .config import DataConfig, Project, bytes_text, memory_estimate
+from .config import DataConfig, Project
 from .data_sources import source_of
+from .data_sources.base import CannotCount
 from .fileio import NotRegularFileError
+from .memory_estimate import bytes_text, memory_estimate
 from .problems import Problem
-
-FLOAT32 = 4
 
 
 def memory_problems(
@@ -76,10 +76,6 @@ def counting_problems(project: Project) -> list[Problem]:
         except CannotCount as exc:
             problems.append(Problem((*where.split("."), "path"), str(exc)))
     return problems
-
-
-class CannotCount(ValueError):
-    """The memory a file takes loaded cannot be counted from it; the message says why."""
 
 
 def loaded_file_bytes(data: DataConfig) -> int:

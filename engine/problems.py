@@ -4,7 +4,8 @@ Every loader and validator in Distloop reports through this one shape, so the CL
 prints, and the GUI marks, the same problems the pydantic models find. Cross-field
 rules raise a real ``pydantic.ValidationError`` (see :func:`raise_problems`), which
 keeps the models the single source of truth: ``Project.model_validate`` alone
-enforces every rule.
+enforces every rule of the schema; the rules that ask a data source are added by the
+loaders (``engine.project_file``), in the same shape.
 """
 
 from __future__ import annotations

@@ -16,9 +16,10 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from .config import Project, load_project
+from .config import Project
 from .config.launch import LaunchSettings
 from .problems import Problem, ProblemsError, problems_from_validation_error
+from .project_file import load_project
 from .run_folder import (
     PROJECT_FILE,
     STATUS_FILE,

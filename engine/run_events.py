@@ -25,7 +25,7 @@ from .messages import (
 )
 
 if TYPE_CHECKING:
-    from .cluster import TaskInfo
+    from .engine_handle import TaskInfo
 
 
 @dataclass(frozen=True)

@@ -1,83 +1,32 @@
-"""What drives a run (one engine process or a local cluster) and the one rule that picks it.
+"""Which launcher drives a run (one engine process or a local cluster): the one rule
+that picks it.
 
-The CLI and the window follow a run the same way: ``start``, ``poll`` until
-``done``, ``request_stop`` (then ``kill`` if it does not stop), ``close``. Whether
-that is one :class:`engine.process.EngineProcess` or a whole
+Whether a run is one :class:`engine.process.EngineProcess` or a whole
 :class:`engine.cluster.LocalCluster` (whose merged stream reads like one run's) is
 decided here, once, by :func:`open_run`, for new runs and resumed runs alike, so the
-CLI and the window cannot disagree about which projects run as a cluster.
-TensorFlow-free: the window imports it.
+CLI and the window cannot disagree about which projects run as a cluster. Both answer
+to :class:`engine.engine_handle.EngineHandle`, below the launchers; this module sits
+above them. TensorFlow-free: the window imports it.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Literal
 
+from .cluster_layout import runs_as_cluster
 from .config import Project
-from .messages import Message
+from .engine_handle import ClusterFactory, EngineFactory, EngineHandle
 from .run_folder import RunFolderLock
-from .tf_config import MULTI_MACHINE_STRATEGIES
 
 if TYPE_CHECKING:
-    from .cluster import TaskInfo
     from .cluster.placement import Placement
     from .process import WarmEngines
-
-POLL_S = 0.1
-STOP_GRACE_S = 5.0
 
 Layout = Literal["auto", "single", "cluster"]
 """``auto``: a cluster when the strategy needs one (the window); ``single``: one engine
 process, possibly one task of a cluster running elsewhere (``distloop run``);
 ``cluster``: every task here (``distloop cluster``)."""
-
-
-class EngineHandle(Protocol):
-    """A run being driven: one engine process, or a local cluster read as one run."""
-
-    @property
-    def done(self) -> bool: ...
-
-    def start(self) -> None: ...
-
-    def poll(self, timeout_s: float = POLL_S) -> list[Message]: ...
-
-    def request_stop(self) -> None: ...
-
-    def kill(self) -> None: ...
-
-    def stop(self, grace_s: float = STOP_GRACE_S) -> None: ...
-
-    def close(self) -> None: ...
-
-
-@runtime_checkable
-class ClusterHandle(EngineHandle, Protocol):
-    """A run of several tasks, which also lists them (for the window's cluster panel)."""
-
-    def tasks(self) -> list[TaskInfo]: ...
-
-
-class EngineFactory(Protocol):
-    """Makes the handle of a single-process run (a stand-in in the window's tests)."""
-
-    def __call__(
-        self, project: Project, run_dir: Path, *, resume: bool = False
-    ) -> EngineHandle: ...
-
-
-class ClusterFactory(Protocol):
-    """Lays out a local cluster in ``run_dir``; ``resume`` continues the one there."""
-
-    def __call__(
-        self, project: Project, run_dir: Path, *, resume: bool = False
-    ) -> ClusterHandle: ...
-
-
-def runs_as_cluster(project: Project) -> bool:
-    """True for the strategies whose tasks are separate processes (a cluster)."""
-    return project.strategy.kind in MULTI_MACHINE_STRATEGIES
 
 
 def open_run(

@@ -26,6 +26,8 @@ from .run_folder import (
     METRICS_FILE,
     PROJECT_FILE,
     STATUS_FILE,
+    STUDY_FILE,
+    TRIALS_DIR,
     RunFolderBusy,
     RunFolderLock,
     default_runs_root,
@@ -33,7 +35,6 @@ from .run_folder import (
     load_json,
     update_status,
 )
-from .study import STUDY_FILE, TRIALS_DIR
 
 INTERRUPTED = "interrupted"
 """A run whose status.json still says running while no process of it is left: its

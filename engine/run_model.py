@@ -52,7 +52,7 @@ from .run_folder import EVAL_FILE, loss_columns, read_eval, read_metrics
 from .run_history import summarize
 
 if TYPE_CHECKING:
-    from .cluster import TaskInfo
+    from .engine_handle import TaskInfo
 
 _PHASE_ENDS = (StepMetrics, EvalMetrics, RunFinished, RunFailed)
 """What comes after a phase (:class:`~engine.messages.Phase`) is over: steps, an

@@ -11,18 +11,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from .config import (
-    Project,
-    canonical_device,
-    data_check_part,
-    load_project_data,
-    uneven_batch_warnings,
-)
+from .config import Project, canonical_device, data_check_part, uneven_batch_warnings
 from .data_sources import source_of
 from .data_sources.folders import FolderSummary, checked_folder
 from .messages import DevicesDetected
 from .model_shapes import model_file_problems
 from .problems import Problem, ProblemsError
+from .project_file import load_project_data
 from .run_checks import file_findings
 
 

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import pytest
 import yaml
-from distloop.engine.config import Project, load_project_data
+from distloop.engine.config import Project
 from distloop.engine.examples import example_text
 from distloop.engine.export import export_cluster
 from distloop.engine.exports.base import cluster_name
@@ -30,6 +30,7 @@ from distloop.engine.messages import (
     StepMetrics,
 )
 from distloop.engine.process import EngineProcess, WarmEngine
+from distloop.engine.project_file import load_project_data
 from distloop.engine.run_model import RunModel
 from distloop.engine.script_export import render_script
 
@@ -325,7 +326,7 @@ def assert_inert_export(project: Project, folder: Path, fmt: str, image: str = D
 def model_run_folder(folder: Path, data: dict[str, Any]) -> Path:
     """A finished run's folder with an untrained model.keras of ``data``'s model: what
     prediction reads, made in seconds instead of by a run (imports TensorFlow)."""
-    from distloop.engine.config import load_project_data
+    from distloop.engine.project_file import load_project_data
     from distloop.engine.tf.model import build_model
 
     project = load_project_data(data)

@@ -9,7 +9,7 @@ import sqlite3
 from pathlib import Path
 
 import optuna
-from distloop.engine.config import load_project_data
+from distloop.engine.project_file import load_project_data
 from distloop.engine.study.runner import StudyPlan, StudySettings, write_plan
 from distloop.engine.study.space import space_from_data
 from distloop_testing import distloop, synthetic_project

@@ -13,8 +13,8 @@ from distloop.engine import __version__
 from distloop.engine.child_main import _failure_message
 from distloop.engine.cli.common import EXIT_FAILED
 from distloop.engine.cli.following import _print_event
-from distloop.engine.config import load_project
 from distloop.engine.examples import example_text, load_example
+from distloop.engine.project_file import load_project
 from distloop.engine.reporting import NonFiniteLossError
 from distloop.engine.run_events import StatusChanged
 from distloop.engine.run_folder import RunFolderError, read_metrics, read_status

@@ -17,20 +17,21 @@ from pathlib import Path
 import numpy as np
 import pytest
 from data_folders import write_image_folder
-from distloop.engine.cluster import (
+from distloop.engine.cluster import LocalCluster
+from distloop.engine.cluster.blame import STALLED, cause, stopped_tasks
+from distloop.engine.cluster.devices import devices_text, odd_worker
+from distloop.engine.cluster_layout import (
     DEFAULT_COMMUNICATION_TIMEOUT_S,
-    LocalCluster,
     local_cluster_config,
     local_cluster_tasks,
     tf_config_for_run,
 )
-from distloop.engine.cluster.blame import STALLED, cause, stopped_tasks
-from distloop.engine.cluster.devices import devices_text, odd_worker
-from distloop.engine.config import load_project, load_project_data, memory_estimate
 from distloop.engine.memory_check import available_memory_bytes
+from distloop.engine.memory_estimate import memory_estimate
 from distloop.engine.messages import RunFailed, RunFinished, RunStarted, StepMetrics
 from distloop.engine.netns import ENV_SWITCH, PrivateNetworkUnavailable, start_private_network
 from distloop.engine.problems import ProblemsError
+from distloop.engine.project_file import load_project, load_project_data
 from distloop.engine.run_folder import class_names, read_metrics, read_status, unknown_entries
 from distloop_testing import REPO, distloop, example_data, run_engine, synthetic_project
 

@@ -5,16 +5,10 @@ from __future__ import annotations
 import json
 
 import pytest
-from distloop.engine.config import (
-    ConstantData,
-    Project,
-    load_project,
-    load_project_data,
-    load_project_text,
-    uneven_batch_warnings,
-)
+from distloop.engine.config import ConstantData, Project, uneven_batch_warnings
 from distloop.engine.examples import example_names, load_example
 from distloop.engine.problems import ProblemsError
+from distloop.engine.project_file import load_project, load_project_data, load_project_text
 from distloop_testing import example_data
 
 
@@ -192,11 +186,21 @@ def test_parameter_count_matches_keras_formula() -> None:
     assert load_example("classification").model.parameter_count() == 8 * 32 + 32 + 32 * 4 + 4
 
 
-def test_model_validate_alone_enforces_cross_field_rules() -> None:
+def test_model_validate_alone_enforces_the_schemas_joining_rules() -> None:
+    data = example_data()
+    data["strategy"] = {"kind": "one_device", "cpu_replicas": 2}
+    with pytest.raises(ValueError, match="cpu_replicas"):
+        Project.model_validate(data)
+
+
+def test_loading_runs_the_rules_that_ask_the_data_source() -> None:
+    """engine.config is the schema alone (it imports no source's code): whether the data
+    fits the model is the loader's rule, so each reader of a project loads it through
+    engine.project_file and sees that problem too."""
     data = example_data()
     data["data"]["labels"] = [1.0, 0.0]
-    with pytest.raises(ValueError, match="labels"):
-        Project.model_validate(data)
+    assert Project.model_validate(data).data.source == "constant"
+    assert "the model predicts 1 per example" in problems_of(data)["data.labels"]
 
 
 def test_a_key_given_twice_is_refused_not_the_last_kept() -> None:

@@ -13,9 +13,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from distloop.engine.config import load_project_data
 from distloop.engine.messages import RunFailed
 from distloop.engine.process import EngineProcess
+from distloop.engine.project_file import load_project_data
 from distloop.engine.run_folder import LOCK_FILE, log_line, unknown_entries, write_status
 from distloop_testing import distloop, run_engine, synthetic_project
 from test_run_folder_safety import distloop_quick, multi_worker_run_folder, tree

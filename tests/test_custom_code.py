@@ -15,10 +15,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 from distloop.engine import cli
-from distloop.engine.config import load_project, load_project_data
 from distloop.engine.examples import load_example
 from distloop.engine.messages import RunFailed
 from distloop.engine.problems import ProblemsError
+from distloop.engine.project_file import load_project, load_project_data
 from distloop.engine.run_folder import read_metrics, read_status
 from distloop.engine.run_model import RunModel
 from distloop.engine.user_code import UserCodeError, load_user_code

@@ -15,10 +15,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from distloop.engine.config import Project, load_project_data
+from distloop.engine.config import Project
 from distloop.engine.data_sources import DataError
 from distloop.engine.data_sources.csv import csv_arrays
 from distloop.engine.data_sources.numpy import numpy_arrays
+from distloop.engine.project_file import load_project_data
 
 CLASSES = 3
 

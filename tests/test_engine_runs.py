@@ -8,10 +8,10 @@ import time
 
 import numpy as np
 import pytest
-from distloop.engine.config import load_project_data
 from distloop.engine.examples import load_example
 from distloop.engine.messages import RunFailed, RunFinished, RunStarted, StepMetrics
 from distloop.engine.process import EngineProcess
+from distloop.engine.project_file import load_project_data
 from distloop.engine.run_folder import read_metrics, read_status
 from distloop.engine.run_model import RunModel
 from distloop_testing import (

@@ -6,8 +6,8 @@ import json
 
 import numpy as np
 import pytest
-from distloop.engine.config import load_project, load_project_data
 from distloop.engine.problems import ProblemsError
+from distloop.engine.project_file import load_project, load_project_data
 from distloop.engine.run_folder import read_eval, read_metrics
 from distloop.engine.run_model import RunModel
 from distloop_testing import (

@@ -13,7 +13,7 @@ from importlib import resources
 from pathlib import Path
 
 import pytest
-from distloop.engine.config import load_project
+from distloop.engine.project_file import load_project
 from distloop_testing import REPO, distloop
 
 EXAMPLES = REPO / "resources" / "examples"

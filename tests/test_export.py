@@ -11,13 +11,13 @@ from pathlib import Path
 import pytest
 import yaml
 from distloop.engine.code_text import inert
-from distloop.engine.config import load_project, load_project_data
 from distloop.engine.export import export_cluster
-from distloop.engine.export_storage import DATA_MOUNT, RUNS_MOUNT, storage_notes
 from distloop.engine.exports import FORMATS
 from distloop.engine.exports.base import SECURITY_NOTE, cluster_name
 from distloop.engine.exports.pods import DEFAULT_IMAGE, K8S_PORT, POD_NAME_VAR, to_yaml
+from distloop.engine.exports.storage import DATA_MOUNT, RUNS_MOUNT, storage_notes
 from distloop.engine.problems import ProblemsError
+from distloop.engine.project_file import load_project, load_project_data
 from distloop.engine.tf_config import parse_tf_config_text
 from distloop_testing import (
     HOSTILE_TEXTS,

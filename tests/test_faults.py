@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 from distloop.engine.child_main import _tensorflow_line
-from distloop.engine.config import load_project_data
 from distloop.engine.messages import RunFailed
 from distloop.engine.process import EngineProcess
+from distloop.engine.project_file import load_project_data
 from distloop.engine.run_folder import read_metrics, read_status
 from distloop_testing import (
     REPO,
@@ -111,7 +111,7 @@ def test_engine_exits_when_its_parent_dies(tmp_path) -> None:
         "import sys, time\n"
         f"sys.path.insert(0, {str(REPO / 'tests')!r})\n"
         "from distloop_testing import synthetic_project\n"
-        "from distloop.engine.config import load_project_data\n"
+        "from distloop.engine.project_file import load_project_data\n"
         "from distloop.engine.process import EngineProcess\n"
         "if __name__ == '__main__':\n"
         "    engine = EngineProcess(load_project_data(synthetic_project(1, steps=10**6)), None)\n"

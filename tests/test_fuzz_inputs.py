@@ -21,13 +21,13 @@ from typing import Any
 
 import pytest
 from distloop.engine.code_text import inert
-from distloop.engine.config import load_project_data, load_project_text
 from distloop.engine.examples import example_names
 from distloop.engine.export import export_cluster
 from distloop.engine.exports import FORMATS
 from distloop.engine.exports.pods import valid_image
 from distloop.engine.prediction import PredictionProcess
 from distloop.engine.problems import ProblemsError
+from distloop.engine.project_file import load_project_data, load_project_text
 from distloop.engine.tf_config import parse_tf_config_text
 from distloop_testing import (
     HOSTILE_TEXTS,

@@ -17,8 +17,8 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-from distloop.engine.config import load_project
 from distloop.engine.problems import ProblemsError
+from distloop.engine.project_file import load_project
 from distloop.engine.run_folder import (
     RunFolderError,
     RunFolderLock,

@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from distloop.engine.cluster.slurm import MAX_TASKS, tf_config_from_slurm
-from distloop.engine.config import load_project_data
+from distloop.engine.cluster_layout.slurm import MAX_TASKS, tf_config_from_slurm
 from distloop.engine.problems import ProblemsError
+from distloop.engine.project_file import load_project_data
 from distloop.engine.study.folders import read_entry
 from distloop.engine.study.results import StudyUnreadable, read_results
 from distloop.engine.study.space import parse_space

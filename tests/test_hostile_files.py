@@ -17,10 +17,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 from data_folders import write_image_folder
-from distloop.engine.config import load_project
 from distloop.engine.data_sources import DataError
 from distloop.engine.data_sources.numpy import numpy_arrays
 from distloop.engine.messages import RunFailed
+from distloop.engine.project_file import load_project
 from distloop.engine.run_folder import truncate_eval
 from distloop_testing import distloop, run_engine
 

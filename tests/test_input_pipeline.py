@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import tensorflow as tf
-from distloop.engine.config import load_project_data
+from distloop.engine.project_file import load_project_data
 from distloop.engine.tf.data import build_eval_data, build_training_data
 from distloop_testing import run_engine, synthetic_project
 

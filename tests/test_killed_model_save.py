@@ -10,8 +10,8 @@ import time
 import zipfile
 from pathlib import Path
 
-from distloop.engine.config import load_project_data
 from distloop.engine.process import EngineProcess
+from distloop.engine.project_file import load_project_data
 from distloop.engine.run_folder import remove_stale_temporaries
 from distloop_testing import distloop, run_engine, synthetic_project
 

@@ -13,8 +13,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from distloop.engine.config import Project, load_project_data
+from distloop.engine.config import Project
 from distloop.engine.data_sources.label_order import label_order_notes
+from distloop.engine.project_file import load_project_data
 from distloop_testing import distloop
 
 CLASSES = 4

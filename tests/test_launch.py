@@ -23,9 +23,10 @@ from distloop.engine.cluster import LocalCluster
 from distloop.engine.cluster import preflight as preflight_module
 from distloop.engine.cluster.preflight import preflight
 from distloop.engine.cluster.ssh import SshLaunch, launch_hosts
-from distloop.engine.config import SshHost, load_project_data
+from distloop.engine.config import SshHost
 from distloop.engine.message_stream import read_message
 from distloop.engine.messages import Log, Message, RunFinished, RunStarted, StepMetrics
+from distloop.engine.project_file import load_project_data
 from distloop.engine.run_folder import read_metrics, read_status
 from distloop.engine.tf_config import TFConfig
 from distloop_testing import REPO, distloop, run_engine

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 from distloop.engine.cluster.launch_trust import seal
 from distloop.engine.cluster.ssh import SshLaunch
-from distloop.engine.config import load_project_data
 from distloop.engine.problems import ProblemsError
+from distloop.engine.project_file import load_project_data
 from distloop_testing import distloop
 from test_cluster import multi_worker
 

@@ -179,8 +179,8 @@ def test_the_kept_model_is_the_lowest_val_loss_and_a_resume_keeps_it_unless_beat
     """In-process (a real Keras model, a real channel): which weights model.keras gets."""
     import tensorflow as tf
     from distloop.engine.channel import Channel
-    from distloop.engine.config import load_project_data
     from distloop.engine.loop_hooks import KeepModel
+    from distloop.engine.project_file import load_project_data
     from distloop.engine.tf.model import build_model
     from distloop.engine.tf.model_export import ModelKeeper
 
@@ -233,7 +233,7 @@ def test_a_text_model_predicts_text_files_and_pasted_texts_as_training_read_them
     changed (here a text that makes "zebra" the most frequent word): learning it again
     would renumber every word and silently change the predictions.
     """
-    from distloop.engine.config import load_project_data
+    from distloop.engine.project_file import load_project_data
     from distloop.engine.tf.data import load_text_for_model
     from distloop.engine.tf.data_sources.text_folder import text_vocabulary
     from distloop.engine.tf.model import build_model

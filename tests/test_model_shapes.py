@@ -9,9 +9,11 @@ import json
 import zipfile
 
 import pytest
-from distloop.engine.config import ModelConfig, load_project_data, memory_estimate
+from distloop.engine.config import ModelConfig
+from distloop.engine.memory_estimate import memory_estimate
 from distloop.engine.model_shapes import ModelFileError, read_keras_file
 from distloop.engine.problems import ProblemsError
+from distloop.engine.project_file import load_project_data
 from distloop_testing import REPO, distloop, example_data
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from distloop.engine.config import load_project_data
+from distloop.engine.project_file import load_project_data
 from distloop_testing import REPO, run_engine
 
 

@@ -11,11 +11,13 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 import pytest
-from distloop.engine.cluster import LocalCluster, local_cluster_config, task_dir_name
+from distloop.engine.cluster import LocalCluster
 from distloop.engine.cluster.placement import Note
-from distloop.engine.config import Project, load_project_data
+from distloop.engine.cluster_layout import local_cluster_config, task_dir_name
+from distloop.engine.config import Project
 from distloop.engine.messages import Log, RunFinished
 from distloop.engine.process import EngineProcess
+from distloop.engine.project_file import load_project_data
 from distloop.engine.run_folder import TASKS_DIR, read_status
 from distloop.engine.stack_dumps import TaskStack, ask_for_stacks
 from distloop.engine.tf_config import TaskSpec, TFConfig

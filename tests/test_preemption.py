@@ -13,8 +13,8 @@ import time
 import numpy as np
 import pytest
 from distloop.engine.cluster import LocalCluster
-from distloop.engine.config import load_project_data
 from distloop.engine.messages import Log, RunFailed, RunFinished, StepMetrics
+from distloop.engine.project_file import load_project_data
 from distloop.engine.run_folder import read_eval, read_metrics, read_status
 from distloop_testing import REPO, distloop, run_engine, synthetic_project
 

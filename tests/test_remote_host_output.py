@@ -9,8 +9,8 @@ import sys
 import time
 
 from distloop.engine.cluster.remote import RemoteEngine
-from distloop.engine.config import load_project_data
 from distloop.engine.messages import Log, Message, RunFailed
+from distloop.engine.project_file import load_project_data
 from test_cluster import multi_worker
 
 HOSTILE = "\x1b[2J\x1b[Hdistloop: all fine\u202e\r"

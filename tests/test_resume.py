@@ -11,9 +11,9 @@ import time
 
 import numpy as np
 import pytest
-from distloop.engine.config import load_project_data
 from distloop.engine.examples import load_example
 from distloop.engine.process import EngineProcess
+from distloop.engine.project_file import load_project_data
 from distloop.engine.run_folder import read_metrics, read_status
 from distloop_testing import distloop, example_data, run_engine, synthetic_project
 

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 from distloop.engine.cluster import LocalCluster
-from distloop.engine.config import load_project_data
 from distloop.engine.messages import RunFailed, RunFinished
+from distloop.engine.project_file import load_project_data
 from distloop.engine.run_folder import (
     LOCK_FILE,
     RESERVE_BYTES,

@@ -8,7 +8,9 @@ from pathlib import Path
 
 import pytest
 from distloop.engine.cluster import LocalCluster
+from distloop.engine.cluster_layout import runs_as_cluster
 from distloop.engine.config import Project
+from distloop.engine.engine_handle import ClusterHandle
 from distloop.engine.examples import load_example
 from distloop.engine.messages import (
     EvalMetrics,
@@ -32,7 +34,7 @@ from distloop.engine.run_events import (
     TasksChanged,
 )
 from distloop.engine.run_folder import EvalWriter, MetricsWriter, write_status
-from distloop.engine.run_handle import ClusterHandle, open_run, runs_as_cluster
+from distloop.engine.run_handle import open_run
 from distloop.engine.run_model import RunModel
 from distloop_testing import assert_same_trace
 

@@ -20,7 +20,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from distloop.engine.cluster.slurm import (
+from distloop.engine.cluster.slurm_jobs import follow_job, job_of, job_state, submit_job
+from distloop.engine.cluster_layout.slurm import (
     SlurmError,
     SlurmStep,
     expand_hostlist,
@@ -28,12 +29,11 @@ from distloop.engine.cluster.slurm import (
     slurm_tf_config,
     tf_config_from_slurm,
 )
-from distloop.engine.cluster.slurm_jobs import follow_job, job_of, job_state, submit_job
-from distloop.engine.config import load_project, load_project_data
 from distloop.engine.exports.slurm import SlurmJob
 from distloop.engine.message_stream import MAX_LINE
 from distloop.engine.messages import Log, RunFinished, StepMetrics
 from distloop.engine.problems import ProblemsError
+from distloop.engine.project_file import load_project, load_project_data
 from distloop.engine.run_folder import read_metrics, read_status
 from distloop_testing import REPO, distloop, run_engine
 from slurm_daemons import single_node_slurm, unavailable_reason

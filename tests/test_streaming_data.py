@@ -8,8 +8,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from distloop.engine.config import load_project_data
 from distloop.engine.data_sources import DataError
+from distloop.engine.project_file import load_project_data
 
 
 def _project(

@@ -10,14 +10,7 @@ import math
 
 import numpy as np
 import pytest
-from distloop.engine.config import (
-    MAX_PROJECT_BYTES,
-    canonical_device,
-    load_project,
-    load_project_data,
-    load_project_text,
-    memory_estimate,
-)
+from distloop.engine.config import canonical_device
 from distloop.engine.examples import load_example
 from distloop.engine.memory_check import (
     _headroom,
@@ -25,7 +18,9 @@ from distloop.engine.memory_check import (
     loaded_file_bytes,
     memory_problems,
 )
+from distloop.engine.memory_estimate import MAX_PROJECT_BYTES, memory_estimate
 from distloop.engine.problems import ProblemsError
+from distloop.engine.project_file import load_project, load_project_data, load_project_text
 from distloop_testing import example_data
 
 

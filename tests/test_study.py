@@ -13,10 +13,11 @@ import time
 from pathlib import Path
 
 import pytest
-from distloop.engine.config import Project, load_project_data
+from distloop.engine.config import Project
 from distloop.engine.examples import load_example
 from distloop.engine.messages import EvalMetrics, StepMetrics
 from distloop.engine.problems import ProblemsError
+from distloop.engine.project_file import load_project_data
 from distloop.engine.run_folder import read_metrics, read_status
 from distloop.engine.run_history import summarize
 from distloop.engine.study.folders import list_studies

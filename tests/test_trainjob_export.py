@@ -12,12 +12,12 @@ from typing import Any
 import jsonschema
 import pytest
 import yaml
-from distloop.engine.config import load_project_data
 from distloop.engine.export import export_cluster
 from distloop.engine.exports import FORMATS, format_named
 from distloop.engine.exports.base import SECURITY_NOTE, cluster_name
 from distloop.engine.exports.pods import K8S_PORT, PROJECT_MOUNT
 from distloop.engine.exports.trainjob import RANK_VAR
+from distloop.engine.project_file import load_project_data
 from distloop.engine.tf_config import parse_tf_config_text
 from distloop_testing import distloop, synthetic_project
 

@@ -31,7 +31,7 @@ import argparse
 from pathlib import Path
 
 from .. import __version__
-from ..cluster.slurm import DEFAULT_PORT_BASE as SLURM_PORT_BASE
+from ..cluster_layout.slurm import DEFAULT_PORT_BASE as SLURM_PORT_BASE
 from ..examples import example_names
 from ..run_folder import MESSAGES_FILE
 from ..study.command import add_sweep_command, command_sweep

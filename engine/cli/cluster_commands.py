@@ -15,12 +15,13 @@ import socket
 from pathlib import Path
 from typing import Any
 
-from ..cluster import local_cluster_tasks
 from ..cluster.ssh import DEFAULT_REMOTE_DIR, SshLaunch
+from ..cluster_layout import local_cluster_tasks
+from ..engine_handle import EngineHandle
 from ..problems import ProblemsError
 from ..resume_rules import Layout, checked_launch_settings
 from ..run_folder import PROJECT_FILE, TASKS_DIR, RunFolderError, RunFolderLock, read_status
-from ..run_handle import EngineHandle, open_run
+from ..run_handle import open_run
 from ..tf_config import DEFAULT_WORKERS
 from .common import (
     EXIT_FAILED,
@@ -176,9 +177,9 @@ def add_cluster_commands(commands: argparse._SubParsersAction) -> None:
     preflight.add_argument("--seconds", type=float, default=30.0, help=hidden)
     preflight.add_argument("--connect", nargs="+", help=hidden)
 
-    from ..export_storage import DATA_MOUNT
     from ..exports import FORMATS, format_named, pod_formats
     from ..exports.pods import DEFAULT_IMAGE
+    from ..exports.storage import DATA_MOUNT
 
     add_submit_command(commands)
 

@@ -13,9 +13,10 @@ import sys
 from pathlib import Path
 
 from ..code_text import printable
-from ..config import Project, load_project
+from ..config import Project
 from ..examples import example_names
 from ..problems import ProblemsError
+from ..project_file import load_project
 from ..run_checks import pre_run_problems
 from ..user_code import UserCodeError, fingerprint
 

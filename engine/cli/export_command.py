@@ -19,7 +19,7 @@ SCRIPT_FORMAT = "script"
 
 
 def _volume_name(text: str) -> str:
-    from ..export_storage import volume_name_problem
+    from ..exports.storage import volume_name_problem
 
     problem = volume_name_problem(text)
     if problem is not None:
@@ -29,10 +29,10 @@ def _volume_name(text: str) -> str:
 
 def command_export(args: argparse.Namespace) -> int:
     from ..export import export_cluster
-    from ..export_storage import storage_notes
     from ..exports import format_named, pod_formats
     from ..exports.base import SECURITY_NOTE
     from ..exports.slurm import SlurmJob
+    from ..exports.storage import storage_notes
     from ..tf_config import parse_tf_config_text
 
     project = _load(args.project)

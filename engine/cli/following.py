@@ -20,6 +20,7 @@ from typing import TextIO
 
 from ..cluster.blame import PEER_ERRORS, STALLED
 from ..config import Project
+from ..engine_handle import ClusterHandle, EngineHandle
 from ..fileio import open_text
 from ..formatting import format_duration
 from ..message_stream import CHANNEL_CLOSED_GRACE_S, ControlChannel, write_message
@@ -36,7 +37,7 @@ from ..run_events import (
     StepsAdded,
 )
 from ..run_folder import MESSAGES_FILE, RunFolderLock, format_loss, read_status, update_status
-from ..run_handle import ClusterHandle, EngineHandle, open_run
+from ..run_handle import open_run
 from ..run_model import RunModel
 from .common import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_TERMINATED, _err
 from .run_folders import _claim_run_to_resume

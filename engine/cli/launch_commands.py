@@ -12,10 +12,11 @@ from ..cluster.ssh import SshLaunch, launch_hosts
 from ..code_text import printable
 from ..config import Project
 from ..config.launch import LaunchSettings
+from ..engine_handle import EngineHandle
 from ..problems import ProblemsError
 from ..resume_rules import Layout
 from ..run_folder import RunFolderLock, update_status
-from ..run_handle import EngineHandle, open_run
+from ..run_handle import open_run
 from .common import EXIT_FAILED, EXIT_OK, EXIT_USAGE, _err, _load, announce_custom_code
 from .following import follow_restarting
 from .run_folders import _claim_new_run_folder, _claim_run_to_resume, _make_run_folder, _resumable

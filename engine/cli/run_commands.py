@@ -7,7 +7,7 @@ import argparse
 import os
 from pathlib import Path
 
-from ..cluster import task_dir_name
+from ..cluster_layout import task_dir_name
 from ..examples import load_example
 from ..problems import ProblemsError
 from ..resume_rules import Layout, refuse_strategy
@@ -39,8 +39,8 @@ def command_run(args: argparse.Namespace) -> int:
         project = _load(args.project)
         if project is None:
             return EXIT_FAILED
-    from ..cluster import tf_config_for_run
-    from ..cluster.slurm import tf_config_from_slurm
+    from ..cluster_layout import tf_config_for_run
+    from ..cluster_layout.slurm import tf_config_from_slurm
 
     try:
         if args.task_from == "slurm":
@@ -117,8 +117,8 @@ def resume_slurm_task(run_dir: Path, *, port_base: int, args: argparse.Namespace
     cluster's resume gives them (only the chief keeps them). The chief writes none
     before every task has joined its first step, so the copy is whole.
     """
-    from ..cluster.slurm import tf_config_from_slurm
     from ..cluster.top_folder import ClusterFolder
+    from ..cluster_layout.slurm import tf_config_from_slurm
 
     # multi_worker_mirrored's chief, worker 0: the only multi-machine strategy that resumes.
     chief_dir = run_dir / TASKS_DIR / task_dir_name(chief_of({"worker": ()}))

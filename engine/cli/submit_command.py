@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ..cluster.slurm import DEFAULT_PORT_BASE as SLURM_PORT_BASE
+from ..cluster_layout.slurm import DEFAULT_PORT_BASE as SLURM_PORT_BASE
 from ..problems import ProblemsError
 from .common import (
     EXIT_FAILED,

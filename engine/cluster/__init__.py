@@ -1,15 +1,14 @@
-"""A whole cluster on this machine, and the TF_CONFIG of each task (TensorFlow-free).
+"""The launchers: a whole cluster on this machine, or its tasks on hosts (TensorFlow-free).
 
 ``distloop cluster`` and the GUI start every task of a ``multi_worker_mirrored``
 or ``parameter_server`` project as its own engine process
 (:class:`engine.process.EngineProcess`) with its own TF_CONFIG, so a
 multi-machine program can be tried on one machine before it goes to real hosts.
 
-One job a module:
+Which tasks a cluster has, their TF_CONFIG, ports and folder names are
+``engine.cluster_layout``'s, below the launchers here and the exports alike. One job a
+module:
 
-``plan``        which tasks the cluster has, each task's TF_CONFIG and project
-                (also ``distloop run --task``'s TF_CONFIG, for a cluster on real hosts)
-``ports``       free 127.0.0.1 ports, chosen when a local cluster starts, never before
 ``supervisor``  :class:`LocalCluster`: starts, follows, merges and stops the tasks
 ``placement``   where each task's engine runs, the one interface the supervisor asks;
                 ``local_placement``: here, in a private network (``ssh``: on hosts)
@@ -17,8 +16,6 @@ One job a module:
                 responding (its peers' errors name it), one that failed on its own
 ``devices``     whether a multi-worker cluster's workers run on the same devices,
                 from what each task says as its strategy exists
-``slurm``       a task's TF_CONFIG computed from the variables ``srun`` sets
-                (``distloop run --task-from slurm``)
 ``scheduler``   batch systems that hold jobs, found by name (``slurm_scheduler``: Slurm's,
                 over ``slurm_jobs`` and ``slurm_runs``)
 ``top_folder``  the top level of the cluster's run folder (each task writes its own
@@ -40,26 +37,10 @@ the network while the run lasts: run it on a trusted network or behind a firewal
 
 from __future__ import annotations
 
-from .plan import (
-    DEFAULT_COMMUNICATION_TIMEOUT_S,
-    local_cluster_config,
-    local_cluster_tasks,
-    run_problems,
-    task_dir_name,
-    tf_config_for_run,
-)
-from .supervisor import FAILURE_GRACE_S, STOP_GRACE_S, LocalCluster, TaskInfo, TaskState
+from .supervisor import FAILURE_GRACE_S, STOP_GRACE_S, LocalCluster
 
 __all__ = [
-    "DEFAULT_COMMUNICATION_TIMEOUT_S",
     "FAILURE_GRACE_S",
     "STOP_GRACE_S",
     "LocalCluster",
-    "TaskInfo",
-    "TaskState",
-    "local_cluster_config",
-    "local_cluster_tasks",
-    "run_problems",
-    "task_dir_name",
-    "tf_config_for_run",
 ]

@@ -13,6 +13,7 @@ import contextlib
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
+from ..cluster_layout.plan import local_cluster_config, task_dir_name
 from ..config import Project
 from ..netns import PrivateNetwork, PrivateNetworkUnavailable, start_private_network
 from ..process import EngineProcess
@@ -21,14 +22,13 @@ from ..stack_dumps import TaskStack, ask_for_stacks
 from ..tf_config import TaskSpec, TFConfig
 from .blame import stopped_tasks
 from .placement import Note
-from .plan import local_cluster_config, task_dir_name
 from .top_folder import ClusterFolder
 
 
 class LocalPlacement:
     """The tasks of the cluster run in ``run_dir`` as engine processes here, each in its
     folder ``run_dir/tasks/TASK``; ``workers`` (a multi-worker cluster's size) as
-    :func:`~engine.cluster.plan.local_cluster_config` takes it; ``fresh_ports`` lays the
+    :func:`~engine.cluster_layout.plan.local_cluster_config` takes it; ``fresh_ports`` lays the
     cluster out on new ports (a resume: the old ones may be taken by now)."""
 
     def __init__(self, run_dir: Path, *, workers: int | None = None, fresh_ports: bool = False):

@@ -36,8 +36,9 @@ from pathlib import Path
 from typing import Any
 
 from .. import __version__
-from ..config import Project, bytes_text, memory_estimate
-from ..export_storage import local_paths
+from ..config import Project
+from ..exports.storage import local_paths
+from ..memory_estimate import bytes_text, memory_estimate
 from ..message_stream import ControlChannel
 from ..tf_config import TaskSpec, TFConfig, parse_address
 from .ssh import SshLaunch

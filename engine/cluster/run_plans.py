@@ -12,11 +12,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..cluster_layout import runs_as_cluster
+from ..cluster_layout.plan import local_cluster_tasks, run_problems
 from ..config import Project, SshHost
 from ..problems import Problem, ProblemsError
-from ..run_handle import runs_as_cluster
 from ..tf_config import parse_address
-from .plan import local_cluster_tasks, run_problems
 from .preflight import is_loopback
 
 

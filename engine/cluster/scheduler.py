@@ -22,8 +22,8 @@ from importlib import import_module
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
+from ..engine_handle import EngineHandle
 from ..run_folder import PROJECT_FILE
-from ..run_handle import EngineHandle
 
 if TYPE_CHECKING:
     from ..config import Project

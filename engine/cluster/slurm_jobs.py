@@ -50,13 +50,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
-from ..config import Project, load_project
+from ..cluster_layout import task_dir_name
+from ..config import Project
 from ..export import export_cluster
 from ..exports.slurm import SBATCH_FILE, SlurmJob
 from ..fileio import open_bytes, open_text
 from ..message_stream import MAX_LINE, read_message
 from ..messages import Log, Message, ProtocolError, RunFailed, RunFinished, RunStarted, StepMetrics
 from ..problems import ProblemsError
+from ..project_file import load_project
 from ..run_folder import (
     MESSAGES_FILE,
     PROJECT_FILE,
@@ -67,7 +69,6 @@ from ..run_folder import (
 )
 from ..stack_dumps import DUMP_SIGNAL, collect_stacks, diagnose
 from ..tf_config import chief_of
-from .plan import task_dir_name
 from .scheduler import SchedulerError
 from .supervisor import QUIET_DUMP_S
 

@@ -30,6 +30,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..cluster_layout.plan import run_problems, task_dir_name
 from ..code_text import printable
 from ..config import Project, SshHost
 from ..config.launch import LaunchSettings
@@ -40,7 +41,6 @@ from ..tf_config import TaskSpec, TFConfig, parse_address
 from .copy_back import CopyBackError, Limits, receive_run_folder, relay_checkpoints
 from .launch_trust import seal, sealed_here
 from .placement import Note
-from .plan import run_problems, task_dir_name
 from .remote import RemoteEngine
 
 DEFAULT_REMOTE_DIR = "distloop-runs"

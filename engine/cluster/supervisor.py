@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from ..cluster_layout.plan import serves_only, task_dir_name, task_project
 from ..config import Project
+from ..engine_handle import TaskInfo, TaskState
 from ..messages import (
     EvalMetrics,
     Log,
@@ -35,7 +36,6 @@ from .blame import STALLED, cause
 from .devices import DEVICES_DIFFER, devices_text, odd_worker
 from .local_placement import LocalPlacement
 from .placement import Placement, TaskEngine
-from .plan import serves_only, task_dir_name, task_project
 from .top_folder import ClusterFolder
 
 FAILURE_GRACE_S = 2.0
@@ -46,22 +46,6 @@ QUIET_DUMP_S = 30.0
 """A step of a small model takes milliseconds, of a big one seconds: half a minute without
 one is worth a look at the stacks, and comes before the collective timeout (60 s)."""
 """After a stop request, tasks get this long to end between steps before they are killed."""
-
-
-TaskState = Literal["starting", "running", "serving", "finished", "stopped", "failed"]
-
-
-@dataclass(frozen=True)
-class TaskInfo:
-    """One task as a cluster panel shows it."""
-
-    name: str
-    address: str
-    state: TaskState
-    pid: int | None
-    last_line: str
-    last_step: int | None
-    run_dir: Path
 
 
 class _Task:

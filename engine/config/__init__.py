@@ -7,8 +7,11 @@ are a public contract (other tools read and write project files), so fields are
 only ever added, never renamed.
 
 The models are the single source of truth for what is valid: field rules live on
-the fields, rules that join several fields live in :meth:`Project._cross_field`,
-and the CLI and GUI both show :func:`load_project`'s problems unchanged.
+the fields, rules that join several fields live in :meth:`Project._cross_field`.
+This package is the schema alone, the bottom of the engine: it imports none of the
+data sources' code, so the rules that ask a source (does its data fit the model) run
+above both, in ``engine.project_file``, whose ``load_project*`` the CLI and the GUI
+both show the problems of unchanged.
 
 One section a module (``tf_config`` has its own, ``engine.tf_config``); import
 from this package, which names what the rest of Distloop uses:
@@ -21,9 +24,8 @@ from this package, which names what the rest of Distloop uses:
 ``data``         ``data`` (and an evaluation source): one model per source
 ``training``     ``training``, ``custom_code`` and ``evaluation``
 ``launch``       ``launch``: how ``distloop launch`` reaches each host over SSH
-``project``      :class:`Project`, which holds them all, and ``load_project*``
-``cross_field``  the rules that join sections (shapes must fit, strategies agree)
-``memory``       the memory a run needs at least, from the project alone
+``project``      :class:`Project`, which holds them all, and :func:`parse_project`
+``cross_field``  the rules that join sections from their settings (strategies agree)
 """
 
 from ._strict import MAX_SEED
@@ -42,7 +44,6 @@ from .data import (
 )
 from .launch import LaunchConfig, SshHost
 from .loss import LossConfig
-from .memory import MAX_PROJECT_BYTES, bytes_text, memory_estimate
 from .model import (
     LAYER_KINDS,
     LAYER_TYPES,
@@ -76,9 +77,7 @@ from .project import (
     SCHEMA_VERSION,
     Project,
     data_check_part,
-    load_project,
-    load_project_data,
-    load_project_text,
+    parse_project,
     uneven_batch_warnings,
 )
 from .strategy import STRATEGY_KINDS, StrategyConfig, canonical_device
@@ -97,7 +96,6 @@ __all__ = [
     "LAYER_KINDS",
     "LAYER_TYPES",
     "MAX_DIMENSION",
-    "MAX_PROJECT_BYTES",
     "MAX_SEED",
     "MODEL_KINDS",
     "OPTIMIZER_KINDS",
@@ -142,13 +140,9 @@ __all__ = [
     "TFRecordData",
     "TextFolderData",
     "TrainingConfig",
-    "bytes_text",
     "canonical_device",
     "data_check_part",
-    "load_project",
-    "load_project_data",
-    "load_project_text",
-    "memory_estimate",
+    "parse_project",
     "split_counts",
     "uneven_batch_warnings",
 ]

@@ -1,18 +1,18 @@
-"""The rules that join sections (the data must fit the model and the loss, the strategy must
-agree with TF_CONFIG, ...): :class:`Project` checks them after its sections validated, and
-:func:`load_project_data` runs those whose sections did when others did not."""
+"""The rules that join sections from the settings alone (the strategy must agree with
+TF_CONFIG, a batch must give each replica an example, ...): :class:`Project` checks them
+after its sections validated, and :func:`parse_project` runs those whose sections did
+when others did not. The rules that ask a data source (does its data fit the model and
+the loss) sit above the data sources, in ``engine.project_file``: the schema imports no
+source's code."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Collection
 from typing import TYPE_CHECKING
 
-from ..data_sources import source_named, source_of
 from ..problems import Problem
 from ..tf_config import strategy_problems
 from ._strict import MAX_STEPS
-from .data import DATA_SOURCES, DataConfig
-from .memory import MAX_PROJECT_BYTES, bytes_text, memory_estimate
 from .training import split_counts
 
 if TYPE_CHECKING:  # Project's validator calls these rules: project.py imports this module
@@ -20,10 +20,10 @@ if TYPE_CHECKING:  # Project's validator calls these rules: project.py imports t
 
 
 def cross_field_problems(project: Project, usable: Collection[str] | None = None) -> list[Problem]:
-    """Rules that join sections: shapes must fit, strategy and TF_CONFIG must agree.
+    """Rules that join sections: strategy and TF_CONFIG must agree, batches must fill.
 
     With ``usable``, only the rules whose sections are all in it run: the others
-    would judge a section that did not validate (see :func:`load_project_data`).
+    would judge a section that did not validate (see :func:`parse_project`).
     """
     problems = []
     for sections, rule in _CROSS_RULES:
@@ -40,26 +40,6 @@ def _tf_config_problems(project: Project) -> list[Problem]:
     return strategy_problems(project.tf_config, project.strategy.kind)
 
 
-def _training_data_problems(project: Project) -> list[Problem]:
-    return _data_shape_problems(project.data, project, ("data",))
-
-
-def _token_id_problems(project: Project) -> list[Problem]:
-    """An embedding reads token ids: random real numbers would index outside its table."""
-    layers = project.model.layers if project.model.kind == "layers" else []
-    if project.custom_code is not None or not layers or layers[0].kind != "embedding":
-        return []
-    if not source_of(project.data).real_valued:
-        return []
-    return [
-        Problem(
-            ("model", "layers", 0),
-            f"an embedding reads token ids, but {project.data.source} data are real numbers; "
-            "use text_folder data, or numpy/csv data holding ids from 0 to input_dim - 1",
-        )
-    ]
-
-
 def _length_problems(project: Project) -> list[Problem]:
     epochs, per_epoch = project.training.epochs, project.steps_per_epoch()
     if epochs is None or per_epoch is None or epochs * per_epoch <= MAX_STEPS:
@@ -69,19 +49,6 @@ def _length_problems(project: Project) -> list[Problem]:
             ("training", "epochs"),
             f"{epochs:,} epochs of {per_epoch:,} steps make {epochs * per_epoch:,} steps, "
             f"more than the {MAX_STEPS:,} a run can have",
-        )
-    ]
-
-
-def _size_problems(project: Project) -> list[Problem]:
-    estimate = memory_estimate(project)
-    if estimate.total <= MAX_PROJECT_BYTES:
-        return []
-    return [
-        Problem(
-            estimate.loc,
-            f"needs about {bytes_text(estimate.total)} of memory, more than the "
-            f"{MAX_PROJECT_BYTES // 2**50} PiB any machine has",
         )
     ]
 
@@ -134,15 +101,6 @@ def _evaluation_problems(project: Project) -> list[Problem]:
             Problem(("evaluation",), "parameter_server runs do not evaluate; set it to null")
         )
     if evaluation.split is not None:
-        if not source_of(project.data).splits:
-            splitting = [name for name in DATA_SOURCES if source_named(name).splits]
-            problems.append(
-                Problem(
-                    ("evaluation", "split"),
-                    f"a split holds out examples of {', '.join(splitting)} data, not "
-                    f"{project.data.source}; give a separate evaluation source instead",
-                )
-            )
         examples = project.data.example_count()
         if examples is not None and split_counts(examples, evaluation.split)[0] < 1:
             problems.append(
@@ -151,26 +109,12 @@ def _evaluation_problems(project: Project) -> list[Problem]:
                     f"holds out all {examples} example(s); none would be left to train on",
                 )
             )
-    if evaluation.source is not None:
-        loc = ("evaluation", "source")
-        for problem in _data_shape_problems(evaluation.source, project, loc):
-            if problem.loc[: len(loc)] == loc:
-                problems.append(problem)
-            else:  # a rule joining data, model and loss: the source is what does not fit
-                problems.append(Problem(loc, f"does not fit {problem.path}: {problem.message}"))
     return problems
-
-
-def _data_shape_problems(data: DataConfig, project: Project, loc: tuple[str, ...]) -> list[Problem]:
-    """Whether ``data`` (the training data, or the evaluation source at ``loc``) fits."""
-    return source_of(data).shape_problems(data, project, loc)
 
 
 _CROSS_RULES: tuple[tuple[frozenset[str], Callable[[Project], list[Problem]]], ...] = (
     (frozenset({"strategy"}), _strategy_problems),
     (frozenset({"strategy", "tf_config"}), _tf_config_problems),
-    (frozenset({"data", "model", "loss"}), _training_data_problems),
-    (frozenset({"data", "model", "custom_code"}), _token_id_problems),
     (frozenset({"custom_code", "strategy"}), _custom_code_problems),
     (
         frozenset({"evaluation", "strategy", "data", "model", "loss"}),
@@ -178,8 +122,4 @@ _CROSS_RULES: tuple[tuple[frozenset[str], Callable[[Project], list[Problem]]], .
     ),
     (frozenset({"data", "evaluation", "strategy"}), _batch_problems),
     (frozenset({"training", "data", "evaluation"}), _length_problems),
-    (
-        frozenset({"strategy", "model", "optimizer", "loss", "data", "evaluation"}),
-        _size_problems,
-    ),
 )

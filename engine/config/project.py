@@ -1,9 +1,11 @@
-"""The whole project (:class:`Project`, every section in one model) and reading it: from a
-file, from text or from parsed JSON, with every problem found reported at once."""
+"""The whole project (:class:`Project`, every section in one model) and parsing it from
+JSON with every problem of the schema found at once (``engine.project_file`` reads it
+from a file or text, and adds the rules that ask the data sources)."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Collection
 from pathlib import Path
 from typing import Annotated, Any, Literal, TypeVar
 
@@ -12,7 +14,6 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError,
 from ..problems import (
     Problem,
     ProblemsError,
-    parse_json_text,
     problems_from_validation_error,
     raise_problems,
     register_union_tags,
@@ -162,12 +163,19 @@ def uneven_batch_warnings(project: Project, replicas: int | None = None) -> list
 register_union_tags([*LAYER_KINDS, *OPTIMIZER_KINDS, *DATA_SOURCES])
 
 
-def load_project_data(data: object, source: str = "project") -> Project:
+JoiningRules = Callable[["Project", Collection[str] | None], list[Problem]]
+"""Rules that join sections, given the project and the sections that validated (None:
+all of them), as :func:`~engine.config.cross_field.cross_field_problems` takes them."""
+
+
+def parse_project(data: object, source: str, more_rules: JoiningRules) -> Project:
     """Validates an already-parsed project; raises ProblemsError listing every problem.
 
     Every problem means every one: when a section fails, the rules joining the
     sections that did validate still run, so a bad ``training.epochs`` does not
-    hide a data shape that does not fit the model.
+    hide a data shape that does not fit the model. ``more_rules`` are the joining rules
+    of the layers above the schema (those that ask a data source): they run on the same
+    sections, after :class:`Project`'s own.
     """
     if not isinstance(data, dict):
         raise ProblemsError([Problem((), "a project must be a JSON object")], source)
@@ -182,13 +190,20 @@ def load_project_data(data: object, source: str = "project") -> Project:
             message = f"schema_version must be {SCHEMA_VERSION}, not {version!r}"
         raise ProblemsError([Problem(("schema_version",), message)], source)
     try:
-        return Project.model_validate(data)
+        project = Project.model_validate(data)
     except ValidationError as exc:
         problems = problems_from_validation_error(exc, model=Project)
-    sections = _valid_sections(data)
-    if sections is not None:  # the joining rules did not run: run those that can
-        partial = Project.model_construct(**sections)
+    else:
+        found = more_rules(project, None)
+        if found:
+            raise ProblemsError(found, source)
+        return project
+    sections, complete = _valid_sections(data)
+    partial = Project.model_construct(**sections)
+    usable = None if complete else sections
+    if not complete:  # Project's joining rules did not run: run those that can
         problems += [p for p in cross_field_problems(partial, sections) if p not in problems]
+    problems += [p for p in more_rules(partial, usable) if p not in problems]
     raise ProblemsError(problems, source)
 
 
@@ -233,9 +248,9 @@ def _section_adapter(name: str) -> TypeAdapter[Any]:
 _SECTIONS = {name: _section_adapter(name) for name in Project.model_fields}
 
 
-def _valid_sections(data: dict[str, Any]) -> dict[str, Any] | None:
-    """The top-level sections that validate on their own; None when every one does and
-    nothing else is there, since then Project's own cross-field rules have run."""
+def _valid_sections(data: dict[str, Any]) -> tuple[dict[str, Any], bool]:
+    """The top-level sections that validate on their own, and whether that is every one
+    with nothing else there (then Project's own cross-field rules have run)."""
     valid: dict[str, Any] = {}
     for name, adapter in _SECTIONS.items():
         info = Project.model_fields[name]
@@ -247,24 +262,4 @@ def _valid_sections(data: dict[str, Any]) -> dict[str, Any] | None:
             valid[name] = adapter.validate_python(data[name])
         except ValidationError:
             continue
-    if len(valid) == len(_SECTIONS) and set(data) <= set(_SECTIONS):
-        return None
-    return valid
-
-
-def load_project_text(text: str, source: str = "project") -> Project:
-    return load_project_data(parse_json_text(text, source), source)
-
-
-def load_project(path: str | Path) -> Project:
-    """Reads and validates a project file; every failure is a ProblemsError."""
-    path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        message = f"cannot read it: {exc.strerror or exc}"
-        raise ProblemsError([Problem((), message)], str(path)) from None
-    except UnicodeDecodeError as exc:
-        message = f"cannot read it: not UTF-8 text (byte {exc.start} is {exc.object[exc.start]:#x})"
-        raise ProblemsError([Problem((), message)], str(path)) from None
-    return load_project_text(text, str(path))
+    return valid, len(valid) == len(_SECTIONS) and set(data) <= set(_SECTIONS)

@@ -33,8 +33,8 @@ def source_of(data: DataConfig) -> DataSource[Any]:
 
 
 def source_named(source: str) -> DataSource[Any]:
-    """The TensorFlow-free part of the source called ``source`` (a ``DATA_SOURCES`` name);
-    imported when first asked for, so that ``engine.config``'s rules can use it."""
+    """The TensorFlow-free part of the source called ``source`` (a ``DATA_SOURCES`` name),
+    imported when first asked for: only the sources a project names are loaded."""
     found = import_module(f"{__name__}.{source}").SOURCE
     assert isinstance(found, DataSource)
     return found

@@ -1,9 +1,9 @@
 """What every data source answers before TensorFlow starts (:class:`DataSource`), and the
 error a source raises when its data cannot feed the model (:class:`DataError`).
 
-The defaults fit data that reads no file: a source overrides what it knows. This module
-imports nothing of the project's models at run time, so ``engine.config``'s rules can
-dispatch through it while the config package is still loading.
+The defaults fit data that reads no file: a source overrides what it knows. Sources sit
+above ``engine.config`` (the schema names their settings, never their code); the rules
+that ask them run above both, in ``engine.project_file``.
 """
 
 from __future__ import annotations
@@ -22,9 +22,17 @@ if TYPE_CHECKING:
 
 D = TypeVar("D", bound="DataConfig")
 
+FLOAT32 = 4
+"""Bytes of one value as the pipeline holds it: every source's counts are in float32."""
+
 
 class DataError(ValueError):
     """The data cannot feed this model; the message says which file and field."""
+
+
+class CannotCount(ValueError):
+    """The memory a file takes loaded cannot be counted from it (:meth:`DataSource.loaded_bytes`
+    raises it); the message says why."""
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """The project's data checked on disk, each source asked in turn (TensorFlow-free).
 
-Not part of :func:`~engine.config.cross_field.cross_field_problems`: these read the disk,
+Not part of the project's loading rules (:mod:`engine.project_file`): these read the disk,
 and a project file names its data relative to itself. The CLI's ``validate``, the window
 and the engine call them once the project's paths are resolved.
 """

@@ -15,10 +15,9 @@ import numpy as np
 
 from ..config import CsvData, LossConfig, ModelConfig, Project
 from ..fileio import file_kind_problem, open_regular
-from ..memory_check import FLOAT32
 from ..problems import Problem
 from .arrays import fit_to_model
-from .base import DataError, DataSource, LabelSample, ScriptData
+from .base import FLOAT32, DataError, DataSource, LabelSample, ScriptData
 from .numpy import STREAM_NOTE
 from .script_lines import array_dataset_lines
 

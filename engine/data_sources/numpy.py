@@ -15,9 +15,8 @@ import numpy as np
 
 from ..config import LossConfig, ModelConfig, NumpyData, Project
 from ..fileio import file_kind_problem, open_regular
-from ..memory_check import FLOAT32, CannotCount
 from .arrays import check_array, fit_to_model
-from .base import DataError, DataSource, LabelSample, ScriptData
+from .base import FLOAT32, CannotCount, DataError, DataSource, LabelSample, ScriptData
 from .script_lines import array_dataset_lines
 
 

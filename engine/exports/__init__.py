@@ -9,6 +9,7 @@ plus its name here. :func:`engine.export.export_cluster` writes any of them.
 
 ``base``    the protocol, the request every format gets, the README and security note
 ``pods``    what the Kubernetes formats share: the image, volumes, containers, YAML
+``storage`` where an exported cluster reads its data and keeps its runs (volumes, notes)
 """
 
 from __future__ import annotations

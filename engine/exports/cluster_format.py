@@ -7,14 +7,15 @@ from __future__ import annotations
 from abc import abstractmethod
 from pathlib import Path
 
-from ..cluster import run_problems
+from ..cluster_layout import run_problems
 from ..code_text import inert
-from ..config import Project, load_project_data
-from ..export_storage import data_volume_paths, storage_notes
+from ..config import Project
 from ..problems import Problem, ProblemsError
+from ..project_file import load_project_data
 from ..run_folder import PROJECT_FILE
 from ..tf_config import TaskSpec, TFConfig
 from .base import ExportFormat, ExportRequest, cluster_name, readme_text
+from .storage import data_volume_paths, storage_notes
 
 
 class ClusterFormat(ExportFormat):

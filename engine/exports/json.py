@@ -3,7 +3,7 @@ launcher."""
 
 from __future__ import annotations
 
-from ..cluster import task_dir_name
+from ..cluster_layout import task_dir_name
 from ..config import Project
 from ..tf_config import TFConfig
 from .base import ExportRequest

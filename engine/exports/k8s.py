@@ -6,9 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..cluster import task_dir_name
+from ..cluster_layout import task_dir_name
 from ..config import Project
-from ..export_storage import RUNS_MOUNT
 from ..run_folder import PROJECT_FILE
 from ..tf_config import TF_CONFIG_VAR, TFConfig
 from .base import ExportRequest, PodStorage
@@ -24,6 +23,7 @@ from .pods import (
     network_policy,
     pod_volumes,
 )
+from .storage import RUNS_MOUNT
 
 _USAGE = """\
 `kubernetes.yaml` holds a ConfigMap with the project, a headless Service `{name}`

@@ -4,7 +4,7 @@ the NetworkPolicy, each pod's volumes and container, and the YAML they are writt
 Every pod reads ``project.json`` from a ConfigMap mounted read-only at
 :data:`PROJECT_MOUNT`, keeps its run folders on the runs volume (an ``emptyDir``
 without one: lost with the pod) and reads the project's files from the data volume
-(both PersistentVolumeClaims, ``engine.export_storage``). YAML is PyYAML's safe emitter;
+(both PersistentVolumeClaims, ``engine.exports.storage``). YAML is PyYAML's safe emitter;
 every value is a string, number or mapping the emitter quotes as needed, so none changes
 type.
 """
@@ -16,12 +16,12 @@ from typing import Any
 
 import yaml
 
-from ..cluster import task_dir_name
+from ..cluster_layout import task_dir_name
 from ..config import Project
-from ..export_storage import DATA_MOUNT, RUNS_MOUNT
 from ..run_folder import PROJECT_FILE
 from ..tf_config import TaskSpec
 from .base import SECURITY_NOTE, PodStorage, comment_lines
+from .storage import DATA_MOUNT, RUNS_MOUNT
 
 DEFAULT_IMAGE = "distloop:latest"
 K8S_PORT = 2222

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 import shlex
 
-from ..cluster import task_dir_name
+from ..cluster_layout import task_dir_name
 from ..code_text import inert
 from ..config import Project
 from ..run_folder import PROJECT_FILE

@@ -1,5 +1,5 @@
 """``slurm``: ``slurm.sbatch``, a batch script whose tasks each compute their TF_CONFIG from
-Slurm's variables (``engine.cluster.slurm``), so it needs no cluster in the project; and
+Slurm's variables (``engine.cluster_layout.slurm``), so it needs no cluster in the project; and
 :class:`SlurmJob`, the job's shape, which ``distloop submit`` and the window's Slurm
 dialog ask for too."""
 
@@ -8,9 +8,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, replace
 
-from ..cluster.slurm import DEFAULT_PORT_BASE as SLURM_PORT_BASE
+from ..cluster_layout.slurm import DEFAULT_PORT_BASE as SLURM_PORT_BASE
 from ..code_text import shown
-from ..export_storage import storage_notes
 from ..problems import Problem, ProblemsError
 from ..run_folder import PROJECT_FILE
 from ..tf_config import DEFAULT_WORKERS, MULTI_MACHINE_STRATEGIES
@@ -22,6 +21,7 @@ from .base import (
     comment_lines,
     readme_text,
 )
+from .storage import storage_notes
 
 
 class SlurmFormat(ExportFormat):

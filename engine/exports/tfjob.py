@@ -4,7 +4,6 @@ Chief, Worker and PS replica specs; the training operator sets TF_CONFIG itself.
 from __future__ import annotations
 
 from ..config import Project
-from ..export_storage import RUNS_MOUNT
 from ..run_folder import PROJECT_FILE
 from ..tf_config import JOB_TYPES, TFConfig
 from .base import ExportRequest, PodStorage
@@ -20,6 +19,7 @@ from .pods import (
     network_policy,
     pod_volumes,
 )
+from .storage import RUNS_MOUNT
 
 _REPLICAS = {"chief": "Chief", "worker": "Worker", "ps": "PS"}
 _USAGE = """\

@@ -16,9 +16,8 @@ from __future__ import annotations
 import shlex
 from typing import Any
 
-from ..cluster import task_dir_name
+from ..cluster_layout import task_dir_name
 from ..config import Project
-from ..export_storage import RUNS_MOUNT
 from ..run_folder import PROJECT_FILE
 from ..tf_config import TFConfig
 from .base import ExportRequest, PodStorage
@@ -34,6 +33,7 @@ from .pods import (
     network_policy,
     pod_volumes,
 )
+from .storage import RUNS_MOUNT
 
 API_VERSION = "trainer.kubeflow.org/v1alpha1"
 NODE = "node"

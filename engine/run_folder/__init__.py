@@ -96,8 +96,10 @@ from .layout import (
     SAVED_MODEL_DIR,
     STACKS_FILE,
     STATUS_FILE,
+    STUDY_FILE,
     TASKS_DIR,
     TENSORBOARD_DIR,
+    TRIALS_DIR,
     VOCABULARY_FILE,
 )
 from .lock import (
@@ -166,9 +168,11 @@ __all__ = [
     "STACKS_FILE",
     "STATUS_FILE",
     "STATUS_READ_LIMIT",
+    "STUDY_FILE",
     "TAIL_BYTES",
     "TASKS_DIR",
     "TENSORBOARD_DIR",
+    "TRIALS_DIR",
     "VOCABULARY_FILE",
     "EvalWriter",
     "MetricsWriter",

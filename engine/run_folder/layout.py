@@ -40,3 +40,9 @@ LABEL_FILE = "label.txt"
 """Where earlier versions kept a name given by the user: still read, never written."""
 CREATED = "created"
 """The status of a folder :func:`new_run_dir` made, before any run wrote to it."""
+STUDY_FILE = "study.json"
+"""What marks a folder as a study's (``engine.study``): the project, the space and the
+settings. Named here, beside the run folder's names, because the list of past runs
+(``engine.run_history``) tells a study's folder from a run's and lists its trials."""
+TRIALS_DIR = "trials"
+"""A study's subfolder of run folders, one per trial (``trial-NNNN``)."""

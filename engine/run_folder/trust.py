@@ -107,7 +107,7 @@ _CLUSTER_ENTRIES: dict[str, str] = {
 """A local cluster's top folder (``engine.cluster.top_folder``): its tasks' folders are
 single run folders under ``tasks/``."""
 _TASK_FOLDER = re.compile(r"[a-z]+-\d+")
-"""``worker-1``: ``engine.cluster.plan.task_dir_name``."""
+"""``worker-1``: ``engine.cluster_layout.plan.task_dir_name``."""
 _CHECKPOINT_ENTRY = re.compile(
     rf"{CHECKPOINT_INDEX_FILE}|ckpt-\d+\.index|ckpt-\d+\.data-\d+-of-\d+"
 )

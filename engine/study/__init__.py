@@ -7,10 +7,6 @@
 ``runner``     :class:`Study`: Optuna asks, a real run trains, the messages answer; the
                study folder (plan, SQLite storage, one run folder per trial) persists
 
-``distloop sweep`` is the command line's door to it.
+``distloop sweep`` is the command line's door to it. A study folder's names (``study.json``,
+``trials/``) are ``engine.run_folder``'s, where the list of past runs reads them too.
 """
-
-STUDY_FILE = "study.json"
-"""What marks a folder as a study's: the project, the space and the settings."""
-TRIALS_DIR = "trials"
-"""The study's subfolder of run folders, one per trial (``trial-NNNN``)."""

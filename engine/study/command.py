@@ -13,13 +13,13 @@ from pathlib import Path
 from typing import get_args
 
 from ..code_text import shortened
-from ..config import load_project
 from ..problems import Problem, ProblemsError
+from ..project_file import load_project
+from ..run_folder import STUDY_FILE
 from .objective import OBJECTIVES
 from .results import StudyUnreadable, read_results
 from .runner import (
     STORAGE_FILE,
-    STUDY_FILE,
     Pruner,
     Sampler,
     Study,

@@ -17,8 +17,7 @@ from pathlib import Path
 
 from ..code_text import shortened
 from ..problems import ProblemsError
-from ..run_folder import RunFolderLock
-from . import STUDY_FILE
+from ..run_folder import STUDY_FILE, RunFolderLock
 from .runner import INTERRUPTED, STORAGE_FILE, StudyPlan, read_plan
 from .storage import READ_SECONDS, StudyUnreadable, bounded_connection, check_storage, unreadable
 

@@ -28,17 +28,10 @@ from typing import Any
 
 from ..config import Project
 from ..problems import Problem, ProblemsError
-from ..run_folder import load_json
+from ..run_folder import TRIALS_DIR, load_json
 from ..run_history import RunSummary, is_run_folder, summarize
 from .objective import direction
-from .runner import (
-    INTERRUPTED,
-    STORAGE_FILE,
-    TRIALS_DIR,
-    StudyPlan,
-    read_plan,
-    trial_project,
-)
+from .runner import INTERRUPTED, STORAGE_FILE, StudyPlan, read_plan, trial_project
 from .space import Axis, Choices, FloatRange, IntRange
 from .storage import (
     READ_SECONDS,

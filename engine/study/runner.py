@@ -24,12 +24,16 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from ..config import MAX_SEED, Project, load_project_data
+from ..config import MAX_SEED, Project
+from ..engine_handle import EngineHandle
 from ..fileio import atomic_write_text
 from ..messages import Message, RunFailed, RunFinished
 from ..problems import Problem, ProblemsError, parse_json_text, problems_from_validation_error
 from ..process import WarmEngines
+from ..project_file import load_project_data
 from ..run_folder import (
+    STUDY_FILE,
+    TRIALS_DIR,
     RunFolderBusy,
     RunFolderLock,
     default_runs_root,
@@ -37,8 +41,7 @@ from ..run_folder import (
     update_status,
     write_status,
 )
-from ..run_handle import EngineHandle, open_run
-from . import STUDY_FILE, TRIALS_DIR
+from ..run_handle import open_run
 from .hparams import write_experiment, write_trial
 from .objective import ObjectiveTracker, direction, objective_problems
 from .space import Choices, FloatRange, IntRange, SearchSpace, space_from_data, with_values

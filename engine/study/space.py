@@ -33,6 +33,7 @@ from ..problems import (
     parse_json_text,
     problems_from_validation_error,
 )
+from ..project_file import source_problems
 
 MAX_AXES = 32
 """More settings than a search can learn anything about in a useful number of trials."""
@@ -206,7 +207,7 @@ def with_values(project: Project, values: dict[str, Value], name: str) -> Projec
         parent[key] = value
     for _ in range(len(values) + 1):
         try:
-            return Project.model_validate(data)
+            project = Project.model_validate(data)
         except ValidationError as exc:
             changed_kinds = {p.rsplit(".", 1)[0] for p in values if p.endswith(".kind")}
             foreign = [
@@ -220,6 +221,11 @@ def with_values(project: Project, values: dict[str, Value], name: str) -> Projec
             for path in dropped:
                 parent, key = _parent(data, path)
                 parent.pop(key, None)
+        else:  # the schema holds: now the rules that ask the data's source
+            problems = source_problems(project)
+            if problems:
+                raise ProblemsError(problems, name)
+            return project
     raise ProblemsError([Problem((), "the values do not make a valid project")], name)
 
 

@@ -26,11 +26,12 @@ from typing import Any
 
 import numpy as np
 
-from ..config import LossConfig, Project, load_project
+from ..config import LossConfig, Project
 from ..data_sources import DataError, source_of
 from ..data_sources.folders import IMAGE_EXTENSIONS
 from ..messages import ClassScore, InputRefused, ModelLoaded, Predicted
 from ..problems import ProblemsError
+from ..project_file import load_project
 from ..run_folder import MODEL_FILE, PROJECT_FILE, TASKS_DIR, class_names, saved_vocabulary
 from .data import load_image_for_model, load_text_for_model
 from .data_sources import tf_source_of

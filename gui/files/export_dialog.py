@@ -8,7 +8,7 @@ the project as the forms show it, whose ``tf_config`` is the TF_CONFIG tab's.
 It stays open after writing, listing the files, so the user can export another
 format, and it always shows the security note: the exported cluster's gRPC
 servers accept anyone who can reach them. Beside it, as the format and volumes
-change, it says what the hosts or pods need (:func:`engine.export_storage.storage_notes`):
+change, it says what the hosts or pods need (:func:`engine.exports.storage.storage_notes`):
 the project's local paths copied blindly into ``project.json`` found nothing there,
 and a Kubernetes run folder without a runs volume went with its pod.
 """
@@ -35,10 +35,10 @@ from PySide6.QtWidgets import (
 
 from ...engine.config import Project
 from ...engine.export import export_cluster
-from ...engine.export_storage import storage_notes, volume_name_problem
 from ...engine.exports import FORMATS, format_named, pod_formats
 from ...engine.exports.base import SECURITY_NOTE
 from ...engine.exports.pods import DEFAULT_IMAGE
+from ...engine.exports.storage import storage_notes, volume_name_problem
 from ...engine.problems import Problem, ProblemsError
 from ...engine.tf_config import MULTI_MACHINE_STRATEGIES
 from . import file_dialogs

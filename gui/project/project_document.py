@@ -17,11 +17,12 @@ from pathlib import Path
 from PySide6.QtCore import QObject, Signal
 from PySide6.QtWidgets import QApplication, QMenu, QWidget
 
-from ...engine.config import Project, load_project
+from ...engine.config import Project
 from ...engine.examples import load_example
 from ...engine.fileio import atomic_write_text
 from ...engine.messages import DevicesDetected
 from ...engine.problems import ProblemsError
+from ...engine.project_file import load_project
 from ...engine.validation import Validation, differences, validate
 from ..common import dialogs, settings
 from ..files import file_dialogs

@@ -19,7 +19,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from ...engine.cluster.plan import DEFAULT_COMMUNICATION_TIMEOUT_S
+from ...engine.cluster_layout import DEFAULT_COMMUNICATION_TIMEOUT_S
 from ...engine.config import StrategyConfig
 from ...engine.config.applicability import applicable_fields
 from ...engine.messages import DevicesDetected

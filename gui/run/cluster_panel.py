@@ -29,7 +29,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from ...engine.cluster import TaskInfo
+from ...engine.engine_handle import TaskInfo
 from ...engine.messages import Log, RunFailed, RunFinished
 from ...engine.run_events import Logged, RunEvent, StatusChanged, TasksChanged
 from ...engine.run_folder import LOG_FILE

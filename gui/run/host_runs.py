@@ -22,7 +22,6 @@ from PySide6.QtCore import QObject, Signal
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import QWidget
 
-from ...engine.cluster import local_cluster_tasks
 from ...engine.cluster.preflight import Finding, preflight
 from ...engine.cluster.run_plans import HostsPlan, hosts_plan
 from ...engine.cluster.scheduler import (
@@ -33,11 +32,11 @@ from ...engine.cluster.scheduler import (
     scheduler_of,
 )
 from ...engine.cluster.ssh import SshLaunch
+from ...engine.cluster_layout import local_cluster_tasks, runs_as_cluster
 from ...engine.config import Project
 from ...engine.exports.slurm import SlurmJob
 from ...engine.problems import ProblemsError
 from ...engine.run_folder import TASKS_DIR, default_runs_root
-from ...engine.run_handle import runs_as_cluster
 from ...engine.run_model import RunModel
 from ...engine.stack_dumps import TaskStack, diagnose
 from ..common import dialogs

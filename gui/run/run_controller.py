@@ -29,18 +29,13 @@ from PySide6.QtCore import QObject, QTimer, Signal
 
 from ...engine.cluster.placement import Placement
 from ...engine.config import Project
+from ...engine.engine_handle import ClusterFactory, ClusterHandle, EngineFactory, EngineHandle
 from ...engine.formatting import format_duration
 from ...engine.messages import TERMINAL_TYPES, Log, Message, RunFailed, Stopping
 from ...engine.process import WarmEngines
 from ...engine.run_events import RunEvent, StepsAdded
 from ...engine.run_folder import update_status
-from ...engine.run_handle import (
-    ClusterFactory,
-    ClusterHandle,
-    EngineFactory,
-    EngineHandle,
-    open_run,
-)
+from ...engine.run_handle import open_run
 from ...engine.run_model import RunModel
 
 KILL_AFTER_S = 5.0

@@ -48,13 +48,13 @@ from PySide6.QtWidgets import (
 
 from ...engine.cluster.run_plans import cluster_plan
 from ...engine.config import Project
+from ...engine.engine_handle import ClusterFactory, EngineFactory
 from ...engine.examples import example_names, example_text
 from ...engine.formatting import format_duration
 from ...engine.messages import DevicesDetected, RunFailed
 from ...engine.problems import ProblemsError
 from ...engine.process import WarmEngines, detect_devices
 from ...engine.run_events import RunEvent, Started, StatusChanged
-from ...engine.run_handle import ClusterFactory, EngineFactory
 from ...engine.run_history import RunSummary
 from ...engine.run_model import RunModel
 from ...engine.study.folders import read_entry

@@ -41,9 +41,9 @@ from PySide6.QtWidgets import (
 
 from ...engine.config import Project
 from ...engine.problems import ProblemsError
+from ...engine.run_folder import TRIALS_DIR
 from ...engine.run_history import RunSummary
 from ...engine.study.results import StudyResults, StudyUnreadable, read_results, storage_stamp
-from ...engine.study.runner import TRIALS_DIR
 from ..common import dialogs
 from ..common.background import Background, WhenBusy
 from ..files import file_dialogs

@@ -8,12 +8,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from distloop.engine.cluster import LocalCluster, TaskInfo
-from distloop.engine.cluster import ports as cluster_ports
+from distloop.engine.cluster import LocalCluster
 from distloop.engine.cluster.run_plans import cluster_plan
-from distloop.engine.config import Project, load_project_data
+from distloop.engine.cluster_layout import ports as cluster_ports
+from distloop.engine.config import Project
+from distloop.engine.engine_handle import TaskInfo
 from distloop.engine.examples import load_example
 from distloop.engine.messages import Log, Message, RunFailed, RunFinished, RunStarted, StepMetrics
+from distloop.engine.project_file import load_project_data
 from distloop.engine.run_events import RunEvent, TasksChanged
 from distloop.engine.run_folder import MetricsWriter, read_metrics, read_status, write_status
 from distloop.engine.run_model import RunModel

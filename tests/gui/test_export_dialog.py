@@ -7,11 +7,12 @@ from pathlib import Path
 
 import pytest
 import yaml
-from distloop.engine.config import Project, load_project_data
+from distloop.engine.config import Project
 from distloop.engine.examples import load_example
 from distloop.engine.exports import FORMATS, format_named
 from distloop.engine.exports.base import SECURITY_NOTE
 from distloop.engine.exports.pods import DEFAULT_IMAGE
+from distloop.engine.project_file import load_project_data
 from distloop.gui.files.export_dialog import ExportDialog
 from distloop.gui.shell.main_window import MainWindow
 from PySide6.QtCore import Qt

@@ -6,8 +6,8 @@ import json
 from pathlib import Path
 
 import pytest
-from distloop.engine.config import load_project
 from distloop.engine.examples import example_names, load_example
+from distloop.engine.project_file import load_project
 from distloop.gui.common import dialogs, settings
 from distloop.gui.shell.main_window import MainWindow
 from PySide6.QtWidgets import QFileDialog

@@ -17,10 +17,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 from distloop.engine import csv_summary, run_folder
-from distloop.engine.config import Project, load_project
+from distloop.engine.config import Project
 from distloop.engine.examples import load_example
 from distloop.engine.formatting import format_compact
 from distloop.engine.messages import EvalMetrics, RunFailed
+from distloop.engine.project_file import load_project
 from distloop.engine.resume_rules import ResumableRun, layout_of, window_refusal
 from distloop.engine.run_curves import WALL_TIME, bucket_means
 from distloop.engine.run_folder import (

@@ -20,9 +20,10 @@ import numpy as np
 import pytest
 from distloop.engine.cli import main
 from distloop.engine.cluster.scheduler import SCHEDULERS, JobState, SchedulerError
-from distloop.engine.config import Project, load_project, load_project_data
+from distloop.engine.config import Project
 from distloop.engine.message_stream import read_message
 from distloop.engine.messages import Log, Message, RunFailed, RunFinished
+from distloop.engine.project_file import load_project, load_project_data
 from distloop.engine.run_folder import read_status, update_status
 from distloop.engine.run_history import RunSummary, SubmittedJob, summarize
 from distloop.gui.shell.main_window import MainWindow

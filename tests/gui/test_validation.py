@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from distloop.engine.config import load_project_data
 from distloop.engine.problems import ProblemsError
+from distloop.engine.project_file import load_project_data
 from distloop.gui.project.problem_marks import is_marked, problem_tooltip
 from distloop.gui.shell.main_window import MainWindow
 from PySide6.QtWidgets import QAbstractSpinBox

@@ -1,23 +1,26 @@
-"""The memory a run needs at least, from the project alone: validation refuses a project
-that fits no machine, and ``engine.memory_check`` compares it with this machine."""
+"""The memory a run needs at least, from the project alone: loading refuses a project
+that fits no machine (``engine.project_file``), and ``engine.memory_check`` compares it
+with this machine. Above ``engine.config`` and the data sources: each source says what
+it holds."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
-from ..data_sources import source_of
-from .data import DataConfig
-from .optimizer import AdagradConfig, AdamConfig, RMSpropConfig, SGDConfig
-from .strategy import StrategyConfig
-
-if TYPE_CHECKING:  # the project's rules call memory_estimate: project.py imports this module
-    from .project import Project
-
+from .config import (
+    AdagradConfig,
+    AdamConfig,
+    DataConfig,
+    Project,
+    RMSpropConfig,
+    SGDConfig,
+    StrategyConfig,
+)
+from .data_sources import source_of
+from .data_sources.base import FLOAT32
 
 MAX_PROJECT_BYTES = 2**50
 """A project whose estimate passes this fits no machine: refused by validation anywhere."""
-_FLOAT32 = 4
 
 
 @dataclass(frozen=True)
@@ -60,10 +63,10 @@ def memory_estimate(project: Project) -> MemoryEstimate:
     model = project.model
     copies = 2 + _optimizer_slots(project.optimizer)  # weights, gradients, slots
     # A .keras file's layers are known only once loaded: its parameters count as none here.
-    parameters = (model.parameter_count() or 0) * _FLOAT32 * copies
+    parameters = (model.parameter_count() or 0) * FLOAT32 * copies
     parameters *= _host_replicas(project.strategy)
     widths = model.shapes().activation_sizes()
-    activations = project.data.global_batch_size * sum(widths) * _FLOAT32 * 2
+    activations = project.data.global_batch_size * sum(widths) * FLOAT32 * 2
     inputs = _data_bytes(project.data, project)
     if project.evaluation is not None and project.evaluation.source is not None:
         inputs += _data_bytes(project.evaluation.source, project)
@@ -93,7 +96,7 @@ def _host_replicas(strategy: StrategyConfig) -> int:
 def _data_bytes(data: DataConfig, project: Project) -> int:
     model, loss = project.model, project.loss
     labels = 1 if loss.kind == "sparse_categorical_crossentropy" else model.output_units or 1
-    example = (model.input_size + labels) * _FLOAT32
+    example = (model.input_size + labels) * FLOAT32
     count = data.example_count()
     held = source_of(data).held_bytes(data, project, example)
     if held is None:

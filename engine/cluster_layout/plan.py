@@ -38,6 +38,13 @@ SERVER_JOBS = {"parameter_server": ("ps", "worker")}
 coordinates and trains; a cluster's run ends when its trainers are done."""
 
 
+def runs_as_cluster(project: Project) -> bool:
+    """True for the strategies whose tasks are separate processes (a cluster): such a
+    project cannot train in one process, its one task would wait for peers that never
+    come (:func:`engine.run_handle.open_run` and the window's plan ask this)."""
+    return project.strategy.kind in MULTI_MACHINE_STRATEGIES
+
+
 def task_dir_name(task: TaskSpec) -> str:
     """``worker-1``: a task's folder under ``tasks/`` (no colon, for every file system)."""
     return f"{task.type}-{task.index}"

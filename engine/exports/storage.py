@@ -16,7 +16,7 @@ import os
 import re
 from pathlib import Path, PurePosixPath
 
-from .config import Project
+from ..config import Project
 
 RUNS_MOUNT = "/var/lib/distloop/runs"
 DATA_MOUNT = "/var/lib/distloop/data"
@@ -90,7 +90,7 @@ def storage_notes(
     dialog shows them as the format and volumes change, and the export's README
     lists them.
     """
-    from .exports import format_named  # the formats import this module
+    from . import format_named  # the package lists the formats, which import this module
 
     notes = []
     pods = format_named(fmt).pods
