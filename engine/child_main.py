@@ -23,7 +23,7 @@ import time
 import traceback
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import phases
 from .channel import Channel
@@ -40,6 +40,9 @@ from .phases import Phases
 from .run_folder import RunFolderLock, write_status
 from .stack_dumps import write_stacks_on_signal
 from .tf_config import TF_CONFIG_VAR
+
+if TYPE_CHECKING:
+    from .config import Project
 
 PARENT_POLL_S = 0.5
 # absl's prefix on TensorFlow's C++ log lines: I0000/W0000/E0000/F0000 or "... W tensorflow/...".
@@ -281,6 +284,7 @@ def _run(
                 host=socket.gethostname(),
                 task=task,
             )
+            _record_environment(folder, project, channel)
         if f"{__package__}.tf.training" not in sys.modules:  # a cold engine: not loaded yet
             phases.begin("loading TensorFlow")
         from .tf.training import train
@@ -327,6 +331,17 @@ def _run(
         if folder_lock is not None:
             folder_lock.release()
     return exit_code
+
+
+def _record_environment(folder: Path, project: Project, channel: Channel) -> None:
+    """Writes ``environment.json`` and tells the parent what software runs, before
+    TensorFlow loads: a cluster's launcher then names a task whose software differs from
+    the chief's before the first collective (``engine.cluster.supervisor``)."""
+    from .messages import EnvironmentReady
+    from .run_environment import record_environment, software
+
+    record = record_environment(folder, project, channel.task)
+    channel.send(EnvironmentReady(digest=record["digest"], software=software(record)))
 
 
 KNOWN_FAILURES = (
