@@ -338,10 +338,16 @@ def _record_environment(folder: Path, project: Project, channel: Channel) -> Non
     TensorFlow loads: a cluster's launcher then names a task whose software differs from
     the chief's before the first collective (``engine.cluster.supervisor``)."""
     from .messages import EnvironmentReady
-    from .run_environment import record_environment, software
+    from .run_environment import record_environment, shared_variables, software
 
     record = record_environment(folder, project, channel.task)
-    channel.send(EnvironmentReady(digest=record["digest"], software=software(record)))
+    channel.send(
+        EnvironmentReady(
+            digest=record["digest"],
+            software=software(record),
+            variables=shared_variables(record["variables"]),
+        )
+    )
 
 
 KNOWN_FAILURES = (

@@ -166,6 +166,10 @@ class EnvironmentReady(_Message):
     software: dict[str, str] = Field(
         description="Python and every installed package, name to version."
     )
+    variables: dict[str, str] = Field(
+        default_factory=dict,
+        description="The recorded variables every task should share (not its devices' own).",
+    )
 
 
 class StepMetrics(_Message):

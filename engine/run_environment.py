@@ -56,6 +56,8 @@ VARIABLE_PATTERNS = (
 )
 """The environment variables that change what TensorFlow does (threads, devices, XLA,
 collectives, logging): only names matching one of these are recorded."""
+PER_TASK_VARIABLES = ("*_VISIBLE_DEVICES",)
+"""Variables that may differ between a cluster's tasks by design: each task's devices."""
 SKIPPED_VARIABLES = ("TF_CONFIG", "TF_VAR_*", "TF_TOKEN_*", "TF_CLI_*", "TF_WORKSPACE")
 """Left out although they match: TF_CONFIG is the run's own (``status.json`` and each
 task's project hold it), and Terraform's variables share the TF_ prefix, its API tokens
@@ -69,6 +71,7 @@ DIFF_LIMIT_BYTES = 64 * 1024
 """The custom code file's uncommitted diff is kept up to this much; a longer one is cut
 and says so (``code_diff_truncated``)."""
 _NAME_SEPARATORS = re.compile(r"[-_.]+")
+_REQUIREMENT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 
 
 def record_environment(folder: Path, project: Project, task: str | None) -> dict[str, Any]:
@@ -132,6 +135,29 @@ def installed_packages() -> dict[str, str]:
         if name:
             found.setdefault(package_name(name), distribution.version)
     return dict(sorted(found.items()))
+
+
+def required_packages(packages: Mapping[str, str], root: str = "distloop") -> dict[str, str]:
+    """The installed packages ``root`` needs, directly or through another (TensorFlow, and
+    Keras, NumPy, protobuf... through it), out of ``packages``: the ones a run loads, so a
+    difference between two hosts there is one a launch stops for. Optional extras are left
+    out; a requirement for another platform counts where it is installed all the same."""
+    needed: dict[str, str] = {}
+    waiting = [package_name(root)]
+    while waiting:
+        name = waiting.pop()
+        if name in needed or name not in packages:
+            continue
+        needed[name] = packages[name]
+        try:
+            requirements = importlib.metadata.requires(name) or []
+        except importlib.metadata.PackageNotFoundError:
+            continue
+        for requirement in requirements:
+            found = _REQUIREMENT_NAME.match(requirement)
+            if found and "extra ==" not in requirement.partition(";")[2].replace("  ", " "):
+                waiting.append(package_name(found[0]))
+    return dict(sorted(needed.items()))
 
 
 def package_name(name: str) -> str:
@@ -301,13 +327,29 @@ def software(record: Mapping[str, Any]) -> dict[str, str]:
 
 
 def software_changes(
-    ours: Mapping[str, str], theirs: Mapping[str, str], there: str, skip: Iterable[str] = ()
+    ours: Mapping[str, str],
+    theirs: Mapping[str, str],
+    there: str,
+    skip: Iterable[str] = (),
+    joiner: str = " ",
 ) -> list[str]:
     """How ``ours`` (see :func:`software`) differs from ``theirs``, which runs ``there``,
-    one phrase a name: ``numpy 2.1.0 (chief:0: 2.0.2)``, ``extra 1.0 (chief:0: none)``."""
+    one phrase a name: ``numpy 2.1.0 (chief:0: 2.0.2)``, ``extra 1.0 (chief:0: none)``;
+    ``joiner`` goes between a name and its value (``=`` for variables)."""
     skipped = set(skip)
     return [
-        f"{name} {ours.get(name) or 'none'} ({there}: {theirs.get(name) or 'none'})"
+        f"{name}{joiner}{ours.get(name) or 'none'} ({there}: {theirs.get(name) or 'none'})"
         for name in sorted((set(ours) | set(theirs)) - skipped)
         if ours.get(name) != theirs.get(name)
     ]
+
+
+def shared_variables(variables: Mapping[str, str]) -> dict[str, str]:
+    """The variables every task of a cluster should agree on: all of
+    :func:`behaviour_variables` but those choosing a task's own devices
+    (:data:`PER_TASK_VARIABLES`), which its devices' comparison covers."""
+    return {
+        name: value
+        for name, value in variables.items()
+        if not any(fnmatch.fnmatchcase(name, pattern) for pattern in PER_TASK_VARIABLES)
+    }

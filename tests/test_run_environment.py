@@ -8,8 +8,16 @@ import json
 import os
 import platform
 import subprocess
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
+import pytest
+from distloop.engine.cluster import LocalCluster
+from distloop.engine.config import load_project_data
+from distloop.engine.messages import Log, RunFinished
+from distloop.engine.process import EngineProcess
 from distloop.engine.run_environment import (
     DIFF_LIMIT_BYTES,
     behaviour_variables,
@@ -20,6 +28,7 @@ from distloop.engine.run_environment import (
 )
 from distloop.engine.run_folder import read_environment
 from distloop_testing import distloop, example_data
+from test_cluster import multi_worker
 from test_custom_code import GUIDE_STEP
 
 SECRETS = {
@@ -144,3 +153,87 @@ def test_differences_name_changed_added_and_removed_packages() -> None:
         "b none (chief:0: 2)",
         "c 3 (chief:0: none)",
     ]
+
+
+SKEWED = "distloop-skew-probe"
+
+
+def fake_package(folder: Path, name: str = SKEWED, version: str = "1.0") -> Path:
+    """A folder holding nothing but an installed package's record: a package installed on
+    one machine (or in one environment) and not on another."""
+    record = folder / f"{name.replace('-', '_')}-{version}.dist-info"
+    record.mkdir(parents=True)
+    (record / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n")
+    return folder
+
+
+@contextmanager
+def skewed_start(task: str, site: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """``task``'s engine starts with ``site`` on its path and XLA_FLAGS set, the others as
+    this process is: a local cluster's tasks share one machine, so the test gives one of
+    them what another host would have (a spawned engine takes the parent's ``sys.path``
+    and environment as they are when it starts)."""
+    start = EngineProcess.start
+
+    def start_skewed(engine: EngineProcess) -> None:
+        if engine.task != task:
+            start(engine)
+            return
+        with monkeypatch.context() as patch:
+            patch.syspath_prepend(str(site))
+            patch.setenv("XLA_FLAGS", "--xla_cpu_enable_fast_math=false")
+            start(engine)
+
+    monkeypatch.setattr(EngineProcess, "start", start_skewed)
+    yield
+
+
+@pytest.mark.slow
+def test_a_local_cluster_names_the_task_whose_packages_and_variables_differ(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """worker:1 has a package worker:0 has not, and XLA_FLAGS set: the launcher names it,
+    with both, before the first step (the run itself goes on: a package may be harmless)."""
+    site = fake_package(tmp_path / "site")
+    out = tmp_path / "run"
+    with skewed_start("worker:1", site, monkeypatch):
+        cluster = LocalCluster(load_project_data(multi_worker(steps=3)), out, workers=2)
+        cluster.start()
+    messages = []
+    try:
+        deadline = time.monotonic() + 240
+        while not cluster.done:
+            assert time.monotonic() < deadline, "the cluster run timed out"
+            messages += cluster.poll(0.2)
+    finally:
+        cluster.close()
+    assert isinstance(messages[-1], RunFinished), messages[-1]
+    warnings = [m for m in messages if isinstance(m, Log) and "environment differs" in m.text]
+    assert [(m.task, m.level, m.text) for m in warnings] == [
+        (
+            "worker:1",
+            "warning",
+            f"worker:1's environment differs from worker:0's: {SKEWED} 1.0 (worker:0: none); "
+            "XLA_FLAGS=--xla_cpu_enable_fast_math=false (worker:0: none) "
+            "(each task's environment.json has it whole)",
+        )
+    ]
+    first_step = next(i for i, m in enumerate(messages) if type(m).__name__ == "StepMetrics")
+    assert messages.index(warnings[0]) < first_step
+    skewed = read_environment(out / "tasks" / "worker-1")
+    chief = read_environment(out / "tasks" / "worker-0")
+    assert (skewed["task"], chief["task"]) == ("worker:1", "worker:0")
+    assert skewed["packages"][SKEWED] == "1.0" and SKEWED not in chief["packages"]
+    assert read_environment(out) == chief  # the cluster's folder: its chief's
+
+
+@pytest.mark.slow
+def test_a_local_cluster_of_one_software_says_so(tmp_path: Path) -> None:
+    project = tmp_path / "cluster.json"
+    project.write_text(json.dumps(multi_worker(steps=3)))
+    done = distloop("cluster", str(project), "--workers", "2", "--out", str(tmp_path / "run"))
+    assert done.returncode == 0, done.stderr[-2000:]
+    digest = read_environment(tmp_path / "run")["digest"]
+    log = (tmp_path / "run" / "engine.log").read_text()
+    assert f"every task runs the same software (environment {digest})" in log
+    assert "environment differs" not in log + done.stderr
