@@ -284,7 +284,7 @@ def _run(
                 host=socket.gethostname(),
                 task=task,
             )
-            _record_environment(folder, project, channel)
+            _record_environment(folder, project, channel, _task_of(job))
         if f"{__package__}.tf.training" not in sys.modules:  # a cold engine: not loaded yet
             phases.begin("loading TensorFlow")
         from .tf.training import train
@@ -333,14 +333,27 @@ def _run(
     return exit_code
 
 
-def _record_environment(folder: Path, project: Project, channel: Channel) -> None:
+def _task_of(job: EngineJob) -> str | None:
+    """The cluster task a run is: the job's, or its TF_CONFIG's (a task started over SSH or by
+    Slurm is one ``distloop run`` of its own, told its task by TF_CONFIG alone)."""
+    if job.task is not None or job.tf_config_env is None:
+        return job.task
+    from .tf_config import parse_tf_config_text
+
+    try:
+        return str(parse_tf_config_text(job.tf_config_env).task)
+    except ValueError:  # checked before the job was sent: TensorFlow says what is wrong
+        return None
+
+
+def _record_environment(folder: Path, project: Project, channel: Channel, task: str | None) -> None:
     """Writes ``environment.json`` and tells the parent what software runs, before
     TensorFlow loads: a cluster's launcher then names a task whose software differs from
     the chief's before the first collective (``engine.cluster.supervisor``)."""
     from .messages import EnvironmentReady
     from .run_environment import record_environment, shared_variables, software
 
-    record = record_environment(folder, project, channel.task)
+    record = record_environment(folder, project, task)
     channel.send(
         EnvironmentReady(
             digest=record["digest"],

@@ -8,6 +8,7 @@ import json
 import os
 import platform
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -27,9 +28,11 @@ from distloop.engine.run_environment import (
     software_changes,
 )
 from distloop.engine.run_folder import read_environment
-from distloop_testing import distloop, example_data
+from distloop_testing import REPO, distloop, example_data
+from ssh_hosts import ssh_hosts, unavailable_reason
 from test_cluster import multi_worker
 from test_custom_code import GUIDE_STEP
+from test_launch import CLI
 
 SECRETS = {
     "AWS_SECRET_ACCESS_KEY": "aws-secret-never-recorded",
@@ -237,3 +240,55 @@ def test_a_local_cluster_of_one_software_says_so(tmp_path: Path) -> None:
     log = (tmp_path / "run" / "engine.log").read_text()
     assert f"every task runs the same software (environment {digest})" in log
     assert "environment differs" not in log + done.stderr
+
+
+@pytest.mark.slow
+def test_preflight_and_launch_name_the_host_and_task_whose_packages_differ(
+    tmp_path: Path,
+) -> None:
+    """Host 1 runs Distloop with a folder first on its path recording six 0.0.1 (a package
+    TensorFlow needs) and an extra package nothing needs. The pre-flight names that host and
+    six alone, and refuses the launch; launched without it, the run names worker:1 with both
+    as it starts, and trains all the same."""
+    reason = unavailable_reason()
+    if reason:
+        pytest.skip(reason)
+    site = fake_package(fake_package(tmp_path / "site"), "six", "0.0.1")
+    six = importlib.metadata.version("six")
+    command = f"{sys.executable} -m distloop.gui.launcher"
+    with ssh_hosts(tmp_path / "hosts", 2) as hosts:
+        first, second = hosts.addresses
+        path = tmp_path / "project.json"
+        data = multi_worker(
+            3,
+            {
+                "cluster": {"worker": [f"{first}:2222", f"{second}:2222"]},
+                "task": {"type": "worker"},
+            },
+        )
+        data["launch"] = {
+            "hosts": {
+                first: {"command": command, "remote_dir": str(tmp_path / "a")},
+                second: {"command": f"env PYTHONPATH={site} {command}",
+                         "remote_dir": str(tmp_path / "b")},
+            }
+        }  # fmt: skip
+        path.write_text(json.dumps(data))
+        launch = [*CLI, "launch", str(path), "--out", str(tmp_path / "run")]
+        launch += ["--ssh-config", str(hosts.ssh_config)]
+        refused = subprocess.run(launch, cwd=REPO, capture_output=True, text=True, timeout=300)
+        launched = subprocess.run(
+            [*launch, "--no-preflight"], cwd=REPO, capture_output=True, text=True, timeout=300
+        )
+    assert refused.returncode == 1, refused.stderr[-3000:]
+    assert [line for line in refused.stderr.splitlines() if "preflight:" in line] == [
+        f"distloop: preflight: {second}: packages: six 0.0.1 ({first}: {six}): "
+        "install the same versions on every host"
+    ], refused.stderr[-3000:]
+    assert launched.returncode == 0, launched.stderr[-3000:]
+    assert (
+        f"worker:1's environment differs from worker:0's: {SKEWED} 1.0 (worker:0: none); "
+        f"six 0.0.1 (worker:0: {six}) (each task's environment.json has it whole)"
+    ) in launched.stderr
+    remote = read_environment(tmp_path / "b" / "run" / "tasks" / "worker-1")
+    assert (remote["task"], remote["packages"]["six"]) == ("worker:1", "0.0.1")
