@@ -205,7 +205,10 @@ def engine_main(ends: ChildEnds, warm: bool) -> None:
         # engine.tf.training imports TensorFlow, and TensorFlow imports Keras. AutoGraph's
         # conversions of the step and input code follow, until the job arrives.
         with contextlib.suppress(Exception):
+            from .run_environment import installed_packages
             from .tf import training  # noqa: F401
+
+            installed_packages()  # read once: the run's environment.json then takes no time
             from .tf.autograph_warm_up import warm_up_autograph
 
             warm_up_autograph(ends.requests.poll)

@@ -8,8 +8,9 @@ writes ``environment.json`` into its run folder before it loads TensorFlow
 (``messages.EnvironmentReady``), which names a task whose software is not the chief's
 before the first collective (:func:`environment_differences`).
 
-Everything here is TensorFlow-free and quick (about a tenth of a second, most of it
-reading the installed packages' metadata): versions come from what pip recorded, not
+Everything here is TensorFlow-free and quick (a tenth of a second on an idle machine,
+most of it reading the installed packages' metadata, which a warm engine does before its
+run arrives): versions come from what pip recorded, not
 from importing the packages, and git runs as a subprocess with a timeout (a machine
 without git records no commit). Environment variables are taken by a fixed list of
 name patterns, never the whole environment, so a secret in it is never written down.
@@ -18,6 +19,7 @@ name patterns, never the whole environment, so a secret in it is never written d
 from __future__ import annotations
 
 import fnmatch
+import functools
 import hashlib
 import importlib.metadata
 import json
@@ -128,13 +130,20 @@ def collect_environment(project: Project, task: str | None) -> dict[str, Any]:
 def installed_packages() -> dict[str, str]:
     """Every installed distribution, name to version, as this interpreter finds them: the
     first of a name on ``sys.path`` wins, as an import would. Names are normalized (PEP 503),
-    so ``typing_extensions`` on one host and ``typing-extensions`` on another are one."""
+    so ``typing_extensions`` on one host and ``typing-extensions`` on another are one.
+    Read once per process (most of a record's time): a warm engine reads them before its
+    job arrives, and runs that one job only."""
+    return dict(_read_packages())
+
+
+@functools.cache
+def _read_packages() -> tuple[tuple[str, str], ...]:
     found: dict[str, str] = {}
     for distribution in importlib.metadata.distributions():
         name = distribution.metadata["Name"]
         if name:
             found.setdefault(package_name(name), distribution.version)
-    return dict(sorted(found.items()))
+    return tuple(sorted(found.items()))
 
 
 def required_packages(packages: Mapping[str, str], root: str = "distloop") -> dict[str, str]:
