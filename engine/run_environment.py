@@ -72,6 +72,9 @@ GIT_TIMEOUT_S = 5.0
 DIFF_LIMIT_BYTES = 64 * 1024
 """The custom code file's uncommitted diff is kept up to this much; a longer one is cut
 and says so (``code_diff_truncated``)."""
+FLAT_DEPTH = 4
+"""How deep a record's keys are named (``gpus.devices`` is two): what lies deeper is
+compared as its JSON text."""
 _NAME_SEPARATORS = re.compile(r"[-_.]+")
 _REQUIREMENT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 
@@ -231,6 +234,8 @@ def nvidia_gpus() -> dict[str, Any] | None:
             "cuda_driver": pynvml.nvmlSystemGetCudaDriverVersion(),
             "devices": devices,
         }
+    except Exception as exc:  # a GPU fallen off the bus: the record says so, the run goes on
+        return {"driver": None, "devices": [], "note": str(exc)}
     finally:
         pynvml.nvmlShutdown()
 
@@ -287,29 +292,34 @@ def _git(folder: Path, *args: str) -> str | None:
 def flatten_environment(record: Mapping[str, Any]) -> dict[str, str]:
     """A record as ``key: text`` pairs a table can compare (``versions.numpy``,
     ``packages.keras``, ``variables.TF_NUM_INTEROP_THREADS``, ``git.commit``...), without
-    what differs on every run (when it was recorded, the digest, the code's diff text)."""
+    what differs on every run (when it was recorded, the digest, the code's diff text).
+    A record is any run folder's file, so one nested deeper than a record ever is is
+    shown as its JSON text from :data:`FLAT_DEPTH` down, never walked further."""
     flat: dict[str, str] = {}
     skipped = {"recorded_at", "digest", "git.code_diff"}
 
-    def walk(prefix: str, value: Any) -> None:
+    def walk(prefix: str, value: Any, depth: int) -> None:
         if prefix in skipped:
             return
-        if isinstance(value, Mapping):
+        if isinstance(value, Mapping) and depth < FLAT_DEPTH:
             for key, item in value.items():
-                walk(f"{prefix}.{key}" if prefix else str(key), item)
-        elif isinstance(value, list):
-            flat[prefix] = ", ".join(_scalar(item) for item in value)
+                walk(f"{prefix}.{key}" if prefix else str(key), item, depth + 1)
+        elif isinstance(value, str):
+            flat[prefix] = value
         else:
-            flat[prefix] = _scalar(value)
+            flat[prefix] = _json_text(value)
 
-    walk("", record)
+    walk("", record, 0)
     return flat
 
 
-def _scalar(value: Any) -> str:
-    if isinstance(value, Mapping):
-        return " ".join(f"{key}={_scalar(item)}" for key, item in value.items())
-    return "" if value is None else str(value)
+def _json_text(value: Any) -> str:
+    if value is None:
+        return ""
+    try:
+        return json.dumps(value)
+    except RecursionError:  # as deep as a JSON reader allows: nothing a record holds
+        return "(nested too deeply)"
 
 
 def environment_differences(

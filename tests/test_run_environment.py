@@ -142,6 +142,20 @@ def test_only_the_listed_variables_are_taken_never_a_secret() -> None:
     }
 
 
+def test_a_crafted_record_is_compared_as_text_never_walked_deep() -> None:
+    deep = json.loads('{"d":' * 900 + "0" + "}" * 900)  # about as deep as a run folder's
+    crafted = json.loads(json.dumps({"packages": "not a mapping", "gpus": [1, {"a": None}]}))
+    crafted["seed"] = {"x": {"y": {"z": {"w": [1]}}}}
+    plain = {"packages": {"numpy": "2.0"}, "seed": 0, "gpus": None}
+    differences = environment_differences([crafted, plain, {"deep": deep}])
+    assert differences["packages"] == ["not a mapping", None, None]
+    assert differences["packages.numpy"] == [None, "2.0", None]
+    assert differences["gpus"] == ['[1, {"a": null}]', "", None]
+    assert differences["seed.x.y.z"] == ['{"w": [1]}', None, None]
+    assert differences["seed"] == [None, "0", None]
+    assert differences["deep.d.d.d"][2] in ("(nested too deeply)", json.dumps(deep["d"]["d"]["d"]))
+
+
 def test_differences_name_changed_added_and_removed_packages() -> None:
     chief = {"task": "chief:0", "versions": {"python": "3.11.7"}, "packages": {"a": "1", "b": "2"}}
     worker = {"task": "worker:0", "versions": {"python": "3.11.7"}, "packages": {"a": "1.1"}}
