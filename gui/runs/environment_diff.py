@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from PySide6.QtWidgets import (
     QAbstractItemView,
-    QHeaderView,
     QLabel,
     QTableWidget,
     QTableWidgetItem,
@@ -25,11 +24,12 @@ from PySide6.QtWidgets import (
 from ...engine.run_environment import environment_differences
 from ...engine.run_folder import ENVIRONMENT_FILE, read_environment
 from ...engine.run_history import RunSummary
+from ..widgets.tables import style_list_table
 
 ABSENT = "—"
 """A key a run's record has not: a package it had not installed, a variable it had not set."""
-ROWS_SHOWN = 8
-"""The table's height in rows before it scrolls: the plot keeps the room."""
+ROWS_SHOWN = 5
+"""The table's height in rows before it scrolls: the list of runs keeps the room."""
 
 
 class EnvironmentDiff(QWidget):
@@ -40,12 +40,7 @@ class EnvironmentDiff(QWidget):
         self.title = QLabel()
         self.title.setWordWrap(True)
         self.table = QTableWidget()
-        self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
-        self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
-        self.table.verticalHeader().setVisible(False)
-        self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
-        self.table.horizontalHeader().setStretchLastSection(True)
-        self.table.setWordWrap(False)
+        style_list_table(self.table, QAbstractItemView.SelectionMode.ExtendedSelection)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(4, 2, 4, 2)
         layout.setSpacing(2)
@@ -91,7 +86,9 @@ class EnvironmentDiff(QWidget):
         self.table.setVisible(bool(differences))
         shown = min(len(differences), ROWS_SHOWN)
         row_height = self.table.verticalHeader().defaultSectionSize()
-        self.table.setFixedHeight(self.table.horizontalHeader().sizeHint().height() + shown * row_height + 4)
+        frame = self.table.horizontalHeader().sizeHint().height() + 4
+        frame += self.table.horizontalScrollBar().sizeHint().height()  # long values scroll
+        self.table.setFixedHeight(frame + shown * row_height)
 
     def rows(self) -> dict[str, list[str]]:
         """What the table shows, key to each run's text (for a test or a copy)."""
