@@ -18,7 +18,7 @@ import pytest
 from distloop.engine.cluster import LocalCluster
 from distloop.engine.config import load_project_data
 from distloop.engine.messages import Log, RunFinished
-from distloop.engine.process import EngineProcess
+from distloop.engine.process import EngineProcess, WarmEngine
 from distloop.engine.run_environment import (
     DIFF_LIMIT_BYTES,
     behaviour_variables,
@@ -28,7 +28,7 @@ from distloop.engine.run_environment import (
     software_changes,
 )
 from distloop.engine.run_folder import read_environment
-from distloop_testing import REPO, distloop, example_data
+from distloop_testing import REPO, distloop, example_data, run_engine
 from ssh_hosts import ssh_hosts, unavailable_reason
 from test_cluster import multi_worker
 from test_custom_code import GUIDE_STEP
@@ -306,3 +306,18 @@ def test_preflight_and_launch_name_the_host_and_task_whose_packages_differ(
     ) in launched.stderr
     remote = read_environment(tmp_path / "b" / "run" / "tasks" / "worker-1")
     assert (remote["task"], remote["packages"]["six"]) == ("worker:1", "0.0.1")
+
+
+def test_a_warm_engine_records_the_environment_it_read_before_its_run(tmp_path: Path) -> None:
+    """The window's warm engine reads the packages while it waits for its run: the record
+    is the same as a cold engine's."""
+    warm = WarmEngine()
+    project = load_project_data({**example_data("seed"), "training": {"steps": 3, "seed": 9}})
+    ran = run_engine(project, tmp_path / "run", warm=warm)
+    assert isinstance(ran["terminal"], RunFinished), ran["terminal"]
+    record = read_environment(tmp_path / "run")
+    assert record["seed"] == 9
+    assert record["versions"]["tensorflow"] == importlib.metadata.version("tensorflow")
+    assert record["packages"] == {
+        package_name(d.metadata["Name"]): d.version for d in importlib.metadata.distributions()
+    }
