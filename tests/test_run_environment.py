@@ -321,3 +321,21 @@ def test_a_warm_engine_records_the_environment_it_read_before_its_run(tmp_path: 
     assert record["packages"] == {
         package_name(d.metadata["Name"]): d.version for d in importlib.metadata.distributions()
     }
+
+
+def test_preflight_compares_packages_only_where_both_hosts_sent_them() -> None:
+    """A host running a Distloop from before this comparison sends no packages: its
+    Distloop version is the one finding, not every package the other host has."""
+    from distloop.engine.cluster.preflight import _compare
+
+    project = load_project_data(multi_worker())
+    versions = {"distloop": "0.1.0", "python": "3.11.7", "tensorflow": "2.21.0"}
+    first = {**versions, "packages": {"numpy": "2.0", "tensorflow": "2.21.0"}}
+    second = {**versions, "packages": {"numpy": "2.1", "tensorflow": "2.21.0"}}
+    older = {**versions, "distloop": "0.0.9"}
+    found = _compare({"a": first, "b": second}, project, {})
+    assert [str(f) for f in found] == [
+        "b: packages: numpy 2.1 (a: 2.0): install the same versions on every host"
+    ]
+    found = _compare({"a": first, "c": older}, project, {})
+    assert [f.field for f in found] == ["distloop"]
