@@ -318,11 +318,16 @@ def _compare(
                         fix,
                     )
                 )
-        changes = software_changes(
-            report.get("packages") or {},
-            first.get("packages") or {},
-            first_host,
-            skip=(*TENSORFLOW_DISTRIBUTIONS, "distloop"),  # compared above
+        # A Distloop before this comparison sends no packages: its version is the finding.
+        changes = (
+            software_changes(
+                report["packages"],
+                first["packages"],
+                first_host,
+                skip=(*TENSORFLOW_DISTRIBUTIONS, "distloop"),  # compared above
+            )
+            if isinstance(report.get("packages"), dict) and isinstance(first.get("packages"), dict)
+            else []
         )
         if changes:
             fix = "install the same versions on every host"
