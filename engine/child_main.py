@@ -23,7 +23,7 @@ import time
 import traceback
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import phases
 from .channel import Channel
@@ -40,6 +40,9 @@ from .phases import Phases
 from .run_folder import RunFolderLock, write_status
 from .stack_dumps import write_stacks_on_signal
 from .tf_config import TF_CONFIG_VAR
+
+if TYPE_CHECKING:
+    from .config import Project
 
 PARENT_POLL_S = 0.5
 # absl's prefix on TensorFlow's C++ log lines: I0000/W0000/E0000/F0000 or "... W tensorflow/...".
@@ -202,7 +205,10 @@ def engine_main(ends: ChildEnds, warm: bool) -> None:
         # engine.tf.training imports TensorFlow, and TensorFlow imports Keras. AutoGraph's
         # conversions of the step and input code follow, until the job arrives.
         with contextlib.suppress(Exception):
+            from .run_environment import installed_packages
             from .tf import training  # noqa: F401
+
+            installed_packages()  # read once: the run's environment.json then takes no time
             from .tf.autograph_warm_up import warm_up_autograph
 
             warm_up_autograph(ends.requests.poll)
@@ -281,6 +287,7 @@ def _run(
                 host=socket.gethostname(),
                 task=task,
             )
+            _record_environment(folder, project, channel, _task_of(job))
         if f"{__package__}.tf.training" not in sys.modules:  # a cold engine: not loaded yet
             phases.begin("loading TensorFlow")
         from .tf.training import train
@@ -327,6 +334,36 @@ def _run(
         if folder_lock is not None:
             folder_lock.release()
     return exit_code
+
+
+def _task_of(job: EngineJob) -> str | None:
+    """The cluster task a run is: the job's, or its TF_CONFIG's (a task started over SSH or by
+    Slurm is one ``distloop run`` of its own, told its task by TF_CONFIG alone)."""
+    if job.task is not None or job.tf_config_env is None:
+        return job.task
+    from .tf_config import parse_tf_config_text
+
+    try:
+        return str(parse_tf_config_text(job.tf_config_env).task)
+    except ValueError:  # checked before the job was sent: TensorFlow says what is wrong
+        return None
+
+
+def _record_environment(folder: Path, project: Project, channel: Channel, task: str | None) -> None:
+    """Writes ``environment.json`` and tells the parent what software runs, before
+    TensorFlow loads: a cluster's launcher then names a task whose software differs from
+    the chief's before the first collective (``engine.cluster.supervisor``)."""
+    from .messages import EnvironmentReady
+    from .run_environment import record_environment, shared_variables, software
+
+    record = record_environment(folder, project, task)
+    channel.send(
+        EnvironmentReady(
+            digest=record["digest"],
+            software=software(record),
+            variables=shared_variables(record["variables"]),
+        )
+    )
 
 
 KNOWN_FAILURES = (

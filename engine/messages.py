@@ -16,6 +16,9 @@ Engine → parent, in the order a run produces them::
     Log*            any time: engine notes and TensorFlow's own output
     Phase*          any time: what the engine does outside its steps (loading TensorFlow,
                     checking files, building the model, tracing, evaluating, saving...)
+    EnvironmentReady  as the run starts, before TensorFlow loads: what software it runs (its
+                    environment.json's digest, Python and packages), for a cluster's launcher
+                    to name a task whose software is not the chief's
     StrategyReady   a multi-worker cluster's task, as soon as its strategy exists and before
                     its first collective: the devices its replicas run on
     RunStarted      once the model and data exist: what really runs (replicas, devices)
@@ -56,6 +59,7 @@ Additions within protocol 1 are optional fields and new message types only
 evaluation; ``RunFinished.killed`` and ``RunFailed.known``, for how a run ended;
 ``RunStarted.strategy_kind``, the strategy's name as the user chose it;
 :class:`StrategyReady`, for comparing a cluster's devices before they hang it;
+:class:`EnvironmentReady`, for comparing its tasks' software;
 :class:`EngineJob`, a run as its engine receives it; :class:`Phase`, what it is doing): the
 engine and its parent always come from the same installation, and a consumer that
 ignores them still reads every run correctly.
@@ -151,6 +155,21 @@ class StrategyReady(_Message):
 
     type: Literal["strategy_ready"] = "strategy_ready"
     devices: list[str]
+
+
+class EnvironmentReady(_Message):
+    """The software a task runs, as its ``environment.json`` records it
+    (``engine.run_environment``): a launcher compares each task's with the chief's."""
+
+    type: Literal["environment_ready"] = "environment_ready"
+    digest: str = Field(description="Equal on two tasks running the same software.")
+    software: dict[str, str] = Field(
+        description="Python and every installed package, name to version."
+    )
+    variables: dict[str, str] = Field(
+        default_factory=dict,
+        description="The recorded variables every task should share (not its devices' own).",
+    )
 
 
 class StepMetrics(_Message):
@@ -345,6 +364,7 @@ Message = Annotated[
     | Phase
     | RunStarted
     | StrategyReady
+    | EnvironmentReady
     | StepMetrics
     | EvalMetrics
     | RunFinished

@@ -4,7 +4,8 @@ TensorFlow's tasks wait for each other without a word: a firewalled port, ``loca
 in a multi-host TF_CONFIG, a host whose TensorFlow or device count differs, or a data
 file missing on one host shows up as a cluster that never takes its first step. Here
 every host is asked over SSH (``distloop preflight --probe``) for its versions (from
-the installed packages' metadata, without importing TensorFlow), the data paths and
+the installed packages' metadata, without importing TensorFlow; the packages Distloop
+and TensorFlow need, each compared with the first host's), the data paths and
 free disk, and whether its task's port is free; then every task listens on its real
 port for a moment while every other task connects to it, so a port that cannot be
 reached is named as the exact pair that fails. One finding a line, with its host and
@@ -40,6 +41,12 @@ from ..config import Project
 from ..exports.storage import local_paths
 from ..memory_estimate import bytes_text, memory_estimate
 from ..message_stream import ControlChannel
+from ..run_environment import (
+    TENSORFLOW_DISTRIBUTIONS,
+    installed_packages,
+    required_packages,
+    software_changes,
+)
 from ..tf_config import TaskSpec, TFConfig, parse_address
 from .ssh import SshLaunch
 
@@ -51,8 +58,6 @@ start on its host: seconds): a host whose Distloop hangs is a finding, not a che
 never ends."""
 CONNECT_TIMEOUT_S = 3.0
 LISTENING = "listening"
-TENSORFLOW_DISTRIBUTIONS = ("tensorflow", "tensorflow-cpu", "tensorflow-gpu", "tf-nightly")
-"""The names TensorFlow is installed under (its metadata: importing it takes seconds)."""
 RUN_FOLDER_MARGIN_BYTES = 64 * 2**20
 """A task's engine.log, metrics.csv and status beside its checkpoints, with room to spare."""
 
@@ -97,6 +102,7 @@ def probe(paths: list[str], ports: list[int], folder: str, *, devices: bool) -> 
         "distloop": __version__,
         "python": platform.python_version(),
         "tensorflow": tensorflow,
+        "packages": required_packages(installed_packages()),
         "paths": {path: _path_size(Path(path)) for path in paths},
         "ports": {str(port): _port_free(port) for port in ports},
         "free_bytes": _free_bytes(Path(folder).expanduser()),
@@ -313,6 +319,20 @@ def _compare(
                         fix,
                     )
                 )
+        # A Distloop before this comparison sends no packages: its version is the finding.
+        changes = (
+            software_changes(
+                report["packages"],
+                first["packages"],
+                first_host,
+                skip=(*TENSORFLOW_DISTRIBUTIONS, "distloop"),  # compared above
+            )
+            if isinstance(report.get("packages"), dict) and isinstance(first.get("packages"), dict)
+            else []
+        )
+        if changes:
+            fix = "install the same versions on every host"
+            findings.append(Finding(host, "packages", f"{'; '.join(changes)}: {fix}", fix))
         for path, size in report.get("paths", {}).items():
             field = fields.get(path, "data.path")
             if size is None:

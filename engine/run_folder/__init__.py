@@ -6,6 +6,7 @@ Layout (one folder per run; a cluster task gets one of its own)::
     metrics.csv    step,loss,elapsed_s[,<named loss>,...][,replica_0,...]: appended and flushed
                    as the run goes; one column per named loss of custom step code
     eval.csv       step,val_loss,val_accuracy|val_mae: one row per evaluation, when evaluating
+    environment.json  what made the run: versions, packages, machine, seed, git commit
     status.json    created / running / finished / stopped / failed, with the error when
                    failed; the run's name, notes and tags; when it started and last resumed
     engine.log     the engine's log lines and TensorFlow's output
@@ -45,6 +46,7 @@ rest of Distloop imports from:
 - :mod:`.trust`: what a run folder may hold and the checks before a resume.
 - :mod:`.csv_files`: ``metrics.csv`` and ``eval.csv``, written, cut back and read.
 - :mod:`.status`: ``status.json``.
+- :mod:`.environment`: ``environment.json``.
 - :mod:`.model_files`: what prediction reads (the model's folder, classes, vocabulary,
   confusion matrix, model record), and the classes and vocabulary written beside it.
 - :mod:`.engine_log`: ``engine.log``'s records and its tail.
@@ -71,6 +73,11 @@ from .engine_log import (
     open_log,
     tail_log,
 )
+from .environment import (
+    ENVIRONMENT_READ_LIMIT,
+    read_environment,
+    write_environment,
+)
 from .folder_io import (
     STATUS_READ_LIMIT,
     RunFolderError,
@@ -84,6 +91,7 @@ from .layout import (
     CLASSES_FILE,
     CONFUSION_FILE,
     CREATED,
+    ENVIRONMENT_FILE,
     EVAL_FILE,
     LABEL_FILE,
     LOCK_FILE,
@@ -150,6 +158,8 @@ __all__ = [
     "CLASSES_FILE",
     "CONFUSION_FILE",
     "CREATED",
+    "ENVIRONMENT_FILE",
+    "ENVIRONMENT_READ_LIMIT",
     "EVAL_FILE",
     "INDEX_READ_LIMIT",
     "JSON_READ_LIMIT",
@@ -200,6 +210,7 @@ __all__ = [
     "open_log",
     "prepare_resume",
     "read_confusion",
+    "read_environment",
     "read_eval",
     "read_metrics",
     "read_model_record",
@@ -216,6 +227,7 @@ __all__ = [
     "unknown_entries",
     "update_status",
     "write_classes",
+    "write_environment",
     "write_status",
     "write_vocabulary",
 ]

@@ -14,8 +14,9 @@ compared instead, so the live curves are never replaced. Compared runs pile up
 until the comparison is cleared, each once and never the run the plot already
 draws; they can be compared by any metric they recorded, against the step or the
 wall time. The plot's own curves are the loss against the step, so comparing by
-anything else takes the shown run into the comparison. Questions (delete?) and
-file choices go through methods a test can replace.
+anything else takes the shown run into the comparison. Under the comparison, a table
+says what differs between those runs' environments (:mod:`.environment_diff`).
+Questions (delete?) and file choices go through methods a test can replace.
 """
 
 from __future__ import annotations
@@ -77,6 +78,7 @@ from ..files.exports import CSV_FILTER, copy_metrics
 from ..run.loss_plot import LossPlot
 from ..widgets.tables import select_rows, style_list_table
 from .drawn_run_worker import ComparedCurve, ComparedRuns, DrawnRun, DrawnRunRequest
+from .environment_diff import EnvironmentDiff
 from .run_drawing import RunDrawing
 from .run_scanner import RunScanner
 from .run_table import SORT_ROLE
@@ -177,6 +179,7 @@ class RunsPanel(QWidget):
         self.x_axis_box.setToolTip("Compare against the step or the seconds since the start")
         self.comparison_note = QLabel()
         self.comparison_note.setWordWrap(True)
+        self.environment_diff = EnvironmentDiff()
         self.table = QTableView()
         self.table.setModel(self.proxy)
         self.table.setSortingEnabled(True)
@@ -238,6 +241,7 @@ class RunsPanel(QWidget):
         layout.addLayout(self._tools_row)
         layout.addLayout(self._second_row)
         layout.addWidget(self.comparison_note)
+        layout.addWidget(self.environment_diff)
         layout.addWidget(self.table, 1)
         self._fill_metric_box()
         self.metric_box.currentIndexChanged.connect(lambda _index: self._draw_comparisons())
@@ -523,6 +527,7 @@ class RunsPanel(QWidget):
         self.stop_drawing()
         self._shown = None
         self._fill_metric_box()
+        self._show_environments()
 
     def shown_run(self) -> RunSummary | None:
         """The past run the plot draws as its own curves (not a compared one)."""
@@ -732,6 +737,7 @@ class RunsPanel(QWidget):
             shown, self._shown = self._shown, None
             self._plot.clear()
             self._compared = {shown.path: shown, **self._compared}
+        self._show_environments()
         if not self._compared:
             self._comparing.cancel()
             self._compared_read(ComparedRuns((), *selection), {})
@@ -740,6 +746,13 @@ class RunsPanel(QWidget):
         self._comparing.ask(request)
         if self._comparing.reading == request:
             self._show_comparing(f"Reading {len(request.runs)} runs to compare…")
+
+    def _show_environments(self) -> None:
+        """What differs between the environments of the runs in the plot (its own and the
+        compared ones): below the comparison, while there are two or more."""
+        self.environment_diff.show_runs(
+            [*([self._shown] if self._shown else []), *self._compared.values()]
+        )
 
     @property
     def comparing(self) -> bool:

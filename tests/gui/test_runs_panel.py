@@ -1135,3 +1135,57 @@ def test_a_long_run_drawn_is_smoothed_over_every_step_at_each_weight(
     np.testing.assert_allclose(plot.smoothed(), expected, rtol=1e-9)
     x_range = plot.plot_item.getViewBox().viewRange()[0]
     assert x_range == pytest.approx([1000, 5000])
+
+
+def test_compare_shows_what_differs_between_the_runs_environments(
+    qtbot, make_window, three_runs
+) -> None:
+    """Two runs' environments recorded as a run records them, then one changed as another
+    machine's would be: a package upgraded, one added, one removed, a variable set. The
+    comparison lists exactly those keys, with "—" where a run has none; a run of an earlier
+    Distloop (no environment.json) is named, not compared."""
+    from distloop.engine.run_environment import collect_environment
+
+    record = collect_environment(load_example("seed"), None)
+    record["packages"]["numpy"] = "2.0.0"
+    record["packages"]["removed-later"] = "0.1"
+    record["variables"].pop("XLA_FLAGS", None)
+    other = json.loads(json.dumps(record))
+    other["packages"]["numpy"] = "2.1.3"
+    other["packages"]["added-later"] = "1.0"
+    del other["packages"]["removed-later"]
+    other["variables"]["XLA_FLAGS"] = "--xla_cpu_enable_fast_math=false"
+    other["seed"] = 7
+    other["recorded_at"] += 60  # when, and the digest, differ on every run: never listed
+    other["digest"] = "0" * 16
+    run_folder.write_environment(three_runs["old"], record)
+    run_folder.write_environment(three_runs["new"], other)
+
+    window: MainWindow = make_window()
+    panel = window.runs_panel
+    assert panel.environment_diff.isHidden()
+    _select(panel, three_runs["old"], three_runs["new"])
+    panel.compare_action.trigger()
+    _compared(qtbot, panel)
+    differences = panel.environment_diff
+    assert not differences.isHidden()
+    assert differences.title.text() == "Environments: 5 difference(s) in 2 runs"
+    assert differences.table.horizontalHeaderItem(1).text() in ("old", "new")
+    order = [differences.table.horizontalHeaderItem(c).text() for c in (1, 2)]
+    rows = {key: dict(zip(order, row, strict=True)) for key, row in differences.rows().items()}
+    assert rows == {
+        "packages.added-later": {"old": "—", "new": "1.0"},
+        "packages.numpy": {"old": "2.0.0", "new": "2.1.3"},
+        "packages.removed-later": {"old": "0.1", "new": "—"},
+        "seed": {"old": "0", "new": "7"},
+        "variables.XLA_FLAGS": {"old": "—", "new": "--xla_cpu_enable_fast_math=false"},
+    }
+
+    _select(panel, three_runs["failed"])
+    panel.compare_action.trigger()
+    _compared(qtbot, panel)
+    assert differences.title.text() == (
+        "Environments: 5 difference(s) in 2 runs; no environment.json in failed"
+    )
+    panel.clear_comparison_action.trigger()
+    assert differences.isHidden()
