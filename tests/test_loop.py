@@ -76,6 +76,9 @@ class FakeRunner:
         self.journal.append(("run", elements[0], count))
         return np.asarray([self._loss(e) for e in elements]), None
 
+    def input_wait(self) -> Any:
+        return None
+
     def finish(self) -> Iterable[tuple[Any, Any]]:
         return ()
 

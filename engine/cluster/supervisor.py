@@ -16,11 +16,13 @@ from pathlib import Path
 from typing import Literal
 
 from ..config import Project
+from ..findings import Findings
 from ..messages import (
     EvalMetrics,
     Log,
     Message,
     Phase,
+    Resources,
     RunFailed,
     RunFinished,
     RunStarted,
@@ -64,6 +66,8 @@ class TaskInfo:
     last_line: str
     last_step: int | None
     run_dir: Path
+    resources: Resources | None = None
+    """Its latest resource sample (``engine.system_metrics``), once one came."""
 
 
 class _Task:
@@ -82,6 +86,7 @@ class _Task:
         self.devices: list[str] | None = None
         """Where its replicas run, as its StrategyReady said (multi-worker tasks only)."""
         self.terminal: RunFinished | RunFailed | None = None
+        self.resources: Resources | None = None
 
 
 Ending = Literal["finished", "stopped", "failed"]
@@ -186,6 +191,9 @@ class LocalCluster:
         self._stopped: list[str] = []
         self._dumped = False
         self._held: list[Message] = []
+        self._findings = Findings()
+        """What slows the run, from every task's samples: said in the top-level engine.log
+        as it changes, in a hang's dump and in status.json at the end."""
 
     # --- control ---------------------------------------------------------------------
 
@@ -291,6 +299,7 @@ class LocalCluster:
                 last_line=t.last_line,
                 last_step=t.last_step,
                 run_dir=self.run_dir / TASKS_DIR / task_dir_name(t.spec),
+                resources=t.resources,
             )
             for t in self._tasks
         ]
@@ -378,6 +387,14 @@ class LocalCluster:
         elif isinstance(message, StrategyReady):
             task.devices = message.devices
             self._compare_devices()
+        elif isinstance(message, Resources):
+            task.resources = message
+            before = {f.line for f in self._findings.current}
+            if self._findings.add(message):
+                for finding in self._findings.current:
+                    if finding.line not in before:
+                        self._folder.log("warning", finding.line)
+            self._outbox.append(message)  # every task's: the window shows each one's
         elif isinstance(message, StepMetrics):
             task.last_step = message.steps[-1]
             if reporter:
@@ -528,10 +545,12 @@ class LocalCluster:
             if self._hosts is None
             else ", ".join(s.file for s in stacks if s.file)
         )
+        straggler = self._findings.straggler()
+        before = f"; before it, {straggler.line}" if straggler is not None else ""
         self._note(
             f"no step for {quiet_s:.0f} s: "
             + "; ".join(diagnose(stacks))
-            + f" (each task's stacks: {where})",
+            + f" (each task's stacks: {where}){before}",
             level="warning",
         )
 
@@ -592,7 +611,13 @@ class LocalCluster:
             details, status = {}, final.status
         if self._folder_lock is not None:
             self._folder_lock.free_reserve()  # on a full disk, the room to record the end
-        self._folder.finish(status, started_at=self._started_at, last_step=last_step, **details)
+        self._folder.finish(
+            status,
+            started_at=self._started_at,
+            last_step=last_step,
+            findings=[f.line for f in self._findings.current],
+            **details,
+        )
         self._note(f"the cluster run {status}")
         self._close_files()
         return final

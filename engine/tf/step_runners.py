@@ -81,23 +81,34 @@ class ReplicaStepRunner:
         self._call_one: Callable[[Any], tuple[Any, tf.Tensor]] = self._one
 
         @tf.function
-        def fused_steps(iterator: Any, count: tf.Tensor) -> tuple[Any, tf.Tensor]:
+        def fused_steps(iterator: Any, count: tf.Tensor) -> tuple[Any, tf.Tensor, tf.Tensor]:
             names = self._names  # None for a single loss, else one TensorArray per name
             losses = tuple(tf.TensorArray(tf.float32, size=count) for _ in names or [None])
             replicas = tf.TensorArray(tf.float32, size=count, infer_shape=False)
+            waited = tf.constant(0.0, tf.float64)
             for i in tf.range(count):
-                loss, local = distributed_step(next(iterator))
+                # The input wait, timed in the graph around the element's fetch: the host
+                # never sees a fused execution's elements, and a fetch per step would wait.
+                asked = tf.timestamp()
+                with tf.control_dependencies([asked]):
+                    element = next(iterator)
+                with tf.control_dependencies(tf.nest.flatten(element, expand_composites=True)):
+                    waited += tf.timestamp() - asked
+                loss, local = distributed_step(element)
                 values = [loss[name] for name in names] if names else [loss]
                 losses = tuple(
                     array.write(i, value) for array, value in zip(losses, values, strict=True)
                 )
                 replicas = replicas.write(i, local)
             stacked = [array.stack() for array in losses]
-            return (dict(zip(names, stacked, strict=True)) if names else stacked[0]), (
-                replicas.stack()
+            return (
+                (dict(zip(names, stacked, strict=True)) if names else stacked[0]),
+                replicas.stack(),
+                waited,
             )
 
         self._fused = fused_steps
+        self._waited: tf.Tensor | None = None
 
     def bind_input(self, element_spec: Any) -> None:
         """Traces the one-step function once, for the loop's dataset's ``element_spec``.
@@ -134,8 +145,12 @@ class ReplicaStepRunner:
         """``count`` steps in one call (a ``tf.range`` loop); every step's loss comes back."""
         # The fused loop keeps one TensorArray per named loss: it must know the names.
         self.loss_names(iterator.element_spec)
-        losses, replicas = self._fused(iterator, tf.constant(count, tf.int32))
+        losses, replicas, self._waited = self._fused(iterator, tf.constant(count, tf.int32))
         return losses, replicas if self._per_replica else None
+
+    def input_wait(self) -> tf.Tensor | None:
+        """The last fused call's seconds waiting for its elements, not fetched."""
+        return self._waited
 
     def finish(self) -> Iterable[tuple[Any, tf.Tensor | None]]:
         """Nothing: a synchronous step has ended when its call returns."""
