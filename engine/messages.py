@@ -290,6 +290,11 @@ class Resources(_Message):
     input_wait_s: float = 0.0
     gpus: list[GpuUse] | None = None
 
+    @property
+    def input_wait_share(self) -> float | None:
+        """The share of the steps' time spent waiting for input; None without steps."""
+        return self.input_wait_s / self.step_s if self.steps and self.step_s > 0 else None
+
 
 class DeviceInfo(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)

@@ -35,7 +35,7 @@ from .event_file import event, record, scalar_value
 from .findings import Findings
 from .loop import Executed, LoopHook
 from .messages import GpuUse, Resources
-from .run_folder import SYSTEM_METRICS_FILE, TENSORBOARD_DIR, update_status
+from .run_folder import SYSTEM_METRICS_FILE, TASKS_DIR, TENSORBOARD_DIR, update_status
 
 TICK_S = 0.05
 """How often the sampler wakes to see whether the process was held up."""
@@ -46,6 +46,9 @@ HELD_TOLERANCE_S = 0.005
 """A wake-up later than this counts as held up: a thread scheduled a little late on an idle
 machine (or waiting a moment for Python's lock) is not a stopped process."""
 MB = 1 << 20
+SWITCH_VARIABLE = "DISTLOOP_SYSTEM_METRICS"
+"""Set to ``off`` in the engine's environment, no task samples anything (the benchmark's
+baseline; a machine where even a thread a second is too much)."""
 
 
 class GpuReader:
@@ -214,7 +217,7 @@ def sample_row(sample: Resources) -> dict[str, float | None]:
         "steps": sample.steps,
         "step_s": sample.step_s,
         "input_wait_s": sample.input_wait_s,
-        "input_wait_share": input_wait_share(sample),
+        "input_wait_share": sample.input_wait_share,
     }
     for gpu in sample.gpus or []:
         row[f"gpu{gpu.index}_util_percent"] = gpu.utilization_percent
@@ -222,9 +225,37 @@ def sample_row(sample: Resources) -> dict[str, float | None]:
     return row
 
 
-def input_wait_share(sample: Resources) -> float | None:
-    """The share of the sample's step time spent waiting for input; None without steps."""
-    return sample.input_wait_s / sample.step_s if sample.steps and sample.step_s > 0 else None
+def read_samples(run_dir: Path) -> dict[str | None, list[dict[str, float | None]]]:
+    """A past run's samples by task, as :func:`sample_row` made them: a single run's own
+    ``system_metrics.csv`` (task None), a cluster's in each task's folder. Rows a killed
+    run cut short, and files that are not there, are left out."""
+    files = {None: run_dir / SYSTEM_METRICS_FILE}
+    tasks = run_dir / TASKS_DIR
+    if tasks.is_dir():
+        files = {
+            folder.name.replace("-", ":", 1): folder / SYSTEM_METRICS_FILE
+            for folder in sorted(tasks.iterdir())
+        }
+    samples: dict[str | None, list[dict[str, float | None]]] = {}
+    for task, path in files.items():
+        try:
+            with open(path, newline="", encoding="utf-8") as rows:
+                samples[task] = [row for row in map(_float_row, csv.DictReader(rows)) if row]
+        except (OSError, UnicodeDecodeError, csv.Error):
+            continue
+    return samples
+
+
+def _float_row(row: dict[str | None, str | list[str] | None]) -> dict[str, float | None]:
+    values: dict[str, float | None] = {}
+    for name, text in row.items():
+        if name is None or not isinstance(text, str):
+            return {}  # more cells than the header names: a damaged row
+        try:
+            values[name] = float(text) if text else None
+        except ValueError:
+            return {}
+    return values
 
 
 def _cell(value: float | None) -> str:
@@ -256,6 +287,7 @@ class Sampler:
         self._findings = Findings()
         """This task's own findings (input-bound), for its engine.log and status.json; a
         cluster's straggler is the launcher's to name, which sees every task."""
+        self._failed = False
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="system-metrics", daemon=True)
 
@@ -286,8 +318,12 @@ class Sampler:
                 held += late
             now = time.monotonic()
             if stopping or now - began >= self._sample_s:
-                with contextlib.suppress(Exception):  # a sample is never worth a run
+                try:
                     self._send(now - began, held)
+                except Exception as exc:  # a sample is never worth a run; said once
+                    if not self._failed:
+                        self._failed = True
+                        self._channel.log(f"a system metrics sample failed: {exc!r}", "warning")
                 began, held = now, 0.0
             if stopping:
                 return
@@ -312,9 +348,14 @@ class Sampler:
             input_wait_s=min(waited, step_s) if steps else 0.0,
             gpus=self._gpus.read() if self._gpus is not None else None,
         )
+        self._channel.send(sample)
+        before = {f.line for f in self._findings.current}
+        if self._findings.add(sample):
+            for finding in self._findings.current:
+                if finding.line not in before:
+                    self._channel.log(finding.line, "warning", forward=False)
         if self._files is not None:
             self._files.write(sample)
-        self._channel.send(sample)
 
 
 def _io_counters(process: psutil.Process) -> tuple[int, int] | None:
@@ -327,12 +368,16 @@ def _io_counters(process: psutil.Process) -> tuple[int, int] | None:
 
 
 @contextlib.contextmanager
-def sampling(channel: Channel, run_dir: Path | None) -> Iterator[StepClock]:
-    """Samples this task while the block runs; gives the hook that feeds it the steps.
+def sampling(channel: Channel, run_dir: Path | None) -> Iterator[StepClock | None]:
+    """Samples this task while the block runs; gives the hook that feeds it the steps
+    (None when :data:`SWITCH_VARIABLE` turns sampling off).
 
     Writes nothing without a run folder, and a folder it cannot write (a full disk)
     costs the samples' files only: the messages still go out.
     """
+    if os.environ.get(SWITCH_VARIABLE, "").lower() == "off":
+        yield None
+        return
     clock = StepClock()
     files = None
     if run_dir is not None:

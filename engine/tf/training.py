@@ -82,7 +82,7 @@ def _train(
     run_dir: Path | None,
     channel: Channel,
     should_stop: Callable[[], bool],
-    clock: StepClock,
+    clock: StepClock | None,
     *,
     resume: bool,
 ) -> RunFinished:
@@ -115,10 +115,9 @@ def _train(
 
     with ExitStack() as cleanup:
         reporting = _reporting(prepared, project, run_dir, channel, evaluator, loss_names, cleanup)
-        hooks = [
-            clock,
-            *_hooks(prepared, project, run_dir, channel, should_stop, reporting, evaluator),
-        ]
+        hooks = _hooks(prepared, project, run_dir, channel, should_stop, reporting, evaluator)
+        if clock is not None:
+            hooks.insert(0, clock)
         plan = LoopPlan(
             first_step=done_steps + 1,
             last_step=prepared.data.total_steps,
