@@ -32,10 +32,17 @@ import psutil
 
 from .channel import Channel
 from .event_file import event, record, scalar_value
+from .fileio import open_text
 from .findings import Findings
 from .loop import Executed, LoopHook
 from .messages import GpuUse, Resources
-from .run_folder import SYSTEM_METRICS_FILE, TASKS_DIR, TENSORBOARD_DIR, update_status
+from .run_folder import (
+    SYSTEM_METRICS_FILE,
+    TASKS_DIR,
+    TENSORBOARD_DIR,
+    RunFolderError,
+    update_status,
+)
 
 TICK_S = 0.05
 """How often the sampler wakes to see whether the process was held up."""
@@ -166,9 +173,12 @@ class ResourceFiles:
         self._writer: Any = None
         self._columns: list[str] = []
         folder = run_dir / TENSORBOARD_DIR
+        if folder.is_symlink():  # the run fails on it (engine.tf.tensorboard); write nothing
+            raise RunFolderError(f"{folder} is a symbolic link: event files go into the run folder")
         folder.mkdir(parents=True, exist_ok=True)
         name = f"events.out.tfevents.{time.time():.0f}.{socket.gethostname()}.system"
-        self._events = open(folder / name, "ab")  # noqa: SIM115 (kept open for the run)
+        flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | getattr(os, "O_NOFOLLOW", 0)
+        self._events = os.fdopen(os.open(folder / name, flags, 0o666), "ab")
         self._events.write(record(event(time.time())))
         self._events.flush()
 
@@ -188,11 +198,11 @@ class ResourceFiles:
         self._events.flush()
 
     def _open_csv(self, columns: list[str]) -> None:
-        existing = self._csv_path.exists() and self._csv_path.stat().st_size > 0
-        self._csv = open(self._csv_path, "a", newline="", encoding="utf-8")  # noqa: SIM115
+        # Never through a link: a resumed folder's file may be anyone's (engine.fileio).
+        self._csv = open_text(self._csv_path, "a", newline="")
         self._writer = csv.writer(self._csv)
-        if existing:
-            with open(self._csv_path, newline="", encoding="utf-8") as old:
+        if self._csv.tell() > 0:  # a resumed run's: its rows go on under the same header
+            with open_text(self._csv_path, "r", newline="") as old:
                 self._columns = next(csv.reader(old), columns)
         else:
             self._columns = columns
@@ -239,7 +249,7 @@ def read_samples(run_dir: Path) -> dict[str | None, list[dict[str, float | None]
     samples: dict[str | None, list[dict[str, float | None]]] = {}
     for task, path in files.items():
         try:
-            with open(path, newline="", encoding="utf-8") as rows:
+            with open_text(path, "r", newline="") as rows:
                 samples[task] = [row for row in map(_float_row, csv.DictReader(rows)) if row]
         except (OSError, UnicodeDecodeError, csv.Error):
             continue

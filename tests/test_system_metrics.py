@@ -279,3 +279,22 @@ def _stepping_pid(out: Path, task: str) -> int | None:
     except (OSError, KeyError, ValueError):
         return None
     return pid if stepping else None
+
+
+def test_the_samples_are_never_written_through_a_link(tmp_path) -> None:
+    """A run folder may be anyone's: its files are written where they are, or not at all."""
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    linked = tmp_path / "linked"
+    linked.mkdir()
+    (linked / TENSORBOARD_DIR).symlink_to(elsewhere)
+    with pytest.raises(OSError, match="is a symbolic link"):
+        ResourceFiles(linked)
+    crafted = tmp_path / "crafted"
+    crafted.mkdir()
+    (crafted / SYSTEM_METRICS_FILE).symlink_to(elsewhere / "bashrc")
+    files = ResourceFiles(crafted)
+    with pytest.raises(OSError):
+        files.write(sample(None, 1.0))
+    files.close()
+    assert list(elsewhere.iterdir()) == []
