@@ -32,6 +32,9 @@ INPUT_BOUND_SHARE = 0.4
 """Below it, fetching the next element is the usual cost of a small step (the seed model's
 distributed iterator takes about a fifth of its 4 ms step on a CPU here)."""
 STRAGGLER_RATIO = 1.25
+MIN_INPUT_WAIT_S = 0.002
+"""Nor is a wait under this per step a slow pipeline: it is what handing over an element
+costs in Python (the distributed iterator's ~1 ms), whatever the pipeline does."""
 MIN_STEPS = 3
 MIN_SAMPLED_S = 2.5
 """Fewer steps or seconds of samples than this are no evidence yet."""
@@ -144,6 +147,7 @@ class Findings:
             )
             for load in loads
             if load.input_share >= INPUT_BOUND_SHARE
+            and load.input_wait_s / load.steps >= MIN_INPUT_WAIT_S
         ]
         straggler = _straggler(loads, evidence)
         return found + ([straggler] if straggler else [])

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QPointF, Qt
+from PySide6.QtCore import QPointF, Qt, QTimer
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QVBoxLayout, QWidget
 
 from ...engine.run_events import ResourcesSampled, RunEvent
@@ -31,6 +31,8 @@ MEASURES: dict[str, tuple[str, float]] = {
     "GPU memory (MiB)": ("_memory_mb", 1.0),
 }
 """What the view can show: the sample column (a GPU's: the end of ``gpuN…``) and its scale."""
+REDRAW_INTERVAL_MS = 1000
+"""Samples come once a second per task: a cluster's are drawn together, not one by one."""
 COLORS = [(31, 119, 180), (255, 127, 14), (44, 160, 44), (214, 39, 40), (148, 103, 189)]
 Row = dict[str, float | None]
 
@@ -44,6 +46,9 @@ class ResourcesPlot(QWidget):
         self._model: RunModel | None = None
         self._rows: dict[str | None, list[Row]] = {}
         self._curves: dict[str, pg.PlotDataItem] = {}
+        self._drawn: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        """What the curves show, kept for the crosshair's readout (it follows the mouse)."""
+        self._dirty = False
 
         self.measure = QComboBox()
         self.measure.addItems(list(MEASURES))
@@ -72,6 +77,10 @@ class ResourcesPlot(QWidget):
         layout.addWidget(self.plot_widget, 1)
 
         self.measure.currentTextChanged.connect(lambda _: self.redraw())
+        self._timer = QTimer(self)
+        self._timer.setInterval(REDRAW_INTERVAL_MS)
+        self._timer.timeout.connect(self._redraw_if_new)
+        self._timer.start()
         loss_plot.plot_widget.scene().sigMouseMoved.connect(self._on_loss_mouse)
         self.plot_widget.scene().sigMouseMoved.connect(self._on_own_mouse)
 
@@ -95,7 +104,7 @@ class ResourcesPlot(QWidget):
     def show_change(self, model: RunModel, event: RunEvent) -> None:
         if model is self._model and isinstance(event, ResourcesSampled):
             self._rows.setdefault(event.message.task, []).append(sample_row(event.message))
-            self.redraw()
+            self._dirty = True
 
     def show_past(self, run_dir: Path) -> None:
         """A past run's samples, from its files (none: an empty view)."""
@@ -125,12 +134,18 @@ class ResourcesPlot(QWidget):
                 found[label or "this run"] = (table[:, 0], table[:, 1])
         return found
 
+    def _redraw_if_new(self) -> None:
+        if self._dirty:
+            self.redraw()
+
     def redraw(self) -> None:
+        self._dirty = False
+        self._drawn = self.series()
         for curve in self._curves.values():
             self.plot_item.removeItem(curve)
         self.legend.clear()
         self._curves = {}
-        for index, (name, (steps, values)) in enumerate(self.series().items()):
+        for index, (name, (steps, values)) in enumerate(self._drawn.items()):
             pen = pg.mkPen(color=COLORS[index % len(COLORS)], width=2)
             curve = pg.PlotDataItem(steps, values, pen=pen, name=name)
             self.plot_item.addItem(curve)
@@ -153,7 +168,7 @@ class ResourcesPlot(QWidget):
     def show_readout(self, x: float) -> None:
         """The crosshair at step ``x``, and each curve's value at the sample nearest it."""
         parts = []
-        for name, (steps, values) in self.series().items():
+        for name, (steps, values) in self._drawn.items():
             index = int(np.argmin(np.abs(steps - x)))
             parts.append(f"{name}: {values[index]:.4g} (step {int(steps[index])})")
         self.v_line.setPos(x)
