@@ -51,6 +51,8 @@ class TaskLoad:
     input_wait_s: float
     held_s: float
     sampled_s: float
+    input_timed: bool = True
+    """False where the run cannot time its input wait (fused steps under op determinism)."""
 
     @property
     def per_step_s(self) -> float:
@@ -71,9 +73,10 @@ class TaskLoad:
 
     def evidence(self) -> str:
         name = f"{self.task}: " if self.task else ""
+        waiting = f"{self.input_share:.0%}" if self.input_timed else "untimed"
         return (
-            f"{name}{self.per_step_s * 1000:.1f} ms/step, {self.input_share:.0%} waiting for "
-            f"input, {self.held_share:.0%} held up"
+            f"{name}{self.per_step_s * 1000:.1f} ms/step, {waiting} waiting for input, "
+            f"{self.held_share:.0%} held up"
         )
 
 
@@ -122,7 +125,8 @@ class Findings:
                 task=task,
                 steps=sum(s.steps for s in stepping),
                 step_s=sum(s.step_s for s in stepping),
-                input_wait_s=sum(s.input_wait_s for s in stepping),
+                input_wait_s=sum(s.input_wait_s or 0.0 for s in stepping),
+                input_timed=all(s.input_wait_s is not None for s in stepping),
                 held_s=sum(s.held_s for s in stepping),
                 sampled_s=sum(s.interval_s for s in stepping),
             )
@@ -146,7 +150,8 @@ class Findings:
                 bucket=(int(load.input_share * 5),),
             )
             for load in loads
-            if load.input_share >= INPUT_BOUND_SHARE
+            if load.input_timed
+            and load.input_share >= INPUT_BOUND_SHARE
             and load.input_wait_s / load.steps >= MIN_INPUT_WAIT_S
         ]
         straggler = _straggler(loads, evidence)

@@ -272,8 +272,8 @@ class Resources(_Message):
     machine): a task held up holds up every peer waiting for it in a collective.
     ``steps``, ``step_s`` and ``input_wait_s`` add up the executions that ended in the
     interval: how many steps, their seconds, and of those the seconds spent waiting
-    for the input pipeline's next element. ``gpus`` is None where NVML or a GPU is
-    missing, so a consumer shows no GPU columns rather than zeros.
+    for the input pipeline's next element (None when the run cannot time it). ``gpus`` is
+    None where NVML or a GPU is missing, so a consumer shows no GPU columns, not zeros.
     """
 
     type: Literal["resources"] = "resources"
@@ -287,13 +287,18 @@ class Resources(_Message):
     held_s: float = 0.0
     steps: int = 0
     step_s: float = 0.0
-    input_wait_s: float = 0.0
+    input_wait_s: float | None = Field(
+        0.0,
+        description="None where it could not be timed: fused steps under op determinism.",
+    )
     gpus: list[GpuUse] | None = None
 
     @property
     def input_wait_share(self) -> float | None:
-        """The share of the steps' time spent waiting for input; None without steps."""
-        return self.input_wait_s / self.step_s if self.steps and self.step_s > 0 else None
+        """The share of the steps' time spent waiting for input; None without steps or time."""
+        if self.input_wait_s is None or not self.steps or self.step_s <= 0:
+            return None
+        return self.input_wait_s / self.step_s
 
 
 class DeviceInfo(BaseModel):

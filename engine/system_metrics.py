@@ -146,17 +146,19 @@ class StepClock(LoopHook):
             self._pending.append((executed.count, executed.step_s, executed.input_wait_s))
             self.last_step = executed.last_step
 
-    def take(self) -> tuple[int, float, float]:
-        """Steps, their seconds and their input wait since the last call (fetching waits)."""
+    def take(self) -> tuple[int, float, float | None]:
+        """Steps, their seconds and their input wait since the last call (fetching waits);
+        the wait is None when an execution could not time it."""
         with self._lock:
             pending, self._pending = self._pending, []
         steps = sum(count for count, _, _ in pending)
         seconds = sum(step_s for _, step_s, _ in pending)
+        if any(wait is None for _, _, wait in pending):
+            return steps, seconds, None
         waited = 0.0
         for _, _, wait in pending:
-            if wait is not None:
-                with contextlib.suppress(Exception):  # a failed step's tensor: its run fails
-                    waited += float(wait)
+            with contextlib.suppress(Exception):  # a failed step's tensor: its run fails
+                waited += float(wait)
         return steps, seconds, waited
 
 
@@ -355,7 +357,7 @@ class Sampler:
             held_s=min(held_s, interval_s),
             steps=steps,
             step_s=step_s,
-            input_wait_s=min(waited, step_s) if steps else 0.0,
+            input_wait_s=None if waited is None else min(waited, step_s) if steps else 0.0,
             gpus=self._gpus.read() if self._gpus is not None else None,
         )
         self._channel.send(sample)

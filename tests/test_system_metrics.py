@@ -181,18 +181,22 @@ def train_step(step, inputs):
 """
 
 
-def run_with_data_code(tmp_path: Path, delay_s: float, steps: int) -> tuple[str, Path]:
+def run_with_data_code(
+    tmp_path: Path, delay_s: float, steps: int, **training: Any
+) -> tuple[str, Path]:
     """A run of custom data code; a model whose step takes milliseconds, so fetching an
     element from a fast pipeline is a small part of it, as in real training."""
     code = tmp_path / f"data_{delay_s}.py"
     code.write_text(SLOW_DATA.format(delay=delay_s), encoding="utf-8")
-    data = {**synthetic_project(1, batch=256, steps=steps), "custom_code": {"path": str(code)}}
+    data = synthetic_project(1, batch=256, steps=steps, **training)
+    data["custom_code"] = {"path": str(code)}
     data["data"]["examples"] = 256 * 64
     dense = {"kind": "dense", "units": 1024, "activation": "relu"}
     data["model"]["layers"] = [dense, dense, {"kind": "dense", "units": 3}]
-    project = tmp_path / f"project_{delay_s}.json"
+    name = "_".join([str(delay_s), *(f"{k}_{v}" for k, v in training.items())])
+    project = tmp_path / f"project_{name}.json"
     project.write_text(json.dumps(data), encoding="utf-8")
-    out = tmp_path / f"run_{delay_s}"
+    out = tmp_path / f"run_{name}"
     result = distloop("run", str(project), "--out", str(out), "--quiet", timeout_s=400)
     assert result.returncode == 0, result.stderr
     return result.stderr, out
@@ -233,6 +237,25 @@ def test_slow_data_code_is_reported_input_bound_and_fast_data_code_is_not(tmp_pa
     steps = [step for step, _ in scalars["system/rss_mb"]]
     assert steps == sorted(steps) and steps[-1] == 60
     assert max(share for _, share in scalars["system/input_wait_share"]) > INPUT_BOUND_SHARE
+
+
+@pytest.mark.slow
+def test_fused_steps_time_their_input_wait_in_the_graph_unless_determinism_forbids(
+    tmp_path,
+) -> None:
+    """K = 5 steps per call: the wait is timed around each fetch inside the step function;
+    TensorFlow refuses its clock under op determinism, and then nothing is claimed."""
+    said, fused = run_with_data_code(
+        tmp_path, 0.3, steps=40, steps_per_execution=5, deterministic=False
+    )
+    assert "[engine] input-bound: " in said, said
+    assert recorded_wait(fused)[1] > INPUT_BOUND_SHARE
+
+    said, exact = run_with_data_code(tmp_path, 0.1, steps=20, steps_per_execution=5)
+    assert "input-bound" not in said, said
+    with open(exact / SYSTEM_METRICS_FILE, newline="", encoding="utf-8") as rows:
+        stepping = [row for row in csv.DictReader(rows) if int(row["steps"])]
+    assert stepping and all(row["input_wait_s"] == "" for row in stepping)
 
 
 # --- a real cluster whose worker:1 is held up from outside -----------------------------------

@@ -40,8 +40,11 @@ class ReplicaStepRunner:
         per_replica_losses: bool,
         to_replicas: Callable[[Any], Any],
         single_loss: bool = False,
+        time_input: bool = False,
     ) -> None:
-        """``single_loss`` says the step returns one tensor, so its output needs no trace."""
+        """``single_loss`` says the step returns one tensor, so its output needs no trace.
+        ``time_input``: fused steps time their input wait in the graph, which TensorFlow
+        refuses under op determinism (``training.deterministic``)."""
         self._strategy = strategy
         self._per_replica = per_replica_losses
         self._structure_known = single_loss
@@ -86,14 +89,18 @@ class ReplicaStepRunner:
             losses = tuple(tf.TensorArray(tf.float32, size=count) for _ in names or [None])
             replicas = tf.TensorArray(tf.float32, size=count, infer_shape=False)
             waited = tf.constant(0.0, tf.float64)
+            # The input wait, timed in the graph around each element's fetch: the host never
+            # sees a fused execution's elements, and a fetch per step would wait.
             for i in tf.range(count):
-                # The input wait, timed in the graph around the element's fetch: the host
-                # never sees a fused execution's elements, and a fetch per step would wait.
-                asked = tf.timestamp()
-                with tf.control_dependencies([asked]):
+                if time_input:
+                    asked = tf.timestamp()
+                    with tf.control_dependencies([asked]):
+                        element = next(iterator)
+                    fetched = tf.nest.flatten(element, expand_composites=True)
+                    with tf.control_dependencies(fetched):
+                        waited += tf.timestamp() - asked
+                else:
                     element = next(iterator)
-                with tf.control_dependencies(tf.nest.flatten(element, expand_composites=True)):
-                    waited += tf.timestamp() - asked
                 loss, local = distributed_step(element)
                 values = [loss[name] for name in names] if names else [loss]
                 losses = tuple(
@@ -108,6 +115,7 @@ class ReplicaStepRunner:
             )
 
         self._fused = fused_steps
+        self._timed = time_input
         self._waited: tf.Tensor | None = None
 
     def bind_input(self, element_spec: Any) -> None:
@@ -149,8 +157,9 @@ class ReplicaStepRunner:
         return losses, replicas if self._per_replica else None
 
     def input_wait(self) -> tf.Tensor | None:
-        """The last fused call's seconds waiting for its elements, not fetched."""
-        return self._waited
+        """The last fused call's seconds waiting for its elements, not fetched; None when
+        op determinism kept them from being timed."""
+        return self._waited if self._timed else None
 
     def finish(self) -> Iterable[tuple[Any, tf.Tensor | None]]:
         """Nothing: a synchronous step has ended when its call returns."""
@@ -171,6 +180,7 @@ class StepRunner(ReplicaStepRunner):
         per_replica_losses: bool,
         to_replicas: Callable[[Any], Any],
         jit_compile: bool = False,
+        time_input: bool = False,
     ) -> None:
         # A LossScaleOptimizer unscales the gradients itself in apply_gradients.
         scaled = isinstance(optimizer, tf.keras.optimizers.LossScaleOptimizer)
@@ -209,4 +219,5 @@ class StepRunner(ReplicaStepRunner):
             per_replica_losses=per_replica_losses,
             to_replicas=to_replicas,
             single_loss=True,
+            time_input=time_input,
         )

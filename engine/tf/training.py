@@ -196,6 +196,7 @@ def _step_runner(
             per_replica_losses=training.per_replica_losses,
             to_replicas=replica_input.to_replicas,
             jit_compile=training.jit_compile,
+            time_input=not training.deterministic,
         )
     context = StepContext(
         models=prepared.models,
@@ -217,6 +218,7 @@ def _step_runner(
         replica_step(prepared.code, context),
         per_replica_losses=training.per_replica_losses,
         to_replicas=replica_input.to_replicas,
+        time_input=not training.deterministic,
     )
 
 

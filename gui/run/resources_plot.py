@@ -31,6 +31,8 @@ MEASURES: dict[str, tuple[str, float]] = {
     "GPU memory (MiB)": ("_memory_mb", 1.0),
 }
 """What the view can show: the sample column (a GPU's: the end of ``gpuN…``) and its scale."""
+MIN_HEIGHT = 120
+"""Pixels of graph: its curves and legend stay readable under a tall loss plot."""
 REDRAW_INTERVAL_MS = 1000
 """Samples come once a second per task: a cluster's are drawn together, not one by one."""
 COLORS = [(31, 119, 180), (255, 127, 14), (44, 160, 44), (214, 39, 40), (148, 103, 189)]
@@ -56,6 +58,7 @@ class ResourcesPlot(QWidget):
         self.readout = QLabel()
         self.readout.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.plot_widget = pg.PlotWidget(background="w")
+        self.plot_widget.setMinimumHeight(MIN_HEIGHT)
         self.plot_item = self.plot_widget.getPlotItem()
         self.plot_item.setLabel("bottom", "step")
         self.plot_item.getAxis("left").enableAutoSIPrefix(False)
