@@ -102,9 +102,11 @@ class Findings:
         self._window_s = window_s
         self._samples: dict[str | None, deque[Resources]] = {}
         self.current: list[Finding] = []
+        self.new: list[Finding] = []
+        """At the last change, the findings to be said: those not said before it."""
 
     def add(self, sample: Resources) -> bool:
-        """Takes one task's sample; True when the findings changed (to be said again)."""
+        """Takes one task's sample; True when the findings changed (``new`` says them)."""
         window = self._samples.setdefault(sample.task, deque())
         window.append(sample)
         while window and window[0].time < sample.time - self._window_s:
@@ -113,6 +115,9 @@ class Findings:
         changed = [(f.kind, f.task, f.bucket) for f in findings] != [
             (f.kind, f.task, f.bucket) for f in self.current
         ]
+        if changed:
+            said = {f.line for f in self.current}
+            self.new = [f for f in findings if f.line not in said]
         self.current = findings  # the latest numbers, said or not
         return changed
 

@@ -229,15 +229,12 @@ class RunModel:
         """Keeps the sample; a finding that is new or changed is said once, in the log."""
         self.resources.setdefault(message.task, []).append(message)
         self._tell(ResourcesSampled(message))
-        if self._findings.add(message):
-            said = {f.line for f in self.findings}
-            new = [f for f in self._findings.current if f.line not in said]
-            self.findings = list(self._findings.current)
+        changed = self._findings.add(message)
+        self.findings = list(self._findings.current)  # the latest numbers, said or not
+        if changed:
             self._tell(FindingsChanged(tuple(self.findings)))
-            for finding in new:
+            for finding in self._findings.new:
                 self._tell(Logged(Log(level="warning", text=finding.line)))
-        else:
-            self.findings = list(self._findings.current)
 
     def stopping(self) -> None:
         """A stop was asked for: the engine stops after its current step."""

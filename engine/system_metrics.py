@@ -361,11 +361,9 @@ class Sampler:
             gpus=self._gpus.read() if self._gpus is not None else None,
         )
         self._channel.send(sample)
-        before = {f.line for f in self._findings.current}
         if self._findings.add(sample):
-            for finding in self._findings.current:
-                if finding.line not in before:
-                    self._channel.log(finding.line, "warning", forward=False)
+            for finding in self._findings.new:
+                self._channel.log(finding.line, "warning", forward=False)
         if self._files is not None:
             self._files.write(sample)
 

@@ -389,11 +389,9 @@ class LocalCluster:
             self._compare_devices()
         elif isinstance(message, Resources):
             task.resources = message
-            before = {f.line for f in self._findings.current}
             if self._findings.add(message):
-                for finding in self._findings.current:
-                    if finding.line not in before:
-                        self._folder.log("warning", finding.line)
+                for finding in self._findings.new:
+                    self._folder.log("warning", finding.line)
             self._outbox.append(message)  # every task's: the window shows each one's
         elif isinstance(message, StepMetrics):
             task.last_step = message.steps[-1]
