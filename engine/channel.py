@@ -15,6 +15,7 @@ from __future__ import annotations
 import collections
 import contextlib
 import queue
+import threading
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -27,6 +28,9 @@ class Channel:
         self._queue = out
         self._task = task
         self._waiting: collections.deque[_Message] = collections.deque()
+        self._lock = threading.RLock()
+        """The loop and the resource sampler (``engine.system_metrics``) both send: one
+        message must not be delivered twice, nor one batch merged into another's copy."""
         self._log_file: TextIO | None = None
         self.log_error: RunFolderError | None = None
         """Why ``engine.log`` could not be opened (a link to elsewhere, no permission): the
@@ -45,18 +49,20 @@ class Channel:
 
     def send(self, message: _Message) -> None:
         """Queues a message that must arrive (run started, finished, failed), in order."""
-        self._waiting.append(message.model_copy(update={"task": self._task}))
-        self._deliver(block=False)
+        with self._lock:
+            self._waiting.append(message.model_copy(update={"task": self._task}))
+            self._deliver(block=False)
 
     def metrics(self, message: StepMetrics) -> None:
         """Sends step metrics without blocking; merges them with a batch still waiting."""
         message = message.model_copy(update={"task": self._task})
         if message.steps:
             self.last_step = message.steps[-1]
-        if self._waiting and isinstance(self._waiting[-1], StepMetrics):
-            message = _merge(self._waiting.pop(), message)
-        self._waiting.append(message)
-        self._deliver(block=False)
+        with self._lock:
+            if self._waiting and isinstance(self._waiting[-1], StepMetrics):
+                message = _merge(self._waiting.pop(), message)
+            self._waiting.append(message)
+            self._deliver(block=False)
 
     def log(
         self, text: str, level: str = "info", source: str = "engine", *, forward: bool = True
@@ -86,7 +92,8 @@ class Channel:
     def flush(self) -> None:
         """Delivers everything still waiting, however long the parent takes to read: a
         process that answers requests (prediction) ends each answer with it."""
-        self._deliver(block=True)
+        with self._lock:
+            self._deliver(block=True)
 
     def close(self) -> None:
         """Delivers everything still waiting, then closes the queue and the log."""

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Literal, Protocol, runtime_checkable
 
 from .config import Project
-from .messages import Message
+from .messages import Message, Resources
 
 POLL_S = 0.1
 STOP_GRACE_S = 5.0
@@ -54,6 +54,8 @@ class TaskInfo:
     last_line: str
     last_step: int | None
     run_dir: Path
+    resources: Resources | None = None
+    """Its latest resource sample (``engine.system_metrics``), once one came."""
 
 
 @runtime_checkable

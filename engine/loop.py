@@ -51,6 +51,12 @@ class Executed:
     """The local replicas' losses, when the run reports them; else None."""
     elapsed_s: float
     """The training clock when the execution returned."""
+    step_s: float = 0.0
+    """Seconds from asking for its input to the step function's return."""
+    input_wait_s: Any = None
+    """Of those, the seconds spent waiting for the input: a float the loop measured around
+    ``next``, or what a fused execution's runner reports (a tensor, unfetched; None where it
+    cannot tell). ``engine.system_metrics`` adds them up off the training thread."""
 
     @property
     def last_step(self) -> int:
@@ -79,6 +85,11 @@ class StepRunner(Protocol):
 
     def run_many(self, iterator: Any, count: int) -> tuple[Any, Any]:
         """``count`` steps in one call, taking their elements from ``iterator``."""
+        ...
+
+    def input_wait(self) -> Any:
+        """Seconds the last ``run_many`` waited for its elements, as the runner has them
+        (a tensor is not fetched here: that would wait for the step); None if unknown."""
         ...
 
     def finish(self) -> Iterable[tuple[Any, Any]]:
@@ -166,21 +177,29 @@ def run_loop(
     step = plan.first_step
     stop_requested = False
 
-    def executed(first: int, count: int, result: tuple[Any, Any]) -> None:
+    def executed(
+        first: int, count: int, result: tuple[Any, Any], began: float, waited: Any = None
+    ) -> None:
         losses, replicas = result
-        events.after_steps(Executed(first, count, losses, replicas, time.perf_counter() - start))
+        now = time.perf_counter()
+        events.after_steps(
+            Executed(first, count, losses, replicas, now - start, now - began, waited)
+        )
 
     try:
         try:
             if plan.steps_per_execution == 1 and plan.epoch_form:
+                asked = time.perf_counter()
                 for element in dataset:
+                    got = time.perf_counter()
                     if step > plan.last_step:
                         break
                     if events.should_stop():
                         stop_requested = True
                         break
                     step += 1
-                    executed(step - 1, 1, runner.run_one(element))
+                    executed(step - 1, 1, runner.run_one(element), asked, got - asked)
+                    asked = time.perf_counter()
             else:
                 iterator = iter(dataset)
                 while step <= plan.last_step:
@@ -190,14 +209,18 @@ def run_loop(
                     count = min(plan.steps_per_execution, plan.last_step - step + 1)
                     count = max(1, min(count, events.steps_until_pause(step)))
                     step += count
+                    asked = time.perf_counter()
                     if count == 1 and plan.steps_per_execution == 1:
-                        executed(step - 1, 1, runner.run_one(next(iterator)))
+                        element = next(iterator)
+                        waited = time.perf_counter() - asked
+                        executed(step - 1, 1, runner.run_one(element), asked, waited)
                     else:
-                        executed(step - count, count, runner.run_many(iterator, count))
+                        result = runner.run_many(iterator, count)
+                        executed(step - count, count, result, asked, runner.input_wait())
             if stop_requested:
                 for result in runner.finish():
                     step += 1
-                    executed(step - 1, 1, result)
+                    executed(step - 1, 1, result, time.perf_counter())
         except StopLoop:
             stop_requested = True
     except BaseException as error:

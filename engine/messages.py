@@ -24,6 +24,8 @@ Engine → parent, in the order a run produces them::
     RunStarted      once the model and data exist: what really runs (replicas, devices)
     StepMetrics*    batches of consecutive steps, each step's reduced loss
     EvalMetrics*    with ``evaluation`` set: validation metrics after every N steps
+    Resources*      about once a second, from a sampler thread: the task's CPU, memory, disk
+                    and GPU use, and how long its steps waited for input (``engine.system_metrics``)
     RunFinished     status "finished" (ran to the end) or "stopped" (asked to stop)
   | RunFailed       an exception in the engine, with its traceback
     DevicesDetected answer to a device probe (``engine.process.detect_devices``), or
@@ -60,7 +62,8 @@ evaluation; ``RunFinished.killed`` and ``RunFailed.known``, for how a run ended;
 ``RunStarted.strategy_kind``, the strategy's name as the user chose it;
 :class:`StrategyReady`, for comparing a cluster's devices before they hang it;
 :class:`EnvironmentReady`, for comparing its tasks' software;
-:class:`EngineJob`, a run as its engine receives it; :class:`Phase`, what it is doing): the
+:class:`EngineJob`, a run as its engine receives it; :class:`Phase`, what it is doing;
+:class:`Resources`, what a task uses and waits for): the
 engine and its parent always come from the same installation, and a consumer that
 ignores them still reads every run correctly.
 
@@ -266,6 +269,57 @@ class RunFailed(_Message):
     )
 
 
+class GpuUse(BaseModel):
+    """One NVIDIA GPU as NVML saw it at a sample: busy share and memory in use."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    index: int
+    utilization_percent: float
+    memory_used_bytes: int
+    memory_total_bytes: int
+
+
+class Resources(_Message):
+    """What one task used and waited for over the last ``interval_s`` seconds.
+
+    Sent by a sampler thread beside the training loop (``engine.system_metrics``), never
+    by the loop itself, so sampling costs the steps nothing they wait for. ``step`` is the
+    last step the loop had run when the sample was taken (None before the first), the
+    axis the window draws these on beside the loss. ``held_s`` is how long the process
+    could not run although it wanted to (stopped, starved of CPU by a quota or a busy
+    machine): a task held up holds up every peer waiting for it in a collective.
+    ``steps``, ``step_s`` and ``input_wait_s`` add up the executions that ended in the
+    interval: how many steps, their seconds, and of those the seconds spent waiting
+    for the input pipeline's next element (None when the run cannot time it). ``gpus`` is
+    None where NVML or a GPU is missing, so a consumer shows no GPU columns, not zeros.
+    """
+
+    type: Literal["resources"] = "resources"
+    time: float = Field(description="Unix time of the sample.")
+    interval_s: float
+    step: int | None = None
+    cpu_percent: float = Field(description="Of one core: 200 is two cores busy.")
+    rss_bytes: int
+    read_bytes: int | None = Field(None, description="Read by the process so far, if known.")
+    write_bytes: int | None = Field(None, description="Written by the process so far, if known.")
+    held_s: float = 0.0
+    steps: int = 0
+    step_s: float = 0.0
+    input_wait_s: float | None = Field(
+        0.0,
+        description="None where it could not be timed: fused steps under op determinism.",
+    )
+    gpus: list[GpuUse] | None = None
+
+    @property
+    def input_wait_share(self) -> float | None:
+        """The share of the steps' time spent waiting for input; None without steps or time."""
+        if self.input_wait_s is None or not self.steps or self.step_s <= 0:
+            return None
+        return self.input_wait_s / self.step_s
+
+
 class DeviceInfo(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -367,6 +421,7 @@ Message = Annotated[
     | EnvironmentReady
     | StepMetrics
     | EvalMetrics
+    | Resources
     | RunFinished
     | Stopping
     | RunFailed

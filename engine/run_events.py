@@ -17,6 +17,7 @@ from .messages import (
     EvalMetrics,
     Log,
     Phase,
+    Resources,
     RunFailed,
     RunFinished,
     RunStarted,
@@ -26,6 +27,7 @@ from .messages import (
 
 if TYPE_CHECKING:
     from .engine_handle import TaskInfo
+    from .findings import Finding
 
 
 @dataclass(frozen=True)
@@ -95,6 +97,20 @@ class TasksChanged:
     tasks: tuple[TaskInfo, ...]
 
 
+@dataclass(frozen=True)
+class ResourcesSampled:
+    """A task's resources and input wait over the last second (``message.task``)."""
+
+    message: Resources
+
+
+@dataclass(frozen=True)
+class FindingsChanged:
+    """What slows the run, in words (``engine.findings``), changed; empty: nothing now."""
+
+    findings: tuple[Finding, ...]
+
+
 RunEvent = (
     Started
     | StepsAdded
@@ -105,4 +121,6 @@ RunEvent = (
     | SteppingStopped
     | Pruning
     | TasksChanged
+    | ResourcesSampled
+    | FindingsChanged
 )

@@ -24,11 +24,13 @@ from typing import TYPE_CHECKING
 import numpy as np
 from numpy.typing import NDArray
 
+from .findings import Finding, Findings
 from .messages import (
     EvalMetrics,
     Log,
     Message,
     Phase,
+    Resources,
     RunFailed,
     RunFinished,
     RunStarted,
@@ -38,9 +40,11 @@ from .messages import (
 )
 from .run_events import (
     Evaluated,
+    FindingsChanged,
     Logged,
     PhaseChanged,
     Pruning,
+    ResourcesSampled,
     RunEvent,
     Started,
     StatusChanged,
@@ -153,6 +157,11 @@ class RunModel:
         """What the engine is doing outside its steps now (loading TensorFlow, checking
         files, evaluating...); None while it steps, and once the run ended."""
         self.tasks: list[TaskInfo] = []
+        self.resources: dict[str | None, list[Resources]] = {}
+        """Each task's resource samples, in order (``None``: a single process's)."""
+        self.findings: list[Finding] = []
+        """What slows the run now, in words (``engine.findings``)."""
+        self._findings = Findings()
         self.first_step = 1
         self._clock = clock
         self._began_at: float | None = clock()
@@ -187,6 +196,8 @@ class RunModel:
             self._tell(Evaluated(message))
         elif isinstance(message, Log):
             self._tell(Logged(message))
+        elif isinstance(message, Resources):
+            self._apply_resources(message)
         elif isinstance(message, Stopping):
             self._tell(SteppingStopped(message))
         elif isinstance(message, RunStarted):
@@ -213,6 +224,17 @@ class RunModel:
                 self._engine_clock = (self._engine_clock[0], self._clock())
             self._end()
             self._tell(StatusChanged(self.status, message))
+
+    def _apply_resources(self, message: Resources) -> None:
+        """Keeps the sample; a finding that is new or changed is said once, in the log."""
+        self.resources.setdefault(message.task, []).append(message)
+        self._tell(ResourcesSampled(message))
+        changed = self._findings.add(message)
+        self.findings = list(self._findings.current)  # the latest numbers, said or not
+        if changed:
+            self._tell(FindingsChanged(tuple(self.findings)))
+            for finding in self._findings.new:
+                self._tell(Logged(Log(level="warning", text=finding.line)))
 
     def stopping(self) -> None:
         """A stop was asked for: the engine stops after its current step."""

@@ -141,5 +141,18 @@ def test_study_bench() -> None:
     assert_reported(quick_run("study_bench"), "budget ")
 
 
+@pytest.mark.slow
+@pytest.mark.timeout(QUICK_LIMIT_S)
+def test_system_metrics_bench() -> None:
+    """Sampled and unsampled runs of the seed and the CNN, and the sampler's own cost."""
+    assert_reported(
+        quick_run("system_metrics_bench", "1"),
+        "machine:",
+        "1. seed, K = 1",
+        "2. CNN, K = 20",
+        "3. the sampler's thread",
+    )
+
+
 def test_study_views_bench() -> None:
     assert_reported(quick_run("study_views_bench"), "open:", "one more trial:", "idle: lateness")

@@ -12,6 +12,7 @@ import csv
 import queue
 import subprocess
 import sys
+import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -75,6 +76,9 @@ class FakeRunner:
         elements = [next(iterator) for _ in range(count)]
         self.journal.append(("run", elements[0], count))
         return np.asarray([self._loss(e) for e in elements]), None
+
+    def input_wait(self) -> Any:
+        return None
 
     def finish(self) -> Iterable[tuple[Any, Any]]:
         return ()
@@ -491,3 +495,43 @@ def test_stop_together_closes_the_handler_after_the_last_step_instead_of_asking(
     assert end == LoopEnd(first_step=1, last_step=4, stopped=False)
     # One question per execution (the handler counts executions, equal on every task).
     assert journal == [("evaluate",), ("asked",), ("save", 4), ("evaluate",), ("closed",)]
+
+
+class Timings(LoopHook):
+    def __init__(self) -> None:
+        self.executed: list[Executed] = []
+
+    def after_steps(self, executed: Executed) -> None:
+        self.executed.append(executed)
+
+
+def slow_elements(first: int, last: int, delay_s: float) -> Iterator[int]:
+    """A pipeline that takes ``delay_s`` for each element, as slow data code does."""
+    for element in range(first, last + 1):
+        time.sleep(delay_s)
+        yield element
+
+
+@pytest.mark.parametrize("epoch_form", [False, True])
+def test_the_loop_times_each_step_s_wait_for_its_input(epoch_form: bool) -> None:
+    """Each element took at least 20 ms to come: the wait the loop reports is at least
+    that (a lower bound the sleep guarantees, not a speed), and within the step's time."""
+    timings = Timings()
+    plan = LoopPlan(1, 4, epoch_form=epoch_form)
+    run_loop(FakeRunner(), slow_elements(1, 4, 0.02), plan, [timings])
+    assert [e.first_step for e in timings.executed] == [1, 2, 3, 4]
+    for executed in timings.executed:
+        assert 0.02 <= executed.input_wait_s <= executed.step_s
+
+
+def test_a_fused_execution_s_wait_is_what_its_runner_timed() -> None:
+    class TimingRunner(FakeRunner):
+        def input_wait(self) -> Any:
+            return "the runner's tensor"
+
+    timings = Timings()
+    run_loop(TimingRunner(), steps(1, 6), LoopPlan(1, 6, steps_per_execution=3), [timings])
+    assert [(e.count, e.input_wait_s) for e in timings.executed] == [
+        (3, "the runner's tensor"),
+        (3, "the runner's tensor"),
+    ]

@@ -149,6 +149,8 @@ def follow(
         saves.show(event)
         outcome = _print_event(event, quiet=quiet, verbose=verbose)
         if outcome is not None:
+            for finding in model.findings:  # the run's summary: what slowed it
+                _err(f"distloop: what slowed the run: {finding.line}")
             outcomes.append(outcome)
 
     control = ControlChannel() if as_messages else None

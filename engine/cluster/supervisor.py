@@ -17,12 +17,14 @@ from typing import Literal
 from ..cluster_layout.plan import serves_only, task_dir_name, task_project
 from ..config import Project
 from ..engine_handle import TaskInfo, TaskState
+from ..findings import Findings
 from ..messages import (
     EnvironmentReady,
     EvalMetrics,
     Log,
     Message,
     Phase,
+    Resources,
     RunFailed,
     RunFinished,
     RunStarted,
@@ -68,6 +70,7 @@ class _Task:
         self.environment: EnvironmentReady | None = None
         """The software it runs, as it said before loading TensorFlow."""
         self.terminal: RunFinished | RunFailed | None = None
+        self.resources: Resources | None = None
 
 
 Ending = Literal["finished", "stopped", "failed"]
@@ -156,6 +159,9 @@ class LocalCluster:
         self._stopped: list[str] = []
         self._dumped = False
         self._held: list[Message] = []
+        self._findings = Findings()
+        """What slows the run, from every task's samples: said in the top-level engine.log
+        as it changes, in a hang's dump and in status.json at the end."""
 
     # --- control ---------------------------------------------------------------------
 
@@ -237,6 +243,7 @@ class LocalCluster:
                 last_line=t.last_line,
                 last_step=t.last_step,
                 run_dir=self.run_dir / TASKS_DIR / task_dir_name(t.spec),
+                resources=t.resources,
             )
             for t in self._tasks
         ]
@@ -327,6 +334,12 @@ class LocalCluster:
         elif isinstance(message, EnvironmentReady):
             task.environment = message
             self._compare_environments(task)
+        elif isinstance(message, Resources):
+            task.resources = message
+            if self._findings.add(message):
+                for finding in self._findings.new:
+                    self._folder.log("warning", finding.line)
+            self._outbox.append(message)  # every task's: the window shows each one's
         elif isinstance(message, StepMetrics):
             task.last_step = message.steps[-1]
             if reporter:
@@ -499,10 +512,12 @@ class LocalCluster:
         A launch's tasks are asked over ssh, all at once (a few seconds, as a local dump)."""
         stacks = self.dump_stacks()
         where = self._placement.stacks_where(stacks)
+        straggler = self._findings.straggler()
+        before = f"; before it, {straggler.line}" if straggler is not None else ""
         self._note(
             f"no step for {quiet_s:.0f} s: "
             + "; ".join(diagnose(stacks))
-            + f" (each task's stacks: {where})",
+            + f" (each task's stacks: {where}){before}",
             level="warning",
         )
 
@@ -564,7 +579,13 @@ class LocalCluster:
             details, status = {}, final.status
         if self._folder_lock is not None:
             self._folder_lock.free_reserve()  # on a full disk, the room to record the end
-        self._folder.finish(status, started_at=self._started_at, last_step=last_step, **details)
+        self._folder.finish(
+            status,
+            started_at=self._started_at,
+            last_step=last_step,
+            findings=[f.line for f in self._findings.current],
+            **details,
+        )
         self._note(f"the cluster run {status}")
         self._close_files()
         return final

@@ -10,6 +10,9 @@ from __future__ import annotations
 PROJECT_FILE = "project.json"
 METRICS_FILE = "metrics.csv"
 EVAL_FILE = "eval.csv"
+SYSTEM_METRICS_FILE = "system_metrics.csv"
+"""Each task's CPU, memory, disk, GPU use and input wait, once a second
+(``engine.system_metrics``)."""
 STATUS_FILE = "status.json"
 ENVIRONMENT_FILE = "environment.json"
 """What made the run: versions, packages, machine, seed, git (``engine.run_environment``)."""

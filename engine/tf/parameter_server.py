@@ -181,6 +181,10 @@ class ScheduledSteps:
         losses = [self.run_one(per_worker_iterator)[0] for _ in range(count)]
         return np.asarray(losses, dtype=np.float32), None
 
+    def input_wait(self) -> None:
+        """Unknown: the workers fetch their elements, where the coordinator cannot time it."""
+        return None
+
     def finish(self) -> Iterator[tuple[Any, None]]:
         """The losses of the steps scheduled before the loop stopped, in order."""
         self._unscheduled = 0

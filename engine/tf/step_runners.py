@@ -40,8 +40,11 @@ class ReplicaStepRunner:
         per_replica_losses: bool,
         to_replicas: Callable[[Any], Any],
         single_loss: bool = False,
+        time_input: bool = False,
     ) -> None:
-        """``single_loss`` says the step returns one tensor, so its output needs no trace."""
+        """``single_loss`` says the step returns one tensor, so its output needs no trace.
+        ``time_input``: fused steps time their input wait in the graph, which TensorFlow
+        refuses under op determinism (``training.deterministic``)."""
         self._strategy = strategy
         self._per_replica = per_replica_losses
         self._structure_known = single_loss
@@ -81,23 +84,39 @@ class ReplicaStepRunner:
         self._call_one: Callable[[Any], tuple[Any, tf.Tensor]] = self._one
 
         @tf.function
-        def fused_steps(iterator: Any, count: tf.Tensor) -> tuple[Any, tf.Tensor]:
+        def fused_steps(iterator: Any, count: tf.Tensor) -> tuple[Any, tf.Tensor, tf.Tensor]:
             names = self._names  # None for a single loss, else one TensorArray per name
             losses = tuple(tf.TensorArray(tf.float32, size=count) for _ in names or [None])
             replicas = tf.TensorArray(tf.float32, size=count, infer_shape=False)
+            waited = tf.constant(0.0, tf.float64)
+            # The input wait, timed in the graph around each element's fetch: the host never
+            # sees a fused execution's elements, and a fetch per step would wait.
             for i in tf.range(count):
-                loss, local = distributed_step(next(iterator))
+                if time_input:
+                    asked = tf.timestamp()
+                    with tf.control_dependencies([asked]):
+                        element = next(iterator)
+                    fetched = tf.nest.flatten(element, expand_composites=True)
+                    with tf.control_dependencies(fetched):
+                        waited += tf.timestamp() - asked
+                else:
+                    element = next(iterator)
+                loss, local = distributed_step(element)
                 values = [loss[name] for name in names] if names else [loss]
                 losses = tuple(
                     array.write(i, value) for array, value in zip(losses, values, strict=True)
                 )
                 replicas = replicas.write(i, local)
             stacked = [array.stack() for array in losses]
-            return (dict(zip(names, stacked, strict=True)) if names else stacked[0]), (
-                replicas.stack()
+            return (
+                (dict(zip(names, stacked, strict=True)) if names else stacked[0]),
+                replicas.stack(),
+                waited,
             )
 
         self._fused = fused_steps
+        self._timed = time_input
+        self._waited: tf.Tensor | None = None
 
     def bind_input(self, element_spec: Any) -> None:
         """Traces the one-step function once, for the loop's dataset's ``element_spec``.
@@ -134,8 +153,13 @@ class ReplicaStepRunner:
         """``count`` steps in one call (a ``tf.range`` loop); every step's loss comes back."""
         # The fused loop keeps one TensorArray per named loss: it must know the names.
         self.loss_names(iterator.element_spec)
-        losses, replicas = self._fused(iterator, tf.constant(count, tf.int32))
+        losses, replicas, self._waited = self._fused(iterator, tf.constant(count, tf.int32))
         return losses, replicas if self._per_replica else None
+
+    def input_wait(self) -> tf.Tensor | None:
+        """The last fused call's seconds waiting for its elements, not fetched; None when
+        op determinism kept them from being timed."""
+        return self._waited if self._timed else None
 
     def finish(self) -> Iterable[tuple[Any, tf.Tensor | None]]:
         """Nothing: a synchronous step has ended when its call returns."""
@@ -156,6 +180,7 @@ class StepRunner(ReplicaStepRunner):
         per_replica_losses: bool,
         to_replicas: Callable[[Any], Any],
         jit_compile: bool = False,
+        time_input: bool = False,
     ) -> None:
         # A LossScaleOptimizer unscales the gradients itself in apply_gradients.
         scaled = isinstance(optimizer, tf.keras.optimizers.LossScaleOptimizer)
@@ -194,4 +219,5 @@ class StepRunner(ReplicaStepRunner):
             per_replica_losses=per_replica_losses,
             to_replicas=to_replicas,
             single_loss=True,
+            time_input=time_input,
         )

@@ -44,6 +44,7 @@ from ..run_folder import (
     truncate_eval,
     truncate_metrics,
 )
+from ..system_metrics import StepClock, sampling
 from ..user_code import UserCode, UserCodeError
 from .data import changed_file_error
 from .evaluation import Evaluator
@@ -66,9 +67,25 @@ def train(
     *,
     resume: bool = False,
 ) -> RunFinished:
-    """Runs the project; with ``resume``, continues from the run folder's last checkpoint."""
-    if project.strategy.kind == "parameter_server":
-        return train_parameter_server(project, run_dir, channel, should_stop, resume=resume)
+    """Runs the project; with ``resume``, continues from the run folder's last checkpoint.
+
+    The task's resources are sampled from here to its end (``engine.system_metrics``).
+    """
+    with sampling(channel, run_dir) as clock:
+        if project.strategy.kind == "parameter_server":
+            return train_parameter_server(project, run_dir, channel, should_stop, resume=resume)
+        return _train(project, run_dir, channel, should_stop, clock, resume=resume)
+
+
+def _train(
+    project: Project,
+    run_dir: Path | None,
+    channel: Channel,
+    should_stop: Callable[[], bool],
+    clock: StepClock | None,
+    *,
+    resume: bool,
+) -> RunFinished:
     training = project.training
     prepared = prepare(project, run_dir, channel, resume=resume)
     strategy, done_steps = prepared.strategy, prepared.done_steps
@@ -99,6 +116,8 @@ def train(
     with ExitStack() as cleanup:
         reporting = _reporting(prepared, project, run_dir, channel, evaluator, loss_names, cleanup)
         hooks = _hooks(prepared, project, run_dir, channel, should_stop, reporting, evaluator)
+        if clock is not None:
+            hooks.insert(0, clock)
         plan = LoopPlan(
             first_step=done_steps + 1,
             last_step=prepared.data.total_steps,
@@ -177,6 +196,7 @@ def _step_runner(
             per_replica_losses=training.per_replica_losses,
             to_replicas=replica_input.to_replicas,
             jit_compile=training.jit_compile,
+            time_input=not training.deterministic,
         )
     context = StepContext(
         models=prepared.models,
@@ -198,6 +218,7 @@ def _step_runner(
         replica_step(prepared.code, context),
         per_replica_losses=training.per_replica_losses,
         to_replicas=replica_input.to_replicas,
+        time_input=not training.deterministic,
     )
 
 

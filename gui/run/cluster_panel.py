@@ -30,7 +30,7 @@ from PySide6.QtWidgets import (
 )
 
 from ...engine.engine_handle import TaskInfo
-from ...engine.messages import Log, RunFailed, RunFinished
+from ...engine.messages import Log, Resources, RunFailed, RunFinished
 from ...engine.run_events import Logged, RunEvent, StatusChanged, TasksChanged
 from ...engine.run_folder import LOG_FILE
 from ...engine.run_model import RunModel
@@ -38,7 +38,19 @@ from ...engine.tf_config import MULTI_MACHINE_STRATEGIES
 from ..files.log_file_window import LogFileWindow
 from .run_controller import RunController
 
-COLUMNS = ("Task", "Address", "State", "PID", "Last step", "Last log line")
+COLUMNS = (
+    "Task",
+    "Address",
+    "State",
+    "PID",
+    "Last step",
+    "CPU",
+    "Memory",
+    "GPU",
+    "Input wait",
+    "Last log line",
+)
+NUMBER_COLUMNS = tuple(COLUMNS.index(name) for name in ("PID", "Last step", "CPU", "Memory"))
 LAST_LINE_COLUMN = COLUMNS.index("Last log line")
 STATE_COLUMN = COLUMNS.index("State")
 MAX_TASK_LINES = 5_000
@@ -59,6 +71,20 @@ SECURITY_TIP = (
     "interface, are open to the network while the run lasts: run clusters on a trusted "
     "network only."
 )
+
+
+def resource_cells(sample: Resources | None) -> tuple[str, str, str, str]:
+    """A task's latest sample as the table shows it: CPU, memory, GPUs and input wait; blank
+    before its first sample, and no GPU text where the task has none (or no NVML)."""
+    if sample is None:
+        return "", "", "", ""
+    gpus = ", ".join(
+        f"{gpu.utilization_percent:.0f}% {gpu.memory_used_bytes / 2**30:.1f} GiB"
+        for gpu in sample.gpus or []
+    )
+    share = sample.input_wait_share
+    wait = "" if share is None else f"{share:.0%}"
+    return f"{sample.cpu_percent:.0f}%", f"{sample.rss_bytes / 2**20:,.0f} MiB", gpus, wait
 
 
 class ClusterPanel(QDockWidget):
@@ -145,6 +171,7 @@ class ClusterPanel(QDockWidget):
                 task.state,
                 "" if task.pid is None else str(task.pid),
                 "" if task.last_step is None else f"{task.last_step:,}",
+                *resource_cells(task.resources),
                 task.last_line,
             )
             for column, value in enumerate(values):
@@ -162,7 +189,7 @@ class ClusterPanel(QDockWidget):
         item = self.table.item(row, column)
         if item is None:
             item = QTableWidgetItem()
-            if column in (COLUMNS.index("PID"), COLUMNS.index("Last step")):
+            if column in NUMBER_COLUMNS:
                 item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
             self.table.setItem(row, column, item)
         if item.text() != text:

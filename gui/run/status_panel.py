@@ -30,6 +30,7 @@ from ...engine.messages import (
 )
 from ...engine.run_events import (
     Evaluated,
+    FindingsChanged,
     PhaseChanged,
     Pruning,
     RunEvent,
@@ -118,11 +119,16 @@ class StatusPanel(QWidget):
         header = QHBoxLayout()
         header.addWidget(self.state, 3)
         header.addWidget(self.progress, 2)
+        # What slows the run, in words (``engine.findings``): the evidence in its tooltip.
+        self.findings = ElidedLabel("")
+        self.findings.setStyleSheet("color: #b26a00;")
+        self.findings.setMinimumHeight(self.findings.fontMetrics().height())  # kept when empty
         layout = QVBoxLayout(self)
         layout.setContentsMargins(4, 2, 4, 2)
         layout.setSpacing(2)
         layout.addLayout(header)
         layout.addLayout(grid)
+        layout.addWidget(self.findings)
         self.setMaximumHeight(self.sizeHint().height())
 
         self._clock = QTimer(self)
@@ -139,6 +145,7 @@ class StatusPanel(QWidget):
         for key in ELIDED:
             self._long(key, "—")
         self._say("Idle")
+        self.findings.set_full_text("")
         self.progress.setRange(0, 1)
         self.progress.setValue(0)
         self.progress.setFormat("")
@@ -156,6 +163,7 @@ class StatusPanel(QWidget):
             self.values[key].setText("—")
         self._long("validation", "—")
         self._long("devices", "—")
+        self.findings.set_full_text("")
         self._long("run_dir", name or Path(run_dir).name, f"{name}\n{run_dir}" if name else run_dir)
         # Only what is true: the engine says what it does (loading TensorFlow, for a cold
         # one) in its phases, which follow at once.
@@ -188,6 +196,7 @@ class StatusPanel(QWidget):
         best = run.best_validation or {}
         self._long("validation", ", ".join(f"{k} {v:.6g}" for k, v in best.items()) or "—")
         self._long("devices", "—")
+        self.findings.set_full_text("")
         self._long("run_dir", run.name, f"{run.name}\n{run.path}")
         self.progress.setRange(0, 1)
         self.progress.setValue(0)
@@ -212,6 +221,11 @@ class StatusPanel(QWidget):
                 self._metrics(message)
             case Evaluated(message):
                 self._evaluation(message)
+            case FindingsChanged(findings):
+                self.findings.set_full_text(
+                    "; ".join(f.text for f in findings),
+                    "\n".join(f.line for f in findings) or None,
+                )
             case StatusChanged(outcome=RunFinished() as outcome):
                 self._finished(outcome)
             case StatusChanged(outcome=RunFailed() as outcome):

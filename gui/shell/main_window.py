@@ -73,6 +73,7 @@ from ..run.cluster_panel import ClusterPanel
 from ..run.host_runs import HostRuns
 from ..run.log_panel import LogPanel
 from ..run.loss_plot import LossPlot
+from ..run.resources_plot import ResourcesPlot
 from ..run.run_controller import RunController, RunState
 from ..run.run_starter import RunStarter
 from ..run.status_panel import StatusPanel
@@ -156,6 +157,7 @@ class MainWindow(QMainWindow):
         self.editor = ProjectEditor(detect)
         self.problems_panel = ProblemsPanel()
         self.plot = LossPlot()
+        self.resources_plot = ResourcesPlot(self.plot)
         self.status_panel = StatusPanel()
         self.log_panel = LogPanel()
         self.runs_panel = RunsPanel(self.plot, runs_root)
@@ -229,9 +231,11 @@ class MainWindow(QMainWindow):
         self.plot.plot_widget.setMinimumSize(*MIN_PLOT_SIZE)
         self.run_splitter = QSplitter(Qt.Orientation.Vertical)
         self.run_splitter.addWidget(self.plot)
+        self.run_splitter.addWidget(self.resources_plot)
         self.run_splitter.addWidget(self.status_panel)
-        self.run_splitter.setStretchFactor(0, 1)
-        self.run_splitter.setStretchFactor(1, 0)
+        self.run_splitter.setStretchFactor(0, 3)
+        self.run_splitter.setStretchFactor(1, 1)
+        self.run_splitter.setStretchFactor(2, 0)
         self.run_splitter.setCollapsible(0, False)
         self.setCentralWidget(self.run_splitter)
         self.log_dock = self._dock("Log", "logDock", self.log_panel)
@@ -567,6 +571,7 @@ class MainWindow(QMainWindow):
         controller = self.controller
         controller.state_changed.connect(self._on_state)
         controller.changed.connect(self.plot.show_change)
+        controller.changed.connect(self.resources_plot.show_change)
         controller.changed.connect(self.status_panel.show_change)
         controller.changed.connect(self.log_panel.show_change)
         controller.changed.connect(self._on_run_event)
@@ -575,6 +580,7 @@ class MainWindow(QMainWindow):
         self.runs_panel.follow_requested.connect(self.follow_job)
         self.runs_panel.try_it_requested.connect(self.try_run)
         self.runs_panel.run_drawn.connect(self.status_panel.show_past)
+        self.runs_panel.run_drawn.connect(lambda run: self.resources_plot.show_past(run.path))
         self.study_panel.opened.connect(self._show_study)
         self.study_panel.trials_chosen.connect(self.runs_panel.show_runs)
         self.study_panel.compare_requested.connect(self.runs_panel.compare)
@@ -703,6 +709,7 @@ class MainWindow(QMainWindow):
         self.plot.clear()
         self.plot.follow(model)
         self.plot.set_caption(caption)
+        self.resources_plot.follow(model)
         self.status_panel.follow(model, str(model.run_dir), model.name)
 
     def _forget_last_run(self) -> None:
@@ -712,6 +719,7 @@ class MainWindow(QMainWindow):
             return
         self.runs_panel.forget_shown_run()
         self.plot.clear()
+        self.resources_plot.clear()
         self.status_panel.clear()
 
     def _project_to_run(self) -> Project | None:
@@ -955,7 +963,8 @@ class MainWindow(QMainWindow):
         self.addToolBar(Qt.ToolBarArea.TopToolBarArea, self.toolbar)
         self.toolbar.show()
         status = self.status_panel.sizeHint().height()
-        self.run_splitter.setSizes([max(self.run_splitter.height() - status, 1), status])
+        plots = max(self.run_splitter.height() - status, 4)
+        self.run_splitter.setSizes([plots * 3 // 4, plots // 4, status])
 
     def toggle_full_screen(self) -> None:
         """View ▸ Full Screen (F11), and back to the window as it was."""
@@ -1025,7 +1034,9 @@ class MainWindow(QMainWindow):
             self._layout_saver.start()
 
     def _splitters(self) -> dict[str, QSplitter]:
-        return {"runSplitter": self.run_splitter}
+        # A new name since the Resources view joined it: the loss plot and the status panel's
+        # remembered sizes would leave it no room.
+        return {"runSplitterWithResources": self.run_splitter}
 
     def _fit_to_screen(self, size: QSize) -> None:
         """``size``, or less: the window and its frame fit on the screen."""

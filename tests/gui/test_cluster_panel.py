@@ -14,7 +14,15 @@ from distloop.engine.cluster_layout import ports as cluster_ports
 from distloop.engine.config import Project
 from distloop.engine.engine_handle import TaskInfo
 from distloop.engine.examples import load_example
-from distloop.engine.messages import Log, Message, RunFailed, RunFinished, RunStarted, StepMetrics
+from distloop.engine.messages import (
+    Log,
+    Message,
+    Resources,
+    RunFailed,
+    RunFinished,
+    RunStarted,
+    StepMetrics,
+)
 from distloop.engine.project_file import load_project_data
 from distloop.engine.run_events import RunEvent, TasksChanged
 from distloop.engine.run_folder import MetricsWriter, read_metrics, read_status, write_status
@@ -58,6 +66,8 @@ class FakeCluster(FakeEngine):
         for message in batch:
             if isinstance(message, Log) and message.task:
                 self._update(message.task, last_line=message.text)
+            elif isinstance(message, Resources) and message.task:
+                self._update(message.task, resources=message)
             elif isinstance(message, RunStarted):
                 for name in TASKS:
                     self._update(name, state="running")
@@ -269,6 +279,79 @@ def test_cluster_run_fills_the_table_the_task_logs_and_the_plot(qtbot, make_wind
     window.plot.redraw()
     assert np.array_equal(window.plot.steps(), np.arange(1, 21))
     assert window.status_panel.state.full_text().startswith("Finished at step 20")
+
+
+def straggling_samples(at: float) -> list[Message]:
+    """A second of both workers: worker:1 waits for its input most of each 10 ms step."""
+    return [
+        Resources(
+            task=task,
+            time=at,
+            interval_s=1.0,
+            step=int(at) * 2,
+            cpu_percent=cpu,
+            rss_bytes=rss << 20,
+            steps=100,
+            step_s=1.0,
+            input_wait_s=wait,
+        )
+        for task, cpu, rss, wait in (("worker:0", 95.0, 700, 0.02), ("worker:1", 40.0, 900, 0.5))
+    ]
+
+
+def test_each_task_s_resources_show_in_its_row_the_resources_view_and_the_findings(
+    qtbot, make_window
+) -> None:
+    batches = cluster_run(20, 5)
+    samples = [straggling_samples(float(at)) for at in range(1, 6)]
+    window, _ = cluster_window(make_window, [*batches[:-1], *samples, batches[-1]])
+    panel = window.cluster_panel
+    window.show()
+    window.run_action.trigger()
+    qtbot.waitUntil(lambda: not window.controller.active, timeout=10_000)
+    qtbot.waitUntil(lambda: panel.cell("worker:1", "CPU") == "40%", timeout=5_000)
+    assert panel.cell("worker:1", "Memory") == "900 MiB"
+    assert panel.cell("worker:1", "Input wait") == "50%"
+    assert panel.cell("worker:0", "Input wait") == "2%"
+    assert panel.cell("worker:0", "GPU") == ""  # no NVML, no GPU: nothing, not zeros
+
+    view = window.resources_plot
+    series = view.series()
+    assert list(series) == ["worker:0", "worker:1"]
+    steps, cpu = series["worker:1"]
+    assert list(steps) == [2, 4, 6, 8, 10] and set(cpu) == {40.0}
+    view.measure.setCurrentText("Input wait (% of each step)")
+    assert view.series()["worker:1"][1][0] == 50.0
+    view.show_readout(6)
+    assert "worker:1: 50 (step 6)" in view.readout.text()
+
+    findings = window.status_panel.findings.full_text()
+    assert findings.startswith("worker:1 is input-bound: 50% of each step waits for data")
+    assert "worker:1 is the straggler: its steps take 1.9x the others'" in findings
+    assert any("worker:1 is the straggler" in line for line in window.log_panel.lines())
+
+
+def test_a_past_run_s_samples_are_drawn_from_its_files(qtbot, make_window, tmp_path) -> None:
+    window = make_window()
+    run = tmp_path / "past"
+    for task, cpu in (("worker-0", "90.0"), ("worker-1", "45.0")):
+        folder = run / "tasks" / task
+        folder.mkdir(parents=True)
+        (folder / "system_metrics.csv").write_text(
+            "time,step,cpu_percent,rss_mb,steps,step_s,input_wait_s,input_wait_share,"
+            "gpu0_util_percent,gpu0_memory_mb\n"
+            f"1.0,,{cpu},700,0,0,0,,,\n1.5,10,{cpu},710,10,1.0,0.1,0.1,80,2048\n"
+            "2.0,20,not a number,720,10,1.0,0.1,0.1,81,2048\n",
+            encoding="utf-8",
+        )
+    window.resources_plot.show_past(run)
+    series = window.resources_plot.series()
+    assert {name: list(values) for name, (_, values) in series.items()} == {
+        "worker:0": [90.0],
+        "worker:1": [45.0],
+    }
+    window.resources_plot.measure.setCurrentText("GPU (%)")
+    assert list(window.resources_plot.series()) == ["worker:0 gpu0", "worker:1 gpu0"]
 
 
 def test_a_failed_task_fails_the_run_visibly(qtbot, make_window, dialog_recorder) -> None:
