@@ -34,6 +34,7 @@ from ..loop_hooks import (
     StopRequest,
     StopTogether,
 )
+from ..lr_finder import RateSweep, read_range
 from ..messages import RunFinished
 from ..reporting import StepReporter
 from ..run_folder import (
@@ -220,6 +221,9 @@ def _hooks(
     saving = ["the checkpoint"] if prepared.checkpoints is not None else []
     saving += ["the model"] if run_dir is not None else []
     hooks: list[LoopHook] = [reporting, StopNotice(channel, saving)]
+    rates = read_range(run_dir) if run_dir is not None else None
+    if rates is not None:  # a learning-rate finder run: its rate rises step by step
+        hooks.append(RateSweep(rates, functools.partial(_set_rate, prepared.optimizers)))
     stop: LoopHook = StopRequest(should_stop)
     if prepared.checkpoints is not None:
         checkpointing = Checkpointing(
@@ -250,6 +254,13 @@ def _hooks(
     if keeping is not None:
         hooks.append(keeping)
     return [*hooks, stop]
+
+
+def _set_rate(optimizers: dict[str, tf.keras.optimizers.Optimizer], rate: float) -> None:
+    """Every optimizer's rate, between steps: the step reads the rate variable each time
+    (a mixed-precision run's loss-scale optimizer passes it to the one it wraps)."""
+    for optimizer in optimizers.values():
+        optimizer.learning_rate = rate
 
 
 def _evaluated_model(code: UserCode | None, models: dict[str, tf.keras.Model]) -> tf.keras.Model:
