@@ -33,8 +33,10 @@ from .run_folder.folder_io import load_json, rewrite_file
 
 SMOOTHING = 0.98
 """The exponential moving average's weight of the past (fastai's), debiased at the start."""
-SKIP_START = 10
-"""Steps left out of the steepest-descent search: the average is still settling there."""
+MIN_STEPS = 10
+"""Fewer steps before the loss diverged than this suggest nothing: the average had not settled."""
+SLOPE_SPAN = 20
+"""The steepest descent's slope spans 1/SLOPE_SPAN of the planned steps each side."""
 
 
 @dataclass(frozen=True)
@@ -241,15 +243,20 @@ def suggest(curve: Curve, factor: float) -> Suggestion | None:
             end = index
             break
         best = min(best, value)
-    if end < SKIP_START + 2:
+    if end < MIN_STEPS:
         return None
-    smoothed, rates = smoothed[:end], np.asarray(curve.rates[:end])
+    smoothed, logs = smoothed[:end], np.log(np.asarray(curve.rates[:end]))
     lowest = int(np.argmin(smoothed))
-    start = min(SKIP_START, max(0, lowest - 2))
-    slopes = np.gradient(smoothed, np.log(rates))
-    window = slopes[start : max(lowest, start + 1)]
-    steepest = float(rates[start + int(np.argmin(window))])
-    minimum = float(rates[lowest])
+    minimum = float(curve.rates[lowest])
+    # One step's slope is one batch's noise: the slope is taken across SLOPE_SPAN of the
+    # planned steps on either side, within the falling part before the minimum.
+    span = max(1, curve.planned_steps // SLOPE_SPAN)
+    slopes = [
+        (smoothed[min(i + span, lowest)] - smoothed[max(i - span, 0)])
+        / (logs[min(i + span, lowest)] - logs[max(i - span, 0)])
+        for i in range(lowest)
+    ]
+    steepest = float(curve.rates[int(np.argmin(slopes))]) if slopes else minimum
     return Suggestion(rate=minimum / 10, rule=RULE, steepest=steepest, minimum=minimum)
 
 

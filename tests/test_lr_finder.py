@@ -1,0 +1,165 @@
+"""The learning-rate and batch-size finders: their rules without TensorFlow, and the
+commands end to end on real engines (the digits example, the engine's own strategy)."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from distloop.engine.batch_finder import BatchTrial, largest_fitting, next_batch
+from distloop.engine.config import load_project_data
+from distloop.engine.loop import LoopPlan, run_loop
+from distloop.engine.lr_finder import (
+    RateRange,
+    RateSweep,
+    curve_of,
+    read_curve,
+    suggest,
+)
+from distloop.engine.run_folder import FINDER_FILE, read_eval
+from distloop_testing import distloop, example_data, run_engine
+
+
+class _LossRunner:
+    """A fake step runner whose losses are given: one per step."""
+
+    def __init__(self, losses: list[float]) -> None:
+        self._losses = iter(losses)
+
+    def run_one(self, element: Any) -> tuple[Any, Any]:
+        return next(self._losses), None
+
+    def run_many(self, iterator: Any, count: int) -> tuple[Any, Any]:
+        raise AssertionError("a finder run trains one step per execution")
+
+    def finish(self) -> list[tuple[Any, Any]]:
+        return []
+
+
+def test_sweep_sets_each_steps_rate_and_stops_once_the_loss_diverged() -> None:
+    rates = RateRange(low=1e-4, high=1.0, steps=50)
+    losses = [1.0 - 0.01 * step for step in range(30)] + [50.0] * 20
+    seen: list[float] = []
+    end = run_loop(
+        _LossRunner(losses),
+        range(50),
+        LoopPlan(first_step=1, last_step=50),
+        [RateSweep(rates, seen.append)],
+    )
+    assert end.stopped and 30 < end.last_step < 50
+    assert seen[0] == pytest.approx(1e-4) and len(seen) == end.last_step
+    assert np.allclose(np.diff(np.log(seen)), math.log(1e4) / 49)
+
+
+def test_suggestion_is_a_tenth_of_the_minimum_with_the_steepest_descent_before_it() -> None:
+    rates = RateRange(low=1e-6, high=10.0, steps=100)
+    logs = np.log10([rates.rate(step) for step in range(1, 101)])
+    # Flat, falling fastest around 1e-3, lowest at 1e-1, then rising.
+    losses = [2.0 - 1.5 / (1 + math.exp(-3 * (x + 3))) + 10 * max(0.0, x + 1) ** 2 for x in logs]
+    suggestion = suggest(curve_of(rates, losses), rates.diverge)
+    assert suggestion is not None
+    assert suggestion.rate == pytest.approx(suggestion.minimum / 10)
+    assert 0.05 < suggestion.minimum < 1.0
+    assert 1e-4 < suggestion.steepest < suggestion.minimum
+
+
+def test_batch_search_doubles_then_halves_the_gap_in_whole_replicas() -> None:
+    trials: dict[int, BatchTrial] = {}
+    limit = 700  # sizes above it run out of memory
+    batch: int | None = 64
+    while batch is not None:
+        trials[batch] = BatchTrial(batch, fits=batch <= limit, examples_per_s=batch * 10.0)
+        batch = next_batch(trials, replicas=2, largest=None)
+    assert list(trials)[:5] == [64, 128, 256, 512, 1024]
+    assert all(batch % 2 == 0 for batch in trials)
+    assert max(b for b, trial in trials.items() if trial.fits) == 700
+    assert largest_fitting(trials, 2).startswith(
+        "largest global batch that fits: 700 (350 per replica on 2 replicas)"
+    )
+
+
+def test_a_finder_run_is_never_resumed(tmp_path: Path) -> None:
+    folder = tmp_path / "trial"
+    folder.mkdir()
+    (folder / "project.json").write_text(json.dumps(example_data("digits")), encoding="utf-8")
+    (folder / FINDER_FILE).write_text('{"finder": "learning_rate"}', encoding="utf-8")
+    result = distloop("run", "--resume", str(folder), timeout_s=60)
+    assert result.returncode == 1
+    assert "is a finder's trial run" in result.stderr and "Traceback" not in result.stderr
+
+
+# --- the real engine -----------------------------------------------------------------------
+
+
+def _digits(tmp_path: Path, name: str, **strategy: Any) -> Path:
+    data = example_data("digits")
+    data["data"]["path"] = str(Path(__file__).parents[1] / "resources/examples/digits")
+    if strategy:
+        data["strategy"] = strategy
+    path = tmp_path / f"{name}.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    return path
+
+
+def _lr_find(project: Path, out: Path, *args: str) -> tuple[float, str]:
+    result = distloop("lr-find", str(project), "--out", str(out), *args, timeout_s=600)
+    assert result.returncode == 0, result.stderr[-2000:]
+    found = re.search(r"suggested learning rate: (\S+)", result.stdout)
+    assert found, result.stdout
+    return float(found.group(1)), result.stdout
+
+
+@pytest.fixture(scope="module")
+def digits_suggestion(tmp_path_factory: pytest.TempPathFactory) -> float:
+    """The suggestion on the digits example as shipped (adam, 2 CPU replicas, batch 64)."""
+    folder = tmp_path_factory.mktemp("digits")
+    rate, printed = _lr_find(_digits(folder, "digits"), folder / "finder")
+    curve = read_curve(folder / "finder")
+    assert (folder / "finder" / "lr_find.csv").is_file() and curve.rates
+    assert f"curve: {folder / 'finder' / 'lr_find.csv'}" in printed
+    return rate
+
+
+def _accuracy_after_training(rate: float, tmp_path: Path) -> float:
+    data = example_data("digits")
+    data["data"]["path"] = str(Path(__file__).parents[1] / "resources/examples/digits")
+    data["optimizer"]["learning_rate"] = min(rate, 100.0)
+    data["training"]["steps"] = 100
+    folder = tmp_path / f"rate-{rate:.3g}"
+    run_engine(load_project_data(data), folder, timeout_s=300)
+    return read_eval(folder)["val_accuracy"][-1]
+
+
+@pytest.mark.slow
+def test_the_suggested_rate_trains_digits_best(digits_suggestion: float, tmp_path: Path) -> None:
+    accuracy = {
+        factor: _accuracy_after_training(digits_suggestion * factor, tmp_path)
+        for factor in (1.0, 100.0, 0.01)
+    }
+    assert accuracy[1.0] >= max(accuracy[100.0], accuracy[0.01]), accuracy
+
+
+@pytest.mark.slow
+def test_one_and_two_replicas_suggest_rates_within_three_times(
+    digits_suggestion: float, tmp_path: Path
+) -> None:
+    one, _ = _lr_find(_digits(tmp_path, "one", kind="default"), tmp_path / "one-replica")
+    assert digits_suggestion / 3 <= one <= digits_suggestion * 3, (one, digits_suggestion)
+
+
+@pytest.mark.slow
+def test_a_diverging_model_stops_early(tmp_path: Path) -> None:
+    data = example_data("regression")
+    data["optimizer"] = {"kind": "sgd", "learning_rate": 0.01}
+    project = tmp_path / "regression.json"
+    project.write_text(json.dumps(data), encoding="utf-8")
+    out = tmp_path / "finder"
+    rate, printed = _lr_find(project, out, "--low", "1e-4", "--high", "100", "--steps", "60")
+    curve = read_curve(out)
+    assert "stopped early" in printed and curve.stopped_early
+    assert len(curve.rates) < 60 and rate < curve.rates[-1]
