@@ -4,10 +4,10 @@ what the trials say.
 The search doubles the global batch from where it starts until a size does not fit
 (its engine ran out of memory, the memory estimate refuses it, or the data is smaller
 than one batch), then halves the gap between the largest size that fit and the
-smallest that did not, in steps of whole replicas, since every replica takes an equal
-share of each batch. Each trial's throughput is reported, so the fastest size can be
-picked, not only the largest: a batch past the memory bandwidth's sweet spot often
-trains fewer examples a second.
+smallest that did not, in steps of whole replicas (every replica takes an equal share
+of each batch), to within a quarter of the largest size that fit. Each trial's
+throughput is reported, so the fastest size can be picked, not only the largest: a
+batch past the memory bandwidth's sweet spot often trains fewer examples a second.
 """
 
 from __future__ import annotations
@@ -16,6 +16,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from .config import Project, load_project_data
+
+PRECISION = 4
+"""The search ends once the largest size that fit is within a PRECISION-th of the smallest
+that did not: each trial starts an engine, and the last few percent are not worth minutes."""
 
 
 @dataclass(frozen=True)
@@ -56,7 +60,8 @@ def next_batch(trials: Mapping[int, BatchTrial], replicas: int, largest: int | N
     """The next global batch to try; None when the search is over.
 
     Doubling while every size fit (up to ``largest``), then the midpoint, rounded down
-    to whole replicas, between the largest size that fit and the smallest that did not.
+    to whole replicas, between the largest size that fit and the smallest that did not,
+    until they are within a PRECISION-th of each other.
     """
     fitting = [batch for batch, trial in trials.items() if trial.fits]
     failing = [batch for batch, trial in trials.items() if not trial.fits]
@@ -69,6 +74,8 @@ def next_batch(trials: Mapping[int, BatchTrial], replicas: int, largest: int | N
         doubled = good * 2
         return doubled if largest is None else min(doubled, largest)
     bad = min(failing)
+    if bad - good <= good // PRECISION:
+        return None
     middle = (good + bad) // 2 // replicas * replicas
     return middle if good < middle < bad else None
 

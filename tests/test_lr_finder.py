@@ -3,9 +3,14 @@ commands end to end on real engines (the digits example, the engine's own strate
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import re
+import resource
+import subprocess
+import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -77,9 +82,9 @@ def test_batch_search_doubles_then_halves_the_gap_in_whole_replicas() -> None:
         batch = next_batch(trials, replicas=2, largest=None)
     assert list(trials)[:5] == [64, 128, 256, 512, 1024]
     assert all(batch % 2 == 0 for batch in trials)
-    assert max(b for b, trial in trials.items() if trial.fits) == 700
+    assert list(trials)[5:] == [768, 640]  # then within a quarter of 640: done
     assert largest_fitting(trials, 2).startswith(
-        "largest global batch that fits: 700 (350 per replica on 2 replicas)"
+        "largest global batch that fits: 640 (320 per replica on 2 replicas)"
     )
 
 
@@ -163,3 +168,87 @@ def test_a_diverging_model_stops_early(tmp_path: Path) -> None:
     curve = read_curve(out)
     assert "stopped early" in printed and curve.stopped_early
     assert len(curve.rates) < 60 and rate < curve.rates[-1]
+
+
+def _wide_project(tmp_path: Path, batch: int) -> Path:
+    """A model whose memory grows fast with the batch: 32768 activations an example."""
+    data = {
+        "schema_version": 1,
+        "name": "wide",
+        "strategy": {"kind": "default"},
+        "model": {
+            "input_shape": [16],
+            "layers": [
+                {"kind": "dense", "units": 32768, "activation": "relu"},
+                {"kind": "dense", "units": 10},
+            ],
+        },
+        "optimizer": {"kind": "sgd", "learning_rate": 0.01},
+        "loss": {"kind": "sparse_categorical_crossentropy", "from_logits": True},
+        "data": {
+            "source": "synthetic_classification",
+            "examples": 16384,
+            "num_classes": 10,
+            "global_batch_size": batch,
+            "seed": 1,
+        },
+        "training": {"steps": 6},
+    }
+    path = tmp_path / f"wide-{batch}.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    return path
+
+
+def _engine_peak_address_space(project: Path, out: Path) -> int:
+    """The address space (VmPeak, bytes) the engine process of a run of ``project`` reached:
+    the run's own children are sampled until it ends (VmPeak only grows)."""
+    command = [sys.executable, "-m", "distloop.gui.launcher", "run", str(project)]
+    with subprocess.Popen(
+        [*command, "--out", str(out), "--quiet"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    ) as run:
+        peak = 0
+        while run.poll() is None:
+            children = Path(f"/proc/{run.pid}/task/{run.pid}/children")
+            for pid in children.read_text().split() if children.exists() else ():
+                with contextlib.suppress(OSError):
+                    status = Path(f"/proc/{pid}/status").read_text()
+                    found = re.search(r"VmPeak:\s+(\d+) kB", status)
+                    peak = max(peak, int(found.group(1)) * 1024 if found else 0)
+            time.sleep(0.2)
+    assert run.returncode == 0 and peak
+    return peak
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads /proc")
+def test_batch_finder_survives_a_child_killed_by_its_memory_limit(tmp_path: Path) -> None:
+    # Calibrated here: what the engine maps at 1024 depends on the machine (its threads).
+    peak = _engine_peak_address_space(_wide_project(tmp_path, 1024), tmp_path / "calibration")
+    # 1024 more examples map about 2 x 1024 x 32768 x 4 bytes (256 MiB) more.
+    limit = peak + 96 * 2**20
+
+    def limited() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+    result = distloop(
+        "batch-find",
+        str(_wide_project(tmp_path, 1024)),
+        "--out",
+        str(tmp_path / "trials"),
+        timeout_s=900,
+        preexec_fn=limited,
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith("global batch 1024 (one replica): fits, ")
+    refused = re.compile(r"global batch (\d+) \(one replica\): does not fit: (.+)")
+    failures = {int(found[1]): found[2] for found in map(refused.match, lines) if found}
+    assert failures and all("ResourceExhausted" in why for why in failures.values()), failures
+    fits = re.compile(r"global batch (\d+) .*: fits")
+    fitting = [int(found[1]) for found in map(fits.match, lines) if found]
+    largest = re.fullmatch(r"largest global batch that fits: (\d+); fastest: .*", lines[-1])
+    assert largest, lines[-1]
+    assert int(largest[1]) == max(fitting) < min(failures)
+    assert "Traceback" not in result.stdout

@@ -214,8 +214,18 @@ class _Search:
         if isinstance(ended, RunFinished) and ended.status == "finished":
             metrics = read_metrics(run_dir)
             return BatchTrial(batch, fits=True, examples_per_s=throughput(metrics, batch))
-        reason = ended.message if isinstance(ended, RunFailed) else "the engine ended early"
-        return BatchTrial(batch, fits=False, reason=" ".join(reason.split())[:200])
+        return BatchTrial(batch, fits=False, reason=_failure(ended))
+
+
+def _failure(ended: RunFailed | RunFinished | None) -> str:
+    """A failed trial's reason in one line: TensorFlow's out-of-memory line when it has one
+    (its message starts with the graph node's whereabouts), else the message's first."""
+    if not isinstance(ended, RunFailed):
+        return "the engine stopped before its last step"
+    lines = [line.strip() for line in ended.message.splitlines() if line.strip()]
+    memory = [line for line in lines if "OOM" in line or "memory" in line.lower()]
+    line = (memory or lines or ["no message"])[0]
+    return f"{ended.error_type}: {line}"[:300]
 
 
 def command_batch_find(args: argparse.Namespace) -> int:
