@@ -155,8 +155,8 @@ class LrFinderDialog(QDialog):
             return
         ended: RunFinished | RunFailed | None = None
         for message in self._engine.poll(0):
-            if isinstance(message, StepMetrics):
-                self.status.setText(f"Step {message.step} of {self.steps.value()}…")
+            if isinstance(message, StepMetrics) and message.steps:
+                self.status.setText(f"Step {message.steps[-1]} of {self.steps.value()}…")
             elif isinstance(message, RunFinished | RunFailed):
                 ended = message
         if ended is None and not self._engine.done:

@@ -21,7 +21,7 @@ def test_find_learning_rate_runs_plots_and_fills_the_optimizer(
     window: MainWindow = make_window()
     window.editor.optimizer.find_rate.click()
     (finder,) = window.findChildren(LrFinderDialog)
-    finder.steps.set_value(30)
+    finder.steps.setValue(30)
     finder.low.set_value(1e-4)
     finder.high.set_value(10.0)
     qtbot.mouseClick(finder.start_button, Qt.MouseButton.LeftButton)
