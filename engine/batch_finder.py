@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from .config import Project, load_project_data
+from .data_sources.base import DataError
 
 PRECISION = 4
 """The search ends once the largest size that fit is within a PRECISION-th of the smallest
@@ -41,6 +42,20 @@ class BatchTrial:
             return f"global batch {self.batch} ({share}): fits, {speed}"
         how = "does not fit" if self.ran else "not tried"
         return f"global batch {self.batch} ({share}): {how}: {self.reason}"
+
+
+class LargerThanData(DataError):
+    """A trial's global batch holds more examples than the data: its batches would be the
+    whole data, smaller than the size tried, and its throughput a fiction."""
+
+
+def refuse_larger_than_data(batch: int, examples: int) -> None:
+    """Raises :class:`LargerThanData` when one global batch of ``batch`` needs more than
+    the ``examples`` the run trains on (known once the engine read the data)."""
+    if batch > examples:
+        raise LargerThanData(
+            f"the data has {examples:,} training examples, fewer than one global batch of {batch:,}"
+        )
 
 
 def trial_project(project: Project, batch: int, steps: int) -> Project:

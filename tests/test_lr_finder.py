@@ -141,6 +141,7 @@ def _accuracy_after_training(rate: float, tmp_path: Path) -> float:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(900)  # the module's range test, then three trainings
 def test_the_suggested_rate_trains_digits_best(digits_suggestion: float, tmp_path: Path) -> None:
     accuracy = {
         factor: _accuracy_after_training(digits_suggestion * factor, tmp_path)
@@ -150,6 +151,7 @@ def test_the_suggested_rate_trains_digits_best(digits_suggestion: float, tmp_pat
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(900)
 def test_one_and_two_replicas_suggest_rates_within_three_times(
     digits_suggestion: float, tmp_path: Path
 ) -> None:
@@ -222,6 +224,7 @@ def _engine_peak_address_space(project: Path, out: Path) -> int:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1500)  # a calibration run and four or five trials, each an engine
 @pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads /proc")
 def test_batch_finder_survives_a_child_killed_by_its_memory_limit(tmp_path: Path) -> None:
     # Calibrated here: what the engine maps at 1024 depends on the machine (its threads).
@@ -255,3 +258,29 @@ def test_batch_finder_survives_a_child_killed_by_its_memory_limit(tmp_path: Path
     assert largest, lines[-1]
     assert int(largest[1]) == max(fitting) < min(failures)
     assert "Traceback" not in result.stdout
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(1200)
+def test_batch_finder_stops_at_the_size_of_the_data(tmp_path: Path) -> None:
+    project = _digits(tmp_path, "digits")  # 1,797 images, 2 replicas
+    uneven = distloop("batch-find", str(project), "--start", "3", timeout_s=120)
+    assert uneven.returncode == 2
+    assert uneven.stderr.strip().endswith("take a multiple of 2") and not uneven.stdout
+    result = distloop(
+        "batch-find",
+        str(project),
+        "--start",
+        "1792",
+        "--out",
+        str(tmp_path / "t"),
+        timeout_s=1100,
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith("global batch 1792 (896 per replica): fits, ")
+    assert lines[1] == (
+        "global batch 3584 (1792 per replica): does not fit: LargerThanData: the data has "
+        "1,797 training examples, fewer than one global batch of 3,584"
+    )
+    assert lines[-1].startswith("largest global batch that fits: 1792 (896 per replica on 2")

@@ -237,23 +237,39 @@ def command_batch_find(args: argparse.Namespace) -> int:
     if start < 1 or (args.max is not None and args.max < start):
         _err("distloop: --start must be at least 1 and at most --max")
         return EXIT_USAGE
+    if start % replicas:
+        _err(
+            f"distloop: --start {start} does not split evenly over the {replicas} replicas: "
+            f"take a multiple of {replicas}"
+        )
+        return EXIT_USAGE
     try:
         top = args.out or new_folder(f"{project.name} batch-find", _finder_root())
         top.mkdir(parents=True, exist_ok=True)
+        if any(top.iterdir()):
+            _err(f"distloop: {top} is not empty: batch-find writes its trials into a new folder")
+            return EXIT_USAGE
     except OSError as exc:
         _err(f"distloop: cannot create the finder's folder: {exc}")
         return EXIT_FAILED
     _err(f"distloop: batch-size trials in {top}")
     search = _Search(project, top, replicas, {})
     batch: int | None = start
-    while batch is not None:
-        search.attempt(batch)
-        if not search.trials[start].fits:
-            _err(
-                f"distloop: not even the first global batch, {start}, ran: "
-                f"{search.trials[start].reason}"
-            )
-            return EXIT_FAILED
-        batch = next_batch(search.trials, replicas, args.max)
+    try:
+        while batch is not None:
+            search.attempt(batch)
+            if not search.trials[start].fits:
+                _err(
+                    f"distloop: not even the first global batch, {start}, ran: "
+                    f"{search.trials[start].reason}"
+                )
+                return EXIT_FAILED
+            batch = next_batch(search.trials, replicas, args.max)
+    except KeyboardInterrupt:  # the trial's engine was ended as its handle closed
+        _err(f"distloop: Ctrl-C: the search stopped at global batch {batch}")
+        if not any(trial.fits for trial in search.trials.values()):
+            return EXIT_INTERRUPTED
+        print(largest_fitting(search.trials, replicas))
+        return EXIT_INTERRUPTED
     print(largest_fitting(search.trials, replicas))
     return EXIT_OK

@@ -22,6 +22,7 @@ from pathlib import Path
 import tensorflow as tf
 
 from .. import phases
+from ..batch_finder import refuse_larger_than_data
 from ..channel import Channel
 from ..config import Project
 from ..loop import LoopHook, LoopPlan, run_loop
@@ -34,7 +35,7 @@ from ..loop_hooks import (
     StopRequest,
     StopTogether,
 )
-from ..lr_finder import RateSweep, read_range
+from ..lr_finder import BATCH_SIZE, RateSweep, finder_of, read_range
 from ..messages import RunFinished
 from ..reporting import StepReporter
 from ..run_folder import (
@@ -80,6 +81,8 @@ def train(
         level="debug",
     )
     announce(prepared, project, run_dir, channel)
+    if run_dir is not None and finder_of(run_dir) == BATCH_SIZE:  # a batch-size trial
+        refuse_larger_than_data(project.data.global_batch_size, prepared.data.examples)
     runner = _step_runner(prepared, project, replica_input, channel)
     # Traces the step now: a custom step's losses name the metrics.csv columns, and one
     # that returns the wrong thing fails here, before the first step.
