@@ -177,6 +177,10 @@ class LrFinderDialog(QDialog):
             self.plot.plot(
                 curve.rates, curve.smoothed, pen=pg.mkPen("#1f77b4", width=2), name="smoothed loss"
             )
+            finite = [loss for loss in curve.losses if math.isfinite(loss)]
+            if finite:  # the divergence's spike would flatten the part that matters
+                top = min(max(finite), 2 * curve.smoothed[0])
+                self.plot.setYRange(min(finite), max(top, min(finite) + 1e-6))
         self.export_button.setEnabled(bool(curve.rates))
         if self.suggestion is None:
             why = ended.message.splitlines()[0] if isinstance(ended, RunFailed) else ""
