@@ -21,6 +21,7 @@ from .config.launch import LaunchSettings
 from .problems import Problem, ProblemsError, problems_from_validation_error
 from .project_file import load_project
 from .run_folder import (
+    FINDER_FILE,
     PROJECT_FILE,
     STATUS_FILE,
     TASKS_DIR,
@@ -100,6 +101,11 @@ def resumable_run(run_dir: Path) -> ResumableRun:
     if not (run_dir / PROJECT_FILE).is_file():
         raise RunFolderError(f"{run_dir} is not a run folder (it has no {PROJECT_FILE})")
     refuse_links(run_dir)
+    if (run_dir / FINDER_FILE).exists():
+        raise RunFolderError(
+            f"{run_dir} is a finder's trial run (it has {FINDER_FILE}), not a training run: "
+            "there is nothing to resume"
+        )
     project = load_project(run_dir / PROJECT_FILE)
     settings = _launch_settings(run_dir)
     launch = None if settings is None else checked_launch_settings(run_dir, settings)

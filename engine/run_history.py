@@ -56,6 +56,16 @@ def slurm_jobs_root(runs_root: Path) -> Path:
     return runs_root.parent / SLURM_JOBS_DIR
 
 
+FINDER_RUNS_DIR = "finder-runs"
+
+
+def finder_runs_root(runs_root: Path) -> Path:
+    """Where the learning-rate and batch-size finders' short runs go: beside the runs
+    folder, so the Runs list, its comparisons and a resume never take one for a run of
+    the project's own."""
+    return runs_root.parent / FINDER_RUNS_DIR
+
+
 @dataclass(frozen=True)
 class SubmittedJob:
     """The Slurm job that runs a listed run, and what Slurm said of it last."""

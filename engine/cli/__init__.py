@@ -21,6 +21,7 @@ modules, and this package's names (``__all__``) are what the rest of Distloop im
 - :mod:`.launch_commands`: ``launch`` and ``preflight``, a cluster's hosts over SSH.
 - :mod:`.submit_command`: ``submit``, a Slurm batch job, and the job's shape.
 - :mod:`.export_command`: ``export``, every format, the standalone script included.
+- :mod:`.finder_commands`: ``lr-find`` and ``batch-find``, short trial runs before the long one.
 
 ``sweep`` is ``engine.study.command``'s.
 """
@@ -38,6 +39,7 @@ from ..study.command import add_sweep_command, command_sweep
 from .cluster_commands import add_cluster_commands, command_cluster
 from .common import EXIT_USAGE
 from .export_command import command_export
+from .finder_commands import add_finder_commands, command_batch_find, command_lr_find
 from .launch_commands import command_launch, command_preflight
 from .project_commands import command_devices, command_example, command_predict, command_validate
 from .run_commands import command_run
@@ -58,6 +60,8 @@ COMMANDS = (
     "devices",
     "predict",
     "sweep",
+    "lr-find",
+    "batch-find",
 )
 """The subcommands; any other first word that names a project file opens the window."""
 
@@ -107,6 +111,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add_cluster_commands(commands)
     add_sweep_command(commands)
+    add_finder_commands(commands)
 
     validate = commands.add_parser("validate", help="check a project file and list its problems")
     validate.add_argument("project", type=Path)
@@ -175,6 +180,10 @@ def main(argv: list[str] | None = None) -> int:
         return command_devices()
     if args.command == "sweep":
         return command_sweep(args)
+    if args.command == "lr-find":
+        return command_lr_find(args)
+    if args.command == "batch-find":
+        return command_batch_find(args)
     if args.command == "predict":
         return command_predict(args.run, args.inputs, as_json=args.json)
     build_parser().print_help()

@@ -22,6 +22,7 @@ from pathlib import Path
 import tensorflow as tf
 
 from .. import phases
+from ..batch_finder import refuse_larger_than_data
 from ..channel import Channel
 from ..config import Project
 from ..loop import LoopHook, LoopPlan, run_loop
@@ -34,6 +35,7 @@ from ..loop_hooks import (
     StopRequest,
     StopTogether,
 )
+from ..lr_finder import BATCH_SIZE, RateSweep, finder_of, read_range
 from ..messages import RunFinished
 from ..reporting import StepReporter
 from ..run_folder import (
@@ -96,6 +98,8 @@ def _train(
         level="debug",
     )
     announce(prepared, project, run_dir, channel)
+    if run_dir is not None and finder_of(run_dir) == BATCH_SIZE:  # a batch-size trial
+        refuse_larger_than_data(project.data.global_batch_size, prepared.data.examples)
     runner = _step_runner(prepared, project, replica_input, channel)
     # Traces the step now: a custom step's losses name the metrics.csv columns, and one
     # that returns the wrong thing fails here, before the first step.
@@ -241,6 +245,9 @@ def _hooks(
     saving = ["the checkpoint"] if prepared.checkpoints is not None else []
     saving += ["the model"] if run_dir is not None else []
     hooks: list[LoopHook] = [reporting, StopNotice(channel, saving)]
+    rates = read_range(run_dir) if run_dir is not None else None
+    if rates is not None:  # a learning-rate finder run: its rate rises step by step
+        hooks.append(RateSweep(rates, functools.partial(_set_rate, prepared.optimizers)))
     stop: LoopHook = StopRequest(should_stop)
     if prepared.checkpoints is not None:
         checkpointing = Checkpointing(
@@ -271,6 +278,13 @@ def _hooks(
     if keeping is not None:
         hooks.append(keeping)
     return [*hooks, stop]
+
+
+def _set_rate(optimizers: dict[str, tf.keras.optimizers.Optimizer], rate: float) -> None:
+    """Every optimizer's rate, between steps: the step reads the rate variable each time
+    (a mixed-precision run's loss-scale optimizer passes it to the one it wraps)."""
+    for optimizer in optimizers.values():
+        optimizer.learning_rate = rate
 
 
 def _evaluated_model(code: UserCode | None, models: dict[str, tf.keras.Model]) -> tf.keras.Model:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from PySide6.QtCore import QSignalBlocker, Signal
-from PySide6.QtWidgets import QFormLayout, QStackedWidget, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QFormLayout, QPushButton, QStackedWidget, QVBoxLayout, QWidget
 
 from ...engine.config import OPTIMIZER_KINDS, AdagradConfig, AdamConfig, RMSpropConfig, SGDConfig
 from ...engine.problems import Loc
@@ -24,9 +24,17 @@ class OptimizerForm(QWidget):
     """Edits ``optimizer``; each kind keeps its own values while another is shown."""
 
     edited = Signal()
+    find_rate_requested = Signal()
+    """Find Learning Rate... was clicked: the window runs the range test (``gui.run``)."""
 
     def __init__(self) -> None:
         super().__init__()
+        self.find_rate = QPushButton("Find Learning Rate...")
+        self.find_rate.setToolTip(
+            "A short run of this project on its own strategy that raises the rate step by "
+            "step and suggests one (distloop lr-find)"
+        )
+        self.find_rate.clicked.connect(self.find_rate_requested)
         self.kind = ChoiceEdit(OPTIMIZER_KINDS)
         self.kind.setToolTip("The Keras optimizer, created inside the strategy's scope")
         self.pages = {
@@ -44,6 +52,7 @@ class OptimizerForm(QWidget):
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addLayout(form)
         layout.addWidget(self.stack)
+        layout.addWidget(self.find_rate)
         self.kind.edited.connect(self._show_page)
         self.kind.edited.connect(self.edited)
         self._show_page()
@@ -60,6 +69,10 @@ class OptimizerForm(QWidget):
             self.kind.set_value(optimizer.kind)
             self.pages[optimizer.kind].set_value(optimizer)
         self._show_page()
+
+    def set_learning_rate(self, rate: float) -> None:
+        """Writes ``rate`` into the shown optimizer's learning rate, as if typed there."""
+        self.pages[self.kind.value()].editors["learning_rate"].set_value(rate)
 
     def targets(self) -> dict[Loc, QWidget]:
         targets: dict[Loc, QWidget] = {("optimizer", "kind"): self.kind}

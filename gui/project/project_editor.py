@@ -28,6 +28,7 @@ from ...engine.config import SCHEMA_VERSION, LaunchConfig, Project
 from ...engine.messages import DevicesDetected
 from ...engine.problems import Loc, Problem
 from ...engine.process import detect_devices
+from ...engine.scaling_rule import Scaling, planned_replicas
 from ...engine.validation import Validation
 from .auto_form import AutoForm
 from .custom_code_form import CustomCodeForm
@@ -39,6 +40,7 @@ from .model_form import ModelForm
 from .optimizer_form import OptimizerForm
 from .problem_marks import owner, route, set_problems
 from .project_summary import ProjectSummary
+from .scaling_note import ScalingNote
 from .section_bar import SectionBar
 from .strategy_form import StrategyForm
 from .tf_config_editor import TFConfigEditor
@@ -113,6 +115,9 @@ class ProjectEditor(QTabWidget):
         self.model = ModelForm()
         self.data_form = DataForm()
         self.optimizer = OptimizerForm()
+        self.scaling = ScalingNote()
+        self._replicas_set_for: int | None = None
+        """The replicas the project's batch and rate were loaded (or last scaled) for."""
         self.loss = LossForm()
         self.training = TrainingForm()
         self.custom_code = CustomCodeForm()
@@ -130,7 +135,11 @@ class ProjectEditor(QTabWidget):
         self.addTab(_scrolled(self.model), "Model")
         self.addTab(_scrolled(self.data_form), "Data")
         self.addTab(
-            _scrolled(_boxed("Optimizer", self.optimizer), _boxed("Loss", self.loss)),
+            _scrolled(
+                _boxed("Optimizer", self.optimizer),
+                _boxed("Batch and replicas", self.scaling),
+                _boxed("Loss", self.loss),
+            ),
             "Optimizer && loss",
         )
         self.addTab(
@@ -173,6 +182,8 @@ class ProjectEditor(QTabWidget):
         self.tf_config.changed.connect(self.edited)
         self.strategy.kind_changed.connect(self.tf_config.set_strategy_kind)
         self.strategy.devices_detected.connect(self.devices_detected)
+        self.edited.connect(self._show_scaling)
+        self.scaling.apply_requested.connect(self._apply_scaling)
 
     def set_project(self, project: Project) -> None:
         """Shows ``project``; loading is not an edit, so ``edited`` does not fire."""
@@ -189,6 +200,30 @@ class ProjectEditor(QTabWidget):
             self.custom_code.set_value(project.custom_code)
             self.evaluation.set_value(project.evaluation)
         self._launch = project.launch
+        self._replicas_set_for = planned_replicas(
+            project.strategy.model_dump(), project.tf_config and project.tf_config.model_dump()
+        )
+        self._show_scaling()
+
+    def _show_scaling(self) -> None:
+        """The batch's split over the replicas as the forms show them; the linear-scaling
+        offer once they differ from those the batch and rate were set for."""
+        replicas = planned_replicas(self.strategy.value(), self.tf_config.tf_config_data())
+        batch = self.data_form.value().get("global_batch_size")
+        rate = self.optimizer.value().get("learning_rate")
+        if not replicas or not isinstance(batch, int) or not isinstance(rate, float):
+            self.scaling.show_scaling(None)
+            return
+        before = self._replicas_set_for or replicas
+        self.scaling.show_scaling(Scaling(before, replicas, batch, rate))
+
+    def _apply_scaling(self, batch: int, rate: float) -> None:
+        """The offer taken: the scaled batch and rate, as if typed; now the new baseline."""
+        self._replicas_set_for = planned_replicas(
+            self.strategy.value(), self.tf_config.tf_config_data()
+        )
+        self.data_form.batching.editors["global_batch_size"].set_value(batch)
+        self.optimizer.set_learning_rate(rate)
 
     def data(self) -> dict[str, Any]:
         """The project file's dict as the forms show it, valid or not."""

@@ -73,6 +73,7 @@ from ..run.cluster_panel import ClusterPanel
 from ..run.host_runs import HostRuns
 from ..run.log_panel import LogPanel
 from ..run.loss_plot import LossPlot
+from ..run.lr_finder_dialog import LrFinderDialog
 from ..run.resources_plot import ResourcesPlot
 from ..run.run_controller import RunController, RunState
 from ..run.run_starter import RunStarter
@@ -567,6 +568,7 @@ class MainWindow(QMainWindow):
             form.preview_requested.connect(lambda data, form=form: self._preview_data(data, form))
             form.edited.connect(lambda form=form: self._previewed_form_edited(form))
         self.editor.devices_detected.connect(self._on_devices_detected)
+        self.editor.optimizer.find_rate_requested.connect(self.find_learning_rate)
         self.problems_panel.problem_activated.connect(self.editor.reveal)
         controller = self.controller
         controller.state_changed.connect(self._on_state)
@@ -683,6 +685,23 @@ class MainWindow(QMainWindow):
         self.document.set_project(project, None, title)
         self.statusBar().showMessage(f"Opened the project of {title}", 5000)
         return True
+
+    def find_learning_rate(self) -> LrFinderDialog | None:
+        """Find Learning Rate...: the range test of the project as the forms show it (its
+        custom code trusted as a run's is); the rate chosen goes into the optimizer form."""
+        project = self.document.valid_project(
+            "Cannot find a learning rate", "The range test runs the project as it is."
+        )
+        if project is None:
+            return None
+        project = project.resolve_paths(self.document.base_dir())
+        if not self.starter.may_run_custom_code(project, self.document.project_dir()):
+            return None
+        dialog = LrFinderDialog(project, self.runs_panel.runs_root, self)
+        dialog.rate_chosen.connect(self.editor.optimizer.set_learning_rate)
+        dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        dialog.open()
+        return dialog
 
     def _preview_data(self, data: dict[str, Any], form: DataForm) -> None:
         self._previewed_form = form
