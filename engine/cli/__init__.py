@@ -21,6 +21,8 @@ modules, and this package's names (``__all__``) are what the rest of Distloop im
 - :mod:`.launch_commands`: ``launch`` and ``preflight``, a cluster's hosts over SSH.
 - :mod:`.submit_command`: ``submit``, a Slurm batch job, and the job's shape.
 - :mod:`.export_command`: ``export``, every format, the standalone script included.
+- :mod:`.mlflow_command`: ``mlflow``, a finished job into MLflow, and the ``--mlflow-live``
+  options of the commands that follow a job.
 
 ``sweep`` is ``engine.study.command``'s.
 """
@@ -39,6 +41,7 @@ from .cluster_commands import add_cluster_commands, command_cluster
 from .common import EXIT_USAGE
 from .export_command import command_export
 from .launch_commands import command_launch, command_preflight
+from .mlflow_command import add_live_arguments, add_mlflow_command, command_mlflow
 from .project_commands import command_devices, command_example, command_predict, command_validate
 from .run_commands import command_run
 from .run_folders import add_overwrite_argument
@@ -58,6 +61,7 @@ COMMANDS = (
     "devices",
     "predict",
     "sweep",
+    "mlflow",
 )
 """The subcommands; any other first word that names a project file opens the window."""
 
@@ -105,8 +109,10 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"with --task-from slurm: the port of each node's first task (default "
         f"{SLURM_PORT_BASE}; the node's next tasks take the ports after it)",
     )
+    add_live_arguments(run)
     add_cluster_commands(commands)
     add_sweep_command(commands)
+    add_mlflow_command(commands)
 
     validate = commands.add_parser("validate", help="check a project file and list its problems")
     validate.add_argument("project", type=Path)
@@ -175,6 +181,8 @@ def main(argv: list[str] | None = None) -> int:
         return command_devices()
     if args.command == "sweep":
         return command_sweep(args)
+    if args.command == "mlflow":
+        return command_mlflow(args)
     if args.command == "predict":
         return command_predict(args.run, args.inputs, as_json=args.json)
     build_parser().print_help()
