@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..messages import secondary_losses
+from ..messages import RunFailed, secondary_losses
 from ..run_events import Evaluated, RunEvent, Started, StatusChanged, StepsAdded
 from .records import JobRecords, MetricPoint, read_job, safe_key
 from .tracking import (
@@ -41,7 +41,14 @@ FLUSH_SECONDS = 2.0
 """The longest a step waits on this side before it is sent to MLflow."""
 END_WAIT_SECONDS = 60.0
 """How long the follower waits, once its run ended, for what is left to reach MLflow."""
-_STARTED, _ENDED, _CLOSED = object(), object(), object()
+_STARTED, _CLOSED = object(), object()
+
+
+@dataclass(frozen=True)
+class _Ended:
+    """The run ended: MLflow's word for how (``FINISHED``, ``FAILED``), from its last message."""
+
+    status: str
 
 
 @dataclass(frozen=True)
@@ -92,7 +99,8 @@ class LiveLogger:
             for name, value in event.message.metrics.items():
                 self._queue.put(MetricPoint(safe_key(name), value, now, event.message.step))
         elif isinstance(event, StatusChanged) and event.outcome is not None:
-            self._queue.put(_ENDED)
+            failed = isinstance(event.outcome, RunFailed)
+            self._queue.put(_Ended("FAILED" if failed else "FINISHED"))
 
     def close(self, timeout_s: float = END_WAIT_SECONDS) -> None:
         """Waits for what is queued to reach MLflow (the end too, if the run ended); a run
@@ -129,13 +137,14 @@ class LiveLogger:
             if isinstance(item, MetricPoint):
                 batch.append(item)
             due = time.monotonic() >= deadline
-            if batch and (due or len(batch) >= METRICS_PER_BATCH or item in (_ENDED, _CLOSED)):
+            last = isinstance(item, _Ended) or item is _CLOSED
+            if batch and (due or last or len(batch) >= METRICS_PER_BATCH):
                 self.logged += log_batches(client, run_id, batch)
                 batch = []
             if due:
                 deadline = time.monotonic() + FLUSH_SECONDS
-            if item is _ENDED:
-                log_records(client, self._job(), where, run_id=run_id)
+            if isinstance(item, _Ended):
+                log_records(client, self._job(), where, run_id=run_id, status=item.status)
                 return
             if item is _CLOSED:
                 client.set_terminated(run_id, "KILLED")

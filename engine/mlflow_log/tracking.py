@@ -130,9 +130,10 @@ def log_records(
     *,
     parent_run_id: str | None = None,
     run_id: str | None = None,
+    status: str | None = None,
 ) -> tuple[str, int]:
-    """Logs one job as one run (a new one, or ``run_id``'s, which live logging began);
-    returns its id and the metric values logged."""
+    """Logs one job as one run (a new one, or ``run_id``'s, which live logging began, with
+    the ``status`` its last message said); returns its id and the metric values logged."""
     if run_id is None:
         tags = {"mlflow.parentRunId": parent_run_id} if parent_run_id else None
         run = client.create_run(experiment, start_time=job.started_ms or None, tags=tags)
@@ -144,7 +145,7 @@ def log_records(
     count = log_batches(client, run_id, points, tags=job.tags())
     for path, where in job.artifacts():
         client.log_artifact(run_id, str(path), where or None)
-    client.set_terminated(run_id, job.status(), end_time=job.ended_ms())
+    client.set_terminated(run_id, status or job.status(), end_time=job.ended_ms())
     return run_id, count
 
 
