@@ -23,7 +23,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..cluster.slurm_runs import is_job_run, summarize_job
 from ..fileio import open_text
 from ..run_folder import (
     EVAL_FILE,
@@ -205,6 +204,10 @@ class StudyRecords:
 
 def read_job(folder: Path) -> JobRecords | StudyRecords:
     """The job or study in ``folder``; :class:`NotAJobFolder` says why there is none."""
+    # Slurm's jobs bring the cluster exports (and YAML): a tenth of a second that every
+    # ``distloop`` start would pay, since the command line imports this package.
+    from ..cluster.slurm_runs import is_job_run, summarize_job
+
     if not folder.is_dir():
         raise NotAJobFolder(f"{folder}: no such folder")
     if (folder / STUDY_FILE).is_file():
