@@ -21,6 +21,7 @@ from distloop.engine.mlflow_log.tracking import METRICS_PER_BATCH
 from distloop.engine.run_folder import METRICS_FILE, PROJECT_FILE, load_json
 from distloop_testing import REPO, distloop, synthetic_project
 from study_folders import swept_study
+from test_slurm_runs import chief_started, fake_job
 
 mlflow = pytest.importorskip("mlflow")
 from mlflow.tracking import MlflowClient  # noqa: E402
@@ -66,6 +67,7 @@ def cluster_project(steps: int = 24) -> dict:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(900)  # TensorFlow starts and a new MLflow store: minutes on a busy machine
 def test_a_local_two_worker_cluster_is_one_mlflow_run_with_every_step(tmp_path) -> None:
     """A real ``distloop cluster`` of two workers, logged afterwards: one run, each step's
     loss and each evaluation at its step, params equal to the project's, each task's
@@ -107,6 +109,7 @@ def test_a_local_two_worker_cluster_is_one_mlflow_run_with_every_step(tmp_path) 
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1800)  # a thousand batches into SQLite: minutes on a busy machine
 def test_a_million_steps_all_arrive(tmp_path) -> None:
     """A run of 10^6 steps (its metrics.csv written directly, 20 MB) reaches MLflow whole:
     MLflow takes at most 1,000 metrics a batch, so this is a thousand batches."""
@@ -123,7 +126,7 @@ def test_a_million_steps_all_arrive(tmp_path) -> None:
         metrics.writelines(f"{i},{1 / i:.6g},{i * 0.01:.6f}\n" for i in range(1, steps + 1))
     uri = sqlite_uri(tmp_path)
 
-    logged = distloop("mlflow", str(run), "--tracking-uri", uri, timeout_s=1200)
+    logged = distloop("mlflow", str(run), "--tracking-uri", uri, timeout_s=1700)
 
     assert logged.returncode == 0, logged.stderr[-3000:]
     assert f"({steps:,} metric values)" in logged.stdout
@@ -134,12 +137,33 @@ def test_a_million_steps_all_arrive(tmp_path) -> None:
     assert last.value == pytest.approx(1e-6) and last.timestamp == int((1.7e9 + 1e4) * 1000)
 
 
+def test_a_slurm_job_is_one_run_with_its_chief_s_steps(tmp_path) -> None:
+    """A submitted job's run folder records the job; its chief's task folder the trace (as
+    the runs list reads it): one MLflow run, named after the job, each task's own records."""
+    run_dir = fake_job(tmp_path / "jobs", job_id="42", name="seed")
+    chief_started(run_dir, status="finished", task="worker-0")
+    chief_started(run_dir, status="finished", task="worker-1")
+    (run_dir / "tasks" / "worker-1" / "system_metrics.csv").write_text("cpu_percent\n12.5\n")
+    uri = sqlite_uri(tmp_path)
+
+    logged = distloop("mlflow", str(run_dir), "--tracking-uri", uri)
+
+    assert logged.returncode == 0, logged.stderr[-3000:]
+    run = only_run(uri)
+    client = MlflowClient(uri)
+    assert run.info.run_name == "seed (Slurm job 42)"
+    assert history_steps(client, run.info.run_id, "loss") == [1, 2, 3]
+    assert history_steps(client, run.info.run_id, "system/worker-1/cpu_percent") == [0]
+    assert run.data.params == flat_params(load_json(run_dir / "tasks/worker-0/project.json"))
+
+
 def test_long_settings_fit_mlflow_and_names_are_dotted() -> None:
     params = flat_params({"a": {"b": {"c": 1}, "d": [1, 2]}, "text": "x" * 10_000, "e": None})
     assert params == {"a.b.c": "1", "a.d": "[1, 2]", "text": "x" * MAX_PARAM_VALUE, "e": "null"}
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(900)  # TensorFlow starts and a new MLflow store: minutes on a busy machine
 def test_a_study_is_a_parent_run_with_a_child_per_trial(tmp_path) -> None:
     study = swept_study(tmp_path / "study", trials=3)
     uri = sqlite_uri(tmp_path)
@@ -293,6 +317,7 @@ def mlflow_server(folder: Path) -> Iterator[str]:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(900)  # TensorFlow starts and a new MLflow store: minutes on a busy machine
 def test_live_logging_of_a_real_run_reaches_a_real_server(tmp_path) -> None:
     """``distloop run --mlflow-live``: the steps are in MLflow while the run trains (before
     its end), then every one of them, with the params, the model, and the run's end."""
