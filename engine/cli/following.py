@@ -227,7 +227,8 @@ def _live_logger(settings: LiveSettings | None, run_dir: Path) -> LiveLogger | N
 
 def _close_live_logger(live: LiveLogger) -> None:
     """Waits for the last steps and the run's end to reach MLflow, and says where they are."""
-    _err("distloop: MLflow: sending the rest of the run")
+    if not live.failed:
+        _err("distloop: MLflow: sending the rest of the run")
     live.close()
     if live.run_id is not None:
         _err(f"distloop: MLflow run {live.run_id}: {live.logged:,} metric values logged")

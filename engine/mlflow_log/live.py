@@ -40,7 +40,7 @@ from .tracking import (
 FLUSH_SECONDS = 2.0
 """The longest a step waits on this side before it is sent to MLflow."""
 END_WAIT_SECONDS = 60.0
-"""How long the follower waits, once its run ended, for what is left to reach MLflow."""
+"""How long the follower waits, once its run ended, for MLflow to take the next batch."""
 _STARTED, _CLOSED = object(), object()
 
 
@@ -102,11 +102,22 @@ class LiveLogger:
             failed = isinstance(event.outcome, RunFailed)
             self._queue.put(_Ended("FAILED" if failed else "FINISHED"))
 
+    @property
+    def failed(self) -> bool:
+        """The store failed: logging stopped (and said why, once)."""
+        return self._failed
+
     def close(self, timeout_s: float = END_WAIT_SECONDS) -> None:
-        """Waits for what is queued to reach MLflow (the end too, if the run ended); a run
-        whose end never came (the follower gave up on it) ends in MLflow as killed."""
+        """Waits for what is queued to reach MLflow (the end too, if the run ended), as long
+        as MLflow takes another batch within ``timeout_s``: a fast run may leave a backlog of
+        many batches, a store that hangs is not waited for. A run whose end never came (the
+        follower gave up on it) ends in MLflow as killed."""
         self._queue.put(_CLOSED)
-        self._thread.join(timeout_s)
+        while True:
+            before = self.logged
+            self._thread.join(timeout_s)
+            if not self._thread.is_alive() or self.logged == before:
+                return
 
     # --- the logger's thread --------------------------------------------------------------
 
