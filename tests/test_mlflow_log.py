@@ -18,7 +18,7 @@ import pytest
 from distloop.engine.mlflow_log import flat_params
 from distloop.engine.mlflow_log.records import MAX_PARAM_VALUE
 from distloop.engine.mlflow_log.tracking import METRICS_PER_BATCH
-from distloop.engine.run_folder import METRICS_FILE, PROJECT_FILE, load_json
+from distloop.engine.run_folder import METRICS_FILE, PROJECT_FILE, load_json, read_metrics
 from distloop_testing import REPO, distloop, synthetic_project
 from study_folders import swept_study
 from test_slurm_runs import chief_started, fake_job
@@ -109,7 +109,7 @@ def test_a_local_two_worker_cluster_is_one_mlflow_run_with_every_step(tmp_path) 
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(1800)  # a thousand batches into SQLite: minutes on a busy machine
+@pytest.mark.timeout(3600)  # a thousand batches into SQLite: 2 minutes, 20 on a busy machine
 def test_a_million_steps_all_arrive(tmp_path) -> None:
     """A run of 10^6 steps (its metrics.csv written directly, 20 MB) reaches MLflow whole:
     MLflow takes at most 1,000 metrics a batch, so this is a thousand batches."""
@@ -126,7 +126,7 @@ def test_a_million_steps_all_arrive(tmp_path) -> None:
         metrics.writelines(f"{i},{1 / i:.6g},{i * 0.01:.6f}\n" for i in range(1, steps + 1))
     uri = sqlite_uri(tmp_path)
 
-    logged = distloop("mlflow", str(run), "--tracking-uri", uri, timeout_s=1700)
+    logged = distloop("mlflow", str(run), "--tracking-uri", uri, timeout_s=3400)
 
     assert logged.returncode == 0, logged.stderr[-3000:]
     assert f"({steps:,} metric values)" in logged.stdout
@@ -236,6 +236,26 @@ def test_a_refused_write_is_one_line(tmp_path) -> None:
     assert logged.stderr.startswith(f"distloop: MLflow at {uri}: ")
     assert "active" in logged.stderr
     assert folder_digest(run) == before
+
+
+def test_a_linked_model_is_never_uploaded_and_a_broken_project_is_one_line(tmp_path) -> None:
+    """A run folder may be anyone's: a ``model.keras`` linked to a secret is not sent, and a
+    project that does not read is one line before anything is logged."""
+    secret = tmp_path / "id_rsa"
+    secret.write_text("PRIVATE KEY")
+    run = small_run(tmp_path / "run")
+    (run / "model.keras").symlink_to(secret)
+    uri = sqlite_uri(tmp_path)
+    logged = distloop("mlflow", str(run), "--tracking-uri", uri)
+    assert logged.returncode == 0, logged.stderr[-3000:]
+    client = MlflowClient(uri)
+    assert [a.path for a in client.list_artifacts(only_run(uri).info.run_id)] == ["project.json"]
+
+    (run / PROJECT_FILE).write_text('{"name": ')
+    broken = distloop("mlflow", str(run), "--tracking-uri", uri)
+    assert broken.returncode == 1
+    assert broken.stderr.startswith(f"distloop: {run / PROJECT_FILE}: cannot be read (")
+    assert len(broken.stderr.splitlines()) == 1
 
 
 def test_no_run_folder_is_one_line(tmp_path) -> None:
@@ -361,3 +381,61 @@ def test_live_logging_of_a_real_run_reaches_a_real_server(tmp_path) -> None:
             a.path for a in client.list_artifacts(run.info.run_id)
         }
         assert f"MLflow run {run.info.run_id}: " in stderr
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+def test_a_killed_follower_loses_nothing_mlflow_took(tmp_path) -> None:
+    """The follower killed mid-run (SIGKILL: no cleanup at all): every step MLflow had
+    taken stays there, in order and equal to the run folder's."""
+    (tmp_path / "store").mkdir()
+    data = synthetic_project(1, steps=100_000)  # minutes of training: killed long before
+    project = tmp_path / "project.json"
+    project.write_text(json.dumps(data))
+    out = tmp_path / "run"
+    with mlflow_server(tmp_path / "store") as uri:
+        follower = subprocess.Popen(
+            [
+                sys.executable, "-m", "distloop.gui.launcher", "run", str(project),
+                "--out", str(out), "--quiet", "--mlflow-tracking-uri", uri,
+            ],
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd=REPO,
+        )  # fmt: skip
+        client = MlflowClient(uri)
+        seen = 0
+        deadline = time.monotonic() + 600
+        while seen < 2 * METRICS_PER_BATCH:
+            assert follower.poll() is None, follower.communicate()[1][-3000:]
+            assert time.monotonic() < deadline
+            with contextlib.suppress(Exception):
+                experiment = client.get_experiment_by_name("Distloop")
+                (run,) = client.search_runs([experiment.experiment_id])
+                seen = len(history_steps(client, run.info.run_id, "loss"))
+            time.sleep(0.5)
+        follower.kill()
+        follower.communicate(timeout=60)
+        steps = client.get_metric_history(run.info.run_id, "loss")
+    assert len(steps) >= seen
+    assert sorted(metric.step for metric in steps) == list(range(1, len(steps) + 1))
+    recorded = read_metrics(out)["loss"]
+    by_step = {metric.step: metric.value for metric in steps}
+    assert [by_step[step] for step in range(1, len(steps) + 1)] == pytest.approx(
+        recorded[: len(steps)], rel=1e-6
+    )
+
+
+@pytest.mark.slow
+def test_a_live_store_that_does_not_answer_is_one_line_and_the_run_goes_on(tmp_path) -> None:
+    project = tmp_path / "project.json"
+    project.write_text(json.dumps(synthetic_project(1, steps=40)))
+    out = tmp_path / "run"
+    uri = f"http://127.0.0.1:{free_port()}"
+
+    trained = distloop("run", str(project), "--out", str(out), "--quiet", "--mlflow-live",
+                       "--mlflow-tracking-uri", uri)  # fmt: skip
+
+    assert trained.returncode == 0, trained.stderr[-3000:]
+    said = f"distloop: MLflow live logging stopped: MLflow at {uri}: the tracking server does "
+    assert trained.stderr.count(said) == 1, trained.stderr
+    assert "Traceback" not in trained.stderr
+    assert read_metrics(out)["step"] == [float(step) for step in range(1, 41)]

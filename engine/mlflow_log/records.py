@@ -182,7 +182,8 @@ class JobRecords:
         for task, folder in self.tasks.items():
             where = "/".join(filter(None, ("environment", task)))
             found.append((folder / ENVIRONMENT_FILE, where))
-        return [(path, where) for path, where in found if path.is_file()]
+        # Never a link: a crafted ``model.keras -> ~/.ssh/id_rsa`` would upload that file.
+        return [(path, where) for path, where in found if path.is_file() and not path.is_symlink()]
 
 
 @dataclass(frozen=True)
@@ -214,12 +215,23 @@ def read_job(folder: Path) -> JobRecords | StudyRecords:
         return _read_study(folder)
     if is_job_run(folder):  # a Slurm job's run: the chief's task folder holds its trace
         summary = summarize_job(folder, scan=False)
-        return JobRecords(folder, summary.path, summary, _task_folders(folder))
+        return _checked(JobRecords(folder, summary.path, summary, _task_folders(folder)))
     if not (folder / PROJECT_FILE).is_file():
         raise NotAJobFolder(f"{folder}: not a run folder (it has no {PROJECT_FILE})")
     summary = summarize(folder, scan=False)
     tasks = _task_folders(folder) or {"": folder}
-    return JobRecords(folder, folder, summary, tasks)
+    return _checked(JobRecords(folder, folder, summary, tasks))
+
+
+def _checked(job: JobRecords) -> JobRecords:
+    """``job``, once its project reads (a crafted or half-copied one is one line here, not
+    a store's failure later)."""
+    try:
+        job.project()
+    except (OSError, ValueError) as exc:
+        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+        raise NotAJobFolder(f"{job.trace / PROJECT_FILE}: cannot be read ({why})") from None
+    return job
 
 
 def _read_study(folder: Path) -> StudyRecords:
@@ -229,7 +241,8 @@ def _read_study(folder: Path) -> StudyRecords:
         number = _int(trial_dir.name.removeprefix("trial-"))
         if number is not None and (trial_dir / PROJECT_FILE).is_file():
             summary = summarize(trial_dir, scan=False)
-            trials.append((number, JobRecords(trial_dir, trial_dir, summary, {"": trial_dir})))
+            trial = JobRecords(trial_dir, trial_dir, summary, {"": trial_dir})
+            trials.append((number, _checked(trial)))
     return StudyRecords(folder, trials)
 
 
