@@ -13,6 +13,7 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from distloop.engine.mlflow_log import flat_params
@@ -25,6 +26,18 @@ from test_slurm_runs import chief_started, fake_job
 
 mlflow = pytest.importorskip("mlflow")
 from mlflow.tracking import MlflowClient  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def in_tmp_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """MLflow keeps a SQLite store's artifacts in ``./mlruns``: the test's folder, never the
+    checkout."""
+    monkeypatch.chdir(tmp_path)
+
+
+def distloop_here(*args: str, **kwargs: Any) -> subprocess.CompletedProcess:
+    """``distloop`` run from the current folder (the test's)."""
+    return distloop(*args, cwd=Path.cwd(), **kwargs)
 
 
 def sqlite_uri(folder: Path) -> str:
@@ -75,7 +88,7 @@ def test_a_local_two_worker_cluster_is_one_mlflow_run_with_every_step(tmp_path) 
     project = tmp_path / "project.json"
     project.write_text(json.dumps(cluster_project()))
     out = tmp_path / "run"
-    trained = distloop("cluster", str(project), "--workers", "2", "--out", str(out), "--quiet")
+    trained = distloop_here("cluster", str(project), "--workers", "2", "--out", str(out), "--quiet")
     assert trained.returncode == 0, trained.stderr[-3000:]
     for task in ("worker-0", "worker-1"):  # as the system-metrics recorder writes them
         (out / "tasks" / task / "system_metrics.csv").write_text(
@@ -87,7 +100,7 @@ def test_a_local_two_worker_cluster_is_one_mlflow_run_with_every_step(tmp_path) 
     before = folder_digest(out)
     uri = sqlite_uri(tmp_path)
 
-    logged = distloop("mlflow", str(out), "--tracking-uri", uri)
+    logged = distloop_here("mlflow", str(out), "--tracking-uri", uri)
 
     assert logged.returncode == 0, logged.stderr[-3000:]
     assert "Traceback" not in logged.stderr
@@ -126,7 +139,7 @@ def test_a_million_steps_all_arrive(tmp_path) -> None:
         metrics.writelines(f"{i},{1 / i:.6g},{i * 0.01:.6f}\n" for i in range(1, steps + 1))
     uri = sqlite_uri(tmp_path)
 
-    logged = distloop("mlflow", str(run), "--tracking-uri", uri, timeout_s=3400)
+    logged = distloop_here("mlflow", str(run), "--tracking-uri", uri, timeout_s=3400)
 
     assert logged.returncode == 0, logged.stderr[-3000:]
     assert f"({steps:,} metric values)" in logged.stdout
@@ -146,7 +159,7 @@ def test_a_slurm_job_is_one_run_with_its_chief_s_steps(tmp_path) -> None:
     (run_dir / "tasks" / "worker-1" / "system_metrics.csv").write_text("cpu_percent\n12.5\n")
     uri = sqlite_uri(tmp_path)
 
-    logged = distloop("mlflow", str(run_dir), "--tracking-uri", uri)
+    logged = distloop_here("mlflow", str(run_dir), "--tracking-uri", uri)
 
     assert logged.returncode == 0, logged.stderr[-3000:]
     run = only_run(uri)
@@ -168,7 +181,7 @@ def test_a_study_is_a_parent_run_with_a_child_per_trial(tmp_path) -> None:
     study = swept_study(tmp_path / "study", trials=3)
     uri = sqlite_uri(tmp_path)
 
-    logged = distloop("mlflow", str(study), "--tracking-uri", uri, "--experiment", "sweeps")
+    logged = distloop_here("mlflow", str(study), "--tracking-uri", uri, "--experiment", "sweeps")
 
     assert logged.returncode == 0, logged.stderr[-3000:]
     client = MlflowClient(uri)
@@ -211,7 +224,7 @@ def test_an_unreachable_server_is_one_line_and_the_folder_is_untouched(tmp_path)
     before = folder_digest(run)
     uri = f"http://127.0.0.1:{free_port()}"
 
-    logged = distloop("mlflow", str(run), "--tracking-uri", uri)
+    logged = distloop_here("mlflow", str(run), "--tracking-uri", uri)
 
     assert logged.returncode == 1
     assert logged.stderr.strip().splitlines() == [
@@ -229,7 +242,7 @@ def test_a_refused_write_is_one_line(tmp_path) -> None:
     client.delete_experiment(client.create_experiment("archived"))
     before = folder_digest(run)
 
-    logged = distloop("mlflow", str(run), "--tracking-uri", uri, "--experiment", "archived")
+    logged = distloop_here("mlflow", str(run), "--tracking-uri", uri, "--experiment", "archived")
 
     assert logged.returncode == 1
     assert len(logged.stderr.strip().splitlines()) == 1, logged.stderr
@@ -246,20 +259,20 @@ def test_a_linked_model_is_never_uploaded_and_a_broken_project_is_one_line(tmp_p
     run = small_run(tmp_path / "run")
     (run / "model.keras").symlink_to(secret)
     uri = sqlite_uri(tmp_path)
-    logged = distloop("mlflow", str(run), "--tracking-uri", uri)
+    logged = distloop_here("mlflow", str(run), "--tracking-uri", uri)
     assert logged.returncode == 0, logged.stderr[-3000:]
     client = MlflowClient(uri)
     assert [a.path for a in client.list_artifacts(only_run(uri).info.run_id)] == ["project.json"]
 
     (run / PROJECT_FILE).write_text('{"name": ')
-    broken = distloop("mlflow", str(run), "--tracking-uri", uri)
+    broken = distloop_here("mlflow", str(run), "--tracking-uri", uri)
     assert broken.returncode == 1
     assert broken.stderr.startswith(f"distloop: {run / PROJECT_FILE}: cannot be read (")
     assert len(broken.stderr.splitlines()) == 1
 
 
 def test_no_run_folder_is_one_line(tmp_path) -> None:
-    logged = distloop("mlflow", str(tmp_path), "--tracking-uri", sqlite_uri(tmp_path))
+    logged = distloop_here("mlflow", str(tmp_path), "--tracking-uri", sqlite_uri(tmp_path))
     assert logged.returncode == 1
     assert logged.stderr == f"distloop: {tmp_path}: not a run folder (it has no project.json)\n"
 
@@ -293,7 +306,7 @@ def test_distloop_starts_without_importing_mlflow() -> None:
 def test_a_worker_alone_may_not_log_live(tmp_path) -> None:
     project = tmp_path / "p.json"
     project.write_text(json.dumps(cluster_project()))
-    refused = distloop("run", str(project), "--task", "worker:0", "--mlflow-live")
+    refused = distloop_here("run", str(project), "--task", "worker:0", "--mlflow-live")
     assert refused.returncode == 2
     assert "logs from the process that follows the whole job" in refused.stderr
 
@@ -355,7 +368,7 @@ def test_live_logging_of_a_real_run_reaches_a_real_server(tmp_path) -> None:
                 "--out", str(out), "--quiet", "--mlflow-tracking-uri", uri,
                 "--mlflow-experiment", "live runs",
             ],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=Path.cwd(),
         )  # fmt: skip
         client = MlflowClient(uri)
         seen_while_training: list[int] = []
@@ -399,7 +412,7 @@ def test_a_killed_follower_loses_nothing_mlflow_took(tmp_path) -> None:
                 sys.executable, "-m", "distloop.gui.launcher", "run", str(project),
                 "--out", str(out), "--quiet", "--mlflow-tracking-uri", uri,
             ],
-            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd=REPO,
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd=Path.cwd(),
         )  # fmt: skip
         client = MlflowClient(uri)
         seen = 0
@@ -431,7 +444,7 @@ def test_a_live_store_that_does_not_answer_is_one_line_and_the_run_goes_on(tmp_p
     out = tmp_path / "run"
     uri = f"http://127.0.0.1:{free_port()}"
 
-    trained = distloop("run", str(project), "--out", str(out), "--quiet", "--mlflow-live",
+    trained = distloop_here("run", str(project), "--out", str(out), "--quiet", "--mlflow-live",
                        "--mlflow-tracking-uri", uri)  # fmt: skip
 
     assert trained.returncode == 0, trained.stderr[-3000:]

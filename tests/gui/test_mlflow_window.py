@@ -24,6 +24,13 @@ from mlflow.tracking import MlflowClient  # noqa: E402
 LONG_S = 240_000  # ms: a first SQLite store makes its tables (seconds on a busy machine)
 
 
+@pytest.fixture(autouse=True)
+def in_tmp_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """MLflow keeps a SQLite store's artifacts in ``./mlruns``: the test's folder, never the
+    checkout."""
+    monkeypatch.chdir(tmp_path)
+
+
 def sqlite_uri(folder: Path) -> str:
     return f"sqlite:///{folder / 'mlflow.db'}"
 
