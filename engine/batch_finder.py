@@ -15,8 +15,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from .config import Project, load_project_data
+from .config import Project
 from .data_sources.base import DataError
+from .project_file import load_project_data
 
 PRECISION = 4
 """The search ends once the largest size that fit is within a PRECISION-th of the smallest

@@ -17,7 +17,6 @@ from typing import Any
 import numpy as np
 import pytest
 from distloop.engine.batch_finder import BatchTrial, largest_fitting, next_batch
-from distloop.engine.config import load_project_data
 from distloop.engine.loop import LoopPlan, run_loop
 from distloop.engine.lr_finder import (
     RateRange,
@@ -26,6 +25,7 @@ from distloop.engine.lr_finder import (
     read_curve,
     suggest,
 )
+from distloop.engine.project_file import load_project_data
 from distloop.engine.run_folder import FINDER_FILE, read_eval
 from distloop_testing import distloop, example_data, run_engine
 

@@ -22,6 +22,8 @@ modules, and this package's names (``__all__``) are what the rest of Distloop im
 - :mod:`.submit_command`: ``submit``, a Slurm batch job, and the job's shape.
 - :mod:`.export_command`: ``export``, every format, the standalone script included.
 - :mod:`.finder_commands`: ``lr-find`` and ``batch-find``, short trial runs before the long one.
+- :mod:`.mlflow_command`: ``mlflow``, a finished job into MLflow, and the ``--mlflow-live``
+  options of the commands that follow a job.
 
 ``sweep`` is ``engine.study.command``'s.
 """
@@ -41,6 +43,7 @@ from .common import EXIT_USAGE
 from .export_command import command_export
 from .finder_commands import add_finder_commands, command_batch_find, command_lr_find
 from .launch_commands import command_launch, command_preflight
+from .mlflow_command import add_live_arguments, add_mlflow_command, command_mlflow
 from .project_commands import command_devices, command_example, command_predict, command_validate
 from .run_commands import command_run
 from .run_folders import add_overwrite_argument
@@ -62,6 +65,7 @@ COMMANDS = (
     "sweep",
     "lr-find",
     "batch-find",
+    "mlflow",
 )
 """The subcommands; any other first word that names a project file opens the window."""
 
@@ -109,9 +113,11 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"with --task-from slurm: the port of each node's first task (default "
         f"{SLURM_PORT_BASE}; the node's next tasks take the ports after it)",
     )
+    add_live_arguments(run)
     add_cluster_commands(commands)
     add_sweep_command(commands)
     add_finder_commands(commands)
+    add_mlflow_command(commands)
 
     validate = commands.add_parser("validate", help="check a project file and list its problems")
     validate.add_argument("project", type=Path)
@@ -184,6 +190,8 @@ def main(argv: list[str] | None = None) -> int:
         return command_lr_find(args)
     if args.command == "batch-find":
         return command_batch_find(args)
+    if args.command == "mlflow":
+        return command_mlflow(args)
     if args.command == "predict":
         return command_predict(args.run, args.inputs, as_json=args.json)
     build_parser().print_help()

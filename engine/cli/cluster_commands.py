@@ -35,6 +35,7 @@ from .common import (
 from .export_command import SCRIPT_FORMAT, _volume_name
 from .following import follow_restarting
 from .launch_commands import announce_launch, made_here_or_trusted
+from .mlflow_command import add_live_arguments
 from .run_folders import (
     _claim_new_run_folder,
     _claim_run_to_resume,
@@ -103,6 +104,7 @@ def add_cluster_commands(commands: argparse._SubParsersAction) -> None:
         help=f"number of worker tasks (default: the project's tf_config, else {DEFAULT_WORKERS})",
     )
     add_max_restarts_argument(cluster)
+    add_live_arguments(cluster)
     add_trust_launch_argument(cluster)
     cluster.add_argument(
         "--quiet", action="store_true", help="print only the summary, not a line per step"
@@ -126,6 +128,7 @@ def add_cluster_commands(commands: argparse._SubParsersAction) -> None:
         "the chief's last checkpoint",
     )
     add_max_restarts_argument(launch)
+    add_live_arguments(launch)
     launch.add_argument(
         "--out", type=Path, help="the run's folder here (default: a new one under the data dir)"
     )

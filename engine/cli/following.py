@@ -25,6 +25,7 @@ from ..fileio import open_text
 from ..formatting import format_duration
 from ..message_stream import CHANNEL_CLOSED_GRACE_S, ControlChannel, write_message
 from ..messages import Message, Phase, RunFailed, RunFinished, Stopping, secondary_losses
+from ..mlflow_log import LiveLogger, LiveSettings
 from ..problems import ProblemsError
 from ..run_events import (
     Evaluated,
@@ -40,6 +41,7 @@ from ..run_folder import MESSAGES_FILE, RunFolderLock, format_loss, read_status,
 from ..run_handle import open_run
 from ..run_model import RunModel
 from .common import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_TERMINATED, _err
+from .mlflow_command import live_settings
 from .run_folders import _claim_run_to_resume
 
 
@@ -53,6 +55,7 @@ def run_in_foreground(
     folder_lock: RunFolderLock | None = None,
     as_messages: bool = False,
     record_messages: bool = False,
+    mlflow: LiveSettings | None = None,
 ) -> int:
     """Runs the engine and prints its messages; Ctrl-C stops it between steps.
 
@@ -70,7 +73,9 @@ def run_in_foreground(
         name_missing_peers=True,
     )
     if not record_messages:
-        return follow(engine, run_dir, quiet=quiet, verbose=verbose, as_messages=as_messages)
+        return follow(
+            engine, run_dir, quiet=quiet, verbose=verbose, as_messages=as_messages, mlflow=mlflow
+        )
     try:
         record = open_text(run_dir / MESSAGES_FILE, "a")
     except OSError as exc:
@@ -78,7 +83,13 @@ def run_in_foreground(
         return EXIT_FAILED
     with record:
         return follow(
-            engine, run_dir, quiet=quiet, verbose=verbose, as_messages=as_messages, record=record
+            engine,
+            run_dir,
+            quiet=quiet,
+            verbose=verbose,
+            as_messages=as_messages,
+            record=record,
+            mlflow=mlflow,
         )
 
 
@@ -96,6 +107,7 @@ def follow(
     verbose: bool,
     as_messages: bool = False,
     record: TextIO | None = None,
+    mlflow: LiveSettings | None = None,
     stopping: tuple[str, str, str] = (
         "stopping after the current step",
         "to kill",
@@ -121,6 +133,7 @@ def follow(
     ``record`` gets every message as a JSON line too. SIGUSR1 (``scancel --signal=USR1``,
     which reaches a Slurm task's first process only) is passed on to the engine process,
     which writes its stacks (``engine.stack_dumps``); it would otherwise end this one.
+    ``mlflow`` logs the run to MLflow as it trains, as one run (``engine.mlflow_log``).
     """
     try:
         engine.start()
@@ -153,6 +166,9 @@ def follow(
                 _err(f"distloop: what slowed the run: {finding.line}")
             outcomes.append(outcome)
 
+    live = _live_logger(mlflow, run_dir)
+    if live is not None:
+        model.subscribe(live.on_event)
     control = ControlChannel() if as_messages else None
     closed_at: float | None = None
     if not as_messages:
@@ -201,7 +217,24 @@ def follow(
         engine.close()
         for number, handler in previous.items():
             signal.signal(number, handler)
+        if live is not None:
+            _close_live_logger(live)
     return EXIT_FAILED
+
+
+def _live_logger(settings: LiveSettings | None, run_dir: Path) -> LiveLogger | None:
+    if settings is None:
+        return None
+    return LiveLogger(settings, run_dir, on_error=lambda line: _err(f"distloop: {line}"))
+
+
+def _close_live_logger(live: LiveLogger) -> None:
+    """Waits for the last steps and the run's end to reach MLflow, and says where they are."""
+    if not live.failed:
+        _err("distloop: MLflow: sending the rest of the run")
+    live.close()
+    if live.run_id is not None:
+        _err(f"distloop: MLflow run {live.run_id}: {live.logged:,} metric values logged")
 
 
 def _pass_dump_signal(engine: EngineHandle) -> None:
@@ -368,4 +401,6 @@ def follow_cluster(cluster: EngineHandle, run_dir: Path, args: argparse.Namespac
     if isinstance(cluster, ClusterHandle):
         for task in cluster.tasks():
             _err(f"distloop: {task.name} at {task.address}, folder {task.run_dir}")
-    return follow(cluster, run_dir, quiet=args.quiet, verbose=args.verbose)
+    return follow(
+        cluster, run_dir, quiet=args.quiet, verbose=args.verbose, mlflow=live_settings(args)
+    )

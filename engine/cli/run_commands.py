@@ -23,10 +23,15 @@ from .common import (
     announce_custom_code,
 )
 from .following import run_in_foreground
+from .mlflow_command import live_settings, worker_live_refusal
 from .run_folders import _claim_new_run_folder, _claim_run_to_resume, _make_run_folder, _resumable
 
 
 def command_run(args: argparse.Namespace) -> int:
+    refusal = worker_live_refusal(args)
+    if refusal is not None:
+        _err(refusal)
+        return EXIT_USAGE
     if args.resume:
         return command_resume(args)
     if args.example:
@@ -80,6 +85,7 @@ def command_run(args: argparse.Namespace) -> int:
         folder_lock=lock,
         as_messages=args.messages,
         record_messages=args.record_messages,
+        mlflow=live_settings(args),
     )
 
 
@@ -106,6 +112,7 @@ def command_resume(args: argparse.Namespace) -> int:
         folder_lock=lock,
         as_messages=args.messages,
         record_messages=args.record_messages,
+        mlflow=live_settings(args),
     )
 
 
@@ -152,4 +159,5 @@ def resume_slurm_task(run_dir: Path, *, port_base: int, args: argparse.Namespace
         folder_lock=lock,
         as_messages=args.messages,
         record_messages=args.record_messages,
+        mlflow=live_settings(args),
     )

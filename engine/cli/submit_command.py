@@ -19,6 +19,7 @@ from .common import (
     announce_custom_code,
 )
 from .following import follow
+from .mlflow_command import add_live_arguments, live_settings
 
 
 def add_slurm_job_arguments(slurm: argparse._ActionsContainer) -> None:
@@ -67,6 +68,7 @@ def add_submit_command(commands: argparse._SubParsersAction) -> None:
         "the job's output and runs/<job id>/",
     )
     add_slurm_job_arguments(submit)
+    add_live_arguments(submit)
     submit.add_argument(
         "--wait",
         action="store_true",
@@ -128,6 +130,7 @@ def command_submit(args: argparse.Namespace) -> int:
         run.run_dir,
         quiet=args.quiet,
         verbose=args.verbose,
+        mlflow=live_settings(args),
         stopping=(
             f"cancelling job {run.job_id} (scancel): every task stops at one step with a "
             "checkpoint",

@@ -4,11 +4,20 @@ from __future__ import annotations
 
 import enum
 import platform
+from dataclasses import dataclass
 
 import pyqtgraph as pg
 import PySide6
 from PySide6.QtCore import Qt, qVersion
-from PySide6.QtWidgets import QCheckBox, QMessageBox, QWidget
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QDialog,
+    QDialogButtonBox,
+    QFormLayout,
+    QLineEdit,
+    QMessageBox,
+    QWidget,
+)
 
 from ...engine import __version__
 from ...engine.cluster.preflight import Finding
@@ -225,3 +234,44 @@ def about_html(tensorflow_version: str | None) -> str:
 
 def about(parent: QWidget, html: str) -> None:
     QMessageBox.about(parent, "About Distloop", html)
+
+
+@dataclass(frozen=True)
+class MlflowChoice:
+    """What the MLflow dialog was given: the store, and whether runs log live."""
+
+    tracking_uri: str
+    experiment: str
+    live: bool
+
+
+def ask_mlflow(
+    parent: QWidget, title: str, uri: str, experiment: str, live: bool | None
+) -> MlflowChoice | None:
+    """Asks for the MLflow tracking URI and experiment, and (``live`` not None) whether the
+    window logs each run while it trains; None when cancelled."""
+    dialog = QDialog(parent)
+    dialog.setWindowTitle(title)
+    form = QFormLayout(dialog)
+    uri_edit = QLineEdit(uri)
+    uri_edit.setPlaceholderText("MLflow's default (MLFLOW_TRACKING_URI)")
+    uri_edit.setToolTip("http://host:5000, sqlite:///path/mlflow.db, databricks, ...")
+    experiment_edit = QLineEdit(experiment)
+    form.addRow("Tracking URI", uri_edit)
+    form.addRow("Experiment", experiment_edit)
+    live_box = QCheckBox("Log each run to MLflow while it trains")
+    live_box.setChecked(bool(live))
+    if live is not None:
+        form.addRow(live_box)
+    buttons = QDialogButtonBox(
+        QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel
+    )
+    buttons.accepted.connect(dialog.accept)
+    buttons.rejected.connect(dialog.reject)
+    form.addRow(buttons)
+    dialog.setMinimumWidth(460)
+    if dialog.exec() != QDialog.DialogCode.Accepted:
+        return None
+    return MlflowChoice(
+        uri_edit.text().strip(), experiment_edit.text().strip(), live_box.isChecked()
+    )

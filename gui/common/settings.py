@@ -11,6 +11,8 @@ from pathlib import Path
 
 from PySide6.QtCore import QSettings
 
+from ...engine.mlflow_log import DEFAULT_EXPERIMENT, LiveSettings
+
 ORGANIZATION = "Distloop"
 APPLICATION = "Distloop"
 MAX_RECENT = 8
@@ -129,3 +131,36 @@ def set_launch_options(options: dict[str, str]) -> None:
     store = QSettings()
     for key, value in options.items():
         store.setValue(f"{_LAUNCH}/{key}", value)
+
+
+_MLFLOW = "mlflow"
+
+
+def mlflow_store() -> tuple[str, str]:
+    """The MLflow tracking URI (empty: MLflow's default) and experiment the window logs to."""
+    store = QSettings()
+    uri = str(store.value(f"{_MLFLOW}/tracking_uri", "", type=str))
+    experiment = str(store.value(f"{_MLFLOW}/experiment", "", type=str))
+    return uri, experiment or DEFAULT_EXPERIMENT
+
+
+def set_mlflow_store(tracking_uri: str, experiment: str) -> None:
+    store = QSettings()
+    store.setValue(f"{_MLFLOW}/tracking_uri", tracking_uri.strip())
+    store.setValue(f"{_MLFLOW}/experiment", experiment.strip())
+
+
+def logs_live_to_mlflow() -> bool:
+    return bool(QSettings().value(f"{_MLFLOW}/live", False, type=bool))
+
+
+def set_live_mlflow(live: bool) -> None:
+    QSettings().setValue(f"{_MLFLOW}/live", live)
+
+
+def live_mlflow() -> LiveSettings | None:
+    """Where the window's runs are logged as they train, or None (the preference is off)."""
+    if not logs_live_to_mlflow():
+        return None
+    uri, experiment = mlflow_store()
+    return LiveSettings(uri or None, experiment)

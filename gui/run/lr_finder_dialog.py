@@ -34,10 +34,10 @@ from ...engine.run_checks import pre_run_problems
 from ...engine.run_folder import new_run_dir
 from ...engine.run_handle import EngineHandle, open_run, runs_as_cluster
 from ...engine.run_history import finder_runs_root
+from ..common import dialogs
 from ..files import file_dialogs
 from ..files.exports import IMAGE_SUFFIXES, PLOT_FILTER, export_plot
 from ..project.field_editors import FloatEdit
-from ..shell import dialogs
 
 POLL_MS = 100
 

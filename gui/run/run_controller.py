@@ -15,6 +15,9 @@ a step takes longer), then, once the engine says it stopped stepping (``Stopping
 for its checkpoint and model (:data:`SAVE_WITHIN_S`), and logs what took the time.
 While a cluster runs, its tasks are read a few times a second (cheap attribute reads,
 safe beside the poll running in the executor) and set on the model.
+With the window's MLflow preference on (``live_mlflow``), the run's model has a
+:class:`engine.mlflow_log.LiveLogger` listening too: the window, which follows the whole
+run (a cluster's every task), logs it as one MLflow run, never each worker.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ import asyncio
 import enum
 import time
 import traceback
+from collections.abc import Callable
 from pathlib import Path
 
 from PySide6.QtCore import QObject, QTimer, Signal
@@ -32,6 +36,7 @@ from ...engine.config import Project
 from ...engine.engine_handle import ClusterFactory, ClusterHandle, EngineFactory, EngineHandle
 from ...engine.formatting import format_duration
 from ...engine.messages import TERMINAL_TYPES, Log, Message, RunFailed, Stopping
+from ...engine.mlflow_log import LiveLogger, LiveSettings
 from ...engine.process import WarmEngines
 from ...engine.run_events import RunEvent, StepsAdded
 from ...engine.run_folder import update_status
@@ -62,6 +67,7 @@ class RunController(QObject):
     state_changed = Signal(object)  # RunState
     idle = Signal()  # the engine is closed; a new run may start
     changed = Signal(object, object)  # RunModel, and its RunEvent
+    _live_failed = Signal(str)  # from the MLflow logger's thread: its one line
 
     def __init__(
         self,
@@ -108,6 +114,10 @@ class RunController(QObject):
         self._tasks_timer = QTimer(self)
         self._tasks_timer.setInterval(refresh_ms)
         self._tasks_timer.timeout.connect(self.refresh)
+        self.live_mlflow: Callable[[], LiveSettings | None] = lambda: None
+        """Where each run is logged to MLflow as it trains (the window's preference)."""
+        self._live: LiveLogger | None = None
+        self._live_failed.connect(lambda line: self._dispatch(Log(level="warning", text=line)))
 
     @property
     def state(self) -> RunState:
@@ -175,6 +185,10 @@ class RunController(QObject):
         self._stop_asked_at = self._stopped_stepping = None
         run_model = model or RunModel(total_steps=project.total_steps(), run_dir=run_dir)
         run_model.subscribe(lambda event: self._on_event(run_model, event))
+        live = self.live_mlflow()
+        if live is not None:
+            self._live = LiveLogger(live, run_dir, on_error=self._live_failed.emit)
+            run_model.subscribe(self._live.on_event)
         self._model = run_model
         self._active = True
         self._tell_state()
@@ -215,6 +229,9 @@ class RunController(QObject):
             self._active = False
             self._tell_state()
             self._replace_warm_engine()
+            if self._live is not None:
+                self._live.close(timeout_s=0)  # nothing started: its MLflow run is not made
+                self._live = None
             self.idle.emit()
             return
         self._task = loop.create_task(self._pump(engine))
@@ -348,6 +365,8 @@ class RunController(QObject):
             await loop.run_in_executor(None, engine.close)
             if self._hosts is not None:
                 await self._bring_back(self._hosts)
+            if self._live is not None:  # after the chief's folder came back: its model
+                await self._finish_live(self._live)
             self._engine = None
             self._active = False
             self._tell_state()
@@ -371,6 +390,16 @@ class RunController(QObject):
         finally:
             self._hosts = None
             await loop.run_in_executor(None, hosts.close)
+
+    async def _finish_live(self, live: LiveLogger) -> None:
+        """Waits, off the Qt thread, for the run's last steps and its end to reach MLflow,
+        and says in the log where they are."""
+        self._live = None
+        await asyncio.get_running_loop().run_in_executor(None, live.close)
+        if live.run_id is not None:
+            self._dispatch(
+                Log(text=f"MLflow run {live.run_id}: {live.logged:,} metric values logged")
+            )
 
     def _dispatch(self, message: Message) -> None:
         if self._model is not None:

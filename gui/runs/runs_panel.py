@@ -56,6 +56,7 @@ from PySide6.QtWidgets import (
 )
 
 from ...engine.cluster.scheduler import jobs_roots, listed_jobs
+from ...engine.mlflow_log import MlflowLogError, NotAJobFolder, log_folder
 from ...engine.resume_rules import RESUMABLE_STATUSES
 from ...engine.run_curves import (
     STEP,
@@ -72,7 +73,8 @@ from ...engine.run_history import (
     newest_first,
     summarize,
 )
-from ..common import dialogs
+from ..common import dialogs, settings
+from ..common.background import Background
 from ..files import file_dialogs
 from ..files.exports import CSV_FILTER, copy_metrics
 from ..run.loss_plot import LossPlot
@@ -92,6 +94,7 @@ WATCH_DELAY_MS = 300  # a new run folder fills within moments; read it once it s
 JOB_POLL_MS = 15_000
 """How often Slurm is asked again about the jobs it still holds (each a few commands)."""
 RESUME_TIP = "Continue the selected stopped, failed or interrupted run from its last checkpoint"
+MLFLOW_TIP = "Log the selected runs to MLflow, each job (a cluster's too) as one MLflow run"
 FOLLOW_TIP = (
     "Follow the selected Slurm job here (one submitted earlier, or from a shell): its steps "
     "in the plot, its state, Stop (scancel) and Dump Stacks"
@@ -141,6 +144,7 @@ class RunsPanel(QWidget):
     follow_requested = Signal(object)  # RunSummary of a job Slurm still holds
     try_it_requested = Signal(object)  # RunSummary whose saved model the window lets one try
     run_drawn = Signal(object)  # RunSummary of the past run now drawn as the plot's own
+    reported = Signal(str)  # one line for the window's status bar: what Log to MLflow did
 
     def __init__(
         self, plot: LossPlot, runs_root: Path | None = None, parent: QWidget | None = None
@@ -162,6 +166,11 @@ class RunsPanel(QWidget):
         self._comparing.failed.connect(self._comparing_failed)
         self._comparing.progress.connect(self._comparing_progress)
         self._cut = False  # the shown run came back cut to its buckets (a long run)
+        self._mlflow = Background(self)  # Log to MLflow: its store answers over the network
+        self._mlflow.done.connect(lambda _key, said: self._mlflow_ended(said))
+        self._mlflow.failed.connect(
+            lambda _key, why: self._mlflow_ended(f"Not logged to MLflow: {why}")
+        )
         self._plot.smooth_slider.valueChanged.connect(self._smoothing_changed)
 
         self.model = RunsTableModel()
@@ -400,6 +409,9 @@ class RunsPanel(QWidget):
             pixmap.SP_MediaSeekForward,
             local=False,
         )
+        self.mlflow_action = self._action(
+            "Log to MLflow…", self.log_selected_to_mlflow, None, MLFLOW_TIP
+        )
         self.follow_action = self._action(
             "Follow Job",
             self.follow_selected,
@@ -424,6 +436,7 @@ class RunsPanel(QWidget):
             self.edit_tags_action,
             self.edit_notes_action,
             self.export_csv_action,
+            self.mlflow_action,
             self.open_folder_action,
         ):
             menu.addAction(action)
@@ -558,6 +571,11 @@ class RunsPanel(QWidget):
             action.setEnabled(single is not None)
         self.compare_action.setEnabled(bool(runs))
         self.delete_action.setEnabled(bool(runs))
+        self.mlflow_action.setEnabled(
+            bool(runs)
+            and not self._mlflow.running
+            and not any(run.status == "running" or self._is_active(run) for run in runs)
+        )
         self.resume_action.setEnabled(
             single is not None
             and self._active_run is None
@@ -911,6 +929,30 @@ class RunsPanel(QWidget):
         except OSError as exc:
             dialogs.show_error(self, "Cannot export the metrics", f"{target}: {exc}")
 
+    def log_selected_to_mlflow(self) -> None:
+        """Logs the selected runs to the MLflow store the user names (remembered), off the
+        window's thread; the result is one line in the status bar."""
+        runs = self.selected_runs()
+        if not runs or not self.mlflow_action.isEnabled():
+            return
+        uri, experiment = settings.mlflow_store()
+        choice = dialogs.ask_mlflow(self, "Log to MLflow", uri, experiment, live=None)
+        if choice is None:
+            return
+        settings.set_mlflow_store(choice.tracking_uri, choice.experiment)
+        folders = [run.job.run_dir if run.job else run.path for run in runs]
+        uri, experiment = settings.mlflow_store()
+        self._mlflow.start(
+            lambda _progress: _log_folders(folders, uri or None, experiment),
+            known=(MlflowLogError, NotAJobFolder),
+        )
+        self.reported.emit(f"Logging {_runs_count(len(folders))} to MLflow…")
+        self._update_actions()
+
+    def _mlflow_ended(self, said: str) -> None:
+        self.reported.emit(said)
+        self._update_actions()
+
     def open_selected_folder(self) -> None:
         run = self._single()
         if run is not None:
@@ -985,6 +1027,23 @@ def compare_runs(
         plot.add_comparison(str(run.path), names[run.path], x, values)
     plot.set_comparison_axes(X_AXES[x_axis] if runs else X_AXES[STEP], metric if runs else "loss")
     return problems, missing
+
+
+def _runs_count(count: int) -> str:
+    return "1 run" if count == 1 else f"{count} runs"
+
+
+def _log_folders(folders: list[Path], tracking_uri: str | None, experiment: str) -> str:
+    """Logs each folder (its worker thread's work); the line the status bar shows."""
+    values = runs = 0
+    for folder in folders:
+        for _name, _run_id, count in log_folder(folder, tracking_uri, experiment):
+            runs, values = runs + 1, values + count
+    where = tracking_uri or "MLflow's default store"
+    return (
+        f"Logged {_runs_count(len(folders))} to MLflow at {where}, experiment {experiment}: "
+        f"{runs} MLflow run(s), {values:,} metric values"
+    )
 
 
 def _share_read(done: int, total: int) -> str:

@@ -385,6 +385,13 @@ class MainWindow(QMainWindow):
             "Show the last run's folder (project, metrics.csv, status, engine log)",
         )
         self.open_run_folder_action.setEnabled(False)
+        self.mlflow_settings_action = self._action(
+            "&MLflow Logging…",
+            self.edit_mlflow_settings,
+            None,
+            None,
+            "Where runs are logged to MLflow, and whether each run is logged as it trains",
+        )
         self.auto_range_action = self._action("&Auto-Range Plot", self.plot.auto_range, "Ctrl+0")
         self.log_scale_action = QAction("&Log Scale", self, checkable=True)
         self.log_scale_action.toggled.connect(self.plot.log_checkbox.setChecked)
@@ -515,6 +522,7 @@ class MainWindow(QMainWindow):
         run_menu.addSeparator()
         run_menu.addAction(self.detect_action)
         run_menu.addAction(self.open_run_folder_action)
+        run_menu.addAction(self.mlflow_settings_action)
         view_menu = bar.addMenu("&View")
         for action in (self.auto_range_action, self.log_scale_action, self.clear_log_action):
             view_menu.addAction(action)
@@ -558,6 +566,8 @@ class MainWindow(QMainWindow):
         document.replaced.connect(self.dataset_preview.clear)
         document.replaced.connect(self._forget_last_run)
         document.reported.connect(lambda text: self.statusBar().showMessage(text, 5000))
+        self.runs_panel.reported.connect(lambda text: self.statusBar().showMessage(text, 15000))
+        self.controller.live_mlflow = settings.live_mlflow
         document.warning.connect(lambda text: self.log_panel.add(text, "warning"))
         self.starter.following.connect(self._show_run)
         self.starter.log.connect(self.log_panel.add)
@@ -833,6 +843,21 @@ class MainWindow(QMainWindow):
             return
         if dialogs.confirm_continue_study(self, entry):
             self.continue_study(entry.folder)
+
+    def edit_mlflow_settings(self) -> None:
+        """The MLflow store the window logs to, and whether each run logs as it trains (from
+        the window, which follows the whole run: one MLflow run per job)."""
+        uri, experiment = settings.mlflow_store()
+        choice = dialogs.ask_mlflow(
+            self, "MLflow Logging", uri, experiment, settings.logs_live_to_mlflow()
+        )
+        if choice is None:
+            return
+        settings.set_mlflow_store(choice.tracking_uri, choice.experiment)
+        settings.set_live_mlflow(choice.live)
+        where = choice.tracking_uri or "MLflow's default store"
+        said = f"logged to {where} as they train" if choice.live else "not logged as they train"
+        self.statusBar().showMessage(f"Runs are {said}", 5000)
 
     def open_run_folder(self) -> None:
         """The desktop's file manager on the last run's folder; without one, its path."""
