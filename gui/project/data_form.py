@@ -7,7 +7,6 @@ from typing import Any, get_args
 from pydantic import BaseModel
 from PySide6.QtCore import QSignalBlocker, Signal
 from PySide6.QtWidgets import (
-    QFormLayout,
     QGroupBox,
     QHBoxLayout,
     QLabel,
@@ -22,7 +21,7 @@ from ...engine.config import DATA_MODELS, DATA_SOURCES, ConstantData
 from ...engine.config.data import FeatureSpec
 from ...engine.data_sources import source_named
 from ...engine.problems import Loc
-from .auto_form import AutoForm, align_labels, show_page
+from .auto_form import AutoForm, align_labels, show_page, wrapping_form
 from .field_editors import ChoiceEdit, PathEdit
 
 FOLDER_SHUFFLE_BUFFER = 10_000
@@ -145,7 +144,7 @@ class DataForm(QWidget):
         source_row = QHBoxLayout()
         source_row.addWidget(self.source, 1)
         source_row.addWidget(self.preview)
-        source_form = QFormLayout()
+        source_form = wrapping_form()
         source_label = QLabel("Source:")
         source_form.addRow(source_label, source_row)
         align_labels(*self.pages.values(), self.batching, others=[source_label])
@@ -157,6 +156,7 @@ class DataForm(QWidget):
         QVBoxLayout(batching_box).addWidget(self.batching)
 
         layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)  # the page around it has margins
         layout.addWidget(source_box)
         layout.addWidget(batching_box)
         layout.addStretch(1)

@@ -14,7 +14,6 @@ from typing import Any
 from pydantic import BaseModel
 from PySide6.QtCore import QSignalBlocker, Signal
 from PySide6.QtWidgets import (
-    QFormLayout,
     QFrame,
     QHBoxLayout,
     QLabel,
@@ -28,7 +27,7 @@ from PySide6.QtWidgets import (
 from ...engine.config import LAYER_KINDS, LAYER_TYPES, Initializer, Regularizer
 from ...engine.config.applicability import applicable_fields
 from ...engine.problems import Loc
-from .auto_form import AutoForm, align_labels, show_page
+from .auto_form import AutoForm, align_labels, show_page, wrapping_form
 from .field_editors import ChoiceEdit, editor_for
 
 NO_REGULARIZER, L1_L2 = "none", "l1_l2"
@@ -122,6 +121,7 @@ class LayerCard(QFrame):
                 self.forms[kind] = form
             else:
                 page = QLabel("No settings: it has no weights and no options.")
+                page.setWordWrap(True)
                 page.setEnabled(False)
             self.pages.addWidget(page)
         self.dense = self.forms["dense"]
@@ -145,7 +145,7 @@ class LayerCard(QFrame):
             regularizer_row.addWidget(QLabel(text))
             regularizer_row.addWidget(editor, 1)
         self.regularizer = QWidget()
-        regularizer_form = QFormLayout(self.regularizer)
+        regularizer_form = wrapping_form(self.regularizer)
         regularizer_form.setContentsMargins(0, 0, 0, 0)
         regularizer_label = QLabel("Regularizer:")
         regularizer_form.addRow(regularizer_label, regularizer_row)

@@ -12,7 +12,6 @@ from typing import Any
 from pydantic import BaseModel, TypeAdapter, ValidationError
 from PySide6.QtCore import QSignalBlocker, Signal
 from PySide6.QtWidgets import (
-    QFormLayout,
     QGroupBox,
     QHBoxLayout,
     QLabel,
@@ -24,6 +23,7 @@ from PySide6.QtWidgets import (
 from ...engine.config import LAYER_KINDS, MAX_DIMENSION, MODEL_KINDS, Layer, ModelConfig
 from ...engine.model_shapes import BACKBONES, ModelFileError, model_shapes, read_keras_file
 from ...engine.problems import Loc
+from .auto_form import wrapping_form
 from .field_editors import ChoiceEdit, ListEdit, PathEdit
 from .layer_card import LayerCard, new_layer
 
@@ -69,7 +69,7 @@ class ModelForm(QWidget):
         self.parameters = QLabel()
         self.parameters.setToolTip("Trainable parameters (moving statistics are not trained)")
 
-        self.form = QFormLayout()
+        self.form = wrapping_form()
         self.form.addRow("Model:", self.kind)
         self.form.addRow("Input shape:", self.input_shape)
         self.form.addRow("Backbone:", self.backbone)

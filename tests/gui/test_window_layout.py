@@ -22,6 +22,7 @@ from PySide6.QtWidgets import (
     QComboBox,
     QLineEdit,
     QScrollArea,
+    QStyle,
     QWidget,
 )
 from test_try_it_panel import FakeProcess, run_folder
@@ -256,19 +257,20 @@ def test_no_two_actions_answer_the_same_keys_at_once(window: MainWindow) -> None
     assert clashes == []
 
 
-def _laid_out_within(page: QScrollArea, widgets: list[QWidget]) -> None:
-    """Every widget laid out (at least its minimum width) and whole inside the page's
-    viewport from left to right, with no horizontal scrollbar."""
+def _laid_out_within(page: QScrollArea, widgets: list[QWidget], squeeze: int = 0) -> None:
+    """Every widget laid out (at least its minimum width, less ``squeeze``) and whole
+    inside the page's viewport from left to right, with no horizontal scrollbar."""
     viewport = page.viewport()
     for widget in widgets:
-        assert widget.width() >= widget.minimumSizeHint().width(), widget
+        assert widget.width() >= widget.minimumSizeHint().width() - squeeze, widget
         left = widget.mapTo(viewport, QPoint(0, 0)).x()
         right = left + widget.width()
         assert left >= 0 and right <= viewport.width(), (widget, left, right, viewport.width())
     assert not page.horizontalScrollBar().isVisible()
 
 
-def _show_tf_config_at(qtbot, window: MainWindow, size: tuple[int, int], dock: int) -> None:
+def _narrow_or_widen(qtbot, window: MainWindow, size: tuple[int, int], dock: int) -> None:
+    """The window at ``size``, its forms' dock ``dock`` px wide."""
     # Resized once shown: offscreen's 800x800 screen refits a bigger window when it is
     # first exposed, not later.
     window.resize(*size)
@@ -305,11 +307,35 @@ def test_the_tf_config_page_fits_a_narrow_dock(qtbot, window: MainWindow) -> Non
         _laid_out_within(page, [*tables, *controls])
         assert columns() == wanted_columns
 
-    _show_tf_config_at(qtbot, window, (1024, 700), NARROW_DOCK)
+    _narrow_or_widen(qtbot, window, (1024, 700), NARROW_DOCK)
     qtbot.waitUntil(lambda: fits_in(1))
     assert page.viewport().width() <= 294  # the issue's viewport (a vertical scrollbar beside)
     for size in [(1400, 900), (1920, 1080)]:
-        _show_tf_config_at(qtbot, window, size, PROJECT_DOCK_WIDTH)
+        _narrow_or_widen(qtbot, window, size, PROJECT_DOCK_WIDTH)
         qtbot.waitUntil(lambda: fits_in(2))
-    _show_tf_config_at(qtbot, window, (1024, 700), NARROW_DOCK)  # and narrow once more
+    _narrow_or_widen(qtbot, window, (1024, 700), NARROW_DOCK)  # and narrow once more
     qtbot.waitUntil(lambda: fits_in(1))
+
+
+@pytest.mark.parametrize("section", ["Strategy", "Optimizer && loss", "Training"])
+def test_a_form_page_fits_a_narrow_dock(qtbot, window: MainWindow, section: str) -> None:
+    """A form was its widest label plus its widest field wide (Strategy 375 px, Training
+    324 px in a 294 px viewport): in a narrow dock a field goes under its label."""
+    window.show()
+    qtbot.waitExposed(window)
+    editor = window.editor
+    editor.setCurrentIndex([editor.tabText(i) for i in range(editor.count())].index(section))
+    page = editor.currentWidget()
+    assert isinstance(page, QScrollArea)
+    controls = [
+        control
+        for control in page.widget().findChildren(QWidget)
+        if isinstance(control, CONTROLS) and control.isVisibleTo(page.widget())
+    ]
+    # Qt's form layout puts a field under its label once the field's minimum width no
+    # longer fits beside the label, not counting the spacing between them
+    # (QFormLayoutPrivate::setupVerticalLayoutData): a field can be that much narrower.
+    spacing = page.style().pixelMetric(QStyle.PixelMetric.PM_LayoutHorizontalSpacing)
+    assert spacing >= 0
+    _narrow_or_widen(qtbot, window, (1024, 700), NARROW_DOCK)
+    qtbot.waitUntil(lambda: _laid_out_within(page, controls, squeeze=spacing))
