@@ -8,10 +8,10 @@ from pydantic import BaseModel
 from PySide6.QtCore import QSignalBlocker, Signal
 from PySide6.QtWidgets import (
     QGroupBox,
-    QHBoxLayout,
     QLabel,
     QLineEdit,
     QPushButton,
+    QSizePolicy,
     QStackedWidget,
     QVBoxLayout,
     QWidget,
@@ -21,6 +21,7 @@ from ...engine.config import DATA_MODELS, DATA_SOURCES, ConstantData
 from ...engine.config.data import FeatureSpec
 from ...engine.data_sources import source_named
 from ...engine.problems import Loc
+from ..widgets.flow_layout import FlowLayout
 from .auto_form import AutoForm, align_labels, show_page, wrapping_form
 from .field_editors import ChoiceEdit, PathEdit
 
@@ -141,8 +142,10 @@ class DataForm(QWidget):
         self.preview = QPushButton("Preview…")
         self.preview.setToolTip("Show the data's images and classes, or a CSV file's first rows")
         self.preview.clicked.connect(lambda: self.preview_requested.emit(self.value()))
-        source_row = QHBoxLayout()
-        source_row.addWidget(self.source, 1)
+        # Preview… goes under the source in a narrow dock; beside it, the source takes the rest.
+        self.source.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
+        source_row = FlowLayout()
+        source_row.addWidget(self.source)
         source_row.addWidget(self.preview)
         source_form = wrapping_form()
         source_label = QLabel("Source:")

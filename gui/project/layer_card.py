@@ -17,6 +17,7 @@ from PySide6.QtWidgets import (
     QFrame,
     QHBoxLayout,
     QLabel,
+    QSizePolicy,
     QStackedWidget,
     QStyle,
     QToolButton,
@@ -27,6 +28,7 @@ from PySide6.QtWidgets import (
 from ...engine.config import LAYER_KINDS, LAYER_TYPES, Initializer, Regularizer
 from ...engine.config.applicability import applicable_fields
 from ...engine.problems import Loc
+from ..widgets.flow_layout import FlowLayout
 from .auto_form import AutoForm, align_labels, show_page, wrapping_form
 from .field_editors import ChoiceEdit, editor_for
 
@@ -97,12 +99,18 @@ class LayerCard(QFrame):
         self.down_button.clicked.connect(lambda: self.move_requested.emit(self, 1))
         self.remove_button.clicked.connect(lambda: self.remove_requested.emit(self))
 
-        header = QHBoxLayout()
+        # The buttons keep to the right; in a narrow dock they, then the kind, wrap below.
+        buttons = QWidget()
+        buttons.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
+        buttons_row = QHBoxLayout(buttons)
+        buttons_row.setContentsMargins(0, 0, 0, 0)
+        buttons_row.addStretch(1)
+        for button in (self.up_button, self.down_button, self.remove_button):
+            buttons_row.addWidget(button)
+        header = FlowLayout()
         header.addWidget(self.title)
         header.addWidget(self.kind)
-        header.addStretch(1)
-        for button in (self.up_button, self.down_button, self.remove_button):
-            header.addWidget(button)
+        header.addWidget(buttons)
         self.shape = QLabel()
         self.shape.setToolTip(
             "What this layer outputs for one batch (None: the batch size) and its weights, "

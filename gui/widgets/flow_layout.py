@@ -14,7 +14,9 @@ from PySide6.QtWidgets import QLayout, QLayoutItem, QStyle, QWidget
 
 
 class FlowLayout(QLayout):
-    """Items left to right at their size hints, wrapped at the layout's width.
+    """Items left to right at their size hints, wrapped at the layout's width; on each
+    line, the width left over goes to the items that grow sideways (an Expanding
+    horizontal size policy), as in a box layout.
 
     ``spacing`` (pixels, both ways) defaults to the style's spacing between widgets;
     ``margins`` default to none, as a row inside another layout has.
@@ -55,7 +57,11 @@ class FlowLayout(QLayout):
         return style.pixelMetric(QStyle.PixelMetric.PM_LayoutHorizontalSpacing, None, widget)
 
     def expandingDirections(self) -> Qt.Orientation:
-        return Qt.Orientation(0)
+        """Horizontal when an item grows sideways: the row then takes the width it is given."""
+        expanding = any(
+            item.expandingDirections() & Qt.Orientation.Horizontal for item in self._items
+        )
+        return Qt.Orientation.Horizontal if expanding else Qt.Orientation(0)
 
     def hasHeightForWidth(self) -> bool:
         return True
@@ -108,12 +114,21 @@ class FlowLayout(QLayout):
         y = area.y()
         for line in lines:
             height = max((size.height() for _, size in line), default=0)
+            used = sum(size.width() for _, size in line) + gap * (len(line) - 1)
+            growing = [
+                bool(item.expandingDirections() & Qt.Orientation.Horizontal) for item, _ in line
+            ]
+            share, extra = divmod(max(area.width() - used, 0), max(sum(growing), 1))
             x = area.x()
-            for item, size in line:
+            for (item, size), grows in zip(line, growing, strict=True):
+                width = size.width()
+                if grows:
+                    width += share + (1 if extra > 0 else 0)
+                    extra -= 1
                 if move:
                     top = y + (height - size.height()) // 2
-                    item.setGeometry(QRect(QPoint(x, top), size))
-                x += size.width() + gap
+                    item.setGeometry(QRect(QPoint(x, top), QSize(width, size.height())))
+                x += width + gap
             y += height + gap
         used = y - gap if any(lines) else y
         return used - rect.y() + self.contentsMargins().bottom()

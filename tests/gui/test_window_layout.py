@@ -317,10 +317,14 @@ def test_the_tf_config_page_fits_a_narrow_dock(qtbot, window: MainWindow) -> Non
     qtbot.waitUntil(lambda: fits_in(1))
 
 
-@pytest.mark.parametrize("section", ["Strategy", "Optimizer && loss", "Training"])
+@pytest.mark.parametrize(
+    "section",
+    ["Project", "Strategy", "Model", "Data", "Optimizer && loss", "Training", "Evaluation"],
+)
 def test_a_form_page_fits_a_narrow_dock(qtbot, window: MainWindow, section: str) -> None:
-    """A form was its widest label plus its widest field wide (Strategy 375 px, Training
-    324 px in a 294 px viewport): in a narrow dock a field goes under its label."""
+    """A form was its widest label plus its widest field wide, and its rows of buttons
+    all of theirs (Evaluation 452 px, Data 428, Model 411, Strategy 375 in a 294 px
+    viewport): in a narrow dock a field goes under its label and the rows wrap."""
     window.show()
     qtbot.waitExposed(window)
     editor = window.editor
