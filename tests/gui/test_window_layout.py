@@ -343,3 +343,6 @@ def test_a_form_page_fits_a_narrow_dock(qtbot, window: MainWindow, section: str)
     assert spacing >= 0
     _narrow_or_widen(qtbot, window, (1024, 700), NARROW_DOCK)
     qtbot.waitUntil(lambda: _laid_out_within(page, controls, squeeze=spacing))
+    for size in [(1400, 900), (1920, 1080)]:  # and whole, unsqueezed, in the wide dock
+        _narrow_or_widen(qtbot, window, size, PROJECT_DOCK_WIDTH)
+        qtbot.waitUntil(lambda: _laid_out_within(page, controls))
