@@ -17,6 +17,18 @@ from PySide6.QtWidgets import QFormLayout, QSizePolicy, QStackedWidget, QWidget
 from .field_editors import editor_for, label_for
 
 
+def wrapping_form(parent: QWidget | None = None) -> QFormLayout:
+    """A form layout that puts a field under its label when both do not fit side by side.
+
+    Side by side only (Fusion's default), a form was as wide as its widest label plus
+    its widest field: in the forms' dock of a 1024x700 window (a 294 px viewport) the
+    pages needed 324 to 452 px and scrolled sideways, the scrollbar over their last row.
+    """
+    form = QFormLayout(parent)
+    form.setRowWrapPolicy(QFormLayout.RowWrapPolicy.WrapLongRows)
+    return form
+
+
 class AutoForm(QWidget):
     """Edits ``fields`` of ``model``; ``edited`` fires on user edits, not on ``set_value``."""
 
@@ -34,7 +46,7 @@ class AutoForm(QWidget):
         super().__init__()
         self.model = model
         self.editors: dict[str, Any] = {}
-        self._layout = QFormLayout(self)
+        self._layout = wrapping_form(self)
         self._layout.setContentsMargins(0, 0, 0, 0)
         self._layout.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.AllNonFixedFieldsGrow)
         for name in fields:

@@ -5,10 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 from PySide6.QtCore import QSignalBlocker, Signal
-from PySide6.QtWidgets import QCheckBox, QFormLayout, QLabel, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QCheckBox, QLabel, QVBoxLayout, QWidget
 
 from ...engine.config import CustomCode
 from ...engine.problems import Loc
+from .auto_form import wrapping_form
 from .field_editors import PathEdit
 
 PYTHON_FILTER = "Python files (*.py);;All files (*)"
@@ -33,7 +34,7 @@ class CustomCodeForm(QWidget):
         )
         note.setWordWrap(True)
         note.setStyleSheet("color: #555555;")
-        form = QFormLayout()
+        form = wrapping_form()
         form.setContentsMargins(0, 0, 0, 0)
         form.addRow("Python file:", self.path)
         layout = QVBoxLayout(self)

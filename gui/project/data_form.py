@@ -7,12 +7,11 @@ from typing import Any, get_args
 from pydantic import BaseModel
 from PySide6.QtCore import QSignalBlocker, Signal
 from PySide6.QtWidgets import (
-    QFormLayout,
     QGroupBox,
-    QHBoxLayout,
     QLabel,
     QLineEdit,
     QPushButton,
+    QSizePolicy,
     QStackedWidget,
     QVBoxLayout,
     QWidget,
@@ -22,7 +21,8 @@ from ...engine.config import DATA_MODELS, DATA_SOURCES, ConstantData
 from ...engine.config.data import FeatureSpec
 from ...engine.data_sources import source_named
 from ...engine.problems import Loc
-from .auto_form import AutoForm, align_labels, show_page
+from ..widgets.flow_layout import FlowLayout
+from .auto_form import AutoForm, align_labels, show_page, wrapping_form
 from .field_editors import ChoiceEdit, PathEdit
 
 FOLDER_SHUFFLE_BUFFER = 10_000
@@ -142,10 +142,12 @@ class DataForm(QWidget):
         self.preview = QPushButton("Preview…")
         self.preview.setToolTip("Show the data's images and classes, or a CSV file's first rows")
         self.preview.clicked.connect(lambda: self.preview_requested.emit(self.value()))
-        source_row = QHBoxLayout()
-        source_row.addWidget(self.source, 1)
+        # Preview… goes under the source in a narrow dock; beside it, the source takes the rest.
+        self.source.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
+        source_row = FlowLayout()
+        source_row.addWidget(self.source)
         source_row.addWidget(self.preview)
-        source_form = QFormLayout()
+        source_form = wrapping_form()
         source_label = QLabel("Source:")
         source_form.addRow(source_label, source_row)
         align_labels(*self.pages.values(), self.batching, others=[source_label])
@@ -157,6 +159,7 @@ class DataForm(QWidget):
         QVBoxLayout(batching_box).addWidget(self.batching)
 
         layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)  # the page around it has margins
         layout.addWidget(source_box)
         layout.addWidget(batching_box)
         layout.addStretch(1)

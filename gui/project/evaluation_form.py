@@ -8,7 +8,6 @@ from PySide6.QtCore import QSignalBlocker, Signal
 from PySide6.QtWidgets import (
     QButtonGroup,
     QCheckBox,
-    QFormLayout,
     QGroupBox,
     QLabel,
     QRadioButton,
@@ -18,6 +17,7 @@ from PySide6.QtWidgets import (
 
 from ...engine.config import ConstantData, EvaluationConfig
 from ...engine.problems import Loc
+from .auto_form import wrapping_form
 from .data_form import DataForm
 from .field_editors import FloatEdit, editor_for, float_range, least_float_step
 
@@ -57,7 +57,7 @@ class EvaluationForm(QWidget):
         note.setStyleSheet("color: #555555;")
 
         self.body = QWidget()
-        form = QFormLayout(self.body)
+        form = wrapping_form(self.body)
         form.setContentsMargins(0, 0, 0, 0)
         form.addRow("Every (steps):", self.every)
         form.addRow(self.split_radio, self.split)

@@ -14,10 +14,10 @@ from typing import Any
 from pydantic import BaseModel
 from PySide6.QtCore import QSignalBlocker, Signal
 from PySide6.QtWidgets import (
-    QFormLayout,
     QFrame,
     QHBoxLayout,
     QLabel,
+    QSizePolicy,
     QStackedWidget,
     QStyle,
     QToolButton,
@@ -28,7 +28,8 @@ from PySide6.QtWidgets import (
 from ...engine.config import LAYER_KINDS, LAYER_TYPES, Initializer, Regularizer
 from ...engine.config.applicability import applicable_fields
 from ...engine.problems import Loc
-from .auto_form import AutoForm, align_labels, show_page
+from ..widgets.flow_layout import FlowLayout
+from .auto_form import AutoForm, align_labels, show_page, wrapping_form
 from .field_editors import ChoiceEdit, editor_for
 
 NO_REGULARIZER, L1_L2 = "none", "l1_l2"
@@ -98,12 +99,18 @@ class LayerCard(QFrame):
         self.down_button.clicked.connect(lambda: self.move_requested.emit(self, 1))
         self.remove_button.clicked.connect(lambda: self.remove_requested.emit(self))
 
-        header = QHBoxLayout()
+        # The buttons keep to the right; in a narrow dock they, then the kind, wrap below.
+        buttons = QWidget()
+        buttons.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
+        buttons_row = QHBoxLayout(buttons)
+        buttons_row.setContentsMargins(0, 0, 0, 0)
+        buttons_row.addStretch(1)
+        for button in (self.up_button, self.down_button, self.remove_button):
+            buttons_row.addWidget(button)
+        header = FlowLayout()
         header.addWidget(self.title)
         header.addWidget(self.kind)
-        header.addStretch(1)
-        for button in (self.up_button, self.down_button, self.remove_button):
-            header.addWidget(button)
+        header.addWidget(buttons)
         self.shape = QLabel()
         self.shape.setToolTip(
             "What this layer outputs for one batch (None: the batch size) and its weights, "
@@ -122,6 +129,7 @@ class LayerCard(QFrame):
                 self.forms[kind] = form
             else:
                 page = QLabel("No settings: it has no weights and no options.")
+                page.setWordWrap(True)
                 page.setEnabled(False)
             self.pages.addWidget(page)
         self.dense = self.forms["dense"]
@@ -145,7 +153,7 @@ class LayerCard(QFrame):
             regularizer_row.addWidget(QLabel(text))
             regularizer_row.addWidget(editor, 1)
         self.regularizer = QWidget()
-        regularizer_form = QFormLayout(self.regularizer)
+        regularizer_form = wrapping_form(self.regularizer)
         regularizer_form.setContentsMargins(0, 0, 0, 0)
         regularizer_label = QLabel("Regularizer:")
         regularizer_form.addRow(regularizer_label, regularizer_row)

@@ -12,11 +12,10 @@ from typing import Any
 from pydantic import BaseModel, TypeAdapter, ValidationError
 from PySide6.QtCore import QSignalBlocker, Signal
 from PySide6.QtWidgets import (
-    QFormLayout,
     QGroupBox,
-    QHBoxLayout,
     QLabel,
     QPushButton,
+    QSizePolicy,
     QVBoxLayout,
     QWidget,
 )
@@ -24,6 +23,8 @@ from PySide6.QtWidgets import (
 from ...engine.config import LAYER_KINDS, MAX_DIMENSION, MODEL_KINDS, Layer, ModelConfig
 from ...engine.model_shapes import BACKBONES, ModelFileError, model_shapes, read_keras_file
 from ...engine.problems import Loc
+from ..widgets.flow_layout import FlowLayout
+from .auto_form import wrapping_form
 from .field_editors import ChoiceEdit, ListEdit, PathEdit
 from .layer_card import LayerCard, new_layer
 
@@ -69,7 +70,7 @@ class ModelForm(QWidget):
         self.parameters = QLabel()
         self.parameters.setToolTip("Trainable parameters (moving statistics are not trained)")
 
-        self.form = QFormLayout()
+        self.form = wrapping_form()
         self.form.addRow("Model:", self.kind)
         self.form.addRow("Input shape:", self.input_shape)
         self.form.addRow("Backbone:", self.backbone)
@@ -91,14 +92,15 @@ class ModelForm(QWidget):
         self.add_dense_button.clicked.connect(lambda: self.add_layer(new_layer("dense")))
         self.add_dropout_button.clicked.connect(lambda: self.add_layer(new_layer("dropout")))
         self.add_button.clicked.connect(lambda: self.add_layer(new_layer(self.add_kind.value())))
-        buttons = QHBoxLayout()
+        buttons = FlowLayout()
         buttons.addWidget(self.add_dense_button)
         buttons.addWidget(self.add_dropout_button)
-        buttons.addStretch(1)
         # A row of its own: beside the two buttons it would widen the dock past its default.
-        other = QHBoxLayout()
+        # Both rows wrap in a narrow dock; the kind takes the width its row leaves.
+        self.add_kind.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
+        other = FlowLayout()
         other.addWidget(QLabel("Other layer:"))
-        other.addWidget(self.add_kind, 1)
+        other.addWidget(self.add_kind)
         other.addWidget(self.add_button)
         box_layout = QVBoxLayout(self.layers_box)
         box_layout.addLayout(self._cards_layout)
@@ -106,6 +108,7 @@ class ModelForm(QWidget):
         box_layout.addLayout(other)
 
         layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)  # the page around it has margins
         layout.addLayout(self.form)
         layout.addWidget(self.layers_box)
         layout.addStretch(1)

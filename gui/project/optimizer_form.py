@@ -5,11 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 from PySide6.QtCore import QSignalBlocker, Signal
-from PySide6.QtWidgets import QFormLayout, QPushButton, QStackedWidget, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QPushButton, QStackedWidget, QVBoxLayout, QWidget
 
 from ...engine.config import OPTIMIZER_KINDS, AdagradConfig, AdamConfig, RMSpropConfig, SGDConfig
 from ...engine.problems import Loc
-from .auto_form import AutoForm, show_page
+from .auto_form import AutoForm, show_page, wrapping_form
 from .field_editors import ChoiceEdit
 
 OPTIMIZER_MODELS = {
@@ -45,7 +45,7 @@ class OptimizerForm(QWidget):
         for kind in OPTIMIZER_KINDS:
             self.stack.addWidget(self.pages[kind])
             self.pages[kind].edited.connect(self.edited)
-        form = QFormLayout()
+        form = wrapping_form()
         form.setContentsMargins(0, 0, 0, 0)
         form.addRow("Kind:", self.kind)
         layout = QVBoxLayout(self)

@@ -5,10 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QFormLayout, QGroupBox, QLabel
+from PySide6.QtWidgets import QGroupBox, QLabel
 
 from ...engine.config import DenseLayer, Project
 from ...engine.model_shapes import BACKBONES
+from .auto_form import wrapping_form
 
 ROWS = ("Strategy", "Model", "Optimizer", "Loss", "Data", "Training")
 
@@ -67,7 +68,7 @@ class ProjectSummary(QGroupBox):
     def __init__(self) -> None:
         super().__init__("Summary")
         self.values = {row: QLabel() for row in ROWS}
-        layout = QFormLayout(self)
+        layout = wrapping_form(self)
         for row, label in self.values.items():
             label.setWordWrap(True)
             label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)

@@ -24,8 +24,6 @@ from PySide6.QtWidgets import (
     QComboBox,
     QDialog,
     QDialogButtonBox,
-    QFrame,
-    QGridLayout,
     QHBoxLayout,
     QLabel,
     QListWidget,
@@ -61,8 +59,9 @@ from ...engine.tf_config import (
     strategy_problems,
 )
 from ..files import file_dialogs
+from ..widgets.flow_layout import FlowLayout
 from .field_editors import wheel_only_when_focused
-from .tf_config_table import JobTable, mark_widget
+from .tf_config_table import JobGrid, JobTable, mark_widget
 
 # Only rule errors (RULE_ERROR_TYPE) can be shown in the tables; any other error means
 # the text has a shape the editor cannot hold (a number where an address goes).
@@ -88,6 +87,16 @@ def describe_problems(problems: list[Problem]) -> str:
     if len(problems) > _MAX_LISTED_PROBLEMS:
         lines.append(f"… and {len(problems) - _MAX_LISTED_PROBLEMS} more")
     return "\n".join(lines)
+
+
+def _labelled(text: str, field: QWidget) -> QWidget:
+    """A label and its field as one piece, which a wrapping row never splits."""
+    piece = QWidget()
+    row = QHBoxLayout(piece)
+    row.setContentsMargins(0, 0, 0, 0)
+    row.addWidget(QLabel(text))
+    row.addWidget(field)
+    return piece
 
 
 class PasteDialog(QDialog):
@@ -185,7 +194,7 @@ class TFConfigEditor(QWidget):
         self._problems: list[Problem] = []
         self._external: list[Problem] = []
 
-        self.use_checkbox = QCheckBox("Use TF_CONFIG (multi-machine strategies)")
+        self.use_checkbox = QCheckBox("Use TF_CONFIG")
         self.use_checkbox.setObjectName("use_tf_config")
         self.use_checkbox.setToolTip(_USE_TOOLTIP)
         self.use_checkbox.toggled.connect(self._on_use_toggled)
@@ -198,15 +207,20 @@ class TFConfigEditor(QWidget):
         self.env_button = QPushButton("From environment")
         self.env_button.setToolTip("Import the TF_CONFIG environment variable of this app.")
         self.env_button.clicked.connect(self._on_import_environment)
-        # Narrow rows (the checkbox above its import buttons, job tables two by two, the
-        # localhost button on its own row): the editor fits the Project dock's default width.
-        imports = QHBoxLayout()
+        # Rows that wrap (the import buttons, the task selector, the job tables two by two
+        # or one above the other): the editor fits the Project dock at any width the
+        # window gives it, without scrolling sideways.
+        imports = FlowLayout()
         imports.addWidget(self.paste_button)
         imports.addWidget(self.file_button)
         imports.addWidget(self.env_button)
-        imports.addStretch(1)
+        use_note = QLabel("(multi-machine strategies)")
+        use_note.setToolTip(_USE_TOOLTIP)
+        use = FlowLayout(spacing=2)  # the note reads on, or goes under it in a narrow dock
+        use.addWidget(self.use_checkbox)
+        use.addWidget(use_note)
         top = QVBoxLayout()
-        top.addWidget(self.use_checkbox)
+        top.addLayout(use)
         top.addLayout(imports)
 
         self.body = QWidget()
@@ -383,22 +397,17 @@ class TFConfigEditor(QWidget):
 
     # --- building ------------------------------------------------------------------------
 
-    def _build_cluster(self) -> QFrame:
-        self.cluster_frame = QFrame()
-        self.cluster_frame.setObjectName("cluster_frame")
-        grid = QGridLayout(self.cluster_frame)
-        grid.setContentsMargins(4, 4, 4, 4)
+    def _build_cluster(self) -> JobGrid:
         self.tables: dict[str, JobTable] = {}
-        for position, job in enumerate(JOB_TYPES):
+        for job in JOB_TYPES:
             table = JobTable(job, self._suggest_address)
             table.edited.connect(self._on_edited)
             self.tables[job] = table
-            grid.addWidget(table, position // 2, position % 2)
-        grid.setColumnStretch(0, 1)
-        grid.setColumnStretch(1, 1)
+        self.cluster_frame = JobGrid(list(self.tables.values()))
+        self.cluster_frame.setObjectName("cluster_frame")
         return self.cluster_frame
 
-    def _build_task_row(self) -> QHBoxLayout:
+    def _build_task_row(self) -> FlowLayout:
         self.task_type_combo = QComboBox()
         self.task_type_combo.setObjectName("task_type")
         self.task_type_combo.setToolTip(_TYPE_TOOLTIP)
@@ -411,12 +420,10 @@ class TFConfigEditor(QWidget):
         self.task_index_spin.setMinimumWidth(70)
         self.task_index_spin.valueChanged.connect(self._on_task_index_changed)
         wheel_only_when_focused(self.task_index_spin)
-        row = QHBoxLayout()
-        row.addWidget(QLabel("This TF_CONFIG is for task:"))
-        row.addWidget(self.task_type_combo)
-        row.addWidget(QLabel("index"))
-        row.addWidget(self.task_index_spin)
-        row.addStretch(1)
+        # Each label stays with its field when the row wraps.
+        row = FlowLayout()
+        row.addWidget(_labelled("This TF_CONFIG is for task:", self.task_type_combo))
+        row.addWidget(_labelled("index", self.task_index_spin))
         return row
 
     def _build_localhost_row(self) -> QHBoxLayout:

@@ -2,7 +2,8 @@
 
 The TF_CONFIG editor shows one of these per job type. The table only edits and
 marks; every rule lives in :mod:`engine.tf_config`, and the editor decides which
-row a problem belongs to. Helpers to mark any widget as wrong live here too, so
+row a problem belongs to. :class:`JobGrid` places the tables two by two, or one above
+the other in a narrow dock. Helpers to mark any widget as wrong live here too, so
 cells and plain widgets look the same when something is wrong with them.
 """
 
@@ -10,10 +11,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from PySide6.QtCore import Qt, Signal
-from PySide6.QtGui import QBrush, QColor
+from PySide6.QtCore import QSize, Qt, Signal
+from PySide6.QtGui import QBrush, QColor, QResizeEvent
 from PySide6.QtWidgets import (
     QAbstractItemView,
+    QFrame,
+    QGridLayout,
     QHBoxLayout,
     QHeaderView,
     QLabel,
@@ -61,6 +64,23 @@ def mark_widget(widget: QWidget, messages: list[str], tooltip: str) -> None:
         widget.setToolTip(tooltip)
 
 
+class _AddressTable(QTableWidget):
+    """A table that asks for the height of :data:`PREFERRED_ROWS` rows, not Qt's 192 px.
+
+    One above the other in a narrow dock, four tables of Qt's height were a long scroll
+    to the task selector under them, even with no row in three of them.
+    """
+
+    def sizeHint(self) -> QSize:
+        rows = PREFERRED_ROWS * self.verticalHeader().defaultSectionSize()
+        height = self.horizontalHeader().sizeHint().height() + rows + 2 * self.frameWidth()
+        return QSize(super().sizeHint().width(), height)
+
+
+PREFERRED_ROWS = 4
+"""Rows a job table shows without scrolling when the page has no height to spare."""
+
+
 class JobTable(QWidget):
     """The addresses of one job (``chief``, ``worker``, ...), one row per task index."""
 
@@ -83,7 +103,7 @@ class JobTable(QWidget):
         header.addStretch(1)
         header.addWidget(self.count_label)
 
-        self.table = QTableWidget(0, 1)
+        self.table = _AddressTable(0, 1)
         self.table.setObjectName(f"{job}_table")
         self.table.setHorizontalHeaderLabels(["host:port"])
         self.table.horizontalHeader().setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
@@ -213,3 +233,55 @@ class JobTable(QWidget):
 
     def _on_item_changed(self, _item: QTableWidgetItem) -> None:
         self.edited.emit()
+
+
+class JobGrid(QFrame):
+    """The job tables two by two where the width allows, else one above the other.
+
+    Side by side they held the TF_CONFIG page at 346 px, wider than the forms' dock
+    when the window is narrow: the page scrolled sideways and the scrollbar covered its
+    last row. The grid asks only for one column's width and places the tables again
+    whenever its width crosses what two columns need.
+    """
+
+    def __init__(self, tables: list[JobTable], parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self._tables = tables
+        self._grid = QGridLayout(self)
+        self._grid.setContentsMargins(4, 4, 4, 4)
+        self._columns = 0
+        self._arrange(2)
+
+    def columns(self) -> int:
+        """How many tables sit side by side now: 2, or 1 in a narrow dock."""
+        return self._columns
+
+    def two_column_width(self) -> int:
+        """The narrowest width that shows two tables side by side, none squeezed."""
+        margins = self._grid.contentsMargins()
+        widest = max(table.minimumSizeHint().width() for table in self._tables)
+        spacing = self._grid.horizontalSpacing()
+        return 2 * widest + spacing + margins.left() + margins.right()
+
+    def minimumSizeHint(self) -> QSize:
+        """One column's width, whatever the arrangement now; the current height."""
+        margins = self._grid.contentsMargins()
+        widest = max(table.minimumSizeHint().width() for table in self._tables)
+        height = self._grid.minimumSize().height()
+        return QSize(widest + margins.left() + margins.right(), height)
+
+    def resizeEvent(self, event: QResizeEvent) -> None:
+        super().resizeEvent(event)
+        self._arrange(2 if event.size().width() >= self.two_column_width() else 1)
+
+    def _arrange(self, columns: int) -> None:
+        if columns == self._columns:
+            return
+        self._columns = columns
+        for table in self._tables:
+            self._grid.removeWidget(table)
+        for position, table in enumerate(self._tables):
+            self._grid.addWidget(table, position // columns, position % columns)
+        for column in range(2):
+            self._grid.setColumnStretch(column, 1 if column < columns else 0)
+        self.updateGeometry()

@@ -5,11 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 from PySide6.QtCore import QSignalBlocker, Signal
-from PySide6.QtWidgets import QFormLayout, QRadioButton, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QRadioButton, QVBoxLayout, QWidget
 
 from ...engine.config import TrainingConfig
 from ...engine.problems import Loc
-from .auto_form import AutoForm
+from .auto_form import AutoForm, wrapping_form
 from .field_editors import IntEdit, int_range
 
 DEFAULT_EPOCHS, DEFAULT_STEPS = 1, 100
@@ -49,7 +49,7 @@ class TrainingForm(QWidget):
         self.rest.editors["seed"].setToolTip(
             "Seeds initializers, shuffling and dropout so a run repeats exactly"
         )
-        length = QFormLayout()
+        length = wrapping_form()
         length.setContentsMargins(0, 0, 0, 0)
         length.addRow(self.epochs_radio, self.epochs)
         length.addRow(self.steps_radio, self.steps)

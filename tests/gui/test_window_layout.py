@@ -8,13 +8,29 @@ import pytest
 from distloop.engine.problems import Problem
 from distloop.engine.run_history import summarize
 from distloop.gui.runs import try_it_panel
-from distloop.gui.shell.main_window import MIN_PLOT_SIZE, MainWindow, fitted_geometry
+from distloop.gui.shell.main_window import (
+    MIN_PLOT_SIZE,
+    PROJECT_DOCK_WIDTH,
+    MainWindow,
+    fitted_geometry,
+)
 from PySide6.QtCore import QMargins, QPoint, QRect, QSize, Qt, QUrl
 from PySide6.QtGui import QAction, QKeySequence
-from PySide6.QtWidgets import QWidget
+from PySide6.QtWidgets import (
+    QAbstractButton,
+    QAbstractSpinBox,
+    QComboBox,
+    QLineEdit,
+    QScrollArea,
+    QStyle,
+    QWidget,
+)
 from test_try_it_panel import FakeProcess, run_folder
 
 DEFAULT = QSize(1400, 900)
+NARROW_DOCK = 316
+"""The forms' dock of a 1024x700 window as the issue measured it: a 294 px viewport."""
+CONTROLS = (QAbstractButton, QComboBox, QAbstractSpinBox, QLineEdit)
 TITLE_BAR = QMargins(1, 20, 1, 5)  # openbox's frame: borders and a 20 px title bar
 
 
@@ -247,3 +263,94 @@ def test_no_two_actions_answer_the_same_keys_at_once(window: MainWindow) -> None
         if key == other and a is not b and not apart(a, b)
     ]
     assert clashes == []
+
+
+def _laid_out_within(page: QScrollArea, widgets: list[QWidget], squeeze: int = 0) -> None:
+    """Every widget laid out (at least its minimum width, less ``squeeze``) and whole
+    inside the page's viewport from left to right, with no horizontal scrollbar."""
+    viewport = page.viewport()
+    for widget in widgets:
+        assert widget.width() >= widget.minimumSizeHint().width() - squeeze, widget
+        left = widget.mapTo(viewport, QPoint(0, 0)).x()
+        right = left + widget.width()
+        assert left >= 0 and right <= viewport.width(), (widget, left, right, viewport.width())
+    assert not page.horizontalScrollBar().isVisible()
+
+
+def _narrow_or_widen(qtbot, window: MainWindow, size: tuple[int, int], dock: int) -> None:
+    """The window at ``size``, its forms' dock ``dock`` px wide."""
+    # Resized once shown: offscreen's 800x800 screen refits a bigger window when it is
+    # first exposed, not later.
+    window.resize(*size)
+    window.resizeDocks([window.project_dock], [dock], Qt.Orientation.Horizontal)
+    qtbot.waitUntil(lambda: window.project_dock.width() == dock)
+
+
+def test_the_tf_config_page_fits_a_narrow_dock(qtbot, window: MainWindow) -> None:
+    """At 1024x700 the TF_CONFIG page needed about 400 px of a 294 px viewport: its job
+    tables sat two by two and its button rows did not wrap, and a horizontal scrollbar
+    covered the last row. In a narrow dock the tables go one above the other; in a wide
+    one they are two by two again."""
+    window.show()
+    qtbot.waitExposed(window)
+    editor = window.editor
+    editor.setCurrentIndex(editor.tab_of(Problem(("tf_config",), "")))
+    tf_config = editor.tf_config
+    tf_config.use_checkbox.setChecked(True)
+    tf_config.localhost_button.click()  # two workers listed: the seed project as a cluster
+    page = editor.currentWidget()
+    assert isinstance(page, QScrollArea)
+    tables = list(tf_config.tables.values())
+    controls = [
+        control
+        for control in page.widget().findChildren(QWidget)
+        if isinstance(control, CONTROLS) and control.isVisibleTo(page.widget())
+    ]
+    assert tf_config.paste_button in controls and tf_config.task_index_spin in controls
+
+    def columns() -> int:
+        return len({table.mapTo(page, QPoint(0, 0)).x() for table in tables})
+
+    def fits_in(wanted_columns: int) -> None:
+        _laid_out_within(page, [*tables, *controls])
+        assert columns() == wanted_columns
+
+    _narrow_or_widen(qtbot, window, (1024, 700), NARROW_DOCK)
+    qtbot.waitUntil(lambda: fits_in(1))
+    assert page.viewport().width() <= 294  # the issue's viewport (a vertical scrollbar beside)
+    for size in [(1400, 900), (1920, 1080)]:
+        _narrow_or_widen(qtbot, window, size, PROJECT_DOCK_WIDTH)
+        qtbot.waitUntil(lambda: fits_in(2))
+    _narrow_or_widen(qtbot, window, (1024, 700), NARROW_DOCK)  # and narrow once more
+    qtbot.waitUntil(lambda: fits_in(1))
+
+
+@pytest.mark.parametrize(
+    "section",
+    ["Project", "Strategy", "Model", "Data", "Optimizer && loss", "Training", "Evaluation"],
+)
+def test_a_form_page_fits_a_narrow_dock(qtbot, window: MainWindow, section: str) -> None:
+    """A form was its widest label plus its widest field wide, and its rows of buttons
+    all of theirs (Evaluation 452 px, Data 428, Model 411, Strategy 375 in a 294 px
+    viewport): in a narrow dock a field goes under its label and the rows wrap."""
+    window.show()
+    qtbot.waitExposed(window)
+    editor = window.editor
+    editor.setCurrentIndex([editor.tabText(i) for i in range(editor.count())].index(section))
+    page = editor.currentWidget()
+    assert isinstance(page, QScrollArea)
+    controls = [
+        control
+        for control in page.widget().findChildren(QWidget)
+        if isinstance(control, CONTROLS) and control.isVisibleTo(page.widget())
+    ]
+    # Qt's form layout puts a field under its label once the field's minimum width no
+    # longer fits beside the label, not counting the spacing between them
+    # (QFormLayoutPrivate::setupVerticalLayoutData): a field can be that much narrower.
+    spacing = page.style().pixelMetric(QStyle.PixelMetric.PM_LayoutHorizontalSpacing)
+    assert spacing >= 0
+    _narrow_or_widen(qtbot, window, (1024, 700), NARROW_DOCK)
+    qtbot.waitUntil(lambda: _laid_out_within(page, controls, squeeze=spacing))
+    for size in [(1400, 900), (1920, 1080)]:  # and whole, unsqueezed, in the wide dock
+        _narrow_or_widen(qtbot, window, size, PROJECT_DOCK_WIDTH)
+        qtbot.waitUntil(lambda: _laid_out_within(page, controls))
