@@ -25,7 +25,7 @@ from distloop.engine.study.folders import read_entry
 from distloop.engine.study.results import StudyUnreadable, read_results
 from distloop.engine.study.space import parse_space
 from distloop_testing import synthetic_project
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from study_folders import SPACE, optuna_study_folder
 from test_fuzz_inputs import mutated
@@ -62,6 +62,14 @@ task_ids = numbers.map(str) | st.text(max_size=12)
     rank=task_ids,
     node_id=task_ids,
     kind=st.sampled_from(["multi_worker_mirrored", "parameter_server"]),
+)
+# found by this test in a run: 20 tasks on one badly named node said it 20 times
+@example(
+    nodes="00\x1f\x1f\x1f\U00012544",
+    per_node="20",
+    rank="0",
+    node_id="0",
+    kind="multi_worker_mirrored",
 )
 def test_any_slurm_environment_is_a_task_or_one_problem(
     nodes: str, per_node: str, rank: str, node_id: str, kind: str
@@ -180,6 +188,10 @@ def _changed_copy(template: Path, changes: list[Any], flips: list[tuple[int, int
         st.tuples(st.integers(min_value=0), st.integers(min_value=0, max_value=255)), max_size=4
     ),
 )
+# found by this test in runs: a text value crashed the reader; a complete trial without its
+# end time crashed Optuna's own importance
+@example(changes=[("UPDATE trial_values SET value = ?", "x")], flips=[])
+@example(changes=[("UPDATE trials SET state = ?", "COMPLETE")], flips=[])
 def test_any_changed_study_db_is_read_or_one_unreadable_line(
     study_template: Path, changes: list[Any], flips: list[tuple[int, int]]
 ) -> None:

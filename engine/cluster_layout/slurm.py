@@ -262,7 +262,26 @@ def slurm_tf_config(
     try:
         return TFConfig(cluster=cluster, task=task)
     except ValidationError as exc:  # e.g. a host name Slurm allows and TensorFlow does not
-        raise ProblemsError(problems_from_validation_error(exc, ("tf_config",)), SOURCE) from None
+        raise ProblemsError(
+            _once_each(problems_from_validation_error(exc, ("tf_config",))), SOURCE
+        ) from None
+
+
+def _once_each(problems: list[Problem]) -> list[Problem]:
+    """One problem per bad value: a node's name is every one of its tasks' host, and 20
+    tasks on a node with a bad name said the same thing 20 times."""
+    first: dict[str, Problem] = {}
+    counts: dict[str, int] = {}
+    for problem in problems:
+        first.setdefault(problem.message, problem)
+        counts[problem.message] = counts.get(problem.message, 0) + 1
+    return [
+        Problem(
+            problem.loc,
+            problem.message + (f" ({counts[message]} tasks)" if counts[message] > 1 else ""),
+        )
+        for message, problem in first.items()
+    ]
 
 
 def _only_clusters(strategy_kind: str) -> str:

@@ -215,6 +215,14 @@ def _read_trials(folder: Path) -> list[Any]:
         storage.engine.dispose()
 
 
+def _finite(value: object) -> float | None:
+    """A trial's value as a number, or None: a study.db edited by hand or by another tool
+    may hold text where Optuna writes a float (SQLite keeps whatever a column is given)."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
+        return float(value)
+    return None
+
+
 def _row(folder: Path, trial: Any, known: TrialRow | None) -> TrialRow:
     state = _state(trial)
     if known is not None and known.state == state and state in FINISHED_STATES:
@@ -225,7 +233,7 @@ def _row(folder: Path, trial: Any, known: TrialRow | None) -> TrialRow:
     return TrialRow(
         number=trial.number,
         state=state,
-        value=value if value is None or math.isfinite(value) else None,
+        value=_finite(value),
         params=dict(trial.params),
         run=run,
         steps=run.steps if run is not None else int(trial.last_step or 0),
@@ -437,11 +445,13 @@ def importance(complete: Sequence[Any], goal: str) -> Importance:
             basis,
         )
     study = optuna.create_study(direction=goal)
-    study.add_trials(list(complete))
     evaluator = optuna.importance.PedAnovaImportanceEvaluator()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
+            # a study.db edited by another tool may hold trials Optuna itself refuses (a
+            # complete trial without its end time): ValueError, said in the line below
+            study.add_trials(list(complete))
             values = optuna.importance.get_param_importances(study, evaluator=evaluator)
         except (ValueError, RuntimeError) as exc:
             return Importance({}, f"Optuna could not compute importances: {exc}", basis)
