@@ -156,3 +156,10 @@ def test_system_metrics_bench() -> None:
 
 def test_study_views_bench() -> None:
     assert_reported(quick_run("study_views_bench"), "open:", "one more trial:", "idle: lateness")
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(QUICK_LIMIT_S)
+def test_finder_bench() -> None:
+    """lr-find against the run it tunes, a few steps of each (RESULTS row 16)."""
+    assert_reported(quick_run("finder_bench", "1"), "machine:", "round 1: lr-find")
