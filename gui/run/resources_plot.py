@@ -4,7 +4,9 @@ One measure at a time (a choice above the plot), one curve per task (and per GPU
 the loss plot's own step axis: the two views pan and zoom together, and the loss plot's
 crosshair is drawn here too, with each task's value at that step. A live run's samples
 come with its model's events (``ResourcesSampled``); a past run's from its
-``system_metrics.csv`` files (``engine.system_metrics.read_samples``).
+``system_metrics.csv`` files (``engine.system_metrics.read_samples``), read off the
+window's thread (a run of days has a sample a second). The runs compared with the loss
+are overlaid here too, dashed, named by run.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QVBoxLayout, QWidg
 from ...engine.run_events import ResourcesSampled, RunEvent
 from ...engine.run_model import RunModel
 from ...engine.system_metrics import read_samples, sample_row
+from ..common.background import Background, WhenBusy
 from .loss_plot import LossPlot
 
 MEASURES: dict[str, tuple[str, float]] = {
@@ -37,6 +40,10 @@ REDRAW_INTERVAL_MS = 1000
 """Samples come once a second per task: a cluster's are drawn together, not one by one."""
 COLORS = [(31, 119, 180), (255, 127, 14), (44, 160, 44), (214, 39, 40), (148, 103, 189)]
 Row = dict[str, float | None]
+THIS_RUN = "this run"
+"""A single run's curve (it has no tasks to name)."""
+Samples = dict[str | None, list[Row]]
+"""A run's samples by task (None: a single run's own)."""
 
 
 class ResourcesPlot(QWidget):
@@ -46,7 +53,13 @@ class ResourcesPlot(QWidget):
         super().__init__()
         self._loss = loss_plot
         self._model: RunModel | None = None
-        self._rows: dict[str | None, list[Row]] = {}
+        self._rows: Samples = {}
+        self._compared: dict[str, Samples] = {}
+        """The compared runs' samples, by run name."""
+        self._reader = Background(self, WhenBusy.REPLACE, name="resources-reader")
+        self._reader.done.connect(self._read_own)
+        self._compared_reader = Background(self, WhenBusy.REPLACE, name="resources-reader")
+        self._compared_reader.done.connect(self._read_compared)
         self._curves: dict[str, pg.PlotDataItem] = {}
         self._drawn: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         """What the curves show, kept for the crosshair's readout (it follows the mouse)."""
@@ -92,12 +105,14 @@ class ResourcesPlot(QWidget):
     def clear(self) -> None:
         self._model = None
         self._rows = {}
+        self._reader.cancel()
         self.readout.clear()
         self.redraw()
 
     def follow(self, model: RunModel) -> None:
         """Shows ``model``'s samples so far and those to come."""
         self._model = model
+        self._reader.cancel()  # a past run's samples still being read are not wanted now
         self._rows = {
             task: [sample_row(sample) for sample in samples]
             for task, samples in model.resources.items()
@@ -110,16 +125,53 @@ class ResourcesPlot(QWidget):
             self._dirty = True
 
     def show_past(self, run_dir: Path) -> None:
-        """A past run's samples, from its files (none: an empty view)."""
+        """A past run's samples, from its files (none: an empty view), once read."""
         self._model = None
-        self._rows = read_samples(run_dir)
+        self._rows = {}  # not another run's while this one is read
+        self.redraw()
+        self._reader.start(lambda _progress: read_samples(run_dir))
+
+    def compare(self, runs: list[tuple[str, Path]]) -> None:
+        """Overlays the samples of ``runs`` (name, folder), the runs compared with the loss,
+        once read; an empty list takes them away."""
+        if not runs:
+            self._compared_reader.cancel()
+            self._read_compared(None, {})
+            return
+        self._compared_reader.start(
+            lambda _progress: {name: read_samples(folder) for name, folder in runs}
+        )
+
+    @property
+    def reading(self) -> bool:
+        """Samples asked for are being read (they are drawn once read)."""
+        return self._reader.running or self._compared_reader.running
+
+    def _read_own(self, _key: None, samples: Samples) -> None:
+        self._rows = samples
+        self.redraw()
+
+    def _read_compared(self, _key: None, samples: dict[str, Samples]) -> None:
+        self._compared = samples
         self.redraw()
 
     def series(self) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-        """What the view draws for the chosen measure: steps and values by curve name."""
+        """What the view draws for the chosen measure: steps and values by curve name (a
+        compared run's curves are named ``RUN: TASK``)."""
+        found = self._series_of(self._rows)
+        for run, samples in self._compared.items():
+            for name, points in self._series_of(samples).items():
+                found[f"{run}: {name}" if name != THIS_RUN else run] = points
+        return found
+
+    def compared_names(self) -> set[str]:
+        """The curves of compared runs, drawn dashed."""
+        return set(self.series()) - set(self._series_of(self._rows))
+
+    def _series_of(self, samples: Samples) -> dict[str, tuple[np.ndarray, np.ndarray]]:
         column, scale = MEASURES[self.measure.currentText()]
         found: dict[str, tuple[np.ndarray, np.ndarray]] = {}
-        for task, rows in sorted(self._rows.items(), key=lambda item: item[0] or ""):
+        for task, rows in sorted(samples.items(), key=lambda item: item[0] or ""):
             columns = [column] if not column.startswith("_") else _gpu_columns(rows, column)
             for name in columns:
                 points = [
@@ -134,7 +186,7 @@ class ResourcesPlot(QWidget):
                     part for part in (task, name.split("_")[0] if name != column else "") if part
                 )
                 table = np.asarray(points, dtype=np.float64)
-                found[label or "this run"] = (table[:, 0], table[:, 1])
+                found[label or THIS_RUN] = (table[:, 0], table[:, 1])
         return found
 
     def _redraw_if_new(self) -> None:
@@ -148,8 +200,10 @@ class ResourcesPlot(QWidget):
             self.plot_item.removeItem(curve)
         self.legend.clear()
         self._curves = {}
+        compared = self.compared_names()
         for index, (name, (steps, values)) in enumerate(self._drawn.items()):
-            pen = pg.mkPen(color=COLORS[index % len(COLORS)], width=2)
+            style = Qt.PenStyle.DashLine if name in compared else Qt.PenStyle.SolidLine
+            pen = pg.mkPen(color=COLORS[index % len(COLORS)], width=2, style=style)
             curve = pg.PlotDataItem(steps, values, pen=pen, name=name)
             self.plot_item.addItem(curve)
             self._curves[name] = curve

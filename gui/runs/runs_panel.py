@@ -144,6 +144,7 @@ class RunsPanel(QWidget):
     follow_requested = Signal(object)  # RunSummary of a job Slurm still holds
     try_it_requested = Signal(object)  # RunSummary whose saved model the window lets one try
     run_drawn = Signal(object)  # RunSummary of the past run now drawn as the plot's own
+    compared_changed = Signal(object)  # list[(name, Path)]: the runs compared with the plot
     reported = Signal(str)  # one line for the window's status bar: what Log to MLflow did
 
     def __init__(
@@ -756,6 +757,7 @@ class RunsPanel(QWidget):
             self._plot.clear()
             self._compared = {shown.path: shown, **self._compared}
         self._show_environments()
+        self.compared_changed.emit([(run.name, run.path) for run in self._compared.values()])
         if not self._compared:
             self._comparing.cancel()
             self._compared_read(ComparedRuns((), *selection), {})

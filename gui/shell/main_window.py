@@ -593,6 +593,7 @@ class MainWindow(QMainWindow):
         self.runs_panel.try_it_requested.connect(self.try_run)
         self.runs_panel.run_drawn.connect(self.status_panel.show_past)
         self.runs_panel.run_drawn.connect(lambda run: self.resources_plot.show_past(run.path))
+        self.runs_panel.compared_changed.connect(self.resources_plot.compare)
         self.study_panel.opened.connect(self._show_study)
         self.study_panel.trials_chosen.connect(self.runs_panel.show_runs)
         self.study_panel.compare_requested.connect(self.runs_panel.compare)

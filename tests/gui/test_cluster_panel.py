@@ -331,10 +331,9 @@ def test_each_task_s_resources_show_in_its_row_the_resources_view_and_the_findin
     assert any("worker:1 is the straggler" in line for line in window.log_panel.lines())
 
 
-def test_a_past_run_s_samples_are_drawn_from_its_files(qtbot, make_window, tmp_path) -> None:
-    window = make_window()
-    run = tmp_path / "past"
-    for task, cpu in (("worker-0", "90.0"), ("worker-1", "45.0")):
+def _sampled_run(run: Path, cpu_by_task: dict[str, str]) -> Path:
+    """A past cluster run's folder with each task's system_metrics.csv."""
+    for task, cpu in cpu_by_task.items():
         folder = run / "tasks" / task
         folder.mkdir(parents=True)
         (folder / "system_metrics.csv").write_text(
@@ -344,7 +343,14 @@ def test_a_past_run_s_samples_are_drawn_from_its_files(qtbot, make_window, tmp_p
             "2.0,20,not a number,720,10,1.0,0.1,0.1,81,2048\n",
             encoding="utf-8",
         )
+    return run
+
+
+def test_a_past_run_s_samples_are_drawn_from_its_files(qtbot, make_window, tmp_path) -> None:
+    window = make_window()
+    run = _sampled_run(tmp_path / "past", {"worker-0": "90.0", "worker-1": "45.0"})
     window.resources_plot.show_past(run)
+    qtbot.waitUntil(lambda: not window.resources_plot.reading, timeout=10_000)
     series = window.resources_plot.series()
     assert {name: list(values) for name, (_, values) in series.items()} == {
         "worker:0": [90.0],

@@ -248,6 +248,35 @@ def test_compare_two_runs_then_clear(qtbot, make_window, three_runs) -> None:
     assert window.plot.comparisons() == {} and window.plot.legend_names() == []
 
 
+def test_compared_runs_overlay_their_resources_dashed_and_leave_with_the_comparison(
+    qtbot, make_window, three_runs
+) -> None:
+    """Compare overlays the runs' losses and, in the Resources view under them, what each
+    run used (its system_metrics.csv, read off the window's thread)."""
+    for name, cpu in (("old", 90.0), ("new", 30.0)):
+        (three_runs[name] / "system_metrics.csv").write_text(
+            f"time,step,cpu_percent,rss_mb\n1.0,1,{cpu},700\n2.0,2,{cpu + 1},710\n",
+            encoding="utf-8",
+        )
+    window: MainWindow = make_window()
+    panel, view = window.runs_panel, window.resources_plot
+    _select(panel, three_runs["old"], three_runs["new"])
+    panel.compare_action.trigger()
+    _compared(qtbot, panel)
+    qtbot.waitUntil(lambda: not view.reading and bool(view.series()), timeout=30_000)
+    series = {name: list(values) for name, (_, values) in view.series().items()}
+    assert series == {"new": [30.0, 31.0], "old": [90.0, 91.0]}
+    dashed = {
+        name
+        for name, curve in view._curves.items()
+        if curve.opts["pen"].style() == Qt.PenStyle.DashLine
+    }
+    assert dashed == view.compared_names() == {"new", "old"}
+
+    panel.clear_comparison_action.trigger()
+    assert view.series() == {}
+
+
 def test_compared_runs_pile_up_each_once_never_the_shown_run(
     qtbot, make_window, three_runs
 ) -> None:
