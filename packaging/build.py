@@ -6,10 +6,12 @@
 
 Linux (exercised): the PyInstaller one-folder bundle ``dist/distloop/``, then
 ``dist/distloop-<version>-linux-<arch>.tar.gz`` and ``dist/distloop_<version>_<arch>.deb``
-(``/opt/distloop``, ``/usr/bin/distloop``, desktop entry, hicolor icons). The
-``.deb``'s ``Depends:`` is derived from ``ldd`` over every ELF file in the bundle:
-each system library it links is mapped to its Debian package by :data:`SONAME_PACKAGES`,
-and the build stops when one is not in that table.
+(``/usr/lib/distloop``, ``/usr/bin/distloop``, desktop entry, hicolor icons, lintian
+overrides). The ``.deb``'s ``Depends:`` is derived from ``ldd`` over every ELF file in the
+bundle: each system library it links is mapped to its Debian package by
+:data:`SONAME_PACKAGES`, and the build stops when one is not in that table. The .deb's
+copy of the bundle is stripped and loses the build machine's RUNPATHs
+(:func:`debianize_elf_files`: ``eu-strip`` and ``patchelf``), as Debian requires.
 
 macOS (not exercised): ``dist/Distloop.app`` from the spec's BUNDLE, then a ``.dmg``
 made by ``hdiutil``. Windows (not exercised): the Inno Setup installer from
@@ -41,7 +43,8 @@ SPEC = ROOT / "packaging" / "distloop.spec"
 ICONS = ROOT / "resources" / "icons"
 DESKTOP_FILE = ROOT / "resources" / "distloop.desktop"
 ICON_SIZES = (16, 32, 48, 64, 128, 256, 512)
-INSTALL_DIR = "/opt/distloop"
+INSTALL_DIR = "/usr/lib/distloop"
+LINTIAN_OVERRIDES = ROOT / "packaging" / "distloop.lintian-overrides"
 MAINTAINER = "Distloop developers <distloop@users.noreply.github.com>"
 HOMEPAGE = "https://github.com/distloop/distloop"
 
@@ -435,6 +438,78 @@ def debian_dependencies(bundle: Path) -> tuple[list[str], list[str], dict[str, s
     return sorted(depends), sorted(recommends), needed
 
 
+def has_symbol_table(path: Path) -> bool:
+    """Whether an ELF file (64-bit little-endian) still has a ``.symtab`` (SHT_SYMTAB)
+    section, i.e. is not stripped: only those go through ``strip``. PyInstaller's
+    bootloader comes stripped, its archive in a section of its own, and is left alone."""
+    with path.open("rb") as handle:
+        header = handle.read(64)
+        section_offset = struct.unpack_from("<Q", header, 0x28)[0]
+        entry_size, count = struct.unpack_from("<HH", header, 0x3A)
+        handle.seek(section_offset)
+        table = handle.read(entry_size * count)
+    return any(
+        struct.unpack_from("<I", table, index * entry_size + 4)[0] == 2 for index in range(count)
+    )
+
+
+def debianize_elf_files(root: Path) -> None:
+    """Strips the ELF files under ``root`` and removes RUNPATHs that lead outside them.
+
+    The wheels ship libraries with their symbol tables, and the build machine's Python
+    (pyenv's) gives libpython and its extension modules a RUNPATH into its own prefix,
+    which on a user's machine is at best absent and at worst another Python. Debian
+    forbids both (lintian: unstripped-binary-or-object, custom-library-search-path).
+    ``eu-strip`` (elfutils), not binutils' ``strip``: it removes only sections that are
+    not loaded and leaves the segments where they are, where ``strip`` lays the file out
+    anew and, on numpy's OpenBLAS (which auditwheel's patchelf had rewritten), made
+    segments the loader refuses ("ELF load command address/offset not page-aligned").
+    RUNPATH entries relative to the library (``$ORIGIN``, how PySide6 and TensorFlow
+    find their own libraries) stay; patchelf only shortens or drops the entry in place.
+    """
+    files = list(elf_files(root))
+    unstripped = [str(path) for path in files if has_symbol_table(path)]
+    for start in range(0, len(unstripped), 50):
+        run([tool("eu-strip"), "--remove-comment", *unstripped[start : start + 50]])
+    patchelf = tool("patchelf")
+    for path in files:
+        runpath = subprocess.run(
+            [patchelf, "--print-rpath", str(path)], capture_output=True, text=True, check=True
+        ).stdout.strip()
+        kept = [entry for entry in runpath.split(":") if entry.startswith(("$ORIGIN", "${ORIGIN}"))]
+        if runpath and kept != runpath.split(":"):
+            change = ["--set-rpath", ":".join(kept)] if kept else ["--remove-rpath"]
+            run([patchelf, *change, str(path)])
+    if misaligned := [str(path.relative_to(root)) for path in files if not loadable(path)]:
+        raise SystemExit(f"build: stripping left segments the loader refuses: {misaligned}")
+
+
+def tool(name: str) -> str:
+    """A build tool from the system; CI installs them (``install-linux-deps.sh test``)."""
+    found = shutil.which(name)
+    if found is None:
+        raise SystemExit(f"build: {name} is missing: bash packaging/install-linux-deps.sh test")
+    return found
+
+
+def loadable(path: Path) -> bool:
+    """Whether every PT_LOAD segment's file offset and address agree modulo its
+    alignment, as ld.so demands before it maps a file."""
+    with path.open("rb") as handle:
+        header = handle.read(64)
+        table_offset = struct.unpack_from("<Q", header, 0x20)[0]
+        entry_size, count = struct.unpack_from("<HH", header, 0x36)
+        handle.seek(table_offset)
+        table = handle.read(entry_size * count)
+    for index in range(count):
+        kind, _flags, offset, vaddr, _paddr, _filesz, _memsz, align = struct.unpack_from(
+            "<IIQQQQQQ", table, index * entry_size
+        )
+        if kind == 1 and align > 1 and (vaddr - offset) % align:  # PT_LOAD
+            return False
+    return True
+
+
 def make_tarball(bundle: Path, out: Path, name: str) -> Path:
     """``<name>.tar.gz`` holding the bundle as the folder ``<name>/``."""
     path = out / f"{name}.tar.gz"
@@ -482,11 +557,13 @@ def stage_deb(bundle: Path, staging: Path, deb_version: str, arch: str) -> None:
     """Lays out the package's files and its DEBIAN/control under ``staging``."""
     if staging.exists():
         shutil.rmtree(staging)
-    opt = staging / INSTALL_DIR.lstrip("/")
-    shutil.copytree(bundle, opt, symlinks=True)
+    installed = staging / INSTALL_DIR.lstrip("/")
+    shutil.copytree(bundle, installed, symlinks=True)
+    debianize_elf_files(installed)
     usr_bin = staging / "usr" / "bin"
     usr_bin.mkdir(parents=True)
-    (usr_bin / "distloop").symlink_to(f"{INSTALL_DIR}/distloop")
+    # relative, as Debian wants a link within /usr (lintian: symlink-should-be-relative)
+    (usr_bin / "distloop").symlink_to(os.path.relpath(installed / "distloop", usr_bin))
     share = staging / "usr" / "share"
     (share / "applications").mkdir(parents=True)
     shutil.copy2(DESKTOP_FILE, share / "applications" / "distloop.desktop")
@@ -504,11 +581,14 @@ def stage_deb(bundle: Path, staging: Path, deb_version: str, arch: str) -> None:
         "Upstream-Name: distloop\n\n"
         "Files: *\nCopyright: Distloop developers\nLicense: Apache-2.0\n"
         " On Debian systems the full text is in /usr/share/common-licenses/Apache-2.0.\n"
-        " /opt/distloop/_internal holds Python, TensorFlow, Qt (LGPLv3) and PySide6 (LGPLv3)\n"
+        f" {INSTALL_DIR}/_internal holds Python, TensorFlow, Qt (LGPLv3) and PySide6 (LGPLv3)\n"
         " with their own licenses, as shipped in their wheels.\n",
         encoding="utf-8",
     )
     (doc / "changelog.gz").write_bytes(debian_changelog(deb_version))
+    overrides = share / "lintian" / "overrides"
+    overrides.mkdir(parents=True)
+    shutil.copy2(LINTIAN_OVERRIDES, overrides / "distloop")
     normalize_modes(staging)
 
     depends, recommends, needed = debian_dependencies(bundle)

@@ -31,6 +31,7 @@ tests=(
   iproute2                                  # local clusters in network namespaces (ip netns)
   debootstrap                               # fresh Debian roots (test_fresh_system, test_packaging)
   lintian desktop-file-utils                # the .deb's checks (tests/test_packaging.py)
+  elfutils patchelf                         # its build: eu-strip, RUNPATHs dropped
   openssh-server openssh-client slurm-wlm munge  # the cluster launchers' tests
   iptables                                  # a firewalled port for the pre-flight test
 )

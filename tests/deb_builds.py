@@ -36,6 +36,7 @@ BUILD_INPUTS = (
     "docs",
     ":(exclude)resources/screenshots",  # documentation: the spec leaves them out
     *(f"packaging/{name}" for name in ("build.py", "distloop.spec", "stage_namespace.py")),
+    "packaging/distloop.lintian-overrides",
     *(f"packaging/{name}" for name in ("distloop_entry.py", "distloop")),
 )
 """What packaging/build.py and the spec read from the checkout."""
@@ -123,17 +124,18 @@ def forget_old_builds() -> None:
 
 
 def lintian_report(deb: Path) -> str:
-    """``lintian``'s tags for ``deb``: many minutes on a package this size, so a cached
+    """``lintian``'s tags for ``deb``, informational ones included (they tell of an
+    override that no longer matches): many minutes on a package this size, so a cached
     package keeps its report beside it, named by lintian's version (the same package
     and the same lintian give the same report)."""
     version = subprocess.run(
         ["lintian", "--version"], capture_output=True, text=True, check=True
     ).stdout.split()[-1]
-    report = deb.parent / f"lintian-{version}.txt"
+    report = deb.parent / f"lintian-{version}-info.txt"
     if deb.parent.parent == CACHE and report.is_file():
         return report.read_text(encoding="utf-8")
     checked = subprocess.run(
-        ["lintian", "--tag-display-limit", "0", str(deb)],
+        ["lintian", "--display-info", "--tag-display-limit", "0", str(deb)],
         capture_output=True,
         text=True,
         timeout=BUILD_TIMEOUT_S,
