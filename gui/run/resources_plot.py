@@ -1,4 +1,4 @@
-"""The Resources view under the loss: each task's CPU, memory, GPU or input wait per step.
+"""The Resources tab under the loss: each task's CPU, memory, GPU or input wait per step.
 
 One measure at a time (a choice above the plot), one curve per task (and per GPU), on
 the loss plot's own step axis: the two views pan and zoom together, and the loss plot's
@@ -34,8 +34,9 @@ MEASURES: dict[str, tuple[str, float]] = {
     "GPU memory (MiB)": ("_memory_mb", 1.0),
 }
 """What the view can show: the sample column (a GPU's: the end of ``gpuN…``) and its scale."""
-MIN_HEIGHT = 120
-"""Pixels of graph: its curves and legend stay readable under a tall loss plot."""
+MIN_HEIGHT = 100
+"""Pixels of graph: its curves and legend stay readable in the tab under the loss plot,
+which is no taller than the runs list's five rows."""
 REDRAW_INTERVAL_MS = 1000
 """Samples come once a second per task: a cluster's are drawn together, not one by one."""
 COLORS = [(31, 119, 180), (255, 127, 14), (44, 160, 44), (214, 39, 40), (148, 103, 189)]

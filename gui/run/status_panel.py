@@ -116,19 +116,19 @@ class StatusPanel(QWidget):
         grid.setColumnStretch(5, 4)
         grid.setColumnMinimumWidth(5, LONG_VALUES_WIDTH)
 
-        header = QHBoxLayout()
-        header.addWidget(self.state, 3)
-        header.addWidget(self.progress, 2)
-        # What slows the run, in words (``engine.findings``): the evidence in its tooltip.
+        # What slows the run, in words (``engine.findings``): the evidence in its tooltip. On
+        # the state's line, which has room, so the panel takes no height from the plot.
         self.findings = ElidedLabel("")
         self.findings.setStyleSheet("color: #b26a00;")
-        self.findings.setMinimumHeight(self.findings.fontMetrics().height())  # kept when empty
+        header = QHBoxLayout()
+        header.addWidget(self.state, 2)
+        header.addWidget(self.findings, 3)
+        header.addWidget(self.progress, 2)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(4, 2, 4, 2)
         layout.setSpacing(2)
         layout.addLayout(header)
         layout.addLayout(grid)
-        layout.addWidget(self.findings)
         self.setMaximumHeight(self.sizeHint().height())
 
         self._clock = QTimer(self)

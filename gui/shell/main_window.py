@@ -232,15 +232,16 @@ class MainWindow(QMainWindow):
         self.plot.plot_widget.setMinimumSize(*MIN_PLOT_SIZE)
         self.run_splitter = QSplitter(Qt.Orientation.Vertical)
         self.run_splitter.addWidget(self.plot)
-        self.run_splitter.addWidget(self.resources_plot)
         self.run_splitter.addWidget(self.status_panel)
-        self.run_splitter.setStretchFactor(0, 3)
-        self.run_splitter.setStretchFactor(1, 1)
-        self.run_splitter.setStretchFactor(2, 0)
+        self.run_splitter.setStretchFactor(0, 1)
+        self.run_splitter.setStretchFactor(1, 0)
         self.run_splitter.setCollapsible(0, False)
         self.setCentralWidget(self.run_splitter)
         self.log_dock = self._dock("Log", "logDock", self.log_panel)
         self.runs_dock = self._dock("Runs", "runsDock", self.runs_panel)
+        # A tab under the plot, not a pane beside it: the loss keeps its height (a pane took
+        # 160 px of it at 1400x900), and its step axis and crosshair are the plot's still.
+        self.resources_dock = self._dock("Resources", "resourcesDock", self.resources_plot)
         self.queue_dock = self._dock("Queue", "queueDock", self.queue_panel)
         self.studies_dock = self._dock("Studies", "studiesDock", self.studies_panel)
         self.dataset_dock = self._dock("Dataset", "datasetDock", self.dataset_preview)
@@ -281,6 +282,7 @@ class MainWindow(QMainWindow):
         """The docks tabbed with the log, in tab order."""
         return [
             self.runs_dock,
+            self.resources_dock,
             self.cluster_panel,
             self.queue_dock,
             self.studies_dock,
@@ -459,6 +461,9 @@ class MainWindow(QMainWindow):
         self.runs_panel_action = self.runs_dock.toggleViewAction()
         self.runs_panel_action.setText("&Runs Panel")
         self.runs_panel_action.setShortcut(QKeySequence("Ctrl+Shift+H"))
+        self.resources_panel_action = self.resources_dock.toggleViewAction()
+        self.resources_panel_action.setText("R&esources")
+        self.resources_panel_action.setShortcut(QKeySequence("Ctrl+Shift+M"))
         self.queue_panel_action = self.queue_dock.toggleViewAction()
         self.queue_panel_action.setText("Run &Queue")
         self.queue_panel_action.setShortcut(QKeySequence("Ctrl+Shift+U"))
@@ -530,6 +535,7 @@ class MainWindow(QMainWindow):
         view_menu.addAction(self.project_panel_action)
         view_menu.addAction(self.log_panel_action)
         view_menu.addAction(self.runs_panel_action)
+        view_menu.addAction(self.resources_panel_action)
         view_menu.addAction(self.queue_panel_action)
         view_menu.addAction(self.studies_panel_action)
         view_menu.addAction(self.study_panel_action)
@@ -1000,7 +1006,13 @@ class MainWindow(QMainWindow):
             for dock in (self.cluster_panel, self.queue_dock, self.study_dock)
         }
         self._place_docks()
-        for dock in (self.project_dock, self.log_dock, self.runs_dock, self.dataset_dock):
+        for dock in (
+            self.project_dock,
+            self.log_dock,
+            self.runs_dock,
+            self.resources_dock,
+            self.dataset_dock,
+        ):
             dock.show()
         for dock, visible in shown.items():
             dock.setVisible(visible)
@@ -1008,8 +1020,7 @@ class MainWindow(QMainWindow):
         self.addToolBar(Qt.ToolBarArea.TopToolBarArea, self.toolbar)
         self.toolbar.show()
         status = self.status_panel.sizeHint().height()
-        plots = max(self.run_splitter.height() - status, 4)
-        self.run_splitter.setSizes([plots * 3 // 4, plots // 4, status])
+        self.run_splitter.setSizes([max(self.run_splitter.height() - status, 1), status])
 
     def toggle_full_screen(self) -> None:
         """View ▸ Full Screen (F11), and back to the window as it was."""
@@ -1079,9 +1090,7 @@ class MainWindow(QMainWindow):
             self._layout_saver.start()
 
     def _splitters(self) -> dict[str, QSplitter]:
-        # A new name since the Resources view joined it: the loss plot and the status panel's
-        # remembered sizes would leave it no room.
-        return {"runSplitterWithResources": self.run_splitter}
+        return {"runSplitter": self.run_splitter}
 
     def _fit_to_screen(self, size: QSize) -> None:
         """``size``, or less: the window and its frame fit on the screen."""

@@ -98,7 +98,11 @@ def test_the_default_layout_gives_the_plot_the_height(make_window, qtbot) -> Non
     assert all(
         window.dockWidgetArea(dock) == Qt.DockWidgetArea.BottomDockWidgetArea for dock in tabs
     )
-    assert window.tabifiedDockWidgets(window.log_dock) == [window.runs_dock, window.dataset_dock]
+    assert window.tabifiedDockWidgets(window.log_dock) == [
+        window.runs_dock,
+        window.resources_dock,
+        window.dataset_dock,
+    ]
     assert window.dockWidgetArea(window.project_dock) == Qt.DockWidgetArea.LeftDockWidgetArea
 
 

@@ -149,9 +149,10 @@ def test_reset_layout_puts_every_panel_back(make_window, qtbot) -> None:
     qtbot.wait(10)
     assert not window.project_dock.isFloating()
     assert window.dockWidgetArea(window.project_dock) == Qt.DockWidgetArea.LeftDockWidgetArea
-    for dock in (window.log_dock, window.runs_dock, window.dataset_dock):
+    bottom = [window.runs_dock, window.resources_dock, window.dataset_dock]
+    for dock in (window.log_dock, *bottom):
         assert window.dockWidgetArea(dock) == Qt.DockWidgetArea.BottomDockWidgetArea
-    assert window.tabifiedDockWidgets(window.log_dock) == [window.runs_dock, window.dataset_dock]
+    assert window.tabifiedDockWidgets(window.log_dock) == bottom
     assert window.log_dock.isVisible() and window.toolbar.isVisible()
     assert not window.cluster_panel.toggleViewAction().isChecked()  # shown when it has tasks
     assert abs(window.plot.height() - default_plot) <= 0.1 * default_plot
