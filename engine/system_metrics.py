@@ -211,9 +211,12 @@ class ResourceFiles:
             self._writer.writerow(columns)
 
     def close(self) -> None:
-        if self._csv is not None:
-            self._csv.close()
-        self._events.close()
+        """Closes both files. A disk that cannot take their last bytes (a full one) costs
+        the samples only: the run reports its own outcome, not this file's."""
+        for handle in (self._csv, self._events):
+            if handle is not None:
+                with contextlib.suppress(OSError):
+                    handle.close()
 
 
 def sample_row(sample: Resources) -> dict[str, float | None]:
