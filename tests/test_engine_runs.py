@@ -78,7 +78,7 @@ def test_stop_request_ends_between_steps_and_keeps_the_record(tmp_path) -> None:
     try:
         while len(seen) < 20:
             for message in engine.poll(0.5):
-                seen += getattr(message, "steps", [])
+                seen += message.steps if isinstance(message, StepMetrics) else []
         engine.request_stop()
         messages = []
         deadline = time.monotonic() + 30
@@ -102,7 +102,7 @@ def test_killed_engine_is_reported_within_seconds(tmp_path) -> None:
     try:
         steps = 0
         while steps < 10:
-            steps += sum(len(getattr(m, "steps", [])) for m in engine.poll(0.5))
+            steps += sum(len(m.steps) for m in engine.poll(0.5) if isinstance(m, StepMetrics))
         os.kill(engine.pid, signal.SIGKILL)
         killed_at = time.monotonic()
         messages = []

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from distloop.engine.child_main import _tensorflow_line
-from distloop.engine.messages import RunFailed
+from distloop.engine.messages import RunFailed, StepMetrics
 from distloop.engine.process import EngineProcess
 from distloop.engine.project_file import load_project_data
 from distloop.engine.run_folder import read_metrics, read_status
@@ -32,7 +32,7 @@ def start_and_wait_for_steps(project, run_dir: Path | None, steps: int = 5) -> E
     engine.start()
     seen = 0
     while seen < steps:
-        seen += sum(len(getattr(m, "steps", [])) for m in engine.poll(0.2))
+        seen += sum(len(m.steps) for m in engine.poll(0.2) if isinstance(m, StepMetrics))
         assert not engine.done
     return engine
 

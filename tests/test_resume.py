@@ -12,6 +12,7 @@ import time
 import numpy as np
 import pytest
 from distloop.engine.examples import load_example
+from distloop.engine.messages import StepMetrics
 from distloop.engine.process import EngineProcess
 from distloop.engine.project_file import load_project_data
 from distloop.engine.run_folder import read_metrics, read_status
@@ -27,7 +28,7 @@ def interrupt_after(project, run_dir, steps: int, *, kill: bool) -> None:
     try:
         seen = 0
         while seen < steps and not engine.done:
-            seen += sum(len(getattr(m, "steps", [])) for m in engine.poll(0.2))
+            seen += sum(len(m.steps) for m in engine.poll(0.2) if isinstance(m, StepMetrics))
         assert not engine.done, "the run ended before it could be interrupted"
         if kill:
             os.kill(engine.pid, signal.SIGKILL)
