@@ -31,10 +31,11 @@ from distloop.engine.cluster_layout.slurm import (
 )
 from distloop.engine.exports.slurm import SlurmJob
 from distloop.engine.message_stream import MAX_LINE
-from distloop.engine.messages import Log, RunFinished, StepMetrics
+from distloop.engine.messages import Log, Resources, RunFinished, StepMetrics
 from distloop.engine.problems import ProblemsError
 from distloop.engine.project_file import load_project, load_project_data
 from distloop.engine.run_folder import read_metrics, read_status
+from distloop.engine.run_model import RunModel
 from distloop_testing import REPO, distloop, run_engine
 from slurm_daemons import single_node_slurm, unavailable_reason
 from test_cluster import multi_worker, step_lines
@@ -651,6 +652,64 @@ def test_a_running_job_dumps_every_task_s_stacks_and_its_follower_names_a_stalle
 
 
 @pytest.mark.slow
+def test_a_worker_held_up_again_and_again_is_named_the_straggler_of_its_job(
+    slurm: dict[str, str], tmp_path: Path
+) -> None:
+    """Every task records its own resource samples in its folder; the follower reads them
+    all, so the run's model (the window's and ``submit --wait``'s) names a worker that is
+    held up from outside, as it does in a local cluster, and a stall's line names it too."""
+    project = _submitted_project(tmp_path, 1_000_000, "submit straggler")
+    job_shape = SlurmJob(nodes=1, tasks_per_node=2, port_base=_consecutive_free_ports(2))
+    run = submit_job(load_project(project), tmp_path / "job", job_shape, env=_submit_env(slurm))
+    run.quiet_dump_s = 3600.0
+    run.start()
+    model = RunModel(run_dir=run.run_dir)
+    tasks = run.run_dir / "tasks"
+    said: list[str] = []
+    pid: int | None = None
+
+    def named() -> bool:
+        return any(f.kind == "straggler" for f in model.findings)
+
+    deadline = time.monotonic() + 200
+    try:
+        while not named():
+            assert time.monotonic() < deadline and not run.done, (said[-5:], pid)
+            for message in run.poll(0.2):
+                model.apply(message)
+                if isinstance(message, Log):
+                    said.append(message.text)
+            if pid is None and _metric_rows(tasks / "worker-0") >= 5:
+                pid = read_status(tasks / "worker-1")["pid"]
+            if pid is not None:
+                os.kill(pid, signal.SIGSTOP)  # held up, as a CPU quota or a busy node would
+                time.sleep(0.2)
+                os.kill(pid, signal.SIGCONT)
+        assert {"worker:0", "worker:1"} <= set(model.resources)  # every task's samples
+        (straggler,) = [f for f in model.findings if f.kind == "straggler"]
+        assert straggler.line.startswith("worker:1 is the straggler: its steps take "), straggler
+        assert "held up (stopped, throttled or short of CPU)" in straggler.line
+        # Then worker 1 stops for good: the stall's line names the straggler seen before it.
+        with _held_in_ptrace_stop(pid):
+            run.quiet_dump_s = 2.0
+            _wait_for(
+                lambda: (
+                    said.extend(m.text for m in run.poll(0.5) if isinstance(m, Log))
+                    or any(text.startswith("no step for") for text in said)
+                ),
+                "the stall's line",
+            )
+    finally:
+        if pid is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGCONT)
+        subprocess.run(["scancel", run.job_id], env=slurm, timeout=30)
+        run.close()
+    stall = next(text for text in said if text.startswith("no step for"))
+    assert "; before it, worker:1 is the straggler" in stall, stall
+
+
+@pytest.mark.slow
 def test_a_second_ctrl_c_stops_following_a_job_that_is_being_cancelled(
     slurm: dict[str, str], tmp_path: Path
 ) -> None:
@@ -748,9 +807,11 @@ def test_a_finished_submitted_run_is_not_submitted_again(tmp_path: Path) -> None
 def test_a_followed_run_reads_its_messages_file_as_untrusted(
     slurm: dict[str, str], tmp_path: Path
 ) -> None:
-    """The chief's messages.jsonl is on a shared file system anyone may write: bytes that
+    """The tasks' messages.jsonl are on a shared file system anyone may write: bytes that
     are no UTF-8 and a line longer than any message are a warning each; the messages
-    around them still arrive, and a job Slurm no longer knows ends with the last one."""
+    around them still arrive, and a job Slurm no longer knows ends with the last one. Of
+    another task's file only its resource samples count, named by its folder whatever
+    they claim, and a link to elsewhere is no task's folder."""
     job_dir = tmp_path / "job"
     job_dir.mkdir()
     (job_dir / "project.json").write_text(_submitted_project(tmp_path, 20, "crafted").read_text())
@@ -766,15 +827,34 @@ def test_a_followed_run_reads_its_messages_file_as_untrusted(
         b"\xff\xfe\n" + step.encode() + b"\n" + b"x" * (MAX_LINE + 10) + b"\n"
         + end.model_dump_json().encode() + b"\n"
     )  # fmt: skip
+    peer = run_dir / "tasks" / "worker-1"
+    peer.mkdir()
+    claimed = Resources(time=1.0, interval_s=1.0, cpu_percent=5.0, rss_bytes=1, task="chief:0")
+    said_by_peer = Log(text="a peer's own line: the chief's stream says the run", task="worker:1")
+    (peer / "messages.jsonl").write_text(
+        f"{step}\n{said_by_peer.model_dump_json()}\n{claimed.model_dump_json()}\nnot json\n"
+    )
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "messages.jsonl").write_text(claimed.model_dump_json() + "\n")
+    (run_dir / "tasks" / "worker-2").symlink_to(elsewhere)
     run = follow_job(run_dir, env=slurm)
     run.start()
     said: list = []
     _wait_for(lambda: said.extend(run.poll(0.5)) or run.done, "the end", timeout_s=60)
     warnings = [m.text for m in said if isinstance(m, Log) and m.level == "warning"]
-    assert len(warnings) == 2 and "not a protocol message" in warnings[0], warnings
-    assert "is no protocol message" in warnings[1], warnings[1][:200]
+    chief_said = [text for text in warnings if "worker-0/messages.jsonl" in text]
+    assert len(chief_said) == 2 and "not a protocol message" in chief_said[0], warnings
+    assert "is no protocol message" in chief_said[1], chief_said[1][:200]
+    (peer_said,) = [text for text in warnings if text not in chief_said]
+    assert "worker-1/messages.jsonl: not a protocol message: 'not json'" in peer_said
+    assert [m.task for m in said if isinstance(m, Resources)] == ["worker:1"]
+    assert said_by_peer not in said
     # Nothing after the last message (the file is not read again once the run has ended).
-    assert [type(m) for m in said if not isinstance(m, Log)] == [StepMetrics, RunFinished]
+    assert [type(m) for m in said if not isinstance(m, Log | Resources)] == [
+        StepMetrics,
+        RunFinished,
+    ]
     assert said[-1] == end
     assert "job 999999: UNKNOWN" in [m.text for m in said if isinstance(m, Log)]
 

@@ -6,9 +6,11 @@ that resumes a stopped run in its own folder; :func:`follow_job` follows the job
 runs a run folder now. Each returns a :class:`SlurmRun`, an ``EngineHandle`` like a
 local engine's, so the CLI's printer and the window's ``RunModel`` read it unchanged.
 
-The job's tasks run on other machines; what comes back is the chief's
+The job's tasks run on other machines; what comes back is each task's
 ``messages.jsonl`` (``distloop run --record-messages``) on the shared file system, read
-as it grows, and the job's state from Slurm (``scontrol``, else ``sacct``). A requeued
+as it grows (the chief's for the run, every other task's for its resource samples, so
+the straggler is named as in a local cluster), and the job's state from Slurm
+(``scontrol``, else ``sacct``). A requeued
 job (preemption, ``scontrol requeue``) resumes from its checkpoint by itself, so the
 chief's ``stopped`` is the run's end only once Slurm says the job has ended.
 
@@ -48,15 +50,15 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
 
 from ..cluster_layout import task_dir_name
 from ..config import Project
 from ..export import export_cluster
 from ..exports.slurm import SBATCH_FILE, SlurmJob
-from ..fileio import open_bytes, open_text
-from ..message_stream import MAX_LINE, read_message
-from ..messages import Log, Message, ProtocolError, RunFailed, RunFinished, RunStarted, StepMetrics
+from ..fileio import open_bytes
+from ..findings import Findings
+from ..messages import Log, Message, Resources, RunFailed, RunFinished, RunStarted, StepMetrics
 from ..problems import ProblemsError
 from ..project_file import load_project
 from ..run_folder import (
@@ -69,6 +71,7 @@ from ..run_folder import (
 )
 from ..stack_dumps import DUMP_SIGNAL, collect_stacks, diagnose
 from ..tf_config import chief_of
+from .message_files import MessagesTail
 from .scheduler import SchedulerError
 from .supervisor import QUIET_DUMP_S
 
@@ -102,6 +105,7 @@ FINAL_STATES = frozenset(
 """A job in one of these has ended (UNKNOWN: Slurm has forgotten it: it ended long ago)."""
 REQUEUED_STATES = frozenset({"PENDING", "REQUEUED", "REQUEUE_FED", "REQUEUE_HOLD"})
 _JOB_ID = re.compile(r"[0-9]+")
+_TASK_FOLDER = re.compile(r"[a-z]+-\d+")
 _FIELD = re.compile(r"\b(JobState|Reason|Restarts)=(\S*)")
 _SBATCH_NOISE = re.compile(r"^(sbatch: )?(error: )?(Batch job submission failed: )?")
 
@@ -219,7 +223,7 @@ def submit_job(
             "again after a reset): the new job is cancelled; submit into another --out folder"
         )
     run_dir.mkdir(parents=True, exist_ok=True)
-    _record_job(run_dir, job_id, job_folder, 0)
+    _record_job(run_dir, job_id, job_folder, 0, {})
     return SlurmRun(project, run_dir, job_id, job_folder, env=env)
 
 
@@ -239,13 +243,14 @@ def resubmit_job(run_dir: Path, *, env: Mapping[str, str] | None = None) -> Slur
             f"job {_recorded(run_dir)['job']} still runs this run ({state}): follow it with "
             f"distloop submit --follow {run_dir}"
         )
-    try:  # the earlier jobs' messages are theirs: this job's follower starts after them
-        start = (chief_folder(run_dir, project.strategy.kind) / MESSAGES_FILE).stat().st_size
-    except OSError:
-        start = 0
+    # the earlier jobs' messages are theirs: this job's follower starts after them
+    ends = {name: _size(folder / MESSAGES_FILE) for name, folder in task_folders(run_dir).items()}
+    start = ends.pop(chief.name, 0)
     job_id = _sbatch(job_folder, env, run_dir=run_dir.resolve())
-    _record_job(run_dir, job_id, job_folder, start)
-    return SlurmRun(project, run_dir, job_id, job_folder, env=env, messages_from=start)
+    _record_job(run_dir, job_id, job_folder, start, ends)
+    return SlurmRun(
+        project, run_dir, job_id, job_folder, env=env, messages_from=start, peers_from=ends
+    )
 
 
 def follow_job(run_dir: Path, *, env: Mapping[str, str] | None = None) -> SlurmRun:
@@ -253,7 +258,13 @@ def follow_job(run_dir: Path, *, env: Mapping[str, str] | None = None) -> SlurmR
     project, job_folder = _submitted_run(run_dir)
     record = _recorded(run_dir)
     return SlurmRun(
-        project, run_dir, record["job"], job_folder, env=env, messages_from=record["messages_from"]
+        project,
+        run_dir,
+        record["job"],
+        job_folder,
+        env=env,
+        messages_from=record["messages_from"],
+        peers_from=record["peers_from"],
     )
 
 
@@ -267,7 +278,8 @@ def job_of(run_dir: Path) -> str | None:
 
 def _recorded(run_dir: Path) -> dict[str, Any]:
     """What submit recorded: the run's latest job, its folder, and where in the chief's
-    ``messages.jsonl`` that job's messages begin."""
+    ``messages.jsonl`` (and in each other task's, by its folder's name) that job's
+    messages begin."""
     try:
         record = read_status(run_dir).get("slurm")
     except (OSError, ValueError):
@@ -281,7 +293,12 @@ def _recorded(run_dir: Path) -> dict[str, Any]:
         or record["messages_from"] < 0
     ):
         raise SlurmJobError(f"{run_dir} is not the run folder of a job distloop submit submitted")
-    return record
+    peers = record.get("peers_from", {})  # none before a resubmission, or in older folders
+    if not isinstance(peers, dict) or not all(
+        isinstance(offset, int) and offset >= 0 for offset in peers.values()
+    ):
+        raise SlurmJobError(f"{run_dir}: what submit recorded of its tasks is not offsets")
+    return {**record, "peers_from": peers}
 
 
 def job_project(run_dir: Path) -> Project:
@@ -299,10 +316,45 @@ def _submitted_run(run_dir: Path) -> tuple[Project, Path]:
         raise SlurmJobError(f"cannot read the job's project: {exc}") from None
 
 
-def _record_job(run_dir: Path, job_id: str, job_folder: Path, messages_from: int) -> None:
+def _record_job(
+    run_dir: Path, job_id: str, job_folder: Path, messages_from: int, peers_from: dict[str, int]
+) -> None:
     update_status(
-        run_dir, slurm={"job": job_id, "folder": str(job_folder), "messages_from": messages_from}
+        run_dir,
+        slurm={
+            "job": job_id,
+            "folder": str(job_folder),
+            "messages_from": messages_from,
+            "peers_from": peers_from,
+        },
     )
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
+def _task_name(folder_name: str) -> str:
+    """``worker:1`` for its folder ``worker-1``."""
+    return folder_name.replace("-", ":", 1)
+
+
+def task_folders(run_dir: Path) -> dict[str, Path]:
+    """The job's task folders that exist now, by name (``worker-1``); a link or a name no
+    task has is none (the folder is on a file system others write)."""
+    tasks = run_dir / TASKS_DIR
+    try:
+        listed = sorted(tasks.iterdir()) if tasks.is_dir() else []
+    except OSError:
+        return {}
+    return {
+        folder.name: folder
+        for folder in listed
+        if _TASK_FOLDER.fullmatch(folder.name) and folder.is_dir() and not folder.is_symlink()
+    }
 
 
 def _sbatch(job_folder: Path, env: Mapping[str, str] | None, *, run_dir: Path | None) -> str:
@@ -348,14 +400,9 @@ def dump_job_stacks(run_dir: Path, job_id: str, env: Mapping[str, str] | None = 
     ``scancel --signal=USR1`` reaches each task's first process, the task's ``distloop
     run``, which passes it to its engine (the batch script itself is not signalled).
     """
-    tasks = run_dir / TASKS_DIR
-    folders = {
-        folder.name.replace("-", ":", 1): folder
-        for folder in sorted(tasks.iterdir() if tasks.is_dir() else [])
-        if folder.is_dir() and not folder.is_symlink() and re.fullmatch(r"[a-z]+-\d+", folder.name)
-    }
+    folders = {_task_name(name): path for name, path in task_folders(run_dir).items()}
     if not folders:
-        raise SlurmJobError(f"job {job_id} has no task folders in {tasks} yet")
+        raise SlurmJobError(f"job {job_id} has no task folders in {run_dir / TASKS_DIR} yet")
 
     def signal_job() -> None:
         done = _slurm(["scancel", f"--signal={DUMP_SIGNAL.name[3:]}", job_id], env)
@@ -390,6 +437,7 @@ class SlurmRun:
         env: Mapping[str, str] | None = None,
         on_state: Callable[[JobState], None] | None = None,
         messages_from: int = 0,
+        peers_from: Mapping[str, int] | None = None,
     ) -> None:
         self.project = project
         self.run_dir = run_dir
@@ -399,10 +447,16 @@ class SlurmRun:
         self.state: JobState | None = None
         self.detached = False
         self._env = env
-        self._messages_path = chief_folder(run_dir, project.strategy.kind) / MESSAGES_FILE
-        self._stream: TextIO | None = None
-        self._messages_from = messages_from
-        self._partial = ""
+        chief = chief_folder(run_dir, project.strategy.kind)
+        self._chief = MessagesTail(chief / MESSAGES_FILE, messages_from)
+        self._chief_task = _task_name(chief.name)
+        self._peers_from = {**(peers_from or {}), chief.name: -1}
+        """Where each other task's messages of this job begin; -1: the chief, read above."""
+        self._peers: dict[str, MessagesTail] = {}
+        self._peers_listed_at = 0.0
+        self._findings = Findings()
+        """Every task's samples: names the straggler in a stall's line, as a local
+        cluster does (a RunModel reading the same samples says it as it happens)."""
         self._started = False
         self._done = False
         self._stop_sent = False
@@ -474,29 +528,27 @@ class SlurmRun:
     # --- the chief's messages ---------------------------------------------------------
 
     def _read(self, out: list[Message]) -> None:
-        if self._stream is None:
-            try:
-                # Bytes that are no UTF-8 make a line no message, said once, not a crash.
-                self._stream = open_text(self._messages_path, "r", errors="replace")
-            except OSError:  # not there yet: the job has not started
-                return
-            self._stream.seek(self._messages_from)
-        try:
-            text = self._partial + self._stream.read(MAX_LINE)
-        except OSError as exc:
-            out.append(Log(level="warning", text=f"cannot read {self._messages_path}: {exc}"))
-            return
-        *lines, self._partial = text.split("\n")
-        if len(self._partial) > MAX_LINE:  # no message is that long: not a run's file
-            lines.append(self._partial)
-            self._partial = ""
-        for line in lines:
-            if not line.strip():
-                continue
-            try:
-                self._take(read_message(line), out)
-            except ProtocolError as exc:
-                out.append(Log(level="warning", text=f"{self._messages_path}: {exc}"))
+        for message in self._chief.read():
+            self._take(message, out)
+        self._read_peers(out)
+
+    def _read_peers(self, out: list[Message]) -> None:
+        """The other tasks' resource samples (their steps are the chief's): every task's
+        load, for the Resources view and the straggler. Their folders appear as they
+        start, so they are looked for again every :data:`STATE_EVERY_S`."""
+        now = time.monotonic()
+        if now - self._peers_listed_at >= STATE_EVERY_S:
+            self._peers_listed_at = now
+            for name, folder in task_folders(self.run_dir).items():
+                start = self._peers_from.get(name, 0)
+                if name not in self._peers and start >= 0:
+                    self._peers[name] = MessagesTail(folder / MESSAGES_FILE, start)
+        for name, tail in self._peers.items():
+            for message in tail.read():
+                if isinstance(message, Resources):
+                    self._sampled(message, _task_name(name), out)
+                elif isinstance(message, Log) and message.task is None:  # the file's own fault
+                    out.append(message)
 
     def _take(self, message: Message, out: list[Message]) -> None:
         if isinstance(message, RunFinished | RunFailed):
@@ -508,7 +560,17 @@ class SlurmRun:
             self._attempt_restarts = self.state.restarts if self.state else 0
         if isinstance(message, StepMetrics) and message.steps:
             self._last, self._last_step_at, self._dumped = message, time.monotonic(), False
+        if isinstance(message, Resources):
+            self._sampled(message, self._chief_task, out)
+            return
         out.append(message)
+
+    def _sampled(self, sample: Resources, task: str, out: list[Message]) -> None:
+        """A task's sample, named by its folder: each task of a job runs alone and sends
+        its own unnamed (and what a file on a shared file system claims counts for nothing)."""
+        sample = sample.model_copy(update={"task": task})
+        self._findings.add(sample)
+        out.append(sample)
 
     def _requeued(self, out: list[Message]) -> None:
         """The attempt's end was no run's end: Slurm starts the job again."""
@@ -571,12 +633,14 @@ class SlurmRun:
         except (SlurmJobError, OSError) as exc:
             out.append(Log(level="warning", text=f"no step for a while, and no stacks: {exc}"))
             return
+        straggler = self._findings.straggler()
+        before = f"; before it, {straggler.line}" if straggler is not None else ""
         out.append(
             Log(
                 level="warning",
                 text=f"no step for {now - self._last_step_at:.0f} s: "
                 + "; ".join(lines)
-                + f" (each task's stacks: {self.run_dir / TASKS_DIR}/*/stacks.txt)",
+                + f" (each task's stacks: {self.run_dir / TASKS_DIR}/*/stacks.txt){before}",
             )
         )
 
@@ -620,6 +684,5 @@ class SlurmRun:
         self._close_stream()
 
     def _close_stream(self) -> None:
-        if self._stream is not None:
-            self._stream.close()
-            self._stream = None
+        for tail in (self._chief, *self._peers.values()):
+            tail.close()
