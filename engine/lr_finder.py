@@ -28,7 +28,7 @@ import numpy as np
 
 from .config import Project
 from .loop import Executed, LoopHook, StopLoop
-from .run_folder import FINDER_FILE, LR_CURVE_FILE, read_metrics
+from .run_folder import FINDER_FILE, LR_CURVE_FILE, TASKS_DIR, read_metrics
 from .run_folder.folder_io import load_json, rewrite_file
 
 SMOOTHING = 0.98
@@ -129,6 +129,31 @@ def read_range(run_dir: Path) -> RateRange | None:
     if problem is not None:
         raise ValueError(f"{run_dir / FINDER_FILE}: {problem}")
     return rates
+
+
+def cannot_find_on(project: Project) -> str | None:
+    """Why no finder can try ``project`` (its strategy), in one line; None when one can.
+    The finders need one loss per step that every task sees, so each task sets the same
+    rate and stops at the same step: a parameter_server cluster's workers step on their
+    own. Every other strategy is tried as it trains, a multi-worker one as a cluster."""
+    if project.strategy.kind == "parameter_server":
+        return (
+            "a finder needs one loss per step that every task sees; a parameter_server "
+            "cluster's workers step on their own: try the same model on "
+            "multi_worker_mirrored or mirrored replicas"
+        )
+    return None
+
+
+def finder_folder(run_dir: Path) -> Path:
+    """The folder whose finder file the run in ``run_dir`` obeys: its own, or for a
+    cluster's task (in ``tasks/<task>`` of the cluster's folder) the cluster's. Every task
+    of a learning-rate finder's cluster sets the same rate at each step and stops at the
+    same step, since each sees the same reduced loss (a task that stopped alone would
+    leave its peers waiting in a collective)."""
+    if not (run_dir / FINDER_FILE).exists() and run_dir.parent.name == TASKS_DIR:
+        return run_dir.parent.parent
+    return run_dir
 
 
 class Smoother:

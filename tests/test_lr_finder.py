@@ -26,7 +26,7 @@ from distloop.engine.lr_finder import (
     suggest,
 )
 from distloop.engine.project_file import load_project_data
-from distloop.engine.run_folder import FINDER_FILE, read_eval
+from distloop.engine.run_folder import FINDER_FILE, read_eval, read_status
 from distloop_testing import distloop, example_data, run_engine
 
 
@@ -157,6 +157,66 @@ def test_one_and_two_replicas_suggest_rates_within_three_times(
 ) -> None:
     one, _ = _lr_find(_digits(tmp_path, "one", kind="default"), tmp_path / "one-replica")
     assert digits_suggestion / 3 <= one <= digits_suggestion * 3, (one, digits_suggestion)
+
+
+def _two_workers(tmp_path: Path) -> Path:
+    """The digits example on a multi_worker_mirrored cluster of two tasks here: two
+    replicas, as the example's own two mirrored CPU replicas, the same global batch."""
+    project = _digits(tmp_path, "cluster", kind="multi_worker_mirrored")
+    data = json.loads(project.read_text(encoding="utf-8"))
+    data["tf_config"] = {
+        "cluster": {"worker": ["127.0.0.1:1", "127.0.0.1:2"]},  # ports chosen at start
+        "task": {"type": "worker", "index": 0},
+    }
+    project.write_text(json.dumps(data), encoding="utf-8")
+    return project
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+def test_a_two_worker_cluster_sweeps_in_step_and_suggests_what_two_replicas_suggest(
+    digits_suggestion: float, tmp_path: Path
+) -> None:
+    """The range test on the project's own strategy: a local cluster of its two tasks,
+    each setting the same rate at each step and stopping at the same one (a task that
+    stopped alone would leave the other waiting in a collective for ever)."""
+    out = tmp_path / "finder"
+    rate, printed = _lr_find(_two_workers(tmp_path), out)
+    assert digits_suggestion / 3 <= rate <= digits_suggestion * 3, (rate, digits_suggestion)
+    trained = len(read_curve(out).rates)
+    for task in ("worker-0", "worker-1"):
+        assert read_status(out / "tasks" / task)["last_step"] == trained, task
+    assert f"learning-rate finder: {trained} of 100 steps" in printed
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_batch_finder_runs_each_size_as_the_project_s_cluster(tmp_path: Path) -> None:
+    result = distloop(
+        "batch-find", str(_two_workers(tmp_path)), "--start", "1792", "--max", "2240",
+        "--out", str(tmp_path / "t"), timeout_s=500,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-2000:]
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith("global batch 1792 (896 per replica): fits, "), lines
+    assert "LargerThanData: worker:" in lines[1], lines
+    assert lines[-1].startswith("largest global batch that fits: 1792 (896 per replica on 2")
+
+
+def test_a_parameter_server_project_is_refused_in_one_line(tmp_path: Path) -> None:
+    project = _digits(tmp_path, "ps", kind="parameter_server")
+    data = json.loads(project.read_text(encoding="utf-8"))
+    data["tf_config"] = {
+        "cluster": {"chief": ["127.0.0.1:1"], "worker": ["127.0.0.1:2"], "ps": ["127.0.0.1:3"]},
+        "task": {"type": "chief", "index": 0},
+    }
+    data["evaluation"] = None  # parameter_server runs do not evaluate
+    project.write_text(json.dumps(data), encoding="utf-8")
+    for command in ("lr-find", "batch-find"):
+        refused = distloop(command, str(project), timeout_s=120)
+        assert refused.returncode == 1 and not refused.stdout
+        (line,) = refused.stderr.strip().splitlines()
+        assert line.startswith(f"distloop: {command}: a finder needs one loss per step"), line
 
 
 @pytest.mark.slow

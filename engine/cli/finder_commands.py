@@ -4,7 +4,10 @@ strategy, replicas and mixed precision, before the long one.
 Each trial is an ordinary engine run (``open_run``, the engine process, its loop and
 hooks) in a folder of its own beside the runs folder (``finder_runs_root``) and marked
 as a finder's (``finder.json``), so none is listed, compared or resumed as a training
-run. ``lr-find`` is one run whose rate rises step by step (``engine.lr_finder``);
+run. A multi_worker_mirrored project's trial is a local cluster of its tasks, as
+``distloop run`` runs it; each task obeys its cluster's finder file.
+
+``lr-find`` is one run whose rate rises step by step (``engine.lr_finder``);
 ``batch-find`` runs one child engine per global batch size, so one that runs out of
 memory dies alone and the search goes on with the sizes that fit.
 """
@@ -16,10 +19,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..batch_finder import BatchTrial, largest_fitting, next_batch, throughput, trial_project
+from ..cluster_layout import local_cluster_tasks, runs_as_cluster, serves_only
 from ..config import Project
 from ..lr_finder import (
     BATCH_SIZE,
     RateRange,
+    cannot_find_on,
     curve_file,
     finder_project,
     mark_finder_run,
@@ -32,7 +37,7 @@ from ..memory_check import memory_problems
 from ..messages import RunFailed, RunFinished
 from ..problems import ProblemsError
 from ..run_folder import default_runs_root, new_folder, new_run_dir, read_metrics
-from ..run_handle import open_run, runs_as_cluster
+from ..run_handle import open_run
 from ..run_history import finder_runs_root
 from .common import (
     EXIT_FAILED,
@@ -99,11 +104,11 @@ def command_lr_find(args: argparse.Namespace) -> int:
     if problem is not None:
         _err(f"distloop: {problem}")
         return EXIT_USAGE
-    project = _single_process_project(args.project, "lr-find")
+    project = _finder_project(args.project, "lr-find")
     if project is None:
         return EXIT_FAILED
     finder = finder_project(project, rates)
-    if not _may_start_here(finder, str(args.project)):
+    if not _may_start_here(finder, str(args.project), processes=_processes(finder)):
         return EXIT_FAILED
     try:
         run_dir = args.out or new_run_dir(f"{project.name} lr-find", _finder_root())
@@ -115,7 +120,14 @@ def command_lr_find(args: argparse.Namespace) -> int:
     if lock is None:
         return EXIT_FAILED
     write_range(run_dir, rates)
-    code = run_in_foreground(finder, run_dir, quiet=True, verbose=args.verbose, folder_lock=lock)
+    try:  # a multi-worker project's trial is a local cluster, as distloop run makes it
+        code = run_in_foreground(
+            finder, run_dir, quiet=True, verbose=args.verbose, folder_lock=lock, layout="auto"
+        )
+    except ProblemsError as exc:  # a cluster this machine cannot lay out
+        lock.release()
+        _err(f"distloop: {exc}")
+        return EXIT_FAILED
     if code in (EXIT_INTERRUPTED, EXIT_TERMINATED):
         return code
     curve = read_curve(run_dir)
@@ -151,19 +163,35 @@ def command_lr_find(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _single_process_project(path: Path, command: str) -> Project | None:
+def _finder_project(path: Path, command: str) -> Project | None:
     """The project, when a finder can run it here: in one engine process (its strategy's
-    replicas included), its custom code announced; None, said why, when not."""
+    replicas included) or, for multi_worker_mirrored, as a local cluster of its tasks, as
+    ``distloop run`` would run it; its custom code announced. None, said why, when not."""
     project = _load(path)
     if project is None:
         return None
-    if project.strategy.kind == "parameter_server" or runs_as_cluster(project):
-        _err(
-            f"distloop: {command} runs in one engine process; {project.strategy.kind} with a "
-            "cluster of tasks is not supported: try the same model on mirrored replicas"
-        )
+    refusal = cannot_find_on(project)
+    if refusal is not None:
+        _err(f"distloop: {command}: {refusal}")
         return None
     return project if announce_custom_code(project, path.parent) else None
+
+
+def _processes(project: Project) -> int:
+    """The engine processes a trial starts here: a local cluster's tasks, or one."""
+    return len(local_cluster_tasks(project)) if runs_as_cluster(project) else 1
+
+
+def _replicas(project: Project) -> int:
+    """The replicas a trial trains on: a local cluster's trainers (one device each, as
+    on a machine without GPUs), else the strategy's own count (1 when only TensorFlow
+    can tell)."""
+    per_task = project.strategy.replica_count_hint() or 1
+    if not runs_as_cluster(project):
+        return per_task
+    return per_task * sum(
+        not serves_only(project.strategy.kind, t) for t in local_cluster_tasks(project)
+    )
 
 
 def _finder_root() -> Path:
@@ -201,7 +229,7 @@ class _Search:
         if lock is None:
             return BatchTrial(batch, fits=False, reason="its folder could not be claimed")
         mark_finder_run(run_dir, BATCH_SIZE, global_batch_size=batch)
-        engine = open_run(candidate, run_dir, layout="single", folder_lock=lock)
+        engine = open_run(candidate, run_dir, folder_lock=lock)  # a cluster as run would
         ended: RunFinished | RunFailed | None = None
         try:
             engine.start()
@@ -229,10 +257,10 @@ def _failure(ended: RunFailed | RunFinished | None) -> str:
 
 
 def command_batch_find(args: argparse.Namespace) -> int:
-    project = _single_process_project(args.project, "batch-find")
+    project = _finder_project(args.project, "batch-find")
     if project is None:
         return EXIT_FAILED
-    replicas = project.strategy.replica_count_hint() or 1
+    replicas = _replicas(project)
     start = args.start or project.data.global_batch_size
     if start < 1 or (args.max is not None and args.max < start):
         _err("distloop: --start must be at least 1 and at most --max")

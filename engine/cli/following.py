@@ -38,7 +38,7 @@ from ..run_events import (
     StepsAdded,
 )
 from ..run_folder import MESSAGES_FILE, RunFolderLock, format_loss, read_status, update_status
-from ..run_handle import open_run
+from ..run_handle import Layout, open_run
 from ..run_model import RunModel
 from .common import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_TERMINATED, _err
 from .mlflow_command import live_settings
@@ -56,11 +56,13 @@ def run_in_foreground(
     as_messages: bool = False,
     record_messages: bool = False,
     mlflow: LiveSettings | None = None,
+    layout: Layout = "single",
 ) -> int:
     """Runs the engine and prints its messages; Ctrl-C stops it between steps.
 
-    Always one process: a multi-machine project here is one task of a cluster whose
-    other tasks run elsewhere (``--task``), so it names the peers that do not answer.
+    One process unless ``layout`` says otherwise: a multi-machine project here is one
+    task of a cluster whose other tasks run elsewhere (``--task``), so it names the peers
+    that do not answer. A finder's trial (``layout="auto"``) runs as the project would.
     ``record_messages`` appends every message to the run folder's ``messages.jsonl``
     too (a resumed run's after its first start's), for a follower elsewhere.
     """
@@ -68,9 +70,9 @@ def run_in_foreground(
         project,
         run_dir,
         resume=resume,
-        layout="single",
+        layout=layout,
         folder_lock=folder_lock,
-        name_missing_peers=True,
+        name_missing_peers=layout == "single",
     )
     if not record_messages:
         return follow(

@@ -35,7 +35,7 @@ from ..loop_hooks import (
     StopRequest,
     StopTogether,
 )
-from ..lr_finder import BATCH_SIZE, RateSweep, finder_of, read_range
+from ..lr_finder import BATCH_SIZE, RateSweep, finder_folder, finder_of, read_range
 from ..messages import RunFinished
 from ..reporting import StepReporter
 from ..run_folder import (
@@ -98,7 +98,7 @@ def _train(
         level="debug",
     )
     announce(prepared, project, run_dir, channel)
-    if run_dir is not None and finder_of(run_dir) == BATCH_SIZE:  # a batch-size trial
+    if run_dir is not None and finder_of(finder_folder(run_dir)) == BATCH_SIZE:  # a batch trial
         refuse_larger_than_data(project.data.global_batch_size, prepared.data.examples)
     runner = _step_runner(prepared, project, replica_input, channel)
     # Traces the step now: a custom step's losses name the metrics.csv columns, and one
@@ -245,7 +245,7 @@ def _hooks(
     saving = ["the checkpoint"] if prepared.checkpoints is not None else []
     saving += ["the model"] if run_dir is not None else []
     hooks: list[LoopHook] = [reporting, StopNotice(channel, saving)]
-    rates = read_range(run_dir) if run_dir is not None else None
+    rates = read_range(finder_folder(run_dir)) if run_dir is not None else None
     if rates is not None:  # a learning-rate finder run: its rate rises step by step
         hooks.append(RateSweep(rates, functools.partial(_set_rate, prepared.optimizers)))
     stop: LoopHook = StopRequest(should_stop)

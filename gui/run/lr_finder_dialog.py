@@ -26,13 +26,22 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from ...engine.cluster_layout import local_cluster_tasks, runs_as_cluster
 from ...engine.config import Project
-from ...engine.lr_finder import RateRange, Suggestion, finder_project, read_curve, suggest
+from ...engine.lr_finder import (
+    RateRange,
+    Suggestion,
+    cannot_find_on,
+    finder_project,
+    read_curve,
+    suggest,
+)
 from ...engine.lr_finder import write_range as mark_range
 from ...engine.messages import RunFailed, RunFinished, StepMetrics
+from ...engine.problems import ProblemsError
 from ...engine.run_checks import pre_run_problems
 from ...engine.run_folder import new_run_dir
-from ...engine.run_handle import EngineHandle, open_run, runs_as_cluster
+from ...engine.run_handle import EngineHandle, open_run
 from ...engine.run_history import finder_runs_root
 from ..common import dialogs
 from ..files import file_dialogs
@@ -45,7 +54,7 @@ Opener = Callable[[Project, Path], EngineHandle]
 
 
 def _open_engine(project: Project, run_dir: Path) -> EngineHandle:
-    return open_run(project, run_dir, layout="single")
+    return open_run(project, run_dir)  # a multi-worker project's as a local cluster
 
 
 class LrFinderDialog(QDialog):
@@ -123,14 +132,15 @@ class LrFinderDialog(QDialog):
         """Starts the trial in its own engine process; says in one line why it cannot."""
         rates = self.rates()
         problem = rates.problem()
-        if problem is None and (
-            self._project.strategy.kind == "parameter_server" or runs_as_cluster(self._project)
-        ):
-            problem = "the finder runs in one engine process: try the model on mirrored replicas"
+        problem = problem or cannot_find_on(self._project)
         finder = finder_project(self._project, rates)
         if problem is None:
-            found = pre_run_problems(finder)
-            problem = str(found[0]) if found else None
+            try:
+                tasks = len(local_cluster_tasks(finder)) if runs_as_cluster(finder) else 1
+                found = pre_run_problems(finder, processes=tasks)
+                problem = str(found[0]) if found else None
+            except ProblemsError as exc:  # a cluster this machine cannot lay out
+                problem = str(exc)
         if problem is not None:
             self.status.setText(f"Cannot start: {problem}")
             return

@@ -7,10 +7,12 @@ from pathlib import Path
 
 import pytest
 from distloop.engine.lr_finder import read_curve
+from distloop.engine.project_file import load_project_data
 from distloop.engine.run_folder import FINDER_FILE
 from distloop.gui.files import file_dialogs
 from distloop.gui.run.lr_finder_dialog import LrFinderDialog
 from distloop.gui.shell.main_window import MainWindow
+from distloop_testing import example_data
 from PySide6.QtCore import Qt
 
 
@@ -44,3 +46,23 @@ def test_find_learning_rate_runs_plots_and_fills_the_optimizer(
     rate = float(f"{finder.suggestion.rate:.3g}")
     assert window.editor.optimizer.value()["learning_rate"] == pytest.approx(rate)
     qtbot.waitUntil(window.document.is_modified, timeout=10_000)
+
+
+def test_a_parameter_server_project_says_in_one_line_why_no_finder_runs(
+    qtbot, tmp_path: Path
+) -> None:
+    data = example_data("seed")
+    data["strategy"] = {"kind": "parameter_server"}
+    data["evaluation"] = None
+    data["tf_config"] = {
+        "cluster": {"chief": ["127.0.0.1:1"], "worker": ["127.0.0.1:2"], "ps": ["127.0.0.1:3"]},
+        "task": {"type": "chief", "index": 0},
+    }
+    opened: list[Path] = []
+    finder = LrFinderDialog(
+        load_project_data(data), tmp_path, opener=lambda project, run_dir: opened.append(run_dir)
+    )
+    qtbot.addWidget(finder)
+    finder.start_button.click()
+    assert finder.status.text().startswith("Cannot start: a finder needs one loss per step")
+    assert not opened and not finder.running and not (tmp_path / "finder-runs").exists()
