@@ -57,7 +57,11 @@ PREDICT = (
 )  # in /root: the installed and the source engine
 
 T = TypeVar("T")
-pytestmark = [pytest.mark.slow, pytest.mark.skipif(sys.platform != "linux", reason="Linux only")]
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(sys.platform != "linux", reason="Linux only"),
+    pytest.mark.xdist_group("deb"),  # one worker, from the start: see pyproject's addopts
+]
 
 
 @pytest.fixture(scope="module")
