@@ -23,7 +23,8 @@ if [ "$what" = app ]; then
   .venv/bin/python -m pip install -q '.[gui]'
   exec .venv/bin/distloop "$@"
 fi
-.venv/bin/python -m pip install -q -e '.[test]'
+# pip's warnings about its configured indexes would fill CI's excerpt of the output
+.venv/bin/python -m pip install -q -e '.[test]' 2> >(grep -v '^WARNING: Location ' >&2)
 # An editable install leaves the checkout's modules uncompiled: the first start would compile
 # them all (pip compiles the app's own install above).
 .venv/bin/python -m compileall -q engine gui resources >/dev/null

@@ -70,3 +70,35 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         return float(marker.args[0]) if marker is not None and marker.args else default
 
     items.sort(key=lambda item: -declared(item) if declared(item) > default else 0.0)
+
+
+class _Progress:
+    """Every :data:`EVERY` finished tests, a line with the clock and the minutes so far: a
+    run cut off by CI's time limit shows how far it got and how fast it went."""
+
+    EVERY = 100
+
+    def __init__(self, config: pytest.Config) -> None:
+        self._config = config
+        self._started = time.monotonic()
+        self._done = 0
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if report.when != "teardown":
+            return
+        self._done += 1
+        if self._done % self.EVERY:
+            return
+        reporter = self._config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is not None:
+            minutes = (time.monotonic() - self._started) / 60
+            reporter.write("\n")  # the progress dots leave the line open
+            reporter.write_line(
+                f"[{time.strftime('%H:%M:%S')}, {minutes:.1f} min] {self._done} tests done"
+            )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if not hasattr(config, "workerinput"):  # the controller (or a run without workers)
+        config.pluginmanager.register(_Progress(config), "distloop-progress")
