@@ -28,4 +28,6 @@ fi
 # An editable install leaves the checkout's modules uncompiled: the first start would compile
 # them all (pip compiles the app's own install above).
 .venv/bin/python -m compileall -q engine gui resources >/dev/null
-exec .venv/bin/python -m pytest "$@"
+# -u: each result is written as it comes, so output cut off (a CI time limit) shows how far
+# the run got; block-buffered, the last 8 KiB were lost
+exec .venv/bin/python -u -m pytest "$@"

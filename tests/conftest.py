@@ -6,6 +6,7 @@ import contextlib
 import multiprocessing
 import os
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -73,30 +74,54 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 class _Progress:
-    """Every :data:`EVERY` finished tests, a line with the clock and the minutes so far: a
-    run cut off by CI's time limit shows how far it got and how fast it went."""
+    """The controller's word on a long run, flushed as it goes: every :data:`EVERY`
+    finished tests the clock and the minutes so far, and every :data:`LONG_S` the tests
+    that have been running longer than that, so a run cut off by CI's time limit says
+    how far it got and what it was waiting for."""
 
     EVERY = 100
+    LONG_S = 300.0
 
     def __init__(self, config: pytest.Config) -> None:
         self._config = config
         self._started = time.monotonic()
         self._done = 0
+        self._running: dict[str, float] = {}
+        self._lock = threading.Lock()
+        threading.Thread(target=self._watch, name="distloop-progress", daemon=True).start()
+
+    def pytest_runtest_logstart(self, nodeid: str) -> None:
+        with self._lock:
+            self._running[nodeid] = time.monotonic()
 
     @pytest.hookimpl(trylast=True)
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if report.when != "teardown":
             return
+        with self._lock:
+            self._running.pop(report.nodeid, None)
         self._done += 1
-        if self._done % self.EVERY:
-            return
+        if self._done % self.EVERY == 0:
+            self._say(f"{self._done} tests done")
+
+    def _watch(self) -> None:
+        while True:
+            time.sleep(self.LONG_S)
+            now = time.monotonic()
+            with self._lock:
+                long = [(nodeid, now - since) for nodeid, since in self._running.items()]
+            for nodeid, running_s in sorted(long, key=lambda item: -item[1]):
+                if running_s > self.LONG_S:
+                    self._say(f"running for {running_s / 60:.0f} min: {nodeid}")
+
+    def _say(self, text: str) -> None:
         reporter = self._config.pluginmanager.get_plugin("terminalreporter")
-        if reporter is not None:
-            minutes = (time.monotonic() - self._started) / 60
-            reporter.write("\n")  # the progress dots leave the line open
-            reporter.write_line(
-                f"[{time.strftime('%H:%M:%S')}, {minutes:.1f} min] {self._done} tests done"
-            )
+        if reporter is None:
+            return
+        minutes = (time.monotonic() - self._started) / 60
+        reporter.write("\n")  # the progress dots leave the line open
+        reporter.write_line(f"[{time.strftime('%H:%M:%S')}, {minutes:.1f} min] {text}")
+        reporter.flush()
 
 
 def pytest_configure(config: pytest.Config) -> None:
