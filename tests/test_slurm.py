@@ -31,7 +31,7 @@ from distloop.engine.cluster_layout.slurm import (
 )
 from distloop.engine.exports.slurm import SlurmJob
 from distloop.engine.message_stream import MAX_LINE
-from distloop.engine.messages import Log, Resources, RunFinished, StepMetrics
+from distloop.engine.messages import EnvironmentReady, Log, Resources, RunFinished, StepMetrics
 from distloop.engine.problems import ProblemsError
 from distloop.engine.project_file import load_project, load_project_data
 from distloop.engine.run_folder import read_metrics, read_status
@@ -857,6 +857,48 @@ def test_a_followed_run_reads_its_messages_file_as_untrusted(
     ]
     assert said[-1] == end
     assert "job 999999: UNKNOWN" in [m.text for m in said if isinstance(m, Log)]
+
+
+@pytest.mark.slow
+def test_a_task_whose_software_differs_from_the_chief_s_is_named_by_the_follower(
+    slurm: dict[str, str], tmp_path: Path
+) -> None:
+    """Each task of a job says its software as it starts, in its own messages file: the
+    follower compares every task's with the chief's, as a local cluster does, and names
+    the one that differs, once, before any step."""
+    job_dir = tmp_path / "job"
+    job_dir.mkdir()
+    (job_dir / "project.json").write_text(_submitted_project(tmp_path, 20, "skew").read_text())
+    run_dir = job_dir / "runs" / "999998"
+    (run_dir / "status.json").parent.mkdir(parents=True)
+    (run_dir / "status.json").write_text(
+        json.dumps({"slurm": {"job": "999998", "folder": str(job_dir), "messages_from": 0}})
+    )
+    software = {"python": "3.11.7", "numpy": "2.1.0", "tensorflow": "2.21.0"}
+    said_by = {
+        "worker-0": EnvironmentReady(digest="a", software=software),
+        "worker-1": EnvironmentReady(digest="a", software=software),
+        "worker-2": EnvironmentReady(digest="b", software={**software, "numpy": "2.0.2"}),
+    }
+    end = RunFinished(status="finished", last_step=1, final_loss=0.5, elapsed_s=0.1)
+    for task, environment in said_by.items():
+        (run_dir / "tasks" / task).mkdir(parents=True)
+        last = f"{end.model_dump_json()}\n" if task == "worker-0" else ""
+        (run_dir / "tasks" / task / "messages.jsonl").write_text(
+            f"{environment.model_dump_json()}\n{last}"
+        )
+    run = follow_job(run_dir, env=slurm)
+    run.start()
+    said: list = []
+    _wait_for(lambda: said.extend(run.poll(0.5)) or run.done, "the end", timeout_s=60)
+    warnings = [m for m in said if isinstance(m, Log) and m.level == "warning"]
+    assert [(m.task, m.text) for m in warnings] == [
+        (
+            "worker:2",
+            "worker:2's environment differs from worker:0's: numpy 2.0.2 (worker:0: 2.1.0) "
+            "(each task's environment.json has it whole)",
+        )
+    ]
 
 
 @pytest.mark.slow

@@ -58,7 +58,16 @@ from ..export import export_cluster
 from ..exports.slurm import SBATCH_FILE, SlurmJob
 from ..fileio import open_bytes
 from ..findings import Findings
-from ..messages import Log, Message, Resources, RunFailed, RunFinished, RunStarted, StepMetrics
+from ..messages import (
+    EnvironmentReady,
+    Log,
+    Message,
+    Resources,
+    RunFailed,
+    RunFinished,
+    RunStarted,
+    StepMetrics,
+)
 from ..problems import ProblemsError
 from ..project_file import load_project
 from ..run_folder import (
@@ -71,6 +80,7 @@ from ..run_folder import (
 )
 from ..stack_dumps import DUMP_SIGNAL, collect_stacks, diagnose
 from ..tf_config import chief_of
+from .environments import environment_warning
 from .message_files import MessagesTail
 from .scheduler import SchedulerError
 from .supervisor import QUIET_DUMP_S
@@ -455,6 +465,9 @@ class SlurmRun:
         self._peers: dict[str, MessagesTail] = {}
         self._peers_listed_at = 0.0
         self._findings = Findings()
+        self._environments: dict[str, EnvironmentReady] = {}
+        """Each task's software as it said it; the chief's under its own name."""
+        self._compared: set[str] = set()
         """Every task's samples: names the straggler in a stall's line, as a local
         cluster does (a RunModel reading the same samples says it as it happens)."""
         self._started = False
@@ -547,6 +560,9 @@ class SlurmRun:
             for message in tail.read():
                 if isinstance(message, Resources):
                     self._sampled(message, _task_name(name), out)
+                elif isinstance(message, EnvironmentReady):
+                    self._environments[_task_name(name)] = message
+                    self._compare_environments(out)
                 elif isinstance(message, Log) and message.task is None:  # the file's own fault
                     out.append(message)
 
@@ -563,7 +579,24 @@ class SlurmRun:
         if isinstance(message, Resources):
             self._sampled(message, self._chief_task, out)
             return
+        if isinstance(message, EnvironmentReady):
+            self._environments[self._chief_task] = message
+            self._compare_environments(out)
         out.append(message)
+
+    def _compare_environments(self, out: list[Message]) -> None:
+        """Each task whose software is not the chief's, named once, as soon as both said
+        theirs: long before the first collective (``environments``)."""
+        chief = self._environments.get(self._chief_task)
+        if chief is None:
+            return
+        for task, theirs in sorted(self._environments.items()):
+            if task == self._chief_task or task in self._compared:
+                continue
+            self._compared.add(task)
+            warning = environment_warning(task, theirs, self._chief_task, chief)
+            if warning is not None:
+                out.append(Log(level="warning", text=warning, task=task))
 
     def _sampled(self, sample: Resources, task: str, out: list[Message]) -> None:
         """A task's sample, named by its folder: each task of a job runs alone and sends

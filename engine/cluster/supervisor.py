@@ -32,12 +32,12 @@ from ..messages import (
     StrategyReady,
 )
 from ..resume_rules import refuse_strategy
-from ..run_environment import software_changes
-from ..run_folder import ENVIRONMENT_FILE, TASKS_DIR, RunFolderError, RunFolderLock, prepare_resume
+from ..run_folder import TASKS_DIR, RunFolderError, RunFolderLock, prepare_resume
 from ..stack_dumps import TaskStack, diagnose
 from ..tf_config import TaskSpec
 from .blame import STALLED, cause
 from .devices import DEVICES_DIFFER, devices_text, odd_worker
+from .environments import environment_warning, same_environment
 from .local_placement import LocalPlacement
 from .placement import Placement, TaskEngine
 from .top_folder import ClusterFolder
@@ -46,8 +46,6 @@ FAILURE_GRACE_S = 2.0
 """After a task failed, the others get this long to end before they are killed
 (synchronous peers are usually stuck in a collective waiting for the failed one)."""
 STOP_GRACE_S = 10.0
-ENVIRONMENT_CHANGES_SHOWN = 8
-"""How many differing packages a task's line names; the task folders' files list them all."""
 QUIET_DUMP_S = 30.0
 """A step of a small model takes milliseconds, of a big one seconds: half a minute without
 one is worth a look at the stacks, and comes before the collective timeout (60 s)."""
@@ -393,31 +391,19 @@ class LocalCluster:
 
     def _compare_environments(self, task: _Task) -> None:
         """A task whose software or settings are not the chief's is named as soon as both
-        said theirs, before TensorFlow loads and long before the first collective: version
-        skew is the usual cause of a cluster that works on one worker and fails on another.
-        A warning, not a failure: a differing package may well be harmless (a launch's
-        pre-flight stops for the packages a run loads)."""
+        said theirs (``environments``), long before the first collective."""
         chief = self._reporter.environment
         if chief is None:
             return
         name = self._reporter.name
         for other in [task] if task is not self._reporter else self._tasks:
             theirs = other.environment
-            if other is self._reporter or theirs is None or _same_environment(theirs, chief):
+            if other is self._reporter or theirs is None:
                 continue
-            changes = software_changes(theirs.software, chief.software, name) + (
-                software_changes(theirs.variables, chief.variables, name, joiner="=")
-            )
-            shown = "; ".join(changes[:ENVIRONMENT_CHANGES_SHOWN])
-            more = len(changes) - ENVIRONMENT_CHANGES_SHOWN
-            self._note(
-                f"{other.name}'s environment differs from {name}'s: {shown}"
-                + (f" and {more} more" if more > 0 else "")
-                + f" (each task's {ENVIRONMENT_FILE} has it whole)",
-                level="warning",
-                task=other.name,
-            )
-        if all(t.environment and _same_environment(t.environment, chief) for t in self._tasks):
+            warning = environment_warning(other.name, theirs, name, chief)
+            if warning is not None:
+                self._note(warning, level="warning", task=other.name)
+        if all(t.environment and same_environment(t.environment, chief) for t in self._tasks):
             self._note(f"every task runs the same software (environment {chief.digest})")
 
     def _pass_on(self, message: Message) -> None:
@@ -606,10 +592,6 @@ class LocalCluster:
         """Releases what the run holds: its files and its placement's network."""
         self._placement.close_network()
         self._folder.close()
-
-
-def _same_environment(one: EnvironmentReady, other: EnvironmentReady) -> bool:
-    return one.digest == other.digest and one.variables == other.variables
 
 
 def _who(failure: RunFailed) -> str:
