@@ -121,6 +121,9 @@ async def _scenes(window: Any, out: Path, suffix: str) -> None:
     window.cluster_panel.raise_()
     await asyncio.sleep(1)
     shot("cluster")
+    window.resources_dock.raise_()  # each task's CPU under the loss, on its step axis
+    await asyncio.sleep(2)
+    shot("resources")
     await _wait_for(lambda: not window.controller.active)
     cluster_run = window.last_run_dir
 

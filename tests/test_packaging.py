@@ -262,8 +262,11 @@ def check_window(root: Path, shots: Path) -> None:
         assert metrics(status.parent)["step"][-1] == 100
         screenshot(root, shots / "window-after-run.png")
         xdotool(root, "key", "F1")  # Help ▸ Distloop Guide
-        wait_for(lambda: window_titled(root, "Distloop Guide"), alive, log, "the guide")
-        screenshot(root, shots / "window-guide.png")
+        guide = wait_for(lambda: window_titled(root, "Distloop Guide"), alive, log, "the guide")
+        # the guide's own window, once drawn: the screen's picture showed the main window
+        # while the guide was mapped but not yet painted
+        xdotool(root, "windowfocus", "--sync", guide.split()[0])
+        screenshot(root, shots / "window-guide.png", window=guide.split()[0])
     finally:
         stop_group(app)
     print(f"screenshots: {shots}")
@@ -303,9 +306,9 @@ def xdotool(root: Path, *args: str) -> None:
     subprocess.run([tool("xdotool"), *args], env=root_display_env(root), check=True, timeout=60)
 
 
-def screenshot(root: Path, path: Path) -> None:
+def screenshot(root: Path, path: Path, window: str = "root") -> None:
     subprocess.run(
-        [tool("import"), "-window", "root", str(path)],
+        [tool("import"), "-window", window, str(path)],
         env=root_display_env(root),
         check=True,
         timeout=60,

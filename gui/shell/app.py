@@ -11,6 +11,7 @@ import qasync
 from PySide6.QtGui import QIcon, QPixmap
 from PySide6.QtWidgets import QApplication
 
+from ..common.garbage import MainThreadCollector
 from ..common.settings import APPLICATION, ORGANIZATION
 from .interrupts import Interrupts
 
@@ -58,6 +59,7 @@ def main(argv: list[str]) -> int:
     """Shows the main window until it closes; the exit code is Qt's."""
     args = parse_args(argv)
     app = application()
+    MainThreadCollector(app)  # cycles are collected on this thread only (see its module)
     loop = qasync.QEventLoop(app)
     asyncio.set_event_loop(loop)
 

@@ -7,6 +7,7 @@ import os
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 import asyncio
+import gc
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,17 @@ from distloop.gui.common import dialogs
 from distloop.gui.shell.main_window import MainWindow
 from PySide6.QtCore import QCoreApplication, QSettings
 from PySide6.QtWidgets import QApplication, QDialog, QFileDialog, QInputDialog, QMessageBox
+
+
+@pytest.fixture(autouse=True)
+def collected_on_this_thread() -> Iterator[None]:
+    """As in the app (``gui/common/garbage.py``): while a test's windows live no cycle is
+    collected on another thread (a QObject destroyed there deadlocked the worker); what
+    the test left is collected here, on the window's thread, once it is done."""
+    gc.disable()
+    yield
+    gc.collect()
+    gc.enable()
 
 
 @pytest.fixture(autouse=True)
