@@ -45,8 +45,11 @@ def app_icon() -> QIcon:
 
 def application() -> QApplication:
     """The Qt application as the window expects it: its names (where settings are kept),
-    the Fusion style and the icon."""
+    the Fusion style, the icon, and cyclic garbage collected on its thread only (see
+    ``gui/common/garbage.py``)."""
     app = QApplication.instance() or QApplication([sys.argv[0]])
+    if app.findChild(MainThreadCollector) is None:
+        MainThreadCollector(app)
     app.setOrganizationName(ORGANIZATION)
     app.setApplicationName(APPLICATION)
     app.setApplicationDisplayName("Distloop")
@@ -59,7 +62,6 @@ def main(argv: list[str]) -> int:
     """Shows the main window until it closes; the exit code is Qt's."""
     args = parse_args(argv)
     app = application()
-    MainThreadCollector(app)  # cycles are collected on this thread only (see its module)
     loop = qasync.QEventLoop(app)
     asyncio.set_event_loop(loop)
 

@@ -7,6 +7,7 @@ import gc
 import threading
 
 from distloop.gui.common.garbage import MainThreadCollector
+from distloop.gui.shell.app import application
 from PySide6.QtCore import QObject
 
 
@@ -64,3 +65,10 @@ def test_the_oldest_generation_past_its_threshold_is_collected(qtbot, monkeypatc
     finally:
         collector.stop()
     assert collected == [1]  # generation 1 passed 10; generation 2 is 3 of 10
+
+
+def test_the_application_the_window_runs_in_collects_on_its_thread(qapp) -> None:
+    """``distloop`` (and every script that starts the window the same way) gets one."""
+    application()
+    application()
+    assert len(qapp.findChildren(MainThreadCollector)) == 1
