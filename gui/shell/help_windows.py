@@ -123,24 +123,47 @@ def _installed_readme() -> str | None:
     return description if isinstance(description, str) and description.strip() else None
 
 
+MISSING_IMAGE = "(a screenshot, not installed with the app)"
+"""Said where a page shows a screenshot this installation lacks (the .deb leaves them out:
+documentation, not the app's data), instead of Qt's broken-image icon at full width."""
+
+
 def _fit_images(document: QTextDocument, width: int) -> None:
-    """Shows the screenshots ``width`` pixels wide (at 1400 px they scrolled sideways)."""
+    """Shows the screenshots ``width`` pixels wide (at 1400 px they scrolled sideways),
+    and says :data:`MISSING_IMAGE` for those not here."""
     cursor = QTextCursor(document)
     block = document.begin()
     while block.isValid():
         fragments = block.begin()
         while not fragments.atEnd():
             fragment = fragments.fragment()
-            if fragment.charFormat().isImageFormat():
-                image = fragment.charFormat().toImageFormat()
-                image.setWidth(width)  # the height follows, keeping the proportions
-                cursor.setPosition(fragment.position())
-                cursor.setPosition(
-                    fragment.position() + fragment.length(), QTextCursor.MoveMode.KeepAnchor
-                )
-                cursor.setCharFormat(image)
-            fragments += 1
+            fragments += 1  # before any edit of this fragment
+            if not fragment.charFormat().isImageFormat():
+                continue
+            image = fragment.charFormat().toImageFormat()
+            cursor.setPosition(fragment.position())
+            cursor.setPosition(
+                fragment.position() + fragment.length(), QTextCursor.MoveMode.KeepAnchor
+            )
+            if _image_file(document, image.name()) is None:
+                cursor.insertText(MISSING_IMAGE)
+                continue
+            image.setWidth(width)  # the height follows, keeping the proportions
+            cursor.setCharFormat(image)
         block = block.next()
+
+
+def _image_file(document: QTextDocument, name: str) -> Path | None:
+    """The local file an image of the page names, relative to the page (or to the
+    installation, for a README read from the package's metadata); None when absent."""
+    base = document.baseUrl()
+    if base.isEmpty():
+        base = QUrl.fromLocalFile(str(PACKAGE_ROOT) + "/")
+    url = base.resolved(QUrl(name))
+    if not url.isLocalFile():
+        return None
+    path = Path(url.toLocalFile())
+    return path if path.is_file() else None
 
 
 class GuideWindow(QDialog):

@@ -2,18 +2,21 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
 from distloop.engine.problems import Problem
 from distloop.engine.run_history import summarize
 from distloop.gui.runs import try_it_panel
+from distloop.gui.shell import help_windows
 from distloop.gui.shell.main_window import (
     MIN_PLOT_SIZE,
     PROJECT_DOCK_WIDTH,
     MainWindow,
     fitted_geometry,
 )
+from distloop_testing import REPO
 from PySide6.QtCore import QMargins, QPoint, QRect, QSize, Qt, QUrl
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import (
@@ -201,6 +204,39 @@ def test_help_lists_the_shortcuts_and_shows_the_guide(qtbot, window: MainWindow)
     guide.back_button.click()
     assert guide.browser.toPlainText().startswith("Distloop")
     assert window.guide_action.shortcut() == QKeySequence(QKeySequence.StandardKey.HelpContents)
+
+
+def test_the_guide_fits_its_screenshots_and_names_one_that_is_not_installed(
+    qtbot, window: MainWindow, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The .deb leaves the screenshots out: its guide showed Qt's broken-image icon,
+    820 px wide, where each one stood."""
+    installed = tmp_path / "installed"
+    (installed / "resources" / "screenshots").mkdir(parents=True)
+    shutil.copy(
+        REPO / "resources" / "screenshots" / "running.png",
+        installed / "resources" / "screenshots" / "running.png",
+    )
+    (installed / "README.md").write_text(
+        "# Distloop\n\n![here](resources/screenshots/running.png)\n\n"
+        "![gone](resources/screenshots/digits.png)\n",
+        encoding="utf-8",
+    )
+    monkeypatch.setattr(help_windows, "PACKAGE_ROOT", installed)
+    guide = window.show_guide()
+    text = guide.browser.toPlainText()
+    assert text.count(help_windows.MISSING_IMAGE) == 1
+    images = []
+    block = guide.browser.document().begin()
+    while block.isValid():
+        fragments = block.begin()
+        while not fragments.atEnd():
+            if fragments.fragment().charFormat().isImageFormat():
+                images.append(fragments.fragment().charFormat().toImageFormat())
+            fragments += 1
+        block = block.next()
+    assert [image.name() for image in images] == ["resources/screenshots/running.png"]
+    assert images[0].width() == help_windows.IMAGE_WIDTH
 
 
 def test_try_it_opens_over_the_window_and_inside_the_screen(
