@@ -474,6 +474,13 @@ def report_streamed(run: EngineRun, size: int, limit: int | None) -> None:
     epoch_s = run.wall_s - first
     during = [sample for sample in run.samples if sample.step is not None]
     before = [sample for sample in run.samples if sample.step is None]
+    if len(during) < 2 or not before:  # quick mode's tiny file: an epoch of a sample or two
+        print(
+            f"  streamed {size / 1e9:,.2f} GB: finished, {run.steps} steps in {epoch_s:.1f} s, "
+            f"{len(during)} memory sample(s) while stepping (one every {SAMPLE_S} s): too few "
+            f"to compare the epoch's start and end; engine RSS peak {_mib(run.peak_rss)}"
+        )
+        return
     tenths = _tenths(during)
     early, late = tenths[0] + tenths[1], tenths[-2] + tenths[-1]
     loads = [sample.load for sample in run.samples]
