@@ -263,10 +263,12 @@ def check_window(root: Path, shots: Path) -> None:
         screenshot(root, shots / "window-after-run.png")
         xdotool(root, "key", "F1")  # Help ▸ Distloop Guide
         guide = wait_for(lambda: window_titled(root, "Distloop Guide"), alive, log, "the guide")
-        # the guide's own window, once drawn: the screen's picture showed the main window
-        # while the guide was mapped but not yet painted
-        xdotool(root, "windowfocus", "--sync", guide.split()[0])
-        screenshot(root, shots / "window-guide.png", window=guide.split()[0])
+        # the guide's own window once it is viewable (the screen's picture showed the main
+        # window while the guide was created but not yet shown; focusing it then failed)
+        guide_id = guide.split()[0]
+        wait_for(lambda: viewable(root, guide_id), alive, log, "the guide to show")
+        time.sleep(1)  # and painted
+        screenshot(root, shots / "window-guide.png", window=guide_id)
     finally:
         stop_group(app)
     print(f"screenshots: {shots}")
@@ -291,6 +293,19 @@ def window_titled(root: Path, title: str) -> str | None:
         if WINDOW_CLASS in line and title in line.split(WINDOW_CLASS)[0]:
             return line
     return None
+
+
+def viewable(root: Path, window_id: str) -> bool | None:
+    """True once X says the window is mapped and viewable; None before (for wait_for)."""
+    shown = subprocess.run(
+        [tool("xwininfo"), "-id", window_id],
+        env=root_display_env(root),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    return True if "Map State: IsViewable" in shown.stdout else None
 
 
 def finished_run(root: Path) -> Path | None:
