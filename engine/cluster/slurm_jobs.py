@@ -460,8 +460,8 @@ class SlurmRun:
         chief = chief_folder(run_dir, project.strategy.kind)
         self._chief = MessagesTail(chief / MESSAGES_FILE, messages_from)
         self._chief_task = _task_name(chief.name)
-        self._peers_from = {**(peers_from or {}), chief.name: -1}
-        """Where each other task's messages of this job begin; -1: the chief, read above."""
+        self._peers_from = dict(peers_from or {})
+        """Where each other task's messages of this job begin (by folder name)."""
         self._peers: dict[str, MessagesTail] = {}
         self._peers_listed_at = 0.0
         self._findings = Findings()
@@ -553,8 +553,8 @@ class SlurmRun:
         if now - self._peers_listed_at >= STATE_EVERY_S:
             self._peers_listed_at = now
             for name, folder in task_folders(self.run_dir).items():
-                start = self._peers_from.get(name, 0)
-                if name not in self._peers and start >= 0:
+                if name != self._chief.path.parent.name and name not in self._peers:
+                    start = self._peers_from.get(name, 0)
                     self._peers[name] = MessagesTail(folder / MESSAGES_FILE, start)
         for name, tail in self._peers.items():
             for message in tail.read():
