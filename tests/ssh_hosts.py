@@ -2,15 +2,18 @@
 own key-only sshd, started and torn down by the tests (root only).
 
 Every name carries the creating process's id, so tests running side by side (or a
-second checkout's) never share a namespace, a bridge or an address block; every
-address is in 10.253.0.0/16, inside namespaces the test made, reached through the
-test's own bridge.
+second checkout's) never share a namespace or a bridge; every address is in
+10.253.0.0/16, inside namespaces the test made, reached through the test's own bridge.
+A set's address block is claimed under a lock among the blocks no bridge holds, since
+two bridges with one block would route one set's traffic to the other's hosts.
 """
 
 from __future__ import annotations
 
+import fcntl
 import itertools
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -23,6 +26,8 @@ from pathlib import Path
 NEEDED = ("ip", "sshd", "ssh", "ssh-keygen")
 _SETS = itertools.count()
 """Sets of hosts this process made: each gets its own names and addresses."""
+_BLOCKS = range(20, 250)
+_BLOCK_LOCK = Path("/run/distloop-test-address-blocks.lock")
 
 
 def unavailable_reason() -> str | None:
@@ -32,6 +37,20 @@ def unavailable_reason() -> str | None:
     if missing:
         return f"{', '.join(missing)} not installed (iproute2, openssh-server, openssh-client)"
     return None
+
+
+def _free_block(start: int) -> int:
+    """A third octet of 10.253.0.0/16 that no interface here has an address in, searched
+    from ``start`` on so that sets made at once seldom look at the same blocks first."""
+    shown = subprocess.run(
+        ["ip", "-4", "-o", "addr", "show"], check=True, capture_output=True, text=True, timeout=30
+    ).stdout
+    taken = {int(octet) for octet in re.findall(r"inet 10\.253\.(\d+)\.", shown)}
+    for step in range(len(_BLOCKS)):
+        block = _BLOCKS[(start + step) % len(_BLOCKS)]
+        if block not in taken:
+            return block
+    raise RuntimeError("every address block of 10.253.0.0/16 for test hosts is taken")
 
 
 def _sbin(name: str) -> str | None:
@@ -79,18 +98,20 @@ def ssh_hosts(
     folder.mkdir(parents=True, exist_ok=True)
     made_here = next(_SETS)
     tag = f"{os.getpid() % 100_000}{made_here}"
-    block = 20 + (os.getpid() + 37 * made_here) % 200
     bridge = f"dlb{tag}"
     namespaces = [f"dlh{tag}n{i}" for i in range(count)]
-    addresses = [f"10.253.{block}.{i + 2}" for i in range(count)]
-    door_at = {i: (f"10.253.{block}.{i + 102}", port) for i, port in (doors or {}).items()}
     made_bridge = False
     made: list[str] = []
     daemons: list[Path] = []
     try:
-        _ip("link", "add", bridge, "type", "bridge")
-        made_bridge = True
-        _ip("addr", "add", f"10.253.{block}.1/24", "dev", bridge)
+        with _BLOCK_LOCK.open("a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            block = _free_block(start=os.getpid() + 37 * made_here)
+            _ip("link", "add", bridge, "type", "bridge")
+            made_bridge = True
+            _ip("addr", "add", f"10.253.{block}.1/24", "dev", bridge)
+        addresses = [f"10.253.{block}.{i + 2}" for i in range(count)]
+        door_at = {i: (f"10.253.{block}.{i + 102}", port) for i, port in (doors or {}).items()}
         _ip("link", "set", bridge, "up")
         subprocess.run(
             ["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(folder / "client_key")],

@@ -1,0 +1,27 @@
+"""The test hosts' helper: two sets of hosts alive at once never share an address block."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+
+import pytest
+from ssh_hosts import _free_block, unavailable_reason
+
+
+def test_a_block_another_bridge_holds_is_never_handed_out() -> None:
+    """Two test processes whose ids picked the same block used to route one set's traffic
+    to the other's hosts; a block in use on this machine is now skipped."""
+    if (reason := unavailable_reason()) is not None:
+        pytest.skip(reason)
+    start = os.getpid()
+    wanted = _free_block(start=start)
+    bridge = f"dlbt{os.getpid() % 100_000}"
+    subprocess.run(["ip", "link", "add", bridge, "type", "bridge"], check=True, timeout=30)
+    try:
+        subprocess.run(
+            ["ip", "addr", "add", f"10.253.{wanted}.1/24", "dev", bridge], check=True, timeout=30
+        )
+        assert _free_block(start=start) != wanted
+    finally:
+        subprocess.run(["ip", "link", "del", bridge], capture_output=True, timeout=30)
