@@ -75,9 +75,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 class _Progress:
     """The controller's word on a long run, flushed as it goes: every :data:`EVERY`
-    finished tests the clock and the minutes so far, and every :data:`LONG_S` the tests
-    that have been running longer than that, so a run cut off by CI's time limit says
-    how far it got and what it was waiting for."""
+    finished tests the clock and the minutes so far, every :data:`LONG_S` the tests
+    that have been running longer than that, and each failure's name when it fails, so
+    a run cut off by CI's time limit says how far it got, what it was waiting for and
+    what had failed (pytest names failures only at the end)."""
 
     EVERY = 100
     LONG_S = 300.0
@@ -96,6 +97,8 @@ class _Progress:
 
     @pytest.hookimpl(trylast=True)
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if report.failed:
+            self._say(f"failed ({report.when}): {report.nodeid}")
         if report.when != "teardown":
             return
         with self._lock:
