@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from distloop.engine.examples import load_example
 from distloop.engine.process import WarmEngine
-from distloop_testing import REPO, guide_trace, run_engine
+from support.distloop_testing import REPO, guide_trace, run_engine
 
 pytestmark = pytest.mark.slow
 

@@ -10,8 +10,8 @@ import subprocess
 import sys
 
 import pytest
-from distloop_testing import REPO
-from ssh_hosts import unavailable_reason
+from support.distloop_testing import REPO
+from support.ssh_hosts import unavailable_reason
 
 sys.path.insert(0, str(REPO))
 from benchmarks.quick import NOT_A_RESULT

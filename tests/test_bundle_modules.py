@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 
 from distloop.engine.config import DATA_SOURCES
-from distloop_testing import REPO
+from support.distloop_testing import REPO
 
 # Runs the spec with PyInstaller's build steps replaced by recorders; prints the
 # Analysis' entry scripts, search path and hidden imports as JSON.

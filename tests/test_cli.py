@@ -19,7 +19,7 @@ from distloop.engine.reporting import NonFiniteLossError
 from distloop.engine.run_events import StatusChanged
 from distloop.engine.run_folder import RunFolderError, read_metrics, read_status
 from distloop.engine.user_code import UserCodeError
-from distloop_testing import REPO, distloop, example_data
+from support.distloop_testing import REPO, distloop, example_data
 
 
 def test_version() -> None:

@@ -16,7 +16,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from data_folders import write_image_folder
 from distloop.engine.cluster import LocalCluster
 from distloop.engine.cluster.blame import STALLED, cause, stopped_tasks
 from distloop.engine.cluster.devices import devices_text, odd_worker
@@ -33,7 +32,8 @@ from distloop.engine.netns import ENV_SWITCH, PrivateNetworkUnavailable, start_p
 from distloop.engine.problems import ProblemsError
 from distloop.engine.project_file import load_project, load_project_data
 from distloop.engine.run_folder import class_names, read_metrics, read_status, unknown_entries
-from distloop_testing import REPO, distloop, example_data, run_engine, synthetic_project
+from support.data_folders import write_image_folder
+from support.distloop_testing import REPO, distloop, example_data, run_engine, synthetic_project
 
 STEP_LINE = re.compile(r"^step=(\d+) loss=(\S+)$", re.MULTILINE)
 

@@ -9,7 +9,7 @@ from distloop.engine.config import ConstantData, Project, uneven_batch_warnings
 from distloop.engine.examples import example_names, load_example
 from distloop.engine.problems import ProblemsError
 from distloop.engine.project_file import load_project, load_project_data, load_project_text
-from distloop_testing import example_data
+from support.distloop_testing import example_data
 
 
 def problems_of(data: dict) -> dict[str, str]:

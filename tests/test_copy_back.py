@@ -27,7 +27,7 @@ from distloop.engine.cluster.copy_back import (
 )
 from distloop.engine.cluster.ssh import SshLaunch
 from distloop.engine.tf_config import TFConfig
-from ssh_hosts import SshHosts, ssh_hosts, unavailable_reason
+from support.ssh_hosts import SshHosts, ssh_hosts, unavailable_reason
 
 KEY = b"ssh-ed25519 AAAAattacker\n"
 

@@ -17,7 +17,7 @@ from distloop.engine.messages import RunFailed
 from distloop.engine.process import EngineProcess
 from distloop.engine.project_file import load_project_data
 from distloop.engine.run_folder import LOCK_FILE, log_line, unknown_entries, write_status
-from distloop_testing import distloop, run_engine, synthetic_project
+from support.distloop_testing import distloop, run_engine, synthetic_project
 from test_run_folder_safety import distloop_quick, multi_worker_run_folder, tree
 
 KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIK7attacker attacker@elsewhere"

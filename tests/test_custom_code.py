@@ -22,7 +22,7 @@ from distloop.engine.project_file import load_project, load_project_data
 from distloop.engine.run_folder import read_metrics, read_status
 from distloop.engine.run_model import RunModel
 from distloop.engine.user_code import UserCodeError, load_user_code
-from distloop_testing import (
+from support.distloop_testing import (
     REPO,
     assert_same_trace,
     distloop,

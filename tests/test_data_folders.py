@@ -16,14 +16,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from data_folders import png_bytes, write_image_folder
 from distloop.engine.config import ImageFolderData, Project
 from distloop.engine.data_sources.checks import project_folder_problems, unreadable_image_problems
 from distloop.engine.data_sources.folders import image_file_problem, scan_folder
 from distloop.engine.messages import RunFinished
 from distloop.engine.problems import ProblemsError
 from distloop.engine.project_file import load_project_data
-from distloop_testing import distloop, run_engine
+from support.data_folders import png_bytes, write_image_folder
+from support.distloop_testing import distloop, run_engine
 
 
 def image_project(path: Path, **changes: object) -> dict:

@@ -10,7 +10,7 @@ import sys
 import pytest
 from distloop.engine.config import DATA_MODELS, DATA_SOURCES
 from distloop.engine.data_sources import DataSource, source_named, source_of
-from distloop_testing import REPO
+from support.distloop_testing import REPO
 
 
 def test_the_registry_names_each_source_by_its_model() -> None:

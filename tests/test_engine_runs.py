@@ -14,7 +14,7 @@ from distloop.engine.process import EngineProcess
 from distloop.engine.project_file import load_project_data
 from distloop.engine.run_folder import read_metrics, read_status
 from distloop.engine.run_model import RunModel
-from distloop_testing import (
+from support.distloop_testing import (
     assert_same_trace,
     example_data,
     guide_trace,

@@ -10,7 +10,7 @@ from distloop.engine.problems import ProblemsError
 from distloop.engine.project_file import load_project, load_project_data
 from distloop.engine.run_folder import read_eval, read_metrics
 from distloop.engine.run_model import RunModel
-from distloop_testing import (
+from support.distloop_testing import (
     assert_same_trace,
     distloop,
     example_data,

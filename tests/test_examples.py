@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 from distloop.engine.project_file import load_project
-from distloop_testing import REPO, distloop
+from support.distloop_testing import REPO, distloop
 
 EXAMPLES = REPO / "resources" / "examples"
 # Examples per digit in scikit-learn's load_digits() (the UCI optdigits test set).

@@ -19,15 +19,15 @@ from distloop.engine.exports.storage import DATA_MOUNT, RUNS_MOUNT, storage_note
 from distloop.engine.problems import ProblemsError
 from distloop.engine.project_file import load_project, load_project_data
 from distloop.engine.tf_config import parse_tf_config_text
-from distloop_testing import (
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from support.distloop_testing import (
     HOSTILE_TEXTS,
     assert_inert_export,
     distloop,
     synthetic_project,
     text_project,
 )
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 CLUSTER = {
     "chief": ["head.example.org:2222"],

@@ -15,7 +15,7 @@ from distloop.engine.messages import RunFailed, StepMetrics
 from distloop.engine.process import EngineProcess
 from distloop.engine.project_file import load_project_data
 from distloop.engine.run_folder import read_metrics, read_status
-from distloop_testing import (
+from support.distloop_testing import (
     REPO,
     distloop,
     example_data,
@@ -110,7 +110,7 @@ def test_engine_exits_when_its_parent_dies(tmp_path) -> None:
     script.write_text(
         "import sys, time\n"
         f"sys.path.insert(0, {str(REPO / 'tests')!r})\n"
-        "from distloop_testing import synthetic_project\n"
+        "from support.distloop_testing import synthetic_project\n"
         "from distloop.engine.project_file import load_project_data\n"
         "from distloop.engine.process import EngineProcess\n"
         "if __name__ == '__main__':\n"

@@ -16,11 +16,11 @@ from typing import Any
 
 import numpy as np
 import pytest
-from data_folders import write_image_folder, write_linked_folder
 from distloop.engine.config import Project
 from distloop.engine.project_file import load_project_data
 from distloop.engine.run_folder import read_metrics
-from distloop_testing import distloop, run_engine
+from support.data_folders import write_image_folder, write_linked_folder
+from support.distloop_testing import distloop, run_engine
 from test_resume import interrupt_after
 
 CLASSES = 4

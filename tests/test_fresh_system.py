@@ -3,7 +3,7 @@
 The development machine and CI's already have what a fresh machine lacks (glib, the xcb
 libraries, a Python that lets pip install), so every other test passes where a new
 user's first command fails. Here a minbase root with only ``python3 python3-venv
-python3-pip git`` (tests/debian_roots.py), this machine's added certificate authorities
+python3-pip git`` (tests/support/debian_roots.py), this machine's added certificate authorities
 and a clone of this checkout's HEAD gets the command read from README.md, run as
 written in the clone under xvfb-run with Qt's X11 platform: the window must appear,
 and the installed ``distloop run --example seed`` must print the seed's first loss as
@@ -27,7 +27,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from debian_roots import (
+from support.debian_roots import (
     cached_root,
     in_root,
     root_windows,
@@ -36,7 +36,7 @@ from debian_roots import (
     trust_host_certificates,
     unpacked_root,
 )
-from distloop_testing import REPO
+from support.distloop_testing import REPO
 
 PACKAGES = ["python3", "python3-venv", "python3-pip", "git"]
 CLONE = "/home/distloop"  # where the user cloned the repository, in the root

@@ -29,7 +29,9 @@ from distloop.engine.prediction import PredictionProcess
 from distloop.engine.problems import ProblemsError
 from distloop.engine.project_file import load_project_data, load_project_text
 from distloop.engine.tf_config import parse_tf_config_text
-from distloop_testing import (
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from support.distloop_testing import (
     HOSTILE_TEXTS,
     TEXT_FIELDS,
     assert_inert_export,
@@ -39,8 +41,6 @@ from distloop_testing import (
     text_project,
     yaml_documents,
 )
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 json_values = st.recursive(
     st.none()

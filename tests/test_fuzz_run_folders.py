@@ -27,9 +27,9 @@ from distloop.engine.run_folder import (
     write_status,
 )
 from distloop.engine.run_history import list_runs, summarize
-from distloop_testing import synthetic_project
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support.distloop_testing import synthetic_project
 
 FUZZ = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 FILES = ("project.json", "status.json", "metrics.csv", "eval.csv", "engine.log", "model.json")

@@ -24,10 +24,10 @@ from distloop.engine.project_file import load_project_data
 from distloop.engine.study.folders import read_entry
 from distloop.engine.study.results import StudyUnreadable, read_results
 from distloop.engine.study.space import parse_space
-from distloop_testing import synthetic_project
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
-from study_folders import SPACE, optuna_study_folder
+from support.distloop_testing import synthetic_project
+from support.study_folders import SPACE, optuna_study_folder
 from test_fuzz_inputs import mutated
 
 MESSAGE_CHARS = 2000

@@ -16,13 +16,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from data_folders import write_image_folder
 from distloop.engine.data_sources import DataError
 from distloop.engine.data_sources.numpy import numpy_arrays
 from distloop.engine.messages import RunFailed
 from distloop.engine.project_file import load_project
 from distloop.engine.run_folder import truncate_eval
-from distloop_testing import distloop, run_engine
+from support.data_folders import write_image_folder
+from support.distloop_testing import distloop, run_engine
 
 HANG_GUARD_S = 60
 """A check that hangs (a FIFO read) fails the test after this long instead of forever."""

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from distloop.engine.data_sources.folders import image_file_problem
-from distloop_testing import REPO, distloop, example_data, model_run_folder
+from support.distloop_testing import REPO, distloop, example_data, model_run_folder
 
 
 def _chunk(kind: bytes, data: bytes) -> bytes:

@@ -14,7 +14,7 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
-from distloop_testing import REPO
+from support.distloop_testing import REPO
 
 TF_FREE = [
     "distloop.engine.config",

@@ -12,7 +12,7 @@ import pytest
 import tensorflow as tf
 from distloop.engine.project_file import load_project_data
 from distloop.engine.tf.data import build_eval_data, build_training_data
-from distloop_testing import run_engine, synthetic_project
+from support.distloop_testing import run_engine, synthetic_project
 
 
 def _uneven(method: str, **training) -> dict:

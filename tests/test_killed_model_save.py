@@ -13,7 +13,7 @@ from pathlib import Path
 from distloop.engine.process import EngineProcess
 from distloop.engine.project_file import load_project_data
 from distloop.engine.run_folder import remove_stale_temporaries
-from distloop_testing import distloop, run_engine, synthetic_project
+from support.distloop_testing import distloop, run_engine, synthetic_project
 
 
 def _big_model_project(steps: int) -> dict:

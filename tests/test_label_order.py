@@ -16,7 +16,7 @@ import pytest
 from distloop.engine.config import Project
 from distloop.engine.data_sources.label_order import label_order_notes
 from distloop.engine.project_file import load_project_data
-from distloop_testing import distloop
+from support.distloop_testing import distloop
 
 CLASSES = 4
 PER_CLASS = 5_000

@@ -29,8 +29,8 @@ from distloop.engine.messages import Log, Message, RunFinished, RunStarted, Step
 from distloop.engine.project_file import load_project_data
 from distloop.engine.run_folder import read_metrics, read_status
 from distloop.engine.tf_config import TFConfig
-from distloop_testing import REPO, distloop, run_engine
-from ssh_hosts import SshHosts, ssh_hosts, unavailable_reason
+from support.distloop_testing import REPO, distloop, run_engine
+from support.ssh_hosts import SshHosts, ssh_hosts, unavailable_reason
 from test_cluster import multi_worker, step_lines
 
 CLI = [sys.executable, "-m", "distloop.gui.launcher"]

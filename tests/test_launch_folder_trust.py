@@ -16,7 +16,7 @@ from distloop.engine.cluster.launch_trust import seal
 from distloop.engine.cluster.ssh import SshLaunch
 from distloop.engine.problems import ProblemsError
 from distloop.engine.project_file import load_project_data
-from distloop_testing import distloop
+from support.distloop_testing import distloop
 from test_cluster import multi_worker
 
 CLUSTER = {"worker": ["h1.example:2222", "h2.example:2222"]}

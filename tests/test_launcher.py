@@ -14,8 +14,8 @@ import pytest
 from distloop.engine.cli import COMMANDS, build_parser
 from distloop.engine.examples import example_text
 from distloop.gui.launcher import wants_window
-from distloop_testing import REPO, distloop
-from headless import without_gui_packages
+from support.distloop_testing import REPO, distloop
+from support.headless import without_gui_packages
 
 
 @pytest.mark.parametrize(

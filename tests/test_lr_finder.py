@@ -27,7 +27,7 @@ from distloop.engine.lr_finder import (
 )
 from distloop.engine.project_file import load_project_data
 from distloop.engine.run_folder import FINDER_FILE, read_eval, read_status
-from distloop_testing import distloop, example_data, run_engine
+from support.distloop_testing import distloop, example_data, run_engine
 
 
 class _LossRunner:

@@ -21,8 +21,8 @@ from distloop.engine.mlflow_log import flat_params
 from distloop.engine.mlflow_log.records import MAX_PARAM_VALUE
 from distloop.engine.mlflow_log.tracking import METRICS_PER_BATCH
 from distloop.engine.run_folder import METRICS_FILE, PROJECT_FILE, load_json, read_metrics
-from distloop_testing import REPO, distloop, synthetic_project
-from study_folders import swept_study
+from support.distloop_testing import REPO, distloop, synthetic_project
+from support.study_folders import swept_study
 from test_slurm_runs import chief_started, fake_job
 
 mlflow = pytest.importorskip("mlflow")

@@ -13,7 +13,7 @@ from distloop.engine.messages import ClassScore, InputRefused, Predicted
 from distloop.engine.prediction import PredictionError, PredictionResult, model_folder
 from distloop.engine.run_folder import read_eval, unknown_entries
 from distloop.engine.synthetic import make_classification
-from distloop_testing import distloop, example_data
+from support.distloop_testing import distloop, example_data
 
 FEATURES = [f"f{i}" for i in range(8)]
 

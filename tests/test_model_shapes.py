@@ -14,7 +14,7 @@ from distloop.engine.memory_estimate import memory_estimate
 from distloop.engine.model_shapes import ModelFileError, read_keras_file
 from distloop.engine.problems import ProblemsError
 from distloop.engine.project_file import load_project_data
-from distloop_testing import REPO, distloop, example_data
+from support.distloop_testing import REPO, distloop, example_data
 
 
 def shapes(input_shape: list[int], *layers: dict) -> list[str]:

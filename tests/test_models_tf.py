@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from distloop.engine.project_file import load_project_data
-from distloop_testing import REPO, run_engine
+from support.distloop_testing import REPO, run_engine
 
 
 @pytest.mark.slow
@@ -18,7 +18,7 @@ def test_models_match_keras_and_a_keras_file_trains_in_bfloat16_on_two_replicas(
     tmp_path: Path,
 ) -> None:
     result = subprocess.run(
-        [sys.executable, str(REPO / "tests" / "model_checks.py"), str(tmp_path)],
+        [sys.executable, str(REPO / "tests" / "support" / "model_checks.py"), str(tmp_path)],
         capture_output=True,
         text=True,
         timeout=240,

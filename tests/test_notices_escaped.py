@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from distloop_testing import distloop, synthetic_project
+from support.distloop_testing import distloop, synthetic_project
 
 
 def test_a_data_path_with_a_line_break_and_escapes_is_one_escaped_line_in_the_notice(

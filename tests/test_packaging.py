@@ -1,8 +1,8 @@
 """The .deb as users get it: built from the checkout, ``apt install``-ed into fresh Debian.
 
 The package (``packaging/build.py --only deb``, kept by the content of what goes into
-it: tests/deb_builds.py) is installed with ``apt install ./distloop_*.deb`` into fresh
-minbase Debian 12 and 13 roots (tests/debian_roots.py): apt brings its Depends from
+it: tests/support/deb_builds.py) is installed with ``apt install ./distloop_*.deb`` into fresh
+minbase Debian 12 and 13 roots (tests/support/debian_roots.py): apt brings its Depends from
 Debian's mirror, and the root has no Python at all, so the installed app can only run
 from what the package holds. There, as a user would: ``--version``, ``example seed``,
 ``validate``, ``devices``, a headless seed run whose losses are the reference guide
@@ -31,8 +31,9 @@ from typing import TypeVar
 
 import numpy as np
 import pytest
-from deb_builds import BUILD_TIMEOUT_S, cached_deb, lintian_report
-from debian_roots import (
+from distloop.engine import __version__
+from support.deb_builds import BUILD_TIMEOUT_S, cached_deb, lintian_report
+from support.debian_roots import (
     cached_root,
     in_root,
     root_display_env,
@@ -41,8 +42,7 @@ from debian_roots import (
     stop_group,
     unpacked_root,
 )
-from distloop.engine import __version__
-from distloop_testing import REPO, guide_trace
+from support.distloop_testing import REPO, guide_trace
 
 SUITES = ["bookworm", "trixie"]
 ARTIFACTS = REPO / "build" / "packaging-test"

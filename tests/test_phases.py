@@ -8,8 +8,8 @@ import re
 from pathlib import Path
 
 import pytest
-from data_folders import write_linked_folder
-from distloop_testing import distloop
+from support.data_folders import write_linked_folder
+from support.distloop_testing import distloop
 from test_data_folders import image_project
 
 FILES = 20_000

@@ -14,7 +14,7 @@ import pytest
 from distloop.engine.child_main import predict_main
 from distloop.engine.child_process import ChildProcess
 from distloop.engine.messages import ModelLoaded, RunFailed
-from distloop_testing import distloop, example_data, model_run_folder
+from support.distloop_testing import distloop, example_data, model_run_folder
 
 FEATURES = 8
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from distloop.engine.prediction import PredictionError, PredictionProcess
-from distloop_testing import example_data, model_run_folder
+from support.distloop_testing import example_data, model_run_folder
 
 ROW = ",".join(["0.5"] * 8)
 

@@ -16,7 +16,7 @@ from distloop.engine.cluster import LocalCluster
 from distloop.engine.messages import Log, RunFailed, RunFinished, StepMetrics
 from distloop.engine.project_file import load_project_data
 from distloop.engine.run_folder import TENSORBOARD_DIR, read_eval, read_metrics, read_status
-from distloop_testing import REPO, distloop, run_engine, synthetic_project
+from support.distloop_testing import REPO, distloop, run_engine, synthetic_project
 
 pytestmark = pytest.mark.slow
 

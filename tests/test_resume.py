@@ -16,7 +16,7 @@ from distloop.engine.messages import StepMetrics
 from distloop.engine.process import EngineProcess
 from distloop.engine.project_file import load_project_data
 from distloop.engine.run_folder import read_metrics, read_status
-from distloop_testing import distloop, example_data, run_engine, synthetic_project
+from support.distloop_testing import distloop, example_data, run_engine, synthetic_project
 
 pytestmark = pytest.mark.slow
 

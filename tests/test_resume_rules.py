@@ -18,7 +18,7 @@ from distloop.engine.resume_rules import (
     window_refusal,
 )
 from distloop.engine.run_folder import PROJECT_FILE, STATUS_FILE, TASKS_DIR
-from distloop_testing import distloop
+from support.distloop_testing import distloop
 
 
 def run_folder(

@@ -28,8 +28,8 @@ from distloop.engine.run_environment import (
     software_changes,
 )
 from distloop.engine.run_folder import read_environment
-from distloop_testing import REPO, distloop, example_data, run_engine
-from ssh_hosts import ssh_hosts, unavailable_reason
+from support.distloop_testing import REPO, distloop, example_data, run_engine
+from support.ssh_hosts import ssh_hosts, unavailable_reason
 from test_cluster import multi_worker
 from test_custom_code import GUIDE_STEP
 from test_launch import CLI

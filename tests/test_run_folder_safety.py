@@ -30,7 +30,7 @@ from distloop.engine.run_folder import (
     unknown_entries,
     write_status,
 )
-from distloop_testing import REPO, example_data, full_device, synthetic_project
+from support.distloop_testing import REPO, example_data, full_device, synthetic_project
 
 
 def distloop_popen(*args: str) -> subprocess.Popen:

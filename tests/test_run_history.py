@@ -37,7 +37,7 @@ from distloop.engine.run_history import (
     set_tags,
     summarize,
 )
-from distloop_testing import crafted_status_folders, distloop, example_data, run_engine
+from support.distloop_testing import crafted_status_folders, distloop, example_data, run_engine
 
 
 def fake_run(root, name: str, started: float, losses: list[float], status: str = "finished"):

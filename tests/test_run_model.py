@@ -36,7 +36,7 @@ from distloop.engine.run_events import (
 from distloop.engine.run_folder import EvalWriter, MetricsWriter, write_status
 from distloop.engine.run_handle import open_run
 from distloop.engine.run_model import RunModel
-from distloop_testing import assert_same_trace
+from support.distloop_testing import assert_same_trace
 
 
 class Clock:

@@ -9,11 +9,11 @@ import sys
 
 import numpy as np
 import pytest
-from data_folders import write_image_folder
 from distloop.engine.examples import example_text
 from distloop.engine.project_file import load_project_data
 from distloop.engine.script_export import ExportError, render_script
-from distloop_testing import (
+from support.data_folders import write_image_folder
+from support.distloop_testing import (
     HOSTILE_TEXTS,
     assert_inert_script,
     distloop,

@@ -36,8 +36,8 @@ from distloop.engine.problems import ProblemsError
 from distloop.engine.project_file import load_project, load_project_data
 from distloop.engine.run_folder import read_metrics, read_status
 from distloop.engine.run_model import RunModel
-from distloop_testing import REPO, distloop, run_engine
-from slurm_daemons import single_node_slurm, unavailable_reason
+from support.distloop_testing import REPO, distloop, run_engine
+from support.slurm_daemons import single_node_slurm, unavailable_reason
 from test_cluster import multi_worker, step_lines
 
 NODE_LISTS = [

@@ -6,7 +6,7 @@ import os
 import subprocess
 
 import pytest
-from ssh_hosts import _free_block, unavailable_reason
+from support.ssh_hosts import _free_block, unavailable_reason
 
 
 def test_a_block_another_bridge_holds_is_never_handed_out() -> None:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from distloop.engine.run_folder import write_status
 from distloop.engine.stack_dumps import TaskStack, ask_for_stacks, diagnose
-from distloop_testing import distloop
+from support.distloop_testing import distloop
 
 
 def test_the_task_elsewhere_than_its_peers_is_named() -> None:

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from distloop.engine.run_folder import read_status
 from distloop.engine.run_history import summarize
-from distloop_testing import REPO, example_data
+from support.distloop_testing import REPO, example_data
 
 pytestmark = pytest.mark.slow
 

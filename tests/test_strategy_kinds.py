@@ -15,7 +15,7 @@ import pytest
 import tensorflow as tf
 from distloop.engine.config import StrategyConfig
 from distloop.engine.tf.strategy import DeviceError, build_strategy, missing_devices
-from distloop_testing import distloop, example_data
+from support.distloop_testing import distloop, example_data
 
 GPU_MACHINE = ["/device:CPU:0", "/device:GPU:0", "/device:GPU:1"]
 

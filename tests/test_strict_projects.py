@@ -21,7 +21,7 @@ from distloop.engine.memory_check import (
 from distloop.engine.memory_estimate import MAX_PROJECT_BYTES, memory_estimate
 from distloop.engine.problems import ProblemsError
 from distloop.engine.project_file import load_project, load_project_data, load_project_text
-from distloop_testing import example_data
+from support.distloop_testing import example_data
 
 
 def problems_of(data: dict) -> dict[str, str]:

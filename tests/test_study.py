@@ -31,8 +31,8 @@ from distloop.engine.study.space import (
     space_from_data,
     with_values,
 )
-from distloop_testing import REPO, distloop, synthetic_project
-from study_folders import ENDLESS_TRIALS, crafted_study_folder
+from support.distloop_testing import REPO, distloop, synthetic_project
+from support.study_folders import ENDLESS_TRIALS, crafted_study_folder
 
 
 @pytest.fixture

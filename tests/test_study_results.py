@@ -25,7 +25,7 @@ from distloop.engine.study.results import (
     read_results,
     trial_rows,
 )
-from study_folders import SPACE, objective, optuna_study_folder
+from support.study_folders import SPACE, objective, optuna_study_folder
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 

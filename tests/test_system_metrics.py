@@ -21,7 +21,7 @@ from distloop.engine.loop import Executed
 from distloop.engine.messages import Resources, parse_message
 from distloop.engine.run_folder import SYSTEM_METRICS_FILE, TENSORBOARD_DIR, read_status
 from distloop.engine.system_metrics import GpuReader, ResourceFiles, Sampler, StepClock, open_gpus
-from distloop_testing import REPO, distloop, synthetic_project
+from support.distloop_testing import REPO, distloop, synthetic_project
 
 # --- the findings, from samples (no TensorFlow) --------------------------------------------
 

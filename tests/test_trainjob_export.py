@@ -19,7 +19,7 @@ from distloop.engine.exports.pods import K8S_PORT, PROJECT_MOUNT
 from distloop.engine.exports.trainjob import RANK_VAR
 from distloop.engine.project_file import load_project_data
 from distloop.engine.tf_config import parse_tf_config_text
-from distloop_testing import distloop, synthetic_project
+from support.distloop_testing import distloop, synthetic_project
 
 CRDS = Path(__file__).parent / "data" / "kubeflow"
 PS_CLUSTER = {

@@ -12,7 +12,7 @@ from distloop.engine.messages import RunStarted
 from distloop.engine.process import EngineProcess, WarmEngine
 from distloop.engine.project_file import load_project_data
 from distloop.engine.run_folder import LOCK_FILE, RunFolderLock, read_metrics, read_status
-from distloop_testing import run_engine, synthetic_project
+from support.distloop_testing import run_engine, synthetic_project
 
 pytestmark = pytest.mark.slow
 

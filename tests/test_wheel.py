@@ -18,8 +18,8 @@ from email.parser import Parser
 from pathlib import Path
 
 from distloop.engine import __version__
-from distloop_testing import REPO
-from headless import without_gui_packages
+from support.distloop_testing import REPO
+from support.headless import without_gui_packages
 
 # pyproject's package-dir: where each installed folder comes from in the checkout
 SOURCES = {

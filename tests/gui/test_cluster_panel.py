@@ -30,8 +30,8 @@ from distloop.engine.run_model import RunModel
 from distloop.gui.files.log_file_window import read_tail
 from distloop.gui.run.run_controller import RunController
 from distloop.gui.shell.main_window import MainWindow
-from gui_fakes import FakeEngine, factory, seed_run, told_steps
 from PySide6.QtGui import QDesktopServices
+from support.gui_fakes import FakeEngine, factory, seed_run, told_steps
 
 TASKS = ("worker:0", "worker:1")
 RUN_TIMEOUT_MS = 180_000

@@ -14,8 +14,8 @@ from distloop.engine.run_folder import write_status
 from distloop.engine.run_history import summarize
 from distloop.gui.common import dialogs
 from distloop.gui.shell.main_window import MainWindow
-from gui_fakes import FakeEngine, seed_run
 from PySide6.QtWidgets import QMessageBox
+from support.gui_fakes import FakeEngine, seed_run
 
 STEP = "def train_step(step, inputs):\n    return 0.0\n"
 

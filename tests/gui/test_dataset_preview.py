@@ -10,7 +10,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from data_folders import png_bytes, write_image_folder, write_linked_folder
 from distloop.engine.data_sources.folders import EXAMPLES_PER_CLASS
 from distloop.engine.validation import Validation, validate
 from distloop.gui.files.dataset_preview import HINT, DatasetPreview
@@ -20,6 +19,7 @@ from distloop.gui.shell.main_window import MainWindow
 from PySide6.QtCore import QTimer
 from PySide6.QtWidgets import QLabel
 from pytestqt.qtbot import QtBot
+from support.data_folders import png_bytes, write_image_folder, write_linked_folder
 
 
 def _table(preview: DatasetPreview) -> list[list[str]]:

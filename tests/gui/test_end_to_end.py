@@ -8,7 +8,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from data_folders import write_linked_folder
 from distloop.engine.examples import load_example
 from distloop.engine.messages import StepMetrics
 from distloop.engine.run_events import Logged
@@ -21,7 +20,8 @@ from distloop.engine.run_folder import (
 )
 from distloop.gui.run.run_controller import RunController
 from distloop.gui.shell.main_window import MainWindow
-from gui_fakes import told_steps
+from support.data_folders import write_linked_folder
+from support.gui_fakes import told_steps
 from test_data_folders import image_project
 
 pytestmark = pytest.mark.slow

@@ -9,7 +9,6 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from data_folders import write_image_folder
 from distloop.engine.data_sources import folders
 from distloop.engine.validation import Validation
 from distloop.gui.files import folder_scans
@@ -17,6 +16,7 @@ from distloop.gui.files.folder_scan_worker import Cancelled, Shared, changed, sc
 from distloop.gui.project.problem_marks import is_marked, problem_tooltip
 from distloop.gui.shell.main_window import MainWindow
 from pytestqt.qtbot import QtBot
+from support.data_folders import write_image_folder
 
 Scanned = Callable[[MainWindow], Validation]
 

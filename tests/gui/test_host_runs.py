@@ -20,7 +20,7 @@ from distloop.gui.common import dialogs
 from distloop.gui.run import host_runs
 from distloop.gui.run.host_runs import HostRuns
 from distloop.gui.shell.main_window import MainWindow
-from gui_fakes import seed_run
+from support.gui_fakes import seed_run
 from test_cluster_panel import FakeCluster, cluster_window
 
 REMOTE = {"worker": ["10.0.0.2:2222", "10.0.0.3:2222"]}

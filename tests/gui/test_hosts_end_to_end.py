@@ -1,5 +1,5 @@
 """Check Cluster, Run on Hosts and Dump Stacks in the window, for real: two hosts as network
-namespaces with their own key-only sshd (tests/ssh_hosts.py), Distloop started there over
+namespaces with their own key-only sshd (tests/support/ssh_hosts.py), Distloop started there over
 ssh, a real pre-flight and a real 2-worker MultiWorkerMirrored run."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import pytest
 from distloop.engine.run_folder import read_metrics, read_status
 from distloop.gui.common import dialogs
 from distloop.gui.shell.main_window import MainWindow
-from ssh_hosts import ssh_hosts, unavailable_reason
+from support.ssh_hosts import ssh_hosts, unavailable_reason
 from test_cluster import multi_worker
 
 pytestmark = pytest.mark.slow

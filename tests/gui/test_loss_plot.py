@@ -15,8 +15,8 @@ from distloop.gui.run.loss_plot import (
     log_tick_text,
 )
 from distloop.gui.run.series import Smoother
-from gui_fakes import FakeEngine, factory
 from PySide6.QtWidgets import QVBoxLayout, QWidget
+from support.gui_fakes import FakeEngine, factory
 
 
 @pytest.fixture

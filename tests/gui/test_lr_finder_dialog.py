@@ -12,8 +12,8 @@ from distloop.engine.run_folder import FINDER_FILE
 from distloop.gui.files import file_dialogs
 from distloop.gui.run.lr_finder_dialog import LrFinderDialog
 from distloop.gui.shell.main_window import MainWindow
-from distloop_testing import example_data
 from PySide6.QtCore import Qt
+from support.distloop_testing import example_data
 
 
 @pytest.mark.slow

@@ -15,7 +15,7 @@ from distloop.gui.common import dialogs, settings
 from distloop.gui.run.run_controller import RunController
 from distloop.gui.runs.runs_panel import RunsPanel
 from distloop.gui.shell.main_window import MainWindow
-from gui_fakes import FakeEngine, factory, seed_run
+from support.gui_fakes import FakeEngine, factory, seed_run
 from test_runs_panel import fake_run
 
 mlflow = pytest.importorskip("mlflow")

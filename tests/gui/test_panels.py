@@ -19,9 +19,9 @@ from distloop.gui.run.log_panel import LEVEL_COLORS, MAX_LINES, LogPanel
 from distloop.gui.run.status_panel import StatusPanel, short_device
 from distloop.gui.shell.main_window import PROJECT_DOCK_WIDTH, MainWindow
 from distloop.gui.widgets.elided_label import ElidedLabel
-from gui_fakes import FakeEngine, seed_run
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QLabel
+from support.gui_fakes import FakeEngine, seed_run
 
 
 def test_status_panel_rate_progress_and_eta(qtbot) -> None:

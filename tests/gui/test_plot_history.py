@@ -11,7 +11,7 @@ from distloop.engine.messages import RunStarted
 from distloop.gui.run.loss_plot import LossPlot
 from distloop.gui.run.run_controller import RunController
 from distloop.gui.run.series import GrowingArray, Smoother
-from gui_fakes import FakeEngine, seed_run
+from support.gui_fakes import FakeEngine, seed_run
 
 
 @pytest.fixture

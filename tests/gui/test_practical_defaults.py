@@ -13,7 +13,7 @@ from distloop.engine.examples import load_example
 from distloop.engine.run_folder import CHECKPOINT_DIR, CHECKPOINT_INDEX_FILE, write_status
 from distloop.engine.run_history import summarize
 from distloop.gui.shell.main_window import MainWindow
-from gui_fakes import FakeEngine, seed_run
+from support.gui_fakes import FakeEngine, seed_run
 
 
 def test_a_folder_source_is_shuffled_and_unshuffled_folder_data_is_pointed_out(

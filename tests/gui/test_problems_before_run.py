@@ -8,10 +8,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from data_folders import write_image_folder
 from distloop.engine.messages import DeviceInfo, DevicesDetected
 from distloop.engine.validation import Validation
 from distloop.gui.shell.main_window import MainWindow
+from support.data_folders import write_image_folder
 
 Scanned = Callable[[MainWindow], Validation]
 

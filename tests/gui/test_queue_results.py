@@ -12,8 +12,8 @@ from distloop.engine.run_folder import EVAL_FILE, METRICS_FILE, PROJECT_FILE, ST
 from distloop.gui.files.exports import copy_metrics
 from distloop.gui.queue.queue_model import Column
 from distloop.gui.shell.main_window import MainWindow
-from gui_fakes import FakeEngine, seed_run
 from PySide6.QtCore import Qt
+from support.gui_fakes import FakeEngine, seed_run
 
 # lr 0.01 had one lucky batch (the lowest loss of all) but ends high; lr 0.02 learned more.
 LOSSES = {0.01: [3.0, 0.001, *[3.0] * 8], 0.02: [2.0] * 10}

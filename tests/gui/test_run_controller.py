@@ -10,7 +10,7 @@ from distloop.engine.messages import RunFailed, RunFinished, StepMetrics
 from distloop.engine.run_events import Logged, RunEvent, Started, StatusChanged, StepsAdded
 from distloop.engine.run_model import RunModel
 from distloop.gui.run.run_controller import RunController, RunState
-from gui_fakes import FakeEngine, factory, seed_run
+from support.gui_fakes import FakeEngine, factory, seed_run
 
 
 class Recorder:

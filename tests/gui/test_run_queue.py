@@ -19,8 +19,8 @@ from distloop.gui.common import dialogs
 from distloop.gui.queue.queue_model import Column
 from distloop.gui.queue.run_queue import RunQueue
 from distloop.gui.shell.main_window import MainWindow
-from gui_fakes import FakeEngine, seed_run
 from PySide6.QtCore import Qt
+from support.gui_fakes import FakeEngine, seed_run
 
 
 def _write_run(run_dir: Path, project: Project, losses: list[float], status: str) -> None:

@@ -44,11 +44,11 @@ from distloop.gui.runs.runs_model import Column
 from distloop.gui.runs.runs_panel import HEADER_KEY, RunsPanel
 from distloop.gui.shell.app import app_icon
 from distloop.gui.shell.main_window import PROJECT_DOCK_WIDTH, MainWindow
-from distloop_testing import crafted_status_folders
-from gui_fakes import FakeEngine, factory, seed_run
 from PySide6.QtCore import QPoint, QSettings, QSize, Qt, QTimer
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication, QFileDialog, QStyleOptionViewItem, QToolButton
+from support.distloop_testing import crafted_status_folders
+from support.gui_fakes import FakeEngine, factory, seed_run
 from test_csv_summary import big_metrics
 
 HOUR = 3600.0

@@ -12,7 +12,7 @@ from distloop.engine.run_history import slurm_jobs_root
 from distloop.gui.runs.runs_model import Column
 from distloop.gui.runs.runs_panel import RunsPanel
 from distloop.gui.shell.main_window import MainWindow
-from gui_fakes import seed_run
+from support.gui_fakes import seed_run
 from test_cluster import multi_worker
 from test_run_history import fake_run
 from test_slurm_runs import chief_started, fake_job, fake_slurm

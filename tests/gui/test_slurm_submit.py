@@ -21,10 +21,10 @@ from distloop.gui.run import host_runs, slurm_dialog
 from distloop.gui.run.slurm_dialog import SlurmDialog
 from distloop.gui.runs.runs_model import Column
 from distloop.gui.shell.main_window import MainWindow
-from distloop_testing import distloop
-from gui_fakes import FakeEngine, seed_run
-from slurm_daemons import single_node_slurm
-from slurm_daemons import unavailable_reason as slurm_unavailable
+from support.distloop_testing import distloop
+from support.gui_fakes import FakeEngine, seed_run
+from support.slurm_daemons import single_node_slurm
+from support.slurm_daemons import unavailable_reason as slurm_unavailable
 from test_cluster import multi_worker as cluster_project
 from test_slurm import _consecutive_free_ports as consecutive_free_ports
 

@@ -16,7 +16,7 @@ from distloop.gui.common import dialogs
 from distloop.gui.shell import main_window
 from distloop.gui.shell.main_window import MainWindow
 from distloop.gui.study.study_dialog import StudyDialog, StudyRequest
-from distloop_testing import synthetic_project
+from support.distloop_testing import synthetic_project
 
 pytestmark = pytest.mark.slow
 STEPS = 1000

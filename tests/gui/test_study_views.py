@@ -17,7 +17,7 @@ from distloop.gui.files import file_dialogs
 from distloop.gui.shell.main_window import MainWindow
 from distloop.gui.study.study_views import StudyPanel, export_view
 from PySide6.QtCore import Qt
-from study_folders import (
+from support.study_folders import (
     ENDLESS_TRIALS,
     crafted_study_folder,
     optuna_study_folder,
@@ -124,7 +124,7 @@ def test_a_real_study_shows_its_trials_linked_to_the_plot_and_every_view_exports
 _WRITER = """
 import sys, time, optuna
 sys.path.insert(0, sys.argv[2])
-from study_folders import objective
+from support.study_folders import objective
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 study = optuna.load_study(study_name="distloop", storage=sys.argv[1])
 for _ in range(3):

@@ -21,8 +21,8 @@ from distloop.gui.common import dialogs
 from distloop.gui.shell import main_window
 from distloop.gui.shell.main_window import UNFINISHED_STUDY_KEY, MainWindow
 from distloop.gui.study.study_dialog import StudyDialog, StudyRequest, field_paths, parse_values
-from gui_fakes import FakeEngine
 from PySide6.QtCore import QSettings
+from support.gui_fakes import FakeEngine
 
 STEPS = 20
 

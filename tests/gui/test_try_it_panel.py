@@ -215,7 +215,7 @@ def test_try_it_predicts_with_one_real_process_that_ends_with_the_panel(
 ) -> None:
     """The panel's own prediction process, for real: started when the panel opens, the
     same process for every prediction (the model loaded once), gone when it closes."""
-    from distloop_testing import example_data, model_run_folder
+    from support.distloop_testing import example_data, model_run_folder
 
     run_dir = model_run_folder(tmp_path / "run", example_data("classification"))
     panel = TryItPanel(run_dir, "run #1")

@@ -11,7 +11,7 @@ from distloop.engine.run_events import StepsAdded
 from distloop.engine.run_folder import write_status
 from distloop.engine.run_history import summarize
 from distloop.gui.shell.main_window import MainWindow
-from gui_fakes import FakeEngine, seed_run
+from support.gui_fakes import FakeEngine, seed_run
 
 TIMEOUT_MS = 10_000
 

@@ -16,7 +16,6 @@ from distloop.gui.shell.main_window import (
     MainWindow,
     fitted_geometry,
 )
-from distloop_testing import REPO
 from PySide6.QtCore import QMargins, QPoint, QRect, QSize, Qt, QUrl
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import (
@@ -28,6 +27,7 @@ from PySide6.QtWidgets import (
     QStyle,
     QWidget,
 )
+from support.distloop_testing import REPO
 from test_try_it_panel import FakeProcess, run_folder
 
 DEFAULT = QSize(1400, 900)

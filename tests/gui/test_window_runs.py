@@ -18,8 +18,8 @@ from distloop.engine.messages import (
 from distloop.engine.problems import Problem
 from distloop.gui.run.run_controller import RunState
 from distloop.gui.shell.main_window import MainWindow
-from gui_fakes import FakeEngine, factory, seed_run
 from PySide6.QtCore import Qt
+from support.gui_fakes import FakeEngine, factory, seed_run
 
 
 def test_run_fills_plot_status_and_log(qtbot, make_window, tmp_path: Path) -> None:

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 from distloop.engine.run_folder import read_metrics, read_status
-from distloop_testing import REPO, synthetic_project
+from support.distloop_testing import REPO, synthetic_project
 
 pytestmark = pytest.mark.slow
 

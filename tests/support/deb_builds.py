@@ -24,7 +24,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from distloop_testing import REPO
+from .distloop_testing import REPO
 
 CACHE = Path(os.environ.get("DISTLOOP_DEB_CACHE", "/var/cache/distloop-ci/deb"))
 BUILD_INPUTS = (

@@ -1,6 +1,6 @@
 """Checks of the model builder against real Keras, run as one process (one TensorFlow start).
 
-``python tests/model_checks.py OUT_DIR`` prints one JSON object: per model, Keras's
+``python tests/support/model_checks.py OUT_DIR`` prints one JSON object: per model, Keras's
 per-layer output shapes and parameter counts next to ``engine.model_shapes``'s;
 the moving variance synchronized and unsynchronized BatchNormalization keep on two
 replicas whose halves of the batch differ; a float16 step with loss scaling on the

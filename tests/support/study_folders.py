@@ -12,7 +12,8 @@ import optuna
 from distloop.engine.project_file import load_project_data
 from distloop.engine.study.runner import StudyPlan, StudySettings, write_plan
 from distloop.engine.study.space import space_from_data
-from distloop_testing import distloop, synthetic_project
+
+from .distloop_testing import distloop, synthetic_project
 
 SPACE = {
     "optimizer.learning_rate": {"low": 1e-4, "high": 1.0, "log": True},

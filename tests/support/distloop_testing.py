@@ -34,7 +34,7 @@ from distloop.engine.project_file import load_project_data
 from distloop.engine.run_model import RunModel
 from distloop.engine.script_export import render_script
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def example_data(name: str = "seed") -> dict[str, Any]:
@@ -100,10 +100,10 @@ def run_engine(
 
 
 def guide_trace(timeout_s: float = 240) -> np.ndarray:
-    """The losses of the hand-written guide program (``tests/reference_guide_loop.py``),
+    """The losses of the hand-written guide program (``tests/support/reference_guide_loop.py``),
     run in its own process: the trace every engine path must reproduce."""
     reference = subprocess.run(
-        [sys.executable, str(REPO / "tests" / "reference_guide_loop.py")],
+        [sys.executable, str(REPO / "tests" / "support" / "reference_guide_loop.py")],
         capture_output=True,
         text=True,
         timeout=timeout_s,
