@@ -22,8 +22,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests"))
 
-from distloop_testing import synthetic_project  # noqa: E402
-from ssh_hosts import SshHosts, ssh_hosts, unavailable_reason  # noqa: E402
+from support.distloop_testing import synthetic_project  # noqa: E402
+from support.ssh_hosts import SshHosts, ssh_hosts, unavailable_reason  # noqa: E402
 
 from benchmarks.quick import sized  # noqa: E402
 

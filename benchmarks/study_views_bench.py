@@ -27,7 +27,7 @@ import optuna
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
-from study_folders import objective, optuna_study_folder, storage_url  # noqa: E402
+from support.study_folders import objective, optuna_study_folder, storage_url  # noqa: E402
 
 from benchmarks.gui_bench import LatenessProbe  # noqa: E402
 from benchmarks.quick import sized  # noqa: E402

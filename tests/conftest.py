@@ -11,6 +11,12 @@ import time
 from pathlib import Path
 
 import pytest
+from support import needs
+from support.slurm_daemons import unavailable_reason as slurm_reason
+from support.ssh_hosts import unavailable_reason as sshd_reason
+
+NEEDS = {"root": needs.root_reason, "sshd": sshd_reason, "slurm": slurm_reason}
+"""Each marker of a need, and why it is missing here (None: it is not)."""
 
 
 def child_pids() -> set[int]:
@@ -56,6 +62,16 @@ def no_orphan_processes():
             with contextlib.suppress(OSError):
                 os.kill(pid, 9)
         pytest.fail(f"the test left child processes behind: {sorted(left)}")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """Skips a test whose marked need is missing here, in one line, before its fixtures."""
+    marked = frozenset(name for name in NEEDS if item.get_closest_marker(name) is not None)
+    needs.entering(marked)
+    for name in sorted(marked):
+        if (reason := NEEDS[name]()) is not None:
+            pytest.skip(reason)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -11,7 +11,6 @@ import sys
 
 import pytest
 from support.distloop_testing import REPO
-from support.ssh_hosts import unavailable_reason
 
 sys.path.insert(0, str(REPO))
 from benchmarks.quick import NOT_A_RESULT
@@ -125,12 +124,10 @@ def test_predict_bench() -> None:
     )
 
 
+@pytest.mark.sshd
 @pytest.mark.slow
 @pytest.mark.timeout(QUICK_LIMIT_S)
 def test_launch_bench() -> None:
-    reason = unavailable_reason()
-    if reason:
-        pytest.skip(f"launch_bench starts SSH hosts in network namespaces: {reason}")
     assert_reported(quick_run("launch_bench"), "2 workers, local", "2 workers, ssh ")
 
 

@@ -591,13 +591,12 @@ def _ip(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run(["ip", *args], capture_output=True, text=True, timeout=30)
 
 
+@pytest.mark.root
 @pytest.mark.slow
 def test_two_tasks_in_two_network_namespaces_train_over_a_veth_pair(tmp_path) -> None:
     """Each worker in its own network namespace: the collectives really cross an interface."""
     if shutil.which("ip") is None:
         pytest.skip("the `ip` command (iproute2) is not installed")
-    if os.geteuid() != 0:
-        pytest.skip("creating network namespaces needs root")
     suffix = str(os.getpid())
     spaces = (f"dl{suffix}a", f"dl{suffix}b")
     links = (f"dlv{suffix}a", f"dlv{suffix}b")

@@ -27,7 +27,7 @@ from distloop.engine.cluster.copy_back import (
 )
 from distloop.engine.cluster.ssh import SshLaunch
 from distloop.engine.tf_config import TFConfig
-from support.ssh_hosts import SshHosts, ssh_hosts, unavailable_reason
+from support.ssh_hosts import SshHosts, ssh_hosts
 
 KEY = b"ssh-ed25519 AAAAattacker\n"
 
@@ -85,9 +85,6 @@ def cve_2025_4517_archive(into: Path, ups: int) -> bytes:
 
 @pytest.fixture(scope="module")
 def host(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SshHosts]:
-    reason = unavailable_reason()
-    if reason:
-        pytest.skip(reason)
     with ssh_hosts(tmp_path_factory.mktemp("hosts"), 1) as made:
         yield made
 
@@ -100,6 +97,7 @@ def _answer_with(hosts: SshHosts, stream: Path, then: str = "") -> None:
     keys.write_text(f'command="cat {stream}{"; " + then if then else ""}" {key}\n')
 
 
+@pytest.mark.sshd
 def test_a_host_slow_to_exit_after_a_whole_archive_is_a_copy_that_went_well(
     host: SshHosts, tmp_path: Path
 ) -> None:
@@ -115,6 +113,7 @@ def test_a_host_slow_to_exit_after_a_whole_archive_is_a_copy_that_went_well(
     assert (into / "metrics.csv").read_bytes() == b"step\n"
 
 
+@pytest.mark.sshd
 def test_a_host_that_keeps_sending_after_the_archive_s_end_is_refused(
     host: SshHosts, tmp_path: Path
 ) -> None:
@@ -143,6 +142,7 @@ def _fetch(host: SshHosts, into: Path, limits: Limits | None = None) -> None:
         launch.close()
 
 
+@pytest.mark.sshd
 def test_a_host_s_symlink_chain_past_path_max_writes_nothing_outside(
     host: SshHosts, tmp_path: Path
 ) -> None:

@@ -37,9 +37,8 @@ def test_a_new_file_gets_the_umask_s_mode_not_0600(tmp_path, umask_022) -> None:
     assert [p.name for p in tmp_path.iterdir()] == ["new.json"]
 
 
+@pytest.mark.root
 def test_a_saved_file_keeps_its_owner(tmp_path) -> None:
-    if os.geteuid() != 0:
-        pytest.skip("only root can give a file to another user")
     path = tmp_path / "theirs.json"
     path.write_text("old")
     os.chown(path, 4321, 4322)

@@ -107,6 +107,7 @@ def seed_first_loss_here(tmp_path_factory: pytest.TempPathFactory) -> float:
     return first_loss(run.stdout)
 
 
+@pytest.mark.root
 @pytest.mark.slow
 @pytest.mark.timeout(INSTALL_TIMEOUT_S + 300)
 @pytest.mark.parametrize("fresh_clone", ["bookworm", "trixie"], indirect=True)

@@ -30,7 +30,7 @@ from distloop.engine.project_file import load_project_data
 from distloop.engine.run_folder import read_metrics, read_status
 from distloop.engine.tf_config import TFConfig
 from support.distloop_testing import REPO, distloop, run_engine
-from support.ssh_hosts import SshHosts, ssh_hosts, unavailable_reason
+from support.ssh_hosts import SshHosts, ssh_hosts
 from test_cluster import multi_worker, step_lines
 
 CLI = [sys.executable, "-m", "distloop.gui.launcher"]
@@ -75,9 +75,6 @@ def test_run_messages_are_json_lines_and_stdin_is_the_control_channel(tmp_path: 
 
 @pytest.fixture(scope="module")
 def hosts(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SshHosts]:
-    reason = unavailable_reason()
-    if reason:
-        pytest.skip(reason)
     with ssh_hosts(tmp_path_factory.mktemp("hosts"), 2) as made:
         yield made
 
@@ -99,6 +96,7 @@ def _launch(hosts: SshHosts, project: Path, out: Path, remote: Path, *more: str)
     ]  # fmt: skip
 
 
+@pytest.mark.sshd
 @pytest.mark.slow
 def test_a_launch_over_ssh_gives_the_one_process_trace(hosts: SshHosts, tmp_path: Path) -> None:
     """Two workers, each on its own host behind its own sshd: the losses of one process,
@@ -128,15 +126,13 @@ def test_a_launch_over_ssh_gives_the_one_process_trace(hosts: SshHosts, tmp_path
     assert "the workers' devices agree: 1 CPU on each" in (out / "engine.log").read_text()
 
 
+@pytest.mark.sshd
 @pytest.mark.slow
 def test_a_host_reached_by_another_name_and_port_than_its_tf_config_s(tmp_path: Path) -> None:
     """The project's launch.hosts: worker 0's host answers ssh only at a second address of
     its own, on port 2200 (its TF_CONFIG address has no sshd), and each host has its own
     distloop command and runs folder; the pre-flight and the launch go in that way, the
     tasks talk over their TF_CONFIG addresses, and the chief's folder comes back."""
-    reason = unavailable_reason()
-    if reason:
-        pytest.skip(reason)
     command = f"{sys.executable} -m distloop.gui.launcher"
     with ssh_hosts(tmp_path / "hosts", 2, doors={0: 2200}) as hosts:
         path = _project(hosts, tmp_path)
@@ -169,6 +165,7 @@ def test_a_host_reached_by_another_name_and_port_than_its_tf_config_s(tmp_path: 
     )
 
 
+@pytest.mark.sshd
 @pytest.mark.slow
 def test_killing_the_launcher_s_ssh_ends_the_remote_tasks(hosts: SshHosts, tmp_path: Path) -> None:
     """The connection drops (the ssh clients die with the launcher): each task stops on
@@ -215,6 +212,7 @@ def _engine_pid(namespace: str) -> int:
     raise AssertionError(f"no engine process in {namespace}")
 
 
+@pytest.mark.sshd
 @pytest.mark.slow
 def test_dump_of_a_launch_names_the_remote_task_that_is_stopped(
     hosts: SshHosts, tmp_path: Path
@@ -259,6 +257,7 @@ def test_dump_of_a_launch_names_the_remote_task_that_is_stopped(
     assert read_status(out)["status"] == "stopped"
 
 
+@pytest.mark.sshd
 @pytest.mark.slow
 def test_a_launch_without_steps_for_a_while_says_where_each_remote_task_stands(
     hosts: SshHosts, tmp_path: Path
@@ -322,6 +321,7 @@ def _processes_besides_sshd(namespace: str) -> list[str]:
     return names
 
 
+@pytest.mark.sshd
 def test_a_host_without_the_key_is_one_line_and_no_hang(hosts: SshHosts, tmp_path: Path) -> None:
     config = tmp_path / "ssh_config"
     config.write_text(
@@ -339,6 +339,7 @@ def test_a_host_without_the_key_is_one_line_and_no_hang(hosts: SshHosts, tmp_pat
     assert time.monotonic() - started < 60
 
 
+@pytest.mark.sshd
 def test_preflight_passes_then_names_a_dropped_port_as_the_pair_that_fails(
     hosts: SshHosts, tmp_path: Path
 ) -> None:
@@ -367,6 +368,7 @@ def test_preflight_passes_then_names_a_dropped_port_as_the_pair_that_fails(
     ], found.stderr[-3000:]
 
 
+@pytest.mark.sshd
 @pytest.mark.slow
 def test_preflight_names_a_host_whose_tensorflow_is_another_version(
     hosts: SshHosts, tmp_path: Path
@@ -417,6 +419,7 @@ def test_preflight_names_a_host_whose_tensorflow_is_another_version(
     ], done.stderr[-2000:]
 
 
+@pytest.mark.sshd
 @pytest.mark.slow
 def test_preflight_names_a_host_whose_distloop_hangs_instead_of_waiting_for_it(
     hosts: SshHosts, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
@@ -490,13 +493,11 @@ def test_a_launch_hosts_entry_for_no_host_of_the_cluster_is_refused(tmp_path: Pa
     assert not (tmp_path / "run").exists()
 
 
+@pytest.mark.sshd
 @pytest.mark.slow
 def test_preflight_finds_a_data_file_missing_on_one_host(tmp_path: Path) -> None:
     """Host 1 does not see the data's folder, and its runs folder is on a disk of 1 MiB:
     a finding each, that host's, with the field and the fix."""
-    reason = unavailable_reason()
-    if reason:
-        pytest.skip(reason)
     data, remote = tmp_path / "data", tmp_path / "remote"
     data.mkdir()
     remote.mkdir()
@@ -528,6 +529,7 @@ def test_preflight_finds_a_data_file_missing_on_one_host(tmp_path: Path) -> None
     assert not [line for line in findings if hosts.addresses[0] in line], findings
 
 
+@pytest.mark.sshd
 @pytest.mark.slow
 def test_a_task_killed_on_its_host_restarts_the_launch_from_its_checkpoint(
     hosts: SshHosts, tmp_path: Path
@@ -573,6 +575,7 @@ def test_a_task_killed_on_its_host_restarts_the_launch_from_its_checkpoint(
     assert read_status(out / "tasks" / "worker-0")["status"] == "finished"
 
 
+@pytest.mark.sshd
 @pytest.mark.slow
 def test_a_parameter_server_launch_trains_across_the_hosts(hosts: SshHosts, tmp_path: Path) -> None:
     """The coordinator and the ps on one host, two workers on the other: the loss falls,

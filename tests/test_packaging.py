@@ -93,6 +93,7 @@ STALE_OVERRIDES = ("unused-override", "mismatched-override")
 nothing (any more): the overrides stay as few as the package needs."""
 
 
+@pytest.mark.root
 @pytest.mark.timeout(BUILD_TIMEOUT_S * 2)
 def test_lintian_finds_no_errors_and_every_override_is_used(deb: Path) -> None:
     tool("lintian")
@@ -137,6 +138,7 @@ def metrics(run_dir: Path) -> dict[str, list[float]]:
     return {name: [float(row[name]) for row in rows] for name in ("step", "loss")}
 
 
+@pytest.mark.root
 @pytest.mark.timeout(BUILD_TIMEOUT_S + 3 * COMMAND_TIMEOUT_S + 1800)
 @pytest.mark.parametrize("suite", SUITES)
 def test_apt_installs_the_deb_into_a_fresh_debian_where_it_runs_and_purges(

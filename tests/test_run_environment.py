@@ -29,7 +29,7 @@ from distloop.engine.run_environment import (
 )
 from distloop.engine.run_folder import read_environment
 from support.distloop_testing import REPO, distloop, example_data, run_engine
-from support.ssh_hosts import ssh_hosts, unavailable_reason
+from support.ssh_hosts import ssh_hosts
 from test_cluster import multi_worker
 from test_custom_code import GUIDE_STEP
 from test_launch import CLI
@@ -256,6 +256,7 @@ def test_a_local_cluster_of_one_software_says_so(tmp_path: Path) -> None:
     assert "environment differs" not in log + done.stderr
 
 
+@pytest.mark.sshd
 @pytest.mark.slow
 def test_preflight_and_launch_name_the_host_and_task_whose_packages_differ(
     tmp_path: Path,
@@ -264,9 +265,6 @@ def test_preflight_and_launch_name_the_host_and_task_whose_packages_differ(
     TensorFlow needs) and an extra package nothing needs. The pre-flight names that host and
     six alone, and refuses the launch; launched without it, the run names worker:1 with both
     as it starts, and trains all the same."""
-    reason = unavailable_reason()
-    if reason:
-        pytest.skip(reason)
     site = fake_package(fake_package(tmp_path / "site"), "six", "0.0.1")
     six = importlib.metadata.version("six")
     command = f"{sys.executable} -m distloop.gui.launcher"

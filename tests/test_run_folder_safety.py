@@ -258,8 +258,6 @@ def test_two_runs_started_at_once_into_one_folder_one_runs_and_one_is_refused(tm
 @pytest.fixture
 def small_disk(tmp_path):
     """A 2 MiB file system of its own (tmpfs), so a test can fill it up."""
-    if os.geteuid() != 0:
-        pytest.skip("mounting a small tmpfs to fill up needs root (CI runs as root)")
     mount_point = tmp_path / "small"
     mount_point.mkdir()
     mounted = subprocess.run(
@@ -291,6 +289,7 @@ def checkpoint_files(run_dir: Path) -> list[str]:
     return sorted(p.name for p in (run_dir / "checkpoints").iterdir())
 
 
+@pytest.mark.root
 @pytest.mark.slow
 def test_a_full_disk_stops_the_run_in_one_line_and_it_resumes_from_the_last_checkpoint(
     tmp_path, small_disk
@@ -375,6 +374,7 @@ def test_a_cluster_whose_launcher_cannot_write_its_trace_fails_in_one_message(tm
     assert status["status"] == "failed" and status["error"] == terminal.message
 
 
+@pytest.mark.root
 def test_a_resume_on_a_full_disk_stops_in_one_message_and_keeps_the_trace(small_disk) -> None:
     """Cutting the trace back to the checkpoint failed with a bare OSError and its traceback."""
     run_dir = small_disk / "run"

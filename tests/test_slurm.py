@@ -37,7 +37,7 @@ from distloop.engine.project_file import load_project, load_project_data
 from distloop.engine.run_folder import read_metrics, read_status
 from distloop.engine.run_model import RunModel
 from support.distloop_testing import REPO, distloop, run_engine
-from support.slurm_daemons import single_node_slurm, unavailable_reason
+from support.slurm_daemons import single_node_slurm
 from test_cluster import multi_worker, step_lines
 
 NODE_LISTS = [
@@ -238,9 +238,6 @@ def test_a_step_of_65536_nodes_places_its_last_task_in_one_pass() -> None:
 
 @pytest.fixture(scope="module")
 def slurm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
-    reason = unavailable_reason()
-    if reason:
-        pytest.skip(reason)
     with single_node_slurm(tmp_path_factory.mktemp("slurm")) as env:
         yield env
 
@@ -262,6 +259,7 @@ def _consecutive_free_ports(count: int) -> int:
     raise RuntimeError("no run of free ports found")
 
 
+@pytest.mark.slurm
 @pytest.mark.slow
 def test_srun_tasks_train_the_one_process_trace(slurm: dict[str, str], tmp_path: Path) -> None:
     """Two tasks srun starts, each computing its TF_CONFIG from Slurm's variables: the
@@ -471,6 +469,7 @@ def _single_process_trace(steps: int = STEPS) -> dict:
     return run_engine(load_project_data(data), None, timeout_s=400)
 
 
+@pytest.mark.slurm
 @pytest.mark.slow
 def test_submit_wait_follows_the_job_to_the_one_process_trace(
     slurm: dict[str, str], tmp_path: Path
@@ -513,6 +512,7 @@ def _follow_in_background(
     return follower, job, run_dir
 
 
+@pytest.mark.slurm
 @pytest.mark.slow
 def test_ctrl_c_stops_a_followed_job_with_a_checkpoint_and_its_resume_ends_the_trace(
     slurm: dict[str, str], tmp_path: Path
@@ -560,6 +560,7 @@ def _assert_the_uninterrupted_trace(chief: Path) -> None:
     )
 
 
+@pytest.mark.slurm
 @pytest.mark.slow
 def test_a_requeued_job_resumes_by_itself_and_its_follower_reports_the_finished_run(
     slurm: dict[str, str], tmp_path: Path
@@ -597,6 +598,7 @@ def test_a_requeued_job_resumes_by_itself_and_its_follower_reports_the_finished_
     assert steps[-1] == STEPS and first["last_step"] in steps
 
 
+@pytest.mark.slurm
 @pytest.mark.slow
 def test_a_running_job_dumps_every_task_s_stacks_and_its_follower_names_a_stalled_task(
     slurm: dict[str, str], tmp_path: Path
@@ -651,6 +653,7 @@ def test_a_running_job_dumps_every_task_s_stacks_and_its_follower_names_a_stalle
     assert "worker:0" not in warning, warning
 
 
+@pytest.mark.slurm
 @pytest.mark.slow
 def test_a_worker_held_up_again_and_again_is_named_the_straggler_of_its_job(
     slurm: dict[str, str], tmp_path: Path
@@ -709,6 +712,7 @@ def test_a_worker_held_up_again_and_again_is_named_the_straggler_of_its_job(
     assert "; before it, worker:1 is the straggler" in stall, stall
 
 
+@pytest.mark.slurm
 @pytest.mark.slow
 def test_a_second_ctrl_c_stops_following_a_job_that_is_being_cancelled(
     slurm: dict[str, str], tmp_path: Path
@@ -769,6 +773,7 @@ def test_submit_without_sbatch_is_one_line(tmp_path: Path) -> None:
     ]
 
 
+@pytest.mark.slurm
 @pytest.mark.slow
 def test_a_job_sbatch_refuses_is_one_line(slurm: dict[str, str], tmp_path: Path) -> None:
     project = _submitted_project(tmp_path, 20, "bad partition")
@@ -803,6 +808,7 @@ def test_a_finished_submitted_run_is_not_submitted_again(tmp_path: Path) -> None
     ]
 
 
+@pytest.mark.slurm
 @pytest.mark.slow
 def test_a_followed_run_reads_its_messages_file_as_untrusted(
     slurm: dict[str, str], tmp_path: Path
@@ -859,6 +865,7 @@ def test_a_followed_run_reads_its_messages_file_as_untrusted(
     assert "job 999999: UNKNOWN" in [m.text for m in said if isinstance(m, Log)]
 
 
+@pytest.mark.slurm
 @pytest.mark.slow
 def test_a_task_whose_software_differs_from_the_chief_s_is_named_by_the_follower(
     slurm: dict[str, str], tmp_path: Path
@@ -901,6 +908,7 @@ def test_a_task_whose_software_differs_from_the_chief_s_is_named_by_the_follower
     ]
 
 
+@pytest.mark.slurm
 @pytest.mark.slow
 def test_a_job_id_slurm_hands_out_again_never_takes_an_earlier_run(
     slurm: dict[str, str], tmp_path: Path

@@ -15,7 +15,7 @@ import pytest
 from distloop.engine.run_folder import read_metrics, read_status
 from distloop.gui.common import dialogs
 from distloop.gui.shell.main_window import MainWindow
-from support.ssh_hosts import ssh_hosts, unavailable_reason
+from support.ssh_hosts import ssh_hosts
 from test_cluster import multi_worker
 
 pytestmark = pytest.mark.slow
@@ -27,11 +27,12 @@ RUN_TIMEOUT_MS = 150_000
 instead of pytest-timeout ending the worker (a crash that names nothing)."""
 
 
+@pytest.mark.sshd
 @pytest.mark.timeout(600)
 def test_check_cluster_finds_a_dropped_port_then_run_on_hosts_trains_to_the_end(
     qtbot, make_window, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    reason = unavailable_reason() or (shutil.which("iptables") is None and "no iptables")
+    reason = shutil.which("iptables") is None and "no iptables"
     if reason:
         pytest.skip(str(reason))
     stacks: list[tuple[list[str], list[str]]] = []

@@ -24,7 +24,6 @@ from distloop.gui.shell.main_window import MainWindow
 from support.distloop_testing import distloop
 from support.gui_fakes import FakeEngine, seed_run
 from support.slurm_daemons import single_node_slurm
-from support.slurm_daemons import unavailable_reason as slurm_unavailable
 from test_cluster import multi_worker as cluster_project
 from test_slurm import _consecutive_free_ports as consecutive_free_ports
 
@@ -226,6 +225,7 @@ def slurm_answered(status: str, tip: str) -> bool:
     return tip.startswith("Slurm job ") and bool(status) and f": {status}" in tip
 
 
+@pytest.mark.slurm
 @pytest.mark.slow
 @pytest.mark.timeout(900)  # beyond its waits: one that runs out fails with its own line
 def test_submit_to_slurm_follows_a_real_job_to_its_end(
@@ -234,9 +234,6 @@ def test_submit_to_slurm_follows_a_real_job_to_its_end(
     """A real single-node Slurm (munged, slurmctld, slurmd): the window's Submit runs
     sbatch, shows the job's state, plots the chief's steps from the shared folder and ends
     with the job; the Runs list shows the job with Slurm's state, then the run's end."""
-    reason = slurm_unavailable()
-    if reason:
-        pytest.skip(reason)
     steps = 300
     with single_node_slurm(tmp_path / "slurm") as env:
         for key, value in {**env, "DISTLOOP": f"{sys.executable} -m distloop.gui.launcher"}.items():
@@ -265,6 +262,7 @@ def test_submit_to_slurm_follows_a_real_job_to_its_end(
     assert read_status(run_dir / "tasks" / "worker-0")["status"] == "finished"
 
 
+@pytest.mark.slurm
 @pytest.mark.slow
 @pytest.mark.timeout(900)  # beyond its waits: one that runs out fails with its own line
 def test_follow_job_follows_a_real_job_submitted_from_a_shell(
@@ -272,9 +270,6 @@ def test_follow_job_follows_a_real_job_submitted_from_a_shell(
 ) -> None:
     """A job `distloop submit` started (no window followed it) shows in the Runs list with
     Slurm's state; Follow Job plots its steps from its first, and Stop is scancel."""
-    reason = slurm_unavailable()
-    if reason:
-        pytest.skip(reason)
     with single_node_slurm(tmp_path / "slurm") as env:
         for key, value in {**env, "DISTLOOP": f"{sys.executable} -m distloop.gui.launcher"}.items():
             monkeypatch.setenv(key, value)

@@ -16,6 +16,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from . import needs
+
 DAEMONS = ("munged", "slurmctld", "slurmd", "srun", "scontrol", "sinfo")
 
 
@@ -37,6 +39,7 @@ def _free_port() -> int:
 @contextmanager
 def single_node_slurm(folder: Path) -> Iterator[dict[str, str]]:
     """Starts the three daemons; yields the environment that points Slurm's commands at them."""
+    needs.require("slurm")
     munge = folder / "munge"
     munge.mkdir(parents=True)
     munge.chmod(0o700)

@@ -23,6 +23,8 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 
+from . import needs
+
 NEEDED = ("ip", "sshd", "ssh", "ssh-keygen")
 _SETS = itertools.count()
 """Sets of hosts this process made: each gets its own names and addresses."""
@@ -95,6 +97,7 @@ def ssh_hosts(
     ``small``: a folder on a disk of 1 MiB there, as a host whose disk is full.
     ``doors``: hosts whose sshd listens only on a second address of theirs, on this
     port, as a machine reached by another name than its cluster's."""
+    needs.require("sshd")
     folder.mkdir(parents=True, exist_ok=True)
     made_here = next(_SETS)
     tag = f"{os.getpid() % 100_000}{made_here}"
