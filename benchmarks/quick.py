@@ -1,5 +1,5 @@
 """Quick mode: every benchmark's own code on tiny sizes, in seconds, so the test suite runs
-each one (``tests/test_benchmarks.py``) and a rename breaks a test, not a benchmark found
+each one (``tests/benchmarks/test_benchmarks.py``) and a rename breaks a test, not a benchmark found
 broken weeks later.
 
 ``--quick`` anywhere on a benchmark's command line (``python -m benchmarks.gui_bench

@@ -4,7 +4,7 @@ The GUI shows them on every layer card while the user builds (as ``model.summary
 would), the memory estimate weighs them, and validation refuses a layer that cannot
 take the shape before it, naming the layer (``model.layers.2``), instead of leaving
 it to a Keras error inside the engine. The rules are Keras 3's (channels last);
-``tests/test_models_tf.py`` compares them with real Keras models.
+``tests/engine/tf/test_models_tf.py`` compares them with real Keras models.
 
 One rule is Distloop's own: a dense layer that receives a multi-dimensional input
 gets it flattened. The implicit ``Flatten`` goes before the dropout layers directly

@@ -30,7 +30,7 @@ tests=(
   xvfb xauth x11-utils xdotool imagemagick  # the real window on Xvfb: xvfb-run, xwininfo, import
   iproute2                                  # local clusters in network namespaces (ip netns)
   debootstrap                               # fresh Debian roots (test_fresh_system, test_packaging)
-  lintian desktop-file-utils                # the .deb's checks (tests/test_packaging.py)
+  lintian desktop-file-utils                # the .deb's checks (tests/packaging/test_packaging.py)
   elfutils patchelf                         # its build: eu-strip, RUNPATHs dropped
   openssh-server openssh-client slurm-wlm munge  # the cluster launchers' tests
   iptables                                  # a firewalled port for the pre-flight test

@@ -20,9 +20,8 @@ from distloop.engine.run_folder import (
 )
 from distloop.gui.run.run_controller import RunController
 from distloop.gui.shell.main_window import MainWindow
-from support.data_folders import write_linked_folder
+from support.data_folders import image_project, write_linked_folder
 from support.gui_fakes import told_steps
-from test_data_folders import image_project
 
 pytestmark = pytest.mark.slow
 RUN_TIMEOUT_MS = 180_000  # TensorFlow's import alone takes 8-10 s on a quiet machine

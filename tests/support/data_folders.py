@@ -86,3 +86,26 @@ def write_linked_folder(
         for index in range(per_class):
             os.link(sources[index % len(sources)], folder / f"{index:06d}{suffix}")
     return root
+
+
+def image_project(path: Path, **changes: object) -> dict:
+    data = {"source": "image_folder", "path": str(path), "global_batch_size": 8}
+    data.update(changes.pop("data", {}))  # type: ignore[arg-type]
+    project = {
+        "schema_version": 1,
+        "name": "images",
+        "strategy": {"kind": "mirrored", "cpu_replicas": 2},
+        "model": {
+            "input_shape": [8, 8, 1],
+            "layers": [
+                {"kind": "dense", "units": 16, "activation": "relu"},
+                {"kind": "dense", "units": 3},
+            ],
+        },
+        "optimizer": {"kind": "adam", "learning_rate": 0.02},
+        "loss": {"kind": "sparse_categorical_crossentropy", "from_logits": True},
+        "data": data,
+        "training": {"steps": 24, "seed": 1},
+    }
+    project.update(changes)
+    return project

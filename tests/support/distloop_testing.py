@@ -6,6 +6,7 @@ import ast
 import functools
 import json
 import os
+import signal
 import stat
 import subprocess
 import sys
@@ -365,3 +366,48 @@ def full_device(path: Path) -> None:
         os.mknod(path, stat.S_IFCHR | 0o666, os.stat("/dev/full").st_rdev)
     except OSError as exc:  # no /dev/full, or no right to make a device node (not root)
         pytest.skip(f"cannot make a /dev/full device node to simulate a full disk: {exc}")
+
+
+def interrupt_after(project, run_dir, steps: int, *, kill: bool) -> None:
+    """Starts a run and stops (or SIGKILLs) it once ``steps`` steps were reported."""
+    engine = EngineProcess(project, run_dir)
+    engine.start()
+    try:
+        seen = 0
+        while seen < steps and not engine.done:
+            seen += sum(len(m.steps) for m in engine.poll(0.2) if isinstance(m, StepMetrics))
+        assert not engine.done, "the run ended before it could be interrupted"
+        if kill:
+            os.kill(engine.pid, signal.SIGKILL)
+        else:
+            engine.request_stop()
+        while not engine.done:
+            engine.poll(0.2)
+    finally:
+        engine.close()
+
+
+GUIDE_STEP = '''
+import tensorflow as tf
+
+
+def train_step(step, inputs):
+    """The guide's train_step, written out as a user would."""
+    features, labels = inputs
+    model, optimizer = step.models["model"], step.optimizers["model"]
+    with tf.GradientTape() as tape:
+        predictions = model(features, training=True)
+        per_example_loss = step.loss_object(labels, predictions)
+        data_loss = tf.nn.compute_average_loss(
+            per_example_loss, global_batch_size=step.global_batch_size
+        )
+        loss = data_loss
+        if model.losses:
+            loss += tf.nn.scale_regularization_loss(tf.add_n(model.losses))
+    gradients = tape.gradient(loss, model.trainable_variables)
+    optimizer.apply_gradients(zip(gradients, model.trainable_variables))
+    return RESULT
+'''
+
+
+CLI = [sys.executable, "-m", "distloop.gui.launcher"]

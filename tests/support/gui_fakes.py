@@ -2,16 +2,30 @@
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import ClassVar
 
+from distloop.engine.cluster.slurm_jobs import JobState, SlurmRun
 from distloop.engine.config import Project
-from distloop.engine.messages import Log, Message, RunFailed, RunFinished, RunStarted, StepMetrics
+from distloop.engine.engine_handle import TaskInfo
+from distloop.engine.messages import (
+    Log,
+    Message,
+    Resources,
+    RunFailed,
+    RunFinished,
+    RunStarted,
+    StepMetrics,
+)
+from distloop.engine.prediction import PredictionResult
 from distloop.engine.run_events import RunEvent, StepsAdded
 from distloop.engine.run_model import RunModel
 from distloop.gui.run.run_controller import RunController
+from distloop.gui.shell.main_window import MainWindow
 
 
 def seed_run(steps: int = 20, batch: int = 5) -> list[list[Message]]:
@@ -157,3 +171,124 @@ def told_steps(controller: RunController) -> list[StepMetrics]:
 
     controller.changed.connect(keep)
     return told
+
+
+class FakeCluster(FakeEngine):
+    """A scripted cluster: task states follow its messages the way LocalCluster's do."""
+
+    def __init__(self, batches: list[list[Message]], run_dir: Path, **options: bool) -> None:
+        super().__init__(batches, **options)
+        self.infos = {
+            name: TaskInfo(
+                name=name,
+                address=f"127.0.0.1:{23000 + index}",
+                state="starting",
+                pid=4000 + index,
+                last_line="",
+                last_step=None,
+                run_dir=run_dir / "tasks" / name.replace(":", "-"),
+            )
+            for index, name in enumerate(TASKS)
+        }
+
+    def tasks(self) -> list[TaskInfo]:
+        return list(self.infos.values())
+
+    def _update(self, name: str, **changes: object) -> None:
+        self.infos[name] = dataclasses.replace(self.infos[name], **changes)  # type: ignore[arg-type]
+
+    def poll(self, timeout_s: float = 0.1) -> list[Message]:
+        batch = super().poll(timeout_s)
+        for message in batch:
+            if isinstance(message, Log) and message.task:
+                self._update(message.task, last_line=message.text)
+            elif isinstance(message, Resources) and message.task:
+                self._update(message.task, resources=message)
+            elif isinstance(message, RunStarted):
+                for name in TASKS:
+                    self._update(name, state="running")
+            elif isinstance(message, StepMetrics):
+                for name in TASKS:
+                    self._update(name, last_step=message.steps[-1])
+            elif isinstance(message, RunFinished):
+                for name in TASKS:
+                    self._update(name, state=message.status)
+            elif isinstance(message, RunFailed):
+                for name in TASKS:
+                    failed = name == (message.task or TASKS[0])
+                    self._update(name, state="failed" if failed else "stopped")
+        return batch
+
+
+def cluster_window(make_window, cluster_batches: list[list[Message]], **options: bool):
+    """A window whose runs of multi-machine projects get a FakeCluster; the project is one."""
+    made: list[FakeCluster] = []
+
+    def make_cluster(project: Project, run_dir: Path, *, resume: bool = False) -> FakeCluster:
+        made.append(FakeCluster(cluster_batches, run_dir, **options))
+        return made[-1]
+
+    window: MainWindow = make_window(cluster_factory=make_cluster)
+    window.editor.strategy.fields.editors["kind"].set_value("multi_worker_mirrored")
+    assert window.validation.valid, window.validation.problems
+    return window, made
+
+
+class FakeProcess:
+    """Stands in for the panel's prediction process: notes when it starts and ends."""
+
+    instances: ClassVar[list[FakeProcess]] = []
+
+    def __init__(self, run_dir: Path) -> None:
+        self.run_dir = run_dir
+        self.events: list[str] = []
+        self.model = None
+        FakeProcess.instances.append(self)
+
+    def start(self) -> None:
+        self.events.append("start")
+
+    def predict(self, inputs: Sequence[Path], rows: Sequence[str]) -> PredictionResult:
+        self.events.append("predict")
+        return PredictionResult()
+
+    def close(self) -> None:
+        self.events.append("close")
+
+
+class FakeSlurmRun(SlurmRun):
+    """A submitted job whose chief's messages are scripted: PENDING first, then the run's
+    start and steps until it is stopped."""
+
+    def __init__(self, project: Project, run_dir: Path, batches: list[list[Message]]) -> None:
+        super().__init__(project, run_dir, "42", run_dir.parent.parent)
+        self.fake = FakeEngine(batches, endless=True)
+        self.scancelled = False
+        self.told = False
+
+    @property
+    def done(self) -> bool:
+        return self.fake.done
+
+    def start(self) -> None:
+        self.fake.start()
+
+    def poll(self, timeout_s: float = 0.1) -> list[Message]:
+        if not self.told and self.on_state is not None:
+            self.told = True
+            self.on_state(JobState("PENDING", "Resources"))
+            return []
+        return self.fake.poll(timeout_s)
+
+    def request_stop(self) -> None:
+        self.scancelled = True
+        self.fake.request_stop()
+
+    def kill(self) -> None:
+        self.fake.kill()
+
+    def close(self) -> None:
+        self.fake.close()
+
+
+TASKS = ("worker:0", "worker:1")

@@ -157,3 +157,20 @@ def _wait_gone(pid_file: Path) -> None:
             return
         time.sleep(0.2)
     os.kill(pid, 9)
+
+
+def consecutive_free_ports(count: int) -> int:
+    """A base port whose next ``count`` ports are free now (tasks bind them moments later)."""
+    for _ in range(50):
+        with socket.create_server(("127.0.0.1", 0)) as probe:
+            base = probe.getsockname()[1]
+        if base + count > 65535:
+            continue
+        try:
+            held = [socket.create_server(("", base + i)) for i in range(count)]
+        except OSError:
+            continue
+        for server in held:
+            server.close()
+        return base
+    raise RuntimeError("no run of free ports found")
