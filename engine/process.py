@@ -25,17 +25,7 @@ from .child_process import ChildProcess, describe_exit
 from .config import Project
 from .fileio import atomic_write_text
 from .memory_check import memory_cgroups
-from .messages import (
-    TERMINAL_TYPES,
-    DevicesDetected,
-    EngineJob,
-    Log,
-    Message,
-    RunFailed,
-    RunFinished,
-    RunStarted,
-    StepMetrics,
-)
+from .messages import DevicesDetected, EngineJob, Log, Message, RunFailed, RunFinished
 from .run_folder import (
     PROJECT_FILE,
     RunFolderLock,
@@ -44,6 +34,7 @@ from .run_folder import (
     tail_log,
     write_status,
 )
+from .run_lifecycle import RunLifecycle
 from .tf_config import MULTI_MACHINE_STRATEGIES, TFConfig, parse_address
 
 STOP_BEFORE_FIRST_STEP_S = 2.0
@@ -213,17 +204,12 @@ class EngineProcess:
         self._folder_lock = folder_lock
         self._warm = warm
         self._child: ChildProcess | None = None
-        self._terminal: Message | None = None
+        self._lifecycle = RunLifecycle(task)
+        """What the run said of itself: what a report after its kill needs, and its end."""
         self._started_at = 0.0
         self._stop_requested_at: float | None = None
         self._killed_on_request = False
-        self._stepped = False
-        self._serving = False
-        self._run_started = False
         self._peers_checked = not name_missing_peers
-        self._last_step: int | None = None
-        self._last_loss: float | None = None
-        self._last_elapsed_s = 0.0
         self._oom_kills_at_start: int | None = None
 
     def start(self) -> None:
@@ -286,7 +272,7 @@ class EngineProcess:
     @property
     def done(self) -> bool:
         """True once the terminal message has been handed out."""
-        return self._terminal is not None
+        return self._lifecycle.ended
 
     def request_stop(self) -> None:
         """Asks the engine to stop after the current step; it then reports "stopped".
@@ -322,7 +308,7 @@ class EngineProcess:
 
     def poll(self, timeout_s: float = 0.1) -> list[Message]:
         """Messages that arrived, waiting at most ``timeout_s`` for the first one."""
-        if self._terminal is not None or self._child is None:
+        if self._lifecycle.ended or self._child is None:
             return []
         out: list[Message] = []
         deadline = time.monotonic() + timeout_s
@@ -332,12 +318,11 @@ class EngineProcess:
                 message = self._receive(remaining if not out else 0)
             except queue.Empty:
                 break
-            self._note(message)
+            self._lifecycle.note(message)
             out.append(message)
-            if isinstance(message, TERMINAL_TYPES):
+            if self._lifecycle.ended:
                 # Handed out at once: the run has ended. The process's own exit (closing
                 # its files, TensorFlow's teardown) is :meth:`close`'s to wait for.
-                self._terminal = message
                 return out
         if self._stuck_before_first_step():
             self.kill()
@@ -349,20 +334,10 @@ class EngineProcess:
             out += self._drain_after_death()
         return out
 
-    def _note(self, message: Message) -> None:
-        """Keeps what a report after a kill needs: the last step and loss, and if it serves."""
-        if isinstance(message, StepMetrics):
-            self._stepped = True
-            self._last_step, self._last_loss = message.steps[-1], message.losses[-1]
-            self._last_elapsed_s = message.elapsed_s[-1]
-        elif isinstance(message, RunStarted):
-            self._run_started = True
-            self._serving = message.serving is not None
-
     def _peer_check_due(self) -> bool:
         return (
             not self._peers_checked
-            and not self._run_started
+            and self._lifecycle.started is None
             and self._tf_config is not None
             and self.project.strategy.kind in MULTI_MACHINE_STRATEGIES
             and time.monotonic() - self._started_at >= PEER_CHECK_S
@@ -399,8 +374,8 @@ class EngineProcess:
         """
         return (
             self._stop_requested_at is not None
-            and not self._stepped
-            and not self._serving
+            and not self._lifecycle.stepped
+            and not self._lifecycle.serving
             and time.monotonic() - self._stop_requested_at >= STOP_BEFORE_FIRST_STEP_S
             and self._child is not None
             and self._child.is_alive()
@@ -423,13 +398,12 @@ class EngineProcess:
                 message = self._receive(0.2)
             except (queue.Empty, EOFError, OSError):
                 break
-            self._note(message)
+            self._lifecycle.note(message)
             out.append(message)
-            if isinstance(message, TERMINAL_TYPES):
-                self._terminal = message
+            if self._lifecycle.ended:
                 return out
         ending = self._death_report()
-        self._terminal = ending
+        self._lifecycle.note(ending)
         out.append(ending)
         return out
 
@@ -443,7 +417,7 @@ class EngineProcess:
         if out_of_memory:
             reason = OUT_OF_MEMORY
         last_lines: list[str] = []
-        last_step = self._last_step
+        last_step = self._lifecycle.last_step
         if self.run_dir is not None and last_step is None:
             with contextlib.suppress(OSError, ValueError):
                 last_step = read_status(self.run_dir).get("last_step")
@@ -451,16 +425,7 @@ class EngineProcess:
             if self.run_dir is not None:
                 with contextlib.suppress(OSError):
                     write_status(self.run_dir, "stopped", last_step=last_step, task=self.task)
-            return RunFinished(
-                status="stopped",
-                last_step=last_step or 0,
-                final_loss=self._last_loss,
-                # The run's one duration is its training clock (metrics.csv's), which the
-                # engine's start-up and the time to the kill are not.
-                elapsed_s=self._last_elapsed_s,
-                killed=True,
-                task=self.task,
-            )
+            return self._lifecycle.stopped(killed=True, last_step=last_step)
         if self.run_dir is not None:
             last_lines = tail_log(self.run_dir, 10)
             if self._folder_lock is not None:
@@ -498,7 +463,7 @@ class EngineProcess:
         An engine that reported its end is let exit on its own; one that did not is
         asked to stop, then killed.
         """
-        if self._child is not None and self._terminal is not None:
+        if self._child is not None and self._lifecycle.ended:
             self._child.join(EXIT_AFTER_REPORT_S)
         if self._child is not None and self._child.is_alive():
             self.stop()

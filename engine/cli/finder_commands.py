@@ -39,6 +39,7 @@ from ..problems import ProblemsError
 from ..run_folder import default_runs_root, new_folder, new_run_dir, read_metrics
 from ..run_handle import open_run
 from ..run_history import finder_runs_root
+from ..run_lifecycle import RunLifecycle
 from .common import (
     EXIT_FAILED,
     EXIT_INTERRUPTED,
@@ -230,15 +231,15 @@ class _Search:
             return BatchTrial(batch, fits=False, reason="its folder could not be claimed")
         mark_finder_run(run_dir, BATCH_SIZE, global_batch_size=batch)
         engine = open_run(candidate, run_dir, folder_lock=lock)  # a cluster as run would
-        ended: RunFinished | RunFailed | None = None
+        lifecycle = RunLifecycle()
         try:
             engine.start()
-            while not engine.done and ended is None:
+            while not engine.done and not lifecycle.ended:
                 for message in engine.poll(0.5):
-                    if isinstance(message, RunFinished | RunFailed):
-                        ended = message
+                    lifecycle.note(message)
         finally:
             engine.close()
+        ended = lifecycle.terminal
         if isinstance(ended, RunFinished) and ended.status == "finished":
             metrics = read_metrics(run_dir)
             return BatchTrial(batch, fits=True, examples_per_s=throughput(metrics, batch))

@@ -39,6 +39,7 @@ from ..run_events import (
 )
 from ..run_folder import MESSAGES_FILE, RunFolderLock, format_loss, read_status, update_status
 from ..run_handle import Layout, open_run
+from ..run_lifecycle import RunLifecycle
 from ..run_model import RunModel
 from .common import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_TERMINATED, _err
 from .mlflow_command import live_settings
@@ -154,6 +155,7 @@ def follow(
     stop_exit: int | None = None  # the exit code of the first Ctrl-C or SIGTERM
     answered = 0
     model = RunModel(run_dir=run_dir)
+    lifecycle = RunLifecycle()
     outcomes: list[int] = []
     phases = _PhasePrinter(quiet=quiet)
     saves = _SavePrinter()
@@ -184,10 +186,9 @@ def follow(
                     _record(message, record)
                 if as_messages:
                     write_message(message)
-                    if isinstance(message, RunFinished | RunFailed):
-                        outcomes.append(
-                            EXIT_OK if isinstance(message, RunFinished) else EXIT_FAILED
-                        )
+                    lifecycle.note(message)
+                    if lifecycle.ended:
+                        outcomes.append(EXIT_FAILED if lifecycle.failed else EXIT_OK)
                 if outcomes:
                     return stop_exit if stop_exit and outcomes[0] == EXIT_OK else outcomes[0]
             if control is not None and control.stop_requested.is_set() and stop_exit is None:

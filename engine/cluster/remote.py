@@ -23,7 +23,8 @@ from typing import Any
 from ..code_text import printable
 from ..config import Project
 from ..message_stream import KILL_LINE, MAX_LINE, STOP_LINE, read_message
-from ..messages import Log, Message, ProtocolError, RunFailed, RunFinished, StepMetrics
+from ..messages import Log, Message, ProtocolError, RunFailed, RunFinished
+from ..run_lifecycle import RunLifecycle
 
 TERMINAL_WAIT_S = 15.0
 """After its last message a task still closes its run folder (and its lock) and exits;
@@ -60,13 +61,12 @@ class RemoteEngine:
         self._process: subprocess.Popen[str] | None = None
         self._inbox: queue.Queue[Message | None] = queue.Queue()
         self._tail: collections.deque[str] = collections.deque(maxlen=TAIL_LINES)
-        self._terminal: Message | None = None
-        self._last_message: tuple[RunFinished | RunFailed, float] | None = None
+        self._lifecycle = RunLifecycle(task)
+        self._ended_at: float | None = None
+        """When the task's last message came: it is handed out once the task has ended."""
+        self._handed_out = False
         self._stream_ended = threading.Event()
         self._killed_on_request = False
-        self._last_step: int | None = None
-        self._last_loss: float | None = None
-        self._last_elapsed_s = 0.0
 
     def lock_folder(self) -> None:
         """The task locks its own folder, on its host."""
@@ -129,7 +129,7 @@ class RemoteEngine:
 
     @property
     def done(self) -> bool:
-        return self._terminal is not None
+        return self._handed_out
 
     def _send(self, line: str) -> None:
         if self._process is None or self._process.stdin is None:
@@ -168,11 +168,10 @@ class RemoteEngine:
             self.kill()
 
     def poll(self, timeout_s: float = 0.1) -> list[Message]:
-        if self._terminal is not None or self._process is None:
+        if self._handed_out or self._process is None:
             return []
-        if self._last_message and time.monotonic() - self._last_message[1] > TERMINAL_WAIT_S:
-            self._terminal = self._last_message[0]
-            return [self._terminal]
+        if self._ended_at is not None and time.monotonic() - self._ended_at > TERMINAL_WAIT_S:
+            return self._hand_out([])
         out: list[Message] = []
         deadline = time.monotonic() + timeout_s
         while True:
@@ -186,24 +185,21 @@ class RemoteEngine:
             except queue.Empty:
                 return out
             if message is None:
-                ending = self._last_message[0] if self._last_message else self._channel_ended()
-                out.append(ending)
-                self._terminal = ending
-                return out
-            self._note(message)
-            if isinstance(message, RunFinished | RunFailed):
+                return self._hand_out(out)
+            self._lifecycle.note(message)
+            if message is self._lifecycle.terminal:
                 # Handed out once the task has ended on its host: a restart may take its
                 # folder right after.
-                self._last_message = (message, time.monotonic())
+                self._ended_at = time.monotonic()
                 continue
+            if isinstance(message, Log) and message.level == "error":
+                self._tail.append(message.text)
             out.append(message)
 
-    def _note(self, message: Message) -> None:
-        if isinstance(message, StepMetrics) and message.steps:
-            self._last_step, self._last_loss = message.steps[-1], message.losses[-1]
-            self._last_elapsed_s = message.elapsed_s[-1]
-        elif isinstance(message, Log) and message.level == "error":
-            self._tail.append(message.text)
+    def _hand_out(self, out: list[Message]) -> list[Message]:
+        """``out`` and the task's end: its last message, or what the channel's end says."""
+        self._handed_out = True
+        return [*out, self._lifecycle.terminal or self._channel_ended()]
 
     def _channel_ended(self) -> RunFinished | RunFailed:
         """The channel ended before the task's last message: killed here, or lost."""
@@ -211,20 +207,13 @@ class RemoteEngine:
         with contextlib.suppress(subprocess.TimeoutExpired):
             self._process.wait(timeout=5)
         if self._killed_on_request:
-            return RunFinished(
-                status="stopped",
-                last_step=self._last_step or 0,
-                final_loss=self._last_loss,
-                elapsed_s=self._last_elapsed_s,
-                killed=True,
-                task=self.task,
-            )
+            return self._lifecycle.stopped(killed=True)
         said = "; ".join(self._tail) or "it printed nothing"
         return RunFailed(
             error_type="ConnectionLost",
             message=f"the channel to {self.where} ended (exit code {self._process.returncode}) "
             f"before the task's last message: {said}",
-            last_step=self._last_step,
+            last_step=self._lifecycle.last_step,
             exit_code=self._process.returncode,
             known=True,
             task=self.task,

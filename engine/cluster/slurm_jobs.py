@@ -65,7 +65,6 @@ from ..messages import (
     Resources,
     RunFailed,
     RunFinished,
-    RunStarted,
     StepMetrics,
 )
 from ..problems import ProblemsError
@@ -78,6 +77,7 @@ from ..run_folder import (
     read_status,
     update_status,
 )
+from ..run_lifecycle import RunLifecycle
 from ..stack_dumps import DUMP_SIGNAL, collect_stacks, diagnose
 from ..tf_config import chief_of
 from .environments import environment_warning
@@ -483,7 +483,8 @@ class SlurmRun:
         self._ended_at: float | None = None
         self._last_step_at: float | None = None
         self._dumped = False
-        self._last: StepMetrics | None = None
+        self._lifecycle = RunLifecycle()
+        """The chief's messages, every attempt's: its last step and its last message."""
 
     @property
     def done(self) -> bool:
@@ -567,15 +568,17 @@ class SlurmRun:
                     out.append(message)
 
     def _take(self, message: Message, out: list[Message]) -> None:
-        if isinstance(message, RunFinished | RunFailed):
-            self._held = (message, time.monotonic(), self._attempt_restarts)
+        self._lifecycle.note(message)
+        ended = self._lifecycle.terminal
+        if ended is not None and message is ended:
+            self._held = (ended, time.monotonic(), self._attempt_restarts)
             return
-        if isinstance(message, RunStarted):
+        if message is self._lifecycle.started:  # an attempt begins: the first, or a requeue's
             if self._held is not None:
                 self._requeued(out)
             self._attempt_restarts = self.state.restarts if self.state else 0
         if isinstance(message, StepMetrics) and message.steps:
-            self._last, self._last_step_at, self._dumped = message, time.monotonic(), False
+            self._last_step_at, self._dumped = time.monotonic(), False
         if isinstance(message, Resources):
             self._sampled(message, self._chief_task, out)
             return
@@ -683,20 +686,13 @@ class SlurmRun:
         (cancelled), or a failure that names the job's state and last output."""
         if self._earlier_end is not None:
             return self._earlier_end
-        last = self._last
         if state.state == "CANCELLED":
-            return RunFinished(
-                status="stopped",
-                last_step=last.steps[-1] if last else 0,
-                final_loss=last.losses[-1] if last else None,
-                elapsed_s=last.elapsed_s[-1] if last else 0.0,
-                killed=last is not None,
-            )
+            return self._lifecycle.stopped(killed=self._lifecycle.stepped)
         return RunFailed(
             error_type="SlurmJobEnded",
             message=f"job {self.job_id} ended {state} before its chief's last message: "
             f"{self._output_tail()}",
-            last_step=last.steps[-1] if last else None,
+            last_step=self._lifecycle.last_step,
             known=True,
         )
 

@@ -33,6 +33,7 @@ from ..messages import (
 )
 from ..resume_rules import refuse_strategy
 from ..run_folder import TASKS_DIR, RunFolderError, RunFolderLock, prepare_resume
+from ..run_lifecycle import RunLifecycle
 from ..stack_dumps import TaskStack, diagnose
 from ..tf_config import TaskSpec
 from .blame import STALLED, cause
@@ -59,16 +60,26 @@ class _Task:
         self.address = address
         self.engine = engine
         self.server = server
-        self.state: TaskState = "starting"
+        self.lifecycle = RunLifecycle(self.name)
+        """What the task's messages said: its start, its last step, its end."""
         self.last_line = ""
-        self.last_step: int | None = None
-        self.started: RunStarted | None = None
         self.devices: list[str] | None = None
         """Where its replicas run, as its StrategyReady said (multi-worker tasks only)."""
         self.environment: EnvironmentReady | None = None
         """The software it runs, as it said before loading TensorFlow."""
-        self.terminal: RunFinished | RunFailed | None = None
         self.resources: Resources | None = None
+
+    @property
+    def state(self) -> TaskState:
+        """Where the task stands, in the words the Cluster tab shows."""
+        terminal = self.lifecycle.terminal
+        if isinstance(terminal, RunFinished):
+            return terminal.status
+        if terminal is not None:
+            return "failed"
+        if self.lifecycle.started is None:
+            return "starting"
+        return "serving" if self.lifecycle.serving else "running"
 
 
 Ending = Literal["finished", "stopped", "failed"]
@@ -147,8 +158,6 @@ class LocalCluster:
         self._done = False
         self._started_at = 0.0
         self._began = 0.0
-        self._last_loss: float | None = None
-        self._last_elapsed_s = 0.0
         self._folder = ClusterFolder(run_dir, self._folder_failure)
         self._outbox: list[Message] = []
         # The reporter's RunStarted and what followed it, until every trainer has started.
@@ -239,7 +248,7 @@ class LocalCluster:
                 state=t.state,
                 pid=t.engine.pid,
                 last_line=t.last_line,
-                last_step=t.last_step,
+                last_step=t.lifecycle.last_step,
                 run_dir=self.run_dir / TASKS_DIR / task_dir_name(t.spec),
                 resources=t.resources,
             )
@@ -307,14 +316,13 @@ class LocalCluster:
     def _handle(self, task: _Task, message: Message) -> None:
         """Updates the task's state and passes on what belongs in the cluster's stream."""
         reporter = task is self._reporter
+        task.lifecycle.note(message)
         if isinstance(message, Log):
             task.last_line = message.text
             if message.level in ("warning", "error"):
                 self._folder.log(message.level, f"[{task.name}] {message.text}")
             self._outbox.append(message)
         elif isinstance(message, RunStarted):
-            task.state = "serving" if message.serving else "running"
-            task.started = message
             if reporter:
                 if self._resume:  # the steps after the checkpoint are trained again
                     self._folder.resumed_at(message.first_step)
@@ -339,18 +347,13 @@ class LocalCluster:
                     self._folder.log("warning", finding.line)
             self._outbox.append(message)  # every task's: the window shows each one's
         elif isinstance(message, StepMetrics):
-            task.last_step = message.steps[-1]
             if reporter:
                 self._last_step_at, self._dumped = time.monotonic(), False
-                self._last_loss = message.losses[-1]
-                self._last_elapsed_s = message.elapsed_s[-1]
                 self._folder.record(message)
                 self._pass_on(message)
         elif isinstance(message, RunFinished):
-            task.state, task.terminal = message.status, message
             self._note(f"{task.name} {message.status}", task=task.name)
         elif isinstance(message, RunFailed):
-            task.state, task.terminal = "failed", message
             if task.name not in self._killed:
                 self._failures.append(message)
             self._note(
@@ -421,9 +424,13 @@ class LocalCluster:
         if self._held_start is None:
             return
         trainers = self._trainers()
-        if not now and not all(t.started or t.terminal for t in trainers):
+        if not now and not all(t.lifecycle.started or t.lifecycle.ended for t in trainers):
             return
-        devices = list(dict.fromkeys(d for t in trainers if t.started for d in t.started.devices))
+        devices = list(
+            dict.fromkeys(
+                d for t in trainers if t.lifecycle.started for d in t.lifecycle.started.devices
+            )
+        )
         started = self._held_start.model_copy(update={"devices": devices})
         self._outbox += [started, *self._held]
         self._held_start, self._held = None, []
@@ -450,7 +457,9 @@ class LocalCluster:
             self._dumped = True
             self._dump_stacks(now - self._last_step_at)
         if self._ending is None:
-            ended = [t for t in self._tasks if t.server and isinstance(t.terminal, RunFinished)]
+            ended = [
+                t for t in self._tasks if t.server and isinstance(t.lifecycle.terminal, RunFinished)
+            ]
             if ended:
                 self._failures.append(
                     RunFailed(
@@ -461,7 +470,7 @@ class LocalCluster:
                 )
             if self._failures:
                 self._end("failed")
-            elif all(t.terminal for t in self._trainers()):
+            elif all(t.lifecycle.ended for t in self._trainers()):
                 self._end("finished")
         if self._ending is None:
             return
@@ -530,7 +539,7 @@ class LocalCluster:
     def _final(self) -> RunFinished | RunFailed:
         self._done = True
         reporter = self._reporter
-        last_step = reporter.last_step
+        last_step = reporter.lifecycle.last_step
         final: RunFinished | RunFailed
         if self._ending == "failed":
             failure = self._cause()
@@ -552,16 +561,10 @@ class LocalCluster:
             details = {"error_type": final.error_type, "error": final.message, "task": final.task}
             status = "failed"
         else:
-            if isinstance(reporter.terminal, RunFinished):
-                final = reporter.terminal
+            if isinstance(reporter.lifecycle.terminal, RunFinished):
+                final = reporter.lifecycle.terminal
             else:  # the reporting task was killed on its way to a stop
-                final = RunFinished(
-                    status="stopped",
-                    last_step=last_step or 0,
-                    final_loss=self._last_loss,
-                    elapsed_s=self._last_elapsed_s,  # the training clock, as metrics.csv's
-                    task=reporter.name,
-                )
+                final = reporter.lifecycle.stopped(killed=False)
             details, status = {}, final.status
         if self._folder_lock is not None:
             self._folder_lock.free_reserve()  # on a full disk, the room to record the end

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from ..config import Project
 from ..messages import EvalMetrics, Message, StepMetrics
 from ..problems import Problem
+from ..run_lifecycle import RunLifecycle
 from ..smoothed_loss import SmoothedLoss
 
 OBJECTIVES = ("val_loss", "val_accuracy", "loss")
@@ -55,8 +56,9 @@ class ObjectiveTracker:
     metric: str
     report_every: int
     warmup: int = 0
-    last_step: int = 0
     best: float | None = None
+    lifecycle: RunLifecycle = field(init=False, default_factory=RunLifecycle)
+    """Where the trial's run stands: its last step, how it ended."""
     _loss: SmoothedLoss = field(init=False, default_factory=SmoothedLoss)
     _next_rung: int = field(init=False, default=0)
     pending: list[tuple[int, float]] = field(default_factory=list)
@@ -64,8 +66,14 @@ class ObjectiveTracker:
     def __post_init__(self) -> None:
         self._next_rung = max(self.warmup, self.report_every)
 
+    @property
+    def last_step(self) -> int:
+        """The last step the trial reported; 0 before its first."""
+        return self.lifecycle.last_step or 0
+
     def apply(self, message: Message) -> None:
         """Takes a message of the run; what to report piles up in :attr:`pending`."""
+        self.lifecycle.note(message)
         if isinstance(message, StepMetrics):
             if not message.steps:
                 return
@@ -80,7 +88,6 @@ class ObjectiveTracker:
                     if smoothed is not None:
                         self.pending.append((step, smoothed))
             self._loss.extend(message.losses[taken:])
-            self.last_step = message.steps[-1]
         elif isinstance(message, EvalMetrics) and self.metric in message.metrics:
             value = message.metrics[self.metric]
             if math.isfinite(value):

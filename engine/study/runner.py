@@ -27,7 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from ..config import MAX_SEED, Project
 from ..engine_handle import EngineHandle
 from ..fileio import atomic_write_text
-from ..messages import Message, RunFailed, RunFinished
+from ..messages import Message, RunFailed
 from ..problems import Problem, ProblemsError, parse_json_text, problems_from_validation_error
 from ..process import WarmEngines
 from ..project_file import load_project_data
@@ -438,13 +438,10 @@ class TrialRun:
         """The last value reported to the pruner (what a pruned trial's session shows)."""
         self.started = time.time()
         self.interrupted = False
-        self._ending: RunFinished | RunFailed | None = None
 
     def apply(self, message: Message) -> bool:
         """Takes one message of the trial's run; True once, when the pruner stops it."""
         self.tracker.apply(message)
-        if isinstance(message, RunFinished | RunFailed):
-            self._ending = message
         prune = False
         for step, value in self.tracker.take_reports():
             if self.pruned_at is not None or self.interrupted:
@@ -502,7 +499,7 @@ class TrialRun:
         states = self._study._optuna.trial.TrialState
         study, trial, params, run_dir = self._study.study, self._trial, self.params, self.run_dir
         steps = self.tracker.last_step
-        ending = self._ending
+        ending = self.tracker.lifecycle.terminal
         if isinstance(ending, RunFailed) or ending is None:
             _tell(study, trial, state=states.FAIL)
             note = ending.message if ending is not None else "the run ended without a word"

@@ -8,7 +8,8 @@ import time
 from pathlib import Path
 
 import pytest
-from distloop.engine.cluster import slurm_runs
+from distloop.engine.cluster import slurm_jobs, slurm_runs
+from distloop.engine.cluster.slurm_jobs import SlurmRun
 from distloop.engine.cluster.slurm_runs import (
     ELSEWHERE_FILE,
     is_job_run,
@@ -17,13 +18,17 @@ from distloop.engine.cluster.slurm_runs import (
     summarize_job,
     with_job_state,
 )
-from distloop.engine.run_folder import update_status
+from distloop.engine.config import Project
+from distloop.engine.message_stream import write_message
+from distloop.engine.messages import Message, RunFailed, RunFinished, RunStarted, StepMetrics
+from distloop.engine.run_folder import MESSAGES_FILE, update_status
 from distloop.engine.run_history import (
     INTERRUPTED,
     SUBMITTED,
     list_runs,
     slurm_jobs_root,
 )
+from support.distloop_testing import synthetic_project
 from support.slurm_jobs import chief_started, fake_job, fake_slurm
 
 
@@ -160,3 +165,75 @@ def test_a_job_folder_with_a_broken_project_is_still_listed(tmp_path: Path) -> N
     (run_dir.parent.parent / "project.json").write_text("{not json")
     [row] = list_jobs(tmp_path)
     assert row.name == "job (Slurm job 42)" and row.status == SUBMITTED
+
+
+STARTED = RunStarted(
+    strategy="MultiWorkerMirroredStrategy",
+    num_replicas=2,
+    devices=["CPU:0"],
+    tensorflow_version="2.21",
+)
+STEPS = StepMetrics(steps=[1, 2, 3], losses=[3.0, 2.0, 1.5], elapsed_s=[0.5, 1.0, 1.5])
+
+
+@pytest.mark.parametrize(
+    ("state", "chief_said", "ending"),
+    [
+        (  # scancel'd while its tasks ran: stopped at the chief's last step, from a checkpoint
+            "CANCELLED",
+            [STARTED, STEPS],
+            RunFinished(status="stopped", last_step=3, final_loss=1.5, elapsed_s=1.5, killed=True),
+        ),
+        (  # cancelled before the first step: nothing was killed that had trained
+            "CANCELLED",
+            [STARTED],
+            RunFinished(status="stopped", last_step=0, final_loss=None, elapsed_s=0.0),
+        ),
+    ],
+)
+def test_a_job_that_ended_without_its_chief_s_last_message_ends_its_follower(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    state: str,
+    chief_said: list[Message],
+    ending: RunFinished,
+) -> None:
+    """The follower reads the chief's steps and takes the job's end for the run's own end."""
+    run = _followed_job(tmp_path, monkeypatch, state, chief_said)
+    assert _follow(run)[-1] == ending
+
+
+def test_a_job_that_failed_without_its_chief_s_last_message_names_its_last_step(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    run = _followed_job(tmp_path, monkeypatch, "NODE_FAIL", [STARTED, STEPS])
+    failure = _follow(run)[-1]
+    assert isinstance(failure, RunFailed) and failure.error_type == "SlurmJobEnded"
+    assert failure.last_step == 3 and "job 42 ended NODE_FAIL" in failure.message
+
+
+def _followed_job(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, state: str, chief_said: list[Message]
+) -> SlurmRun:
+    """A job Slurm says has ended, whose chief wrote ``chief_said`` and no last message."""
+    run_dir = fake_job(tmp_path / "jobs")
+    chief = run_dir / "tasks" / "worker-0"
+    chief.mkdir(parents=True)
+    with (chief / MESSAGES_FILE).open("w") as record:
+        for message in chief_said:
+            write_message(message, record)
+    fake_slurm(tmp_path, monkeypatch, shows(state))
+    monkeypatch.setattr(slurm_jobs, "SETTLE_S", 0.0)
+    project = Project.model_validate(synthetic_project(1))
+    return SlurmRun(project, run_dir, "42", run_dir.parent.parent)
+
+
+def _follow(run: SlurmRun) -> list[Message]:
+    run.start()
+    said: list[Message] = []
+    deadline = time.monotonic() + 120
+    while not run.done and time.monotonic() < deadline:
+        said += run.poll(0.2)
+    run.close()
+    assert run.done, said
+    return said
