@@ -28,6 +28,8 @@ from distloop.engine.run_events import (
     Logged,
     Pruning,
     RunEvent,
+    RunFailure,
+    RunOutcome,
     Started,
     StatusChanged,
     StepsAdded,
@@ -57,6 +59,15 @@ STARTED = RunStarted(
     tensorflow_version="2.99",
     total_steps=10,
 )
+STARTED_SEEN = Started(
+    strategy="MirroredStrategy",
+    strategy_kind="mirrored",
+    num_replicas=2,
+    devices=("/cpu:0", "/cpu:1"),
+    tensorflow_version="2.99",
+    total_steps=10,
+)
+"""What views are told of :data:`STARTED`."""
 
 
 def steps(first: int, last: int, *, full: bool = True) -> StepMetrics:
@@ -87,7 +98,7 @@ def test_applied_messages_make_the_trace_status_and_clock() -> None:
     assert model.status == "starting" and model.elapsed_s() is None  # start-up is not training
     model.apply(Log(text="engine starting"))
     model.apply(STARTED)
-    assert (model.status, model.total_steps, model.started) == ("running", 10, STARTED)
+    assert (model.status, model.total_steps, model.started) == ("running", 10, STARTED_SEEN)
     model.apply(steps(1, 2, full=False))
     model.apply(steps(3, 4))
     clock.now += 1.0
@@ -137,14 +148,18 @@ def test_each_change_is_told_as_its_typed_event() -> None:
     model.stopping()  # too late: it has ended
     model.resume()
     assert seen == [
-        Logged(line),
-        Started(STARTED),
-        StepsAdded(batch),
-        Evaluated(evaluation),
+        Logged("slow disk", "warning"),
+        STARTED_SEEN,
+        StepsAdded(
+            (1, 2), (1.0, 0.5), (0.5, 1.0), {"loss": (1.0, 0.5), "g": (2.0, 1.0)}
+        ),  # the batch
+        Evaluated(2, {"val_loss": 0.3}, 8),
         TasksChanged(()),
         Pruning(2, "worse than the median"),
         StatusChanged("stopping"),
-        StatusChanged("failed", failure),
+        StatusChanged(
+            "failed", RunOutcome("failed", None, failure=RunFailure("OSError", "disk full"))
+        ),
         StatusChanged("starting"),
     ]
 

@@ -122,7 +122,7 @@ class ResourcesPlot(QWidget):
 
     def show_change(self, model: RunModel, event: RunEvent) -> None:
         if model is self._model and isinstance(event, ResourcesSampled):
-            self._rows.setdefault(event.message.task, []).append(sample_row(event.message))
+            self._rows.setdefault(event.task, []).append(dict(event.row))
             self._dirty = True
 
     def show_past(self, run_dir: Path) -> None:

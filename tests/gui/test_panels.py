@@ -12,7 +12,7 @@ from distloop.engine.messages import (
     RunStarted,
     StepMetrics,
 )
-from distloop.engine.run_events import Started
+from distloop.engine.run_events import Logged, Started
 from distloop.engine.run_model import RunModel
 from distloop.gui.project.strategy_form import logical_device
 from distloop.gui.run.log_panel import LEVEL_COLORS, MAX_LINES, LogPanel
@@ -239,15 +239,16 @@ def test_a_run_start_warning_is_logged_once(qtbot) -> None:
     qtbot.addWidget(panel)
     warning = "data.path: skipped 1 unreadable image(s) (data.on_bad_file is skip): a.png"
     panel.run_starting()
-    panel.add_message(Log(level="warning", text=warning))
-    started = RunStarted(
+    panel.add_message(Logged(warning, "warning"))
+    started = Started(
         strategy="MirroredStrategy",
+        strategy_kind=None,
         num_replicas=1,
-        devices=["/cpu:0"],
+        devices=("/cpu:0",),
         tensorflow_version="2.21.0",
-        warnings=[warning],
+        warnings=(warning,),
     )
-    panel.show_change(RunModel(), Started(started))
+    panel.show_change(RunModel(), started)
     assert sum(warning in line for line in panel.lines()) == 1
 
 
