@@ -48,12 +48,12 @@ from PySide6.QtWidgets import (
 
 from ...engine.cluster.run_plans import cluster_plan
 from ...engine.config import Project
+from ...engine.devices import DetectedDevices, detect_devices
 from ...engine.engine_handle import ClusterFactory, EngineFactory
 from ...engine.examples import example_names, example_text
 from ...engine.formatting import format_duration
-from ...engine.messages import DevicesDetected
 from ...engine.problems import ProblemsError
-from ...engine.process import WarmEngines, detect_devices
+from ...engine.process import WarmEngines
 from ...engine.run_events import RunEvent, RunFailure, RunOutcome, Started, StatusChanged
 from ...engine.run_history import RunSummary
 from ...engine.run_model import RunModel
@@ -134,7 +134,7 @@ class MainWindow(QMainWindow):
     def __init__(
         self,
         engine_factory: EngineFactory | None = None,
-        detect: Callable[[float], DevicesDetected] = detect_devices,
+        detect: Callable[[float], DetectedDevices] = detect_devices,
         runs_root: Path | None = None,
         cluster_factory: ClusterFactory | None = None,
         warm_engines: WarmEngines | None = None,
@@ -980,7 +980,7 @@ class MainWindow(QMainWindow):
         if self._close_after_run:
             self.close()
 
-    def _on_devices_detected(self, found: DevicesDetected) -> None:
+    def _on_devices_detected(self, found: DetectedDevices) -> None:
         self._tensorflow_version = found.tensorflow_version
         self.status_panel.set_tensorflow_version(found.tensorflow_version)
         names = ", ".join(f"{d.name} ({d.device_type})" for d in found.devices)
