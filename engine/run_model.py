@@ -162,8 +162,9 @@ class RunModel:
         """What the engine is doing outside its steps now (loading TensorFlow, checking
         files, evaluating...); None while it steps, and once the run ended."""
         self.tasks: list[TaskInfo] = []
-        self.resources: dict[str | None, list[Resources]] = {}
-        """Each task's resource samples, in order (``None``: a single process's)."""
+        self.resources: dict[str | None, list[Mapping[str, float | None]]] = {}
+        """Each task's resource samples, in order (``None``: a single process's), as the
+        named values of ``engine.system_metrics.sample_row``."""
         self.findings: list[Finding] = []
         """What slows the run now, in words (``engine.findings``)."""
         self._findings = Findings()
@@ -242,8 +243,9 @@ class RunModel:
 
     def _apply_resources(self, message: Resources) -> None:
         """Keeps the sample; a finding that is new or changed is said once, in the log."""
-        self.resources.setdefault(message.task, []).append(message)
-        self._tell(ResourcesSampled(message.task, sample_row(message)))
+        row = sample_row(message)
+        self.resources.setdefault(message.task, []).append(row)
+        self._tell(ResourcesSampled(message.task, row))
         changed = self._findings.add(message)
         self.findings = list(self._findings.current)  # the latest numbers, said or not
         if changed:
