@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import json
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .messages import Predicted
+if TYPE_CHECKING:  # the prediction process sits layers above these helpers
+    from .prediction import Prediction
 
 
 def format_duration(seconds: float) -> str:
@@ -64,7 +65,7 @@ def format_compact(value: float) -> str:
     return f"{mantissa}e{int(exponent)}" if marker else text
 
 
-def format_prediction(prediction: Predicted, *, shown: int = 5) -> str:
+def format_prediction(prediction: Prediction, *, shown: int = 5) -> str:
     """One line: the input, the top class and its probability, then the runners-up."""
     if prediction.classes:
         top, *rest = prediction.classes
@@ -74,13 +75,13 @@ def format_prediction(prediction: Predicted, *, shown: int = 5) -> str:
             more = f", +{len(rest) - shown + 1} more" if len(rest) > shown - 1 else ""
             text += f"  ({others}{more})"
         return text
-    values = prediction.values or []
+    values = prediction.values or ()
     shown_values = " ".join(f"{value:.6g}" for value in values[:shown])
     more = f" +{len(values) - shown} more" if len(values) > shown else ""
     return f"{prediction.input}: {shown_values}{more}"
 
 
-def prediction_json(prediction: Predicted) -> str:
+def prediction_json(prediction: Prediction) -> str:
     """The machine form of one prediction (``distloop predict --json``)."""
     item: dict[str, Any] = {"input": prediction.input}
     if prediction.classes is not None:

@@ -9,7 +9,9 @@ the protocol's messages (``engine.messages``): a
 prediction waits for TensorFlow; ``distloop predict`` sends it all its inputs as one
 request. Whatever the process does (refuses the model, fails, dies), the caller
 gets one line: a :class:`PredictionError`, or an input's own entry in
-:attr:`PredictionResult.errors` while the other inputs are still predicted.
+:attr:`PredictionResult.errors` while the other inputs are still predicted. Each answer
+is handed on as a plain :class:`Prediction`: its readers (Try It, ``distloop predict``)
+read names and numbers, never the wire.
 """
 
 from __future__ import annotations
@@ -45,21 +47,48 @@ class PredictionError(Exception):
     failing or dying): one line to show."""
 
 
+@dataclass(frozen=True)
+class ClassChance:
+    """A class a classifier's example may be, and how likely it is."""
+
+    name: str
+    probability: float
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """One example's prediction: where it came from (``rows.csv:3``, ``x.npy[4]``,
+    ``cat.png``), a classifier's classes best first, else the model's raw outputs."""
+
+    input: str
+    classes: tuple[ClassChance, ...] | None = None
+    values: tuple[float, ...] | None = None
+
+
 @dataclass
 class PredictionResult:
     """What a prediction request gave: the model's description, the predictions, bad inputs."""
 
     model: ModelLoaded | None = None
-    predictions: list[Predicted] = field(default_factory=list)
+    predictions: list[Prediction] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     """One line per input that could not be predicted, naming the input."""
 
     def add(self, message: Predicted | InputRefused) -> None:
         if isinstance(message, Predicted):
-            self.predictions.append(message)
+            self.predictions.append(_prediction(message))
         else:
             where = message.input
             self.errors.append(f"{where}: {message.error}" if where else message.error)
+
+
+def _prediction(message: Predicted) -> Prediction:
+    classes = message.classes
+    return Prediction(
+        message.input,
+        None if classes is None else tuple(ClassChance(c.name, c.probability) for c in classes),
+        None if message.values is None else tuple(message.values),
+    )
 
 
 def model_folder(run_dir: Path) -> Path:

@@ -19,7 +19,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 from numpy.typing import NDArray
@@ -46,6 +46,9 @@ from .run_events import (
     Pruning,
     ResourcesSampled,
     RunEvent,
+    RunFailure,
+    RunOutcome,
+    RunPhase,
     Started,
     StatusChanged,
     SteppingStopped,
@@ -54,6 +57,7 @@ from .run_events import (
 )
 from .run_folder import EVAL_FILE, loss_columns, read_eval, read_metrics
 from .run_history import summarize
+from .system_metrics import sample_row
 
 if TYPE_CHECKING:
     from .engine_handle import TaskInfo
@@ -150,15 +154,17 @@ class RunModel:
         self.pruned: tuple[int, str] | None = None
         """A study's trial stopped by its pruner: the step it was judged at, and why."""
         self.trace = Trace()
-        self.started: RunStarted | None = None
-        self.outcome: RunFinished | RunFailed | None = None
-        self.last_evaluation: EvalMetrics | None = None
-        self.phase: Phase | None = None
+        self.started: Started | None = None
+        """How the run runs, once the engine said (strategy, replicas, devices)."""
+        self.outcome: RunOutcome | None = None
+        self.last_evaluation: Evaluated | None = None
+        self.phase: RunPhase | None = None
         """What the engine is doing outside its steps now (loading TensorFlow, checking
         files, evaluating...); None while it steps, and once the run ended."""
         self.tasks: list[TaskInfo] = []
-        self.resources: dict[str | None, list[Resources]] = {}
-        """Each task's resource samples, in order (``None``: a single process's)."""
+        self.resources: dict[str | None, list[Mapping[str, float | None]]] = {}
+        """Each task's resource samples, in order (``None``: a single process's), as the
+        named values of ``engine.system_metrics.sample_row``."""
         self.findings: list[Finding] = []
         """What slows the run now, in words (``engine.findings``)."""
         self._findings = Findings()
@@ -179,8 +185,8 @@ class RunModel:
     def apply(self, message: Message) -> None:
         """Takes one message of the run into the model, then tells the listeners."""
         if isinstance(message, Phase):
-            self.phase = message
-            self._tell(PhaseChanged(message))
+            self.phase = RunPhase(message.name, message.done, message.total, message.task)
+            self._tell(PhaseChanged(self.phase))
             return
         if self.phase is not None and isinstance(message, _PHASE_ENDS):
             self.phase = None  # steps, an evaluation's result or the end came after it
@@ -189,52 +195,63 @@ class RunModel:
         if isinstance(message, StepMetrics):
             if message.steps:
                 self._apply_steps(message)
-                self._tell(StepsAdded(message))
+                self._tell(_steps_added(message))
         elif isinstance(message, EvalMetrics):
             self.trace.evaluations.append((message.step, dict(message.metrics)))
-            self.last_evaluation = message
-            self._tell(Evaluated(message))
+            self.last_evaluation = Evaluated(message.step, dict(message.metrics), message.examples)
+            self._tell(self.last_evaluation)
         elif isinstance(message, Log):
-            self._tell(Logged(message))
+            self._tell(Logged(message.text, message.level, message.source, message.task))
         elif isinstance(message, Resources):
             self._apply_resources(message)
         elif isinstance(message, Stopping):
-            self._tell(SteppingStopped(message))
+            self._tell(SteppingStopped(message.last_step, tuple(message.saving)))
         elif isinstance(message, RunStarted):
-            self.started = message
+            self.started = _started(message)
             self.first_step = message.first_step
             if message.total_steps is not None:
                 self.total_steps = message.total_steps
             if self.status == "starting":
                 self.status = "running"
             self.trace.truncate_after(message.first_step - 1)
-            self._tell(Started(message))
-        elif isinstance(message, RunFinished):
-            self.outcome = message
-            if message.status == "finished":  # it reached its last step before the stop
+            self._tell(self.started)
+        elif isinstance(message, RunFinished | RunFailed):
+            self._ended(outcome_of(message))
+
+    def fail(self, failure: RunFailure) -> None:
+        """The run failed outside its engine (its process could not start, or its stream
+        broke): it ends ``failed`` as if the engine had said so."""
+        self._ended(RunOutcome("failed", None, failure=failure))
+
+    def _ended(self, outcome: RunOutcome) -> None:
+        self.phase = None  # the end tells itself
+        if outcome.failure is None:
+            if outcome.status == "finished":  # it reached its last step before the stop
                 self.pruned = None
-            self.status = "pruned" if self.pruned is not None else message.status
-            self._engine_clock = (message.elapsed_s, self._clock())
-            self._end()
-            self._tell(StatusChanged(self.status, message))
-        elif isinstance(message, RunFailed):
-            self.outcome = message
-            self.status = "failed"
-            if self._engine_clock is not None:  # a failed run trained until its last step
-                self._engine_clock = (self._engine_clock[0], self._clock())
-            self._end()
-            self._tell(StatusChanged(self.status, message))
+            self._engine_clock = (outcome.elapsed_s or 0.0, self._clock())
+        elif self._engine_clock is not None:  # a failed run trained until its last step
+            self._engine_clock = (self._engine_clock[0], self._clock())
+        self.outcome = outcome
+        failed_or_pruned = "failed" if outcome.failure is not None else "pruned"
+        self.status = outcome.status if self.pruned is None else failed_or_pruned
+        self._end()
+        self._tell(StatusChanged(self.status, outcome))
+
+    def log(self, text: str, level: Literal["debug", "info", "warning", "error"] = "info") -> None:
+        """A line of the window's own about the run, for its log (as the engine's lines)."""
+        self._tell(Logged(text, level))
 
     def _apply_resources(self, message: Resources) -> None:
         """Keeps the sample; a finding that is new or changed is said once, in the log."""
-        self.resources.setdefault(message.task, []).append(message)
-        self._tell(ResourcesSampled(message))
+        row = sample_row(message)
+        self.resources.setdefault(message.task, []).append(row)
+        self._tell(ResourcesSampled(message.task, row))
         changed = self._findings.add(message)
         self.findings = list(self._findings.current)  # the latest numbers, said or not
         if changed:
             self._tell(FindingsChanged(tuple(self.findings)))
             for finding in self._findings.new:
-                self._tell(Logged(Log(level="warning", text=finding.line)))
+                self._tell(Logged(finding.line, "warning"))
 
     def stopping(self) -> None:
         """A stop was asked for: the engine stops after its current step."""
@@ -367,6 +384,52 @@ class RunModel:
         if summary.duration_s is not None:
             model._engine_clock = (summary.duration_s, model._ended_at)
         return model
+
+
+def outcome_of(message: RunFinished | RunFailed) -> RunOutcome:
+    """How the run ended, as the engine's last message says."""
+    if isinstance(message, RunFinished):
+        return RunOutcome(
+            message.status,
+            message.last_step,
+            message.final_loss,
+            message.elapsed_s,
+            killed=message.killed,
+        )
+    failure = RunFailure(
+        message.error_type,
+        message.message,
+        message.traceback,
+        message.known,
+        message.task,
+        message.exit_code,
+    )
+    return RunOutcome("failed", message.last_step, failure=failure)
+
+
+def _started(message: RunStarted) -> Started:
+    return Started(
+        strategy=message.strategy,
+        strategy_kind=message.strategy_kind,
+        num_replicas=message.num_replicas,
+        devices=tuple(message.devices),
+        tensorflow_version=message.tensorflow_version,
+        first_step=message.first_step,
+        total_steps=message.total_steps,
+        warnings=tuple(message.warnings),
+        task=message.task,
+        serving=message.serving,
+    )
+
+
+def _steps_added(message: StepMetrics) -> StepsAdded:
+    named = message.named_losses or {}
+    return StepsAdded(
+        tuple(message.steps),
+        tuple(message.losses),
+        tuple(message.elapsed_s),
+        {name: tuple(values) for name, values in named.items()},
+    )
 
 
 def _read_evaluations(run_dir: Path) -> Mapping[str, list[float]]:

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .config import Project
-from .messages import RunFailed, RunFinished
+from .run_events import RunOutcome
 from .run_history import RunSummary
 
 
@@ -51,19 +51,18 @@ def best_val_loss(item: QueueItem) -> float | None:
     return validation.get("val_loss") if validation else None
 
 
-def ended_state(
-    outcome: RunFinished | RunFailed | None, stopped_by_user: bool
-) -> tuple[ItemState, str | None]:
+def ended_state(outcome: RunOutcome | None, stopped_by_user: bool) -> tuple[ItemState, str | None]:
     """How a run ended, and the error to show for a failure.
 
     A run without an outcome (its engine could not start, or died without a word) failed.
     """
-    if isinstance(outcome, RunFinished) and outcome.status == "finished":
+    if outcome is not None and outcome.status == "finished":
         return ItemState.FINISHED, None
-    if stopped_by_user or (isinstance(outcome, RunFinished) and outcome.status == "stopped"):
+    if stopped_by_user or (outcome is not None and outcome.status == "stopped"):
         return ItemState.STOPPED, None
-    if isinstance(outcome, RunFailed):
-        return ItemState.FAILED, f"{outcome.error_type}: {outcome.message}"
+    if outcome is not None and outcome.failure is not None:
+        failure = outcome.failure
+        return ItemState.FAILED, f"{failure.error_type}: {failure.message}"
     return ItemState.FAILED, "the run ended without reporting how"
 
 
@@ -123,9 +122,7 @@ class QueueOrder:
             self.current = None
         self.running = False
 
-    def end_current(
-        self, outcome: RunFinished | RunFailed | None, stopped_by_user: bool
-    ) -> QueueItem | None:
+    def end_current(self, outcome: RunOutcome | None, stopped_by_user: bool) -> QueueItem | None:
         """Records how the current run ended; the item, or None when none was running.
 
         A stop by the user stops the queue too; any other end lets the next item start.

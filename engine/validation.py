@@ -9,16 +9,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from .config import Project, canonical_device, data_check_part, uneven_batch_warnings
 from .data_sources import source_of
 from .data_sources.folders import FolderSummary, checked_folder
-from .messages import DevicesDetected
 from .model_shapes import model_file_problems
 from .problems import Problem, ProblemsError
 from .project_file import load_project_data
 from .run_checks import file_findings
+
+if TYPE_CHECKING:  # engine.devices asks the engine process, a layer above this one
+    from .devices import DetectedDevices
 
 
 class FolderScans(Protocol):
@@ -65,7 +67,7 @@ def validate(
     folders: FolderScans | None = None,
     *,
     at_once: bool = False,
-    detected: DevicesDetected | None = None,
+    detected: DetectedDevices | None = None,
 ) -> Validation:
     """Runs the engine's own loader on the forms' dict: same rules, same messages.
 
@@ -140,7 +142,7 @@ def setting_advice(project: Project) -> list[str]:
     return advice
 
 
-def device_problems(project: Project, detected: DevicesDetected) -> list[Problem]:
+def device_problems(project: Project, detected: DetectedDevices) -> list[Problem]:
     """Devices of ``strategy.devices`` on this machine that Detect devices did not find,
     as the run would refuse them (``engine.tf.strategy.check_devices``); a device of
     another task (``/job:worker/...``) is that machine's to have."""

@@ -24,7 +24,7 @@ from ..engine_handle import ClusterHandle, EngineHandle
 from ..fileio import open_text
 from ..formatting import format_duration
 from ..message_stream import CHANNEL_CLOSED_GRACE_S, ControlChannel, write_message
-from ..messages import Message, Phase, RunFailed, RunFinished, Stopping, secondary_losses
+from ..messages import Message, secondary_losses
 from ..mlflow_log import LiveLogger, LiveSettings
 from ..problems import ProblemsError
 from ..run_events import (
@@ -32,6 +32,7 @@ from ..run_events import (
     Logged,
     PhaseChanged,
     RunEvent,
+    RunPhase,
     Started,
     StatusChanged,
     SteppingStopped,
@@ -162,7 +163,7 @@ def follow(
 
     def print_change(event: RunEvent) -> None:
         if isinstance(event, PhaseChanged):
-            phases.show(event.message)
+            phases.show(event.phase)
         saves.show(event)
         outcome = _print_event(event, quiet=quiet, verbose=verbose)
         if outcome is not None:
@@ -268,7 +269,7 @@ class _PhasePrinter:
         self._name: str | None = None
         self._share = 0
 
-    def show(self, phase: Phase | None) -> None:
+    def show(self, phase: RunPhase | None) -> None:
         if phase is None:
             self._name = None
             return
@@ -290,14 +291,14 @@ class _SavePrinter:
     window's log says: a large model's saves take seconds that looked like a hang."""
 
     def __init__(self) -> None:
-        self._stopped: tuple[float, Stopping] | None = None
+        self._stopped: tuple[float, SteppingStopped] | None = None
 
     def show(self, event: RunEvent) -> None:
         if isinstance(event, SteppingStopped) and self._stopped is None:
-            self._stopped = (time.monotonic(), event.message)
-            saving = " and ".join(event.message.saving)
+            self._stopped = (time.monotonic(), event)
+            saving = " and ".join(event.saving)
             _err(
-                f"distloop: stopping after step {event.message.last_step:,}"
+                f"distloop: stopping after step {event.last_step:,}"
                 + (f": saving {saving}" if saving else "")
             )
         elif isinstance(event, StatusChanged) and event.outcome is not None and self._stopped:
@@ -311,21 +312,20 @@ def _print_event(event: RunEvent, *, quiet: bool, verbose: bool) -> int | None:
     """Prints what changed in the run; returns the exit code once the run has ended."""
     if isinstance(event, StepsAdded):
         if not quiet:
-            message = event.message
-            named = message.named_losses or {}
+            named = event.named_losses
             shown = secondary_losses(named)
             lines = (
                 f"step={step} loss={format_loss(loss)}"
                 + "".join(f" {name}={format_loss(named[name][i])}" for name in shown)
-                for i, (step, loss) in enumerate(zip(message.steps, message.losses, strict=True))
+                for i, (step, loss) in enumerate(zip(event.steps, event.losses, strict=True))
             )
             print("\n".join(lines), flush=True)
     elif isinstance(event, Evaluated):
         if not quiet:
-            values = "".join(f" {k}={format_loss(v)}" for k, v in event.message.metrics.items())
-            print(f"eval step={event.message.step}{values}", flush=True)
+            values = "".join(f" {k}={format_loss(v)}" for k, v in event.metrics.items())
+            print(f"eval step={event.step}{values}", flush=True)
     elif isinstance(event, Started):
-        started = event.message
+        started = event
         if started.serving:
             _err(f"distloop: serving {started.serving} until the coordinator is done")
         else:
@@ -336,21 +336,20 @@ def _print_event(event: RunEvent, *, quiet: bool, verbose: bool) -> int | None:
             )
     elif isinstance(event, Logged):
         # Engine errors arrive again, whole, as RunFailed; only warnings need a line here.
-        line = event.message
+        line = event
         if verbose or (line.source == "engine" and line.level == "warning"):
             task = f"{line.task} " if line.task else ""
             _err(f"[{task}{line.source}] {line.text}")
-    elif isinstance(event, StatusChanged) and isinstance(event.outcome, RunFinished):
-        ended = event.outcome
-        loss = "n/a" if ended.final_loss is None else format_loss(ended.final_loss)
-        how = " (killed on request)" if ended.killed else ""
-        _err(
-            f"distloop: {ended.status}{how} after step {ended.last_step}, final loss {loss}, "
-            f"{format_duration(ended.elapsed_s)}"
-        )
-        return EXIT_OK
-    elif isinstance(event, StatusChanged) and isinstance(event.outcome, RunFailed):
-        failed = event.outcome
+    elif isinstance(event, StatusChanged) and event.outcome is not None:
+        ended, failed = event.outcome, event.outcome.failure
+        if failed is None:
+            loss = "n/a" if ended.final_loss is None else format_loss(ended.final_loss)
+            how = " (killed on request)" if ended.killed else ""
+            _err(
+                f"distloop: {ended.status}{how} after step {ended.last_step}, final loss {loss}, "
+                f"{format_duration(ended.elapsed_s or 0.0)}"
+            )
+            return EXIT_OK
         _err(f"distloop: the run failed: {failed.error_type}: {failed.message}")
         if failed.traceback and not failed.known:  # a known failure's stays in engine.log
             _err(failed.traceback.rstrip())

@@ -47,7 +47,7 @@ def command_example(name: str | None) -> int:
 
 
 def command_devices() -> int:
-    from ..process import detect_devices
+    from ..devices import detect_devices
 
     try:
         found = detect_devices()

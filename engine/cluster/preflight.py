@@ -108,7 +108,7 @@ def probe(paths: list[str], ports: list[int], folder: str, *, devices: bool) -> 
         "free_bytes": _free_bytes(Path(folder).expanduser()),
     }
     if devices:
-        from ..process import detect_devices
+        from ..devices import detect_devices
 
         try:
             detected = detect_devices()

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..messages import RunFailed, secondary_losses
+from ..messages import secondary_losses
 from ..run_events import Evaluated, RunEvent, Started, StatusChanged, StepsAdded
 from .records import JobRecords, MetricPoint, read_job, safe_key
 from .tracking import (
@@ -89,17 +89,16 @@ class LiveLogger:
         if isinstance(event, Started):
             self._queue.put(_STARTED)
         elif isinstance(event, StepsAdded):
-            message = event.message
-            named = message.named_losses or {}
-            for i, step in enumerate(message.steps):
-                self._queue.put(MetricPoint("loss", message.losses[i], now, step))
+            named = event.named_losses
+            for i, step in enumerate(event.steps):
+                self._queue.put(MetricPoint("loss", event.losses[i], now, step))
                 for name in secondary_losses(named):
                     self._queue.put(MetricPoint(safe_key(name), named[name][i], now, step))
         elif isinstance(event, Evaluated):
-            for name, value in event.message.metrics.items():
-                self._queue.put(MetricPoint(safe_key(name), value, now, event.message.step))
+            for name, value in event.metrics.items():
+                self._queue.put(MetricPoint(safe_key(name), value, now, event.step))
         elif isinstance(event, StatusChanged) and event.outcome is not None:
-            failed = isinstance(event.outcome, RunFailed)
+            failed = event.outcome.failure is not None
             self._queue.put(_Ended("FAILED" if failed else "FINISHED"))
 
     @property

@@ -18,9 +18,9 @@ from PySide6.QtCore import QObject, Signal
 from PySide6.QtWidgets import QApplication, QMenu, QWidget
 
 from ...engine.config import Project
+from ...engine.devices import DetectedDevices
 from ...engine.examples import load_example
 from ...engine.fileio import atomic_write_text
-from ...engine.messages import DevicesDetected
 from ...engine.problems import ProblemsError
 from ...engine.project_file import load_project
 from ...engine.validation import Validation, differences, validate
@@ -54,7 +54,7 @@ class ProjectDocument(QObject):
         self._validation = Validation(None)
         self.folders = FolderScans(self)
         self.folders.landed.connect(self.revalidate)
-        self._detected: DevicesDetected | None = None
+        self._detected: DetectedDevices | None = None
         editor.devices_detected.connect(self._on_devices_detected)
 
     @property
@@ -99,7 +99,7 @@ class ProjectDocument(QObject):
         self.validated.emit(self._validation)
         self.title_changed.emit(self._title, self.is_modified())
 
-    def _on_devices_detected(self, found: DevicesDetected) -> None:
+    def _on_devices_detected(self, found: DetectedDevices) -> None:
         """Detect devices' answer: from now on a device this machine lacks is a problem
         before Run, not a failure after TensorFlow has started."""
         self._detected = found

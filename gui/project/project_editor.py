@@ -25,9 +25,8 @@ from PySide6.QtWidgets import (
 )
 
 from ...engine.config import SCHEMA_VERSION, LaunchConfig, Project
-from ...engine.messages import DevicesDetected
+from ...engine.devices import DetectedDevices, detect_devices
 from ...engine.problems import Loc, Problem
-from ...engine.process import detect_devices
 from ...engine.scaling_rule import Scaling, planned_replicas
 from ...engine.validation import Validation
 from .auto_form import AutoForm
@@ -101,7 +100,7 @@ class ProjectEditor(QTabWidget):
     edited = Signal()
     devices_detected = Signal(object)
 
-    def __init__(self, detect: Callable[[float], DevicesDetected] = detect_devices) -> None:
+    def __init__(self, detect: Callable[[float], DetectedDevices] = detect_devices) -> None:
         super().__init__()
         self.setDocumentMode(True)
         self.general = AutoForm(

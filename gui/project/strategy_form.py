@@ -22,9 +22,8 @@ from PySide6.QtWidgets import (
 from ...engine.cluster_layout import DEFAULT_COMMUNICATION_TIMEOUT_S
 from ...engine.config import StrategyConfig
 from ...engine.config.applicability import applicable_fields
-from ...engine.messages import DevicesDetected
+from ...engine.devices import DetectedDevices, detect_devices
 from ...engine.problems import Loc
-from ...engine.process import detect_devices
 from .auto_form import AutoForm
 
 DETECT_TIMEOUT_S = 120.0
@@ -62,7 +61,7 @@ class StrategyForm(QWidget):
     kind_changed = Signal(str)
     devices_detected = Signal(object)
 
-    def __init__(self, detect: Callable[[float], DevicesDetected] = detect_devices) -> None:
+    def __init__(self, detect: Callable[[float], DetectedDevices] = detect_devices) -> None:
         super().__init__()
         self._detect = detect
         self._detect_task: asyncio.Task[None] | None = None
@@ -172,7 +171,7 @@ class StrategyForm(QWidget):
         finally:
             self.detect_button.setEnabled(True)
 
-    def show_devices(self, found: DevicesDetected) -> None:
+    def show_devices(self, found: DetectedDevices) -> None:
         self.device_list.clear()
         for device in found.devices:
             item = QListWidgetItem(f"{device.device_type:<4}  {device.name}")

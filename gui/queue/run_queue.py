@@ -21,8 +21,7 @@ from pathlib import Path
 from PySide6.QtCore import QObject, QTimer, Signal
 
 from ...engine.config import Project
-from ...engine.messages import RunFailed, RunFinished
-from ...engine.run_events import RunEvent, StatusChanged
+from ...engine.run_events import RunEvent, RunOutcome, StatusChanged
 from ...engine.run_history import RunSummary, summarize
 from ...engine.run_model import RunModel
 from ...engine.run_queue import QueueItem, QueueOrder
@@ -54,7 +53,7 @@ class RunQueue(QObject):
         self._start_run = start_run
         self._order = QueueOrder()
         self._announced_running = False
-        self._outcome: RunFinished | RunFailed | None = None
+        self._outcome: RunOutcome | None = None
         self._scanner = scanner if scanner is not None else RunScanner(self)
         self._scanner.scanned.connect(self._on_scanned)
         controller.changed.connect(self._on_event)

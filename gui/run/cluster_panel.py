@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import time
 from collections import deque
+from collections.abc import Mapping
 
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QBrush, QColor, QFontDatabase
@@ -30,10 +31,17 @@ from PySide6.QtWidgets import (
 )
 
 from ...engine.engine_handle import TaskInfo
-from ...engine.messages import Log, Resources, RunFailed, RunFinished
-from ...engine.run_events import Logged, RunEvent, StatusChanged, TasksChanged
+from ...engine.run_events import (
+    Logged,
+    RunEvent,
+    RunFailure,
+    RunOutcome,
+    StatusChanged,
+    TasksChanged,
+)
 from ...engine.run_folder import LOG_FILE
 from ...engine.run_model import RunModel
+from ...engine.system_metrics import sample_row
 from ...engine.tf_config import MULTI_MACHINE_STRATEGIES
 from ..files.log_file_window import LogFileWindow
 from .run_controller import RunController
@@ -73,18 +81,20 @@ SECURITY_TIP = (
 )
 
 
-def resource_cells(sample: Resources | None) -> tuple[str, str, str, str]:
-    """A task's latest sample as the table shows it: CPU, memory, GPUs and input wait; blank
-    before its first sample, and no GPU text where the task has none (or no NVML)."""
-    if sample is None:
+def resource_cells(row: Mapping[str, float | None] | None) -> tuple[str, str, str, str]:
+    """A task's latest sample (as ``engine.system_metrics.sample_row`` names its values) as
+    the table shows it: CPU, memory, GPUs and input wait; blank before its first sample, and
+    no GPU text where the task has none (or no NVML)."""
+    if row is None:
         return "", "", "", ""
+    busy = [key for key in row if key.startswith("gpu") and key.endswith("_util_percent")]
+    memory = [row[key.replace("util_percent", "memory_mb")] or 0 for key in busy]
     gpus = ", ".join(
-        f"{gpu.utilization_percent:.0f}% {gpu.memory_used_bytes / 2**30:.1f} GiB"
-        for gpu in sample.gpus or []
+        f"{row[key] or 0:.0f}% {mb / 1024:.1f} GiB" for key, mb in zip(busy, memory, strict=True)
     )
-    share = sample.input_wait_share
+    share = row["input_wait_share"]
     wait = "" if share is None else f"{share:.0%}"
-    return f"{sample.cpu_percent:.0f}%", f"{sample.rss_bytes / 2**20:,.0f} MiB", gpus, wait
+    return f"{row['cpu_percent'] or 0:.0f}%", f"{row['rss_mb'] or 0:,.0f} MiB", gpus, wait
 
 
 class ClusterPanel(QDockWidget):
@@ -171,7 +181,7 @@ class ClusterPanel(QDockWidget):
                 task.state,
                 "" if task.pid is None else str(task.pid),
                 "" if task.last_step is None else f"{task.last_step:,}",
-                *resource_cells(task.resources),
+                *resource_cells(None if task.resources is None else sample_row(task.resources)),
                 task.last_line,
             )
             for column, value in enumerate(values):
@@ -206,7 +216,7 @@ class ClusterPanel(QDockWidget):
         rows = {index.row() for index in self.table.selectedIndexes()}
         return self._tasks[min(rows)] if rows else None
 
-    def add_log(self, message: Log) -> None:
+    def add_log(self, message: Logged) -> None:
         """Keeps a cluster task's line for its own log view."""
         if not self._following or message.task is None:
             return
@@ -261,11 +271,11 @@ class ClusterPanel(QDockWidget):
                 return
             case TasksChanged(tasks):
                 self.show_tasks(list(tasks))
-            case Logged(message):
-                self.add_log(message)
-            case StatusChanged(outcome=RunFinished() as finished):
+            case Logged() as line:
+                self.add_log(line)
+            case StatusChanged(outcome=RunOutcome(failure=None) as finished):
                 self._on_finished(finished)
-            case StatusChanged(outcome=RunFailed() as failed):
+            case StatusChanged(outcome=RunOutcome(failure=RunFailure() as failed)):
                 self._on_failed(failed)
 
     def _on_cluster_started(self, tasks: list[TaskInfo]) -> None:
@@ -283,11 +293,11 @@ class ClusterPanel(QDockWidget):
         self.show()
         self.raise_()
 
-    def _on_finished(self, message: RunFinished) -> None:
+    def _on_finished(self, message: RunOutcome) -> None:
         if self._following:
             self._set_hint(f"The cluster run {message.status} at step {message.last_step}.")
 
-    def _on_failed(self, message: RunFailed) -> None:
+    def _on_failed(self, message: RunFailure) -> None:
         if not self._following:
             return
         if message.task is None:

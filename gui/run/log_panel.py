@@ -22,8 +22,15 @@ from PySide6.QtWidgets import (
 )
 
 from ...engine.formatting import format_duration
-from ...engine.messages import Log, RunFailed, RunFinished
-from ...engine.run_events import Evaluated, Logged, RunEvent, Started, StatusChanged
+from ...engine.run_events import (
+    Evaluated,
+    Logged,
+    RunEvent,
+    RunFailure,
+    RunOutcome,
+    Started,
+    StatusChanged,
+)
 from ...engine.run_folder import format_loss
 from ...engine.run_model import RunModel
 
@@ -93,9 +100,9 @@ class LogPanel(QWidget):
     def show_change(self, model: RunModel, event: RunEvent) -> None:
         """A line for what the run reports, and its engine's own lines."""
         match event:
-            case Logged(message):
-                self.add_message(message)
-            case Started(message):
+            case Logged() as line:
+                self.add_message(line)
+            case Started() as message:
                 self.run_started()
                 devices = ", ".join(message.devices)
                 self.add(
@@ -105,27 +112,27 @@ class LogPanel(QWidget):
                 )
                 # message.warnings are not added: the engine logged each as a warning line
                 # just before (every task's, in a cluster), and the window showed them twice.
-            case Evaluated(message):
+            case Evaluated() as message:
                 values = ", ".join(f"{name}={value:.6g}" for name, value in message.metrics.items())
                 self.add(
                     f"evaluation after step {message.step} on {message.examples} examples: {values}"
                 )
-            case StatusChanged(outcome=RunFinished() as ended):
+            case StatusChanged(outcome=RunOutcome(failure=None) as ended):
                 loss = (
                     ""
                     if ended.final_loss is None
                     else f", final loss {format_loss(ended.final_loss)}"
                 )
                 how = " (killed on request)" if ended.killed else ""
-                took = format_duration(ended.elapsed_s)
+                took = format_duration(ended.elapsed_s or 0.0)
                 at = f"at step {ended.last_step} after {took}{loss}"
                 self.add(f"run {ended.status}{how} {at}")
-            case StatusChanged(outcome=RunFailed() as failed):
+            case StatusChanged(outcome=RunOutcome(failure=RunFailure() as failed)):
                 self.add(f"{failed.error_type}: {failed.message}", "error")
                 if failed.traceback and not failed.known:  # a known one's is in engine.log
                     self.add(failed.traceback, "error")
 
-    def add_message(self, message: Log) -> None:
+    def add_message(self, message: Logged) -> None:
         source = SOURCE_TAGS.get(message.source, message.source)
         task = f" {message.task}" if message.task else ""
         startup = (

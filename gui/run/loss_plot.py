@@ -42,8 +42,15 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from ...engine.messages import RunFinished
-from ...engine.run_events import Evaluated, Pruning, RunEvent, Started, StatusChanged, StepsAdded
+from ...engine.run_events import (
+    Evaluated,
+    Pruning,
+    RunEvent,
+    RunOutcome,
+    Started,
+    StatusChanged,
+    StepsAdded,
+)
 from ...engine.run_folder import format_loss
 from ...engine.run_model import RunModel, Trace
 from ..widgets.elided_label import ElidedLabel
@@ -484,14 +491,14 @@ class LossPlot(QWidget):
         if model is not self._model:  # an earlier run's model, or the plot was cleared
             return
         match event:
-            case Started(message):
-                self.set_num_replicas(message.num_replicas, message.task)
+            case Started() as started:
+                self.set_num_replicas(started.num_replicas, started.task)
                 self.show_trace(model.trace)
             case StepsAdded() | Evaluated():
                 self.show_trace(model.trace)
             case Pruning(step, reason):
                 self.mark_pruned(step, reason)
-            case StatusChanged(outcome=RunFinished()) if model.pruned is None:
+            case StatusChanged(outcome=RunOutcome(failure=None)) if model.pruned is None:
                 self._unmark_pruned()  # it reached its last step before the pruner's stop
 
     def _mark_pruned(self, model: RunModel) -> None:

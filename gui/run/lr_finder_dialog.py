@@ -37,12 +37,13 @@ from ...engine.lr_finder import (
     suggest,
 )
 from ...engine.lr_finder import write_range as mark_range
-from ...engine.messages import RunFailed, RunFinished, StepMetrics
 from ...engine.problems import ProblemsError
 from ...engine.run_checks import pre_run_problems
+from ...engine.run_events import RunOutcome
 from ...engine.run_folder import new_run_dir
 from ...engine.run_handle import EngineHandle, open_run
 from ...engine.run_history import finder_runs_root
+from ...engine.run_model import RunModel
 from ..common import dialogs
 from ..files import file_dialogs
 from ..files.exports import IMAGE_SUFFIXES, PLOT_FILTER, export_plot
@@ -74,6 +75,8 @@ class LrFinderDialog(QDialog):
         self.setWindowTitle("Find Learning Rate")
         self._project, self._runs_root, self._opener = project, runs_root, opener
         self._engine: EngineHandle | None = None
+        self._model = RunModel()
+        """The finder run's steps and end, read from its engine's messages."""
         self.run_dir: Path | None = None
         self.suggestion: Suggestion | None = None
         defaults = RateRange()
@@ -149,6 +152,7 @@ class LrFinderDialog(QDialog):
                 f"{self._project.name} lr-find", finder_runs_root(self._runs_root)
             )
             mark_range(self.run_dir, rates)
+            self._model = RunModel(run_dir=self.run_dir)
             self._engine = self._opener(finder, self.run_dir)
             self._engine.start()
         except OSError as exc:
@@ -163,12 +167,13 @@ class LrFinderDialog(QDialog):
     def _poll(self) -> None:
         if self._engine is None:
             return
-        ended: RunFinished | RunFailed | None = None
+        steps = self._model.trace.steps
+        before = len(steps)
         for message in self._engine.poll(0):
-            if isinstance(message, StepMetrics) and message.steps:
-                self.status.setText(f"Step {message.steps[-1]} of {self.steps.value()}…")
-            elif isinstance(message, RunFinished | RunFailed):
-                ended = message
+            self._model.apply(message)
+        if len(steps) > before:
+            self.status.setText(f"Step {steps[-1]} of {self.steps.value()}…")
+        ended = self._model.outcome
         if ended is None and not self._engine.done:
             return
         self._timer.stop()
@@ -177,7 +182,7 @@ class LrFinderDialog(QDialog):
         self.start_button.setEnabled(True)
         self._show_result(ended)
 
-    def _show_result(self, ended: RunFinished | RunFailed | None) -> None:
+    def _show_result(self, ended: RunOutcome | None) -> None:
         assert self.run_dir is not None
         curve = read_curve(self.run_dir)
         self.suggestion = suggest(curve, self.rates().diverge)
@@ -193,7 +198,8 @@ class LrFinderDialog(QDialog):
                 self.plot.setYRange(min(finite), max(top, min(finite) + 1e-6))
         self.export_button.setEnabled(bool(curve.rates))
         if self.suggestion is None:
-            why = ended.message.splitlines()[0] if isinstance(ended, RunFailed) else ""
+            failure = ended.failure if ended is not None else None
+            why = failure.message.splitlines()[0] if failure is not None else ""
             self.status.setText(
                 f"No rate to suggest: {len(curve.rates)} step(s) trained before the loss "
                 f"diverged or the run ended{f' ({why})' if why else ''}; try a lower rate."

@@ -21,7 +21,7 @@ from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QVBoxLayout, QWidg
 
 from ...engine.run_events import ResourcesSampled, RunEvent
 from ...engine.run_model import RunModel
-from ...engine.system_metrics import read_samples, sample_row
+from ...engine.system_metrics import read_samples
 from ..common.background import Background, WhenBusy
 from .loss_plot import LossPlot
 
@@ -114,15 +114,12 @@ class ResourcesPlot(QWidget):
         """Shows ``model``'s samples so far and those to come."""
         self._model = model
         self._reader.cancel()  # a past run's samples still being read are not wanted now
-        self._rows = {
-            task: [sample_row(sample) for sample in samples]
-            for task, samples in model.resources.items()
-        }
+        self._rows = {task: [dict(row) for row in rows] for task, rows in model.resources.items()}
         self.redraw()
 
     def show_change(self, model: RunModel, event: RunEvent) -> None:
         if model is self._model and isinstance(event, ResourcesSampled):
-            self._rows.setdefault(event.message.task, []).append(sample_row(event.message))
+            self._rows.setdefault(event.task, []).append(dict(event.row))
             self._dirty = True
 
     def show_past(self, run_dir: Path) -> None:

@@ -4,14 +4,17 @@ The controller opens the run with the engine's own :func:`engine.run_handle.open
 (one engine process, the warm one when it is ready, or a local cluster: the same
 choice ``distloop`` makes), reads its messages in an asyncio task (qasync runs
 asyncio on Qt's event loop) that awaits ``poll`` in a worker thread, so the Qt
-thread never blocks, and feeds each into the run's :class:`engine.run_model.RunModel`.
-What the run's views see comes from the model alone: its typed events
+thread never blocks, and feeds each into the run's :class:`engine.run_model.RunModel`
+unread: the protocol is the model's business, and the controller, like every view,
+follows the run by the model's events (a start that failed, or a stream that broke,
+it tells the model as a plain failure). What the run's views see comes from the model
+alone: its typed events
 (:mod:`engine.run_events`) are bridged to one Qt signal, ``changed``, so every panel
 hears one channel; the controller itself only tells the engine's lifecycle
 (``state_changed``, and ``idle`` once the engine is closed and a new run may start).
 Stop asks the engine to stop after its current step and kills it only if it does not
 get there: it waits for the step under way (at least :data:`KILL_AFTER_S`, longer when
-a step takes longer), then, once the engine says it stopped stepping (``Stopping``),
+a step takes longer), then, once the engine says it stopped stepping (``SteppingStopped``),
 for its checkpoint and model (:data:`SAVE_WITHIN_S`), and logs what took the time.
 While a cluster runs, its tasks are read a few times a second (cheap attribute reads,
 safe beside the poll running in the executor) and set on the model.
@@ -28,6 +31,7 @@ import time
 import traceback
 from collections.abc import Callable
 from pathlib import Path
+from typing import Literal
 
 from PySide6.QtCore import QObject, QTimer, Signal
 
@@ -35,10 +39,9 @@ from ...engine.cluster.placement import Placement
 from ...engine.config import Project
 from ...engine.engine_handle import ClusterFactory, ClusterHandle, EngineFactory, EngineHandle
 from ...engine.formatting import format_duration
-from ...engine.messages import TERMINAL_TYPES, Log, Message, RunFailed, Stopping
 from ...engine.mlflow_log import LiveLogger, LiveSettings
 from ...engine.process import WarmEngines
-from ...engine.run_events import RunEvent, StepsAdded
+from ...engine.run_events import RunEvent, RunFailure, StatusChanged, SteppingStopped, StepsAdded
 from ...engine.run_folder import update_status
 from ...engine.run_handle import open_run
 from ...engine.run_model import RunModel
@@ -104,7 +107,7 @@ class RunController(QObject):
         self.stop_requested = False
         self.killed = False
         self._stop_asked_at: float | None = None
-        self._stopped_stepping: tuple[float, Stopping] | None = None
+        self._stopped_stepping: tuple[float, SteppingStopped] | None = None
         """When the engine said it stopped stepping after a Stop, and what it saves."""
         self._kill_timer = QTimer(self)
         self._kill_timer.setSingleShot(True)
@@ -117,7 +120,7 @@ class RunController(QObject):
         self.live_mlflow: Callable[[], LiveSettings | None] = lambda: None
         """Where each run is logged to MLflow as it trains (the window's preference)."""
         self._live: LiveLogger | None = None
-        self._live_failed.connect(lambda line: self._dispatch(Log(level="warning", text=line)))
+        self._live_failed.connect(lambda line: self._log(line, "warning"))
 
     @property
     def state(self) -> RunState:
@@ -219,13 +222,7 @@ class RunController(QObject):
             if hosts is not None:
                 self._hosts = None
                 hosts.close()
-            self._dispatch(
-                RunFailed(
-                    error_type=type(exc).__name__,
-                    message=f"the engine process could not start: {exc}",
-                    traceback=traceback.format_exc(),
-                )
-            )
+            self._fail(exc, f"the engine process could not start: {exc}")
             self._active = False
             self._tell_state()
             self._replace_warm_engine()
@@ -266,27 +263,30 @@ class RunController(QObject):
             wait_ms = max(wait_ms, round(STEP_WAITS * execution_s * 1000))
         return wait_ms
 
-    def _follow_stop(self, message: Message) -> None:
-        """A stop's progress in the engine's messages: once the engine stopped stepping,
-        it gets the time to save; at the end, the log says how long the saves took."""
+    def _follow_stop(self, event: RunEvent) -> None:
+        """A stop's progress in the run's events: once the engine stopped stepping, it
+        gets the time to save; at the end, the log says how long the saves took (before
+        the end itself, which is told after this)."""
         if not self.stop_requested or self.killed or self._stop_asked_at is None:
             return
         now = time.monotonic()
-        if isinstance(message, Stopping) and self._stopped_stepping is None:
-            self._stopped_stepping = (now, message)
+        if isinstance(event, SteppingStopped) and self._stopped_stepping is None:
+            self._stopped_stepping = (now, event)
             self._kill_timer.start(round(SAVE_WITHIN_S * 1000))
-            saving = f"; saving {' and '.join(message.saving)}" if message.saving else ""
-            self._dispatch(
-                Log(
-                    text=f"stopped after step {message.last_step:,}, "
-                    f"{format_duration(now - self._stop_asked_at)} after Stop{saving}"
-                )
+            saving = f"; saving {' and '.join(event.saving)}" if event.saving else ""
+            self._log(
+                f"stopped after step {event.last_step:,}, "
+                f"{format_duration(now - self._stop_asked_at)} after Stop{saving}"
             )
-        elif isinstance(message, TERMINAL_TYPES) and self._stopped_stepping is not None:
+        elif (
+            isinstance(event, StatusChanged)
+            and event.outcome is not None
+            and self._stopped_stepping is not None
+        ):
             stepped_at, stopping = self._stopped_stepping
             if stopping.saving:
                 saved = f"saving {' and '.join(stopping.saving)} took "
-                self._dispatch(Log(text=f"{saved}{format_duration(now - stepped_at)}"))
+                self._log(f"{saved}{format_duration(now - stepped_at)}")
 
     def kill(self) -> None:
         """Ends the engine now (a second Ctrl-C): the run ends stopped, killed on request."""
@@ -347,17 +347,12 @@ class RunController(QObject):
         try:
             while not engine.done:
                 for message in await loop.run_in_executor(None, engine.poll, self._poll_s):
-                    self._follow_stop(message)
-                    self._dispatch(message)
+                    if self._model is not None:
+                        self._model.apply(message)
         except Exception as exc:  # the engine's queue broke: end the run, keep the GUI
             engine.kill()
-            self._dispatch(
-                RunFailed(
-                    error_type=type(exc).__name__,
-                    message=f"lost contact with the engine process: {exc}",
-                    traceback=traceback.format_exc(),
-                )
-            )
+            self._stopped_stepping = None  # its saves did not end: no time to tell
+            self._fail(exc, f"lost contact with the engine process: {exc}")
         finally:
             self._kill_timer.stop()
             # After the run's end is shown: the engine's exit (its files, TensorFlow's
@@ -381,12 +376,12 @@ class RunController(QObject):
         loop = asyncio.get_running_loop()
         try:
             if run_dir is not None and project is not None:
-                self._dispatch(Log(text="copying the chief's run folder back from its host…"))
+                self._log("copying the chief's run folder back from its host…")
                 said = await loop.run_in_executor(None, hosts.bring_back, project, run_dir)
                 if said is not None:
-                    self._dispatch(Log(text=said))
+                    self._log(said)
         except OSError as exc:
-            self._dispatch(Log(level="warning", text=str(exc)))
+            self._log(str(exc), "warning")
         finally:
             self._hosts = None
             await loop.run_in_executor(None, hosts.close)
@@ -397,13 +392,18 @@ class RunController(QObject):
         self._live = None
         await asyncio.get_running_loop().run_in_executor(None, live.close)
         if live.run_id is not None:
-            self._dispatch(
-                Log(text=f"MLflow run {live.run_id}: {live.logged:,} metric values logged")
-            )
+            self._log(f"MLflow run {live.run_id}: {live.logged:,} metric values logged")
 
-    def _dispatch(self, message: Message) -> None:
+    def _log(self, text: str, level: Literal["info", "warning"] = "info") -> None:
+        """A line of the window's own about the run, in its log."""
         if self._model is not None:
-            self._model.apply(message)
+            self._model.log(text, level)
+
+    def _fail(self, exc: Exception, message: str) -> None:
+        """The run failed in the window, not in its engine (it could not start, or its
+        stream broke): it ends failed, with the exception's traceback for the log."""
+        if self._model is not None:
+            self._model.fail(RunFailure(type(exc).__name__, message, traceback.format_exc()))
 
     def _on_event(self, model: RunModel, event: RunEvent) -> None:
         """Follows the engine's lifecycle from the model's event, then bridges the event
@@ -411,6 +411,7 @@ class RunController(QObject):
         if model is self._model:  # not an earlier run's model, changed after its run
             if isinstance(event, StepsAdded):
                 self._replace_warm_engine()
+            self._follow_stop(event)
             self._tell_state()
         self.changed.emit(model, event)
 
@@ -423,7 +424,7 @@ class RunController(QObject):
             else:
                 saving = " and ".join(self._stopped_stepping[1].saving) or "its files"
                 text = f"the engine did not finish saving {saving} within {within}; killing it"
-            self._dispatch(Log(level="warning", text=text))
+            self._log(text, "warning")
             self._engine.kill()
 
     def _tell_state(self) -> None:

@@ -20,20 +20,15 @@ from PySide6.QtWidgets import (
 )
 
 from ...engine.formatting import format_count, format_duration
-from ...engine.messages import (
-    EvalMetrics,
-    Phase,
-    RunFailed,
-    RunFinished,
-    RunStarted,
-    StepMetrics,
-)
 from ...engine.run_events import (
     Evaluated,
     FindingsChanged,
     PhaseChanged,
     Pruning,
     RunEvent,
+    RunFailure,
+    RunOutcome,
+    RunPhase,
     Started,
     StatusChanged,
     StepsAdded,
@@ -213,23 +208,23 @@ class StatusPanel(QWidget):
         if model is not self._model:  # an earlier run's model
             return
         match event:
-            case Started(message):
-                self._run_started(message)
-            case PhaseChanged(message):
-                self._phase(message)
-            case StepsAdded(message):
-                self._metrics(message)
-            case Evaluated(message):
-                self._evaluation(message)
+            case Started() as started:
+                self._run_started(started)
+            case PhaseChanged(phase):
+                self._phase(phase)
+            case StepsAdded() as steps:
+                self._metrics(steps)
+            case Evaluated() as evaluation:
+                self._evaluation(evaluation)
             case FindingsChanged(findings):
                 self.findings.set_full_text(
                     "; ".join(f.text for f in findings),
                     "\n".join(f.line for f in findings) or None,
                 )
-            case StatusChanged(outcome=RunFinished() as outcome):
+            case StatusChanged(outcome=RunOutcome(failure=None) as outcome):
                 self._finished(outcome)
-            case StatusChanged(outcome=RunFailed() as outcome):
-                self._failed(outcome)
+            case StatusChanged(outcome=RunOutcome(failure=RunFailure() as failure)):
+                self._failed(failure)
             case Pruning(reason=reason):
                 self._say(f"Pruning… ({reason})")
             case StatusChanged() if model.pruned is not None:
@@ -237,7 +232,7 @@ class StatusPanel(QWidget):
             case StatusChanged(status="stopping"):
                 self._say("Stopping… (the engine stops after the current step)")
 
-    def _phase(self, phase: Phase | None) -> None:
+    def _phase(self, phase: RunPhase | None) -> None:
         """The headline says what the engine does outside its steps, with how far it is
         where that can be counted; back to "Running" once steps follow."""
         if phase is None:
@@ -253,7 +248,7 @@ class StatusPanel(QWidget):
             self.progress.setRange(0, 0)  # busy: nothing to count
             self.progress.setFormat("")
 
-    def _run_started(self, message: RunStarted) -> None:
+    def _run_started(self, message: Started) -> None:
         if self._model is None or self._model.phase is None:
             self._say("Running")
         self.values["strategy"].setText(message.strategy_kind or message.strategy)
@@ -264,7 +259,7 @@ class StatusPanel(QWidget):
         self.set_tensorflow_version(message.tensorflow_version)
         self._set_progress()
 
-    def _metrics(self, message: StepMetrics) -> None:
+    def _metrics(self, message: StepsAdded) -> None:
         if not message.steps:
             return
         self._stepped = True
@@ -277,12 +272,12 @@ class StatusPanel(QWidget):
         self._set_progress()
         self._update_times()
 
-    def _evaluation(self, message: EvalMetrics) -> None:
+    def _evaluation(self, message: Evaluated) -> None:
         """The latest validation metrics, e.g. ``val_loss 0.31, val_accuracy 0.94 (step 500)``."""
         values = ", ".join(f"{name} {value:.6g}" for name, value in message.metrics.items())
         self._long("validation", f"{values} (step {message.step:,})")
 
-    def _finished(self, message: RunFinished) -> None:
+    def _finished(self, message: RunOutcome) -> None:
         self._stepped = self._stepped or bool(message.last_step)
         words = "Finished" if message.status == "finished" else "Stopped"
         if self._model is not None and self._model.pruned is not None:
@@ -293,7 +288,7 @@ class StatusPanel(QWidget):
         self._say(f"{words} at step {message.last_step}{loss}")
         self._end()
 
-    def _failed(self, message: RunFailed) -> None:
+    def _failed(self, message: RunFailure) -> None:
         where = f" in {message.task}" if message.task else ""  # the cluster task that failed
         # A known failure's message says what to fix (a file, a field): it stays in view
         # once the dialog is closed, where an error type alone would say little.

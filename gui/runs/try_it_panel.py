@@ -35,8 +35,12 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from ...engine.messages import Predicted
-from ...engine.prediction import PredictionError, PredictionProcess, PredictionResult
+from ...engine.prediction import (
+    Prediction,
+    PredictionError,
+    PredictionProcess,
+    PredictionResult,
+)
 from ...engine.run_folder import read_confusion, read_model_record
 from ..files import file_dialogs
 from ..widgets.close_keys import close_button
@@ -277,7 +281,7 @@ class TryItPanel(QWidget):
         self.status.setStyleSheet(ERROR_STYLE if error else "")
         self.status.setText(text)
 
-    def _add_row(self, prediction: Predicted) -> None:
+    def _add_row(self, prediction: Prediction) -> None:
         self.results.insertRow(0)
         name = Path(prediction.input).name if "/" in prediction.input else prediction.input
         cells = [name, *_prediction_cells(prediction)]
@@ -287,7 +291,7 @@ class TryItPanel(QWidget):
             self.results.setItem(0, column, item)
 
 
-def _prediction_cells(prediction: Predicted) -> tuple[str, str]:
+def _prediction_cells(prediction: Prediction) -> tuple[str, str]:
     """The top class with its probability, and the runners-up; or the model's outputs."""
     if prediction.classes:
         top, *rest = prediction.classes
@@ -295,7 +299,7 @@ def _prediction_cells(prediction: Predicted) -> tuple[str, str]:
             f"{score.name} {_percent(score.probability)}" for score in rest[: SHOWN_CLASSES - 1]
         )
         return f"{top.name}  {_percent(top.probability)}", others
-    values = prediction.values or []
+    values = prediction.values or ()
     return " ".join(f"{value:.4g}" for value in values[:4]), (
         f"+{len(values) - 4} more" if len(values) > 4 else ""
     )

@@ -48,13 +48,13 @@ from PySide6.QtWidgets import (
 
 from ...engine.cluster.run_plans import cluster_plan
 from ...engine.config import Project
+from ...engine.devices import DetectedDevices, detect_devices
 from ...engine.engine_handle import ClusterFactory, EngineFactory
 from ...engine.examples import example_names, example_text
 from ...engine.formatting import format_duration
-from ...engine.messages import DevicesDetected, RunFailed
 from ...engine.problems import ProblemsError
-from ...engine.process import WarmEngines, detect_devices
-from ...engine.run_events import RunEvent, Started, StatusChanged
+from ...engine.process import WarmEngines
+from ...engine.run_events import RunEvent, RunFailure, RunOutcome, Started, StatusChanged
 from ...engine.run_history import RunSummary
 from ...engine.run_model import RunModel
 from ...engine.study.folders import read_entry
@@ -134,7 +134,7 @@ class MainWindow(QMainWindow):
     def __init__(
         self,
         engine_factory: EngineFactory | None = None,
-        detect: Callable[[float], DevicesDetected] = detect_devices,
+        detect: Callable[[float], DetectedDevices] = detect_devices,
         runs_root: Path | None = None,
         cluster_factory: ClusterFactory | None = None,
         warm_engines: WarmEngines | None = None,
@@ -928,10 +928,10 @@ class MainWindow(QMainWindow):
 
     def _on_run_event(self, model: RunModel, event: RunEvent) -> None:
         match event:
-            case Started(message):
-                self._tensorflow_version = message.tensorflow_version
+            case Started() as started:
+                self._tensorflow_version = started.tensorflow_version
                 self._asked_long_run = False
-            case StatusChanged(outcome=RunFailed() as failed):
+            case StatusChanged(outcome=RunOutcome(failure=RunFailure() as failed)):
                 self._on_failed(failed)
             case _:
                 self._maybe_ask_long_run(model)
@@ -960,7 +960,7 @@ class MainWindow(QMainWindow):
         if not keep and self.controller.active:
             self.stop()
 
-    def _on_failed(self, message: RunFailed) -> None:
+    def _on_failed(self, message: RunFailure) -> None:
         """The failure is in the log (the log panel's view); a dialog too, unless expected."""
         if self.controller.stop_requested and self.controller.killed:
             return  # the user asked for the stop; the log says it was forced
@@ -980,7 +980,7 @@ class MainWindow(QMainWindow):
         if self._close_after_run:
             self.close()
 
-    def _on_devices_detected(self, found: DevicesDetected) -> None:
+    def _on_devices_detected(self, found: DetectedDevices) -> None:
         self._tensorflow_version = found.tensorflow_version
         self.status_panel.set_tensorflow_version(found.tensorflow_version)
         names = ", ".join(f"{d.name} ({d.device_type})" for d in found.devices)

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import pytest
 from distloop.engine.cluster import LocalCluster
@@ -14,12 +17,16 @@ from distloop.engine.engine_handle import ClusterHandle
 from distloop.engine.examples import load_example
 from distloop.engine.messages import (
     EvalMetrics,
+    GpuUse,
     Log,
     Message,
+    Phase,
+    Resources,
     RunFailed,
     RunFinished,
     RunStarted,
     StepMetrics,
+    Stopping,
 )
 from distloop.engine.problems import ProblemsError
 from distloop.engine.process import EngineProcess
@@ -28,6 +35,8 @@ from distloop.engine.run_events import (
     Logged,
     Pruning,
     RunEvent,
+    RunFailure,
+    RunOutcome,
     Started,
     StatusChanged,
     StepsAdded,
@@ -36,6 +45,7 @@ from distloop.engine.run_events import (
 from distloop.engine.run_folder import EvalWriter, MetricsWriter, write_status
 from distloop.engine.run_handle import open_run
 from distloop.engine.run_model import RunModel
+from pydantic import BaseModel
 from support.distloop_testing import assert_same_trace
 
 
@@ -57,6 +67,15 @@ STARTED = RunStarted(
     tensorflow_version="2.99",
     total_steps=10,
 )
+STARTED_SEEN = Started(
+    strategy="MirroredStrategy",
+    strategy_kind="mirrored",
+    num_replicas=2,
+    devices=("/cpu:0", "/cpu:1"),
+    tensorflow_version="2.99",
+    total_steps=10,
+)
+"""What views are told of :data:`STARTED`."""
 
 
 def steps(first: int, last: int, *, full: bool = True) -> StepMetrics:
@@ -87,7 +106,7 @@ def test_applied_messages_make_the_trace_status_and_clock() -> None:
     assert model.status == "starting" and model.elapsed_s() is None  # start-up is not training
     model.apply(Log(text="engine starting"))
     model.apply(STARTED)
-    assert (model.status, model.total_steps, model.started) == ("running", 10, STARTED)
+    assert (model.status, model.total_steps, model.started) == ("running", 10, STARTED_SEEN)
     model.apply(steps(1, 2, full=False))
     model.apply(steps(3, 4))
     clock.now += 1.0
@@ -137,16 +156,60 @@ def test_each_change_is_told_as_its_typed_event() -> None:
     model.stopping()  # too late: it has ended
     model.resume()
     assert seen == [
-        Logged(line),
-        Started(STARTED),
-        StepsAdded(batch),
-        Evaluated(evaluation),
+        Logged("slow disk", "warning"),
+        STARTED_SEEN,
+        StepsAdded(
+            (1, 2), (1.0, 0.5), (0.5, 1.0), {"loss": (1.0, 0.5), "g": (2.0, 1.0)}
+        ),  # the batch
+        Evaluated(2, {"val_loss": 0.3}, 8),
         TasksChanged(()),
         Pruning(2, "worse than the median"),
         StatusChanged("stopping"),
-        StatusChanged("failed", failure),
+        StatusChanged(
+            "failed", RunOutcome("failed", None, failure=RunFailure("OSError", "disk full"))
+        ),
         StatusChanged("starting"),
     ]
+
+
+def _wire_in(value: Any) -> list[BaseModel]:
+    """The protocol messages (or their parts) anywhere inside ``value``."""
+    if isinstance(value, BaseModel):
+        return [value]
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return [m for f in dataclasses.fields(value) for m in _wire_in(getattr(value, f.name))]
+    if isinstance(value, Mapping):
+        return [m for item in value.items() for m in _wire_in(item)]
+    if isinstance(value, tuple | list):
+        return [m for item in value for m in _wire_in(item)]
+    return []
+
+
+def test_views_are_told_plain_values_never_the_wire() -> None:
+    """Every kind of message a run sends reaches the views as frozen values (issue 35):
+    a view that never sees a message need not know the protocol."""
+    model = RunModel(total_steps=10)
+    seen: list[RunEvent] = []
+    model.subscribe(seen.append)
+    gpu = GpuUse(index=0, utilization_percent=5, memory_used_bytes=1, memory_total_bytes=2)
+    for message in [
+        Log(level="warning", text="slow disk", task="worker:1"),
+        Phase(name="checking 4 files", done=1, total=4),
+        STARTED,
+        steps(1, 4),
+        EvalMetrics(step=4, metrics={"val_loss": 0.3}, examples=8),
+        Resources(time=1, interval_s=1, step=4, cpu_percent=90, rss_bytes=1 << 20, gpus=[gpu]),
+        Stopping(last_step=4, saving=["the checkpoint"]),
+        RunFailed(error_type="OSError", message="disk full", traceback="Traceback", known=True),
+    ]:
+        model.apply(message)
+    assert {type(event).__name__ for event in seen} >= {
+        "Logged", "PhaseChanged", "Started", "StepsAdded", "Evaluated", "ResourcesSampled",
+        "SteppingStopped", "StatusChanged",
+    }  # fmt: skip
+    assert [m for event in seen for m in _wire_in(event)] == []
+    assert all(dataclasses.is_dataclass(event) for event in seen)
+    assert _wire_in((model.started, model.outcome, model.last_evaluation)) == []
 
 
 def test_a_failure_keeps_the_training_time_and_names_the_status() -> None:

@@ -3,14 +3,20 @@ recorded, and what stops the queue (the window's queue drives these: tests/gui).
 
 from __future__ import annotations
 
+from typing import Literal
+
 import pytest
 from distloop.engine.examples import load_example
-from distloop.engine.messages import RunFailed, RunFinished
+from distloop.engine.run_events import RunFailure, RunOutcome
 from distloop.engine.run_queue import ItemState, QueueOrder, ended_state
 
 
-def _finished(status: str = "finished") -> RunFinished:
-    return RunFinished(status=status, last_step=3, final_loss=0.5, elapsed_s=1.0)
+def _finished(status: Literal["finished", "stopped"] = "finished") -> RunOutcome:
+    return RunOutcome(status, last_step=3, final_loss=0.5, elapsed_s=1.0)
+
+
+def _failed(error_type: str, message: str) -> RunOutcome:
+    return RunOutcome("failed", None, failure=RunFailure(error_type, message))
 
 
 def _order(count: int) -> QueueOrder:
@@ -28,7 +34,7 @@ def _order(count: int) -> QueueOrder:
         (_finished("stopped"), False, (ItemState.STOPPED, None)),
         (None, True, (ItemState.STOPPED, None)),
         (
-            RunFailed(error_type="DataError", message="diverged"),
+            _failed("DataError", "diverged"),
             False,
             (ItemState.FAILED, "DataError: diverged"),
         ),
@@ -48,7 +54,7 @@ def test_items_run_in_order_a_failure_goes_on_and_a_stop_ends_the_queue() -> Non
     order.remove(order.items)  # the running item stays
     assert order.items == [first]
     order.add([first.project, first.project])
-    assert order.end_current(RunFailed(error_type="E", message="m"), False) is first
+    assert order.end_current(_failed("E", "m"), False) is first
     assert order.running and order.current is None  # a failure does not end the queue
     second = order.begin_next()
     assert second is not None and second.number == 4

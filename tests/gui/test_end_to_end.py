@@ -9,8 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from distloop.engine.examples import load_example
-from distloop.engine.messages import StepMetrics
-from distloop.engine.run_events import Logged
+from distloop.engine.run_events import Logged, StepsAdded
 from distloop.engine.run_folder import (
     CHECKPOINT_DIR,
     MODEL_FILE,
@@ -27,7 +26,7 @@ pytestmark = pytest.mark.slow
 RUN_TIMEOUT_MS = 180_000  # TensorFlow's import alone takes 8-10 s on a quiet machine
 
 
-def _reported(window: MainWindow) -> list[StepMetrics]:
+def _reported(window: MainWindow) -> list[StepsAdded]:
     return told_steps(window.controller)
 
 
@@ -106,9 +105,7 @@ def test_a_stop_that_saves_is_waited_for_not_killed(qtbot, qloop, tmp_path: Path
     controller = RunController(kill_after_s=0.3)
     logged: list[str] = []
     controller.changed.connect(
-        lambda _model, event: (
-            logged.append(event.message.text) if isinstance(event, Logged) else None
-        )
+        lambda _model, event: logged.append(event.text) if isinstance(event, Logged) else None
     )
     run_dir = tmp_path / "run"
     controller.start(project, run_dir)

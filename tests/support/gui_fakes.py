@@ -161,13 +161,13 @@ def factory(
     return make
 
 
-def told_steps(controller: RunController) -> list[StepMetrics]:
-    """The StepMetrics the controller's run model takes, as its views are told them."""
-    told: list[StepMetrics] = []
+def told_steps(controller: RunController) -> list[StepsAdded]:
+    """The steps the controller's run model takes, as its views are told them."""
+    told: list[StepsAdded] = []
 
     def keep(_model: RunModel, event: RunEvent) -> None:
         if isinstance(event, StepsAdded):
-            told.append(event.message)
+            told.append(event)
 
     controller.changed.connect(keep)
     return told

@@ -18,6 +18,7 @@ from distloop.engine.project_file import load_project
 from distloop.engine.reporting import NonFiniteLossError
 from distloop.engine.run_events import StatusChanged
 from distloop.engine.run_folder import RunFolderError, read_metrics, read_status
+from distloop.engine.run_model import outcome_of
 from distloop.engine.user_code import UserCodeError
 from support.distloop_testing import REPO, distloop, example_data
 
@@ -213,12 +214,12 @@ def test_known_failures_print_one_line_and_unexpected_ones_their_traceback(capsy
     for exc in known:
         message = _failure_message(exc)
         assert message.known and "Traceback" in message.traceback
-        ended = StatusChanged("failed", message)
+        ended = StatusChanged("failed", outcome_of(message))
         assert _print_event(ended, quiet=False, verbose=False) == EXIT_FAILED
     assert "Traceback" not in capsys.readouterr().err
     unexpected = _failure_message(_raised(KeyError("strides")))
     assert not unexpected.known
-    ended = StatusChanged("failed", unexpected)
+    ended = StatusChanged("failed", outcome_of(unexpected))
     assert _print_event(ended, quiet=False, verbose=False) == EXIT_FAILED
     err = capsys.readouterr().err
     assert err.startswith("distloop: the run failed: KeyError: 'strides'\nTraceback")

@@ -9,8 +9,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 from distloop.engine.formatting import format_prediction
-from distloop.engine.messages import ClassScore, InputRefused, Predicted
-from distloop.engine.prediction import PredictionError, PredictionResult, model_folder
+from distloop.engine.messages import InputRefused, Predicted
+from distloop.engine.prediction import (
+    ClassChance,
+    Prediction,
+    PredictionError,
+    PredictionResult,
+    model_folder,
+)
 from distloop.engine.run_folder import read_eval, unknown_entries
 from distloop.engine.synthetic import make_classification
 from support.distloop_testing import distloop, example_data
@@ -158,18 +164,18 @@ def test_a_cluster_run_s_model_is_its_chief_s(tmp_path) -> None:
 
 
 def test_predictions_print_as_one_line_each() -> None:
-    scores = [
-        ClassScore(name=name, probability=p)
+    scores = tuple(
+        ClassChance(name=name, probability=p)
         for name, p in [("cat", 0.9), ("dog", 0.06), ("fox", 0.04)]
-    ]
-    assert format_prediction(Predicted(input="a.png", classes=scores), shown=2) == (
+    )
+    assert format_prediction(Prediction(input="a.png", classes=scores), shown=2) == (
         "a.png: cat 0.9000  (dog 0.0600, +1 more)"
     )
-    assert format_prediction(Predicted(input="x.npy[0]", values=[1.5, -2.0])) == "x.npy[0]: 1.5 -2"
+    assert format_prediction(Prediction(input="x.npy[0]", values=(1.5, -2.0))) == "x.npy[0]: 1.5 -2"
     result = PredictionResult()
     result.add(Predicted(input="row 1", values=[0.5]))
     result.add(InputRefused(input="b.csv", error="is empty"))
-    assert result.predictions == [Predicted(input="row 1", values=[0.5])]
+    assert result.predictions == [Prediction(input="row 1", values=(0.5,))]
     assert result.errors == ["b.csv: is empty"]
 
 

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from distloop.engine.messages import DeviceInfo, DevicesDetected
+from distloop.engine.devices import DetectedDevices, Device
 from distloop.engine.validation import Validation
 from distloop.gui.shell.main_window import MainWindow
 from support.data_folders import write_image_folder
@@ -74,9 +74,9 @@ def test_a_csv_whose_columns_do_not_fit_the_input_is_a_problem_before_run(
 
 
 def test_a_device_detection_did_not_find_is_a_problem_before_run(qtbot, make_window) -> None:
-    def detect(_timeout_s: float) -> DevicesDetected:
-        cpu = DeviceInfo(name="/physical_device:CPU:0", device_type="CPU")
-        return DevicesDetected(devices=[cpu], tensorflow_version="2.21.0")
+    def detect(_timeout_s: float) -> DetectedDevices:
+        cpu = Device(name="/physical_device:CPU:0", device_type="CPU")
+        return DetectedDevices(devices=(cpu,), tensorflow_version="2.21.0")
 
     window: MainWindow = make_window(detect=detect)
     devices = window.editor.strategy.fields.editors["devices"]

@@ -130,9 +130,7 @@ def test_the_preference_logs_each_run_as_it_trains(
     controller = RunController(factory(FakeEngine(seed_run(steps=20))))
     controller.live_mlflow = window.controller.live_mlflow
     logged: list[str] = []
-    controller.changed.connect(
-        lambda _model, event: logged.append(getattr(getattr(event, "message", None), "text", ""))
-    )
+    controller.changed.connect(lambda _model, event: logged.append(getattr(event, "text", "")))
     controller.start(project, run_dir)
     qtbot.waitUntil(lambda: not controller.active, timeout=LONG_S)
 

@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 import pytest
+from distloop.engine.devices import DetectedDevices, Device
 from distloop.engine.messages import (
-    DeviceInfo,
-    DevicesDetected,
     Log,
     RunFailed,
     RunFinished,
     RunStarted,
     StepMetrics,
 )
-from distloop.engine.run_events import Started
+from distloop.engine.run_events import Logged, Started
 from distloop.engine.run_model import RunModel
 from distloop.gui.project.strategy_form import logical_device
 from distloop.gui.run.log_panel import LEVEL_COLORS, MAX_LINES, LogPanel
@@ -113,12 +112,12 @@ def test_log_panel_levels_and_limit(qtbot) -> None:
     assert panel.lines()[-1].endswith(f"line {MAX_LINES + 49}")
 
 
-FOUND = DevicesDetected(
-    devices=[
-        DeviceInfo(name="/physical_device:CPU:0", device_type="CPU"),
-        DeviceInfo(name="/physical_device:GPU:0", device_type="GPU"),
-        DeviceInfo(name="/physical_device:GPU:1", device_type="GPU"),
-    ],
+FOUND = DetectedDevices(
+    devices=(
+        Device(name="/physical_device:CPU:0", device_type="CPU"),
+        Device(name="/physical_device:GPU:0", device_type="GPU"),
+        Device(name="/physical_device:GPU:1", device_type="GPU"),
+    ),
     tensorflow_version="2.21.0",
 )
 
@@ -131,7 +130,7 @@ def test_logical_device_names() -> None:
 def test_detect_devices_runs_in_the_background(qtbot, make_window) -> None:
     calls: list[float] = []
 
-    def detect(timeout_s: float) -> DevicesDetected:
+    def detect(timeout_s: float) -> DetectedDevices:
         calls.append(timeout_s)
         return FOUND
 
@@ -153,7 +152,7 @@ def test_detect_devices_runs_in_the_background(qtbot, make_window) -> None:
 
 
 def test_detection_failure_is_reported_in_place(qtbot, make_window) -> None:
-    def detect(timeout_s: float) -> DevicesDetected:
+    def detect(timeout_s: float) -> DetectedDevices:
         raise TimeoutError("device detection took longer than 120 s")
 
     window: MainWindow = make_window(detect=detect)
@@ -239,15 +238,16 @@ def test_a_run_start_warning_is_logged_once(qtbot) -> None:
     qtbot.addWidget(panel)
     warning = "data.path: skipped 1 unreadable image(s) (data.on_bad_file is skip): a.png"
     panel.run_starting()
-    panel.add_message(Log(level="warning", text=warning))
-    started = RunStarted(
+    panel.add_message(Logged(warning, "warning"))
+    started = Started(
         strategy="MirroredStrategy",
+        strategy_kind=None,
         num_replicas=1,
-        devices=["/cpu:0"],
+        devices=("/cpu:0",),
         tensorflow_version="2.21.0",
-        warnings=[warning],
+        warnings=(warning,),
     )
-    panel.show_change(RunModel(), Started(started))
+    panel.show_change(RunModel(), started)
     assert sum(warning in line for line in panel.lines()) == 1
 
 

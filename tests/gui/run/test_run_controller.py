@@ -6,9 +6,17 @@ from pathlib import Path
 
 import pytest
 from distloop.engine.examples import load_example
-from distloop.engine.messages import RunFailed, RunFinished, StepMetrics
-from distloop.engine.run_events import Logged, RunEvent, Started, StatusChanged, StepsAdded
-from distloop.engine.run_model import RunModel
+from distloop.engine.messages import RunFailed
+from distloop.engine.run_events import (
+    Logged,
+    RunEvent,
+    RunFailure,
+    RunOutcome,
+    Started,
+    StatusChanged,
+    StepsAdded,
+)
+from distloop.engine.run_model import RunModel, outcome_of
 from distloop.gui.run.run_controller import RunController, RunState
 from support.gui_fakes import FakeEngine, factory, seed_run
 
@@ -24,15 +32,15 @@ class Recorder:
 
     def _told(self, _model: RunModel, event: RunEvent) -> None:
         match event:
-            case Logged(message):
-                self.events.append(("log", message))
-            case Started(message):
-                self.events.append(("started", message))
-            case StepsAdded(message):
-                self.events.append(("metrics", message))
-            case StatusChanged(outcome=RunFinished() as finished):
+            case Logged() as line:
+                self.events.append(("log", line))
+            case Started() as started:
+                self.events.append(("started", started))
+            case StepsAdded() as steps:
+                self.events.append(("metrics", steps))
+            case StatusChanged(outcome=RunOutcome(failure=None) as finished):
                 self.events.append(("finished", finished))
-            case StatusChanged(outcome=RunFailed() as failed):
+            case StatusChanged(outcome=RunOutcome(failure=RunFailure() as failed)):
                 self.events.append(("failed", failed))
 
     def names(self) -> list[str]:
@@ -76,7 +84,7 @@ def test_stop_asks_and_the_engine_stops(qtbot, qloop, run_dir: Path) -> None:
     assert controller.state is RunState.STOPPING
     qtbot.waitUntil(lambda: not controller.active, timeout=5000)
     finished = events.of("finished")
-    assert len(finished) == 1 and isinstance(finished[0], RunFinished)
+    assert len(finished) == 1 and isinstance(finished[0], RunOutcome)
     assert finished[0].status == "stopped"
     assert engine.stop_requested and not engine.killed and not controller.killed
 
@@ -91,7 +99,7 @@ def test_an_engine_that_ignores_stop_is_killed(qtbot, qloop, run_dir: Path) -> N
     qtbot.waitUntil(lambda: not controller.active, timeout=5000)
     assert engine.killed and controller.killed and controller.stop_requested
     (finished,) = events.of("finished")
-    assert isinstance(finished, RunFinished) and finished.status == "stopped" and finished.killed
+    assert isinstance(finished, RunOutcome) and finished.status == "stopped" and finished.killed
     assert events.of("failed") == []
     assert any(
         "did not finish its step within 0.3 s of Stop" in log.text for log in events.of("log")
@@ -104,7 +112,7 @@ def test_engine_failure_is_one_failed_signal(qtbot, qloop, run_dir: Path) -> Non
     controller = RunController(factory(engine))
     events = Recorder(controller)
     _run(qtbot, controller, run_dir)
-    assert events.of("failed") == [failure]
+    assert events.of("failed") == [outcome_of(failure).failure]
     assert events.names()[-2:] == ["failed", "idle"]
 
 
@@ -140,13 +148,13 @@ def test_one_run_at_a_time_and_shutdown(qtbot, qloop, run_dir: Path) -> None:
     qtbot.waitUntil(lambda: not controller.active, timeout=5000)
 
 
-def test_metrics_are_messages_not_copies(qtbot, qloop, run_dir: Path) -> None:
+def test_metrics_are_the_engines_own_values(qtbot, qloop, run_dir: Path) -> None:
     engine = FakeEngine(seed_run(steps=3, batch=3))
     controller = RunController(factory(engine))
     events = Recorder(controller)
     _run(qtbot, controller, run_dir)
     (metrics,) = events.of("metrics")
-    assert isinstance(metrics, StepMetrics) and metrics.losses == [1.0, 0.5, 1.0 / 3]
+    assert isinstance(metrics, StepsAdded) and metrics.losses == (1.0, 0.5, 1.0 / 3)
 
 
 def test_an_engine_with_its_own_stop_grace_gets_it(qtbot, qloop, run_dir: Path) -> None:

@@ -12,8 +12,8 @@ from typing import ClassVar
 
 import pytest
 from distloop.engine.examples import load_example
-from distloop.engine.messages import ClassScore, ModelLoaded, Predicted, ProtocolError
-from distloop.engine.prediction import PredictionError, PredictionResult
+from distloop.engine.messages import ModelLoaded, ProtocolError
+from distloop.engine.prediction import ClassChance, Prediction, PredictionError, PredictionResult
 from distloop.engine.run_folder import write_status
 from distloop.gui.runs import try_it_panel
 from distloop.gui.runs.try_it_panel import TryItPanel
@@ -47,14 +47,14 @@ class FakePredictor:
             raise PredictionError(self.error)
         if self.crash:
             raise self.crash
-        scores = [
-            ClassScore(name="dog", probability=0.875),
-            ClassScore(name="cat", probability=0.125),
-        ]
+        scores = (
+            ClassChance(name="dog", probability=0.875),
+            ClassChance(name="cat", probability=0.125),
+        )
         return PredictionResult(
             model=ModelLoaded(path="model.keras", input_shape=[8, 8, 1], classifier=True),
-            predictions=[Predicted(input=str(path), classes=scores) for path in inputs]
-            + [Predicted(input=f"row {n}", classes=scores[::-1]) for n, _ in enumerate(rows, 1)],
+            predictions=[Prediction(input=str(path), classes=scores) for path in inputs]
+            + [Prediction(input=f"row {n}", classes=scores[::-1]) for n, _ in enumerate(rows, 1)],
             errors=["/data/broken.png: it is not a JPEG, PNG, GIF or BMP image"],
         )
 
