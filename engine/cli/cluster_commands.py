@@ -2,8 +2,6 @@
 ``--dump``: where each task of a cluster that seems hung stands (a launch's or a Slurm
 job's too).
 
-Its parser builder also adds ``launch``, ``preflight``, ``submit`` and ``export``, the
-other commands that run a cluster or ready one, in the order ``--help`` lists them.
 """
 
 from __future__ import annotations
@@ -15,7 +13,7 @@ import socket
 from pathlib import Path
 from typing import Any
 
-from ..cluster.ssh import DEFAULT_REMOTE_DIR, SshLaunch
+from ..cluster.ssh import SshLaunch
 from ..cluster_layout import local_cluster_tasks
 from ..engine_handle import EngineHandle
 from ..problems import ProblemsError
@@ -23,6 +21,7 @@ from ..resume_rules import Layout, checked_launch_settings
 from ..run_folder import PROJECT_FILE, TASKS_DIR, RunFolderError, RunFolderLock, read_status
 from ..run_handle import open_run
 from ..tf_config import DEFAULT_WORKERS
+from .arguments import add_max_restarts_argument, add_trust_launch_argument
 from .common import (
     EXIT_FAILED,
     EXIT_OK,
@@ -32,7 +31,6 @@ from .common import (
     _may_start_here,
     announce_custom_code,
 )
-from .export_command import SCRIPT_FORMAT, _volume_name
 from .following import follow_restarting
 from .launch_commands import announce_launch, made_here_or_trusted
 from .mlflow_command import add_live_arguments
@@ -43,33 +41,10 @@ from .run_folders import (
     _resumable,
     add_overwrite_argument,
 )
-from .submit_command import add_slurm_job_arguments, add_submit_command
 
 
-def add_max_restarts_argument(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--max-restarts",
-        type=int,
-        default=0,
-        metavar="N",
-        help="when a task dies or is preempted, start the whole cluster again from its last "
-        "checkpoint, up to N times (default 0)",
-    )
-
-
-# --- clusters: distloop cluster / export -------------------------------------------------
-
-
-def add_trust_launch_argument(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--trust-launch",
-        action="store_true",
-        help="with --resume or --dump of a launch's folder made by another user or machine: "
-        "run the ssh configuration and host commands it names (said before it runs)",
-    )
-
-
-def add_cluster_commands(commands: argparse._SubParsersAction) -> None:
+def add_cluster_command(commands: argparse._SubParsersAction) -> None:
+    """``distloop cluster``'s parser: every task of a project on this machine."""
     cluster = commands.add_parser(
         "cluster",
         help="run every task of a multi-worker or parameter-server project on this machine",
@@ -112,125 +87,7 @@ def add_cluster_commands(commands: argparse._SubParsersAction) -> None:
     cluster.add_argument(
         "--verbose", action="store_true", help="also print every task's log output (to stderr)"
     )
-
-    launch = commands.add_parser(
-        "launch",
-        help="run every task of the project's cluster on the hosts its TF_CONFIG names, "
-        "started over SSH, and follow it here",
-    )
-    source = launch.add_mutually_exclusive_group(required=True)
-    source.add_argument("project", nargs="?", type=Path, help="project JSON file with a tf_config")
-    source.add_argument(
-        "--resume",
-        metavar="DIR",
-        type=Path,
-        help="continue a stopped, failed or interrupted launch, every task on its host from "
-        "the chief's last checkpoint",
-    )
-    add_max_restarts_argument(launch)
-    add_live_arguments(launch)
-    launch.add_argument(
-        "--out", type=Path, help="the run's folder here (default: a new one under the data dir)"
-    )
-    add_overwrite_argument(launch)
-    launch.add_argument(
-        "--ssh-config", type=Path, metavar="FILE", help="ssh's configuration (ssh -F FILE)"
-    )
-    launch.add_argument(
-        "--remote-command",
-        metavar="CMD",
-        help="how every host runs distloop (e.g. /opt/venv/bin/distloop; default: each host's "
-        "launch.hosts command in the project, else distloop)",
-    )
-    launch.add_argument(
-        "--remote-dir",
-        metavar="DIR",
-        help="where runs go on every host (default: each host's launch.hosts remote_dir in the "
-        f"project, else ~/{DEFAULT_REMOTE_DIR})",
-    )
-    launch.add_argument(
-        "--no-preflight", action="store_true", help="start without the pre-flight check"
-    )
-    add_trust_launch_argument(launch)
-    launch.add_argument("--quiet", action="store_true", help="print only the summary")
-    launch.add_argument(
-        "--verbose", action="store_true", help="also print every task's log output (to stderr)"
-    )
-    preflight = commands.add_parser(
-        "preflight",
-        help="check every host of the project's cluster over SSH before a launch: versions, "
-        "devices, data, ports, and each pair of tasks reaching each other",
-    )
-    preflight.add_argument("project", nargs="?", type=Path, help="project JSON file")
-    preflight.add_argument("--ssh-config", type=Path, metavar="FILE", help="ssh -F FILE")
-    preflight.add_argument(
-        "--remote-command", metavar="CMD", help="distloop on every host (as launch's)"
-    )
-    preflight.add_argument(
-        "--remote-dir", metavar="DIR", help="where runs go on every host (as launch's)"
-    )
-    # The host's side, run over ssh by the check itself.
-    hidden = argparse.SUPPRESS
-    preflight.add_argument("--probe", action="store_true", help=hidden)
-    preflight.add_argument("--path", action="append", default=[], help=hidden)
-    preflight.add_argument("--port", action="append", type=int, default=[], help=hidden)
-    preflight.add_argument("--folder", default=".", help=hidden)
-    preflight.add_argument("--devices", action="store_true", help=hidden)
-    preflight.add_argument("--listen", type=int, help=hidden)
-    preflight.add_argument("--seconds", type=float, default=30.0, help=hidden)
-    preflight.add_argument("--connect", nargs="+", help=hidden)
-
-    from ..exports import FORMATS, format_named, pod_formats
-    from ..exports.pods import DEFAULT_IMAGE
-    from ..exports.storage import DATA_MOUNT
-
-    add_submit_command(commands)
-
-    export = commands.add_parser(
-        "export",
-        help="write a standalone training script, the TF_CONFIG of every task, launch scripts "
-        "or Kubernetes manifests",
-    )
-    export.add_argument("project", type=Path, help="project JSON file")
-    described = "; ".join(f"{name}: {format_named(name).description}" for name in FORMATS)
-    export.add_argument(
-        "--format",
-        required=True,
-        choices=(*FORMATS, SCRIPT_FORMAT),
-        help=f"{described}; {SCRIPT_FORMAT}: the project as one standalone TensorFlow program "
-        "(--out is the .py file)",
-    )
-    pods = pod_formats()
-    export.add_argument(
-        "--out", type=Path, required=True, help="folder to write into (script: the .py file)"
-    )
-    export.add_argument(
-        "--tf-config",
-        type=Path,
-        metavar="FILE",
-        help="take the cluster from this TF_CONFIG JSON file instead of the project",
-    )
-    export.add_argument(
-        "--image",
-        default=DEFAULT_IMAGE,
-        help=f"image with Distloop installed, for {pods} (default {DEFAULT_IMAGE})",
-    )
-    export.add_argument(
-        "--runs-volume",
-        type=_volume_name,
-        metavar="CLAIM",
-        help=f"{pods}: a PersistentVolumeClaim for the run folders, which stay after the "
-        "pods end (default: an emptyDir, lost with the pod)",
-    )
-    export.add_argument(
-        "--data-volume",
-        type=_volume_name,
-        metavar="CLAIM",
-        help=f"{pods}: a PersistentVolumeClaim holding the files the project reads, "
-        f"mounted read-only; project.json reads them from {DATA_MOUNT}",
-    )
-
-    add_slurm_job_arguments(export.add_argument_group("slurm format"))
+    cluster.set_defaults(handler=command_cluster)
 
 
 def command_cluster(args: argparse.Namespace) -> int:

@@ -1,7 +1,6 @@
 """``distloop export``: a project written out to run elsewhere: every task's TF_CONFIG,
 launch scripts, Kubernetes manifests, a Slurm job, or a standalone TensorFlow script
-(``--format script``). Its parser is built with the cluster commands'
-(:mod:`.cluster_commands`), which most of its formats are for.
+(``--format script``).
 """
 
 from __future__ import annotations
@@ -12,6 +11,7 @@ from pathlib import Path
 from ..config import Project
 from ..problems import ProblemsError
 from .common import EXIT_FAILED, EXIT_OK, EXIT_USAGE, _err, _load
+from .submit_command import add_slurm_job_arguments
 
 SCRIPT_FORMAT = "script"
 """``--format script``: the project as one standalone TensorFlow program, not a cluster
@@ -25,6 +25,61 @@ def _volume_name(text: str) -> str:
     if problem is not None:
         raise argparse.ArgumentTypeError(problem)
     return text
+
+
+def add_export_command(commands: argparse._SubParsersAction) -> None:
+    """``distloop export``'s parser: the formats are the registered ones (``engine.exports``),
+    and the standalone script."""
+    from ..exports import FORMATS, format_named, pod_formats
+    from ..exports.pods import DEFAULT_IMAGE
+    from ..exports.storage import DATA_MOUNT
+
+    export = commands.add_parser(
+        "export",
+        help="write a standalone training script, the TF_CONFIG of every task, launch scripts "
+        "or Kubernetes manifests",
+    )
+    export.add_argument("project", type=Path, help="project JSON file")
+    described = "; ".join(f"{name}: {format_named(name).description}" for name in FORMATS)
+    export.add_argument(
+        "--format",
+        required=True,
+        choices=(*FORMATS, SCRIPT_FORMAT),
+        help=f"{described}; {SCRIPT_FORMAT}: the project as one standalone TensorFlow program "
+        "(--out is the .py file)",
+    )
+    pods = pod_formats()
+    export.add_argument(
+        "--out", type=Path, required=True, help="folder to write into (script: the .py file)"
+    )
+    export.add_argument(
+        "--tf-config",
+        type=Path,
+        metavar="FILE",
+        help="take the cluster from this TF_CONFIG JSON file instead of the project",
+    )
+    export.add_argument(
+        "--image",
+        default=DEFAULT_IMAGE,
+        help=f"image with Distloop installed, for {pods} (default {DEFAULT_IMAGE})",
+    )
+    export.add_argument(
+        "--runs-volume",
+        type=_volume_name,
+        metavar="CLAIM",
+        help=f"{pods}: a PersistentVolumeClaim for the run folders, which stay after the "
+        "pods end (default: an emptyDir, lost with the pod)",
+    )
+    export.add_argument(
+        "--data-volume",
+        type=_volume_name,
+        metavar="CLAIM",
+        help=f"{pods}: a PersistentVolumeClaim holding the files the project reads, "
+        f"mounted read-only; project.json reads them from {DATA_MOUNT}",
+    )
+
+    add_slurm_job_arguments(export.add_argument_group("slurm format"))
+    export.set_defaults(handler=command_export)
 
 
 def command_export(args: argparse.Namespace) -> int:

@@ -97,6 +97,8 @@ def add_finder_commands(commands: argparse._SubParsersAction) -> None:
     batch_find.add_argument(
         "--out", type=Path, help="the folder of its trials (default: a new one beside the runs)"
     )
+    lr_find.set_defaults(handler=command_lr_find)
+    batch_find.set_defaults(handler=command_batch_find)
 
 
 def command_lr_find(args: argparse.Namespace) -> int:

@@ -8,7 +8,7 @@ import argparse
 import shutil
 from pathlib import Path
 
-from ..cluster.ssh import SshLaunch, launch_hosts
+from ..cluster.ssh import DEFAULT_REMOTE_DIR, SshLaunch, launch_hosts
 from ..code_text import printable
 from ..config import Project
 from ..config.launch import LaunchSettings
@@ -17,9 +17,89 @@ from ..problems import ProblemsError
 from ..resume_rules import Layout
 from ..run_folder import RunFolderLock, update_status
 from ..run_handle import open_run
+from .arguments import add_max_restarts_argument, add_trust_launch_argument
 from .common import EXIT_FAILED, EXIT_OK, EXIT_USAGE, _err, _load, announce_custom_code
 from .following import follow_restarting
-from .run_folders import _claim_new_run_folder, _claim_run_to_resume, _make_run_folder, _resumable
+from .mlflow_command import add_live_arguments
+from .run_folders import (
+    _claim_new_run_folder,
+    _claim_run_to_resume,
+    _make_run_folder,
+    _resumable,
+    add_overwrite_argument,
+)
+
+
+def add_launch_commands(commands: argparse._SubParsersAction) -> None:
+    """``distloop launch`` and ``distloop preflight``'s parsers (the latter's hidden
+    options are the host's side of the check, run over ssh by the check itself)."""
+    launch = commands.add_parser(
+        "launch",
+        help="run every task of the project's cluster on the hosts its TF_CONFIG names, "
+        "started over SSH, and follow it here",
+    )
+    source = launch.add_mutually_exclusive_group(required=True)
+    source.add_argument("project", nargs="?", type=Path, help="project JSON file with a tf_config")
+    source.add_argument(
+        "--resume",
+        metavar="DIR",
+        type=Path,
+        help="continue a stopped, failed or interrupted launch, every task on its host from "
+        "the chief's last checkpoint",
+    )
+    add_max_restarts_argument(launch)
+    add_live_arguments(launch)
+    launch.add_argument(
+        "--out", type=Path, help="the run's folder here (default: a new one under the data dir)"
+    )
+    add_overwrite_argument(launch)
+    launch.add_argument(
+        "--ssh-config", type=Path, metavar="FILE", help="ssh's configuration (ssh -F FILE)"
+    )
+    launch.add_argument(
+        "--remote-command",
+        metavar="CMD",
+        help="how every host runs distloop (e.g. /opt/venv/bin/distloop; default: each host's "
+        "launch.hosts command in the project, else distloop)",
+    )
+    launch.add_argument(
+        "--remote-dir",
+        metavar="DIR",
+        help="where runs go on every host (default: each host's launch.hosts remote_dir in the "
+        f"project, else ~/{DEFAULT_REMOTE_DIR})",
+    )
+    launch.add_argument(
+        "--no-preflight", action="store_true", help="start without the pre-flight check"
+    )
+    add_trust_launch_argument(launch)
+    launch.add_argument("--quiet", action="store_true", help="print only the summary")
+    launch.add_argument(
+        "--verbose", action="store_true", help="also print every task's log output (to stderr)"
+    )
+    preflight = commands.add_parser(
+        "preflight",
+        help="check every host of the project's cluster over SSH before a launch: versions, "
+        "devices, data, ports, and each pair of tasks reaching each other",
+    )
+    preflight.add_argument("project", nargs="?", type=Path, help="project JSON file")
+    preflight.add_argument("--ssh-config", type=Path, metavar="FILE", help="ssh -F FILE")
+    preflight.add_argument(
+        "--remote-command", metavar="CMD", help="distloop on every host (as launch's)"
+    )
+    preflight.add_argument(
+        "--remote-dir", metavar="DIR", help="where runs go on every host (as launch's)"
+    )
+    hidden = argparse.SUPPRESS
+    preflight.add_argument("--probe", action="store_true", help=hidden)
+    preflight.add_argument("--path", action="append", default=[], help=hidden)
+    preflight.add_argument("--port", action="append", type=int, default=[], help=hidden)
+    preflight.add_argument("--folder", default=".", help=hidden)
+    preflight.add_argument("--devices", action="store_true", help=hidden)
+    preflight.add_argument("--listen", type=int, help=hidden)
+    preflight.add_argument("--seconds", type=float, default=30.0, help=hidden)
+    preflight.add_argument("--connect", nargs="+", help=hidden)
+    launch.set_defaults(handler=command_launch)
+    preflight.set_defaults(handler=command_preflight)
 
 
 def announce_launch(project: Project, hosts: SshLaunch) -> None:

@@ -36,6 +36,7 @@ def add_mlflow_command(commands: argparse._SubParsersAction) -> None:
         default=DEFAULT_EXPERIMENT,
         help=f"the MLflow experiment (made when missing; default {DEFAULT_EXPERIMENT})",
     )
+    mlflow.set_defaults(handler=command_mlflow)
 
 
 def add_live_arguments(parser: argparse.ArgumentParser) -> None:

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import argparse
 import sys
 from pathlib import Path
 
@@ -14,6 +15,38 @@ from ..prediction import PredictionError, predict
 from ..problems import ProblemsError
 from ..run_checks import file_findings
 from .common import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, _err, _load, _no_example
+
+
+def add_project_commands(commands: argparse._SubParsersAction) -> None:
+    """The parsers of ``validate``, ``example``, ``devices`` and ``predict``."""
+    validate = commands.add_parser("validate", help="check a project file and list its problems")
+    validate.add_argument("project", type=Path)
+
+    example = commands.add_parser("example", help="print a built-in example project")
+    example.add_argument("name", nargs="?", help=f"one of: {', '.join(example_names())}")
+
+    devices = commands.add_parser(
+        "devices", help="list the devices TensorFlow sees on this machine"
+    )
+
+    predict = commands.add_parser(
+        "predict", help="run a run's saved model (model.keras) on CSV, .npy, image or text files"
+    )
+    predict.add_argument("run", type=Path, help="the run folder")
+    predict.add_argument(
+        "inputs",
+        nargs="+",
+        type=Path,
+        metavar="INPUT",
+        help="a .csv (one example a row), an .npy array, an image, or a .txt for a text model",
+    )
+    predict.add_argument("--json", action="store_true", help="one JSON object per example")
+    validate.set_defaults(handler=lambda args: command_validate(args.project))
+    example.set_defaults(handler=lambda args: command_example(args.name))
+    devices.set_defaults(handler=lambda args: command_devices())
+    predict.set_defaults(
+        handler=lambda args: command_predict(args.run, args.inputs, as_json=args.json)
+    )
 
 
 def command_validate(path: Path) -> int:

@@ -8,10 +8,11 @@ import os
 from pathlib import Path
 
 from ..cluster_layout import task_dir_name
+from ..cluster_layout.slurm import DEFAULT_PORT_BASE as SLURM_PORT_BASE
 from ..examples import load_example
 from ..problems import ProblemsError
 from ..resume_rules import Layout, refuse_strategy
-from ..run_folder import PROJECT_FILE, TASKS_DIR, new_run_dir
+from ..run_folder import MESSAGES_FILE, PROJECT_FILE, TASKS_DIR, new_run_dir
 from ..tf_config import chief_of
 from .common import (
     EXIT_FAILED,
@@ -23,8 +24,77 @@ from .common import (
     announce_custom_code,
 )
 from .following import run_in_foreground
-from .mlflow_command import live_settings, worker_live_refusal
-from .run_folders import _claim_new_run_folder, _claim_run_to_resume, _make_run_folder, _resumable
+from .mlflow_command import add_live_arguments, live_settings, worker_live_refusal
+from .run_folders import (
+    _claim_new_run_folder,
+    _claim_run_to_resume,
+    _make_run_folder,
+    _resumable,
+    add_overwrite_argument,
+)
+
+
+def add_run_command(commands: argparse._SubParsersAction) -> None:
+    """``distloop run``'s parser: a project, an example or a run to resume, here or as one
+    task of a cluster."""
+    run = commands.add_parser("run", help="train a project headless, one line per step")
+    add_run_arguments(run)
+    task = run.add_mutually_exclusive_group()
+    task.add_argument(
+        "--task",
+        metavar="TYPE:INDEX",
+        help="run this task (e.g. worker:1) of the cluster in the project's tf_config or "
+        "in TF_CONFIG (which wins when set)",
+    )
+    task.add_argument(
+        "--task-from",
+        choices=["slurm"],
+        help="compute the cluster and this task from the variables srun sets (each task "
+        "then runs in OUT/tasks/TYPE-INDEX)",
+    )
+    run.add_argument(
+        "--messages",
+        action="store_true",
+        help="machine-readable: the protocol's messages as JSON lines on stdout; a 'stop' "
+        "line on stdin stops the run, the end of stdin stops it too (a launcher's channel)",
+    )
+    run.add_argument(
+        "--record-messages",
+        action="store_true",
+        help=f"also append the protocol's messages as JSON lines to {MESSAGES_FILE} in the run "
+        "folder: a follower on a shared file system reads them (distloop submit --wait)",
+    )
+    run.add_argument(
+        "--port-base",
+        type=int,
+        default=SLURM_PORT_BASE,
+        help=f"with --task-from slurm: the port of each node's first task (default "
+        f"{SLURM_PORT_BASE}; the node's next tasks take the ports after it)",
+    )
+    add_live_arguments(run)
+    run.set_defaults(handler=command_run)
+
+
+def add_run_arguments(parser: argparse.ArgumentParser) -> None:
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("project", nargs="?", type=Path, help="project JSON file")
+    source.add_argument("--example", metavar="NAME", help="run a built-in example instead")
+    source.add_argument(
+        "--resume",
+        metavar="DIR",
+        type=Path,
+        help="continue a stopped, failed or killed run from its last checkpoint",
+    )
+    parser.add_argument(
+        "--out", type=Path, help="run folder (default: a new folder under the user's data dir)"
+    )
+    add_overwrite_argument(parser)
+    parser.add_argument(
+        "--quiet", action="store_true", help="print only the summary, not a line per step"
+    )
+    parser.add_argument(
+        "--verbose", action="store_true", help="also print TensorFlow's log output (to stderr)"
+    )
 
 
 def command_run(args: argparse.Namespace) -> int:

@@ -79,6 +79,7 @@ def add_submit_command(commands: argparse._SubParsersAction) -> None:
     submit.add_argument(
         "--verbose", action="store_true", help="also print the chief's log output (to stderr)"
     )
+    submit.set_defaults(handler=command_submit)
 
 
 def command_submit(args: argparse.Namespace) -> int:

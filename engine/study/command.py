@@ -66,6 +66,7 @@ def add_sweep_command(commands: argparse._SubParsersAction) -> None:
         "--warmup-steps", type=int, default=0, help="steps before a trial may be pruned"
     )
     sweep.add_argument("--out", type=Path, help="the study's folder (default: a new one)")
+    sweep.set_defaults(handler=command_sweep)
 
 
 def _err(text: str) -> None:

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from distloop.engine import __version__
 from distloop.engine.child_main import _failure_message
+from distloop.engine.cli import build_parser
 from distloop.engine.cli.common import EXIT_FAILED
 from distloop.engine.cli.following import _print_event
 from distloop.engine.examples import example_text, load_example
@@ -223,3 +224,13 @@ def test_known_failures_print_one_line_and_unexpected_ones_their_traceback(capsy
     assert _print_event(ended, quiet=False, verbose=False) == EXIT_FAILED
     err = capsys.readouterr().err
     assert err.startswith("distloop: the run failed: KeyError: 'strides'\nTraceback")
+
+
+def test_every_command_s_own_module_names_its_handler() -> None:
+    """Each command module builds its parser and sets the function that runs it, so a new
+    command is its module plus one line in ``build_parser``, never a branch in ``main``."""
+    (commands,) = (a for a in build_parser()._actions if a.dest == "command")
+    for name, parser in commands.choices.items():
+        handler = parser.get_default("handler")
+        assert callable(handler), name
+        assert handler.__module__.startswith("distloop.engine."), name
