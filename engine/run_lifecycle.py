@@ -1,7 +1,7 @@
 """Where a run stands, as its protocol messages say it: started, stepped, ended (TF-free).
 
 Every handle on a run (an engine process, a task over SSH, a local cluster's tasks, a
-Slurm job's chief, a study's trial, a finder's trial) reads the same stream of
+Slurm job's chief, a finder's trial) reads the same stream of
 ``engine.messages`` and needs the same few facts from it: has the run started its loop
 (and does it only serve, as a parameter-server cluster's ps and workers do), its last
 step with that step's loss and training clock, and its one terminal message. They are

@@ -1,4 +1,5 @@
-"""What a study optimizes, read from a trial's live messages as the run reports them.
+"""What a study optimizes, read from a trial's run as its model tells it (plain events,
+:mod:`engine.run_events`, the same ones the window's views and the CLI's printer read).
 
 The objective is a metric and a direction: a validation metric when the project
 evaluates (the best one the run reached, the one its kept ``model.keras`` has), else
@@ -14,9 +15,8 @@ import math
 from dataclasses import dataclass, field
 
 from ..config import Project
-from ..messages import EvalMetrics, Message, StepMetrics
 from ..problems import Problem
-from ..run_lifecycle import RunLifecycle
+from ..run_events import Evaluated, RunEvent, RunOutcome, StatusChanged, StepsAdded
 from ..smoothed_loss import SmoothedLoss
 
 OBJECTIVES = ("val_loss", "val_accuracy", "loss")
@@ -51,14 +51,16 @@ def objective_problems(project: Project, metric: str) -> list[Problem]:
 
 @dataclass
 class ObjectiveTracker:
-    """Follows one trial's messages; says when to report and what the objective is."""
+    """Follows one trial's run event by event; says when to report and what the objective is."""
 
     metric: str
     report_every: int
     warmup: int = 0
     best: float | None = None
-    lifecycle: RunLifecycle = field(init=False, default_factory=RunLifecycle)
-    """Where the trial's run stands: its last step, how it ended."""
+    last_step: int = 0
+    """The last step the trial reported; 0 before its first."""
+    outcome: RunOutcome | None = None
+    """How the trial's run ended; None until it did."""
     _loss: SmoothedLoss = field(init=False, default_factory=SmoothedLoss)
     _next_rung: int = field(init=False, default=0)
     pending: list[tuple[int, float]] = field(default_factory=list)
@@ -66,36 +68,39 @@ class ObjectiveTracker:
     def __post_init__(self) -> None:
         self._next_rung = max(self.warmup, self.report_every)
 
-    @property
-    def last_step(self) -> int:
-        """The last step the trial reported; 0 before its first."""
-        return self.lifecycle.last_step or 0
+    def apply(self, event: RunEvent) -> None:
+        """Takes an event of the run; what to report piles up in :attr:`pending`."""
+        match event:
+            case StepsAdded():
+                self._steps_added(event)
+            case Evaluated():
+                self._evaluated(event)
+            case StatusChanged(outcome=RunOutcome() as outcome):
+                self.outcome = outcome
 
-    def apply(self, message: Message) -> None:
-        """Takes a message of the run; what to report piles up in :attr:`pending`."""
-        self.lifecycle.note(message)
-        if isinstance(message, StepMetrics):
-            if not message.steps:
-                return
-            # In pieces that end at the rungs: the smoothed loss as it stood at each one.
-            taken = 0
-            for index, step in enumerate(message.steps):
-                if self.metric == "loss" and step >= self._next_rung:
-                    self._loss.extend(message.losses[taken : index + 1])
-                    taken = index + 1
-                    self._next_rung = step + self.report_every
-                    smoothed = self._loss.value()
-                    if smoothed is not None:
-                        self.pending.append((step, smoothed))
-            self._loss.extend(message.losses[taken:])
-        elif isinstance(message, EvalMetrics) and self.metric in message.metrics:
-            value = message.metrics[self.metric]
-            if math.isfinite(value):
-                better = direction(self.metric) == "maximize"
-                if self.best is None or (value > self.best if better else value < self.best):
-                    self.best = value
-                if message.step >= self.warmup:
-                    self.pending.append((message.step, value))
+    def _steps_added(self, event: StepsAdded) -> None:
+        self.last_step = event.steps[-1]
+        # In pieces that end at the rungs: the smoothed loss as it stood at each one.
+        taken = 0
+        for index, step in enumerate(event.steps):
+            if self.metric == "loss" and step >= self._next_rung:
+                self._loss.extend(event.losses[taken : index + 1])
+                taken = index + 1
+                self._next_rung = step + self.report_every
+                smoothed = self._loss.value()
+                if smoothed is not None:
+                    self.pending.append((step, smoothed))
+        self._loss.extend(event.losses[taken:])
+
+    def _evaluated(self, event: Evaluated) -> None:
+        value = event.metrics.get(self.metric)
+        if value is None or not math.isfinite(value):
+            return
+        better = direction(self.metric) == "maximize"
+        if self.best is None or (value > self.best if better else value < self.best):
+            self.best = value
+        if event.step >= self.warmup:
+            self.pending.append((event.step, value))
 
     def take_reports(self) -> list[tuple[int, float]]:
         reports, self.pending = self.pending, []

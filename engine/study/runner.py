@@ -1,5 +1,5 @@
-"""A study: Optuna asks for each trial's values, a real run trains them, its live
-messages answer (and may prune it), and everything persists in the study's folder.
+"""A study: Optuna asks for each trial's values, a real run trains them, what its run's
+model tells answers (and may prune it), and everything persists in the study's folder.
 
 The folder holds ``study.json`` (the base project, the space, the settings: what a
 resume needs), Optuna's storage ``study.db`` (SQLite; ``optuna.load_study`` reads
@@ -27,10 +27,10 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from ..config import MAX_SEED, Project
 from ..engine_handle import EngineHandle
 from ..fileio import atomic_write_text
-from ..messages import Message, RunFailed
 from ..problems import Problem, ProblemsError, parse_json_text, problems_from_validation_error
 from ..process import WarmEngines
 from ..project_file import load_project_data
+from ..run_events import RunEvent
 from ..run_folder import (
     STUDY_FILE,
     TRIALS_DIR,
@@ -42,6 +42,7 @@ from ..run_folder import (
     write_status,
 )
 from ..run_handle import open_run
+from ..run_model import RunModel
 from .hparams import write_experiment, write_trial
 from .objective import ObjectiveTracker, direction, objective_problems
 from .space import Choices, FloatRange, IntRange, SearchSpace, space_from_data, with_values
@@ -199,7 +200,7 @@ class Study:
     trials it asks for, each a :class:`TrialRun` whose run someone else drives.
 
     :meth:`run` drives them itself, one process after another (the command line); the
-    window drives each trial's run through its own run path and hands the messages on.
+    window drives each trial's run through its own run path, whose model the trial hears.
     A second process that opens the folder while one runs it is refused
     (:class:`StudyBusy`): two could never agree on which trial runs next.
     """
@@ -313,7 +314,8 @@ class Study:
     ) -> bool:
         """Runs trials until the plan has its number; False when ``stopping`` ended it early.
 
-        Each trial's run is opened here, as ``distloop run`` opens one; the next
+        Each trial's run is opened here, as ``distloop run`` opens one, and its messages
+        go through a :class:`RunModel` the trial listens to, as the window's does; the next
         trial's engine imports TensorFlow while one trains.
         """
         warm = WarmEngines()
@@ -340,12 +342,18 @@ class Study:
         on_poll: Callable[[EngineHandle], None] | None,
     ) -> TrialResult | None:
         engine = open_run(trial.project, trial.run_dir, warm_engines=warm)
+        model = RunModel(total_steps=trial.project.total_steps(), run_dir=trial.run_dir)
+
+        def judge(event: RunEvent) -> None:
+            if trial.apply(event):
+                engine.request_stop()
+
+        model.subscribe(judge)
         engine.start()
         warm.prepare()
         while not engine.done:
             for message in engine.poll(0.2):
-                if trial.apply(message):
-                    engine.request_stop()
+                model.apply(message)
             if stopping() and trial.interrupt():
                 engine.request_stop()
             if on_poll is not None:
@@ -412,11 +420,13 @@ PRUNER_RULES = {
 
 class TrialRun:
     """One trial from Optuna's ask to its tell: the project it trains in its folder, and
-    what its run's messages make of it (reports at rungs, pruning, the objective).
+    what its run makes of it (reports at rungs, pruning, the objective).
 
-    Whoever drives the run hands every message to :meth:`apply` and asks the run to stop
-    when it answers True (pruned) or when :meth:`interrupt` does (the study stops); once
-    the run is closed, :meth:`end` tells Optuna and writes the trial's status.
+    Whoever drives the run feeds its messages to a :class:`RunModel` and subscribes
+    :meth:`apply` to it (the trial reads the run's plain events, as every view does, never
+    the engine's messages); it asks the run to stop when :meth:`apply` answers True
+    (pruned) or when :meth:`interrupt` does (the study stops); once the run is closed,
+    :meth:`end` tells Optuna and writes the trial's status.
     """
 
     def __init__(
@@ -439,9 +449,9 @@ class TrialRun:
         self.started = time.time()
         self.interrupted = False
 
-    def apply(self, message: Message) -> bool:
-        """Takes one message of the trial's run; True once, when the pruner stops it."""
-        self.tracker.apply(message)
+    def apply(self, event: RunEvent) -> bool:
+        """Takes one event of the trial's run; True once, when the pruner stops it."""
+        self.tracker.apply(event)
         prune = False
         for step, value in self.tracker.take_reports():
             if self.pruned_at is not None or self.interrupted:
@@ -499,10 +509,11 @@ class TrialRun:
         states = self._study._optuna.trial.TrialState
         study, trial, params, run_dir = self._study.study, self._trial, self.params, self.run_dir
         steps = self.tracker.last_step
-        ending = self.tracker.lifecycle.terminal
-        if isinstance(ending, RunFailed) or ending is None:
+        ending = self.tracker.outcome
+        failure = ending.failure if ending is not None else None
+        if ending is None or failure is not None:
             _tell(study, trial, state=states.FAIL)
-            note = ending.message if ending is not None else "the run ended without a word"
+            note = failure.message if failure is not None else "the run ended without a word"
             return TrialResult(self.number, params, "failed", None, run_dir, steps, note)
         # A short trial may reach its last step before the stop the pruner asked for: it
         # trained in full, so it is complete, with its objective, not pruned.

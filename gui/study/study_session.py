@@ -4,18 +4,12 @@ for each trial, and each trial's run goes through the window's Run path.
 ``distloop sweep`` drives its trials' engines itself (:meth:`Study.run`); here the
 window's :class:`~gui.run.run_controller.RunController` drives them, so a trial is a
 run like any other: the plot, the status panel, the log and the runs list follow
-it. The session hands the run's messages to the trial (:meth:`TrialRun.apply`),
-stops the run when the pruner says so (the plot marks where and why), and once the
-run is closed tells Optuna how it ended (:meth:`TrialRun.end`) and asks for the
-next. Stop, or closing the window, stops the current trial through the normal stop
-path and leaves the study resumable: its values run again when it continues, as
-after Ctrl-C in ``distloop sweep``.
-
-The one place the window still speaks the engine's protocol: :meth:`TrialRun.apply`
-takes the messages ``distloop sweep`` feeds it, so the session puts the run's steps,
-evaluations and end, which it hears as plain events like every view, back into those
-messages (:func:`_trial_message`). The import-linter contract that keeps ``engine.messages``
-out of the window names this module as its one exception, until the trial takes values.
+it. The session hands the trial the run's events as its model tells every view
+(:meth:`TrialRun.apply`), stops the run when the pruner says so (the plot marks
+where and why), and once the run is closed tells Optuna how it ended
+(:meth:`TrialRun.end`) and asks for the next. Stop, or closing the window, stops
+the current trial through the normal stop path and leaves the study resumable: its
+values run again when it continues, as after Ctrl-C in ``distloop sweep``.
 """
 
 from __future__ import annotations
@@ -26,8 +20,7 @@ from pathlib import Path
 from PySide6.QtCore import QObject, QTimer, Signal
 
 from ...engine.config import Project
-from ...engine.messages import EvalMetrics, Message, RunFailed, RunFinished, StepMetrics
-from ...engine.run_events import Evaluated, RunEvent, RunOutcome, StatusChanged, StepsAdded
+from ...engine.run_events import RunEvent
 from ...engine.run_model import RunModel
 from ...engine.study.runner import Study, StudyPlan, TrialResult, TrialRun
 from ..run.run_controller import RunController
@@ -134,14 +127,10 @@ class StudySession(QObject):
             self._end("its trial could not start; the study is stopped")
 
     def _on_event(self, _model: RunModel, event: RunEvent) -> None:
-        """The trial judges what its run reports: each step, evaluation and its end."""
-        match event:
-            case StepsAdded() | Evaluated() | StatusChanged(outcome=RunOutcome()):
-                self._judge(_trial_message(event))
-
-    def _judge(self, message: Message) -> None:
+        """The trial judges what its run reports (its steps, evaluations and end); the
+        pruner may stop it."""
         trial = self._trial
-        if trial is None or not trial.apply(message):
+        if trial is None or not trial.apply(event):
             return
         assert trial.pruned_at is not None
         self.log.emit(
@@ -183,39 +172,3 @@ class StudySession(QObject):
         study.close()
         self.ended.emit(how)
         self.changed.emit()
-
-
-def _trial_message(event: StepsAdded | Evaluated | StatusChanged) -> Message:
-    """The message of the engine's that told the model what ``event`` tells, as the trial
-    takes it (an ended run's ``event`` has its outcome)."""
-    match event:
-        case StepsAdded():
-            named = {name: list(values) for name, values in event.named_losses.items()}
-            return StepMetrics(
-                steps=list(event.steps),
-                losses=list(event.losses),
-                elapsed_s=list(event.elapsed_s),
-                named_losses=named or None,
-            )
-        case Evaluated():
-            return EvalMetrics(
-                step=event.step, metrics=dict(event.metrics), examples=event.examples
-            )
-    outcome = event.outcome
-    assert outcome is not None
-    if outcome.failure is not None:
-        failure = outcome.failure
-        return RunFailed(
-            error_type=failure.error_type,
-            message=failure.message,
-            traceback=failure.traceback,
-            last_step=outcome.last_step,
-            known=failure.known,
-        )
-    return RunFinished(
-        status="finished" if outcome.status == "finished" else "stopped",
-        last_step=outcome.last_step or 0,
-        final_loss=outcome.final_loss,
-        elapsed_s=outcome.elapsed_s or 0.0,
-        killed=outcome.killed,
-    )

@@ -15,9 +15,10 @@ from pathlib import Path
 import pytest
 from distloop.engine.config import Project
 from distloop.engine.examples import load_example
-from distloop.engine.messages import EvalMetrics, StepMetrics
+from distloop.engine.messages import StepMetrics
 from distloop.engine.problems import ProblemsError
 from distloop.engine.project_file import load_project_data
+from distloop.engine.run_events import Evaluated, RunOutcome, StatusChanged, StepsAdded
 from distloop.engine.run_folder import read_metrics, read_status
 from distloop.engine.run_history import summarize
 from distloop.engine.study.folders import list_studies
@@ -116,11 +117,9 @@ def test_the_objective_is_the_smoothed_loss_reported_at_rungs() -> None:
     results show it (it was TensorBoard's moving average, a number shown nowhere else)."""
     tracker = ObjectiveTracker("loss", report_every=10, warmup=15)
     losses = [1.0 / step for step in range(1, 41)]
-    for first in range(0, 40, 7):  # messages that do not end at the rungs
-        steps = list(range(first + 1, min(first + 8, 41)))
-        tracker.apply(
-            StepMetrics(steps=steps, losses=losses[first : steps[-1]], elapsed_s=[0.0] * len(steps))
-        )
+    for first in range(0, 40, 7):  # batches of steps that do not end at the rungs
+        steps = tuple(range(first + 1, min(first + 8, 41)))
+        tracker.apply(StepsAdded(steps, tuple(losses[first : steps[-1]]), (0.0,) * len(steps)))
 
     def late_mean(step: int) -> float:
         late = losses[step - -(-step // 10) : step]
@@ -139,7 +138,7 @@ def test_the_objective_is_the_smoothed_loss_reported_at_rungs() -> None:
 def test_a_validation_objective_is_the_best_evaluation() -> None:
     tracker = ObjectiveTracker("val_accuracy", report_every=10)
     for step, accuracy in ((10, 0.5), (20, 0.9), (30, 0.8)):
-        tracker.apply(EvalMetrics(step=step, metrics={"val_accuracy": accuracy}, examples=5))
+        tracker.apply(Evaluated(step, {"val_accuracy": accuracy}, examples=5))
     assert tracker.value() == 0.9
     assert tracker.take_reports() == [(10, 0.5), (20, 0.9), (30, 0.8)]
 
@@ -351,8 +350,9 @@ def test_a_study_without_out_gets_a_new_folder_among_the_runs(tmp_path: Path) ->
 def test_a_grid_study_ends_at_its_last_point_not_in_a_traceback(tmp_path: Path) -> None:
     """Optuna's GridSampler asks the study to stop once its last point is told, which
     Optuna allows only inside study.optimize: the ask-and-tell study raised RuntimeError
-    there. Trials are driven with the messages a run sends, as the window does."""
+    there. Trials hear the messages a run sends through its model, as distloop sweep's do."""
     from distloop.engine.messages import RunFinished
+    from distloop.engine.run_model import RunModel
     from distloop.engine.study.runner import Study, TrialRun, write_plan
 
     project = _mlp()
@@ -368,8 +368,10 @@ def test_a_grid_study_ends_at_its_last_point_not_in_a_traceback(tmp_path: Path) 
             trial = study.ask()
             assert isinstance(trial, TrialRun)
             trial.run_dir.mkdir(parents=True)
-            trial.apply(StepMetrics(steps=[1, 2], losses=[1.0, 0.5], elapsed_s=[0.1, 0.2]))
-            trial.apply(RunFinished(status="finished", last_step=2, final_loss=0.5, elapsed_s=1))
+            model = RunModel()
+            model.subscribe(trial.apply)
+            model.apply(StepMetrics(steps=[1, 2], losses=[1.0, 0.5], elapsed_s=[0.1, 0.2]))
+            model.apply(RunFinished(status="finished", last_step=2, final_loss=0.5, elapsed_s=1))
             result = trial.end()
             assert result is not None and result.state == "complete"
             tried.append(result.params["optimizer.kind"])
@@ -399,12 +401,14 @@ def test_studies_and_their_trials_are_listed_among_the_runs(tmp_path: Path) -> N
     study = Study(folder, plan)
     try:
         trials = [study.ask(), study.ask()]
-        for trial in trials:
+        models = [RunModel(), RunModel()]
+        for trial, model in zip(trials, models, strict=True):
             assert isinstance(trial, TrialRun)
             trial.run_dir.mkdir(parents=True)
             (trial.run_dir / PROJECT_FILE).write_text(trial.project.to_json())
-            trial.apply(StepMetrics(steps=[1], losses=[1.0], elapsed_s=[0.1]))
-        trials[0].apply(RunFinished(status="finished", last_step=1, final_loss=1, elapsed_s=1))
+            model.subscribe(trial.apply)
+            model.apply(StepMetrics(steps=[1], losses=[1.0], elapsed_s=[0.1]))
+        models[0].apply(RunFinished(status="finished", last_step=1, final_loss=1, elapsed_s=1))
         assert trials[0].end() is not None
         assert trials[1].interrupt() and trials[1].end() is None
         (running,) = list_studies(root)
@@ -721,11 +725,11 @@ def test_a_trial_that_ends_before_its_pruning_stop_counts_as_complete(tmp_path: 
             trial = study.ask()
             assert isinstance(trial, TrialRun)
             trial.run_dir.mkdir(parents=True)
-            steps = list(range(1, 41))
-            pruned = trial.apply(StepMetrics(steps=steps, losses=[loss] * 40, elapsed_s=[0.0] * 40))
+            steps = tuple(range(1, 41))
+            pruned = trial.apply(StepsAdded(steps, (loss,) * 40, (0.0,) * 40))
             assert pruned == (loss == 5.0)
             last = 40 if end == "finished" else 4
-            trial.apply(RunFinished(status=end, last_step=last, final_loss=loss, elapsed_s=1))
+            trial.apply(StatusChanged(end, RunOutcome(end, last, loss, elapsed_s=1.0)))
             results.append(trial.end())
     finally:
         study.close()
