@@ -1,19 +1,13 @@
-"""How Distloop writes a duration, a count, a number in a table and a prediction as text.
+"""How Distloop writes a duration, a count and a number in a table as text.
 
 One duration format, so a run that took ``1 min 05 s`` in the status panel does not
-read ``65.0 s`` in the log and ``1:05`` in the runs table; and the terminal's forms of
-a prediction (``distloop predict``'s line, and its ``--json``). It imports nothing
-heavy: the CLI and the GUI both use it.
+read ``65.0 s`` in the log and ``1:05`` in the runs table. It imports nothing of ours:
+the CLI, the GUI and the engine's lowest layers all use it.
 """
 
 from __future__ import annotations
 
-import json
 import math
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:  # the prediction process sits layers above these helpers
-    from .prediction import Prediction
 
 
 def format_duration(seconds: float) -> str:
@@ -63,32 +57,3 @@ def format_compact(value: float) -> str:
     text = f"{value:.4g}"
     mantissa, marker, exponent = text.partition("e")
     return f"{mantissa}e{int(exponent)}" if marker else text
-
-
-def format_prediction(prediction: Prediction, *, shown: int = 5) -> str:
-    """One line: the input, the top class and its probability, then the runners-up."""
-    if prediction.classes:
-        top, *rest = prediction.classes
-        text = f"{prediction.input}: {top.name} {top.probability:.4f}"
-        if rest:
-            others = ", ".join(f"{c.name} {c.probability:.4f}" for c in rest[: shown - 1])
-            more = f", +{len(rest) - shown + 1} more" if len(rest) > shown - 1 else ""
-            text += f"  ({others}{more})"
-        return text
-    values = prediction.values or ()
-    shown_values = " ".join(f"{value:.6g}" for value in values[:shown])
-    more = f" +{len(values) - shown} more" if len(values) > shown else ""
-    return f"{prediction.input}: {shown_values}{more}"
-
-
-def prediction_json(prediction: Prediction) -> str:
-    """The machine form of one prediction (``distloop predict --json``)."""
-    item: dict[str, Any] = {"input": prediction.input}
-    if prediction.classes is not None:
-        top = prediction.classes[0]
-        item["class"] = top.name
-        item["probability"] = top.probability
-        item["classes"] = {c.name: c.probability for c in prediction.classes}
-    else:
-        item["values"] = prediction.values
-    return json.dumps(item)

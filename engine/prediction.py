@@ -11,17 +11,20 @@ request. Whatever the process does (refuses the model, fails, dies), the caller
 gets one line: a :class:`PredictionError`, or an input's own entry in
 :attr:`PredictionResult.errors` while the other inputs are still predicted. Each answer
 is handed on as a plain :class:`Prediction`: its readers (Try It, ``distloop predict``)
-read names and numbers, never the wire.
+read names and numbers, never the wire; the terminal's forms of one are here too
+(:func:`format_prediction`, :func:`prediction_json`).
 """
 
 from __future__ import annotations
 
+import json
 import queue
 import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from .child_main import predict_main
 from .child_process import ChildProcess, describe_exit
@@ -89,6 +92,35 @@ def _prediction(message: Predicted) -> Prediction:
         None if classes is None else tuple(ClassChance(c.name, c.probability) for c in classes),
         None if message.values is None else tuple(message.values),
     )
+
+
+def format_prediction(prediction: Prediction, *, shown: int = 5) -> str:
+    """One line: the input, the top class and its probability, then the runners-up."""
+    if prediction.classes:
+        top, *rest = prediction.classes
+        text = f"{prediction.input}: {top.name} {top.probability:.4f}"
+        if rest:
+            others = ", ".join(f"{c.name} {c.probability:.4f}" for c in rest[: shown - 1])
+            more = f", +{len(rest) - shown + 1} more" if len(rest) > shown - 1 else ""
+            text += f"  ({others}{more})"
+        return text
+    values = prediction.values or ()
+    shown_values = " ".join(f"{value:.6g}" for value in values[:shown])
+    more = f" +{len(values) - shown} more" if len(values) > shown else ""
+    return f"{prediction.input}: {shown_values}{more}"
+
+
+def prediction_json(prediction: Prediction) -> str:
+    """The machine form of one prediction (``distloop predict --json``)."""
+    item: dict[str, Any] = {"input": prediction.input}
+    if prediction.classes is not None:
+        top = prediction.classes[0]
+        item["class"] = top.name
+        item["probability"] = top.probability
+        item["classes"] = {c.name: c.probability for c in prediction.classes}
+    else:
+        item["values"] = prediction.values
+    return json.dumps(item)
 
 
 def model_folder(run_dir: Path) -> Path:

@@ -9,9 +9,8 @@ from pathlib import Path
 
 from ..config import uneven_batch_warnings
 from ..examples import example_names, load_example, portable_example_text
-from ..formatting import format_prediction, prediction_json
 from ..memory_check import memory_problems
-from ..prediction import PredictionError, predict
+from ..prediction import PredictionError, format_prediction, predict, prediction_json
 from ..problems import ProblemsError
 from ..run_checks import file_findings
 from .common import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, _err, _load, _no_example

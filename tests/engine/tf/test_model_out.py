@@ -8,13 +8,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from distloop.engine.formatting import format_prediction
 from distloop.engine.messages import InputRefused, Predicted
 from distloop.engine.prediction import (
     ClassChance,
     Prediction,
     PredictionError,
     PredictionResult,
+    format_prediction,
     model_folder,
 )
 from distloop.engine.run_folder import read_eval, unknown_entries
