@@ -8,52 +8,7 @@ from distloop.engine.messages import Message, RunFinished, StepMetrics, Stopping
 from distloop.engine.run_events import RunEvent, SteppingStopped
 from distloop.engine.run_model import RunModel
 from distloop.engine.run_session import KILL_AFTER_S, SAVE_WITHIN_S, Overdue, RunSession
-
-
-class Clock:
-    """The session's time, moved by the test."""
-
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
-class ScriptedHandle:
-    """Hands out one scripted batch per poll; done once it sent its end, or was killed."""
-
-    def __init__(self, *batches: list[Message]) -> None:
-        self.batches = list(batches)
-        self.started = self.stops = self.kills = 0
-        self.killed = False
-        self._ended = False
-
-    @property
-    def done(self) -> bool:
-        return self._ended or self.killed
-
-    def start(self) -> None:
-        self.started += 1
-
-    def poll(self, timeout_s: float = 0.1) -> list[Message]:
-        batch = self.batches.pop(0) if self.batches else []
-        self._ended = self._ended or any(isinstance(m, RunFinished) for m in batch)
-        return batch
-
-    def request_stop(self) -> None:
-        self.stops += 1
-
-    def kill(self) -> None:
-        self.kills += 1
-        self.killed = True
-
-    def stop(self, grace_s: float = 5.0) -> None:
-        self.request_stop()
-        self.kill()
-
-    def close(self) -> None:
-        pass
+from support.scripted_runs import Clock, ScriptedHandle
 
 
 def steps(first: int, last: int, seconds_each: float) -> StepMetrics:
@@ -66,8 +21,10 @@ def steps(first: int, last: int, seconds_each: float) -> StepMetrics:
 STOPPED = RunFinished(status="stopped", last_step=4, final_loss=0.5, elapsed_s=4.0)
 
 
-def running(*batches: list[Message], **waits: float | None) -> tuple[RunSession, ScriptedHandle]:
-    """A session that started ``batches``' handle and took its first batch."""
+def running(
+    clock: Clock, *batches: list[Message], **waits: float | None
+) -> tuple[RunSession, ScriptedHandle]:
+    """A session on ``clock`` that started ``batches``' handle and took its first batch."""
     handle = ScriptedHandle(*batches)
     session = RunSession(RunModel(), clock=clock, **waits)  # type: ignore[arg-type]
     session.start(handle)
@@ -80,16 +37,13 @@ def take_next(session: RunSession) -> None:
         session.take(message)
 
 
-clock = Clock()
+@pytest.fixture
+def clock() -> Clock:
+    return Clock()
 
 
-@pytest.fixture(autouse=True)
-def fresh_clock() -> None:
-    clock.now = 1000.0
-
-
-def test_a_stop_the_engine_honours_ends_the_run_stopped_and_nothing_is_killed() -> None:
-    session, handle = running([steps(1, 4, 0.1)], [Stopping(last_step=4), STOPPED])
+def test_a_stop_the_engine_honours_ends_the_run_stopped_and_nothing_is_killed(clock: Clock) -> None:
+    session, handle = running(clock, [steps(1, 4, 0.1)], [Stopping(last_step=4), STOPPED])
     assert handle.started == 1 and session.model.last_step == 4 and not session.done
     assert session.request_stop() and not session.request_stop()  # asked once
     assert handle.stops == 1 and session.model.status == "stopping"
@@ -102,8 +56,10 @@ def test_a_stop_the_engine_honours_ends_the_run_stopped_and_nothing_is_killed() 
     assert session.stop_requested and not session.killed
 
 
-def test_an_engine_that_does_not_finish_its_step_is_killed_when_the_wait_runs_out() -> None:
-    session, handle = running([steps(1, 4, 0.1)])
+def test_an_engine_that_does_not_finish_its_step_is_killed_when_the_wait_runs_out(
+    clock: Clock,
+) -> None:
+    session, handle = running(clock, [steps(1, 4, 0.1)])
     session.request_stop()
     clock.now += KILL_AFTER_S - 0.01
     assert session.tick() is None and handle.kills == 0
@@ -113,9 +69,11 @@ def test_an_engine_that_does_not_finish_its_step_is_killed_when_the_wait_runs_ou
     assert handle.kills == 1 and session.killed and session.done and session.due_in_s is None
 
 
-def test_a_slow_step_is_waited_for_three_times_its_length() -> None:
+def test_a_slow_step_is_waited_for_three_times_its_length(clock: Clock) -> None:
     """Executions of 10 s: a stop waits 30 s for the one under way, not 5 s."""
-    session, handle = running([steps(1, 2, 10.0)], [steps(3, 3, 10.0)], steps_per_execution=1)
+    session, handle = running(
+        clock, [steps(1, 2, 10.0)], [steps(3, 3, 10.0)], steps_per_execution=1
+    )
     take_next(session)
     session.request_stop()
     assert session.due_in_s == pytest.approx(30.0)
@@ -126,7 +84,7 @@ def test_a_slow_step_is_waited_for_three_times_its_length() -> None:
     assert handle.killed
 
 
-def test_an_engine_with_its_own_stop_grace_gets_it_and_a_little_more() -> None:
+def test_an_engine_with_its_own_stop_grace_gets_it_and_a_little_more(clock: Clock) -> None:
     handle = ScriptedHandle()
     handle.stop_grace_s = 10.0  # type: ignore[attr-defined]
     session = RunSession(RunModel(), clock=clock)
@@ -139,9 +97,9 @@ def test_an_engine_with_its_own_stop_grace_gets_it_and_a_little_more() -> None:
     assert given.due_in_s == 22.0
 
 
-def test_once_the_engine_stopped_stepping_its_saves_get_their_own_wait() -> None:
+def test_once_the_engine_stopped_stepping_its_saves_get_their_own_wait(clock: Clock) -> None:
     stopping = Stopping(last_step=4, saving=["the checkpoint", "the model"])
-    session, handle = running([steps(1, 4, 0.1)], [stopping])
+    session, handle = running(clock, [steps(1, 4, 0.1)], [stopping])
     heard: list[RunEvent] = []
     session.model.subscribe(heard.append)
     session.request_stop()
@@ -157,8 +115,8 @@ def test_once_the_engine_stopped_stepping_its_saves_get_their_own_wait() -> None
     assert handle.killed and session.killed
 
 
-def test_the_end_of_saves_that_finished_is_kept_for_the_log() -> None:
-    session, _ = running([steps(1, 4, 0.1)], [Stopping(last_step=4, saving=["the model"])])
+def test_the_end_of_saves_that_finished_is_kept_for_the_log(clock: Clock) -> None:
+    session, _ = running(clock, [steps(1, 4, 0.1)], [Stopping(last_step=4, saving=["the model"])])
     session.request_stop()
     take_next(session)
     clock.now += 3.0
@@ -167,20 +125,20 @@ def test_the_end_of_saves_that_finished_is_kept_for_the_log() -> None:
     assert session.ended_at is not None and session.ended_at - session.stopped_stepping[0] == 3.0
 
 
-def test_an_engine_that_stops_by_itself_is_no_stop_of_the_session() -> None:
+def test_an_engine_that_stops_by_itself_is_no_stop_of_the_session(clock: Clock) -> None:
     """A pruner's or a cluster's own stop: the session waits for nothing and kills nothing."""
-    session, handle = running([steps(1, 4, 0.1)], [Stopping(last_step=4)])
+    session, handle = running(clock, [steps(1, 4, 0.1)], [Stopping(last_step=4)])
     take_next(session)
     assert session.stopped_stepping is None and session.due_in_s is None
     clock.now += 10 * SAVE_WITHIN_S
     assert session.tick() is None and not handle.killed
 
 
-def test_without_waits_a_stop_waits_as_long_as_the_engine_takes() -> None:
+def test_without_waits_a_stop_waits_as_long_as_the_engine_takes(clock: Clock) -> None:
     """The command line's stop: the step and the saves take what they take; a second
     Ctrl-C is the user's kill."""
     session, handle = running(
-        [steps(1, 4, 0.1)], [Stopping(last_step=4)], kill_after_s=None, save_within_s=None
+        clock, [steps(1, 4, 0.1)], [Stopping(last_step=4)], kill_after_s=None, save_within_s=None
     )
     session.request_stop()
     assert session.due_in_s is None
@@ -192,11 +150,11 @@ def test_without_waits_a_stop_waits_as_long_as_the_engine_takes() -> None:
     assert handle.kills == 1 and session.killed and session.stop_requested
 
 
-def test_a_deadline_for_the_end_is_kept_whatever_the_engine_does() -> None:
+def test_a_deadline_for_the_end_is_kept_whatever_the_engine_does(clock: Clock) -> None:
     """The launcher that started the run is gone: stop, then kill after the grace, though
     the engine stopped stepping and saves."""
     session, handle = running(
-        [steps(1, 4, 0.1)], [Stopping(last_step=4)], kill_after_s=None, save_within_s=None
+        clock, [steps(1, 4, 0.1)], [Stopping(last_step=4)], kill_after_s=None, save_within_s=None
     )
     session.request_stop()
     session.kill_after(15.0)
@@ -209,8 +167,8 @@ def test_a_deadline_for_the_end_is_kept_whatever_the_engine_does() -> None:
     assert handle.kills == 1
 
 
-def test_a_kill_is_the_last_word() -> None:
-    session, handle = running([steps(1, 4, 0.1)])
+def test_a_kill_is_the_last_word(clock: Clock) -> None:
+    session, handle = running(clock, [steps(1, 4, 0.1)])
     session.request_stop()
     session.kill()
     assert handle.kills == 1 and session.killed and session.due_in_s is None
@@ -219,15 +177,15 @@ def test_a_kill_is_the_last_word() -> None:
     assert session.tick() is None and handle.kills == 1
 
 
-def test_a_kill_without_a_stop_asks_for_none() -> None:
-    session, handle = running([steps(1, 4, 0.1)])
+def test_a_kill_without_a_stop_asks_for_none(clock: Clock) -> None:
+    session, handle = running(clock, [steps(1, 4, 0.1)])
     session.kill()
     assert session.stop_requested and session.killed and session.stop_asked_at is None
     assert handle.stops == 0 and handle.kills == 1
 
 
-def test_a_lost_stream_kills_the_engine_but_is_no_kill_on_request() -> None:
-    session, handle = running([steps(1, 4, 0.1)], [Stopping(last_step=4)])
+def test_a_lost_stream_kills_the_engine_but_is_no_kill_on_request(clock: Clock) -> None:
+    session, handle = running(clock, [steps(1, 4, 0.1)], [Stopping(last_step=4)])
     session.request_stop()
     take_next(session)
     session.lost()
@@ -235,7 +193,7 @@ def test_a_lost_stream_kills_the_engine_but_is_no_kill_on_request() -> None:
     assert session.stopped_stepping is None and session.due_in_s is None
 
 
-def test_an_engine_that_never_started_cannot_be_stopped_or_killed() -> None:
+def test_an_engine_that_never_started_cannot_be_stopped_or_killed(clock: Clock) -> None:
     class Refuses(ScriptedHandle):
         def start(self) -> None:
             raise OSError("no more processes")
