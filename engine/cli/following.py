@@ -129,9 +129,9 @@ def follow(
 
     SIGTERM (kill, systemd, Slurm, Kubernetes) is a Ctrl-C too, with exit code 143
     instead of 130. The second of either kills the engine: the run then ends
-    ``stopped (killed on request)``, resumable from its last checkpoint. The
-    handlers only note the signal, and the loop answers it: an exception raised
-    wherever a signal lands could cut a message or the cleanup in half. The printer is
+    ``stopped (killed on request)``, resumable from its last checkpoint. The loop
+    answers each between polls (``_StopAnswers``) by asking the run's session
+    (``engine.run_session``) to stop or kill, as the window's Stop does. The printer is
     a view of the run's model, as the window's panels are.
 
     ``stopping`` says what the first stop does, what a second would, and what it does
