@@ -16,6 +16,7 @@ import signal
 import time
 from collections.abc import Callable
 from pathlib import Path
+from types import FrameType
 from typing import TextIO
 
 from ..cluster.blame import PEER_ERRORS, STALLED
@@ -32,6 +33,7 @@ from ..run_events import (
     Logged,
     PhaseChanged,
     RunEvent,
+    RunOutcome,
     RunPhase,
     Started,
     StatusChanged,
@@ -40,8 +42,8 @@ from ..run_events import (
 )
 from ..run_folder import MESSAGES_FILE, RunFolderLock, format_loss, read_status, update_status
 from ..run_handle import Layout, open_run
-from ..run_lifecycle import RunLifecycle
 from ..run_model import RunModel
+from ..run_session import RunSession
 from .common import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_TERMINATED, _err
 from .mlflow_command import live_settings
 from .run_folders import _claim_run_to_resume
@@ -127,9 +129,9 @@ def follow(
 
     SIGTERM (kill, systemd, Slurm, Kubernetes) is a Ctrl-C too, with exit code 143
     instead of 130. The second of either kills the engine: the run then ends
-    ``stopped (killed on request)``, resumable from its last checkpoint. The
-    handlers only note the signal, and the loop answers it: an exception raised
-    wherever a signal lands could cut a message or the cleanup in half. The printer is
+    ``stopped (killed on request)``, resumable from its last checkpoint. The loop
+    answers each between polls (``_StopAnswers``) by asking the run's session
+    (``engine.run_session``) to stop or kill, as the window's Stop does. The printer is
     a view of the run's model, as the window's panels are.
 
     ``stopping`` says what the first stop does, what a second would, and what it does
@@ -139,84 +141,29 @@ def follow(
     which writes its stacks (``engine.stack_dumps``); it would otherwise end this one.
     ``mlflow`` logs the run to MLflow as it trains, as one run (``engine.mlflow_log``).
     """
-    try:
-        engine.start()
+    session = RunSession(RunModel(run_dir=run_dir), kill_after_s=None, save_within_s=None)
+    try:  # a stop waits as long as the step and the saves take: a second Ctrl-C kills
+        session.start(engine)
     except OSError as exc:
         _err(f"distloop: cannot start the run in {run_dir}: {exc.strerror or exc}")
         return EXIT_FAILED
-    received: list[int] = []
-    previous = {
-        number: signal.signal(number, lambda signum, frame: received.append(signum))
-        for number in _STOP_SIGNALS
-    }
-    if hasattr(signal, "SIGUSR1"):
-        previous[signal.SIGUSR1] = signal.signal(
-            signal.SIGUSR1, lambda signum, frame: _pass_dump_signal(engine)
-        )
-    stop_exit: int | None = None  # the exit code of the first Ctrl-C or SIGTERM
-    answered = 0
-    model = RunModel(run_dir=run_dir)
-    lifecycle = RunLifecycle()
-    outcomes: list[int] = []
-    phases = _PhasePrinter(quiet=quiet)
-    saves = _SavePrinter()
-
-    def print_change(event: RunEvent) -> None:
-        if isinstance(event, PhaseChanged):
-            phases.show(event.phase)
-        saves.show(event)
-        outcome = _print_event(event, quiet=quiet, verbose=verbose)
-        if outcome is not None:
-            for finding in model.findings:  # the run's summary: what slowed it
-                _err(f"distloop: what slowed the run: {finding.line}")
-            outcomes.append(outcome)
-
+    answers = _StopAnswers(session, stopping, ControlChannel() if as_messages else None)
+    previous = _note_signals(engine, answers)
     live = _live_logger(mlflow, run_dir)
     if live is not None:
-        model.subscribe(live.on_event)
-    control = ControlChannel() if as_messages else None
-    closed_at: float | None = None
+        session.model.subscribe(live.on_event)
     if not as_messages:
-        model.subscribe(print_change)
+        session.model.subscribe(_printer(session.model, quiet=quiet, verbose=verbose))
     try:
         _err(f"distloop: run folder {run_dir}")
-        while not engine.done:
-            for message in engine.poll(0.5):
-                model.apply(message)
-                if record is not None:
-                    _record(message, record)
-                if as_messages:
-                    write_message(message)
-                    lifecycle.note(message)
-                    if lifecycle.ended:
-                        outcomes.append(EXIT_FAILED if lifecycle.failed else EXIT_OK)
-                if outcomes:
-                    return stop_exit if stop_exit and outcomes[0] == EXIT_OK else outcomes[0]
-            if control is not None and control.stop_requested.is_set() and stop_exit is None:
-                received.append(signal.SIGINT)
-            if control is not None and control.kill_requested.is_set():
-                control.kill_requested.clear()
-                _err("distloop: asked to kill the run: killing the engine")
-                stop_exit = stop_exit or EXIT_INTERRUPTED
-                engine.kill()
-            if control is not None and control.closed.is_set():
-                if closed_at is None:
-                    closed_at = time.monotonic()
-                    _err("distloop: the control channel closed: stopping after the current step")
-                    stop_exit = stop_exit or EXIT_INTERRUPTED
-                    engine.request_stop()
-                elif time.monotonic() - closed_at > CHANNEL_CLOSED_GRACE_S:
-                    engine.kill()
-            for number in received[answered:]:
-                answered += 1
-                how, code = _STOP_SIGNALS[number]
-                if stop_exit is not None:
-                    _err(f"distloop: {how} again: {stopping[2]}")
-                    engine.kill()
-                else:
-                    stop_exit = code
-                    _err(f"distloop: {how}: {stopping[0]} ({how} again {stopping[1]})")
-                    engine.request_stop()
+        while not session.done:
+            for message in session.poll(0.5):
+                session.take(message)
+                _pass_on(message, record, as_messages=as_messages)
+                if session.outcome is not None:
+                    return answers.exit_code(session.outcome)
+            answers.answer()
+            session.tick()
     finally:
         engine.close()
         for number, handler in previous.items():
@@ -224,6 +171,112 @@ def follow(
         if live is not None:
             _close_live_logger(live)
     return EXIT_FAILED
+
+
+class _StopAnswers:
+    """Ctrl-C, SIGTERM and the control channel's lines, answered between polls by the
+    run's session: the first asks it to stop, the second kills; a closed channel stops,
+    then kills after :data:`CHANNEL_CLOSED_GRACE_S`. The signal handlers only note the
+    signal (:meth:`note`): an exception raised wherever a signal lands could cut a
+    message or the cleanup in half.
+    """
+
+    def __init__(
+        self,
+        session: RunSession,
+        stopping: tuple[str, str, str],
+        control: ControlChannel | None,
+    ) -> None:
+        self._session = session
+        self._stopping = stopping
+        self._control = control
+        self._received: list[int] = []
+        self._answered = 0
+        self._channel_closed = False
+        self._stop_exit: int | None = None
+        """The exit code of the first Ctrl-C or SIGTERM (or the control channel's stop)."""
+
+    def note(self, signum: int, _frame: FrameType | None) -> None:
+        self._received.append(signum)
+
+    def answer(self) -> None:
+        """Answers what came since the last poll: the control channel's lines, then the
+        signals, in the order they came."""
+        if self._control is not None:
+            self._answer_control(self._control)
+        for number in self._received[self._answered :]:
+            self._answered += 1
+            how, code = _STOP_SIGNALS[number]
+            if self._stop_exit is not None:
+                _err(f"distloop: {how} again: {self._stopping[2]}")
+                self._session.kill()
+            else:
+                self._stop_exit = code
+                _err(f"distloop: {how}: {self._stopping[0]} ({how} again {self._stopping[1]})")
+                self._session.request_stop()
+
+    def _answer_control(self, control: ControlChannel) -> None:
+        """A ``stop`` line is a Ctrl-C, a ``kill`` line kills, and the channel's end means
+        the launcher that started the run is gone."""
+        if control.stop_requested.is_set() and self._stop_exit is None:
+            self._received.append(signal.SIGINT)
+        if control.kill_requested.is_set():
+            control.kill_requested.clear()
+            _err("distloop: asked to kill the run: killing the engine")
+            self._stop_exit = self._stop_exit or EXIT_INTERRUPTED
+            self._session.kill()
+        if control.closed.is_set() and not self._channel_closed:
+            self._channel_closed = True
+            _err("distloop: the control channel closed: stopping after the current step")
+            self._stop_exit = self._stop_exit or EXIT_INTERRUPTED
+            self._session.request_stop()
+            self._session.kill_after(CHANNEL_CLOSED_GRACE_S)
+
+    def exit_code(self, outcome: RunOutcome) -> int:
+        """The command's exit code for the run's end: a run stopped by a signal exits as
+        the signal asks (130, 143), a failed one with 1."""
+        if outcome.failure is not None:
+            return EXIT_FAILED
+        return self._stop_exit or EXIT_OK
+
+
+_Handler = Callable[[int, FrameType | None], object] | int | None
+"""A signal's handler as ``signal.signal`` returns it, to put back."""
+
+
+def _note_signals(engine: EngineHandle, answers: _StopAnswers) -> dict[int, _Handler]:
+    """Installs the run's signal handlers; returns the ones they replace, to restore."""
+    previous = {number: signal.signal(number, answers.note) for number in _STOP_SIGNALS}
+    if hasattr(signal, "SIGUSR1"):
+        previous[signal.SIGUSR1] = signal.signal(
+            signal.SIGUSR1, lambda signum, frame: _pass_dump_signal(engine)
+        )
+    return previous
+
+
+def _printer(model: RunModel, *, quiet: bool, verbose: bool) -> Callable[[RunEvent], None]:
+    """The run's model as the terminal shows it (a view, as the window's panels are):
+    phases, saves, steps, and at the end what slowed the run."""
+    phases = _PhasePrinter(quiet=quiet)
+    saves = _SavePrinter()
+
+    def show(event: RunEvent) -> None:
+        if isinstance(event, PhaseChanged):
+            phases.show(event.phase)
+        saves.show(event)
+        if _print_event(event, quiet=quiet, verbose=verbose) is not None:
+            for finding in model.findings:  # the run's summary: what slowed it
+                _err(f"distloop: what slowed the run: {finding.line}")
+
+    return show
+
+
+def _pass_on(message: Message, record: TextIO | None, *, as_messages: bool) -> None:
+    """The message into ``messages.jsonl``, and on stdout with ``--messages``."""
+    if record is not None:
+        _record(message, record)
+    if as_messages:
+        write_message(message)
 
 
 def _live_logger(settings: LiveSettings | None, run_dir: Path) -> LiveLogger | None:

@@ -12,10 +12,11 @@ alone: its typed events
 (:mod:`engine.run_events`) are bridged to one Qt signal, ``changed``, so every panel
 hears one channel; the controller itself only tells the engine's lifecycle
 (``state_changed``, and ``idle`` once the engine is closed and a new run may start).
-Stop asks the engine to stop after its current step and kills it only if it does not
-get there: it waits for the step under way (at least :data:`KILL_AFTER_S`, longer when
-a step takes longer), then, once the engine says it stopped stepping (``SteppingStopped``),
-for its checkpoint and model (:data:`SAVE_WITHIN_S`), and logs what took the time.
+Stop and kill are the run's :class:`engine.run_session.RunSession`'s, as the command
+line's are: it asks the engine to stop after its current step and kills it only if it
+does not get there (the step under way, then its checkpoint and model); the controller's
+one timer calls the session when it says a wait runs out, and the log says what took the
+time.
 While a cluster runs, its tasks are read a few times a second (cheap attribute reads,
 safe beside the poll running in the executor) and set on the model.
 With the window's MLflow preference on (``live_mlflow``), the run's model has a
@@ -27,7 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import enum
-import time
+import math
 import traceback
 from collections.abc import Callable
 from pathlib import Path
@@ -41,18 +42,12 @@ from ...engine.engine_handle import ClusterFactory, ClusterHandle, EngineFactory
 from ...engine.formatting import format_duration
 from ...engine.mlflow_log import LiveLogger, LiveSettings
 from ...engine.process import WarmEngines
-from ...engine.run_events import RunEvent, RunFailure, StatusChanged, SteppingStopped, StepsAdded
+from ...engine.run_events import RunEvent, RunFailure, StatusChanged, StepsAdded
 from ...engine.run_folder import update_status
 from ...engine.run_handle import open_run
 from ...engine.run_model import RunModel
+from ...engine.run_session import KILL_AFTER_S, Overdue, RunSession
 
-KILL_AFTER_S = 5.0
-"""The least a stop waits for the engine's step under way before it kills the engine."""
-STEP_WAITS = 3
-"""A stop waits for this many of the run's recent executions (their steps) at least."""
-SAVE_WITHIN_S = 300.0
-"""Once the engine stopped stepping, how long its saves may take before it is killed:
-a hung file system, not a large model (hundreds of MB write in seconds)."""
 POLL_S = 0.1
 REFRESH_MS = 250
 
@@ -98,21 +93,16 @@ class RunController(QObject):
         self._engine: EngineHandle | None = None
         self._cluster: ClusterHandle | None = None
         self._hosts: Placement | None = None
-        self._stop_grace_s: float | None = None
         self._project: Project | None = None
         self._model: RunModel | None = None
         self._task: asyncio.Task[None] | None = None
         self._active = False
         self._told_state = RunState.IDLE
-        self.stop_requested = False
-        self.killed = False
-        self._stop_asked_at: float | None = None
-        self._stopped_stepping: tuple[float, SteppingStopped] | None = None
-        """When the engine said it stopped stepping after a Stop, and what it saves."""
+        self._session: RunSession | None = None
+        """The latest run's session: its stop and kill (it stays after the run)."""
+        self._kill_after_s = kill_after_s
         self._kill_timer = QTimer(self)
         self._kill_timer.setSingleShot(True)
-        self._kill_after_ms = round(kill_after_s * 1000)
-        self._kill_timer.setInterval(self._kill_after_ms)
         self._kill_timer.timeout.connect(self._kill_if_running)
         self._tasks_timer = QTimer(self)
         self._tasks_timer.setInterval(refresh_ms)
@@ -133,6 +123,16 @@ class RunController(QObject):
         if self._model is None or self._model.started is None:
             return RunState.STARTING
         return RunState.RUNNING
+
+    @property
+    def stop_requested(self) -> bool:
+        """The latest run was asked to stop (Stop, or a kill)."""
+        return self._session is not None and self._session.stop_requested
+
+    @property
+    def killed(self) -> bool:
+        """The latest run's engine was killed: on request, or it did not stop in time."""
+        return self._session is not None and self._session.killed
 
     @property
     def active(self) -> bool:
@@ -183,10 +183,14 @@ class RunController(QObject):
         if self.active:
             raise RuntimeError("a run is already active")
         loop = asyncio.get_running_loop()
-        self.stop_requested = False
-        self.killed = False
-        self._stop_asked_at = self._stopped_stepping = None
         run_model = model or RunModel(total_steps=project.total_steps(), run_dir=run_dir)
+        session = RunSession(  # the first to hear the model: the views read its stop
+            run_model,
+            kill_after_s=self._kill_after_s,
+            steps_per_execution=project.training.steps_per_execution,
+            stop_grace_s=stop_grace_s,
+        )
+        self._session = session
         run_model.subscribe(lambda event: self._on_event(run_model, event))
         live = self.live_mlflow()
         if live is not None:
@@ -196,7 +200,6 @@ class RunController(QObject):
         self._active = True
         self._tell_state()
         self._hosts, self._project = hosts, project
-        self._stop_grace_s = stop_grace_s
         try:
             engine = opened or open_run(
                 project,
@@ -216,7 +219,7 @@ class RunController(QObject):
                 self._follow_cluster(engine)
             elif opened is None:  # a stand-in engine takes no warm one
                 self._warm_taken = self._warm_engines is not None and self._engine_factory is None
-            engine.start()
+            session.start(engine)
         except Exception as exc:  # a process that cannot start is a failed run, not a crash
             self._engine = None
             if hosts is not None:
@@ -231,69 +234,48 @@ class RunController(QObject):
                 self._live = None
             self.idle.emit()
             return
-        self._task = loop.create_task(self._pump(engine))
+        self._task = loop.create_task(self._pump(session, engine))
 
     def stop(self) -> None:
         """Asks the engine to stop after its current step; kills it if it does not."""
-        if self._engine is None or self.stop_requested:
+        if self._engine is None or self._session is None or not self._session.request_stop():
             return
-        self.stop_requested = True
-        self._stop_asked_at = time.monotonic()
-        self._stopped_stepping = None
-        self._engine.request_stop()
         self._tell_state()
-        if self._model is not None:
-            self._model.stopping()
-        self._kill_timer.start(self._step_wait_ms())
-
-    def _step_wait_ms(self) -> int:
-        """How long a stop waits for the step under way: :data:`KILL_AFTER_S`, or
-        :data:`STEP_WAITS` of the run's recent executions when they take longer.
-
-        An engine that ends its own stragglers (a local cluster, which first saves an
-        agreed checkpoint) gets its grace and a little more.
-        """
-        wait_ms = self._kill_after_ms
-        own_grace_s = self._stop_grace_s or getattr(self._engine, "stop_grace_s", None)
-        if own_grace_s is not None:
-            wait_ms = max(wait_ms, round((own_grace_s + 2) * 1000))
-        rate = self._model.rate() if self._model is not None else None
-        if rate and self._project is not None:
-            execution_s = self._project.training.steps_per_execution / rate
-            wait_ms = max(wait_ms, round(STEP_WAITS * execution_s * 1000))
-        return wait_ms
+        self._arm_kill_timer()
 
     def _follow_stop(self, event: RunEvent) -> None:
-        """A stop's progress in the run's events: once the engine stopped stepping, it
-        gets the time to save; at the end, the log says how long the saves took (before
-        the end itself, which is told after this)."""
-        if not self.stop_requested or self.killed or self._stop_asked_at is None:
+        """A stop's progress in the run's events: once the engine stopped stepping, the log
+        says when and the session's wait for the saves is timed; at the end, the log says
+        how long the saves took (before the end itself, which is told after this)."""
+        session = self._session
+        if session is None or session.killed or session.stop_asked_at is None:
             return
-        now = time.monotonic()
-        if isinstance(event, SteppingStopped) and self._stopped_stepping is None:
-            self._stopped_stepping = (now, event)
-            self._kill_timer.start(round(SAVE_WITHIN_S * 1000))
-            saving = f"; saving {' and '.join(event.saving)}" if event.saving else ""
+        stepped = session.stopped_stepping
+        if stepped is None:
+            return
+        stepped_at, stopping = stepped
+        if event is stopping:  # the session just heard it (it hears the model first)
+            self._arm_kill_timer()
+            saving = f"; saving {' and '.join(stopping.saving)}" if stopping.saving else ""
             self._log(
-                f"stopped after step {event.last_step:,}, "
-                f"{format_duration(now - self._stop_asked_at)} after Stop{saving}"
+                f"stopped after step {stopping.last_step:,}, "
+                f"{format_duration(stepped_at - session.stop_asked_at)} after Stop{saving}"
             )
         elif (
             isinstance(event, StatusChanged)
             and event.outcome is not None
-            and self._stopped_stepping is not None
+            and session.ended_at is not None
+            and stopping.saving
         ):
-            stepped_at, stopping = self._stopped_stepping
-            if stopping.saving:
-                saved = f"saving {' and '.join(stopping.saving)} took "
-                self._log(f"{saved}{format_duration(now - stepped_at)}")
+            saved = f"saving {' and '.join(stopping.saving)} took "
+            self._log(f"{saved}{format_duration(session.ended_at - stepped_at)}")
 
     def kill(self) -> None:
         """Ends the engine now (a second Ctrl-C): the run ends stopped, killed on request."""
-        if self._engine is not None and not self._engine.done:
-            self.stop_requested = self.killed = True
+        if self._engine is not None and self._session is not None and not self._session.done:
+            self._session.kill()
+            self._kill_timer.stop()  # a kill is the last word: no wait runs on
             self._tell_state()
-            self._engine.kill()
 
     def shutdown(self, grace_s: float = KILL_AFTER_S) -> None:
         """Blocking last resort when the app quits: no engine may outlive the window."""
@@ -342,16 +324,14 @@ class RunController(QObject):
 
     # --- the run's messages -------------------------------------------------------------
 
-    async def _pump(self, engine: EngineHandle) -> None:
+    async def _pump(self, session: RunSession, engine: EngineHandle) -> None:
         loop = asyncio.get_running_loop()
         try:
             while not engine.done:
-                for message in await loop.run_in_executor(None, engine.poll, self._poll_s):
-                    if self._model is not None:
-                        self._model.apply(message)
+                for message in await loop.run_in_executor(None, session.poll, self._poll_s):
+                    session.take(message)
         except Exception as exc:  # the engine's queue broke: end the run, keep the GUI
-            engine.kill()
-            self._stopped_stepping = None  # its saves did not end: no time to tell
+            session.lost()  # its saves did not end: no time to tell
             self._fail(exc, f"lost contact with the engine process: {exc}")
         finally:
             self._kill_timer.stop()
@@ -415,20 +395,35 @@ class RunController(QObject):
             self._tell_state()
         self.changed.emit(model, event)
 
+    def _arm_kill_timer(self) -> None:
+        """Times the session's next look: when its wait for the engine runs out."""
+        due_in_s = self._session.due_in_s if self._session is not None else None
+        if due_in_s is None:
+            self._kill_timer.stop()
+        else:
+            self._kill_timer.start(max(0, math.ceil(due_in_s * 1000)))
+
     def _kill_if_running(self) -> None:
-        if self._engine is not None and not self._engine.done:
-            self.killed = True
-            within = format_duration(self._kill_timer.interval() / 1000)
-            if self._stopped_stepping is None:
-                text = f"the engine did not finish its step within {within} of Stop; killing it"
-            else:
-                saving = " and ".join(self._stopped_stepping[1].saving) or "its files"
-                text = f"the engine did not finish saving {saving} within {within}; killing it"
-            self._log(text, "warning")
-            self._engine.kill()
+        """The session kills the engine if its wait ran out (a timer may fire a little
+        early: then it is timed again), and the log says what the engine did not finish."""
+        overdue = self._session.tick() if self._session is not None else None
+        if overdue is None:
+            self._arm_kill_timer()
+        else:
+            self._log(_overdue_line(overdue), "warning")
 
     def _tell_state(self) -> None:
         state = self.state
         if state is not self._told_state:
             self._told_state = state
             self.state_changed.emit(state)
+
+
+def _overdue_line(overdue: Overdue) -> str:
+    """Why the engine was killed, for the log (the window sets no deadline of its own for
+    the run's end: its waits are the step under way and the saves)."""
+    within = format_duration(overdue.within_s)
+    if overdue.waited_for == "saves":
+        saving = " and ".join(overdue.saving) or "its files"
+        return f"the engine did not finish saving {saving} within {within}; killing it"
+    return f"the engine did not finish its step within {within} of Stop; killing it"
