@@ -200,10 +200,12 @@ class _StopAnswers:
         self._received.append(signum)
 
     def answer(self) -> None:
-        """Answers what came since the last poll: the control channel's lines, then the
-        signals, in the order they came."""
-        if self._control is not None:
-            self._answer_control(self._control)
+        """Answers what came since the last poll: a ``stop`` line and the signals, in the
+        order they came, then the control channel's ``kill`` and its end, so a stop and
+        the launcher's exit in one poll stop the run rather than kill it."""
+        control = self._control
+        if control is not None and control.stop_requested.is_set() and self._stop_exit is None:
+            self._received.append(signal.SIGINT)  # a ``stop`` line is a Ctrl-C
         for number in self._received[self._answered :]:
             self._answered += 1
             how, code = _STOP_SIGNALS[number]
@@ -214,12 +216,12 @@ class _StopAnswers:
                 self._stop_exit = code
                 _err(f"distloop: {how}: {self._stopping[0]} ({how} again {self._stopping[1]})")
                 self._session.request_stop()
+        if control is not None:
+            self._answer_control(control)
 
     def _answer_control(self, control: ControlChannel) -> None:
-        """A ``stop`` line is a Ctrl-C, a ``kill`` line kills, and the channel's end means
-        the launcher that started the run is gone."""
-        if control.stop_requested.is_set() and self._stop_exit is None:
-            self._received.append(signal.SIGINT)
+        """A ``kill`` line kills, and the channel's end means the launcher that started the
+        run is gone."""
         if control.kill_requested.is_set():
             control.kill_requested.clear()
             _err("distloop: asked to kill the run: killing the engine")

@@ -109,6 +109,30 @@ def test_the_control_channel_s_stop_is_a_ctrl_c(
     ]
 
 
+def test_a_stop_line_and_the_channel_s_end_in_one_poll_stop_the_run(
+    clock: Clock, channel: tuple[ControlChannel, TextIO], capsys
+) -> None:
+    """A launcher that writes ``stop`` and exits: both arrive before the next poll. They
+    used to be answered end first, so the stop counted as a second Ctrl-C and killed the
+    engine, losing the checkpoint the stop would have saved."""
+    session, handle = cli_session(clock)
+    control, launcher = channel
+    answers = _StopAnswers(session, STOPPING, control)
+    send(launcher, "stop", control.stop_requested)
+    launcher.close()
+    assert control.closed.wait(timeout=30)
+    answers.answer()
+    assert handle.stops == 1 and not handle.killed
+    assert answers.exit_code(STOPPED) == EXIT_INTERRUPTED
+    clock.now += CHANNEL_CLOSED_GRACE_S + 1  # no launcher: the grace still ends it
+    session.tick()
+    assert handle.killed
+    assert capsys.readouterr().err.splitlines()[:2] == [
+        "distloop: Ctrl-C: stopping after the current step (Ctrl-C again to kill)",
+        "distloop: the control channel closed: stopping after the current step",
+    ]
+
+
 def test_the_control_channel_s_kill_kills(
     clock: Clock, channel: tuple[ControlChannel, TextIO], capsys
 ) -> None:
