@@ -1,10 +1,12 @@
 """The main window: settings on the left, the live run (plot, status, log) on the right.
 
-The window builds the layout, the actions and the menus, and wires the forms, the
-project document (:mod:`gui.project.project_document`: the file, its changes, its validation),
-the run starter (:mod:`gui.run.run_starter`) and the run controller to the views; it keeps
-no rule of its own. Run is enabled only when the engine's loader accepts the forms'
-content.
+The window builds the layout and the menus, and wires the forms, the project document
+(:mod:`gui.project.project_document`: the file, its changes, its validation), the run
+starter (:mod:`gui.run.run_starter`) and the run controller to the views; it keeps no rule
+of its own. Each feature owns its actions and their enable rules (Run and Stop:
+:mod:`gui.run.run_actions`; Add Sweep…: :mod:`gui.study.study_flow`; the hosts' runs,
+the queue, the studies), and the window asks each to update when the project, the run or
+the study changes.
 """
 
 from __future__ import annotations
@@ -37,7 +39,6 @@ from PySide6.QtGui import (
 )
 from PySide6.QtWidgets import (
     QDockWidget,
-    QLabel,
     QMainWindow,
     QSplitter,
     QStyle,
@@ -46,7 +47,6 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from ...engine.cluster.run_plans import cluster_plan
 from ...engine.config import Project
 from ...engine.devices import DetectedDevices, detect_devices
 from ...engine.engine_handle import ClusterFactory, EngineFactory
@@ -72,6 +72,7 @@ from ..run.log_panel import LogPanel
 from ..run.loss_plot import LossPlot
 from ..run.lr_finder_dialog import LrFinderDialog
 from ..run.resources_plot import ResourcesPlot
+from ..run.run_actions import RunActions
 from ..run.run_controller import RunController, RunState
 from ..run.run_starter import RunStarter
 from ..run.status_panel import StatusPanel
@@ -181,7 +182,8 @@ class MainWindow(QMainWindow):
             lambda: self.runs_panel.runs_root,
             self.study_flow.add_sweep_action,
         )
-        self.validity = QLabel()
+        self.run_actions = RunActions(self, self.controller, self.document, self.run, self.stop)
+        self.validity = self.run_actions.validity
         self.dataset_preview = DatasetPreview(self.document.folders)
         self._previewed_form: DataForm | None = None  # the form whose data was last previewed
         self.host_runs = HostRuns(
@@ -366,16 +368,8 @@ class MainWindow(QMainWindow):
             "coordinates and parameter importances",
         )
         self.quit_action = self._action("&Quit", self.close, "Ctrl+Q")
-        self.run_action = self._action(
-            "&Run", self.run, "Ctrl+R", pixmap.SP_MediaPlay, "Train the project (Ctrl+R)"
-        )
-        self.stop_action = self._action(
-            "S&top",
-            self.stop,
-            "Ctrl+.",
-            pixmap.SP_MediaStop,
-            "Stop after the current step; kill the engine if it does not stop within 5 s",
-        )
+        self.run_action = self.run_actions.run_action
+        self.stop_action = self.run_actions.stop_action
         self.detect_action = self._action(
             "&Detect Devices",
             self.editor.strategy.start_detection,
@@ -646,27 +640,10 @@ class MainWindow(QMainWindow):
         self.setWindowTitle(f"{title}[*] — Distloop")
 
     def _update_actions(self) -> None:
-        active = self.controller.active
-        validation = self.document.validation
-        plan = cluster_plan(validation.project)  # None: the project runs as one process
-        valid = validation.valid and (plan is None or plan.runnable)
-        summary = validation.summary() if plan is None else plan.summary()
-        single_tip = "Train the project (Ctrl+R)" if valid else summary
-        tip = single_tip if plan is None else plan.describe()
-        self.run_action.setText("&Run" if plan is None else "&Run Cluster")
-        studying = self.study_session.running
-        self.run_action.setEnabled(valid and not active and not studying)
-        self.run_action.setToolTip(
-            "A study is running" if studying else "A run is in progress" if active else tip
-        )
-        self.stop_action.setEnabled(
-            studying or (active and self.controller.state is not RunState.STOPPING)
-        )
-        self.validity.setText(
-            "Study in progress" if studying else "Run in progress" if active else summary
-        )
-        self.study_flow.update_action(valid)
-        self.studies_panel.update_actions(idle=not active)
+        """Each feature's actions as the project, the run and the study now say."""
+        self.run_actions.update(studying=self.study_session.running)
+        self.study_flow.update_action(self.run_actions.runnable)
+        self.studies_panel.update_actions(idle=not self.controller.active)
         self.host_runs.update_actions()
 
     def new_project(self) -> None:
