@@ -1,10 +1,12 @@
 """The main window: settings on the left, the live run (plot, status, log) on the right.
 
-The window builds the layout, the actions and the menus, and wires the forms, the
-project document (:mod:`gui.project.project_document`: the file, its changes, its validation),
-the run starter (:mod:`gui.run.run_starter`) and the run controller to the views; it keeps
-no rule of its own. Run is enabled only when the engine's loader accepts the forms'
-content.
+The window builds the layout and the menus, and wires the forms, the project document
+(:mod:`gui.project.project_document`: the file, its changes, its validation), the run
+starter (:mod:`gui.run.run_starter`) and the run controller to the views; it keeps no rule
+of its own. Each feature owns its actions and their enable rules (Run and Stop:
+:mod:`gui.run.run_actions`; Add Sweep…: :mod:`gui.study.study_flow`; the hosts' runs,
+the queue, the studies), and the window asks each to update when the project, the run or
+the study changes.
 """
 
 from __future__ import annotations
@@ -37,7 +39,6 @@ from PySide6.QtGui import (
 )
 from PySide6.QtWidgets import (
     QDockWidget,
-    QLabel,
     QMainWindow,
     QSplitter,
     QStyle,
@@ -46,19 +47,15 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from ...engine.cluster.run_plans import cluster_plan
 from ...engine.config import Project
 from ...engine.devices import DetectedDevices, detect_devices
 from ...engine.engine_handle import ClusterFactory, EngineFactory
 from ...engine.examples import example_names, example_text
 from ...engine.formatting import format_duration
-from ...engine.problems import ProblemsError
 from ...engine.process import WarmEngines
 from ...engine.run_events import RunEvent, RunFailure, RunOutcome, Started, StatusChanged
 from ...engine.run_history import RunSummary
 from ...engine.run_model import RunModel
-from ...engine.study.folders import read_entry
-from ...engine.study.runner import StudyPlan, new_study_dir, read_plan, write_plan
 from ...engine.validation import Validation
 from ..common import dialogs, settings
 from ..files.dataset_preview import DatasetPreview
@@ -75,13 +72,14 @@ from ..run.log_panel import LogPanel
 from ..run.loss_plot import LossPlot
 from ..run.lr_finder_dialog import LrFinderDialog
 from ..run.resources_plot import ResourcesPlot
+from ..run.run_actions import RunActions
 from ..run.run_controller import RunController, RunState
 from ..run.run_starter import RunStarter
 from ..run.status_panel import StatusPanel
 from ..runs.runs_panel import RunsPanel
 from ..runs.try_it_panel import TryItPanel
 from ..study.studies_panel import StudiesPanel
-from ..study.study_dialog import ask_study
+from ..study.study_flow import StudyFlow
 from ..study.study_session import StudySession
 from ..study.study_views import StudyPanel
 from .focus_return import FocusReturn
@@ -94,9 +92,6 @@ BOTTOM_DOCK_SHARE = 0.3  # of a smaller window's height: the plot keeps the most
 PROJECT_DOCK_WIDTH = 470  # pixels: the forms' fields and their labels side by side
 STUDY_DOCK_SHARE = 0.45  # of the window's height when a study opens: its plots need room
 WINDOW_STATE_VERSION = 1  # 0: the forms beside the plot in a splitter, the log under it
-UNFINISHED_STUDY_KEY = "studies/unfinished"
-"""The folder of the study the window runs; kept when it closes mid-study, so the next
-start offers to continue it (and after a crash too)."""
 LAYOUT_SAVE_DELAY_MS = 1000
 """How long after the window last moved or resized its geometry is saved: a window ended by
 a signal or a crash, which never closes, came back at the default size."""
@@ -174,10 +169,21 @@ class MainWindow(QMainWindow):
         )
         self.queue_panel = RunQueuePanel(self.run_queue, self._project_for_queue)
         self.study_session = StudySession(self.controller, self.starter.start_trial, self)
-        self.studies_panel = StudiesPanel(
-            self.study_session, lambda: self.runs_panel.runs_root, self.add_sweep
+        self.study_flow = StudyFlow(
+            self,
+            self.controller,
+            self.starter,
+            self.study_session,
+            self.runs_panel,
+            lambda: self._close_confirmed,
         )
-        self.validity = QLabel()
+        self.studies_panel = StudiesPanel(
+            self.study_session,
+            lambda: self.runs_panel.runs_root,
+            self.study_flow.add_sweep_action,
+        )
+        self.run_actions = RunActions(self, self.controller, self.document, self.run, self.stop)
+        self.validity = self.run_actions.validity
         self.dataset_preview = DatasetPreview(self.document.folders)
         self._previewed_form: DataForm | None = None  # the form whose data was last previewed
         self.host_runs = HostRuns(
@@ -362,16 +368,8 @@ class MainWindow(QMainWindow):
             "coordinates and parameter importances",
         )
         self.quit_action = self._action("&Quit", self.close, "Ctrl+Q")
-        self.run_action = self._action(
-            "&Run", self.run, "Ctrl+R", pixmap.SP_MediaPlay, "Train the project (Ctrl+R)"
-        )
-        self.stop_action = self._action(
-            "S&top",
-            self.stop,
-            "Ctrl+.",
-            pixmap.SP_MediaStop,
-            "Stop after the current step; kill the engine if it does not stop within 5 s",
-        )
+        self.run_action = self.run_actions.run_action
+        self.stop_action = self.run_actions.stop_action
         self.detect_action = self._action(
             "&Detect Devices",
             self.editor.strategy.start_detection,
@@ -469,11 +467,10 @@ class MainWindow(QMainWindow):
         self.queue_panel_action.setShortcut(QKeySequence("Ctrl+Shift+U"))
         self.studies_panel_action = self.studies_dock.toggleViewAction()
         self.studies_panel_action.setText("&Studies")
-        self.add_sweep_action = self.studies_panel.add_sweep_action
+        self.add_sweep_action = self.study_flow.add_sweep_action
         self.study_panel_action = self.study_dock.toggleViewAction()
         self.study_panel_action.setText("&Study")
         self.queue_panel.add_project_action.setShortcut(QKeySequence("Ctrl+Shift+A"))
-        self.add_sweep_action.setShortcut(QKeySequence("Ctrl+Shift+W"))
         for action in (self.queue_panel.add_project_action, self.add_sweep_action):
             self.addAction(action)  # the shortcuts work while their dock is hidden
 
@@ -608,8 +605,11 @@ class MainWindow(QMainWindow):
         session = self.study_session
         session.log.connect(self.log_panel.add)
         session.changed.connect(self._update_actions)
-        session.ended.connect(self._on_study_ended)
-        self.studies_panel.continue_requested.connect(self.continue_study)
+        flow = self.study_flow
+        flow.started.connect(self._show_started_study)
+        flow.reported.connect(lambda text: self.statusBar().showMessage(text, 5000))
+        flow.log.connect(self.log_panel.add)
+        self.studies_panel.continue_requested.connect(flow.continue_study)
         self.studies_panel.show_requested.connect(self.open_study)
 
     # --- the document -------------------------------------------------------------------
@@ -640,27 +640,10 @@ class MainWindow(QMainWindow):
         self.setWindowTitle(f"{title}[*] — Distloop")
 
     def _update_actions(self) -> None:
-        active = self.controller.active
-        validation = self.document.validation
-        plan = cluster_plan(validation.project)  # None: the project runs as one process
-        valid = validation.valid and (plan is None or plan.runnable)
-        summary = validation.summary() if plan is None else plan.summary()
-        single_tip = "Train the project (Ctrl+R)" if valid else summary
-        tip = single_tip if plan is None else plan.describe()
-        self.run_action.setText("&Run" if plan is None else "&Run Cluster")
-        studying = self.study_session.running
-        self.run_action.setEnabled(valid and not active and not studying)
-        self.run_action.setToolTip(
-            "A study is running" if studying else "A run is in progress" if active else tip
-        )
-        self.stop_action.setEnabled(
-            studying or (active and self.controller.state is not RunState.STOPPING)
-        )
-        self.validity.setText(
-            "Study in progress" if studying else "Run in progress" if active else summary
-        )
-        self.add_sweep_action.setEnabled(valid and not active and not studying)
-        self.studies_panel.update_actions(idle=not active)
+        """Each feature's actions as the project, the run and the study now say."""
+        self.run_actions.update(studying=self.study_session.running)
+        self.study_flow.update_action(self.run_actions.runnable)
+        self.studies_panel.update_actions(idle=not self.controller.active)
         self.host_runs.update_actions()
 
     def new_project(self) -> None:
@@ -780,76 +763,11 @@ class MainWindow(QMainWindow):
 
     # --- studies ------------------------------------------------------------------------
 
-    def add_sweep(self) -> None:
-        """Add Sweep…: asks for a study over the project as Run would start it, and runs it."""
-        if self.controller.active or self.study_session.running:
-            return
-        base = self.starter.project_for_queue()
-        if base is None:
-            return
-        request = ask_study(self, base)
-        if request is None:
-            return
-        try:
-            folder = request.folder or new_study_dir(base.name, self.runs_panel.runs_root)
-            if not request.resume:
-                write_plan(folder, request.plan)
-        except OSError as exc:
-            dialogs.show_error(self, "Cannot start the study", f"{exc.strerror or exc}: {exc}")
-            return
-        self._start_study(folder, request.plan)
-
-    def continue_study(self, folder: Path) -> None:
-        """Continues the study in ``folder``: the trial it stopped in runs again."""
-        if self.controller.active or self.study_session.running:
-            return
-        try:
-            plan = read_plan(folder)
-        except ProblemsError as exc:
-            dialogs.show_error(self, "Cannot continue the study", str(exc).splitlines()[-1])
-            return
-        if self.starter.may_run_custom_code(plan.project, None):
-            self._start_study(folder, plan)
-
-    def _start_study(self, folder: Path, plan: StudyPlan) -> None:
-        problems = plan.problems()
-        try:
-            if problems:
-                raise ProblemsError(problems, str(folder))
-            self.study_session.start(folder, plan)
-        except ProblemsError as exc:
-            dialogs.show_error(self, "Cannot run the study", str(exc).replace("\n", " "))
-            return
-        QSettings().setValue(UNFINISHED_STUDY_KEY, str(folder))
+    def _show_started_study(self, folder: Path) -> None:
+        """A study started: the Studies tab in front, the study selected in it."""
         self.studies_dock.show()
         self.studies_dock.raise_()
         self.studies_panel.select(folder)
-
-    def _on_study_ended(self, how: str) -> None:
-        self.statusBar().showMessage(f"Study {how}", 5000)
-        if how != "complete" and not self._close_confirmed:
-            self.log_panel.add(
-                f"study {how}: Continue in the Studies tab goes on where it stopped", "warning"
-            )
-        # Closing the window keeps the mark: the next start offers to continue the study.
-        if not self._close_confirmed:
-            QSettings().remove(UNFINISHED_STUDY_KEY)
-        self.runs_panel.refresh()
-
-    def offer_to_continue_study(self) -> None:
-        """A study the window ran when it was closed (or killed) is offered to continue."""
-        if self.controller.active or self.study_session.running:
-            return  # the mark is this window's own study's
-        store = QSettings()
-        saved = store.value(UNFINISHED_STUDY_KEY)
-        store.remove(UNFINISHED_STUDY_KEY)
-        if not isinstance(saved, str) or not saved:
-            return
-        entry = read_entry(Path(saved))
-        if entry.state != "stopped" or entry.plan is None:
-            return
-        if dialogs.confirm_continue_study(self, entry):
-            self.continue_study(entry.folder)
 
     def edit_mlflow_settings(self) -> None:
         """The MLflow store the window logs to, and whether each run logs as it trains (from
@@ -1121,7 +1039,7 @@ class MainWindow(QMainWindow):
         QTimer.singleShot(WARM_UP_DELAY_MS, self.controller.prepare_warm_engine)
         if not self._offered_study:
             self._offered_study = True
-            QTimer.singleShot(0, self.offer_to_continue_study)
+            QTimer.singleShot(0, self.study_flow.offer_to_continue)
 
     def interrupt(self) -> None:
         """Ctrl-C in the terminal that started the window: quit, as closing it does.

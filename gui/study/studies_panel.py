@@ -56,9 +56,11 @@ class StudiesPanel(QWidget):
         self,
         session: StudySession,
         runs_root: Callable[[], Path],
-        add_sweep: Callable[[], None],
+        add_sweep_action: QAction,
         parent: QWidget | None = None,
     ) -> None:
+        """``add_sweep_action``: Add Sweep…, the study flow's (:mod:`gui.study.study_flow`),
+        first on the tab's toolbar."""
         super().__init__(parent)
         self._session = session
         self._runs_root = runs_root
@@ -79,12 +81,6 @@ class StudiesPanel(QWidget):
             header.resizeSection(column, width)
 
         pixmap = QStyle.StandardPixmap
-        self.add_sweep_action = self._action(
-            "Add &Sweep…",
-            add_sweep,
-            "Search settings of the project with an Optuna study: trials that learn from "
-            "each other, pruned while they train",
-        )
         self.continue_action = self._action(
             "&Continue",
             self.continue_selected,
@@ -113,7 +109,7 @@ class StudiesPanel(QWidget):
         self.toolbar = QToolBar("Studies")
         self.toolbar.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
         for action in (
-            self.add_sweep_action,
+            add_sweep_action,
             self.continue_action,
             self.show_action,
             self.stop_action,

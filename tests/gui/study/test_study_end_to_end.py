@@ -13,8 +13,8 @@ from distloop.engine.config import Project
 from distloop.engine.run_folder import read_metrics, read_status
 from distloop.engine.study.folders import StudyEntry
 from distloop.gui.common import dialogs
-from distloop.gui.shell import main_window
 from distloop.gui.shell.main_window import MainWindow
+from distloop.gui.study import study_flow
 from distloop.gui.study.study_dialog import StudyDialog, StudyRequest
 from support.distloop_testing import synthetic_project
 
@@ -55,7 +55,7 @@ def test_a_study_in_the_window_prunes_a_trial_and_a_reopened_window_continues_it
         assert dialog.problem.text().startswith("Ready: 4 trials over 1 field (4 combinations)")
         return dialog.request()
 
-    monkeypatch.setattr(main_window, "ask_study", ask)
+    monkeypatch.setattr(study_flow, "ask_study", ask)
     window.add_sweep_action.trigger()
     assert window.study_session.running
     folder = window.study_session.folder

@@ -18,9 +18,10 @@ from distloop.engine.study.folders import StudyEntry
 from distloop.engine.study.runner import StudyPlan, StudySettings, write_plan
 from distloop.engine.study.space import parse_space, with_values
 from distloop.gui.common import dialogs
-from distloop.gui.shell import main_window
-from distloop.gui.shell.main_window import UNFINISHED_STUDY_KEY, MainWindow
+from distloop.gui.shell.main_window import MainWindow
+from distloop.gui.study import study_flow
 from distloop.gui.study.study_dialog import StudyDialog, StudyRequest, field_paths, parse_values
+from distloop.gui.study.study_flow import UNFINISHED_STUDY_KEY
 from PySide6.QtCore import QSettings
 from support.gui_fakes import FakeEngine
 
@@ -89,7 +90,7 @@ def _start(window: MainWindow, monkeypatch: pytest.MonkeyPatch, trials: int, **k
         asked.append(base)
         return StudyRequest(_plan(base, trials, **kwargs), None)
 
-    monkeypatch.setattr(main_window, "ask_study", ask)
+    monkeypatch.setattr(study_flow, "ask_study", ask)
     window.add_sweep_action.trigger()
     assert asked and asked[0].name == window.validation.project.name
 
