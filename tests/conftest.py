@@ -92,12 +92,15 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 class _Progress:
     """The controller's word on a long run, flushed as it goes: every :data:`EVERY`
     finished tests the clock and the minutes so far, every :data:`LONG_S` the tests
-    that have been running longer than that, and each failure's name when it fails, so
-    a run cut off by CI's time limit says how far it got, what it was waiting for and
-    what had failed (pytest names failures only at the end)."""
+    that have been running longer than that, and each failure's name and last lines when
+    it fails, so a run cut off by CI's time limit says how far it got, what it was
+    waiting for and what had failed (pytest reports failures only at the end)."""
 
     EVERY = 100
     LONG_S = 300.0
+    FAILURE_LINES = 25
+    """A failure's last lines said as it happens: its assertion and where it failed, for a
+    run cut off before pytest's own report at the end."""
 
     def __init__(self, config: pytest.Config) -> None:
         self._config = config
@@ -115,6 +118,7 @@ class _Progress:
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if report.failed:
             self._say(f"failed ({report.when}): {report.nodeid}")
+            self._say_lines(report.longreprtext.splitlines()[-self.FAILURE_LINES :])
         if report.when != "teardown":
             return
         with self._lock:
@@ -132,6 +136,14 @@ class _Progress:
             for nodeid, running_s in sorted(long, key=lambda item: -item[1]):
                 if running_s > self.LONG_S:
                     self._say(f"running for {running_s / 60:.0f} min: {nodeid}")
+
+    def _say_lines(self, lines: list[str]) -> None:
+        reporter = self._config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is None:
+            return
+        for line in lines:
+            reporter.write_line(f"    {line}")
+        reporter.flush()
 
     def _say(self, text: str) -> None:
         reporter = self._config.pluginmanager.get_plugin("terminalreporter")
