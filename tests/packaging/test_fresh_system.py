@@ -29,6 +29,7 @@ from pathlib import Path
 import pytest
 from support.debian_roots import (
     cached_root,
+    first_display,
     in_root,
     root_windows,
     skip_unless_roots_can_be_built,
@@ -132,7 +133,7 @@ def test_the_readmes_first_command_opens_the_window_on_a_fresh_debian(
                 "xvfb-run",
                 "-a",
                 "-n",
-                "94",
+                first_display(),
                 "-f",
                 str(root / "tmp/xauthority"),
                 "-s",

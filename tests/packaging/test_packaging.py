@@ -35,6 +35,7 @@ from distloop.engine import __version__
 from support.deb_builds import BUILD_TIMEOUT_S, cached_deb, lintian_report
 from support.debian_roots import (
     cached_root,
+    first_display,
     in_root,
     root_display_env,
     root_windows,
@@ -245,7 +246,7 @@ def check_window(root: Path, shots: Path) -> None:
         app = subprocess.Popen(
             [
                 tool("xvfb-run"),
-                *("-a", "-n", "94", "-f", str(root / "tmp/xauthority")),
+                *("-a", "-n", first_display(), "-f", str(root / "tmp/xauthority")),
                 *("-s", "-screen 0 1600x1000x24 -nolisten tcp", *started),
             ],
             stdin=subprocess.DEVNULL,

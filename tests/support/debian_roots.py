@@ -208,6 +208,14 @@ def in_root(
     return ["unshare", "--mount", "--propagation", "private", "sh", "-c", script, "sh", command]
 
 
+def first_display() -> str:
+    """Where ``xvfb-run -a`` starts looking for a free X display (``-n``), this process's
+    own: two xvfb-run started at once from the same number both find it free and the
+    second's Xvfb fails to start. The window tests of the .deb and of a fresh system run
+    on different workers, and two checkouts' suites may run side by side."""
+    return str(100 + (os.getpid() * 7) % 800)
+
+
 def root_windows(root: Path) -> list[str]:
     """The lines of ``xwininfo -root -tree`` for the X display a command in ``root`` wrote to
     its ``/tmp/display``, with the authority file at its ``/tmp/xauthority`` (what
