@@ -64,8 +64,12 @@ def optuna_study_folder(folder: Path, trials: int = 8, *, planned: int | None = 
     return folder
 
 
-def swept_study(folder: Path, trials: int = 6) -> Path:
-    """A real ``distloop sweep`` of a tiny model over :data:`SPACE` (about 20 s)."""
+def swept_study(folder: Path, trials: int = 6, pruner: str = "median") -> Path:
+    """A real ``distloop sweep`` of a tiny model over :data:`SPACE` (about 20 s).
+
+    With a pruner, whether a pruned trial's stop lands before its last step depends on the
+    machine's speed (its 30 steps take under a second): ``pruner="none"`` for a study
+    whose every trial must train in full."""
     data = synthetic_project(1, steps=30)
     data["name"] = "view test"
     project = folder.parent / f"{folder.name}-project.json"
@@ -74,7 +78,7 @@ def swept_study(folder: Path, trials: int = 6) -> Path:
     space.write_text(json.dumps(SPACE))
     done = distloop(
         "sweep", str(project), "--space", str(space), "--trials", str(trials),
-        "--seed", "2", "--out", str(folder), timeout_s=400,
+        "--seed", "2", "--pruner", pruner, "--out", str(folder), timeout_s=400,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
     return folder
