@@ -112,7 +112,7 @@ def test_an_engine_killed_after_stop_is_stopped_killed_on_request(
 ) -> None:
     engine = FakeEngine(seed_run()[:2], endless=True, stubborn=True)
     window: MainWindow = make_window(engine_factory=factory(engine))
-    window.controller._kill_after_ms = 200  # the window's 5 s, shortened
+    window.controller._kill_after_s = 0.2  # the window's 5 s, shortened (its next run's session)
     window.run()
     qtbot.waitUntil(lambda: len(window.plot.steps()) >= 3, timeout=5000)
     window.stop_action.trigger()
