@@ -3,15 +3,15 @@
 The window builds the layout and the menus, and wires the forms, the project document
 (:mod:`gui.project.project_document`: the file, its changes, its validation), the run
 starter (:mod:`gui.run.run_starter`) and the run controller to the views; it keeps no rule
-of its own. Each feature owns its actions and their enable rules (Run and Stop:
-:mod:`gui.run.run_actions`; Add Sweep…: :mod:`gui.study.study_flow`; the hosts' runs,
+of its own. Each feature owns its actions and their enable rules (the project file's:
+:mod:`gui.project.project_actions`; Run and Stop: :mod:`gui.run.run_actions`; Add Sweep…:
+:mod:`gui.study.study_flow`; the hosts' runs,
 the queue, the studies), and the window asks each to update when the project, the run or
 the study changes.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -50,7 +50,6 @@ from PySide6.QtWidgets import (
 from ...engine.config import Project
 from ...engine.devices import DetectedDevices, detect_devices
 from ...engine.engine_handle import ClusterFactory, EngineFactory
-from ...engine.examples import example_names, example_text
 from ...engine.formatting import format_duration
 from ...engine.process import WarmEngines
 from ...engine.run_events import RunEvent, RunFailure, RunOutcome, Started, StatusChanged
@@ -62,6 +61,7 @@ from ..files.dataset_preview import DatasetPreview
 from ..files.exports import save_plot_as
 from ..project.data_form import DataForm
 from ..project.problems_panel import ProblemsPanel
+from ..project.project_actions import ProjectActions
 from ..project.project_document import ProjectDocument
 from ..project.project_editor import ProjectEditor
 from ..queue.queue_panel import RunQueuePanel
@@ -162,6 +162,7 @@ class MainWindow(QMainWindow):
             engine_factory, cluster_factory, warm_engines=warm_engines, parent=self
         )
         self.document = ProjectDocument(self.editor, self)
+        self.project_actions = ProjectActions(self, self.document)
         self.starter = RunStarter(self.controller, self.document, runs_root, self)
         self.cluster_panel = ClusterPanel(self.controller, self)
         self.run_queue = RunQueue(
@@ -323,42 +324,16 @@ class MainWindow(QMainWindow):
 
     def _build_actions(self) -> None:
         pixmap = QStyle.StandardPixmap
-        self.new_action = self._action(
-            "&New",
-            self.new_project,
-            QKeySequence.StandardKey.New,
-            pixmap.SP_FileIcon,
-            "Start a new project from the seed example",
-        )
-        self.open_action = self._action(
-            "&Open…",
-            self.open_project,
-            QKeySequence.StandardKey.Open,
-            pixmap.SP_DialogOpenButton,
-            "Open a project file",
-        )
-        self.save_action = self._action(
-            "&Save",
-            self.save,
-            QKeySequence.StandardKey.Save,
-            pixmap.SP_DialogSaveButton,
-            "Save the project",
-        )
-        self.save_as_action = self._action(
-            "Save &As…",
-            self.save_as,
-            "Ctrl+Shift+S",
-            None,
-            "Save the project under a new name",
-        )
-        self.export_cluster_action = self._action(
-            "Export &Cluster Setup…",
-            self.document.export_cluster_setup,
-            None,
-            None,
-            "Write the files that start this project's cluster on real hosts: TF_CONFIGs, "
-            "shell scripts, Kubernetes manifests or a Kubeflow TFJob",
-        )
+        files = self.project_actions
+        self.new_action = files.new_action
+        self.open_action = files.open_action
+        self.save_action = files.save_action
+        self.save_as_action = files.save_as_action
+        self.export_script_action = files.export_script_action
+        self.copy_json_action = files.copy_json_action
+        self.export_cluster_action = files.export_cluster_action
+        self.recent_menu = files.recent_menu
+        self.examples_menu = files.examples_menu
         self.open_study_action = self._action(
             "Open &Study…",
             self.study_panel.ask_folder,
@@ -423,26 +398,12 @@ class MainWindow(QMainWindow):
             None,
             "The guide: what Distloop does, the project file, the command line, clusters",
         )
-        self.export_script_action = self._action(
-            "Export as &Script…",
-            self.document.export_script,
-            "Ctrl+Shift+E",
-            None,
-            "Write the project as a standalone TensorFlow program that needs no Distloop",
-        )
         self.export_plot_action = self._action(
             "Export &Plot…",
             self.export_plot,
             "Ctrl+Shift+P",
             None,
             "Save the loss plot as a PNG or SVG image",
-        )
-        self.copy_json_action = self._action(
-            "Copy Project &JSON",
-            self.document.copy_json,
-            "Ctrl+Shift+J",
-            None,
-            "Copy the project file's text to the clipboard",
         )
         self.resume_action = self.runs_panel.resume_action
         self.try_it_action = self.runs_panel.try_it_action
@@ -480,15 +441,8 @@ class MainWindow(QMainWindow):
         file_menu.addAction(self.new_action)
         file_menu.addAction(self.open_action)
         file_menu.addAction(self.open_study_action)
-        self.recent_menu = file_menu.addMenu("Open &Recent")
-        self.recent_menu.aboutToShow.connect(
-            lambda: self.document.fill_recent_menu(self.recent_menu)
-        )
-        self.examples_menu = file_menu.addMenu("&Examples")
-        for name in example_names():
-            title = json.loads(example_text(name)).get("name", name)
-            action = self.examples_menu.addAction(f"{name}: {title}")
-            action.triggered.connect(lambda _checked=False, n=name: self.open_example(n))
+        file_menu.addMenu(self.recent_menu)
+        file_menu.addMenu(self.examples_menu)
         file_menu.addSeparator()
         file_menu.addAction(self.save_action)
         file_menu.addAction(self.save_as_action)
