@@ -43,6 +43,7 @@ from ..run_folder import (
 )
 from ..run_handle import open_run
 from ..run_model import RunModel
+from ..run_session import RunSession
 from .hparams import write_experiment, write_trial
 from .objective import ObjectiveTracker, direction, objective_problems
 from .space import Choices, FloatRange, IntRange, SearchSpace, space_from_data, with_values
@@ -341,24 +342,33 @@ class Study:
         stopping: Callable[[], bool],
         on_poll: Callable[[EngineHandle], None] | None,
     ) -> TrialResult | None:
-        engine = open_run(trial.project, trial.run_dir, warm_engines=warm)
-        model = RunModel(total_steps=trial.project.total_steps(), run_dir=trial.run_dir)
+        """Runs one trial to its end. Its stop, the pruner's or the study's, is the run
+        session's, as the window's and ``distloop run``'s are: an engine stuck in its step
+        (a hung data read, custom code that never returns) is killed once the stop's wait
+        runs out, instead of holding the study for ever."""
+        project = trial.project
+        engine = open_run(project, trial.run_dir, warm_engines=warm)
+        model = RunModel(total_steps=project.total_steps(), run_dir=trial.run_dir)
+        session = RunSession(model, steps_per_execution=project.training.steps_per_execution)
 
         def judge(event: RunEvent) -> None:
             if trial.apply(event):
-                engine.request_stop()
+                session.request_stop()
 
         model.subscribe(judge)
-        engine.start()
-        warm.prepare()
-        while not engine.done:
-            for message in engine.poll(0.2):
-                model.apply(message)
-            if stopping() and trial.interrupt():
-                engine.request_stop()
-            if on_poll is not None:
-                on_poll(engine)
-        engine.close()
+        try:
+            session.start(engine)
+            warm.prepare()
+            while not session.done:
+                for message in session.poll(0.2):
+                    session.take(message)
+                if stopping() and trial.interrupt():
+                    session.request_stop()
+                session.tick()
+                if on_poll is not None:
+                    on_poll(engine)
+        finally:
+            engine.close()
         return trial.end()
 
     def ask(self) -> TrialRun | TrialResult:

@@ -32,7 +32,7 @@ from distloop.engine.study.space import (
     space_from_data,
     with_values,
 )
-from support.distloop_testing import REPO, distloop, synthetic_project
+from support.distloop_testing import GUIDE_STEP, REPO, distloop, synthetic_project
 from support.study_folders import ENDLESS_TRIALS, crafted_study_folder
 
 
@@ -322,6 +322,65 @@ def test_a_study_is_run_by_one_process_at_a_time(tmp_path: Path) -> None:
         study.close()
     assert not RunFolderLock.held(folder)
     assert not RunFolderLock.held(tmp_path)  # never locked: no lock file
+
+
+HANGING_STEP = (
+    GUIDE_STEP.replace(
+        "RESULT", "tf.ensure_shape(tf.numpy_function(_hang_from_step_5, [loss], tf.float32), [])"
+    )
+    + """
+import os
+import time
+
+CALLS = [0]
+
+
+def _hang_from_step_5(loss):
+    \"\"\"A step that never returns, as a hung data read or a deadlocked library would.\"\"\"
+    CALLS[0] += 1
+    if CALLS[0] >= 5:
+        open(MARK, "w").close()
+        time.sleep(3600)
+    return loss
+"""
+)
+
+
+@pytest.mark.slow
+def test_a_trial_stuck_in_its_step_is_killed_by_the_stop_and_the_study_stops(
+    tmp_path: Path,
+) -> None:
+    """A study stopped (Ctrl-C) while its trial's engine hangs in a step: the stop waits for
+    the step, then kills the engine, as a run's stop does, so the study ends and keeps the
+    trial's values to run again. The trial's run asked its engine to stop and waited for
+    ever before (a `distloop sweep` that no Ctrl-C ended)."""
+    from distloop.engine.study.runner import INTERRUPTED
+
+    mark = tmp_path / "hanging"
+    code = tmp_path / "step.py"
+    code.write_text(HANGING_STEP.replace("MARK", repr(str(mark))))
+    data = synthetic_project(1, steps=1000)
+    data["custom_code"] = {"path": str(code)}
+    project = load_project_data(data)
+    space = parse_space('{"optimizer.learning_rate": {"low": 0.01, "high": 1}}', project)
+    plan = StudyPlan(project, space, StudySettings(objective="loss", trials=2, sampler="random"))
+    folder = tmp_path / "study"
+    write_plan(folder, plan)
+    study = Study(folder, plan)
+    results = []
+    try:
+        started = time.monotonic()
+        complete = study.run(on_trial=results.append, stopping=mark.exists)
+        took_s = time.monotonic() - started
+        trial = study.study.trials[0]  # then its values, queued again
+    finally:
+        study.close()
+    assert mark.exists(), "the trial's step never hung"
+    assert (complete, results) == (False, [])
+    assert took_s < 600, f"the study waited {took_s:.0f} s for a step that never ends"
+    status = read_status(folder / "trials" / "trial-0000")
+    assert status["status"] == "stopped", status
+    assert trial.user_attrs.get(INTERRUPTED) is True  # its values run again on resume
 
 
 @pytest.mark.slow
