@@ -11,7 +11,14 @@ import time
 from collections import deque
 from dataclasses import dataclass
 
-from PySide6.QtGui import QColor, QFontDatabase, QTextCharFormat, QTextCursor, QTextOption
+from PySide6.QtGui import (
+    QAction,
+    QColor,
+    QFontDatabase,
+    QTextCharFormat,
+    QTextCursor,
+    QTextOption,
+)
 from PySide6.QtWidgets import (
     QCheckBox,
     QHBoxLayout,
@@ -73,6 +80,8 @@ class LogPanel(QWidget):
         self.text.setWordWrapMode(QTextOption.WrapMode.WrapAtWordBoundaryOrAnywhere)
         self.text.setFont(QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont))
         self.text.setPlaceholderText("Engine and TensorFlow messages appear here.")
+        self.clear_action = QAction("&Clear Log", self)
+        self.clear_action.triggered.connect(self.clear)
         self.startup_checkbox = QCheckBox(STARTUP_TOGGLE)
         self.startup_checkbox.setToolTip(
             "TensorFlow's banner as an engine starts (oneDNN, CUDA, CPU features): "

@@ -27,7 +27,7 @@ import numpy as np
 import pyqtgraph as pg
 from numpy.typing import NDArray
 from PySide6.QtCore import QPointF, Qt, QTimer, Signal
-from PySide6.QtGui import QResizeEvent
+from PySide6.QtGui import QAction, QKeySequence, QResizeEvent
 from PySide6.QtWidgets import (
     QCheckBox,
     QFrame,
@@ -53,6 +53,7 @@ from ...engine.run_events import (
 )
 from ...engine.run_folder import format_loss
 from ...engine.run_model import RunModel, Trace
+from ..files.exports import save_plot_as
 from ..widgets.elided_label import ElidedLabel
 from .series import GrowingArray, Smoother
 
@@ -302,6 +303,8 @@ class LossPlot(QWidget):
 
     clear_comparisons_requested = Signal()
     """The comparison chip's close button: the runs panel, which chose them, clears them."""
+    reported = Signal(str)
+    """A line for the status bar (the file an export wrote)."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -415,6 +418,7 @@ class LossPlot(QWidget):
         self.smooth_checkbox.toggled.connect(self._on_smoothing_toggled)
         self.smooth_slider.valueChanged.connect(self._on_slider)
         self.log_checkbox.toggled.connect(lambda on: self.plot_item.setLogMode(y=on))
+        self._build_actions()
         self.grid_checkbox.toggled.connect(
             lambda on: self.plot_item.showGrid(x=on, y=on, alpha=0.2)
         )
@@ -912,8 +916,30 @@ class LossPlot(QWidget):
         self.hint.setVisible(True)
         self.plot_item.enableAutoRange()
 
+    def _build_actions(self) -> None:
+        """The View menu's Auto-Range and Log Scale (twins of the plot's own controls) and
+        the File menu's Export Plot: the plot's, wherever the window lists them."""
+        self.auto_range_action = QAction("&Auto-Range Plot", self)
+        self.auto_range_action.setShortcut(QKeySequence("Ctrl+0"))
+        self.auto_range_action.triggered.connect(self.auto_range)
+        self.log_scale_action = QAction("&Log Scale", self, checkable=True)
+        self.log_scale_action.toggled.connect(self.log_checkbox.setChecked)
+        self.log_checkbox.toggled.connect(self.log_scale_action.setChecked)
+        tip = "Save the loss plot as a PNG or SVG image"
+        self.export_action = QAction("Export &Plot…", self)
+        self.export_action.setShortcut(QKeySequence("Ctrl+Shift+P"))
+        self.export_action.setStatusTip(tip)
+        self.export_action.setToolTip(tip)
+        self.export_action.triggered.connect(self.export)
+
     def auto_range(self) -> None:
         self.plot_item.enableAutoRange()
+
+    def export(self) -> None:
+        """Asks where, and writes the plot as the user sees it there (PNG or SVG)."""
+        written = save_plot_as(self.window(), self)
+        if written is not None:
+            self.reported.emit(f"Exported {written}")
 
     def smoothing_weight(self) -> float:
         return self.smooth_slider.value() / SLIDER_STEPS

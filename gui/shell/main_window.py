@@ -5,9 +5,9 @@ The window builds the layout and the menus, and wires the forms, the project doc
 starter (:mod:`gui.run.run_starter`) and the run controller to the views; it keeps no rule
 of its own. Each feature owns its actions and their enable rules (the project file's:
 :mod:`gui.project.project_actions`; Run and Stop: :mod:`gui.run.run_actions`; Add Sweep…:
-:mod:`gui.study.study_flow`; the hosts' runs,
-the queue, the studies), and the window asks each to update when the project, the run or
-the study changes.
+:mod:`gui.study.study_flow`; the plot's, the log's, the hosts' runs, the queue, the
+studies), and the window asks each to update when the project, the run or the study
+changes.
 """
 
 from __future__ import annotations
@@ -58,7 +58,6 @@ from ...engine.run_model import RunModel
 from ...engine.validation import Validation
 from ..common import dialogs, settings
 from ..files.dataset_preview import DatasetPreview
-from ..files.exports import save_plot_as
 from ..project.data_form import DataForm
 from ..project.problems_panel import ProblemsPanel
 from ..project.project_actions import ProjectActions
@@ -367,11 +366,10 @@ class MainWindow(QMainWindow):
             None,
             "Where runs are logged to MLflow, and whether each run is logged as it trains",
         )
-        self.auto_range_action = self._action("&Auto-Range Plot", self.plot.auto_range, "Ctrl+0")
-        self.log_scale_action = QAction("&Log Scale", self, checkable=True)
-        self.log_scale_action.toggled.connect(self.plot.log_checkbox.setChecked)
-        self.plot.log_checkbox.toggled.connect(self.log_scale_action.setChecked)
-        self.clear_log_action = self._action("&Clear Log", self.log_panel.clear)
+        self.auto_range_action = self.plot.auto_range_action
+        self.log_scale_action = self.plot.log_scale_action
+        self.export_plot_action = self.plot.export_action
+        self.clear_log_action = self.log_panel.clear_action
         self.reset_layout_action = self._action(
             "Reset &Layout",
             self.reset_layout,
@@ -397,13 +395,6 @@ class MainWindow(QMainWindow):
             QKeySequence.StandardKey.HelpContents,
             None,
             "The guide: what Distloop does, the project file, the command line, clusters",
-        )
-        self.export_plot_action = self._action(
-            "Export &Plot…",
-            self.export_plot,
-            "Ctrl+Shift+P",
-            None,
-            "Save the loss plot as a PNG or SVG image",
         )
         self.resume_action = self.runs_panel.resume_action
         self.try_it_action = self.runs_panel.try_it_action
@@ -524,6 +515,7 @@ class MainWindow(QMainWindow):
         document.replaced.connect(self._forget_last_run)
         document.reported.connect(lambda text: self.statusBar().showMessage(text, 5000))
         self.runs_panel.reported.connect(lambda text: self.statusBar().showMessage(text, 15000))
+        self.plot.reported.connect(lambda text: self.statusBar().showMessage(text, 5000))
         self.controller.live_mlflow = settings.live_mlflow
         document.warning.connect(lambda text: self.log_panel.add(text, "warning"))
         self.starter.following.connect(self._show_run)
@@ -857,13 +849,6 @@ class MainWindow(QMainWindow):
         self.status_panel.set_tensorflow_version(found.tensorflow_version)
         names = ", ".join(f"{d.name} ({d.device_type})" for d in found.devices)
         self.log_panel.add(f"TensorFlow {found.tensorflow_version} sees: {names}")
-
-    # --- exports ------------------------------------------------------------------------
-
-    def export_plot(self) -> None:
-        written = save_plot_as(self, self.plot)
-        if written is not None:
-            self.statusBar().showMessage(f"Exported {written}", 5000)
 
     # --- about, settings, closing -------------------------------------------------------
 
