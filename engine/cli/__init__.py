@@ -5,6 +5,9 @@ messages with a non-zero exit; a traceback appears only for an unexpected engine
 failure (not one of ``engine.child_main.KNOWN_FAILURES``), after the message, as the
 engine's own report.
 
+Every command opens its runs through :mod:`engine.run_start` (the run folder made and
+claimed, the run opened), whose refusal :func:`main` prints as one line.
+
 Each command's module builds its own parser and names its handler; this package puts
 the parsers together in ``--help``'s order and calls the handler. Its names
 (``__all__``) are what the rest of Distloop imports (the launcher, ``gui.launcher``, and
@@ -12,13 +15,12 @@ the parsers together in ``--help``'s order and calls the handler. Its names
 
 - :mod:`.common`: the exit codes, the error line, loading a project, the checks before a
   run starts here, and announcing the custom code a run will execute.
-- :mod:`.run_folders`: the run folder a command writes: made, claimed, or found resumable.
 - :mod:`.following`: a run in the foreground: its messages printed, Ctrl-C and SIGTERM
   answered, a cluster restarted after a task died (``--max-restarts``).
 - :mod:`.project_commands`: ``validate``, ``example``, ``devices`` and ``predict``.
 - :mod:`.run_commands`: ``run`` and ``run --resume`` (a requeued Slurm task's included).
-- :mod:`.arguments`: the options several commands share (``--max-restarts``,
-  ``--trust-launch``).
+- :mod:`.arguments`: the options several commands share (``--overwrite``,
+  ``--max-restarts``, ``--trust-launch``).
 - :mod:`.cluster_commands`: ``cluster``, its ``--resume`` and ``--dump``.
 - :mod:`.launch_commands`: ``launch`` and ``preflight``, a cluster's hosts over SSH.
 - :mod:`.submit_command`: ``submit``, a Slurm batch job, and the job's shape.
@@ -35,9 +37,10 @@ from __future__ import annotations
 import argparse
 
 from .. import __version__
+from ..run_start import RunRefused
 from ..study.command import add_sweep_command
 from .cluster_commands import add_cluster_command
-from .common import EXIT_USAGE
+from .common import EXIT_FAILED, EXIT_USAGE, _err
 from .export_command import add_export_command
 from .finder_commands import add_finder_commands
 from .launch_commands import add_launch_commands
@@ -95,4 +98,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return EXIT_USAGE
-    return args.handler(args)
+    try:
+        return args.handler(args)
+    except RunRefused as exc:  # engine.run_start: the run folder could not be claimed, ...
+        _err(f"distloop: {exc}")
+        return EXIT_USAGE if exc.usage else EXIT_FAILED

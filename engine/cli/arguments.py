@@ -1,9 +1,19 @@
-"""Options several commands share, each worded once: ``--max-restarts`` (a cluster
-started again after a task died) and ``--trust-launch`` (a launch's folder from elsewhere)."""
+"""Options several commands share, each worded once: ``--overwrite`` (a new run's folder
+that holds an earlier run), ``--max-restarts`` (a cluster started again after a task died)
+and ``--trust-launch`` (a launch's folder from elsewhere)."""
 
 from __future__ import annotations
 
 import argparse
+
+
+def add_overwrite_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="empty the --out folder first when it holds an earlier run (which is lost); "
+        "a folder that holds anything a run does not write is never emptied",
+    )
 
 
 def add_max_restarts_argument(parser: argparse.ArgumentParser) -> None:

@@ -8,20 +8,22 @@ from __future__ import annotations
 
 import argparse
 import json
-import shutil
 import socket
 from pathlib import Path
 from typing import Any
 
 from ..cluster.ssh import SshLaunch
 from ..cluster_layout import local_cluster_tasks
-from ..engine_handle import EngineHandle
 from ..problems import ProblemsError
 from ..resume_rules import Layout, checked_launch_settings
-from ..run_folder import PROJECT_FILE, TASKS_DIR, RunFolderError, RunFolderLock, read_status
-from ..run_handle import open_run
+from ..run_folder import PROJECT_FILE, TASKS_DIR, RunFolderError, read_status
+from ..run_start import RunRequest, open_requested, resumable
 from ..tf_config import DEFAULT_WORKERS
-from .arguments import add_max_restarts_argument, add_trust_launch_argument
+from .arguments import (
+    add_max_restarts_argument,
+    add_overwrite_argument,
+    add_trust_launch_argument,
+)
 from .common import (
     EXIT_FAILED,
     EXIT_OK,
@@ -34,13 +36,6 @@ from .common import (
 from .following import follow_restarting
 from .launch_commands import announce_launch, made_here_or_trusted
 from .mlflow_command import add_live_arguments
-from .run_folders import (
-    _claim_new_run_folder,
-    _claim_run_to_resume,
-    _make_run_folder,
-    _resumable,
-    add_overwrite_argument,
-)
 
 
 def add_cluster_command(commands: argparse._SubParsersAction) -> None:
@@ -113,29 +108,15 @@ def command_cluster(args: argparse.Namespace) -> int:
         return EXIT_FAILED
     if not _may_start_here(project, str(args.project), processes=tasks):
         return EXIT_FAILED
-    made = _make_run_folder(args.out, project.name)
-    if made is None:
-        return EXIT_FAILED
-    run_dir, created = made
-    lock = _claim_new_run_folder(run_dir, overwrite=args.overwrite, command="cluster")
-    if lock is None:
-        return EXIT_FAILED
-    try:
-        cluster = open_run(
-            project, run_dir, layout="cluster", workers=args.workers, folder_lock=lock
-        )
-    except ProblemsError as exc:
-        lock.release()
-        if created:  # it holds nothing but the lock file
-            shutil.rmtree(run_dir, ignore_errors=True)
-        _err(f"distloop: {exc}")
-        return EXIT_FAILED
-    return follow_restarting(
-        cluster,
-        run_dir,
-        args,
-        lambda lock: open_run(project, run_dir, resume=True, layout="cluster", folder_lock=lock),
+    request = RunRequest(
+        project,
+        args.out,
+        overwrite=args.overwrite,
+        command="cluster",
+        layout="cluster",
+        workers=args.workers,
     )
+    return follow_restarting(open_requested(request), args, request)
 
 
 def command_cluster_dump(run_dir: Path, *, trust_launch: bool = False) -> int:
@@ -234,21 +215,8 @@ def command_cluster_resume(args: argparse.Namespace) -> int:
             "drop --out/--workers/--overwrite"
         )
         return EXIT_USAGE
-    run = _resumable(run_dir, Layout.CLUSTER)
-    if isinstance(run, int):
-        return run
-    project = run.project
-    lock = _claim_run_to_resume(run_dir)
-    if lock is None:
+    run = resumable(run_dir, Layout.CLUSTER)
+    if not announce_custom_code(run.project, None):
         return EXIT_FAILED
-
-    def reopen(lock: RunFolderLock) -> EngineHandle:
-        return open_run(project, run_dir, resume=True, layout="cluster", folder_lock=lock)
-
-    try:
-        cluster = reopen(lock)
-    except ProblemsError as exc:
-        lock.release()
-        _err(f"distloop: {exc}")
-        return EXIT_FAILED
-    return follow_restarting(cluster, run_dir, args, reopen)
+    request = RunRequest(run.project, run_dir, resume=True, layout="cluster")
+    return follow_restarting(open_requested(request), args, request)

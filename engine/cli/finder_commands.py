@@ -1,10 +1,10 @@
 """``distloop lr-find`` and ``distloop batch-find``: short runs of the project, on its own
 strategy, replicas and mixed precision, before the long one.
 
-Each trial is an ordinary engine run (``open_run``, the engine process, its loop and
-hooks) in a folder of its own beside the runs folder (``finder_runs_root``) and marked
-as a finder's (``finder.json``), so none is listed, compared or resumed as a training
-run. A multi_worker_mirrored project's trial is a local cluster of its tasks, as
+Each trial is an ordinary engine run (opened by ``engine.run_start``: the engine process,
+its loop and hooks) in a folder of its own beside the runs folder (``finder_runs_root``),
+marked as a finder's (``finder.json``), so none is listed, compared or resumed as a
+training run. A multi_worker_mirrored project's trial is a local cluster of its tasks, as
 ``distloop run`` runs it; each task obeys its cluster's finder file.
 
 ``lr-find`` is one run whose rate rises step by step (``engine.lr_finder``);
@@ -37,9 +37,10 @@ from ..memory_check import memory_problems
 from ..messages import RunFailed, RunFinished
 from ..problems import ProblemsError
 from ..run_folder import default_runs_root, new_folder, new_run_dir, read_metrics
-from ..run_handle import open_run
 from ..run_history import finder_runs_root
 from ..run_lifecycle import RunLifecycle
+from ..run_start import RunRefused, RunRequest, open_requested
+from .arguments import add_overwrite_argument
 from .common import (
     EXIT_FAILED,
     EXIT_INTERRUPTED,
@@ -52,7 +53,6 @@ from .common import (
     announce_custom_code,
 )
 from .following import run_in_foreground
-from .run_folders import _claim_new_run_folder, add_overwrite_argument
 
 DEFAULT_RATES = RateRange()
 BATCH_STEPS = 6
@@ -119,18 +119,13 @@ def command_lr_find(args: argparse.Namespace) -> int:
     except OSError as exc:
         _err(f"distloop: cannot create the finder's run folder: {exc}")
         return EXIT_FAILED
-    lock = _claim_new_run_folder(run_dir, overwrite=args.overwrite, command="lr-find")
-    if lock is None:
-        return EXIT_FAILED
+    # A multi-worker project's trial is a local cluster, as distloop run makes it.
+    request = RunRequest(
+        finder, run_dir, overwrite=args.overwrite, command="lr-find", layout="auto"
+    )
+    opened = open_requested(request)
     write_range(run_dir, rates)
-    try:  # a multi-worker project's trial is a local cluster, as distloop run makes it
-        code = run_in_foreground(
-            finder, run_dir, quiet=True, verbose=args.verbose, folder_lock=lock, layout="auto"
-        )
-    except ProblemsError as exc:  # a cluster this machine cannot lay out
-        lock.release()
-        _err(f"distloop: {exc}")
-        return EXIT_FAILED
+    code = run_in_foreground(opened, quiet=True, verbose=args.verbose)
     if code in (EXIT_INTERRUPTED, EXIT_TERMINATED):
         return code
     curve = read_curve(run_dir)
@@ -228,11 +223,12 @@ class _Search:
             )
         run_dir = self.top / f"batch-{batch}"
         run_dir.mkdir()
-        lock = _claim_new_run_folder(run_dir, overwrite=False, command="batch-find")
-        if lock is None:
-            return BatchTrial(batch, fits=False, reason="its folder could not be claimed")
+        try:  # a cluster as run would make it
+            request = RunRequest(candidate, run_dir, command="batch-find", layout="auto")
+            engine = open_requested(request).handle
+        except RunRefused as exc:
+            return BatchTrial(batch, fits=False, reason=f"its run could not open: {exc}")
         mark_finder_run(run_dir, BATCH_SIZE, global_batch_size=batch)
-        engine = open_run(candidate, run_dir, folder_lock=lock)  # a cluster as run would
         lifecycle = RunLifecycle()
         try:
             engine.start()

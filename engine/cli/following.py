@@ -15,19 +15,18 @@ import os
 import signal
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from types import FrameType
 from typing import TextIO
 
 from ..cluster.blame import PEER_ERRORS, STALLED
-from ..config import Project
 from ..engine_handle import ClusterHandle, EngineHandle
 from ..fileio import open_text
 from ..formatting import format_duration
 from ..message_stream import CHANNEL_CLOSED_GRACE_S, ControlChannel, write_message
 from ..messages import Message, secondary_losses
 from ..mlflow_log import LiveLogger, LiveSettings
-from ..problems import ProblemsError
 from ..run_events import (
     Evaluated,
     Logged,
@@ -40,44 +39,29 @@ from ..run_events import (
     SteppingStopped,
     StepsAdded,
 )
-from ..run_folder import MESSAGES_FILE, RunFolderLock, format_loss, read_status, update_status
-from ..run_handle import Layout, open_run
+from ..run_folder import MESSAGES_FILE, format_loss, read_status, update_status
 from ..run_model import RunModel
 from ..run_session import RunSession
+from ..run_start import OpenedRun, RunRefused, RunRequest, open_requested
 from .common import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_TERMINATED, _err
 from .mlflow_command import live_settings
-from .run_folders import _claim_run_to_resume
 
 
 def run_in_foreground(
-    project: Project,
-    run_dir: Path,
+    opened: OpenedRun,
     *,
     quiet: bool,
     verbose: bool,
-    resume: bool = False,
-    folder_lock: RunFolderLock | None = None,
     as_messages: bool = False,
     record_messages: bool = False,
     mlflow: LiveSettings | None = None,
-    layout: Layout = "single",
 ) -> int:
-    """Runs the engine and prints its messages; Ctrl-C stops it between steps.
+    """Runs the opened run's engine and prints its messages; Ctrl-C stops it between steps.
 
-    One process unless ``layout`` says otherwise: a multi-machine project here is one
-    task of a cluster whose other tasks run elsewhere (``--task``), so it names the peers
-    that do not answer. A finder's trial (``layout="auto"``) runs as the project would.
     ``record_messages`` appends every message to the run folder's ``messages.jsonl``
     too (a resumed run's after its first start's), for a follower elsewhere.
     """
-    engine = open_run(
-        project,
-        run_dir,
-        resume=resume,
-        layout=layout,
-        folder_lock=folder_lock,
-        name_missing_peers=layout == "single",
-    )
+    engine, run_dir = opened.handle, opened.folder
     if not record_messages:
         return follow(
             engine, run_dir, quiet=quiet, verbose=verbose, as_messages=as_messages, mlflow=mlflow
@@ -85,6 +69,7 @@ def run_in_foreground(
     try:
         record = open_text(run_dir / MESSAGES_FILE, "a")
     except OSError as exc:
+        engine.close()  # never started: its folder's lock is let go
         _err(f"distloop: cannot write {run_dir / MESSAGES_FILE}: {exc.strerror or exc}")
         return EXIT_FAILED
     with record:
@@ -417,17 +402,16 @@ RESTARTABLE = frozenset({"EngineDied", "ConnectionLost", "TaskEnded", STALLED, *
 restart from the last checkpoint (a NaN loss or bad data would only fail again)."""
 
 
-def follow_restarting(
-    cluster: EngineHandle,
-    run_dir: Path,
-    args: argparse.Namespace,
-    reopen: Callable[[RunFolderLock], EngineHandle],
-) -> int:
+def follow_restarting(opened: OpenedRun, args: argparse.Namespace, request: RunRequest) -> int:
     """Follows the cluster; after a task died or was preempted, ``--max-restarts`` times
-    starts the whole cluster again from its last checkpoint (``reopen``), as torchrun does.
+    starts the whole cluster again from its last checkpoint (``request``, resumed), as
+    torchrun does.
 
     A stop asked for here (Ctrl-C) is no preemption: it ends the run.
     """
+    cluster, run_dir = opened.handle, opened.folder
+    # A resumed cluster's tasks are the ones in its folder.
+    again = replace(request, folder=run_dir, resume=True, overwrite=False, workers=None)
     restarts = 0
     while True:
         code = follow_cluster(cluster, run_dir, args)
@@ -442,13 +426,9 @@ def follow_restarting(
             f"distloop: {why}: restart {restarts} of {args.max_restarts}, the whole cluster "
             "from its last checkpoint"
         )
-        lock = _claim_run_to_resume(run_dir)
-        if lock is None:
-            return code
         try:
-            cluster = reopen(lock)
-        except ProblemsError as exc:
-            lock.release()
+            cluster = open_requested(again).handle
+        except RunRefused as exc:
             _err(f"distloop: cannot restart: {exc}")
             return code
         update_status(run_dir, restarts=restarts)

@@ -5,29 +5,24 @@ here."""
 from __future__ import annotations
 
 import argparse
-import shutil
 from pathlib import Path
 
 from ..cluster.ssh import DEFAULT_REMOTE_DIR, SshLaunch, launch_hosts
 from ..code_text import printable
 from ..config import Project
 from ..config.launch import LaunchSettings
-from ..engine_handle import EngineHandle
 from ..problems import ProblemsError
 from ..resume_rules import Layout
-from ..run_folder import RunFolderLock, update_status
-from ..run_handle import open_run
-from .arguments import add_max_restarts_argument, add_trust_launch_argument
+from ..run_folder import new_run_dir, update_status
+from ..run_start import OpenedRun, RunRequest, open_requested, resumable
+from .arguments import (
+    add_max_restarts_argument,
+    add_overwrite_argument,
+    add_trust_launch_argument,
+)
 from .common import EXIT_FAILED, EXIT_OK, EXIT_USAGE, _err, _load, announce_custom_code
 from .following import follow_restarting
 from .mlflow_command import add_live_arguments
-from .run_folders import (
-    _claim_new_run_folder,
-    _claim_run_to_resume,
-    _make_run_folder,
-    _resumable,
-    add_overwrite_argument,
-)
 
 
 def add_launch_commands(commands: argparse._SubParsersAction) -> None:
@@ -133,10 +128,11 @@ def command_launch(args: argparse.Namespace) -> int:
     project = _load(args.project)
     if project is None or not announce_custom_code(project, args.project.parent):
         return EXIT_FAILED
-    made = _make_run_folder(args.out, project.name)
-    if made is None:
+    try:
+        run_dir = args.out or new_run_dir(project.name)
+    except OSError as exc:
+        _err(f"distloop: cannot create the run folder: {exc}")
         return EXIT_FAILED
-    run_dir, created = made
     hosts = SshLaunch(
         run_name=run_dir.name,
         ssh_config=args.ssh_config,
@@ -144,27 +140,23 @@ def command_launch(args: argparse.Namespace) -> int:
         remote_dir=args.remote_dir,
         hosts=launch_hosts(project),
     )
-    announce_launch(project, hosts)
-    if not args.no_preflight and _report_preflight(project, hosts, devices=False) != EXIT_OK:
-        hosts.close()
-        if created:
-            shutil.rmtree(run_dir, ignore_errors=True)
-        return EXIT_FAILED
-    lock = _claim_new_run_folder(run_dir, overwrite=args.overwrite, command="launch")
-    if lock is None:
-        hosts.close()
-        return EXIT_FAILED
     try:
-        cluster = open_run(project, run_dir, layout="cluster", folder_lock=lock, placement=hosts)
-    except ProblemsError as exc:
-        lock.release()
+        announce_launch(project, hosts)
+        if not args.no_preflight and _report_preflight(project, hosts, devices=False) != EXIT_OK:
+            return EXIT_FAILED
+        request = RunRequest(
+            project,
+            run_dir,
+            overwrite=args.overwrite,
+            command="launch",
+            layout="cluster",
+            placement=hosts,
+        )
+        opened = open_requested(request)
+        update_status(run_dir, launch=hosts.settings(project))
+        return _follow_on_hosts(project, opened, hosts, args, request)
+    finally:
         hosts.close()
-        if created:
-            shutil.rmtree(run_dir, ignore_errors=True)
-        _err(f"distloop: {exc}")
-        return EXIT_FAILED
-    update_status(run_dir, launch=hosts.settings(project))
-    return _follow_on_hosts(project, run_dir, hosts, cluster, args)
 
 
 def command_launch_resume(args: argparse.Namespace) -> int:
@@ -174,55 +166,34 @@ def command_launch_resume(args: argparse.Namespace) -> int:
     if args.out is not None or args.overwrite:
         _err("distloop: --resume continues the run in its own folder; drop --out/--overwrite")
         return EXIT_USAGE
-    run = _resumable(run_dir, Layout.LAUNCH)
-    if isinstance(run, int):
-        return run
-    if run.launch is None:
+    run = resumable(run_dir, Layout.LAUNCH)
+    if not announce_custom_code(run.project, None) or run.launch is None:
         return EXIT_FAILED
     project, settings = run.project, run.launch
     hosts = SshLaunch.from_settings(settings, project)
-    announce_launch(project, hosts)
-    if not made_here_or_trusted(project, hosts, settings, run_dir, args.trust_launch):
-        hosts.close()
-        return EXIT_FAILED
-    lock = _claim_run_to_resume(run_dir)
-    if lock is None:
-        hosts.close()
-        return EXIT_FAILED
     try:
-        cluster = open_run(
-            project, run_dir, resume=True, layout="cluster", folder_lock=lock, placement=hosts
-        )
-    except ProblemsError as exc:
-        lock.release()
+        announce_launch(project, hosts)
+        if not made_here_or_trusted(project, hosts, settings, run_dir, args.trust_launch):
+            return EXIT_FAILED
+        request = RunRequest(project, run_dir, resume=True, layout="cluster", placement=hosts)
+        return _follow_on_hosts(project, open_requested(request), hosts, args, request)
+    finally:
         hosts.close()
-        _err(f"distloop: {exc}")
-        return EXIT_FAILED
-    return _follow_on_hosts(project, run_dir, hosts, cluster, args)
 
 
 def _follow_on_hosts(
     project: Project,
-    run_dir: Path,
+    opened: OpenedRun,
     hosts: SshLaunch,
-    cluster: EngineHandle,
     args: argparse.Namespace,
+    request: RunRequest,
 ) -> int:
     """Follows (and restarts) the cluster on its hosts, then copies the chief's folder here."""
-
-    def reopen(lock: RunFolderLock) -> EngineHandle:
-        return open_run(
-            project, run_dir, resume=True, layout="cluster", folder_lock=lock, placement=hosts
-        )
-
+    code = follow_restarting(opened, args, request)
     try:
-        code = follow_restarting(cluster, run_dir, args, reopen)
-        try:
-            _err(f"distloop: {hosts.bring_back(project, run_dir)}")
-        except OSError as exc:
-            _err(f"distloop: {exc}")
-    finally:
-        hosts.close()
+        _err(f"distloop: {hosts.bring_back(project, opened.folder)}")
+    except OSError as exc:
+        _err(f"distloop: {exc}")
     return code
 
 

@@ -13,7 +13,9 @@ from ..examples import load_example
 from ..problems import ProblemsError
 from ..resume_rules import Layout, refuse_strategy
 from ..run_folder import MESSAGES_FILE, PROJECT_FILE, TASKS_DIR, new_run_dir
+from ..run_start import RunRequest, open_requested, resumable
 from ..tf_config import chief_of
+from .arguments import add_overwrite_argument
 from .common import (
     EXIT_FAILED,
     EXIT_USAGE,
@@ -25,13 +27,6 @@ from .common import (
 )
 from .following import run_in_foreground
 from .mlflow_command import add_live_arguments, live_settings, worker_live_refusal
-from .run_folders import (
-    _claim_new_run_folder,
-    _claim_run_to_resume,
-    _make_run_folder,
-    _resumable,
-    add_overwrite_argument,
-)
 
 
 def add_run_command(commands: argparse._SubParsersAction) -> None:
@@ -140,19 +135,11 @@ def command_run(args: argparse.Namespace) -> int:
     # A cluster task (--task) may be a ps server that reads no data: the engine decides.
     if not args.task and not _may_start_here(project, str(args.project or args.example)):
         return EXIT_FAILED
-    made = _make_run_folder(args.out, project.name)
-    if made is None:
-        return EXIT_FAILED
-    run_dir, _ = made
-    lock = _claim_new_run_folder(run_dir, overwrite=args.overwrite, command="run")
-    if lock is None:
-        return EXIT_FAILED
+    opened = open_requested(RunRequest(project, args.out, overwrite=args.overwrite))
     return run_in_foreground(
-        project,
-        run_dir,
+        opened,
         quiet=args.quiet,
         verbose=args.verbose,
-        folder_lock=lock,
         as_messages=args.messages,
         record_messages=args.record_messages,
         mlflow=live_settings(args),
@@ -166,20 +153,14 @@ def command_resume(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     if args.task_from == "slurm":
         return resume_slurm_task(run_dir, port_base=args.port_base, args=args)
-    run = _resumable(run_dir, Layout.RUN)
-    if isinstance(run, int):
-        return run
-    project = run.project
-    lock = _claim_run_to_resume(run_dir)
-    if lock is None:
+    run = resumable(run_dir, Layout.RUN)
+    if not announce_custom_code(run.project, None):
         return EXIT_FAILED
+    opened = open_requested(RunRequest(run.project, run_dir, resume=True))
     return run_in_foreground(
-        project,
-        run_dir,
+        opened,
         quiet=args.quiet,
         verbose=args.verbose,
-        resume=True,
-        folder_lock=lock,
         as_messages=args.messages,
         record_messages=args.record_messages,
         mlflow=live_settings(args),
@@ -213,20 +194,17 @@ def resume_slurm_task(run_dir: Path, *, port_base: int, args: argparse.Namespace
     if not (task_dir / PROJECT_FILE).is_file():
         _err(f"distloop: {config.task} never started in {run_dir}: resume with the job's shape")
         return EXIT_FAILED
-    lock = _claim_run_to_resume(task_dir)
-    if lock is None:
-        return EXIT_FAILED
-    if task_dir != chief_dir:
+    opened = open_requested(
+        RunRequest(project.model_copy(update={"tf_config": config}), task_dir, resume=True)
+    )
+    if task_dir != chief_dir:  # the folder is claimed; nothing is written until the start
         ClusterFolder(run_dir, lambda *_: None).share_chief_checkpoint(
             chief_dir.name, [task_dir.name]
         )
     return run_in_foreground(
-        project.model_copy(update={"tf_config": config}),
-        task_dir,
+        opened,
         quiet=args.quiet,
         verbose=args.verbose,
-        resume=True,
-        folder_lock=lock,
         as_messages=args.messages,
         record_messages=args.record_messages,
         mlflow=live_settings(args),
